@@ -1,0 +1,38 @@
+# Ethos-U85 TLM, cocotb bench and RTL stand-in.
+#   make sim   run the cocotb regression (SIM=verilator|icarus DUT=rtl|tlm WAVES=1 SEED=n TESTS=pattern NPU_MODEL=x_vela.npz)
+#   make test  everything CI runs
+SHELL   := /bin/bash
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+
+SIM     ?= verilator
+DUT     ?= rtl
+WAVES   ?= 0
+SEED    ?=
+TESTS   ?=
+NPU_MODEL ?=
+N       ?= 20000
+
+.PHONY: all venv sim test lint fuzz bench clean distclean
+all: test
+
+venv: $(STAMP)
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+sim: $(STAMP)
+	$(PY) -m tb.run --sim $(SIM) --dut $(DUT) --waves $(WAVES) \
+	    $(if $(SEED),--seed $(SEED)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)')
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+clean:
+	rm -rf sim_build build .pytest_cache results.xml *.vcd *.fst
+distclean: clean
+	rm -rf $(VENV)
