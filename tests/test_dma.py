@@ -1,0 +1,141 @@
+"""NPU_OP_DMA_START semantics (TRM 3.10.4) on the memory model, with numpy slicing as the
+independent reference for 1D/2D/3D strided and indexed copies."""
+import numpy as np
+import pytest
+
+from tlm.errors import BudgetExceeded, Unpredictable
+from tlm.memory import BusFault, Channel, DataPort, Interface, Memory, RegionRoute, Resp
+from tlm.ops.dma import dma_start
+
+SRC_BASE, DST_BASE, IDX_BASE = 0x10_0000, 0x20_0000, 0x30_0000
+
+
+class FakeRF:
+    """Just enough of isa.RegisterFile: field(command, field) with zero defaults."""
+
+    def __init__(self, **kw):
+        self.v = {}
+        for k, val in kw.items():
+            cmd, fld = k.split("__")
+            self.v[("NPU_SET_DMA0_" + cmd, fld)] = val
+
+    def field(self, cmd, fld):
+        return self.v.get((cmd, fld), 0)
+
+
+def setup(seed):
+    rng = np.random.default_rng(seed)
+    m = Memory()
+    src = rng.integers(0, 256, 1 << 14, dtype=np.uint8)
+    m.write(SRC_BASE, src)
+    bases = {1: SRC_BASE, 2: DST_BASE, 3: IDX_BASE}
+    port = DataPort(m, lambda r: RegionRoute(bases.get(r, 0), Interface.ext, 0, 0, 0))
+    return m, port, src, rng
+
+
+def test_1d_copy():
+    m, port, src, _ = setup(1)
+    rf = FakeRF(SRC_REGION__region=1, DST_REGION__region=2, SRC__addr=5, DST__addr=3, LEN__addr=1000)
+    assert dma_start(rf, port) == 1000
+    assert (m.read_array(DST_BASE + 3, 1000) == src[5:1005]).all()
+    assert m.read(DST_BASE + 2, 1) == b"\0" and m.read(DST_BASE + 1003, 1) == b"\0"
+    chans = {t.channel for t in m.log}
+    assert chans == {Channel.rd_mem2mem, Channel.wr_mem2mem}
+
+
+def test_2d_strided_copy():
+    m, port, src, _ = setup(2)
+    # 7 lines of 10 bytes, source pitch 33, destination pitch 16
+    rf = FakeRF(SRC_REGION__region=1, SRC_REGION__stride_mode=1, DST_REGION__region=2,
+                LEN__addr=10, SIZE0__size=7, SRC_STRIDE0__addr=33, DST_STRIDE0__addr=16)
+    assert dma_start(rf, port) == 70
+    got = m.read_array(DST_BASE, 7 * 16).reshape(7, 16)
+    want = src[:7 * 33].reshape(7, 33)[:, :10]
+    assert (got[:, :10] == want).all() and (got[:, 10:] == 0).all()
+
+
+def test_3d_copy_with_negative_stride1():
+    m, port, src, _ = setup(3)
+    # 3 planes x 4 lines x 8 bytes; source planes 256 apart, destination planes written backwards
+    neg = (1 << 40) - 64                                   # -64 as a 40-bit field
+    rf = FakeRF(SRC_REGION__region=1, SRC_REGION__stride_mode=2, DST_REGION__region=2,
+                DST__addr=512, LEN__addr=8, SIZE0__size=4, SIZE1__size=3,
+                SRC_STRIDE0__addr=20, SRC_STRIDE1__addr=256,
+                DST_STRIDE0__addr=16, DST_STRIDE1__addr=neg)
+    assert dma_start(rf, port) == 96
+    for z in range(3):
+        for y in range(4):
+            got = m.read_array(DST_BASE + 512 - 64 * z + 16 * y, 8)
+            assert (got == src[256 * z + 20 * y: 256 * z + 20 * y + 8]).all(), (z, y)
+
+
+def test_1d_mode_ignores_size_and_stride1():
+    m, port, src, _ = setup(4)
+    rf = FakeRF(SRC_REGION__region=1, DST_REGION__region=2, LEN__addr=16, SIZE0__size=9,
+                SIZE1__size=9, SRC_STRIDE1__addr=100, DST_STRIDE1__addr=100)
+    assert dma_start(rf, port) == 16
+    assert sum(t.length for t in m.log if t.write) == 16
+
+
+@pytest.mark.parametrize("gather", [True, False])
+def test_indexed_gather_and_scatter(gather):
+    m, port, src, rng = setup(5)
+    idx = np.array([3, -1, 0, 7, 2, 99], np.int32)        # -1 and 99 (> idx_max) are skipped
+    m.write(IDX_BASE + 8, idx.astype("<i4").tobytes())
+    kw = dict(SRC_REGION__region=1, SRC_REGION__stride_mode=1, DST_REGION__region=2,
+              IDX_REGION__region=3, IDX__addr=8, IDX_MAX__idx_max=7, LEN__addr=12,
+              SIZE0__size=len(idx), SRC_STRIDE0__addr=12, DST_STRIDE0__addr=12)
+    kw["SRC_REGION__idx_mode" if gather else "DST_REGION__idx_mode"] = 1
+    assert dma_start(FakeRF(**kw), port) == 12 * 4
+    rows = src[:12 * 8].reshape(8, 12)
+    got = m.read_array(DST_BASE, 12 * 8).reshape(8, 12)
+    want = np.zeros((8, 12), np.uint8)
+    for x, i in enumerate(idx):
+        if 0 <= i <= 7:
+            if gather:
+                want[x] = rows[i]
+            else:
+                want[i] = rows[x]
+    assert (got == want).all()
+    assert sum(t.channel == Channel.rd_mem2mem_idx for t in m.log) == len(idx)
+
+
+def test_internal_destination_writes_lut_ram():
+    m, port, src, _ = setup(6)
+    lut = np.zeros(2048, np.uint8)
+    rf = FakeRF(SRC_REGION__region=1, DST_REGION__region_mode=1, DST__addr=1024, LEN__addr=512)
+    dma_start(rf, port, lut=lut)
+    assert (lut[1024:1536] == src[:512]).all() and not lut[:1024].any()
+    assert not any(t.write for t in m.log)
+
+
+@pytest.mark.parametrize("kw, what", [
+    (dict(SRC_REGION__region_mode=1), "src_region_mode"),
+    (dict(SRC_REGION__idx_mode=1, DST_REGION__idx_mode=1), "gather and scatter"),
+    (dict(SRC_REGION__stride_mode=3), "stride_mode"),
+    (dict(DST_REGION__region_mode=1, DST__addr=8, LEN__addr=16), "16-byte"),
+    (dict(DST_REGION__region_mode=1, DST__addr=2040 & ~15, LEN__addr=32), "LUT RAM"),
+])
+def test_unpredictable_cases_raise_and_name_the_check(kw, what):
+    m, port, _, _ = setup(7)
+    with pytest.raises(Unpredictable, match=what):
+        dma_start(FakeRF(**{"LEN__addr": 1, **kw}), port, lut=np.zeros(2048, np.uint8))
+    assert not any(t.write for t in m.log)
+
+
+def test_budget_cuts_huge_transfers_before_moving_data():
+    m, port, _, _ = setup(8)
+    with pytest.raises(BudgetExceeded):
+        dma_start(FakeRF(LEN__addr=(1 << 40) - 1), port)
+    with pytest.raises(BudgetExceeded):
+        dma_start(FakeRF(SRC_REGION__stride_mode=2, LEN__addr=1, SIZE0__size=0xFFFF, SIZE1__size=0xFFFF), port)
+    assert m.log == []
+
+
+def test_bus_fault_on_write_stops_with_context():
+    m, port, _, _ = setup(9)
+    m.inject_fault(DST_BASE + 64, DST_BASE + 65, Resp.SLVERR, kind="w")
+    rf = FakeRF(SRC_REGION__region=1, DST_REGION__region=2, LEN__addr=128)
+    with pytest.raises(BusFault) as e:
+        dma_start(rf, port)
+    assert e.value.channel == Channel.wr_mem2mem and e.value.interface == Interface.ext

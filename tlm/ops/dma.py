@@ -1,0 +1,118 @@
+"""NPU_OP_DMA_START: the mem2mem copy (TRM 3.10.4), executed synchronously at issue.
+
+A sequential model is exact for streams that order DMA against kernels with DMA_WAIT and
+KERNEL_WAIT, as the TRM requires. The brace error in the TRM pseudocode (digest E-18) is
+resolved as the STRIDE1 descriptions say: src/dst stride_1 and idx_skip_1 step once per
+2D slice (per y), not per 1D line.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import BudgetExceeded, Unpredictable
+from ..memory import ADDR_MASK, Channel, DataPort
+
+LUT_RAM_SIZE = 2048          # lookup_table_storage (TRM 2.6.2)
+DEFAULT_MAX_BYTES = 1 << 28  # work budget of one DMA in the model: bytes moved (256 MiB)
+DEFAULT_MAX_LINES = 1 << 20  # ... and 1D lines (SIZE0 x SIZE1) visited
+
+# enum values (TRM dma_region_mode, dma_stride_mode, dma_idx_mode)
+EXTERNAL, INTERNAL = 0, 1
+D1, D2, D3 = 0, 1, 2
+
+
+def _s40(v: int) -> int:
+    v &= ADDR_MASK
+    return v - (1 << 40) if v >> 39 else v
+
+
+def dma_start(rf, port: DataPort, lut: np.ndarray | None = None,
+              max_bytes: int = DEFAULT_MAX_BYTES, max_lines: int = DEFAULT_MAX_LINES) -> int:
+    """Copy as NPU_OP_DMA_START does, from the NPU_SET_DMA0_* state in `rf`.
+
+    Returns the number of bytes copied. Raises BusFault (AXI error), Unpredictable (a TRM
+    assert fails) or BudgetExceeded (more than `max_bytes` would move or more than
+    `max_lines` lines would be visited). The budget and every check that does not depend
+    on index values are applied before anything moves; a BusFault, or a scattered index
+    that leaves the LUT RAM, stops mid-transfer.
+    """
+    f = rf.field
+    src_region = f("NPU_SET_DMA0_SRC_REGION", "region")
+    src_region_mode = f("NPU_SET_DMA0_SRC_REGION", "region_mode")
+    stride_mode = f("NPU_SET_DMA0_SRC_REGION", "stride_mode")
+    src_idx_mode = f("NPU_SET_DMA0_SRC_REGION", "idx_mode")
+    dst_region = f("NPU_SET_DMA0_DST_REGION", "region")
+    dst_region_mode = f("NPU_SET_DMA0_DST_REGION", "region_mode")
+    dst_idx_mode = f("NPU_SET_DMA0_DST_REGION", "idx_mode")
+    length = f("NPU_SET_DMA0_LEN", "addr") & ADDR_MASK
+    width = f("NPU_SET_DMA0_SIZE0", "size")
+    height = f("NPU_SET_DMA0_SIZE1", "size")
+    src_p = f("NPU_SET_DMA0_SRC", "addr") & ADDR_MASK
+    dst_p = f("NPU_SET_DMA0_DST", "addr") & ADDR_MASK
+    idx_p = f("NPU_SET_DMA0_IDX", "addr") & ADDR_MASK
+    idx_region = f("NPU_SET_DMA0_IDX_REGION", "region")
+    idx_max = f("NPU_SET_DMA0_IDX_MAX", "idx_max")
+    src_stride_0 = _s40(f("NPU_SET_DMA0_SRC_STRIDE0", "addr"))
+    src_stride_1 = _s40(f("NPU_SET_DMA0_SRC_STRIDE1", "addr"))
+    dst_stride_0 = _s40(f("NPU_SET_DMA0_DST_STRIDE0", "addr"))
+    dst_stride_1 = _s40(f("NPU_SET_DMA0_DST_STRIDE1", "addr"))
+    idx_skip_1 = _s40(f("NPU_SET_DMA0_IDX_SKIP1", "addr"))
+
+    if src_region_mode != EXTERNAL:
+        raise Unpredictable("NPU_OP_DMA_START: src_region_mode must be external")
+    if src_idx_mode and dst_idx_mode:
+        raise Unpredictable("NPU_OP_DMA_START: gather and scatter both enabled")
+    if stride_mode not in (D1, D2, D3):
+        raise Unpredictable(f"NPU_OP_DMA_START: reserved stride_mode {stride_mode}")
+    internal = dst_region_mode == INTERNAL
+    if stride_mode == D1:
+        width = 1
+    if stride_mode != D3:
+        height = 1
+    indexed = bool(src_idx_mode or dst_idx_mode)
+
+    total = length * width * height
+    if total > max_bytes or width * height > max_lines:
+        raise BudgetExceeded(f"NPU_OP_DMA_START: {total} bytes in {width * height} lines exceeds the "
+                             f"model's budget ({max_bytes} bytes, {max_lines} lines)")
+    if internal:
+        if lut is None:
+            raise Unpredictable("NPU_OP_DMA_START: no internal memory to write")
+        if dst_p & 15 or length & 15:
+            raise Unpredictable("NPU_OP_DMA_START: internal destination needs 16-byte aligned address and length")
+
+    src_route = port.route(src_region)
+    dst_route = None if internal else port.route(dst_region)
+    idx_route = port.route(idx_region) if indexed else None
+    copied = 0
+    for _y in range(height):
+        for x in range(width):
+            src_idx = dst_idx = x
+            if indexed:
+                raw = port.read_abs(idx_route, (idx_route.base + idx_p) & ADDR_MASK, 4,
+                                    Channel.rd_mem2mem_idx)
+                idx = int(raw.view("<i4")[0])
+                idx_p = (idx_p + 4) & ADDR_MASK
+                if idx < 0 or idx > idx_max:
+                    continue                      # copy_valid = false: skipped silently
+                if src_idx_mode:
+                    src_idx = idx
+                else:
+                    dst_idx = idx
+            if length == 0:
+                continue
+            src_addr = (src_route.base + src_p + src_idx * src_stride_0) & ADDR_MASK
+            data = port.read_abs(src_route, src_addr, length, Channel.rd_mem2mem)
+            dst_off = (dst_p + dst_idx * dst_stride_0) & ADDR_MASK
+            if internal:
+                if dst_off + length > LUT_RAM_SIZE:
+                    raise Unpredictable("NPU_OP_DMA_START: internal destination outside the 2048-byte LUT RAM")
+                lut[dst_off:dst_off + length] = data
+            else:
+                port.write_abs(dst_route, (dst_route.base + dst_off) & ADDR_MASK, data, Channel.wr_mem2mem)
+            copied += length
+        src_p = (src_p + src_stride_1) & ADDR_MASK
+        dst_p = (dst_p + dst_stride_1) & ADDR_MASK
+        if indexed:
+            idx_p = (idx_p + idx_skip_1) & ADDR_MASK
+    return copied
