@@ -1,0 +1,248 @@
+"""The bench environment: clock, reset, agents and the model handle, bound by TRM names.
+
+``Env(dut)`` binds to the ports of TRM chapter 5 (CLK, nRESET, PORPL, PORSL, CFG*, the APB5
+completer, IRQ, the Q-Channels, the AXI manager ports ``<signal><port>``), so the same
+bench drives the TLM behind the port-only shell (DUT=tlm), the RTL stand-in or licensed RTL.
+
+* ``await env.start()`` starts CLK, ties the static inputs (DFT, MBIST, debug) inactive,
+  drives the configuration pins and, for DUT=tlm, attaches the TLM behind the pins.
+* ``await env.hard_reset(PORPL=1, PORSL=0)`` pulses nRESET with the given pins;
+  ``await env.wait_reset_done()`` polls STATUS until ``reset_status`` clears.
+* ``env.apb`` is the APB5 manager (tb/apb.py); ``env.read`` / ``env.write`` are shortcuts.
+* ``env.clkq`` / ``env.pwrq`` are Q-Channel controllers (request / exit).
+* ``env.model`` is the reference ``tlm.device.Device``: for DUT=tlm the device behind the
+  pins; otherwise a separate instance that ``env.scoreboard`` keeps in step with every APB
+  transfer and compares (PRDATA, PSLVERR).
+* ``env.memory`` is the system memory (``tlm.memory.Memory``) the device executes on; the
+  AXI subordinate models of the bench will serve it on the AXI pins.
+
+Which DUT is under the pins comes from ``TB_DUT`` (set by tb/run.py), the configuration from
+``NPU_CONFIG``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Callable, Iterable
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
+
+from tb.apb import PROT_SECURE_PRIV, Apb5Manager, ApbResult
+from tb.tlm_pins import AXI_PORT_NAMES, AXI_PORT_SIGNALS, TlmPins, axi_port_signals
+
+# Inputs tied to their inactive level (TRM 5.1, 5.2, 5.6, 5.7, 5.10).
+STATIC_INPUTS = {"nMBISTRESET": 1, "DBGEN": 0, "SPIDEN": 0, "WRSTQREQ": 0, "DBGHALTREQ": 0,
+                 "DBGRESTARTREQ": 0, "DFTCGEN": 0, "DFTRSTDISABLE": 0, "DFTRAMHOLD": 0,
+                 "MBISTREQ": 0, "PWRQREQn": 1, "CLKQREQn": 1, "PCLKEN": 1, "PWAKEUP": 0}
+
+# Configuration pins and the bench's defaults: PROT comes up secure privileged; the CAP
+# pins do not limit (64 reads, 32 writes, 256-byte bursts); no striping (one port a group).
+DEFAULT_PINS = {"PORPL": 1, "PORSL": 0, "CFGSRAMCAP": 0x0002_1F3F, "CFGEXTCAP": 0x0002_1F3F,
+                "CFGSRAMHASH0": 0, "CFGSRAMHASH1": 0, "CFGEXTHASH0": 0}
+
+
+class QChannelController:
+    """Controller side of one Q-Channel (``CLK`` or ``PWR`` prefix, AMBA LPI)."""
+
+    def __init__(self, dut, prefix: str, clock):
+        self.name = prefix
+        self.clock = clock
+        self.qreqn = getattr(dut, f"{prefix}QREQn")
+        self.qacceptn = getattr(dut, f"{prefix}QACCEPTn")
+        self.qdeny = getattr(dut, f"{prefix}QDENY")
+        self.qactive = getattr(dut, f"{prefix}QACTIVE")
+
+    async def _wait(self, cond: Callable[[], bool], limit: int, what: str) -> int:
+        for n in range(limit):
+            await FallingEdge(self.clock)
+            if cond():
+                await RisingEdge(self.clock)
+                return n
+            await RisingEdge(self.clock)
+        raise TimeoutError(f"{self.name} Q-Channel: no {what} within {limit} cycles")
+
+    async def request(self, limit: int = 100) -> str:
+        """Q_RUN -> Q_REQUEST; return 'accepted' (Q_STOPPED) or 'denied' (Q_DENIED)."""
+        self.qreqn.value = 0
+        await self._wait(lambda: int(self.qacceptn.value) == 0 or int(self.qdeny.value) == 1,
+                         limit, "QACCEPTn/QDENY")
+        return "accepted" if int(self.qacceptn.value) == 0 else "denied"
+
+    async def exit(self, limit: int = 100) -> None:
+        """Back to Q_RUN (through Q_EXIT or Q_CONTINUE)."""
+        self.qreqn.value = 1
+        await self._wait(lambda: int(self.qacceptn.value) == 1 and int(self.qdeny.value) == 0,
+                         limit, "return to Q_RUN")
+
+
+class ApbScoreboard:
+    """Replays every APB transfer of the manager on a reference model and compares."""
+
+    def __init__(self, model_getter: Callable[[], object], log: logging.Logger):
+        self._model = model_getter
+        self.log = log
+        self.checked = 0
+        self.mismatches: list[str] = []
+        self.enabled = True
+        self.ignore: Callable[[ApbResult], bool] = lambda r: False
+
+    def __call__(self, r: ApbResult) -> None:
+        model = self._model()
+        if not self.enabled or model is None:
+            return
+        if r.write:
+            exp_err = bool(model.apb_write(r.addr, r.data, pprot=r.prot, pstrb=r.strb))
+            exp_data = r.data
+        else:
+            exp_data, exp_err = model.apb_read(r.addr, pprot=r.prot)
+            exp_err = bool(exp_err)
+            if exp_err:
+                exp_data = 0
+        if self.ignore(r):
+            return
+        self.checked += 1
+        if exp_err != r.slverr or (not r.write and exp_data != r.data):
+            msg = (f"{r}: model expects data=0x{exp_data:08x} slverr={int(exp_err)}")
+            self.mismatches.append(msg)
+            self.log.error("scoreboard mismatch: %s", msg)
+
+    def check(self) -> None:
+        assert not self.mismatches, (f"{len(self.mismatches)} APB scoreboard mismatch(es), "
+                                     f"first: {self.mismatches[0]}")
+
+
+class Env:
+    def __init__(self, dut, *, config: str | None = None, pins: dict | None = None,
+                 clk_period_ns: float = 10, dut_kind: str | None = None,
+                 apb_wait_states: Callable[[], int] | None = None, memory=None,
+                 scoreboard: bool = True):
+        self.dut = dut
+        self.log = logging.getLogger("cocotb.tb.env")
+        self.dut_kind = (dut_kind or os.environ.get("TB_DUT", "rtl")).lower()
+        self.config = config or os.environ.get("NPU_CONFIG", "ethos-u85-256")
+        self.pins = dict(DEFAULT_PINS)
+        self.pins.update(pins or {})
+        self.clk_period_ns = clk_period_ns
+        self.clock = dut.CLK
+        if memory is None:
+            from tlm.memory import Memory
+            memory = Memory()
+        self.memory = memory
+        self.apb = Apb5Manager.from_entity(dut, self.clock)
+        self.clkq = QChannelController(dut, "CLK", self.clock)
+        self.pwrq = QChannelController(dut, "PWR", self.clock)
+        self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := axi_port_signals(dut, p))}
+        self.tlm: TlmPins | None = None
+        if self.dut_kind == "tlm":
+            self.tlm = TlmPins(dut, config=self.config, memory=self.memory, clock=self.clock,
+                               wait_states=apb_wait_states)
+        self._ref = None               # reference model for DUT != tlm
+        self.scoreboard = ApbScoreboard(lambda: self._ref, self.log)
+        if scoreboard and self.tlm is None:
+            self.apb.listeners.append(self.scoreboard)
+        self._clock_task = None
+        self._pclken_task = None
+
+    # ------------------------------------------------------------------ handles
+    @property
+    def model(self):
+        """The reference Device: the one behind the pins for DUT=tlm."""
+        return self.tlm.device if self.tlm is not None else self._ref
+
+    # ------------------------------------------------------------------ bring-up
+    def _drive(self, name: str, value: int) -> None:
+        if hasattr(self.dut, name):
+            getattr(self.dut, name).value = value
+
+    async def start(self, reset: bool = True) -> None:
+        """Start CLK, drive the static and configuration inputs, attach the TLM (DUT=tlm);
+        with *reset*, pulse nRESET and wait for the reset sequence to finish."""
+        self._clock_task = Clock(self.clock, self.clk_period_ns, unit="ns").start(start_high=False)
+        self._drive("nRESET", 0)
+        for name, value in STATIC_INPUTS.items():
+            self._drive(name, value)
+        for name, value in self.pins.items():
+            self._drive(name, value)
+        for sigs in self.axi_ports.values():     # AXI subordinate side idle until a model binds
+            for name, direction in AXI_PORT_SIGNALS:
+                if direction == "in" and name in sigs:
+                    sigs[name].value = 1 if name == "ACLKEN" else 0
+        if self.tlm is not None:
+            self.tlm.start()
+        if reset:
+            await self.hard_reset()
+            await self.wait_reset_done()
+
+    async def hard_reset(self, cycles: int = 4, **pins) -> None:
+        """Assert nRESET for *cycles*, with configuration pins updated from *pins*
+        (TRM names, e.g. ``PORPL=0``); release it after a rising edge."""
+        unknown = set(pins) - set(DEFAULT_PINS)
+        if unknown:
+            raise ValueError(f"unknown configuration pins {sorted(unknown)}")
+        self.pins.update(pins)
+        await RisingEdge(self.clock)
+        self.dut.nRESET.value = 0
+        for name, value in self.pins.items():
+            self._drive(name, value)
+        await ClockCycles(self.clock, cycles)
+        self.dut.nRESET.value = 1
+        await ClockCycles(self.clock, 2)
+        if self.tlm is None:
+            from tb.tlm_pins import default_device_factory
+            self._ref = default_device_factory()(config=self.config, memory=None,
+                                                 pins=dict(self.pins))
+
+    async def wait_reset_done(self, max_reads: int = 256) -> list[int]:
+        """Poll STATUS (secure privileged) until reset_status (bit 3) is 0; return the
+        values read. STATUS is readable during the reset sequence (TRM 3.1.1)."""
+        seen = []
+        for _ in range(max_reads):
+            r = await self.apb.read(0x004, PROT_SECURE_PRIV)
+            assert not r.slverr, "STATUS read (secure privileged) got PSLVERR"
+            seen.append(r.data)
+            if not r.data & 0x8:
+                return seen
+        raise TimeoutError(f"STATUS.reset_status still set after {max_reads} reads")
+
+    def set_pclken(self, pattern: Iterable[int] | None) -> None:
+        """Drive PCLKEN from *pattern* (one value per CLK cycle, cycled); None ties it to 1."""
+        if self._pclken_task is not None:
+            self._pclken_task.cancel()
+            self._pclken_task = None
+        if pattern is None:
+            self._drive("PCLKEN", 1)
+            return
+        values = list(pattern)
+
+        async def drive():
+            while True:
+                for v in values:
+                    await RisingEdge(self.clock)
+                    self.dut.PCLKEN.value = v
+        self._pclken_task = cocotb.start_soon(drive())
+
+    # ------------------------------------------------------------------ shortcuts
+    async def read(self, addr: int, prot: int = PROT_SECURE_PRIV) -> ApbResult:
+        return await self.apb.read(addr, prot)
+
+    async def write(self, addr: int, data: int, prot: int = PROT_SECURE_PRIV,
+                    strb: int = 0xF) -> ApbResult:
+        return await self.apb.write(addr, data, prot, strb)
+
+    async def read_ok(self, addr: int, prot: int = PROT_SECURE_PRIV) -> int:
+        r = await self.apb.read(addr, prot)
+        assert not r.slverr, f"unexpected PSLVERR: {r}"
+        return r.data
+
+    async def write_ok(self, addr: int, data: int, prot: int = PROT_SECURE_PRIV) -> None:
+        r = await self.apb.write(addr, data, prot)
+        assert not r.slverr, f"unexpected PSLVERR: {r}"
+
+    def finish(self) -> None:
+        """End-of-test checks: adapter protocol errors and scoreboard mismatches."""
+        if self.tlm is not None:
+            assert not self.tlm.protocol_errors, ("APB protocol errors seen by the TLM adapter: "
+                                                  f"{self.tlm.protocol_errors[:3]}")
+        self.scoreboard.check()

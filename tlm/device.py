@@ -1,0 +1,845 @@
+"""The Ethos-U85 device model: APB register access, security, reset, execution control.
+
+`Device` is the control plane of the TLM (TRM 2.2, 2.3.5, 3.1, 3.3, 3.4, 3.5):
+
+* APB: `apb_read(addr, pprot)` / `apb_write(addr, data, pprot, pstrb)` with the TRM 3.1.1
+  bus-error rules, the 3.4 access classes and the reset-sequence rules.
+* Reset: `reset()` is nRESET (PROT from PORPL/PORSL); a permitted RESET write is a soft
+  reset. Both clear every register and the internal RAM (LUT) and hold
+  STATUS.reset_status=1 for `Policy.reset_cycles` model cycles.
+* Execution: `run(max_steps)` / `step()` fetch commands from QBASE+QREAD over the memory
+  model (channel rd_cmd, attributes from MEM_ATTR[QCONFIG.cmd_region0]), keep the sticky
+  NPU_SET state in an `isa.RegisterFile`, snapshot it at every NPU_OP and execute control
+  operations, NPU_OP_DMA_START (ops.dma) and kernel operations (`KERNEL_OPS`).
+* Errors: AXI errors, reserved encodings and branch faults set the TRM STATUS bits and
+  raise the IRQ. Nothing raises out of `run`/`step`/APB for any stream content: every
+  exception inside an operation becomes STATUS bits + IRQ (or is logged and skipped, per
+  `Policy`); runaway streams end with StopKind.BUDGET.
+
+Model time is counted in cycles (`Device.cycle`): an APB transfer takes
+`Policy.apb_cycles`; a command takes `Policy.cycles_per_command` plus one cycle per AXI
+beat. The reset sequence and the PMU run on this clock (see pmu.py).
+
+Kernel operations (CONV, DEPTHWISE, POOL, ELEMENTWISE, RESIZE) are dispatched through
+`KERNEL_OPS[name](snapshot, dataport, device)`. An op without an entry is not an error of
+the stream: by default (`Policy.on_unimplemented_op='continue'`) it is recorded as an
+'op_unimplemented' event, has no memory effect, and execution continues; with
+'parse_error' the NPU stops with cmd_parse_error + IRQ.
+
+TRM ambiguities resolved here are listed in `config.Policy`.
+"""
+from __future__ import annotations
+
+import enum
+import traceback
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import numpy as np
+
+from . import isa
+from . import registers as R
+from .config import NpuConfig, Pins, Policy, get_config
+from .errors import BudgetExceeded, Unpredictable
+from .memory import ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
+from .pmu import Pmu, beats
+
+LUT_RAM_SIZE = 2048
+
+# Kernel operations: name -> callable(snapshot, dataport, device). Filled in by tlm.ops.
+KERNEL_OPS: dict = {}
+KERNEL_OP_NAMES = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE",
+                   "NPU_OP_RESIZE")
+
+_O = {r.ident: r.offset for r in R.iter_registers()}
+ID, STATUS, CMD, RESET = _O["ID"], _O["STATUS"], _O["CMD"], _O["RESET"]
+QBASE_LO, QBASE_HI, QREAD, QCONFIG, QSIZE = _O["QBASE_LO"], _O["QBASE_HI"], _O["QREAD"], _O["QCONFIG"], _O["QSIZE"]
+PROT, CONFIG, COND_STATUS, POWER_CTRL, REGIONCFG = _O["PROT"], _O["CONFIG"], _O["COND_STATUS"], _O["POWER_CTRL"], _O["REGIONCFG"]
+MEM_ATTR0, AXI_SRAM, AXI_EXT = _O["MEM_ATTR0"], _O["AXI_SRAM"], _O["AXI_EXT"]
+BASEP0 = _O["BASEP0_LO"]
+
+# STATUS bit positions (TRM 3.3.1.2)
+ST_STATE, ST_IRQ, ST_BUS, ST_RESET, ST_PARSE, ST_END, ST_PMU_IRQ, ST_ECC, ST_BRANCH = 0, 1, 2, 3, 4, 5, 6, 8, 9
+STICKY_FAULTS = ("bus_status", "cmd_parse_error", "ecc_fault", "branch_fault")
+
+
+class StopKind(enum.Enum):
+    STOP = "npu_op_stop"            # NPU_OP_STOP executed
+    END = "cmd_end_reached"         # QREAD reached QSIZE
+    STOP_REQUEST = "stop_request"   # CMD.stop_request
+    ERROR = "error"                 # bus_status / cmd_parse_error / branch_fault / ecc_fault
+    BUDGET = "budget"               # step budget used up; the NPU is still RUNNING
+    NOT_RUNNING = "not_running"     # run() called while STOPPED or in reset
+    RESET = "reset"                 # a reset stopped the NPU (no IRQ)
+
+
+@dataclass(frozen=True)
+class StopReason:
+    kind: StopKind
+    steps: int = 0                  # commands executed by this run()/step()
+    qread: int = 0
+    status: int = 0                 # STATUS word at return
+    cycle: int = 0
+    error: str = ""                 # STATUS bit name for kind ERROR
+    detail: str = ""
+
+    @property
+    def running(self) -> bool:
+        return bool(self.status & 1)
+
+    def __str__(self) -> str:
+        s = f"{self.kind.value} after {self.steps} steps, QREAD=0x{self.qread:x}, STATUS=0x{self.status:08x}"
+        if self.error:
+            s += f" [{self.error}]"
+        return s + (f": {self.detail}" if self.detail else "")
+
+
+class StatusView(dict):
+    """Decoded STATUS: dict with attribute access (`dev.status.irq_raised`)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class _HookError(Exception):
+    """Wraps an exception raised by a bench hook so the device does not swallow it."""
+
+
+class _Stop(Exception):
+    """Internal: the current command ended execution (error already recorded)."""
+
+
+class Device:
+    """Ethos-U85 control plane and command-stream executor."""
+
+    def __init__(self, config: "str | int | NpuConfig" = "ethos-u85-256", memory: "Memory | None" = None,
+                 pins: "Pins | Mapping[str, int] | None" = None, policy: "Policy | None" = None,
+                 kernel_ops: "Mapping | None" = None, settle: bool = False):
+        self.config = get_config(config)
+        self.memory = memory if memory is not None else Memory()
+        self.pins = Pins.make(pins)
+        self.policy = policy or Policy()
+        self.kernel_ops = KERNEL_OPS if kernel_ops is None else kernel_ops
+        self.events: deque = deque(maxlen=self.policy.max_events)   # (event, details), newest last
+        self.hooks: list = []
+        self.log_events = True
+        self.cycle = 0
+        self.rf = isa.RegisterFile()
+        self.lut = np.zeros(LUT_RAM_SIZE, np.uint8)
+        self.pmu = Pmu(self.config, self.policy, on_irq=self._pmu_irq)
+        self.dataport = DataPort(self.memory, self.route)
+        self.op_counts: Counter = Counter()
+        self.chain_length = 0            # g_chain_length, maintained by kernel ops
+        self._irq_level = False
+        self._executing = False
+        self._txns: list = []
+        self.memory.listeners.append(self._on_txn)
+        self.reset()
+        if settle:
+            self.wait_reset()
+
+    # ================================================================== events / irq
+    def _event(self, event: str, /, **details) -> None:
+        details["cycle"] = self.cycle
+        if self.log_events:
+            self.events.append((event, details))
+        for h in self.hooks:
+            try:
+                h(event, details)
+            except Exception as e:          # noqa: BLE001 - bench code, re-raised below
+                raise _HookError(e) from e
+
+    @property
+    def irq(self) -> bool:
+        """Level of the IRQ output (TRM 5.3): irq_raised | pmu_irq_raised."""
+        return bool(self.irq_raised or self.pmu_irq_raised)
+
+    def _update_irq(self) -> None:
+        lvl = self.irq
+        if lvl != self._irq_level:
+            self._irq_level = lvl
+            self._event("irq", level=int(lvl), status=self.status_word)
+
+    def _pmu_irq(self) -> None:
+        self.pmu_irq_raised = 1
+        self._event("pmu_irq", ovs=self.pmu.ovs)
+
+    def _on_txn(self, txn) -> None:
+        if self._executing:
+            self._txns.append(txn)
+
+    # ================================================================== reset
+    def _clear_state(self) -> None:
+        """Every register and internal RAM to its reset value (TRM 2.2: "at any reset, all
+        registers and memories in the NPU are cleared")."""
+        self.running = False
+        self.irq_raised = 0
+        self.bus_status = 0
+        self.cmd_parse_error = 0
+        self.cmd_end_reached = 0
+        self.pmu_irq_raised = 0
+        self.ecc_fault = 0
+        self.branch_fault = 0
+        self.faulting_interface = 0
+        self.faulting_channel = 0
+        self.irq_history_mask = 0
+        self.cmd_word = 0x0000000C
+        self.reset_word = 0
+        self.qread = 0
+        self.cond_status = 0
+        self._store = {r.offset: (r.reset or 0) for r in R.iter_registers() if r.behaviour == "store"
+                       and r.page in ("BASE", "BASE_POINTERS")}
+        self.resume_ok = False
+        self.stop_requested = False
+        self.chain_length = 0
+        self.rf.reset()
+        self._snap = None
+        self.lut[:] = 0
+        self.pmu.reset()
+        self._fetch_buf = None
+        self._last_stop: "StopReason | None" = None
+
+    def _sample_pins(self) -> None:
+        p = self.pins
+        hmask = 0xFF_FFFF_FFC0
+        self.cfg_sram_cap = p.CFGSRAMCAP & R.get("CFG_SRAM_CAP").defined_mask
+        self.cfg_ext_cap = p.CFGEXTCAP & R.get("CFG_EXT_CAP").defined_mask
+        self.cfg_sram_hash0 = p.CFGSRAMHASH0 & hmask
+        self.cfg_sram_hash1 = (p.CFGSRAMHASH1 & hmask) if self.config.sram_hash1_mirrors_pins else 0
+        self.cfg_ext_hash0 = p.CFGEXTHASH0 & hmask
+
+    def reset(self, wait: bool = False) -> None:
+        """Hard reset (nRESET): clear everything, CPL/CSL from PORPL/PORSL, start the reset
+        sequence (STATUS.reset_status=1 for Policy.reset_cycles cycles). No IRQ."""
+        was_running = getattr(self, "running", False)
+        self._clear_state()
+        self.cpl = self.pins.PORPL & 1
+        self.csl = self.pins.PORSL & 1
+        self._pending_prot = None
+        self.power_masked = False
+        self._sample_pins()
+        self.reset_remaining = max(1, int(self.policy.reset_cycles))
+        self._event("reset", kind="hard", was_running=was_running, cpl=self.cpl, csl=self.csl)
+        self._update_irq()
+        if wait:
+            self.wait_reset()
+
+    def _soft_reset(self, data: int, pprot: int) -> None:
+        """A permitted RESET write (TRM 3.3.1.4, 2.2, 2.3.5)."""
+        was_running = self.running
+        self._clear_state()
+        self.reset_word = data & 3
+        self._pending_prot = self._new_prot(data, pprot)
+        if not self.policy.prot_update_at_end:
+            self.cpl, self.csl = self._pending_prot
+            self._pending_prot = None
+        self.power_masked = True
+        self._sample_pins()
+        self.reset_remaining = max(1, int(self.policy.reset_cycles))
+        self._event("reset", kind="soft", was_running=was_running, pending_CPL=data & 1,
+                    pending_CSL=(data >> 1) & 1, pprot=pprot)
+        self._update_irq()
+
+    def _new_prot(self, data: int, pprot: int) -> tuple[int, int]:
+        cpl = min(pprot & 1, data & 1)
+        csl = (data >> 1) & 1
+        if self.policy.csl_rule == "or_requester":
+            csl |= (pprot >> 1) & 1
+        return cpl, csl
+
+    @property
+    def last_stop(self) -> "StopReason | None":
+        """Why the NPU last went RUNNING -> STOPPED (None after reset)."""
+        return self._last_stop
+
+    @property
+    def in_reset(self) -> bool:
+        return self.reset_remaining > 0
+
+    def _finish_reset(self) -> None:
+        self.reset_remaining = 0
+        if self._pending_prot is not None:
+            self.cpl, self.csl = self._pending_prot
+            self._pending_prot = None
+        self._event("reset_done", cpl=self.cpl, csl=self.csl)
+
+    def tick(self, cycles: int = 1) -> None:
+        """Advance model time while no command executes (APB traffic, idle, reset)."""
+        cycles = int(cycles)
+        if cycles <= 0:
+            return
+        self.cycle += cycles
+        if self.reset_remaining > 0:
+            self.reset_remaining -= cycles
+            if self.reset_remaining <= 0:
+                self._finish_reset()
+        self.pmu.advance(cycles, self.running)
+        self._update_irq()
+
+    def wait_reset(self, max_cycles: int = 1 << 20) -> int:
+        """Advance time until the reset sequence has finished; returns the cycles waited."""
+        waited = 0
+        while self.in_reset and waited < max_cycles:
+            n = self.reset_remaining
+            self.tick(n)
+            waited += n
+        return waited
+
+    # ================================================================== register views
+    @property
+    def status_word(self) -> int:
+        return (int(self.running) << ST_STATE | (self.irq_raised & 1) << ST_IRQ
+                | (self.bus_status & 1) << ST_BUS | int(self.in_reset) << ST_RESET
+                | (self.cmd_parse_error & 1) << ST_PARSE | (self.cmd_end_reached & 1) << ST_END
+                | (self.pmu_irq_raised & 1) << ST_PMU_IRQ | (self.ecc_fault & 1) << ST_ECC
+                | (self.branch_fault & 1) << ST_BRANCH | (self.faulting_interface & 1) << 11
+                | (self.faulting_channel & 0xF) << 12 | (self.irq_history_mask & 0xFFFF) << 16)
+
+    @property
+    def status(self) -> StatusView:
+        return StatusView(R.get("STATUS").decode(self.status_word))
+
+    @property
+    def prot_word(self) -> int:
+        return (self.csl & 1) << 1 | (self.cpl & 1)
+
+    def _reg64(self, lo: int) -> int:
+        return self._store[lo] | self._store[lo + 4] << 32
+
+    @property
+    def qbase(self) -> int:
+        return self._reg64(QBASE_LO) & ADDR_MASK
+
+    @property
+    def qsize(self) -> int:
+        return self._store[QSIZE]
+
+    @property
+    def qconfig(self) -> int:
+        return self._store[QCONFIG] & 3
+
+    def basep(self, n: int) -> int:
+        return self._reg64(BASEP0 + 8 * n) & ADDR_MASK
+
+    def mem_attr(self, n: int) -> int:
+        return self._store[MEM_ATTR0 + 4 * n]
+
+    @property
+    def regioncfg(self) -> int:
+        return self._store[REGIONCFG]
+
+    @property
+    def clock_q_enable(self) -> int:
+        return (self.cmd_word >> 2) & 1
+
+    @property
+    def power_q_enable(self) -> int:
+        return (self.cmd_word >> 3) & 1
+
+    @property
+    def clock_off_permitted(self) -> bool:
+        """The NPU would accept a clock Q-channel request (TRM 2.3.5, 3.3.1.3) [model rule]."""
+        return not self.running and not self.in_reset and bool(self.clock_q_enable)
+
+    @property
+    def power_off_permitted(self) -> bool:
+        """The NPU would accept a power Q-channel request: stopped, power_q_enable=1, not
+        masked by a RESET write, all interrupts cleared (TRM 3.1.4, 3.3.1.4)."""
+        return (not self.running and not self.in_reset and bool(self.power_q_enable)
+                and not self.power_masked and not self.irq)
+
+    def set_result_flag(self, value: int) -> None:
+        """COND_STATUS.result_flag (for kernel ops writing a single-element OFM)."""
+        self.cond_status = value & 1
+
+    def add_cycles(self, cycles: int) -> None:
+        """Kernel ops: extra model cycles spent by the current command."""
+        self._extra_cycles += max(0, int(cycles))
+
+    def read_register(self, offset: int) -> int:
+        """Backdoor read of a register word (no permission check, no side effects, ignores
+        the reset-sequence read rule)."""
+        reg = R.by_offset(offset)
+        return 0 if reg is None else self._read_reg(reg)
+
+    def _read_reg(self, reg) -> int:
+        off = reg.offset
+        if reg.behaviour == "const":
+            return reg.reset
+        if off == STATUS:
+            return self.status_word
+        if off == CMD:
+            return self.cmd_word & self.policy.cmd_readback_mask
+        if off == RESET:
+            return self.reset_word
+        if off == QREAD:
+            return self.qread & 0xFFFFFFFF
+        if off == PROT:
+            return self.prot_word
+        if off == CONFIG:
+            return self.config.config_word
+        if off == COND_STATUS:
+            return self.cond_status & 1
+        if reg.name == "CFG_SRAM_CAP":
+            return self.cfg_sram_cap
+        if reg.name == "CFG_EXT_CAP":
+            return self.cfg_ext_cap
+        if reg.name.startswith("CFG_") and "HASH" in reg.name:
+            v = {"CFG_SRAM_HASH0": self.cfg_sram_hash0, "CFG_SRAM_HASH1": self.cfg_sram_hash1,
+                 "CFG_EXT_HASH0": self.cfg_ext_hash0}[reg.name]
+            return (v & 0xFFFFFFFF) if reg.word == 0 else (v >> 32) & 0xFF
+        if self.pmu.owns(off):
+            return self.pmu.read(off) & reg.read_mask
+        return self._store.get(off, 0) & reg.read_mask
+
+    # ================================================================== APB
+    def apb_read(self, addr: int, pprot: int = 0b01) -> tuple[int, int]:
+        """One APB read transfer. Returns (PRDATA, PSLVERR)."""
+        try:
+            data, err = self._apb(False, addr, 0, pprot, 0)
+        except _HookError as e:
+            raise e.__cause__ from None
+        return data, err
+
+    def apb_write(self, addr: int, data: int, pprot: int = 0b01, pstrb: int = 0xF) -> int:
+        """One APB write transfer. Returns PSLVERR."""
+        try:
+            _, err = self._apb(True, addr, data & 0xFFFFFFFF, pprot, pstrb)
+        except _HookError as e:
+            raise e.__cause__ from None
+        if self.policy.auto_run and self.running:
+            self.run()
+        return err
+
+    def _apb(self, write: bool, addr: int, data: int, pprot: int, pstrb: int) -> tuple[int, int]:
+        addr &= R.APB_WINDOW - 1
+        pprot &= 7
+        try:
+            rdata, err = self._apb_access(write, addr, data, pprot, pstrb)
+        except _HookError:
+            raise
+        except Exception as e:                       # noqa: BLE001 - never raise out
+            self._event("internal_error", where="apb", error=repr(e), tb=traceback.format_exc())
+            rdata, err = 0, 1
+        if err:
+            rdata = 0
+        self._event("apb", write=int(write), addr=addr, data=data if write else rdata,
+                    pprot=pprot, pstrb=pstrb, pslverr=int(err))
+        self.tick(self.policy.apb_cycles)
+        return rdata, int(bool(err))
+
+    def permitted(self, pprot: int) -> bool:
+        """TRM 3.1.1 / 2.3.5: PPROT[0] >= CPL and PPROT[1] <= CSL."""
+        return (pprot & 1) >= self.cpl and ((pprot >> 1) & 1) <= self.csl
+
+    def _apb_access(self, write, addr, data, pprot, pstrb):
+        if addr & 3:
+            self._event("apb_error", reason="unaligned", addr=addr, write=int(write))
+            return 0, 1
+        if write and pstrb & 0xF != 0xF:
+            self._event("apb_error", reason="subword_write", addr=addr, pstrb=pstrb)
+            return 0, 1
+        if not self.permitted(pprot):
+            self._event("apb_error", reason="protection", addr=addr, write=int(write), pprot=pprot,
+                        cpl=self.cpl, csl=self.csl)
+            return 0, 1
+        if self.in_reset:
+            rule = self.policy.reset_read if not write else self.policy.reset_write
+            if rule == "stall":
+                self._event("apb_stall", addr=addr, cycles=self.reset_remaining)
+                self.tick(self.reset_remaining)
+            elif not write:
+                return (self.status_word if addr == STATUS else 0), 0
+            else:
+                if addr == CMD:
+                    if rule == "trm_3_1_1":
+                        self.cmd_word = (self.cmd_word & ~0xC) | (data & 0xC)
+                        if self.policy.cmd_write_in_reset_unmasks_power:
+                            self.power_masked = False
+                    return 0, 0
+                if addr == RESET:
+                    if rule == "trm_3_1_1":
+                        self.reset_word = data & 3
+                        new = self._new_prot(data, pprot)
+                        if self.policy.prot_update_at_end:
+                            self._pending_prot = new
+                        else:
+                            self.cpl, self.csl = new
+                        self._event("reset_prot_update", cpl=new[0], csl=new[1])
+                    return 0, 0
+                self._event("apb_error", reason="write_in_reset", addr=addr)
+                return 0, 1
+        reg = R.by_offset(addr)
+        if reg is None:
+            if self.policy.reserved_offset_slverr:
+                self._event("apb_error", reason="reserved", addr=addr, write=int(write))
+                return 0, 1
+            return 0, 0
+        if self.running and (reg.stopped_only == "rw" or (reg.stopped_only == "w" and write)):
+            mode = self.policy.running_unpredictable
+            self._event("unpredictable", what=f"APB {'write' if write else 'read'} of {reg.ident} "
+                                              f"in RUNNING state", addr=addr)
+            if mode == "slverr":
+                return 0, 1
+            if mode == "ignore":
+                return 0, 0
+        if not write:
+            return self._read_reg(reg), 0
+        if reg.access == R.RO:
+            return 0, 0                               # ignored, no error (TRM 3.4.1)
+        self._write_reg(reg, data, pprot)
+        return 0, 0
+
+    def _write_reg(self, reg, data: int, pprot: int) -> None:
+        off = reg.offset
+        if off == CMD:
+            self._write_cmd(data)
+        elif off == RESET:
+            self._soft_reset(data, pprot)
+        elif self.pmu.owns(off):
+            self.pmu.write(off, data)
+        elif off in self._store:
+            self._store[off] = data & reg.write_mask
+            if off in (QBASE_LO, QBASE_HI, QSIZE):
+                self.resume_ok = False
+                self._fetch_buf = None
+                if not self.running:
+                    self.cmd_end_reached = 0
+
+    def _write_cmd(self, data: int) -> None:
+        """TRM 3.3.1.3."""
+        self.cmd_word = data
+        self.power_masked = False
+        clr_hist = (data >> 16) & 0xFFFF
+        if clr_hist:
+            self.irq_history_mask &= ~clr_hist
+        if data & 2:
+            self.irq_raised = 0
+            self.pmu_irq_raised = 0
+        was_running = self.running
+        if data & 0x10 and was_running:
+            self.stop_requested = True
+            self._event("stop_request", qread=self.qread)
+            self._check_stop()
+        if data & 1 and not was_running:
+            self._start()
+        self._update_irq()
+
+    def _start(self) -> None:
+        faults = [n for n in STICKY_FAULTS if getattr(self, n)]
+        if faults and self.policy.run_with_sticky_fault == "ignore":
+            self._event("start_ignored", faults=faults)
+            return
+        resume = self.resume_ok
+        if not resume:
+            self.qread = 0
+        self.resume_ok = False
+        self.stop_requested = False
+        self._fetch_buf = None
+        self.running = True
+        self._event("state", state="running", qread=self.qread, resume=resume, qbase=self.qbase,
+                    qsize=self.qsize)
+
+    # ================================================================== routing
+    def _attr_route(self, attr_index: int, base: int) -> RegionRoute:
+        attr = self.mem_attr(attr_index & 3)
+        ext = (attr >> 2) & 1
+        if ext:
+            return RegionRoute(base, Interface.ext, (attr >> 4) & 0xF, attr & 3, self.prot_word,
+                               self.cfg_ext_hash0, 0, self.config.ext_ports)
+        return RegionRoute(base, Interface.sram, (attr >> 4) & 0xF, attr & 3, self.prot_word,
+                           self.cfg_sram_hash0, self.cfg_sram_hash1, self.config.sram_ports)
+
+    def route(self, region: int) -> RegionRoute:
+        """Region n -> BASEP[n], MEM_ATTR[REGIONCFG.region<n>] (TRM 3.3.1.13-14, 3.3.2, 2.3.3);
+        AxPROT from PROT (TRM 2.2)."""
+        if not 0 <= int(region) < 8:
+            raise Unpredictable(f"memory region {region} outside 0..7")
+        return self._attr_route((self.regioncfg >> (2 * region)) & 3, self.basep(region))
+
+    def burst_boundary(self, interface: Interface) -> int:
+        """Bytes at which bursts are split: 64 << min(AXI_x.max_beats, CFG_x_CAP.max_beats)."""
+        reg = self._store[AXI_EXT if interface == Interface.ext else AXI_SRAM]
+        cap = self.cfg_ext_cap if interface == Interface.ext else self.cfg_sram_cap
+        mb = min((reg >> 16) & 3, (cap >> 16) & 3, 2)
+        return 64 << mb
+
+    def max_outstanding(self, interface: Interface) -> tuple[int, int]:
+        """Effective (reads, writes) outstanding per port: min(register, pins) + 1, capped by
+        the hardware maxima (TRM 2.3.3, 3.3.1.18-21)."""
+        ext = interface == Interface.ext
+        reg = self._store[AXI_EXT if ext else AXI_SRAM]
+        cap = self.cfg_ext_cap if ext else self.cfg_sram_cap
+        hw_r, hw_w = self.config.max_outstanding("ext" if ext else "sram")
+        rd = min(reg & 0x3F, cap & 0x3F) + 1
+        wr = min((reg >> 8) & 0x1F, (cap >> 8) & 0x1F) + 1
+        return min(rd, hw_r), min(wr, hw_w)
+
+    # ================================================================== fetch
+    def _fetch_word(self, off: int) -> int:
+        qbase = self.qbase & ~3
+        addr = (qbase + off) & ADDR_MASK
+        buf = self._fetch_buf
+        if buf is not None and buf[0] <= addr and addr + 4 <= buf[0] + len(buf[1]):
+            i = addr - buf[0]
+            return int.from_bytes(buf[1][i:i + 4], "little")
+        r = self._attr_route(self.qconfig, 0)
+        blk = max(4, int(self.policy.fetch_block))
+        lo = addr - addr % blk
+        end = qbase + (self.qsize & ~3)
+        hi = min(lo + blk, -(-end // 128) * 128, 1 << 40)
+        if lo < qbase <= addr:
+            lo = qbase
+        if hi < addr + 4 or end > ADDR_MASK:             # wrapping stream: word by word
+            lo, hi = addr, addr + 4
+        data = bytearray()
+        bb = self.burst_boundary(r.interface)
+        a = lo
+        while a < hi:
+            n = min(hi - a, bb - a % bb)
+            data += self.dataport.read_abs(r, a, n, Channel.rd_cmd).tobytes()
+            a += n
+        self._fetch_buf = (lo, bytes(data))
+        i = addr - lo
+        return int.from_bytes(self._fetch_buf[1][i:i + 4], "little")
+
+    # ================================================================== execution
+    def _snapshot_stop(self, kind: StopKind, steps: int, error: str = "", detail: str = "") -> StopReason:
+        return StopReason(kind, steps, self.qread, self.status_word, self.cycle, error, detail)
+
+    def _stop(self, kind: StopKind, irq: bool = True, error: str = "", detail: str = "") -> None:
+        self.running = False
+        self.stop_requested = False
+        if irq:
+            self.irq_raised = 1
+        self._last_stop = self._snapshot_stop(kind, 0, error, detail)
+        self._event("state", state="stopped", reason=kind.value, qread=self.qread, error=error,
+                    detail=detail)
+
+    def _raise_error(self, bit: str, detail: str = "", **info) -> None:
+        """TRM 3.6.8 raise_error(): set the sticky bit, stop, IRQ."""
+        setattr(self, bit, 1)
+        self._event("fault", bit=bit, detail=detail, qread=self.qread, **info)
+        self._stop(StopKind.ERROR, error=bit, detail=detail)
+
+    def _check_stop(self) -> bool:
+        """Stop conditions at a command boundary. Returns True if the NPU stopped."""
+        if not self.running:
+            return True
+        if self.stop_requested and self.chain_length == 0:
+            self.resume_ok = bool(self.policy.resume_after_stop_request)
+            self._stop(StopKind.STOP_REQUEST)
+            return True
+        if self.qread >= (self.qsize & ~3):
+            self.qread = max(self.qread, 0)
+            self.cmd_end_reached = 1
+            self._stop(StopKind.END)
+            return True
+        return False
+
+    def _policy_error(self, choice: str, what: str, **info) -> None:
+        """Apply a 'continue' / 'parse_error' policy to a non-architectural condition."""
+        if choice == "parse_error":
+            self._raise_error("cmd_parse_error", what, **info)
+            raise _Stop()
+
+    def step(self) -> "StopReason | None":
+        """Execute one command. Returns the StopReason if the NPU is stopped afterwards."""
+        try:
+            if not self.running:
+                return self._snapshot_stop(StopKind.NOT_RUNNING, 0)
+            if not self._check_stop():
+                self._exec_one()
+                self._check_stop()
+            self._update_irq()
+        except _HookError as e:
+            raise e.__cause__ from None
+        if self.running:
+            return None
+        return self._last_stop
+
+    def run(self, max_steps: "int | None" = None) -> StopReason:
+        """Execute while RUNNING, at most `max_steps` commands (Policy.default_max_steps if
+        None). Never raises for any stream content."""
+        budget = self.policy.default_max_steps if max_steps is None else int(max_steps)
+        if not self.running or self.in_reset:
+            return self._snapshot_stop(StopKind.NOT_RUNNING, 0)
+        steps = 0
+        try:
+            while True:
+                if self._check_stop():
+                    break
+                if steps >= budget:
+                    self._event("budget", steps=steps, qread=self.qread)
+                    self._update_irq()
+                    return self._snapshot_stop(StopKind.BUDGET, steps, detail=f"budget of {budget} steps")
+                self._exec_one()
+                steps += 1
+                self._update_irq()
+            self._update_irq()
+        except _HookError as e:
+            raise e.__cause__ from None
+        last = self._last_stop or self._snapshot_stop(StopKind.NOT_RUNNING, steps)
+        return StopReason(last.kind, steps, self.qread, self.status_word, self.cycle, last.error, last.detail)
+
+    def _exec_one(self) -> None:
+        off = self.qread
+        self._executing = True
+        self._txns = []
+        self._extra_cycles = 0
+        self._cur_next = None
+        try:
+            self._exec_at(off)
+        except _Stop:
+            pass
+        except _HookError:
+            raise
+        except BusFault as e:
+            self.faulting_interface = int(e.interface)
+            self.faulting_channel = int(e.channel) & 0xF
+            self._raise_error("bus_status", str(e), offset=off, channel=e.channel.name,
+                              interface=Interface(int(e.interface)).name, addr=e.addr, resp=int(e.resp))
+        except Unpredictable as e:
+            self._event("unpredictable", what=e.what, offset=off)
+            try:
+                self._policy_error(self.policy.on_unpredictable, e.what, offset=off)
+                self._skip_current()
+            except _Stop:
+                pass
+        except Exception as e:                       # noqa: BLE001 - BudgetExceeded, model bugs
+            kind = "model_limit" if isinstance(e, BudgetExceeded) else "internal_error"
+            self._event(kind, error=repr(e), offset=off, tb=traceback.format_exc())
+            try:
+                self._policy_error(self.policy.on_model_limit, f"{kind}: {e!r}", offset=off)
+                self._skip_current()
+            except _Stop:
+                pass
+        finally:
+            self._executing = False
+            txns, self._txns = self._txns, []
+            cycles = self.policy.cycles_per_command + self._extra_cycles + \
+                sum(beats(t.addr, t.length) for t in txns)
+            self.cycle += cycles
+            self.pmu.advance(cycles, True, txns)
+
+    def _skip_current(self) -> None:
+        """'continue' policy: the failed command completes without further effect."""
+        if self.running and self._cur_next is not None:
+            self.qread = self._cur_next
+
+    def _exec_at(self, off: int) -> None:
+        qsize = self.qsize & ~3
+        w0 = self._fetch_word(off)
+        words = [w0]
+        if (w0 >> 10) & 0x3F == 0b010000 and (w0 & 0x3FF) in isa.CMD1_BY_OPCODE:
+            # a valid cmd1 header: fetch payload_1 unless it lies past the stream end
+            if off + 8 > qsize:
+                self._event("truncated_cmd1", offset=off, word=w0)
+                self._raise_error("cmd_parse_error", f"cmd1 at 0x{off:x} truncated by QSIZE", offset=off,
+                                  word=w0)
+                return
+            words.append(self._fetch_word(off + 4))
+        try:
+            d = isa.decode_word(words, 0)
+        except isa.IsaError as e:
+            if self.policy.parse_error_on_reserved:
+                self._raise_error("cmd_parse_error", e.reason, offset=off, word=w0)
+            else:
+                self._event("unpredictable", what=f"reserved encoding: {e.reason}", offset=off, word=w0)
+                self.qread = off + 4
+            return
+        nxt = off + d.size
+        self._cur_next = nxt
+        name = d.cmd.name
+        if not d.cmd.is_op:
+            self.rf.set(d)
+            self._snap = None
+            self.qread = nxt
+            return
+        self.op_counts[name] += 1
+        if self._snap is None:                     # shared while no NPU_SET intervenes
+            self._snap = self.rf.snapshot()
+        snap = self._snap
+        self._event("op", name=name, offset=off, fields=dict(d.fields), snapshot=snap)
+        f = d.fields
+        if name == "NPU_OP_STOP":
+            self.irq_history_mask |= f["mask"] & 0xFFFF
+            self.qread = nxt
+            self.resume_ok = True
+            self._stop(StopKind.STOP)
+        elif name == "NPU_OP_IRQ":
+            self.irq_history_mask |= f["mask"] & 0xFFFF
+            self.irq_raised = 1
+            self.qread = nxt
+        elif name == "NPU_OP_PMU_MASK":
+            took = self.pmu.set_mask(f["enable"])
+            if not took:
+                self._event("pmu_mask_ignored", enable=f["enable"])
+            self.qread = nxt
+        elif name in ("NPU_OP_KERNEL_WAIT", "NPU_OP_DMA_WAIT"):
+            self.qread = nxt                       # barriers: no-ops in a sequential model
+        elif name == "NPU_OP_DMA_START":
+            self._fetch_buf = None
+            from .ops.dma import dma_start
+            kw = {} if self.policy.dma_max_bytes is None else {"max_bytes": self.policy.dma_max_bytes}
+            dma_start(snap, self.dataport, lut=self.lut, **kw)
+            self.qread = nxt
+        elif name == "NPU_OP_BRANCH":
+            self._branch(f["branch_cond"], f["branch_target"], off, nxt)
+        elif name in KERNEL_OP_NAMES or name in self.kernel_ops:
+            fn = self.kernel_ops.get(name)
+            if fn is None:
+                self._event("op_unimplemented", name=name, offset=off)
+                self._policy_error(self.policy.on_unimplemented_op, f"{name} not implemented", offset=off)
+                self.qread = nxt
+                return
+            self._fetch_buf = None
+            self._snap = None                      # an op may change the state (chaining)
+            fn(snap, self.dataport, self)
+            self.qread = nxt
+        else:                                      # an op the ISA knows but the device does not
+            self._event("op_unimplemented", name=name, offset=off)
+            self._policy_error(self.policy.on_unimplemented_op, f"{name} not implemented", offset=off)
+            self.qread = nxt
+
+    def _branch(self, cond: int, target: int, off: int, nxt: int) -> None:
+        """TRM 3.11.2 NPU_OP_BRANCH."""
+        # branch_cond == rf_true first waits for all kernels (KERNEL_WAIT n=0): a no-op here.
+        if target & 3:
+            choice = self.policy.branch_misaligned
+            self._event("unpredictable", what=f"branch_target 0x{target:x} not 4-byte aligned", offset=off)
+            if choice == "branch_fault":
+                self._raise_error("branch_fault", f"misaligned branch_target 0x{target:x}", offset=off,
+                                  target=target)
+                return
+            if choice == "parse_error":
+                self._raise_error("cmd_parse_error", f"misaligned branch_target 0x{target:x}", offset=off,
+                                  target=target)
+                return
+            target &= ~3
+        if target >= self.qsize:
+            self._raise_error("branch_fault", f"branch_target 0x{target:x} >= QSIZE 0x{self.qsize:x}",
+                              offset=off, target=target)
+            return
+        taken = cond == 0 or (cond == 1 and self.cond_status & 1)
+        self._event("branch", offset=off, cond=cond, target=target, taken=bool(taken))
+        self.qread = target if taken else nxt
+
+    # ================================================================== convenience
+    def load_stream(self, addr: int, words, qconfig: "int | None" = None, pprot: int = 0b01) -> None:
+        """Write a command stream into memory (backdoor) and program QBASE/QSIZE over APB."""
+        data = b"".join((int(w) & 0xFFFFFFFF).to_bytes(4, "little") for w in words)
+        self.memory.write(addr, data)
+        self.apb_write(QBASE_LO, addr & 0xFFFFFFFF, pprot)
+        self.apb_write(QBASE_HI, (addr >> 32) & 0xFF, pprot)
+        self.apb_write(QSIZE, len(data), pprot)
+        if qconfig is not None:
+            self.apb_write(QCONFIG, qconfig, pprot)
+
+    def start(self, pprot: int = 0b01) -> int:
+        """CMD write with transition_to_running_state, keeping the Q-enable bits."""
+        return self.apb_write(CMD, (self.cmd_word & 0xC) | 1, pprot)

@@ -1,0 +1,640 @@
+"""Feature-map addressing of the Ethos-U85 (TRM r0p0 issue 05, 2.1.1, 3.6.5, 3.8).
+
+* :class:`FeatureMap` holds the state of one feature map (IFM, IFM2 or OFM) as plain ints,
+  with :meth:`FeatureMap.from_registers` building it from a register-state mapping using
+  the TRM command/field names (``NPU_SET_IFM_BASE0.addr`` ...).
+* :func:`element_address_in_region` is the literal (scalar) TRM function and
+  :func:`write_ofm_address_ref` the literal address part of write_ofm; they are the
+  reference path for the tests.
+* :func:`element_addresses` / :func:`block_addresses` / :func:`ofm_block_addresses` are the
+  vectorised equivalents (int64 numpy arrays of byte addresses).
+* :func:`read_fmap` / :func:`write_fmap` gather/scatter a [H, W, C] block through a backdoor
+  byte accessor, issuing **one call per contiguous byte run** so that a memory model can log
+  one transaction per run.
+
+Addresses: ``base`` is whatever the caller stores in the FeatureMap - region offsets as in the
+registers, or absolute addresses when ``from_registers(..., basep=...)`` resolved
+``BASEP[region]``.  Address arithmetic is done in int64 and is not wrapped to 40 bits; an
+address >= 2**40 is left for the memory model to reject.
+
+TRM-vs-digest decisions:
+
+* NHWC channel term: the TRM pseudocode has ``addr += x*stride_x + c``; TRM 2.1.1 gives
+  ``c*ElemSize``.  We follow 2.1.1 (``c*element_size``, digest E-07): the pseudocode form
+  would make 16/32/64-bit channels overlap; the two agree for 8-bit.
+* tile3x1: the TRM code selects tile 2 when ``y >= height[1]`` and subtracts ``height[1]``
+  (HEIGHT1 behaves as an absolute row), although the register table calls HEIGHT1 "Tile 1
+  height" and the figure is missing.  We follow the code literally (digest E-08).
+* write_ofm reverse C: the TRM text has a stray ``break`` before ``c = ofm_depth - 1 - c``;
+  the flip is applied (digest E-05).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from .arith import (ActType, Precision, Unpredictable, ifm_zero_point, number_of_bits, sign_extend,
+                    truncate)
+
+__all__ = [
+    "Format", "Storage", "Reverse", "Transpose", "AllowedPerms", "FeatureMap",
+    "element_address_in_region", "write_ofm_address_ref", "tile_select", "element_addresses",
+    "block_addresses", "ofm_coordinates", "check_ofm_write", "ofm_block_addresses",
+    "contiguous_runs", "read_fmap", "write_fmap", "read_element_ref", "write_element_ref",
+]
+
+MAX_BLOCK_HEIGHT = 128
+MAX_BLOCK_WIDTH = 128
+MAX_BLOCK_DEPTH = 1024
+
+
+class Format(IntEnum):
+    """activation_format_t."""
+    NHWC = 0
+    NHCWB16 = 1
+
+
+class Storage(IntEnum):
+    """activation_storage_t."""
+    TILE2X2 = 0
+    TILE3X1 = 1
+    CHAINED = 2
+    NONE = 3
+
+
+class Reverse(IntEnum):
+    """activation_reverse_t (OFM only)."""
+    NONE = 0
+    H = 1
+    W = 2
+    C = 3
+
+
+class Transpose(IntEnum):
+    """activation_transpose_t (OFM only).  4 and 5 are reserved."""
+    HWC = 0
+    WHC = 1
+    HCW = 2
+    WCH = 3
+    CHW = 6
+    CWH = 7
+
+
+class AllowedPerms(IntEnum):
+    """allowed_perms_t (write_ofm argument)."""
+    RTRANS = 0
+    ALL = 1
+
+
+def _unpred(cond, msg):
+    if not cond:
+        raise Unpredictable(msg)
+
+
+def _reg(regs, cmd: str, field: str, default: int = 0) -> int:
+    """Field ``field`` of command ``cmd`` from a register-state object.
+
+    Accepts ``regs[cmd][field]`` (mapping of mappings), ``regs[cmd].field`` (objects),
+    ``regs["cmd.field"]`` (flat mapping) and ``regs.cmd.field`` (attributes).  Missing
+    entries read as ``default`` (register reset value 0)."""
+    flat = f"{cmd}.{field}"
+    if isinstance(regs, Mapping):
+        if flat in regs:
+            return int(regs[flat])
+        entry = regs.get(cmd)
+    else:
+        try:
+            entry = regs[cmd]
+        except (KeyError, TypeError, IndexError):
+            entry = getattr(regs, cmd, None)
+    if entry is None:
+        return default
+    if isinstance(entry, Mapping):
+        return int(entry.get(field, default))
+    if isinstance(entry, (int, np.integer)):
+        return int(entry)
+    return int(getattr(entry, field, default))
+
+
+@dataclass(frozen=True)
+class FeatureMap:
+    """One feature map as the NPU_SET_{IFM,IFM2,OFM}_* registers describe it.
+
+    Sizes are the real values (``*_M1 + 1``), not the register encodings.
+    ``height/width/depth`` are the tensor shape where the registers give it (OFM: the shape
+    *before* transposition; IFM: only depth from IFM_DEPTH_M1); ``blk_*`` are the
+    OFM_BLK_*_M1 + 1 values (OFM only; used for write_ofm legality checks).
+    Tile registers (``width0``, ``height0``, ``height1``) describe the memory tensor, i.e.
+    after transposition for an OFM.
+    """
+    base: tuple = (0, 0, 0, 0)              # BASE0..BASE3 .addr (+ BASEP[region] if resolved)
+    stride_x: int = 0                       # STRIDE_X.addr (bytes)
+    stride_y: int = 0                       # STRIDE_Y.addr
+    stride_c: int = 0                       # STRIDE_C.addr
+    width0: int = 1                         # WIDTH0_M1.width_m1 + 1
+    height0: int = 1                        # HEIGHT0_M1.height_m1 + 1
+    height1: int = 1                        # HEIGHT1_M1.height_m1 + 1
+    precision: int = Precision.B8           # PRECISION.activation_precision
+    act_type: int = ActType.UNSIGNED        # PRECISION.activation_type
+    fmt: int = Format.NHWC                  # PRECISION.activation_format
+    storage: int = Storage.TILE2X2          # PRECISION.activation_storage
+    region: int = 0                         # REGION.region (FIFO number when chained)
+    zero_point: int = 0                     # ZERO_POINT.zero_point (raw 16 bits)
+    transpose: int = Transpose.HWC          # OFM_PRECISION.activation_transpose
+    reverse: int = Reverse.NONE             # OFM_PRECISION.activation_reverse
+    scale_mode: int = 0                     # OFM_PRECISION.scale_mode
+    height: int | None = None
+    width: int | None = None
+    depth: int | None = None
+    blk_height: int | None = None
+    blk_width: int | None = None
+    blk_depth: int | None = None
+
+    def __post_init__(self):
+        b = tuple(int(v) for v in self.base)
+        if len(b) != 4:
+            raise ValueError("FeatureMap.base needs BASE0..BASE3")
+        object.__setattr__(self, "base", b)
+
+    @property
+    def bits(self) -> int:
+        return number_of_bits(self.precision)
+
+    @property
+    def element_size(self) -> int:
+        return self.bits // 8
+
+    @classmethod
+    def from_registers(cls, regs, which: str = "IFM", basep=None) -> "FeatureMap":
+        """Build from register state.  ``which`` is "IFM", "IFM2" or "OFM".
+
+        ``regs`` maps TRM command names to their decoded fields, e.g.
+        ``regs["NPU_SET_IFM_BASE0"]["addr"]`` or ``regs["NPU_SET_IFM_BASE0"].addr``.
+        ``basep``: optional BASEP[0..7] (sequence or mapping region -> address); when given
+        (and storage is not chained/none) BASEP[region] is added to the four bases, so the
+        addresses produced are absolute (memory_read: ``addr += BASEP[region]``).
+        """
+        w = which.upper()
+        if w not in ("IFM", "IFM2", "OFM"):
+            raise ValueError(f"which must be IFM, IFM2 or OFM, not {which!r}")
+        p = f"NPU_SET_{w}_"
+        prec = p + "PRECISION"
+        region = _reg(regs, p + "REGION", "region")
+        storage = _reg(regs, prec, "activation_storage")
+        base = [_reg(regs, f"{p}BASE{i}", "addr") for i in range(4)]
+        if basep is not None and storage in (Storage.TILE2X2, Storage.TILE3X1):
+            base = [b + int(basep[region]) for b in base]
+        kw = dict(
+            base=tuple(base),
+            stride_x=_reg(regs, p + "STRIDE_X", "addr"),
+            stride_y=_reg(regs, p + "STRIDE_Y", "addr"),
+            stride_c=_reg(regs, p + "STRIDE_C", "addr"),
+            width0=_reg(regs, p + "WIDTH0_M1", "width_m1") + 1,
+            height0=_reg(regs, p + "HEIGHT0_M1", "height_m1") + 1,
+            height1=_reg(regs, p + "HEIGHT1_M1", "height_m1") + 1,
+            precision=_reg(regs, prec, "activation_precision"),
+            act_type=_reg(regs, prec, "activation_type"),
+            fmt=_reg(regs, prec, "activation_format"),
+            storage=storage,
+            region=region,
+            zero_point=_reg(regs, p + "ZERO_POINT", "zero_point"),
+        )
+        if w == "OFM":
+            kw.update(
+                transpose=_reg(regs, prec, "activation_transpose"),
+                reverse=_reg(regs, prec, "activation_reverse"),
+                scale_mode=_reg(regs, prec, "scale_mode"),
+                height=_reg(regs, "NPU_SET_OFM_HEIGHT_M1", "height_m1") + 1,
+                width=_reg(regs, "NPU_SET_OFM_WIDTH_M1", "width_m1") + 1,
+                depth=_reg(regs, "NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1,
+                blk_height=_reg(regs, "NPU_SET_OFM_BLK_HEIGHT_M1", "height_m1") + 1,
+                blk_width=_reg(regs, "NPU_SET_OFM_BLK_WIDTH_M1", "width_m1") + 1,
+                blk_depth=_reg(regs, "NPU_SET_OFM_BLK_DEPTH_M1", "depth_m1") + 1,
+            )
+        elif w == "IFM":
+            kw.update(depth=_reg(regs, "NPU_SET_IFM_DEPTH_M1", "depth_m1") + 1)
+        return cls(**kw)
+
+
+# ----------------------------------------------------------------------------------------
+# Reference (literal, scalar) path
+# ----------------------------------------------------------------------------------------
+
+def element_address_in_region(base, stride_y, stride_x, stride_c, width0, height, storage, precision,
+                              fmt, y, x, c, *, check: bool = True) -> int:
+    """Literal TRM element_address_in_region (3.6.5), except NHWC uses ``c*element_size``
+    (TRM 2.1.1; the pseudocode's bare ``+ c`` is E-07)."""
+    tile = 0
+    _unpred(storage != Storage.NONE, "element_address_in_region: storage none")
+    if storage == Storage.TILE2X2:
+        if x >= width0:
+            x -= width0
+            tile += 1
+        if y >= height[tile]:
+            y -= height[tile]
+            tile += 2
+    elif storage == Storage.TILE3X1:
+        if y >= height[1]:
+            y -= height[1]
+            tile = 2
+        elif y >= height[0]:
+            y -= height[0]
+            tile = 1
+    else:
+        raise Unpredictable("element_address_in_region: chained storage has no address")
+    addr = base[tile] + y * stride_y
+    element_size = number_of_bits(precision) // 8
+    if fmt == Format.NHWC:
+        if check:
+            _unpred(base[tile] % element_size == 0, "NHWC base not element aligned")
+            _unpred(stride_x % element_size == 0, "NHWC stride_x not element aligned")
+            _unpred(stride_y % element_size == 0, "NHWC stride_y not element aligned")
+        addr += x * stride_x + c * element_size                 # E-07 (TRM 2.1.1)
+    elif fmt == Format.NHCWB16:
+        if check:
+            _unpred(base[tile] % 16 == 0, "NHCWB16 base not 16-byte aligned")
+            _unpred(stride_c % (16 * element_size) == 0, "NHCWB16 stride_c not 16*elem aligned")
+            _unpred(stride_y % (16 * element_size) == 0, "NHCWB16 stride_y not 16*elem aligned")
+        addr += (c >> 4) * stride_c + (16 * x + (c & 15)) * element_size
+    else:
+        raise Unpredictable(f"reserved activation_format {fmt}")
+    return addr
+
+
+def _fm_address_ref(fm: FeatureMap, y, x, c, check=True) -> int:
+    return element_address_in_region(fm.base, fm.stride_y, fm.stride_x, fm.stride_c, fm.width0,
+                                     (fm.height0, fm.height1), fm.storage, fm.precision, fm.fmt,
+                                     y, x, c, check=check)
+
+
+def write_ofm_address_ref(fm: FeatureMap, y: int, x: int, c: int,
+                          allowed_perms: int = AllowedPerms.ALL, microblock_depth: int | None = None,
+                          check: bool = True):
+    """Literal address part of TRM write_ofm(y, x, c, value, allowed_perms).
+
+    Returns the byte address, or None when storage is none (no write).  Chained storage raises
+    ValueError (the value goes to a FIFO, not to memory).  ``microblock_depth`` is needed only
+    for the reverse-C legality check."""
+    precision, fmt, storage = fm.precision, fm.fmt, fm.storage
+    reverse, transpose = fm.reverse, fm.transpose
+    ofm_height, ofm_width, ofm_depth = fm.height, fm.width, fm.depth
+    if check and ofm_height is not None:
+        _unpred(0 <= y < ofm_height and 0 <= x < ofm_width and 0 <= c < ofm_depth,
+                "write_ofm: coordinate outside the OFM")
+    if storage == Storage.CHAINED:
+        if check:
+            _unpred(reverse == Reverse.NONE and transpose == Transpose.HWC, "write_ofm: chained with reverse/transpose")
+        raise ValueError("chained OFM: value goes to the chaining FIFO")
+    if storage == Storage.NONE:
+        return None
+    if reverse != Reverse.NONE:
+        if check:
+            _unpred(transpose == Transpose.HWC, "write_ofm: reverse with transpose")
+            _unpred(allowed_perms == AllowedPerms.ALL, "write_ofm: reverse needs allowed_perms_all")
+            _unpred(precision != Precision.B64, "write_ofm: reverse of 64-bit output")
+        if reverse == Reverse.H:
+            y = ofm_height - 1 - y
+        elif reverse == Reverse.W:
+            x = ofm_width - 1 - x
+        elif reverse == Reverse.C:
+            if check and microblock_depth is not None:
+                mb_depth = max(16, microblock_depth)
+                if ofm_depth % mb_depth != 0:
+                    _unpred(fmt == Format.NHWC, "write_ofm: reverse C needs NHWC")
+                    _unpred(fm.blk_depth is None or fm.blk_depth <= 16, "write_ofm: reverse C needs blk_depth <= 16")
+            c = ofm_depth - 1 - c                                # E-05: stray 'break' ignored
+    if check:
+        bh, bw, bd = fm.blk_height, fm.blk_width, fm.blk_depth
+        if fmt == Format.NHCWB16 and bw is not None:
+            if transpose in (Transpose.HCW, Transpose.CHW):
+                _unpred(bw % 16 == 0, "write_ofm: NHCWB16 transpose needs blk_width % 16 == 0")
+            if transpose in (Transpose.CWH, Transpose.WCH):
+                _unpred(bh % 16 == 0, "write_ofm: NHCWB16 transpose needs blk_height % 16 == 0")
+        _unpred(transpose in (Transpose.HWC, Transpose.HCW, Transpose.CHW) or allowed_perms == AllowedPerms.ALL,
+                "write_ofm: transpose not permitted")
+        _unpred(transpose == Transpose.HWC or precision != Precision.B64, "write_ofm: transpose of 64-bit output")
+        if bw is not None:
+            if transpose == Transpose.WHC:
+                _unpred(bw <= MAX_BLOCK_HEIGHT and bh <= MAX_BLOCK_WIDTH, "write_ofm: WHC block limits")
+            elif transpose == Transpose.HCW:
+                _unpred(bd <= MAX_BLOCK_WIDTH and bw <= MAX_BLOCK_DEPTH, "write_ofm: HCW block limits")
+            elif transpose == Transpose.CWH:
+                _unpred(bd <= MAX_BLOCK_HEIGHT and bh <= MAX_BLOCK_DEPTH, "write_ofm: CWH block limits")
+            elif transpose == Transpose.CHW:
+                _unpred(bd <= MAX_BLOCK_HEIGHT and bh <= MAX_BLOCK_WIDTH and bw <= MAX_BLOCK_DEPTH,
+                        "write_ofm: CHW block limits")
+            elif transpose == Transpose.WCH:
+                _unpred(bw <= MAX_BLOCK_HEIGHT and bd <= MAX_BLOCK_WIDTH and bh <= MAX_BLOCK_DEPTH,
+                        "write_ofm: WCH block limits")
+    if transpose == Transpose.HWC:
+        pass
+    elif transpose == Transpose.WHC:
+        t = y; y = x; x = t
+    elif transpose == Transpose.HCW:
+        t = x; x = c; c = t
+    elif transpose == Transpose.CWH:
+        t = y; y = c; c = t
+    elif transpose == Transpose.CHW:
+        t = y; y = c; c = x; x = t
+    elif transpose == Transpose.WCH:
+        t = y; y = x; x = c; c = t
+    else:
+        raise Unpredictable(f"reserved activation_transpose {transpose}")
+    return _fm_address_ref(fm, y, x, c, check)
+
+
+def _mem_read_fn(mem):
+    return mem.read if hasattr(mem, "read") else mem
+
+
+def _mem_write_fn(mem):
+    return mem.write if hasattr(mem, "write") else mem
+
+
+def read_element_ref(mem, fm: FeatureMap, y: int, x: int, c: int, *, subtract_zero_point: bool = False,
+                     check: bool = True) -> int:
+    """Literal element read: element_address_in_region + memory_read(precision, type)
+    (+ the read_ifm zero-point subtraction when subtract_zero_point)."""
+    addr = _fm_address_ref(fm, y, x, c, check)
+    n = fm.element_size
+    raw = int.from_bytes(bytes(_mem_read_fn(mem)(addr, n)), "little")
+    value = truncate(raw, 8 * n, fm.act_type)
+    if subtract_zero_point:
+        value -= ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check)
+    return value
+
+
+def write_element_ref(mem, fm: FeatureMap, y: int, x: int, c: int, value: int,
+                      allowed_perms: int = AllowedPerms.ALL, microblock_depth: int | None = None,
+                      check: bool = True) -> None:
+    """Literal write_ofm memory path: truncate, reverse/transpose, address, little-endian write."""
+    value = truncate(int(value), fm.bits, fm.act_type)
+    addr = write_ofm_address_ref(fm, y, x, c, allowed_perms, microblock_depth, check)
+    if addr is None:
+        return
+    _mem_write_fn(mem)(addr, (value & ((1 << fm.bits) - 1)).to_bytes(fm.element_size, "little"))
+
+
+# ----------------------------------------------------------------------------------------
+# Vectorised path
+# ----------------------------------------------------------------------------------------
+
+def tile_select(fm: FeatureMap, y, x):
+    """Vectorised tile selection: returns (tile, y_in_tile, x_in_tile) as int64 arrays."""
+    y = np.asarray(y, dtype=np.int64)
+    x = np.asarray(x, dtype=np.int64)
+    y, x = np.broadcast_arrays(y, x)
+    if fm.storage == Storage.TILE2X2:
+        right = x >= fm.width0
+        x = np.where(right, x - fm.width0, x)
+        h = np.where(right, np.int64(fm.height1), np.int64(fm.height0))   # height[tile], tile in {0, 1}
+        bottom = y >= h
+        y = np.where(bottom, y - h, y)
+        tile = right.astype(np.int64) + 2 * bottom.astype(np.int64)
+    elif fm.storage == Storage.TILE3X1:
+        t2 = y >= fm.height1                                               # E-08: literal
+        t1 = ~t2 & (y >= fm.height0)
+        y = y - np.where(t2, np.int64(fm.height1), np.where(t1, np.int64(fm.height0), np.int64(0)))
+        tile = 2 * t2.astype(np.int64) + t1.astype(np.int64)
+        x = x.copy()
+    elif fm.storage == Storage.NONE:
+        raise Unpredictable("element_address_in_region: storage none")
+    else:
+        raise Unpredictable("element_address_in_region: chained storage has no address")
+    return tile, y, x
+
+
+def element_addresses(fm: FeatureMap, y, x, c, *, check: bool = True) -> np.ndarray:
+    """Vectorised element_address_in_region for memory coordinates (y, x, c) (broadcast).
+    For an OFM these are coordinates *after* transpose/reverse (see ofm_block_addresses)."""
+    tile, yy, xx = tile_select(fm, y, x)
+    cc = np.asarray(c, dtype=np.int64)
+    tile, yy, xx, cc = np.broadcast_arrays(tile, yy, xx, cc)
+    bases = np.asarray(fm.base, dtype=np.int64)
+    es = fm.element_size
+    if check and tile.size:
+        used = [int(t) for t in np.unique(tile)]
+        for t in used:
+            b = int(fm.base[t])
+            if fm.fmt == Format.NHWC:
+                _unpred(b % es == 0, "NHWC base not element aligned")
+            elif fm.fmt == Format.NHCWB16:
+                _unpred(b % 16 == 0, "NHCWB16 base not 16-byte aligned")
+        if fm.fmt == Format.NHWC:
+            _unpred(fm.stride_x % es == 0 and fm.stride_y % es == 0, "NHWC strides not element aligned")
+        elif fm.fmt == Format.NHCWB16:
+            _unpred(fm.stride_c % (16 * es) == 0 and fm.stride_y % (16 * es) == 0,
+                    "NHCWB16 strides not 16*element aligned")
+    addr = bases[tile] + yy * np.int64(fm.stride_y)
+    if fm.fmt == Format.NHWC:
+        addr = addr + xx * np.int64(fm.stride_x) + cc * np.int64(es)           # E-07
+    elif fm.fmt == Format.NHCWB16:
+        addr = addr + (cc >> 4) * np.int64(fm.stride_c) + (16 * xx + (cc & 15)) * np.int64(es)
+    else:
+        raise Unpredictable(f"reserved activation_format {fm.fmt}")
+    return addr
+
+
+def _grid(ys, xs, cs):
+    ys = np.asarray(ys, dtype=np.int64).reshape(-1, 1, 1)
+    xs = np.asarray(xs, dtype=np.int64).reshape(1, -1, 1)
+    cs = np.asarray(cs, dtype=np.int64).reshape(1, 1, -1)
+    return ys, xs, cs
+
+
+def block_addresses(fm: FeatureMap, ys, xs, cs, *, check: bool = True) -> np.ndarray:
+    """Byte addresses of the block ys x xs x cs (1-D coordinate vectors, e.g. np.arange
+    ranges, or index vectors for broadcast/upscale), shape [len(ys), len(xs), len(cs)]."""
+    y, x, c = _grid(ys, xs, cs)
+    return element_addresses(fm, y, x, c, check=check)
+
+
+def check_ofm_write(fm: FeatureMap, allowed_perms: int = AllowedPerms.ALL,
+                    microblock_depth: int | None = None) -> None:
+    """The coordinate-independent write_ofm asserts (reverse/transpose legality).
+    Checks that need OFM_BLK_* are skipped when fm.blk_* is None."""
+    if fm.storage == Storage.CHAINED:
+        _unpred(fm.reverse == Reverse.NONE and fm.transpose == Transpose.HWC,
+                "write_ofm: chained with reverse/transpose")
+        return
+    if fm.storage == Storage.NONE:
+        return
+    _unpred(fm.transpose in set(int(t) for t in Transpose), f"reserved activation_transpose {fm.transpose}")
+    _unpred(fm.reverse in (0, 1, 2, 3), f"bad activation_reverse {fm.reverse}")
+    if fm.reverse != Reverse.NONE:
+        _unpred(fm.transpose == Transpose.HWC, "write_ofm: reverse with transpose")
+        _unpred(allowed_perms == AllowedPerms.ALL, "write_ofm: reverse needs allowed_perms_all")
+        _unpred(fm.precision != Precision.B64, "write_ofm: reverse of 64-bit output")
+        _unpred(fm.height is not None, "write_ofm: reverse needs the OFM shape")
+        if fm.reverse == Reverse.C and microblock_depth is not None:
+            mb_depth = max(16, microblock_depth)
+            if fm.depth % mb_depth != 0:
+                _unpred(fm.fmt == Format.NHWC, "write_ofm: reverse C needs NHWC")
+                _unpred(fm.blk_depth is None or fm.blk_depth <= 16, "write_ofm: reverse C needs blk_depth <= 16")
+    t = fm.transpose
+    bh, bw, bd = fm.blk_height, fm.blk_width, fm.blk_depth
+    if fm.fmt == Format.NHCWB16 and bw is not None:
+        if t in (Transpose.HCW, Transpose.CHW):
+            _unpred(bw % 16 == 0, "write_ofm: NHCWB16 transpose needs blk_width % 16 == 0")
+        if t in (Transpose.CWH, Transpose.WCH):
+            _unpred(bh % 16 == 0, "write_ofm: NHCWB16 transpose needs blk_height % 16 == 0")
+    _unpred(t in (Transpose.HWC, Transpose.HCW, Transpose.CHW) or allowed_perms == AllowedPerms.ALL,
+            "write_ofm: transpose not permitted")
+    _unpred(t == Transpose.HWC or fm.precision != Precision.B64, "write_ofm: transpose of 64-bit output")
+    if bw is not None:
+        limits = {
+            Transpose.WHC: bw <= MAX_BLOCK_HEIGHT and bh <= MAX_BLOCK_WIDTH,
+            Transpose.HCW: bd <= MAX_BLOCK_WIDTH and bw <= MAX_BLOCK_DEPTH,
+            Transpose.CWH: bd <= MAX_BLOCK_HEIGHT and bh <= MAX_BLOCK_DEPTH,
+            Transpose.CHW: bd <= MAX_BLOCK_HEIGHT and bh <= MAX_BLOCK_WIDTH and bw <= MAX_BLOCK_DEPTH,
+            Transpose.WCH: bw <= MAX_BLOCK_HEIGHT and bd <= MAX_BLOCK_WIDTH and bh <= MAX_BLOCK_DEPTH,
+        }
+        _unpred(limits.get(t, True), f"write_ofm: block limits for transpose {Transpose(t).name}")
+
+
+def ofm_coordinates(fm: FeatureMap, y, x, c):
+    """write_ofm coordinate mapping: OFM (y, x, c) -> memory (y, x, c) after reverse then
+    transpose (vectorised, broadcast).  No legality checks (see check_ofm_write)."""
+    y, x, c = (np.asarray(v, dtype=np.int64) for v in (y, x, c))
+    y, x, c = np.broadcast_arrays(y, x, c)
+    if fm.reverse == Reverse.H:
+        y = fm.height - 1 - y
+    elif fm.reverse == Reverse.W:
+        x = fm.width - 1 - x
+    elif fm.reverse == Reverse.C:
+        c = fm.depth - 1 - c                                     # E-05
+    t = fm.transpose
+    if t == Transpose.HWC:
+        return y, x, c
+    if t == Transpose.WHC:
+        return x, y, c
+    if t == Transpose.HCW:
+        return y, c, x
+    if t == Transpose.CWH:
+        return c, x, y
+    if t == Transpose.CHW:                                       # t=y; y=c; c=x; x=t
+        return c, y, x
+    if t == Transpose.WCH:                                       # t=y; y=x; x=c; c=t
+        return x, c, y
+    raise Unpredictable(f"reserved activation_transpose {t}")
+
+
+def ofm_block_addresses(fm: FeatureMap, ys, xs, cs, *, allowed_perms: int = AllowedPerms.ALL,
+                        microblock_depth: int | None = None, check: bool = True) -> np.ndarray:
+    """Byte addresses for writing the OFM block ys x xs x cs (coordinates in the OFM, before
+    reverse/transpose), shape [len(ys), len(xs), len(cs)]."""
+    y, x, c = _grid(ys, xs, cs)
+    if check:
+        check_ofm_write(fm, allowed_perms, microblock_depth)
+        if fm.height is not None and y.size and x.size and c.size:
+            _unpred(int(y.min()) >= 0 and int(y.max()) < fm.height and int(x.min()) >= 0 and int(x.max()) < fm.width
+                    and int(c.min()) >= 0 and int(c.max()) < fm.depth, "write_ofm: coordinate outside the OFM")
+    my, mx, mc = ofm_coordinates(fm, y, x, c)
+    return element_addresses(fm, my, mx, mc, check=check)
+
+
+# ----------------------------------------------------------------------------------------
+# Gather / scatter through a byte accessor
+# ----------------------------------------------------------------------------------------
+
+def contiguous_runs(byte_addrs) -> list[tuple[int, int]]:
+    """Split a 1-D array of byte addresses into maximal runs of consecutive addresses
+    (a[i+1] == a[i] + 1).  Returns [(start_index, stop_index), ...]."""
+    a = np.asarray(byte_addrs, dtype=np.int64).ravel()
+    if a.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(a) != 1) + 1
+    starts = np.concatenate(([0], breaks))
+    stops = np.concatenate((breaks, [a.size]))
+    return list(zip(starts.tolist(), stops.tolist()))
+
+
+def _byte_addresses(addrs: np.ndarray, es: int) -> np.ndarray:
+    return (addrs.reshape(-1, 1) + np.arange(es, dtype=np.int64)).ravel()
+
+
+def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = False,
+              check: bool = True) -> np.ndarray:
+    """Gather the block ys x xs x cs of a feature map ([H, W, C] array).
+
+    ``mem`` is either an object with ``read(addr, n) -> bytes`` (e.g. tlm.memory.Memory's
+    backdoor) or such a callable.  The distinct bytes needed are read in ascending address
+    order with one call per maximal contiguous run.
+
+    Values are sign- or zero-extended according to ``fm.act_type`` (memory_read with
+    precision/type) as int64; unsigned b64 gives uint64.  ``subtract_zero_point`` applies the
+    read_ifm/read_ifm2 zero point (with its asserts).
+    """
+    if fm.storage == Storage.CHAINED:
+        raise ValueError("chained feature map: read from the chaining FIFO")
+    addrs = block_addresses(fm, ys, xs, cs, check=check)
+    shape = addrs.shape
+    es = fm.element_size
+    ba = _byte_addresses(addrs, es)
+    read = _mem_read_fn(mem)
+    if ba.size:
+        uniq, inv = np.unique(ba, return_inverse=True)
+        buf = np.empty(uniq.size, dtype=np.uint8)
+        for s, e in contiguous_runs(uniq):
+            data = read(int(uniq[s]), e - s)
+            buf[s:e] = np.frombuffer(bytes(data), dtype=np.uint8)
+        raw = buf[inv.ravel()].reshape(-1, es)
+    else:
+        raw = np.zeros((0, es), dtype=np.uint8)
+    padded = np.zeros((raw.shape[0], 8), dtype=np.uint8)
+    padded[:, :es] = raw
+    u = padded.view("<u8").reshape(shape)
+    if fm.act_type == ActType.UNSIGNED:
+        vals = u.astype(np.uint64) if es == 8 else u.astype(np.int64)
+    else:
+        vals = sign_extend(u.astype(np.int64), 8 * es)
+    if subtract_zero_point:
+        zp = ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check)
+        vals = vals.astype(np.int64) - np.int64(zp) if zp else vals
+    return vals
+
+
+def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = AllowedPerms.ALL,
+               microblock_depth: int | None = None, check: bool = True) -> None:
+    """Scatter ``values`` ([len(ys), len(xs), len(cs)], or broadcastable) to the OFM block
+    ys x xs x cs, as write_ofm does: truncate to the OFM width, apply reverse/transpose
+    (coordinates are OFM coordinates before transposition), little-endian store.
+
+    ``mem`` is an object with ``write(addr, data: bytes)`` or such a callable.  One call per
+    contiguous byte run: in ascending address order when all target bytes are distinct,
+    otherwise in element order (so later elements overwrite earlier ones, as sequential
+    write_ofm calls would).  storage none: no write.  Chained storage raises ValueError
+    (the caller pushes into the FIFO).
+    """
+    if fm.storage == Storage.NONE:
+        if check:
+            check_ofm_write(fm, allowed_perms, microblock_depth)
+        return
+    if fm.storage == Storage.CHAINED:
+        raise ValueError("chained feature map: push values into the chaining FIFO")
+    addrs = ofm_block_addresses(fm, ys, xs, cs, allowed_perms=allowed_perms,
+                                microblock_depth=microblock_depth, check=check)
+    es = fm.element_size
+    v = np.broadcast_to(np.asarray(values), addrs.shape)
+    if v.dtype == np.uint64:
+        u = v.astype("<u8")
+    else:
+        u = v.astype(np.int64).astype("<u8")                    # two's complement, modulo 2**64
+    data = np.ascontiguousarray(u).reshape(-1, 1).view(np.uint8)[:, :es].ravel()
+    ba = _byte_addresses(addrs, es)
+    write = _mem_write_fn(mem)
+    if ba.size == 0:
+        return
+    order = np.argsort(ba, kind="stable")
+    sba = ba[order]
+    if np.all(np.diff(sba) != 0):
+        sdata = data[order]
+        for s, e in contiguous_runs(sba):
+            write(int(sba[s]), sdata[s:e].tobytes())
+    else:
+        for s, e in contiguous_runs(ba):
+            write(int(ba[s]), data[s:e].tobytes())
