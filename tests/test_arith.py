@@ -14,7 +14,7 @@ from tlm.arith import (AccFormat, ActivationFunction as AF, ActType, ClipRange, 
                        RoundMode as RM, ScaleMode, Unpredictable, accumulate, activation, activation_ref,
                        avgpool_scale, clamp, clz, div_trunc, ifm_zero_point, logical_shift_right, lut_views,
                        pack_interp_lut, rescale, rescale_ref, rounded_shift_right, rounded_shift_right_ref,
-                       scale_input, scale_input_ref, shift_left, sign_extend, truncate, zero_extend)
+                       saturate, scale_input, scale_input_ref, shift_left, sign_extend, truncate, zero_extend)
 
 SEED = int(os.environ.get("TLM_TEST_SEED", "850131"))
 ALL_MODES = [RM.DOUBLE_SYMMETRIC, RM.NATURAL, RM.DOUBLE_ASYMMETRIC, RM.SYMMETRIC,
@@ -74,9 +74,17 @@ def test_accumulate_wraps():
     assert accumulate(a, 1, AccFormat.I48).tolist() == [2**31, -2**47, -4]
 
 
+def test_saturate():
+    assert saturate(300, 8, ActType.SIGNED) == 127 and saturate(-300, 8, ActType.SIGNED) == -128
+    assert saturate(-5, 8, ActType.UNSIGNED) == 0 and saturate(70000, 16, ActType.UNSIGNED) == 65535
+    assert saturate(np.array([2**40, -2**40, 7]), 32, ActType.SIGNED).tolist() == [2**31 - 1, -2**31, 7]
+
+
 def test_clamp():
     assert clamp(5, 0, 3) == 3 and clamp(-5, 0, 3) == 0 and clamp(2, 0, 3) == 2
     assert clamp(np.array([-9, 1, 9]), -2, 2).tolist() == [-2, 1, 2]
+    # literal if/else order when acc_min > acc_max (e.g. ACTIVATION_MIN/MAX read with the other signedness)
+    assert clamp(np.array([-9, 1, 9]), 5, 2).tolist() == [clamp(v, 5, 2) for v in (-9, 1, 9)] == [5, 5, 2]
 
 
 # ---------------------------------------------------------------- rounded_shift_right

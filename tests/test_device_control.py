@@ -11,7 +11,7 @@ from tlm import registers as R
 from tlm.config import Policy
 from tlm.device import KERNEL_OPS, Device, StopKind
 from tlm.errors import Unpredictable
-from tlm.memory import Channel, Interface, Memory, Resp, axcache
+from tlm.memory import Channel, Memory, Resp, axcache
 
 OFF = {r.ident: r.offset for r in R.REGISTERS}
 CMD, STATUS, RESET, QREAD, QSIZE, QBASE_LO = (OFF[k] for k in ("CMD", "STATUS", "RESET", "QREAD", "QSIZE", "QBASE_LO"))
@@ -440,6 +440,20 @@ def program_regions(d):
     d.apb_write(OFF["REGIONCFG"], 1 << 4)                              # region2 -> MEM_ATTR1
 
 
+def test_ecc_fault_injection_is_sticky_and_stops():
+    d = dev(enc(("NPU_OP_BRANCH", dict(branch_target=0))))
+    d.start()
+    d.run(max_steps=2)
+    d.inject_ecc_error("ecc_mac_ib", corrected=True)
+    assert d.running and not d.irq
+    d.inject_ecc_error("ecc_ao_lut")
+    st = status(d)
+    assert st["ecc_fault"] == 1 and st["irq_raised"] == 1 and st["state"] == 0 and d.last_stop.error == "ecc_fault"
+    d.apb_write(CMD, 0xC | 2)
+    assert status(d)["ecc_fault"] == 1
+    assert d.pmu.totals["ecc_mac_ib"] == 1 and d.pmu.totals["ecc_ao_lut"] == 1
+
+
 def test_dma_start_copies_through_regions():
     d = dev(dma_stream())
     program_regions(d)
@@ -698,9 +712,13 @@ def test_fuzz_random_streams_never_raise(round_):
                 cmd = isa.BY_NAME[rng.choice(names)]
                 raw = cmd.header | (rng.getrandbits(48) << 16)
                 words += [raw & 0xFFFFFFFF, (raw >> 32) & 0xFFFFFFFF][: 1 + cmd.kind]
+        policy = Policy(dma_max_bytes=1 << 16, parse_error_on_reserved=rng.random() < 0.8,
+                        on_unpredictable=rng.choice(["continue", "parse_error"]),
+                        on_model_limit=rng.choice(["continue", "parse_error"]),
+                        branch_misaligned=rng.choice(["parse_error", "align", "branch_fault"]),
+                        fetch_block=rng.choice([4, 64, 256]))
         d = dev(words, config=rng.choice(["ethos-u85-128", "ethos-u85-1024", "ethos-u85-2048"]),
-                pins=dict(CFGSRAMHASH0=0x40, CFGSRAMHASH1=0x80, CFGEXTHASH0=0x100),
-                policy=Policy(dma_max_bytes=1 << 16))
+                pins=dict(CFGSRAMHASH0=0x40, CFGSRAMHASH1=0x80, CFGEXTHASH0=0x100), policy=policy)
         for k in range(4):
             d.apb_write(OFF[f"MEM_ATTR{k}"], rng.getrandbits(8))
         for k in range(8):
@@ -750,3 +768,11 @@ def test_fuzz_random_apb_traffic_never_raises():
         if d.running and rng.random() < 0.3:
             d.run(max_steps=int(rng.integers(1, 20)))
     assert not events(d, "internal_error")
+
+
+def test_policy_rejects_unknown_choices():
+    with pytest.raises(ValueError):
+        Policy(reset_write="sometimes")
+    with pytest.raises(ValueError):
+        Policy(fetch_block=48)
+    assert Policy().replace(on_unimplemented_op="parse_error").on_unimplemented_op == "parse_error"

@@ -1,7 +1,6 @@
 """PMU (TRM 3.3.4, 3.3.5): counters, enables, overflow -> PMOVS -> PMINT -> pmu_irq_raised
 -> IRQ, and the events the TLM models (cycle, npu_idle/active, AXI transactions/beats per
 port and channel, latency-any, PMCLUT, PMCCNTR_CFG, NPU_OP_PMU_MASK)."""
-import pytest
 
 from tlm import isa
 from tlm import registers as R

@@ -12,6 +12,7 @@ import pytest
 
 from tlm.errors import Unpredictable
 from tlm.weights import (NUM_WD, WeightOrder, WeightStreamError, decode_fwd, decode_swd,
+                         decode_weight_tensor,
                          decode_swd_slices, encode_fwd, encode_swd, fold, fwd_from_weights,
                          fwd_indices, microblock_depth, parse_fwd_header, reference_order,
                          stream_indices, streams_from_weights, unfold, weights_from_fwd,
@@ -483,6 +484,22 @@ def test_order_asserts():
                                    stride_x=4))
 
 
+def test_decode_weight_tensor_errors():
+    p = WeightOrder(512, 3, False, True, False, False, 20, 12, 32, 3, 3)
+    rng = np.random.default_rng(20)
+    W = rng.integers(-128, 128, p.shape)
+    raw = [encode_swd(s) for s in streams_from_weights(p, W)]
+    assert np.array_equal(decode_weight_tensor(p, raw), W)
+    with pytest.raises(WeightStreamError, match="decoder 1"):
+        decode_weight_tensor(p, [raw[0], raw[1][:40]])
+    with pytest.raises(ValueError):
+        decode_weight_tensor(p, raw[:1])
+    f = encode_fwd(fwd_from_weights(p, W))
+    assert np.array_equal(decode_weight_tensor(p, [f], fwd=True), W)
+    with pytest.raises(WeightStreamError):
+        decode_weight_tensor(p, [f[:64]], fwd=True)
+
+
 def test_short_stream_rejected():
     p = WeightOrder(256, 3, False, False, False, False, 9, 10, 16, 1, 2)
     n = stream_indices(p)[0].size
@@ -499,6 +516,7 @@ def test_short_stream_rejected():
 def _vela_models():
     return {
         "conv3x3": lambda g: g.conv2d(g.input((1, 9, 9, 40)), 37, 3, 1, "SAME"),
+        "conv3x3_deep": lambda g: g.conv2d(g.input((1, 6, 6, 128)), 72, 3, 1, "SAME"),
         "conv1x1": lambda g: g.conv2d(g.input((1, 6, 6, 80)), 70, 1, 1, "SAME"),
         "conv3x3s2": lambda g: g.conv2d(g.input((1, 12, 12, 16)), 24, 3, 2, "SAME"),
         "conv5x5s3": lambda g: g.conv2d(g.input((1, 16, 16, 8)), 16, 5, 3, "VALID"),
@@ -637,6 +655,13 @@ def test_vela_weights(name, cfg, fwd):
                 assert mlw_decode(encode_swd(s)) == s.tolist()
         assert W.shape == wt.shape
         assert np.array_equal(W, wt), f"{name} {cfg}: weights differ"
+        # The executor's one-call path gives the same tensor.
+        if weight_format == 1:
+            raw = [region0[addr40(st, 0x020):addr40(st, 0x020) + st[(1, 0x021)][1]]]
+        else:
+            raw = [region0[addr40(st, WEIGHT_BASE[k]):addr40(st, WEIGHT_BASE[k]) + st[(1, WEIGHT_LENGTH[k])][1]]
+                   for k in range(p.num_wd)]
+        assert np.array_equal(decode_weight_tensor(p, raw, fwd=weight_format == 1), wt)
 
 
 # ------------------------------------------------------------------ speed (informative)

@@ -26,23 +26,20 @@ from enum import IntEnum
 
 import numpy as np
 
+from .errors import Unpredictable
+
 __all__ = [
     "Unpredictable", "RoundMode", "Precision", "ActType", "AccFormat", "ActivationFunction",
     "ClipRange", "RescaleMode", "ScaleMode",
-    "align_up", "number_of_bits", "zero_extend", "sign_extend", "truncate", "clamp", "clz",
+    "align_up", "number_of_bits", "zero_extend", "sign_extend", "truncate", "saturate", "clamp", "clz",
     "accumulate", "rounded_shift_right", "rounded_shift_right_ref", "avgpool_scale",
     "rescale", "rescale_ref", "scale_input", "scale_input_ref", "ifm_zero_point",
     "ofm_activation_params", "activation", "activation_ref", "lut_views", "pack_interp_lut",
     "shift_left", "logical_shift_right", "div_trunc", "wrap32",
 ]
 
-INT64_MIN = -(1 << 63)
 INT32_MIN = -(1 << 31)
 LUT_BYTES = 2048                     # lookup_table_storage (TRM 2.6.2: 2048 bytes)
-
-
-class Unpredictable(Exception):
-    """A TRM pseudocode ``assert()`` failed: the behaviour is UNPREDICTABLE (TRM 3.6.1)."""
 
 
 def _unpred(cond, msg: str) -> None:
@@ -165,6 +162,18 @@ def sign_extend(value, n: int):
 def wrap32(value):
     """(int32_t) cast: wrap to 32 bits."""
     return sign_extend(value, 32)
+
+
+def saturate(value, n: int, act_type: int):
+    """Saturating cast to an n-bit signed/unsigned range (a helper; the TRM datapath itself
+    never saturates implicitly - it clamps in activation() and wraps in truncate())."""
+    if int(act_type) == ActType.UNSIGNED:
+        lo, hi = 0, (1 << n) - 1
+    else:
+        lo, hi = -(1 << (n - 1)), (1 << (n - 1)) - 1
+    if _is_scalar(value):
+        return max(lo, min(hi, int(value)))
+    return np.clip(np.asarray(value, dtype=np.int64), lo, min(hi, 2**63 - 1))
 
 
 def truncate(value, n: int, act_type: int):
@@ -747,5 +756,5 @@ def div_trunc(a, b, *, check: bool = True):
         _unpred(not badov.any(), "div: -2**31 / -1")
     ys = np.where(bad0, 1, y)
     q = np.abs(x) // np.abs(ys)
-    q = x // ys
+    q = np.where((x < 0) != (ys < 0), -q, q)
     return sign_extend(q, 32)

@@ -193,7 +193,8 @@ class Policy:
                               set: 'ignore' (stay STOPPED, log) or 'run'.
       parse_error_on_reserved Reserved command encodings (3.5.3, UNPREDICTABLE) raise
                               cmd_parse_error (True) or are skipped (False).
-      truncated_cmd1          A cmd1 whose second word lies at/after QSIZE: 'parse_error'.
+                              A cmd1 whose payload word lies at/after QSIZE is always a
+                              cmd_parse_error.
       branch_misaligned       branch_target & 3 != 0 (assert, UNPREDICTABLE): 'parse_error',
                               'align' (drop bits [1:0]) or 'branch_fault'.
       on_unpredictable        An op's TRM assert fails (errors.Unpredictable): 'continue' (log,
@@ -232,7 +233,6 @@ class Policy:
     resume_after_stop_request: bool = False
     run_with_sticky_fault: str = "ignore"
     parse_error_on_reserved: bool = True
-    truncated_cmd1: str = "parse_error"
     branch_misaligned: str = "parse_error"
     on_unpredictable: str = "continue"
     on_unimplemented_op: str = "continue"
@@ -246,6 +246,25 @@ class Policy:
     pmu_bw_event_offsets: frozenset = field(default_factory=lambda: frozenset({2, 7}))
     axi_latency_cycles: int = 0
     cycles_per_command: int = 1
+
+    _CHOICES = {
+        "running_unpredictable": ("slverr", "ignore", "allow"),
+        "reset_read": ("zero", "stall"),
+        "reset_write": ("trm_3_1_1", "ignore_cmd_reset", "stall"),
+        "csl_rule": ("or_requester", "pending"),
+        "run_with_sticky_fault": ("ignore", "run"),
+        "branch_misaligned": ("parse_error", "align", "branch_fault"),
+        "on_unpredictable": ("continue", "parse_error"),
+        "on_unimplemented_op": ("continue", "parse_error"),
+        "on_model_limit": ("continue", "parse_error"),
+    }
+
+    def __post_init__(self):
+        for name, allowed in self._CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"Policy.{name} must be one of {allowed}, not {getattr(self, name)!r}")
+        if self.fetch_block < 4 or self.fetch_block & (self.fetch_block - 1):
+            raise ValueError("Policy.fetch_block must be a power of two >= 4")
 
     def replace(self, **kw) -> "Policy":
         return replace(self, **kw)

@@ -34,7 +34,7 @@ import enum
 import traceback
 from collections import Counter, deque
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Mapping
 
 import numpy as np
 
@@ -352,6 +352,16 @@ class Device:
         return (not self.running and not self.in_reset and bool(self.power_q_enable)
                 and not self.power_masked and not self.irq)
 
+    def inject_ecc_error(self, ram: str = "ecc_dma", corrected: bool = False) -> None:
+        """Bench hook for the ECC path (the TLM has no RAM ECC model). Counts the PMU ECC event
+        (`ram` is its name, e.g. 'ecc_ao_lut'); an uncorrected error sets STATUS.ecc_fault,
+        stops the NPU and raises the IRQ (TRM 3.3.1.2); corrected errors do not fault."""
+        self.pmu.add_event(ram, 1)
+        if not corrected:
+            self._raise_error("ecc_fault", f"uncorrected ECC error in {ram}", ram=ram)
+        self.pmu.advance(0, self.running)
+        self._update_irq()
+
     def set_result_flag(self, value: int) -> None:
         """COND_STATUS.result_flag (for kernel ops writing a single-element OFM)."""
         self.cond_status = value & 1
@@ -534,6 +544,9 @@ class Device:
         if faults and self.policy.run_with_sticky_fault == "ignore":
             self._event("start_ignored", faults=faults)
             return
+        if self.qbase & 3 or self.qsize & 3 or self.qsize > 1 << 24:
+            self._event("unpredictable", what=f"QBASE 0x{self.qbase:x} / QSIZE 0x{self.qsize:x} not 4-byte "
+                                              f"aligned or above 16 MB (TRM 3.3.1.5, 3.3.1.8)")
         resume = self.resume_ok
         if not resume:
             self.qread = 0
@@ -635,7 +648,6 @@ class Device:
             self._stop(StopKind.STOP_REQUEST)
             return True
         if self.qread >= (self.qsize & ~3):
-            self.qread = max(self.qread, 0)
             self.cmd_end_reached = 1
             self._stop(StopKind.END)
             return True

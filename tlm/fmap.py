@@ -605,9 +605,9 @@ def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = 
     (coordinates are OFM coordinates before transposition), little-endian store.
 
     ``mem`` is an object with ``write(addr, data: bytes)`` or such a callable.  One call per
-    contiguous byte run: in ascending address order when all target bytes are distinct,
-    otherwise in element order (so later elements overwrite earlier ones, as sequential
-    write_ofm calls would).  storage none: no write.  Chained storage raises ValueError
+    maximal contiguous byte run, in ascending address order; where elements alias the same
+    bytes, the later element (in (y, x, c) order) is written later, as sequential write_ofm
+    calls would do.  storage none: no write.  Chained storage raises ValueError
     (the caller pushes into the FIFO).
     """
     if fm.storage == Storage.NONE:
@@ -629,12 +629,10 @@ def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = 
     write = _mem_write_fn(mem)
     if ba.size == 0:
         return
+    # Ascending address order; the stable sort keeps element order among aliased bytes, so a
+    # later element overwrites an earlier one exactly as sequential write_ofm calls would.
     order = np.argsort(ba, kind="stable")
     sba = ba[order]
-    if np.all(np.diff(sba) != 0):
-        sdata = data[order]
-        for s, e in contiguous_runs(sba):
-            write(int(sba[s]), sdata[s:e].tobytes())
-    else:
-        for s, e in contiguous_runs(ba):
-            write(int(ba[s]), data[s:e].tobytes())
+    sdata = data[order]
+    for s, e in contiguous_runs(sba):
+        write(int(sba[s]), sdata[s:e].tobytes())

@@ -457,7 +457,7 @@ def decode_word(words: Sequence[int], index: int) -> Decoded:
     ctrl = (w0 >> 14) & 3
     if (w0 >> 10) & 0xF:
         raise IsaError(offset, w0, "reserved bits [13:10] are not zero")
-    if ctrl > 1:
+    if ctrl > 1:   # only 00 and 01 are defined; vela-pipeline.md 5.3 reads any ctrl != 0 as cmd1
         raise IsaError(offset, w0, f"reserved control value {ctrl} in bits [15:14]")
     cmd = (CMD1_BY_OPCODE if ctrl else CMD0_BY_OPCODE).get(w0 & 0x3FF)
     if cmd is None:

@@ -16,6 +16,7 @@ from .codec import (  # noqa: F401
 from .ordering import (  # noqa: F401
     NUM_WD,
     WeightOrder,
+    decode_weight_tensor,
     fwd_from_weights,
     fwd_indices,
     microblock_depth,

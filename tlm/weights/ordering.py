@@ -49,6 +49,7 @@ __all__ = [
     "weights_from_fwd",
     "streams_from_weights",
     "fwd_from_weights",
+    "decode_weight_tensor",
 ]
 
 # TRM Table 3-90: macs_per_cc -> (num_wd, dw8_pad_k, dw16_pad_k)
@@ -93,6 +94,32 @@ class WeightOrder:
     stride_x: int = 1
     stride_y: int = 1
     d8x8: bool = True
+
+    @classmethod
+    def from_registers(cls, regs, macs: int, depthwise: bool) -> "WeightOrder":
+        """Build from the sticky register state: any object with
+        ``field(command_name, field_name) -> int`` (e.g. ``tlm.isa.RegisterSnapshot``).
+        ``macs``: 1 << CONFIG.macs_per_cc. ``depthwise``: the op is NPU_OP_DEPTHWISE."""
+        f = regs.field
+        ks = "NPU_SET_KERNEL_STRIDE"
+        return cls(
+            macs=macs,
+            microblock=f("NPU_SET_ACC_FORMAT", "microblock"),
+            depthwise=bool(depthwise),
+            part_kernel_first=f(ks, "weight_order") == 1,
+            sparse=f("NPU_SET_WEIGHT_FORMAT", "weight_sparsity") == 1,
+            ifm16bit=f("NPU_SET_IFM_PRECISION", "activation_precision") == 1,
+            ofm_depth=f("NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1,
+            ifm_depth=f("NPU_SET_IFM_DEPTH_M1", "depth_m1") + 1,
+            ofm_block_depth=f("NPU_SET_OFM_BLK_DEPTH_M1", "depth_m1") + 1,
+            kernel_height=f("NPU_SET_KERNEL_HEIGHT_M1", "height_m1") + 1,
+            kernel_width=f("NPU_SET_KERNEL_WIDTH_M1", "width_m1") + 1,
+            dilation_x=f(ks, "dilation_x"),
+            dilation_y=f(ks, "dilation_y"),
+            stride_x=2 * f(ks, "stride_x_msb") + f(ks, "stride_x_lsb") + 1,
+            stride_y=2 * f(ks, "stride_y_msb") + f(ks, "stride_y_lsb") + 1,
+            d8x8=f(ks, "decomposition") == 0,
+        )
 
     # derived values ----------------------------------------------------------------------
     @property
@@ -407,3 +434,30 @@ def fwd_from_weights(p: WeightOrder, W) -> np.ndarray:
     if W.shape != p.shape:
         raise ValueError(f"weight tensor shape {W.shape}, expected {p.shape}")
     return _gather(fwd_indices(p), W)
+
+
+def decode_weight_tensor(p: WeightOrder, streams, fwd: bool = False,
+                         check_padding: bool = False) -> np.ndarray:
+    """One call for the executor: the raw stream bytes of an op -> weight tensor.
+
+    ``streams``: for SWD, ``p.num_wd`` byte strings (WEIGHT_BASE/LENGTH, WEIGHT1_..., ...);
+    for FWD (``fwd=True``) one byte string. Raises :class:`WeightStreamError` for a corrupt
+    or short stream and :class:`Unpredictable` for parameters the TRM asserts against.
+    """
+    from .codec import WeightStreamError, decode_fwd, decode_swd
+    if fwd:
+        if len(streams) != 1:
+            raise ValueError("FWD uses a single weight stream")
+        idx = fwd_indices(p)
+        vals = decode_fwd(streams[0], idx.size)
+        return _scatter(p, [idx], [vals], check_padding)
+    idx = stream_indices(p)
+    if len(streams) != len(idx):
+        raise ValueError(f"{len(idx)} weight streams expected, got {len(streams)}")
+    vals = []
+    for k, (i, data) in enumerate(zip(idx, streams)):
+        try:
+            vals.append(decode_swd(data, i.size))
+        except WeightStreamError as e:
+            raise WeightStreamError(f"decoder {k}: {e.msg}", e.bit) from None
+    return _scatter(p, idx, vals, check_padding)

@@ -1,0 +1,328 @@
+// npu_cmd_decode.v -- command decoder and execution control of the Ethos-U85 stand-in.
+//
+// TRM 3.5 (command stream architecture, execution states), 3.3.1.2-3 (STATUS, CMD),
+// 3.6.8 (raise_error), 3.10-3.11 (commands).
+//
+// * STOPPED -> RUNNING on CMD.transition_to_running_state: at QBASE+QREAD if the last stop
+//   was NPU_OP_STOP and QBASE/QSIZE were not written since, else at QBASE (QREAD = 0).
+//   Ignored while a sticky fault (bus_status, cmd_parse_error, branch_fault) is set.
+// * One command is decoded per cycle from the fetch buffer. Every cmd0/cmd1 opcode of the
+//   ISA is decoded: NPU_SET_* commands write the sticky state registers
+//   (gen/npu_cmd_state.vh); NPU_OP_* commands are executed as below.
+//   - reserved encodings (bits [13:10] != 0, control 2 or 3, unknown opcode) and a cmd1
+//     whose second word lies at or past QSIZE: cmd_parse_error.
+//   - NPU_OP_STOP: irq_history_mask |= mask, stop (resumable), IRQ.
+//   - NPU_OP_IRQ: irq_raised, irq_history_mask |= mask; execution continues.
+//   - NPU_OP_BRANCH: branch_target[1:0] != 0 -> cmd_parse_error (TRM assert); a target
+//     >= QSIZE -> branch_fault (checked even if not taken); taken when branch_cond is
+//     always, or rf_true and COND_STATUS.result_flag = 1.
+//   - NPU_OP_DMA_START: queued in the DMA engine (blocks while its queue is full).
+//     TRM asserts that fail (internal source, gather and scatter together, reserved
+//     stride_mode) are UNPREDICTABLE: the command is skipped without effect.
+//     Features the stand-in does not implement (internal LUT destination, indexed
+//     gather/scatter) stop the NPU with cmd_parse_error.
+//   - NPU_OP_DMA_WAIT k: waits until at most k DMA descriptors are outstanding.
+//   - NPU_OP_KERNEL_WAIT: no kernel operation is ever outstanding: completes at once.
+//   - NPU_OP_PMU_MASK: passed to the PMU (which applies it if PMCR.mask_en = 1).
+//   - NPU_OP_CONV, DEPTHWISE, POOL, ELEMENTWISE, RESIZE: not implemented in this phase:
+//     cmd_parse_error (the NPU stops with IRQ, QREAD at the operation).
+// * Stops: NPU_OP_STOP, QREAD reaching QSIZE (cmd_end_reached), CMD.stop_request, errors.
+//   STATUS.state reads RUNNING until every outstanding command fetch, DMA transfer and AXI
+//   transaction has completed; then the NPU is STOPPED and irq_raised is set. On an error
+//   (and during a soft reset) the DMA is aborted: no new bursts, outstanding ones complete.
+// * Bus faults: an error response on any port sets bus_status, faulting_interface and
+//   faulting_channel (of the first error) and stops the NPU.
+`default_nettype none
+
+module npu_cmd_decode #(
+    parameter integer DESC_W = 320       // DMA descriptor width (see npu_dma.v)
+) (
+    input  wire              CLK,
+    input  wire              rst_n,
+    // APB actions (one-cycle pulses from npu_apb_regs)
+    input  wire              cmd_start,
+    input  wire              cmd_clear_irq,
+    input  wire              cmd_stop_req,
+    input  wire [15:0]       cmd_clr_hist,
+    input  wire              q_written,       // QBASE or QSIZE written
+    input  wire              pmu_irq_set,
+    input  wire [31:0]       qsize,
+    // halts
+    input  wire              reset_halt,      // soft reset: abort and stop issuing
+    input  wire              pause,           // warm-reset / debug halt: stop issuing
+    // bus faults
+    input  wire              fault_valid,
+    input  wire              fault_if,        // 0 sram, 1 ext
+    input  wire [3:0]        fault_ch,
+    // command fetch
+    output wire              fetch_restart,
+    output wire [31:0]       fetch_off,
+    output wire              fetch_enable,
+    input  wire              w_have1,
+    input  wire              w_have2,
+    input  wire [31:0]       w0,
+    input  wire [31:0]       w1,
+    output wire              pop1,
+    output wire              pop2,
+    input  wire              fetch_idle,
+    // DMA engine
+    output wire              dma_push,
+    output wire [DESC_W-1:0] dma_desc,
+    input  wire              dma_full,
+    input  wire [2:0]        dma_outstanding,
+    output wire              dma_abort,
+    input  wire              dma_idle,
+    input  wire              ports_idle,
+    // PMU
+    output wire              pmu_mask_we,
+    output wire              pmu_mask_val,
+    // status
+    output wire [31:0]       status_word,     // STATUS without reset_status
+    output wire              running,
+    output wire [31:0]       qread,
+    output wire              cond_result_flag,
+    output wire              irq
+);
+`include "gen/npu_isa.vh"
+
+    // ---------------------------------------------------------------- state
+    localparam [1:0] S_STOPPED = 2'd0, S_RUN = 2'd1, S_DRAIN = 2'd2;
+    localparam [1:0] K_STOP = 2'd0, K_END = 2'd1, K_REQ = 2'd2, K_ERR = 2'd3;
+
+    logic [1:0]  fsm;
+    logic [1:0]  kind;            // why the NPU is stopping
+    logic [31:0] qread_q;
+    logic        resume_ok;
+    logic        stop_req_pend;
+    logic        irq_raised, pmu_irq_raised, bus_status, parse_error, end_reached, branch_fault;
+    logic        fault_ifc;
+    logic [3:0]  fault_chn;
+    logic [15:0] irq_hist;
+    wire         sticky = bus_status | parse_error | branch_fault;
+    wire [31:0]  qsize_al = {qsize[31:2], 2'b00};
+
+    // ---------------------------------------------------------------- decode
+    wire [1:0] ctrl   = w0[15:14];
+    wire [3:0] rsv    = w0[13:10];
+    wire [9:0] opc    = w0[9:0];
+    wire       is1    = (ctrl == NPU_CTRL_CMD1);
+    wire       enc_ok = (rsv == 4'd0) && (ctrl == NPU_CTRL_CMD0 || is1);
+    wire       opc_ok = is1 ? NPU_CMD1_VALID[opc] : NPU_CMD0_VALID[opc];
+    wire       is_set = is1 ? NPU_CMD1_IS_SET[opc] : NPU_CMD0_IS_SET[opc];
+    wire [31:0] next4 = qread_q + 32'd4;
+    wire [31:0] next8 = qread_q + 32'd8;
+    wire       trunc  = is1 && (next8 > qsize_al || next8 < qread_q);
+    wire       bad    = !enc_ok || !opc_ok || trunc;
+    wire       have   = w_have1 && (bad || !is1 || w_have2);
+
+    wire is_stop   = !is1 && (opc == OPC0_NPU_OP_STOP);
+    wire is_irq    = !is1 && (opc == OPC0_NPU_OP_IRQ);
+    wire is_dmas   = !is1 && (opc == OPC0_NPU_OP_DMA_START);
+    wire is_dmaw   = !is1 && (opc == OPC0_NPU_OP_DMA_WAIT);
+    wire is_kwait  = !is1 && (opc == OPC0_NPU_OP_KERNEL_WAIT);
+    wire is_pmask  = !is1 && (opc == OPC0_NPU_OP_PMU_MASK);
+    wire is_branch = is1 && (opc == OPC1_NPU_OP_BRANCH);
+
+    wire [15:0] mask16 = w0[31:16];
+
+    // ---------------------------------------------------------------- DMA_START checks
+    // Names follow the generated npu_cmd_state.vh (f_<command>__<field>).
+    wire [DESC_W-1:0] desc;
+    logic set_we;
+    wire  set_kind = is1;
+    wire [9:0]  set_opc = opc;
+    wire [63:0] set_raw = {w1, w0};
+`include "gen/npu_cmd_state.vh"
+
+    wire dma_unpred = (f_npu_set_dma0_src_region__region_mode != NPU_E_DMA_REGION_MODE_EXTERNAL[0])
+                   || (f_npu_set_dma0_src_region__idx_mode == NPU_E_DMA_IDX_MODE_ENABLED[0]
+                       && f_npu_set_dma0_dst_region__idx_mode == NPU_E_DMA_IDX_MODE_ENABLED[0])
+                   || (f_npu_set_dma0_src_region__stride_mode > NPU_E_DMA_STRIDE_MODE_D3[1:0]);
+    wire dma_unimpl = (f_npu_set_dma0_dst_region__region_mode == NPU_E_DMA_REGION_MODE_INTERNAL[0])
+                   || (f_npu_set_dma0_src_region__idx_mode == NPU_E_DMA_IDX_MODE_ENABLED[0])
+                   || (f_npu_set_dma0_dst_region__idx_mode == NPU_E_DMA_IDX_MODE_ENABLED[0]);
+    // descriptor layout: see npu_dma.v
+    assign desc = {f_npu_set_dma0_dst_region__region,            // [319:317]
+                   f_npu_set_dma0_src_region__stride_mode,       // [316:315]
+                   f_npu_set_dma0_src_region__region,            // [314:312]
+                   f_npu_set_dma0_size1__size,                   // [311:296]
+                   f_npu_set_dma0_size0__size,                   // [295:280]
+                   f_npu_set_dma0_dst_stride1__addr,             // [279:240]
+                   f_npu_set_dma0_dst_stride0__addr,             // [239:200]
+                   f_npu_set_dma0_src_stride1__addr,             // [199:160]
+                   f_npu_set_dma0_src_stride0__addr,             // [159:120]
+                   f_npu_set_dma0_len__addr,                     // [119:80]
+                   f_npu_set_dma0_dst__addr,                     // [79:40]
+                   f_npu_set_dma0_src__addr};                    // [39:0]
+
+    // ---------------------------------------------------------------- execute
+    wire exec = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_req_pend
+                && (qread_q < qsize_al) && have;
+
+    logic        adv4, adv8, do_stop, do_irq, do_perr, do_bfault, do_branch, do_push;
+    logic        do_pmu;
+    wire [31:0]  br_target = w1;
+    wire         br_taken = (w0[16] == NPU_E_BRANCH_COND_ALWAYS[0]) || cond_result_flag;
+    always_comb begin
+        adv4 = 1'b0; adv8 = 1'b0; do_stop = 1'b0; do_irq = 1'b0; do_perr = 1'b0;
+        do_bfault = 1'b0; do_branch = 1'b0; do_push = 1'b0; do_pmu = 1'b0; set_we = 1'b0;
+        if (exec) begin
+            if (bad) begin
+                do_perr = 1'b1;
+            end else if (is_set) begin
+                set_we = 1'b1;
+                if (is1) adv8 = 1'b1; else adv4 = 1'b1;
+            end else if (is1) begin
+                // the only cmd1 operation: NPU_OP_BRANCH
+                if (is_branch) begin
+                    if (br_target[1:0] != 2'd0) do_perr = 1'b1;
+                    else if (br_target >= qsize) do_bfault = 1'b1;
+                    else if (br_taken) do_branch = 1'b1;
+                    else adv8 = 1'b1;
+                end else begin
+                    do_perr = 1'b1;
+                end
+            end else if (is_stop) begin
+                do_stop = 1'b1;
+            end else if (is_irq) begin
+                do_irq = 1'b1;
+                adv4 = 1'b1;
+            end else if (is_dmas) begin
+                if (dma_unpred) adv4 = 1'b1;                 // UNPREDICTABLE: no effect
+                else if (dma_unimpl) do_perr = 1'b1;          // not implemented here
+                else if (!dma_full) begin
+                    do_push = 1'b1;
+                    adv4 = 1'b1;
+                end
+            end else if (is_dmaw) begin
+                if (dma_outstanding <= {1'b0, w0[17:16]}) adv4 = 1'b1;
+            end else if (is_kwait) begin
+                adv4 = 1'b1;
+            end else if (is_pmask) begin
+                do_pmu = 1'b1;
+                adv4 = 1'b1;
+            end else begin
+                // NPU_OP_CONV, DEPTHWISE, POOL, ELEMENTWISE, RESIZE: not implemented
+                do_perr = 1'b1;
+            end
+        end
+    end
+
+    assign pop1 = adv4 || do_stop;
+    assign pop2 = adv8;
+    assign dma_push = do_push;
+    assign dma_desc = desc;
+    assign pmu_mask_we = do_pmu;
+    assign pmu_mask_val = w0[16];
+
+    // ---------------------------------------------------------------- control
+    wire start_ok = (fsm == S_STOPPED) && cmd_start && !sticky && !reset_halt;
+    wire [31:0] start_off = resume_ok ? qread_q : 32'd0;
+    wire fault_new = fault_valid && !bus_status;
+    wire drained = fetch_idle && dma_idle && ports_idle;
+
+    assign fetch_restart = start_ok || do_branch;
+    assign fetch_off = do_branch ? br_target : start_off;
+    assign fetch_enable = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_req_pend;
+    assign dma_abort = reset_halt || bus_status || (fsm == S_DRAIN && kind == K_ERR);
+
+    always_ff @(posedge CLK or negedge rst_n) begin
+        if (!rst_n) begin
+            fsm <= S_STOPPED;
+            kind <= K_STOP;
+            qread_q <= 32'd0;
+            resume_ok <= 1'b0;
+            stop_req_pend <= 1'b0;
+            irq_raised <= 1'b0;
+            pmu_irq_raised <= 1'b0;
+            bus_status <= 1'b0;
+            parse_error <= 1'b0;
+            end_reached <= 1'b0;
+            branch_fault <= 1'b0;
+            fault_ifc <= 1'b0;
+            fault_chn <= 4'd0;
+            irq_hist <= 16'd0;
+        end else begin
+            // ---- IRQ sources and clears (a set wins over a clear in the same cycle)
+            if (cmd_clear_irq) begin
+                irq_raised <= 1'b0;
+                pmu_irq_raised <= 1'b0;
+            end
+            if (pmu_irq_set) pmu_irq_raised <= 1'b1;
+            if (do_irq) irq_raised <= 1'b1;
+            irq_hist <= (irq_hist & ~cmd_clr_hist) | ((do_irq || do_stop) ? mask16 : 16'd0);
+
+            // ---- bus faults (first one is recorded)
+            if (fault_new) begin
+                bus_status <= 1'b1;
+                fault_ifc <= fault_if;
+                fault_chn <= fault_ch;
+            end
+            if (q_written) begin
+                resume_ok <= 1'b0;
+                if (fsm == S_STOPPED) end_reached <= 1'b0;
+            end
+
+            // ---- QREAD
+            if (adv4) qread_q <= next4;
+            else if (adv8) qread_q <= next8;
+            else if (do_stop) qread_q <= next4;
+            else if (do_branch) qread_q <= br_target;
+
+            case (fsm)
+                S_STOPPED: begin
+                    if (start_ok) begin
+                        fsm <= S_RUN;
+                        qread_q <= start_off;
+                        resume_ok <= 1'b0;
+                        stop_req_pend <= 1'b0;
+                    end
+                end
+                S_RUN: begin
+                    if (cmd_stop_req) stop_req_pend <= 1'b1;
+                    if (fault_new || bus_status || reset_halt) begin
+                        fsm <= S_DRAIN;
+                        kind <= K_ERR;
+                    end else if (do_perr) begin
+                        parse_error <= 1'b1;
+                        fsm <= S_DRAIN;
+                        kind <= K_ERR;
+                    end else if (do_bfault) begin
+                        branch_fault <= 1'b1;
+                        fsm <= S_DRAIN;
+                        kind <= K_ERR;
+                    end else if (do_stop) begin
+                        fsm <= S_DRAIN;
+                        kind <= K_STOP;
+                    end else if (stop_req_pend && !pause) begin
+                        fsm <= S_DRAIN;
+                        kind <= K_REQ;
+                    end else if (!pause && qread_q >= qsize_al) begin
+                        fsm <= S_DRAIN;
+                        kind <= K_END;
+                    end
+                end
+                default: begin   // S_DRAIN
+                    if (fault_new) kind <= K_ERR;
+                    if (drained && !fault_new) begin
+                        fsm <= S_STOPPED;
+                        stop_req_pend <= 1'b0;
+                        if (!reset_halt) irq_raised <= 1'b1;
+                        if (kind == K_END) end_reached <= 1'b1;
+                        resume_ok <= (kind == K_STOP);
+                    end
+                end
+            endcase
+        end
+    end
+
+    assign running = (fsm != S_STOPPED);
+    assign qread = qread_q;
+    assign cond_result_flag = 1'b0;   // no kernel operation writes an OFM in this phase
+    assign irq = irq_raised | pmu_irq_raised;
+    assign status_word = {irq_hist, fault_chn, fault_ifc, 1'b0, branch_fault, 1'b0 /* ecc_fault */,
+                          1'b0, pmu_irq_raised, end_reached, parse_error, 1'b0 /* reset_status */,
+                          bus_status, irq_raised, running};
+endmodule
+
+`default_nettype wire
