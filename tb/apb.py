@@ -182,8 +182,12 @@ class Apb5Manager:
             en = True if self.pclken is None else bool(self.pclken.value)
             ready = bool(self.pready.value)
             if ready:
-                rdata = int(self.prdata.value) if not write else data
-                slverr = bool(self.pslverr.value) if self.pslverr is not None else False
+                try:
+                    rdata = int(self.prdata.value) if not write else data
+                    slverr = bool(int(self.pslverr.value)) if self.pslverr is not None else False
+                except ValueError:
+                    raise ValueError(f"APB {'write' if write else 'read'} 0x{addr:04x}: X/Z on "
+                                     f"PRDATA/PSLVERR when PREADY is high") from None
             await RisingEdge(self.clock)
             if not en:
                 continue

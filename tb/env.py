@@ -11,8 +11,13 @@ bench drives the TLM behind the port-only shell (DUT=tlm), the RTL stand-in or l
 * ``env.apb`` is the APB5 manager (tb/apb.py); ``env.read`` / ``env.write`` are shortcuts.
 * ``env.clkq`` / ``env.pwrq`` are Q-Channel controllers (request / exit).
 * ``env.model`` is the reference ``tlm.device.Device``: for DUT=tlm the device behind the
-  pins; otherwise a separate instance that ``env.scoreboard`` keeps in step with every APB
-  transfer and compares (PRDATA, PSLVERR).
+  pins; otherwise (or with ``reference_model=True``) a separate instance, built at each
+  ``hard_reset`` with the same pins, that ``env.scoreboard`` keeps in step with every APB
+  transfer of ``env.apb`` and compares (PRDATA, PSLVERR). The reference has finished its
+  reset sequence when it is built; the scoreboard is paused from nRESET until
+  ``wait_reset_done`` sees the DUT's sequence end (the TRM lets reads return 0 and writes
+  fail during it). Model time differs from the DUT's, so tests of PMU counters must tell
+  the scoreboard to ``ignore`` them.
 * ``env.memory`` is the system memory (``tlm.memory.Memory``) the device executes on; the
   AXI subordinate models of the bench will serve it on the AXI pins.
 
@@ -117,7 +122,7 @@ class Env:
     def __init__(self, dut, *, config: str | None = None, pins: dict | None = None,
                  clk_period_ns: float = 10, dut_kind: str | None = None,
                  apb_wait_states: Callable[[], int] | None = None, memory=None,
-                 scoreboard: bool = True):
+                 scoreboard: bool = True, reference_model: bool | None = None):
         self.dut = dut
         self.log = logging.getLogger("cocotb.tb.env")
         self.dut_kind = (dut_kind or os.environ.get("TB_DUT", "rtl")).lower()
@@ -139,8 +144,9 @@ class Env:
             self.tlm = TlmPins(dut, config=self.config, memory=self.memory, clock=self.clock,
                                wait_states=apb_wait_states)
         self._ref = None               # reference model for DUT != tlm
+        self.use_reference = self.tlm is None if reference_model is None else reference_model
         self.scoreboard = ApbScoreboard(lambda: self._ref, self.log)
-        if scoreboard and self.tlm is None:
+        if scoreboard and self.use_reference:
             self.apb.listeners.append(self.scoreboard)
         self._clock_task = None
         self._pclken_task = None
@@ -149,7 +155,9 @@ class Env:
     @property
     def model(self):
         """The reference Device: the one behind the pins for DUT=tlm."""
-        return self.tlm.device if self.tlm is not None else self._ref
+        if self._ref is None and self.tlm is not None:
+            return self.tlm.device
+        return self._ref
 
     # ------------------------------------------------------------------ bring-up
     def _drive(self, name: str, value: int) -> None:
@@ -183,16 +191,19 @@ class Env:
             raise ValueError(f"unknown configuration pins {sorted(unknown)}")
         self.pins.update(pins)
         await RisingEdge(self.clock)
+        self.scoreboard.enabled = False
         self.dut.nRESET.value = 0
         for name, value in self.pins.items():
             self._drive(name, value)
         await ClockCycles(self.clock, cycles)
         self.dut.nRESET.value = 1
         await ClockCycles(self.clock, 2)
-        if self.tlm is None:
+        if self.use_reference:
             from tb.tlm_pins import default_device_factory
             self._ref = default_device_factory()(config=self.config, memory=None,
                                                  pins=dict(self.pins))
+            if hasattr(self._ref, "wait_reset"):
+                self._ref.wait_reset()
 
     async def wait_reset_done(self, max_reads: int = 256) -> list[int]:
         """Poll STATUS (secure privileged) until reset_status (bit 3) is 0; return the
@@ -203,6 +214,7 @@ class Env:
             assert not r.slverr, "STATUS read (secure privileged) got PSLVERR"
             seen.append(r.data)
             if not r.data & 0x8:
+                self.scoreboard.enabled = True
                 return seen
         raise TimeoutError(f"STATUS.reset_status still set after {max_reads} reads")
 

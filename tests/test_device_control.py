@@ -628,14 +628,16 @@ def test_running_state_unpredictable_accesses():
 # ================================================================================= kernel ops
 def test_unimplemented_kernel_op_policy():
     words = enc("NPU_OP_CONV", "NPU_OP_POOL", ("NPU_OP_IRQ", dict(mask=1)))
-    d = dev(words)
+    d = dev(words, kernel_ops={})                          # default: stop, never a silent wrong answer
     d.start()
     r = d.run()
-    assert r.kind == StopKind.END and [e["name"] for e in events(d, "op_unimplemented")] == ["NPU_OP_CONV", "NPU_OP_POOL"]
-    d2 = dev(words, policy=Policy(on_unimplemented_op="parse_error"))
+    assert r.error == "cmd_parse_error" and r.qread == 0 and d.irq
+    assert [e["name"] for e in events(d, "op_unimplemented")] == ["NPU_OP_CONV"]
+    d2 = dev(words, policy=Policy(on_unimplemented_op="continue"), kernel_ops={})
     d2.start()
     r2 = d2.run()
-    assert r2.error == "cmd_parse_error" and r2.qread == 0
+    assert r2.kind == StopKind.END
+    assert [e["name"] for e in events(d2, "op_unimplemented")] == ["NPU_OP_CONV", "NPU_OP_POOL"]
 
 
 def test_kernel_op_table_dispatch_and_errors():

@@ -139,3 +139,97 @@ def test_bus_fault_on_write_stops_with_context():
     with pytest.raises(BusFault) as e:
         dma_start(rf, port)
     assert e.value.channel == Channel.wr_mem2mem and e.value.interface == Interface.ext
+
+
+# ---- the same copies as whole command streams on the device ----------------------------
+def _stream(*cmds):
+    from tlm import isa
+    words = []
+    for name, fields in cmds:
+        words += isa.encode(name, **fields)
+    return words
+
+
+def _run_stream(words, src):
+    from tlm.device import Device, StopKind
+    d = Device("ethos-u85-256", settle=True)
+    d.memory.write(SRC_BASE, src)
+    for n, base in ((1, SRC_BASE), (2, DST_BASE), (3, IDX_BASE)):   # BASEP1..3 over APB
+        assert d.apb_write(0x80 + 8 * n, base) == 0
+    d.load_stream(0x8000, words + _stream(("NPU_OP_STOP", dict(mask=0))))
+    d.start()
+    r = d.run()
+    assert r.kind == StopKind.STOP and not r.error, r
+    return d
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_dma_only_stream_1d_2d_3d(mode):
+    rng = np.random.default_rng(100 + mode)
+    print("seed", 100 + mode)
+    src = rng.integers(0, 256, 1 << 13, dtype=np.uint8)
+    length, size0, size1 = 24, 5, 3
+    sst0, sst1, dst0, dst1 = 40, 300, 32, 200
+    words = _stream(
+        ("NPU_SET_DMA0_SRC_REGION", dict(region=1, stride_mode=mode)),
+        ("NPU_SET_DMA0_DST_REGION", dict(region=2)),
+        ("NPU_SET_DMA0_SRC", dict(addr=16)), ("NPU_SET_DMA0_DST", dict(addr=8)),
+        ("NPU_SET_DMA0_LEN", dict(addr=length)),
+        ("NPU_SET_DMA0_SIZE0", dict(size=size0)), ("NPU_SET_DMA0_SIZE1", dict(size=size1)),
+        ("NPU_SET_DMA0_SRC_STRIDE0", dict(addr=sst0)), ("NPU_SET_DMA0_SRC_STRIDE1", dict(addr=sst1)),
+        ("NPU_SET_DMA0_DST_STRIDE0", dict(addr=dst0)), ("NPU_SET_DMA0_DST_STRIDE1", dict(addr=dst1)),
+        ("NPU_OP_DMA_START", {}), ("NPU_OP_DMA_WAIT", dict(k=0)))
+    d = _run_stream(words, src)
+    planes = size1 if mode == 2 else 1
+    lines = size0 if mode >= 1 else 1
+    want = np.zeros(1 << 12, np.uint8)
+    for z in range(planes):
+        for y in range(lines):
+            s = 16 + z * sst1 + y * sst0
+            t = 8 + z * dst1 + y * dst0
+            want[t:t + length] = src[s:s + length]
+    assert (d.memory.read_array(DST_BASE, want.size) == want).all()
+    assert d.op_counts["NPU_OP_DMA_START"] == 1
+
+
+def test_dma_only_stream_indexed_gather_with_negative_skip():
+    rng = np.random.default_rng(200)
+    src = rng.integers(0, 256, 1 << 12, dtype=np.uint8)
+    idx = np.array([[4, 1], [9, 0], [2, 3]], "<i4")                    # 3 planes x 2 lines
+    words = _stream(
+        ("NPU_SET_DMA0_SRC_REGION", dict(region=1, stride_mode=2, idx_mode=1)),
+        ("NPU_SET_DMA0_DST_REGION", dict(region=2)),
+        ("NPU_SET_DMA0_IDX_REGION", dict(region=3)), ("NPU_SET_DMA0_IDX", dict(addr=64)),
+        ("NPU_SET_DMA0_IDX_MAX", dict(idx_max=8)),
+        ("NPU_SET_DMA0_IDX_SKIP1", dict(addr=-16)),                 # planes step the index pointer back
+        ("NPU_SET_DMA0_LEN", dict(addr=8)),
+        ("NPU_SET_DMA0_SIZE0", dict(size=2)), ("NPU_SET_DMA0_SIZE1", dict(size=3)),
+        ("NPU_SET_DMA0_SRC_STRIDE0", dict(addr=8)), ("NPU_SET_DMA0_SRC_STRIDE1", dict(addr=100)),
+        ("NPU_SET_DMA0_DST_STRIDE0", dict(addr=8)), ("NPU_SET_DMA0_DST_STRIDE1", dict(addr=16)),
+        ("NPU_OP_DMA_START", {}), ("NPU_OP_DMA_WAIT", dict(k=0)))
+    from tlm.device import Device
+    # index words: plane z reads idx at 64 + 8z - 16z (skip applied after each plane of 2 reads)
+    mem_idx = {}
+    p = 64
+    for z in range(3):
+        for x in range(2):
+            mem_idx[p] = int(idx[z, x])
+            p += 4
+        p -= 16
+    d = Device("ethos-u85-256", settle=True)
+    for a, v in mem_idx.items():
+        d.memory.write(IDX_BASE + a, int(v).to_bytes(4, "little", signed=True))
+    d.memory.write(SRC_BASE, src)
+    for n, base in ((1, SRC_BASE), (2, DST_BASE), (3, IDX_BASE)):
+        d.apb_write(0x80 + 8 * n, base)
+    d.load_stream(0x8000, words + _stream(("NPU_OP_STOP", dict(mask=0))))
+    d.start()
+    assert not d.run().error
+    for z in range(3):
+        for x in range(2):
+            i = int(idx[z, x])
+            got = d.memory.read_array(DST_BASE + 16 * z + 8 * x, 8)
+            if i > 8:                                                   # above IDX_MAX: skipped
+                assert not got.any()
+            else:
+                assert (got == src[100 * z + 8 * i: 100 * z + 8 * i + 8]).all(), (z, x)

@@ -4,7 +4,6 @@ ordering and FWD)."""
 
 from __future__ import annotations
 
-import itertools
 import time
 
 import numpy as np
@@ -662,6 +661,27 @@ def test_vela_weights(name, cfg, fwd):
             raw = [region0[addr40(st, WEIGHT_BASE[k]):addr40(st, WEIGHT_BASE[k]) + st[(1, WEIGHT_LENGTH[k])][1]]
                    for k in range(p.num_wd)]
         assert np.array_equal(decode_weight_tensor(p, raw, fwd=weight_format == 1), wt)
+
+
+@pytest.mark.vela
+@pytest.mark.parametrize("name", ["conv2x5s12d21", "dw5x5s2", "conv3x3_i16", "conv1x1_sparse"])
+def test_from_registers(name):
+    """WeightOrder.from_registers on tlm.isa's register snapshots equals the hand parse."""
+    isa = pytest.importorskip("tlm.isa")
+    tfl, _, _ = build_vela_model(name)
+    for cfg in ("ethos-u85-256", "ethos-u85-2048"):
+        macs = int(cfg.rsplit("-", 1)[1])
+        cmd, _ = compile_model(tfl, cfg)
+        rf, snaps = isa.RegisterFile(), []
+        for d in isa.decode(np.frombuffer(cmd, "<u4")[8:]):
+            if d.cmd.name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE"):
+                snaps.append((d.cmd.name == "NPU_OP_DEPTHWISE", rf.snapshot()))
+            elif d.cmd.name.startswith("NPU_SET"):
+                rf.set(d)
+        hand = parse_ops(cmd)
+        assert len(snaps) == len(hand) > 0
+        for (dw, snap), (kind, st) in zip(snaps, hand):
+            assert WeightOrder.from_registers(snap, macs, dw) == order_from_state(kind, st, macs)
 
 
 # ------------------------------------------------------------------ speed (informative)

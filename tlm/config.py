@@ -200,8 +200,9 @@ class Policy:
       on_unpredictable        An op's TRM assert fails (errors.Unpredictable): 'continue' (log,
                               op has no further effect) or 'parse_error' (stop with
                               cmd_parse_error).
-      on_unimplemented_op     Kernel op with no entry in KERNEL_OPS: 'continue' (log event
-                              'op_unimplemented', no memory effect) or 'parse_error'.
+      on_unimplemented_op     Kernel op with no entry in KERNEL_OPS: 'parse_error' (default:
+                              stop with cmd_parse_error + IRQ, never a silent wrong answer) or
+                              'continue' (log event 'op_unimplemented', no memory effect).
       on_model_limit          errors.BudgetExceeded or an unexpected exception inside an op:
                               'parse_error' (stop with cmd_parse_error + IRQ) or 'continue'.
       default_max_steps       Step budget of run() when max_steps is None.
@@ -235,7 +236,7 @@ class Policy:
     parse_error_on_reserved: bool = True
     branch_misaligned: str = "parse_error"
     on_unpredictable: str = "continue"
-    on_unimplemented_op: str = "continue"
+    on_unimplemented_op: str = "parse_error"
     on_model_limit: str = "parse_error"
     default_max_steps: int = 1_000_000
     fetch_block: int = 64

@@ -21,10 +21,10 @@ Model time is counted in cycles (`Device.cycle`): an APB transfer takes
 beat. The reset sequence and the PMU run on this clock (see pmu.py).
 
 Kernel operations (CONV, DEPTHWISE, POOL, ELEMENTWISE, RESIZE) are dispatched through
-`KERNEL_OPS[name](snapshot, dataport, device)`. An op without an entry is not an error of
-the stream: by default (`Policy.on_unimplemented_op='continue'`) it is recorded as an
-'op_unimplemented' event, has no memory effect, and execution continues; with
-'parse_error' the NPU stops with cmd_parse_error + IRQ.
+`KERNEL_OPS[name](snapshot, dataport, device)`. An op without an entry is recorded as an
+'op_unimplemented' event and, by default (`Policy.on_unimplemented_op='parse_error'`), the
+NPU stops with cmd_parse_error + IRQ; with 'continue' it has no memory effect and
+execution goes on.
 
 TRM ambiguities resolved here are listed in `config.Policy`.
 """

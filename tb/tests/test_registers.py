@@ -157,8 +157,9 @@ async def test_pslverr_subword_and_misaligned(dut):
 
 @cocotb.test(**TIMEOUT)
 async def test_basep_qbase_readback(dut):
-    """BASEP0..7 and QBASE hold what was written (40-bit pointers, low word first)."""
-    env = await started_env(dut)
+    """BASEP0..7 and QBASE hold what was written (40-bit pointers, low word first).
+    Every transfer is also checked by the APB scoreboard against a reference TLM."""
+    env = await started_env(dut, reference_model=True)
     rng = random.Random(random.getrandbits(32))
     for rnd in range(3):
         expect = {}
@@ -181,6 +182,7 @@ async def test_basep_qbase_readback(dut):
     # Reserved bits [63:40]: whatever they read as, the pointer bits are kept.
     await env.write_ok(BASEP_HI(7), 0xFFFFFF5A)
     assert (await env.read_ok(BASEP_HI(7))) & 0xFF == 0x5A
+    assert env.scoreboard.checked >= 100, f"scoreboard checked {env.scoreboard.checked} transfers"
     env.finish()
 
 

@@ -20,13 +20,32 @@ not optimal, streams and can be forced into every coding mode.
 Where the TRM text and the team digest (shared/docs/u85-command-stream.md) differ, the
 choice is stated at the place it matters, tagged with the digest's erratum number (E-nn).
 All code here was written from the TRM text; nothing is taken from Arm's Vela sources.
+
+TRM-vs-digest decisions (the tests check each one against Arm's ``mlw_codec`` and Vela):
+
+* E-19, parse_weight_chunk zero runs: the TRM loops over all ``zunary_bits`` (undefined;
+  read as ``zunary_len``) and records a zero run at every 0 bit. The zero bits the encoder
+  pads after the last run would then become phantom runs whose ``zremain``s get read. The
+  digest bounds both the run recording and the remainder reads by ``z_cnt``; we do the
+  same. Read literally, the TRM mis-decodes Arm-encoded streams (a test fails without it).
+* E-22: ``while (!end_of_slice()) parse_weight_chunk();`` is read as one call per slice
+  (parse_weight_chunk already loops over all chunks of the slice); ``new_pal`` = ``newpal``;
+  the second SYMBOL_UINT definition in 3.9.3 is SYMBOL_SINT (sign-extending).
+* TRM 3.9.9 three-slice example lists 5 zero runs for slice 3 (newpal = 1, 5 weights), but
+  the formula in the same section says ``n_zruns = slicelen + newpal`` = 6. We follow the
+  formula (so does the digest, and Arm's decoder agrees).
+* TRM 3.9.6 says a weight index is 9-bit (0..511) and 3.9.1 that weights are -255..255.
+  GRC can encode larger values (wq <= 31 with wdiv 5); such an index, or a direct value
+  outside -255..255, only comes from a corrupt stream and is reported as an error.
+* TRM 3.9.4: the EOS '1' padding bits are not checked, and the decoder accepts a stream
+  that ends right after them (WEIGHT_LENGTH is in bytes; Vela pads to 16 bytes).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
