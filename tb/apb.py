@@ -23,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import logging
+from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
@@ -79,7 +80,7 @@ class Apb5Manager:
         self.timeout_cycles = timeout_cycles
         self.wakeup_lead = wakeup_lead
         self.listeners: list[Callable[[ApbResult], None]] = []
-        self.transfers: list[ApbResult] = []   # history, for checks and debugging
+        self.transfers: deque[ApbResult] = deque(maxlen=100_000)   # recent history
         self.keep_history = True
         self._lock = Lock()
         self._pending = 0

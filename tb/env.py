@@ -59,6 +59,13 @@ class QChannelController:
         self.qdeny = getattr(dut, f"{prefix}QDENY")
         self.qactive = getattr(dut, f"{prefix}QACTIVE")
 
+    @classmethod
+    def bind(cls, dut, prefix: str, clock) -> "QChannelController | None":
+        names = ("QREQn", "QACCEPTn", "QDENY", "QACTIVE")
+        if not all(hasattr(dut, prefix + n) for n in names):
+            return None
+        return cls(dut, prefix, clock)
+
     async def _wait(self, cond: Callable[[], bool], limit: int, what: str) -> int:
         for n in range(limit):
             await FallingEdge(self.clock)
@@ -136,8 +143,8 @@ class Env:
             memory = Memory()
         self.memory = memory
         self.apb = Apb5Manager.from_entity(dut, self.clock)
-        self.clkq = QChannelController(dut, "CLK", self.clock)
-        self.pwrq = QChannelController(dut, "PWR", self.clock)
+        self.clkq = QChannelController.bind(dut, "CLK", self.clock)   # None if not present
+        self.pwrq = QChannelController.bind(dut, "PWR", self.clock)
         self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := axi_port_signals(dut, p))}
         self.tlm: TlmPins | None = None
         if self.dut_kind == "tlm":

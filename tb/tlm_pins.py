@@ -37,6 +37,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from collections import deque
 from typing import Awaitable, Callable
 
 import cocotb
@@ -196,7 +197,8 @@ class TlmPins:
         self.log = logging.getLogger(f"cocotb.tb.{name}")
         self.device = None
         self.on_reset: list[Callable] = []      # called with the new Device after each nRESET
-        self.apb_log: list[tuple] = []          # (write, addr, data, pprot, pstrb, pslverr)
+        # Recent transfers as the device saw them: (write, addr, data, pprot, pstrb, pslverr).
+        self.apb_log: deque = deque(maxlen=100_000)
         self.protocol_errors: list[str] = []
         self.clkq = _QChannel(dut, "CLK")
         self.pwrq = _QChannel(dut, "PWR")
@@ -336,14 +338,15 @@ class TlmPins:
             self.device = self._new_device()
             self.log.info("nRESET released: new device, pins %s", self._config_pins())
         dev = self.device
-        if self._tick is not None:
-            self._tick(1)
 
-        # Clock Q-Channel first: while the clock is stopped the NPU does nothing.
+        # Clock Q-Channel first: while the clock is stopped the NPU does nothing (no model
+        # time, no APB response; PWAKEUP raises CLKQACTIVE so the controller can exit).
         pwakeup = s["PWAKEUP"] or 0
         self.clkq.step(s["CLKQREQn"], self._idle_for(True, pwakeup))
         self.pwrq.step(s["PWRQREQn"], self._idle_for(False, pwakeup))
         clock_on = self.clkq.state != _QChannel.STOPPED
+        if clock_on and self._tick is not None:
+            self._tick(1)
         if self.clkq.qactive is not None:
             self.clkq.qactive.value = int(not self._idle_for(True, 0) or bool(pwakeup))
         if self.pwrq.qactive is not None:

@@ -80,6 +80,24 @@ def gen_regs() -> str:
         out.append(f"localparam [31:0] NPU_WMASK_{i} = {_hex(r.write_mask, 32)};")
         out.append(f"localparam [31:0] NPU_RMASK_{i} = {_hex(r.read_mask, 32)};")
     out.append("")
+    out.append("// ---- word maps, bit n = the word at byte offset 4n ----")
+    out.append("// NPU_MAP_DEFINED: architected register words (others are reserved: RAZ/WI)")
+    out.append("// NPU_MAP_RO: read-only words (a permitted write is ignored, TRM 3.4)")
+    out.append("// NPU_MAP_STOPPED_RW / _W: any access / a write is UNPREDICTABLE in RUNNING (TRM 3.3.1)")
+    maps = {"DEFINED": 0, "RO": 0, "STOPPED_RW": 0, "STOPPED_W": 0}
+    for r in R.iter_registers():
+        bit = 1 << (r.offset >> 2)
+        maps["DEFINED"] |= bit
+        if r.access == R.RO:
+            maps["RO"] |= bit
+        if r.stopped_only == "rw":
+            maps["STOPPED_RW"] |= bit
+        elif r.stopped_only == "w":
+            maps["STOPPED_W"] |= bit
+    nwords = R.APB_WINDOW // 4
+    for k, v in maps.items():
+        out.append(f"localparam [{nwords - 1}:0] NPU_MAP_{k} = {nwords}'h{v:0{nwords // 4}X};")
+    out.append("")
     out.append("// ---- field positions: NPU_F_<ident>_<field> (lsb) and NPU_W_<ident>_<field> (width) ----")
     for r in R.iter_registers():
         i = _ident(r.ident)

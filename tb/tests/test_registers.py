@@ -225,8 +225,17 @@ async def test_qchannel_accept_deny(dut):
     """An idle NPU accepts clock and power Q-Channel requests; it denies them when CMD
     keeps the clock (clock_q_enable = 0) or the power (power_q_enable = 0) demanded."""
     env = await started_env(dut)
+    assert env.clkq is not None and env.pwrq is not None, "no CLKQ*/PWRQ* Q-Channel pins"
     assert int(dut.CLKQACCEPTn.value) == 1 and int(dut.PWRQACCEPTn.value) == 1
+    await ClockCycles(dut.CLK, 2)
+    await FallingEdge(dut.CLK)
+    assert int(dut.CLKQACTIVE.value) == 0, "CLKQACTIVE high while stopped and idle"
     assert await env.clkq.request() == "accepted"
+    dut.PWAKEUP.value = 1                    # TRM 5.5: PWAKEUP is ORed into CLKQACTIVE
+    await ClockCycles(dut.CLK, 2)
+    await FallingEdge(dut.CLK)
+    assert int(dut.CLKQACTIVE.value) == 1, "PWAKEUP does not raise CLKQACTIVE"
+    dut.PWAKEUP.value = 0
     await env.clkq.exit()
     assert await env.pwrq.request() == "accepted"
     await env.pwrq.exit()
