@@ -8,10 +8,11 @@
   ``rtl_stub/ethosu85.v`` (plus the other stand-in sources).
 * Builds go to ``sim_build/<sim>-<dut>/`` (``sim_build/<sim>-<dut>-waves/`` with waves, so
   switching WAVES does not throw a build away) and are reused when nothing changed.
-* Waveforms: Verilator writes ``dump.fst``, Icarus ``ethosu85.fst``, in the build folder.
+* Waveforms: Verilator writes ``dump.fst`` (``dump.vcd`` if liblz4-dev, which its FST
+  writer needs, is missing), Icarus ``ethosu85.fst``, in the build folder.
 * ``--seed`` goes to cocotb as COCOTB_RANDOM_SEED; without it a seed is drawn and printed.
 * ``--tests`` is cocotb's test filter: a regular expression searched in the full test name
-  (``tb.tests.test_registers.test_id_reset``).
+  (``tb.tests.test_registers.test_reset_values``).
 * Exit status: 0 only if at least one test ran and none failed; 2 for a setup problem
   (missing simulator, missing stand-in, bad argument), reported on one line.
 
@@ -22,6 +23,7 @@ VERILATOR_ROOT is set to the package folder.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -133,6 +135,14 @@ def dut_sources(dut: str) -> list[Path]:
     return srcs
 
 
+def _hdl_digest(sources: list[Path]) -> str:
+    files = set(sources) | {p for ext in ("*.vh", "*.svh") for p in RTL.rglob(ext)}
+    h = hashlib.sha1()
+    for p in sorted(files):
+        h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def test_modules() -> list[str]:
     mods = sorted(p.stem for p in (REPO / "tb" / "tests").glob("test_*.py"))
     return [f"tb.tests.{m}" for m in mods]
@@ -197,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
 
     build_dir = REPO / "sim_build" / f"{args.sim}-{args.dut}{'-waves' if args.waves else ''}"
     stamp = {"sim": args.sim, "dut": args.dut, "waves": bool(args.waves), "tool": tool,
-             "sources": [str(s) for s in sources], "timescale": list(TIMESCALE)}
+             "sources": [str(s) for s in sources], "timescale": list(TIMESCALE),
+             "includes": [str(RTL)]}
 
     runner = get_runner(args.sim)
     build_args: list[str] = []
@@ -222,17 +233,28 @@ def run(args: argparse.Namespace) -> int:
             env["MAKEFLAGS"] = " ".join(flags)
     stamp["build_args"] = build_args
     clean = args.clean or not _stamp_ok(build_dir, stamp)
+    # Icarus only looks at the sources' dates, not at included headers: rebuild when any
+    # HDL file of rtl_stub changed. (Verilator re-verilates and tracks includes itself.)
+    digest = _hdl_digest(sources)
+    always = not (build_dir / "tb_hdl.sha1").is_file() or \
+        (build_dir / "tb_hdl.sha1").read_text() != digest
     t0 = time.monotonic()
     (build_dir / "tb_build.json").unlink(missing_ok=True)
+    (build_dir / "tb_hdl.sha1").unlink(missing_ok=True)
     runner.build(sources=sources, hdl_toplevel=TOPLEVEL, build_dir=build_dir, clean=clean,
-                 waves=bool(args.waves), timescale=TIMESCALE, build_args=build_args)
+                 always=always,
+                 waves=bool(args.waves), timescale=TIMESCALE, build_args=build_args,
+                 includes=[RTL])    # the stand-in includes "gen/*.vh"
     (build_dir / "tb_build.json").write_text(json.dumps(stamp, indent=1))
+    (build_dir / "tb_hdl.sha1").write_text(digest)
     t_build = time.monotonic() - t0
 
     extra_env = {"TB_DUT": args.dut, "NPU_CONFIG": args.config}
     if npu_model is not None:
         extra_env["NPU_MODEL"] = str(npu_model)
     results = build_dir / "results.xml"
+    wave = build_dir / wave_name
+    wave.unlink(missing_ok=True)
     t1 = time.monotonic()
     sim_exit = 0
     try:
@@ -250,7 +272,6 @@ def run(args: argparse.Namespace) -> int:
         return 1
     wave_note = ""
     if args.waves:
-        wave = build_dir / wave_name
         wave_note = f"; waves: {wave.relative_to(REPO)}" + ("" if wave.is_file() else " (MISSING)")
         if not wave.is_file():
             n_failed += 1

@@ -67,11 +67,57 @@ def cmd_disasm(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Subcommand registry. `run` (execute a model on the TLM) is added here: write
-# `_add_run(sub)` and `cmd_run(args)` in the style of disasm and append the pair.
+# run
+# --------------------------------------------------------------------------------------------
+def _add_run(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("run", help="run a Vela output on the TLM",
+                       description="Run the network as the Ethos-U driver would and write its "
+                                   "outputs (output0, output1, ... in NHWC) to an .npz file.")
+    p.add_argument("model", help="*_vela.npz or *_vela.tflite")
+    p.add_argument("--input", action="append", default=[], metavar="IN.npy",
+                   help="one .npy per model input, in the model's input order (NHWC)")
+    p.add_argument("--output", required=True, metavar="OUT.npz", help="where to write the outputs")
+    p.add_argument("--config", metavar="ethos-u85-N",
+                   help="accelerator configuration (default: the CONFIG word in the model)")
+    p.add_argument("--op-index", type=int, default=0,
+                   help="which 'ethos-u' operator of a .tflite (default 0)")
+    return p
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .runner import RunError, run_model
+
+    model = load(args.model, op_index=args.op_index)
+    inputs = []
+    for path in args.input:
+        try:
+            inputs.append(np.load(path, allow_pickle=False))
+        except FileNotFoundError:
+            raise CliError(f"{path}: no such file") from None
+        except (OSError, ValueError, EOFError) as e:
+            raise CliError(f"{path}: not a readable .npy array ({e})") from None
+        if not isinstance(inputs[-1], np.ndarray):
+            raise CliError(f"{path}: holds several arrays; give one .npy per input")
+    try:
+        result = run_model(model, inputs, config=args.config)
+    except RunError as e:
+        raise CliError(f"{args.model}: {e}") from None
+    try:
+        with open(args.output, "wb") as f:   # np.savez(name) would append '.npz'
+            np.savez(f, **{f"output{i}": x for i, x in enumerate(result.outputs)})
+    except OSError as e:
+        raise CliError(f"{args.output}: cannot write ({e.strerror or e})") from None
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Subcommand registry
 # --------------------------------------------------------------------------------------------
 SUBCOMMANDS: list[tuple[Callable, Callable[[argparse.Namespace], int]]] = [
     (_add_disasm, cmd_disasm),
+    (_add_run, cmd_run),
 ]
 
 

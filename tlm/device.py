@@ -123,7 +123,11 @@ class Device:
         self.memory = memory if memory is not None else Memory()
         self.pins = Pins.make(pins)
         self.policy = policy or Policy()
+        if kernel_ops is None and not KERNEL_OPS:
+            from .ops import KERNEL_OPS as _ops          # POOL/ELEMENTWISE/RESIZE/CONV/DEPTHWISE
+            KERNEL_OPS.update(_ops)
         self.kernel_ops = KERNEL_OPS if kernel_ops is None else kernel_ops
+        self.op_fields: dict = {}        # payload fields of the NPU_OP being executed
         self.events: deque = deque(maxlen=self.policy.max_events)   # (event, details), newest last
         self.hooks: list = []
         self.log_events = True
@@ -196,6 +200,8 @@ class Device:
         self.resume_ok = False
         self.stop_requested = False
         self.chain_length = 0
+        from .ops.common import OpState
+        self.op_state = OpState()        # chaining FIFOs, g_* chain state, accumulator storage
         self.rf.reset()
         self._snap = None
         self.lut[:] = 0
@@ -811,6 +817,7 @@ class Device:
                 return
             self._fetch_buf = None
             self._snap = None                      # an op may change the state (chaining)
+            self.op_fields = dict(d.fields)
             fn(snap, self.dataport, self)
             self.qread = nxt
         else:                                      # an op the ISA knows but the device does not

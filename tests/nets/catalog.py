@@ -718,3 +718,51 @@ def names(tag=None, npu_only=True):
     """Model names carrying ``tag`` (e.g. 'conv', 'int16', 'network'); all if tag is None."""
     src = NAMES if npu_only else ALL_NAMES
     return [n for n in src if tag is None or tag in MODELS[n].tags]
+
+
+# =========================================================================== benchmarks
+# Registered after NAMES/ALL_NAMES/CPU_NAMES are computed, so the bench models stay out of
+# the default test lists (test_nets.py parametrises over those; this net alone takes ~0.6 s
+# to compile and ~0.1 s on LiteRT, and far longer on the TLM).  `make bench` (tools/bench.py)
+# uses them; nets.build/compiled/reference work with any MODELS key.
+def _make_divisible8(v: float) -> int:
+    """MobileNet channel rounding: nearest multiple of 8, never more than 10 % below v."""
+    n = max(8, int(v + 4) // 8 * 8)
+    return n + 8 if n < 0.9 * v else n
+
+
+# MobileNetV2 (t = expansion, c = output channels, n = repeats, s = first stride)
+_MBV2_BLOCKS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                (6, 160, 3, 2), (6, 320, 1, 1))
+
+
+@_net("mobilenet_v2_0p5_224", tags=("bench", "network", "int8"),
+      note="MobileNetV2 alpha=0.5, 224x224x3 -> 1000 logits; 97.2 M MACs (vela agrees)")
+def _(g):
+    """MobileNetV2-style int8 classifier: stem conv 3x3 s2 RELU6, 17 inverted-residual blocks
+    (1x1 expand RELU6 -> dw 3x3 RELU6 -> 1x1 project, ADD skip where shapes match; stride-2
+    stages at 112, 56, 28, 14 -> 7), 1x1 head conv to 1280 RELU6, global average pool
+    (AVERAGE_POOL_2D 7x7), FC 1000.  No softmax: the logits are compared bit for bit."""
+    alpha = 0.5
+    x = g.input((1, 224, 224, 3))
+    x = g.conv2d(x, _make_divisible8(32 * alpha), 3, 2, "SAME", "RELU6", target=3.0, name="stem")
+    blk = 0
+    for t, c, n, s in _MBV2_BLOCKS:
+        cout = _make_divisible8(c * alpha)
+        for i in range(n):
+            cin, stride = x.shape[3], (s if i == 0 else 1)
+            h = x
+            if t != 1:
+                h = g.conv2d(h, cin * t, 1, 1, "VALID", "RELU6", target=3.0, name=f"b{blk}_expand")
+            h = g.depthwise(h, 3, stride, "SAME", act="RELU6", target=3.0, name=f"b{blk}_dw")
+            h = g.conv2d(h, cout, 1, 1, "VALID", None, target=1.0, name=f"b{blk}_project")
+            if stride == 1 and cin == cout:
+                h = g.add(x, h, name=f"b{blk}_add")
+            x = h
+            blk += 1
+    x = g.conv2d(x, 1280, 1, 1, "VALID", "RELU6", target=3.0, name="head")
+    x = g.pool(x, "AVG", x.shape[1], 1, "VALID", name="gap")
+    g.output(g.fully_connected(x, 1000, target=2.0, name="logits"))
+
+
+BENCH_NAMES = [n for n, e in MODELS.items() if "bench" in e.tags]

@@ -1,0 +1,426 @@
+"""NPU_OP_CONV and NPU_OP_DEPTHWISE (TRM r0p0 issue 05, 3.10.2 and 3.10.3).
+
+The TRM pseudocode, per OFM element (oy, ox, oc)::
+
+    acc = read_accumulator(oy, ox, oc, 0)
+    for ky, kx (undilated taps, ky*dilation_y < dilated_height ...), for ic:
+        v = 0 if (iy, ix) is outside the IFM else read_ifm(iy, ix, ic)   # zero-point subtracted
+        w = read_ifm2(0, ic, oc) if weights_ifm2 else read_weight(oc, ky, kx, ic)
+        acc = accumulate(acc, v * w)                                     # wraps at 32/48 bits
+    write_accumulator(oy, ox, oc, acc, rescale_mode_normal)
+
+is computed here in bulk:
+
+* the zero-point-subtracted, upscaled and zero-padded IFM comes from
+  ``OpContext.read_ifm_padded()`` as an int64 array ``[ifm_h + pad_h, ifm_w + pad_w, C]``;
+* a strided, dilated *patch view* of it (numpy stride tricks, no copy) has shape
+  ``[ofm_h, ofm_w, kh, kw, C]``;
+* CONV reduces it against the weight tensor ``[ofm_d, kh, kw, ifm_d]`` as a matrix product
+  (im2col in row chunks).  numpy's integer matmul does not use BLAS, so the product is done
+  in float32/float64 (BLAS) whenever that is provably exact: every partial sum of the dot
+  products is bounded by ``max|a| * max|w| * K``; when that bound is below 2**24 (float32)
+  or 2**53 (float64) every partial sum is an integer the format represents exactly, so
+  the float result is the exact integer sum whatever order BLAS adds in.  Larger
+  reductions are split along K into pieces that satisfy the bound, summed in int64;
+* DEPTHWISE accumulates per kernel tap (a short loop over kh*kw taps) in int64.
+
+The accumulator wrap: ``accumulate()`` wraps to 32 or 48 bits (ACC_FORMAT.acc_format) after
+*every* MAC.  Addition modulo 2**n is associative and commutative, and sign_extend(., n) is a
+ring homomorphism from the integers onto that residue system, so wrapping the exact sum once
+(``sign_extend(acc0 + sum(v*w), n)``) equals wrapping after every step in any order.  The
+exact sums fit int64 (|v| <= 2**15 + 255, |w| <= 2**15, K <= 2**28), and even if they did not,
+int64 arithmetic is exact modulo 2**64, which keeps the low 48 bits.
+
+Every ``assert()`` of the TRM pseudocode raises :class:`Unpredictable` naming the op and the
+check; absurd sizes raise :class:`BudgetExceeded` before any data is read.
+
+Weights come from the weight stream(s) over the DataPort (channel rd_weights): SWD with
+``num_wd`` decoders (WEIGHT_BASE/LENGTH, WEIGHT1..3_BASE/LENGTH) or one FWD stream, decoded
+and un-ordered by :mod:`tlm.weights` into ``[ofm_d, kh, kw, ifm_d]`` (undilated kernel).
+With ``weights_ifm2`` (matrix multiply) the weights are ``read_ifm2(0, ic, oc)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..arith import AccFormat, RescaleMode, sign_extend
+from ..errors import BudgetExceeded, Unpredictable
+from ..memory import Channel
+
+__all__ = [
+    "op_conv", "op_depthwise", "conv_sums", "depthwise_sums", "patch_view", "exact_matmul",
+    "wrap_acc", "read_weight_tensor", "op_payload",
+    "MAX_MACS", "MAX_OFM_ELEMENTS", "MAX_IFM_ELEMENTS", "MAX_WEIGHTS", "MAX_WEIGHT_BYTES",
+]
+
+# Work budget of one operation in the model (BudgetExceeded beyond these).
+MAX_MACS = 1 << 34              # multiply-accumulates
+MAX_OFM_ELEMENTS = 1 << 26      # ofm_h * ofm_w * ofm_d
+MAX_IFM_ELEMENTS = 1 << 28      # padded IFM elements read
+MAX_WEIGHTS = 1 << 27           # weight tensor elements
+MAX_WEIGHT_BYTES = 1 << 28      # bytes of weight stream(s) read
+
+# im2col working-set size (elements of the patch matrix per chunk).
+_CHUNK_ELEMENTS = 1 << 21
+
+_F32_EXACT = 1 << 24
+_F64_EXACT = 1 << 53
+_MIN_F32_CHUNK = 256       # shortest K-chunk worth splitting a float32 product into
+
+# enum values (TRM): activation_precision b8=0 b16=1; activation_type signed=1;
+# acc_input ifm2=2; weight_format fwd=1; weight_sparsity sparse_2_4=1; weight_order depth_first=0
+_B8, _B16 = 0, 1
+_SIGNED = 1
+_ACC_INPUT_IFM2 = 2
+_FWD = 1
+_SPARSE = 1
+_DEPTH_FIRST = 0
+
+_WEIGHT_STREAMS = (("NPU_SET_WEIGHT_BASE", "NPU_SET_WEIGHT_LENGTH"),
+                   ("NPU_SET_WEIGHT1_BASE", "NPU_SET_WEIGHT1_LENGTH"),
+                   ("NPU_SET_WEIGHT2_BASE", "NPU_SET_WEIGHT2_LENGTH"),
+                   ("NPU_SET_WEIGHT3_BASE", "NPU_SET_WEIGHT3_LENGTH"))
+
+
+# ------------------------------------------------------------------------------------------
+# Pure compute kernels
+# ------------------------------------------------------------------------------------------
+
+def wrap_acc(x, acc_format: int) -> np.ndarray:
+    """Wrap an (exact or mod-2**64) int64 sum to the accumulator width: 32 (i32) or 48 (i48)
+    bits, as ``accumulate()`` does after every MAC (see the module doc for why once is enough)."""
+    return sign_extend(np.asarray(x, dtype=np.int64), 32 if int(acc_format) == AccFormat.I32 else 48)
+
+
+def patch_view(xp: np.ndarray, kh: int, kw: int, stride_y: int, stride_x: int,
+               dilation_y: int, dilation_x: int, ofm_h: int, ofm_w: int) -> np.ndarray:
+    """Read-only view ``[ofm_h, ofm_w, kh, kw, C]`` of the padded IFM ``xp [Hp, Wp, C]``:
+    element ``[oy, ox, ky, kx, c] = xp[oy*stride_y + ky*dilation_y, ox*stride_x + kx*dilation_x, c]``
+    (padded coordinates, i.e. the TRM's ``iy + pad_y``)."""
+    Hp, Wp, C = xp.shape
+    if ofm_h < 1 or ofm_w < 1 or kh < 1 or kw < 1:
+        raise ValueError("empty patch view")
+    if (ofm_h - 1) * stride_y + (kh - 1) * dilation_y >= Hp or (ofm_w - 1) * stride_x + (kw - 1) * dilation_x >= Wp:
+        raise ValueError(f"padded IFM {xp.shape} too small for {ofm_h}x{ofm_w} outputs of a "
+                         f"{kh}x{kw} kernel, stride {stride_y}x{stride_x}, dilation {dilation_y}x{dilation_x}")
+    s0, s1, s2 = xp.strides
+    return as_strided(xp, shape=(ofm_h, ofm_w, kh, kw, C),
+                      strides=(s0 * stride_y, s1 * stride_x, s0 * dilation_y, s1 * dilation_x, s2),
+                      writeable=False)
+
+
+def _absmax(a: np.ndarray) -> int:
+    if a.size == 0:
+        return 0
+    return max(abs(int(a.max())), abs(int(a.min())))
+
+
+def _float_plan(amax: int, bmax: int, K: int):
+    """(dtype, K-chunk) such that every partial sum of a K-chunk dot product is an integer
+    below 2**24 (float32) or 2**53 (float64), hence exact. float32 (twice the BLAS speed) is
+    chosen whenever the chunks it needs are not too short; chunk results are summed in int64."""
+    per = amax * bmax
+    if per == 0 or per * K < _F32_EXACT:
+        return np.float32, max(K, 1)
+    kc32 = (_F32_EXACT - 1) // per
+    if kc32 >= _MIN_F32_CHUNK:
+        return np.float32, kc32
+    if per * K < _F64_EXACT:
+        return np.float64, K
+    return np.float64, max(1, (_F64_EXACT - 1) // per)
+
+
+def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int | None = None, bmax: int | None = None) -> np.ndarray:
+    """Exact integer product ``a @ b`` (int64 result) of integer matrices ``a [M, K]``,
+    ``b [K, N]`` through float BLAS (see the module doc for the exactness argument).
+    ``amax``/``bmax`` are bounds on ``|a|``/``|b|`` (computed when omitted)."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    M, K = a.shape
+    K2, N = b.shape
+    if K != K2:
+        raise ValueError("inner dimensions differ")
+    if amax is None:
+        amax = _absmax(a)
+    if bmax is None:
+        bmax = _absmax(b)
+    dt, kc = _float_plan(int(amax), int(bmax), K)
+    if kc >= K:
+        return (np.matmul(a.astype(dt), b.astype(dt))).astype(np.int64)
+    out = np.zeros((M, N), np.int64)
+    for k0 in range(0, K, kc):
+        out += (np.matmul(a[:, k0:k0 + kc].astype(dt), b[k0:k0 + kc].astype(dt))).astype(np.int64)
+    return out
+
+
+def conv_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilation_y: int,
+              dilation_x: int, ofm_h: int, ofm_w: int) -> np.ndarray:
+    """Exact (mod 2**64) sums ``sum_{ky,kx,ic} xp[...] * w[oc, ky, kx, ic]`` as int64
+    ``[ofm_h, ofm_w, ofm_d]``.
+
+    ``xp``: padded IFM ``[Hp, Wp, C]`` (integers, zero-point subtracted, pads 0), C >= ifm_d.
+    ``w``: weights ``[ofm_d, kh, kw, ifm_d]`` (undilated kernel).
+    """
+    O, kh, kw, I = w.shape
+    if xp.shape[2] < I:
+        raise ValueError(f"IFM has {xp.shape[2]} channels, the weights {I}")
+    K = kh * kw * I
+    amax, wmax = _absmax(xp), _absmax(w)
+    dt, kc = _float_plan(amax, wmax, K)
+    xf = xp[:, :, :I].astype(dt)                      # one conversion; patches are views of it
+    view = patch_view(xf, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
+    wm = np.ascontiguousarray(w.reshape(O, K).T, dtype=dt)       # [K, O], (ky, kx, ic) order
+    out = np.empty((ofm_h, ofm_w, O), np.int64)
+    rows = max(1, _CHUNK_ELEMENTS // max(1, ofm_w * K))
+    for r0 in range(0, ofm_h, rows):
+        r1 = min(ofm_h, r0 + rows)
+        pm = view[r0:r1].reshape((r1 - r0) * ofm_w, K)           # im2col (copies when strided)
+        if kc >= K:
+            res = (pm @ wm).astype(np.int64)
+        else:
+            res = np.zeros((pm.shape[0], O), np.int64)
+            for k0 in range(0, K, kc):
+                res += (pm[:, k0:k0 + kc] @ wm[k0:k0 + kc]).astype(np.int64)
+        out[r0:r1] = res.reshape(r1 - r0, ofm_w, O)
+    return out
+
+
+def depthwise_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilation_y: int,
+                   dilation_x: int, ofm_h: int, ofm_w: int) -> np.ndarray:
+    """Exact (mod 2**64) depthwise sums ``sum_{ky,kx} xp[..., c] * w[c, ky, kx, 0]`` as int64
+    ``[ofm_h, ofm_w, C]``; ``w``: ``[C, kh, kw, 1]``; ``xp`` has >= C channels."""
+    C, kh, kw, one = w.shape
+    if one != 1:
+        raise ValueError("depthwise weights must be [C, kh, kw, 1]")
+    if xp.shape[2] < C:
+        raise ValueError(f"IFM has {xp.shape[2]} channels, the op {C}")
+    x = np.asarray(xp[:, :, :C], dtype=np.int64)
+    view = patch_view(x, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
+    w64 = np.asarray(w[:, :, :, 0], dtype=np.int64)
+    acc = np.zeros((ofm_h, ofm_w, C), np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            acc += view[:, :, ky, kx, :] * w64[:, ky, kx]
+    return acc
+
+
+# ------------------------------------------------------------------------------------------
+# Register-level helpers
+# ------------------------------------------------------------------------------------------
+
+def op_payload(device, name: str) -> dict:
+    """The fields of the NPU_OP command being executed (e.g. ``weights_ifm2``).
+
+    The kernel-op call signature ``(snapshot, dataport, device)`` does not carry them; the
+    device is asked for ``op_fields`` first. Failing that, the command word at QBASE+QREAD
+    (QREAD still points at the executing command) is read through the memory back door
+    (no AXI transaction, no side effect) and decoded."""
+    f = getattr(device, "op_fields", None)
+    if f is not None:
+        return dict(f)
+    from .. import isa
+    mem = getattr(device, "memory", None)
+    if mem is None or not hasattr(device, "qbase"):
+        return {}
+    addr = ((device.qbase & ~3) + device.qread) & ((1 << 40) - 1)
+    word = int.from_bytes(mem.read(addr, 4), "little")
+    d = isa.decode_word([word], 0)
+    if d.cmd.name != name:
+        raise RuntimeError(f"{name}: command at QREAD is {d.cmd.name}")
+    return dict(d.fields)
+
+
+def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP_CONV",
+                       max_bytes: int = MAX_WEIGHT_BYTES) -> np.ndarray:
+    """Read the weight stream(s) of the op over the DataPort (channel rd_weights, region
+    WEIGHT_REGION) and decode them into the weight tensor ``[ofm_d, kh, kw, ifm_d]``
+    (``[C, kh, kw, 1]`` for depthwise), int16, undilated kernel."""
+    from ..weights import WeightOrder, decode_weight_tensor
+
+    f = snap.field
+    p = WeightOrder.from_registers(snap, macs, depthwise)
+    p.check()
+    n = int(np.prod(p.shape, dtype=np.int64))
+    if n > MAX_WEIGHTS:
+        raise BudgetExceeded(f"{op}: weight tensor of {n} elements exceeds the model's budget ({MAX_WEIGHTS})")
+    fwd = f("NPU_SET_WEIGHT_FORMAT", "weight_format") == _FWD
+    region = f("NPU_SET_WEIGHT_REGION", "region")
+    regs = _WEIGHT_STREAMS[:1] if fwd else _WEIGHT_STREAMS[:p.num_wd]
+    lengths = [f(ln, "length") for _, ln in regs]
+    if sum(lengths) > max_bytes:
+        raise BudgetExceeded(f"{op}: weight streams of {sum(lengths)} bytes exceed the model's budget ({max_bytes})")
+    streams = [port.read(region, f(base, "addr"), length, Channel.rd_weights).tobytes()
+               for (base, _), length in zip(regs, lengths)]
+    return decode_weight_tensor(p, streams, fwd=fwd)
+
+
+def _check_sparse(w: np.ndarray, op: str) -> None:
+    """WEIGHT_FORMAT.weight_sparsity == sparse_2_4 (TRM 3.3 NPU_SET_WEIGHT_FORMAT): weights in
+    -127..127 and at least 2 zeros in every group of 4 along the input channels (channels past
+    ifm_depth are the stream's zero padding)."""
+    if w.size == 0:
+        return
+    if _absmax(w) > 127:
+        raise Unpredictable(f"{op}: sparse_2_4 weight outside -127..127")
+    O, kh, kw, I = w.shape
+    pad = (-I) % 4
+    wz = np.concatenate([w != 0, np.zeros((O, kh, kw, pad), bool)], axis=3) if pad else (w != 0)
+    if (wz.reshape(O, kh, kw, -1, 4).sum(axis=4) > 2).any():
+        raise Unpredictable(f"{op}: sparse_2_4 weights with fewer than 2 zeros in a group of 4 input channels")
+
+
+class _Geometry:
+    """Derived values of TRM 3.10.2 / 3.10.3 straight from the registers."""
+
+    def __init__(self, snap):
+        f = snap.field
+        ks = "NPU_SET_KERNEL_STRIDE"
+        self.dilated_h = f("NPU_SET_KERNEL_HEIGHT_M1", "height_m1") + 1
+        self.dilated_w = f("NPU_SET_KERNEL_WIDTH_M1", "width_m1") + 1
+        self.ofm_h = f("NPU_SET_OFM_HEIGHT_M1", "height_m1") + 1
+        self.ofm_w = f("NPU_SET_OFM_WIDTH_M1", "width_m1") + 1
+        self.ofm_d = f("NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1
+        self.ifm_d = f("NPU_SET_IFM_DEPTH_M1", "depth_m1") + 1
+        self.stride_y = 2 * f(ks, "stride_y_msb") + f(ks, "stride_y_lsb") + 1
+        self.stride_x = 2 * f(ks, "stride_x_msb") + f(ks, "stride_x_lsb") + 1
+        self.dil_y = f(ks, "dilation_y") + 1
+        self.dil_x = f(ks, "dilation_x") + 1
+        self.weight_order = f(ks, "weight_order")
+        self.pad_y = f("NPU_SET_IFM_PAD_TOP", "pad")
+        self.pad_x = f("NPU_SET_IFM_PAD_LEFT", "pad")
+        self.pad_h = self.pad_y + f("NPU_SET_IFM_PAD_BOTTOM", "pad")
+        self.pad_w = self.pad_x + f("NPU_SET_IFM_PAD_RIGHT", "pad")
+        self.ifm_h = (self.ofm_h - 1) * self.stride_y + self.dilated_h - self.pad_h
+        self.ifm_w = (self.ofm_w - 1) * self.stride_x + self.dilated_w - self.pad_w
+        # undilated taps: ky*dilation_y < dilated_height
+        self.kh = -(-self.dilated_h // self.dil_y)
+        self.kw = -(-self.dilated_w // self.dil_x)
+        self.precision = f("NPU_SET_IFM_PRECISION", "activation_precision")
+        self.ifm_type = f("NPU_SET_IFM_PRECISION", "activation_type")
+        self.acc_format = f("NPU_SET_ACC_FORMAT", "acc_format")
+        self.acc_input = f("NPU_SET_ACC_FORMAT", "acc_input")
+        self.weight_format = f("NPU_SET_WEIGHT_FORMAT", "weight_format")
+        self.sparsity = f("NPU_SET_WEIGHT_FORMAT", "weight_sparsity")
+
+
+def _common_checks(g: _Geometry, op: str) -> None:
+    """The asserts shared by CONV and DEPTHWISE (after add_operation_to_chain)."""
+    if not (g.ifm_h >= 1 and g.ifm_w >= 1):
+        raise Unpredictable(f"{op}: ifm_height >= 1 && ifm_width >= 1 (pad range): IFM {g.ifm_h}x{g.ifm_w}")
+    if not g.dilated_h * g.dilated_w <= 64 * 64:
+        raise Unpredictable(f"{op}: dilated_height*dilated_width <= 64*64 (kernel range): "
+                            f"{g.dilated_h}x{g.dilated_w}")
+    if not (g.dilated_h <= 64 or g.dilated_w <= 64):
+        raise Unpredictable(f"{op}: dilated_height <= 64 || dilated_width <= 64: {g.dilated_h}x{g.dilated_w}")
+    if not (g.precision == _B8 or (g.precision == _B16 and g.ifm_type == _SIGNED)):
+        raise Unpredictable(f"{op}: IFM precision must be b8 or signed b16 "
+                            f"(precision {g.precision}, type {g.ifm_type})")
+
+
+def _budget(g: _Geometry, op: str, depthwise: bool) -> None:
+    ofm = g.ofm_h * g.ofm_w * g.ofm_d
+    if ofm > MAX_OFM_ELEMENTS:
+        raise BudgetExceeded(f"{op}: {ofm} OFM elements exceed the model's budget ({MAX_OFM_ELEMENTS})")
+    macs = ofm * g.kh * g.kw * (1 if depthwise else g.ifm_d)
+    if macs > MAX_MACS:
+        raise BudgetExceeded(f"{op}: {macs} MACs exceed the model's budget ({MAX_MACS})")
+    ifm = (g.ifm_h + g.pad_h) * (g.ifm_w + g.pad_w) * (g.ofm_d if depthwise else g.ifm_d)
+    if ifm > MAX_IFM_ELEMENTS:
+        raise BudgetExceeded(f"{op}: padded IFM of {ifm} elements exceeds the model's budget ({MAX_IFM_ELEMENTS})")
+
+
+def _context(snapshot, dataport, device, name):
+    from .common import OpContext
+    return OpContext(snapshot, dataport, device, name)
+
+
+def _macs_of(device) -> int:
+    cfg = getattr(device, "config", None)
+    return int(cfg.macs) if cfg is not None else 256
+
+
+def _count(device, macs: int) -> None:
+    """Statistics hook: total MACs executed by conv/depthwise (device.mac_count if present)."""
+    if device is not None and hasattr(device, "mac_count"):
+        device.mac_count += macs
+
+
+# ------------------------------------------------------------------------------------------
+# The operations
+# ------------------------------------------------------------------------------------------
+
+def op_conv(snapshot, dataport, device) -> None:
+    """NPU_OP_CONV (TRM 3.10.2), including ``weights_ifm2`` (matrix multiply) and
+    ``acc_input == ifm2``."""
+    op = "NPU_OP_CONV"
+    ctx = _context(snapshot, dataport, device, op)
+    fields = ctx.fields or op_payload(device, op)
+    weights_ifm2 = int(fields.get("weights_ifm2", 0))
+    g = _Geometry(snapshot)
+    use_ifm2 = bool(weights_ifm2) or g.acc_input == _ACC_INPUT_IFM2
+    ctx.add_operation_to_chain(True, use_ifm2, False)
+    _common_checks(g, op)
+    f = snapshot.field
+    if weights_ifm2:
+        if not (g.dilated_w == 1 and g.dilated_h == 1):
+            raise Unpredictable(f"{op} weights_ifm2: dilated_width == 1 && dilated_height == 1")
+        if not g.ofm_h == 1:
+            raise Unpredictable(f"{op} weights_ifm2: ofm_height == 1")
+        if not (g.pad_x == 0 and g.pad_y == 0):
+            raise Unpredictable(f"{op} weights_ifm2: pad_x == 0 && pad_y == 0")
+        if not (g.dil_x == 1 and g.dil_y == 1):
+            raise Unpredictable(f"{op} weights_ifm2: dilation_x == 1 && dilation_y == 1")
+        if not (g.stride_x == 1 and g.stride_y == 1):
+            raise Unpredictable(f"{op} weights_ifm2: stride_x == 1 && stride_y == 1")
+        if g.precision != f("NPU_SET_IFM2_PRECISION", "activation_precision"):
+            raise Unpredictable(f"{op} weights_ifm2: IFM_PRECISION.activation_precision == "
+                                f"IFM2_PRECISION.activation_precision")
+        if g.acc_input == _ACC_INPUT_IFM2:
+            raise Unpredictable(f"{op} weights_ifm2: ACC_FORMAT.acc_input != ifm2")
+        if g.sparsity != 0:
+            raise Unpredictable(f"{op} weights_ifm2: WEIGHT_FORMAT.weight_sparsity == none")
+        if g.weight_order != _DEPTH_FIRST:
+            raise Unpredictable(f"{op} weights_ifm2: KERNEL_STRIDE.weight_order == depth_first")
+    _budget(g, op, depthwise=False)
+
+    if weights_ifm2:
+        # w = read_ifm2(0, ic, oc): IFM2 viewed as [1, ifm_depth, ofm_depth]
+        b = np.asarray(ctx.read_ifm2(np.arange(1), np.arange(g.ifm_d), np.arange(g.ofm_d)), dtype=np.int64)
+        w = b.reshape(g.ifm_d, g.ofm_d).T.reshape(g.ofm_d, 1, 1, g.ifm_d)
+    else:
+        w = read_weight_tensor(snapshot, dataport, _macs_of(device), False, op)
+        if g.sparsity == _SPARSE:
+            _check_sparse(w, op)
+    if w.shape != (g.ofm_d, g.kh, g.kw, g.ifm_d):
+        raise RuntimeError(f"{op}: weight tensor {w.shape}, expected {(g.ofm_d, g.kh, g.kw, g.ifm_d)}")
+    xp = ctx.read_ifm_padded()
+    acc0 = ctx.initial_acc(0)
+    s = conv_sums(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w)
+    # acc = accumulate(acc, v*w) per MAC == one wrap of the exact total (module doc)
+    acc = wrap_acc(np.asarray(acc0, dtype=np.int64) + s, g.acc_format)
+    _count(device, g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw * g.ifm_d)
+    ctx.write_accumulator(acc, RescaleMode.NORMAL)
+
+
+def op_depthwise(snapshot, dataport, device) -> None:
+    """NPU_OP_DEPTHWISE (TRM 3.10.3): channel multiplier 1, IFM channel = OFM channel."""
+    op = "NPU_OP_DEPTHWISE"
+    ctx = _context(snapshot, dataport, device, op)
+    g = _Geometry(snapshot)
+    ctx.add_operation_to_chain(True, g.acc_input == _ACC_INPUT_IFM2, False)
+    _common_checks(g, op)
+    if g.weight_format == _FWD:
+        raise Unpredictable(f"{op}: WEIGHT_FORMAT.weight_format != fwd")
+    if g.sparsity != 0:
+        raise Unpredictable(f"{op}: WEIGHT_FORMAT.weight_sparsity == none")
+    _budget(g, op, depthwise=True)
+    w = read_weight_tensor(snapshot, dataport, _macs_of(device), True, op)
+    if w.shape != (g.ofm_d, g.kh, g.kw, 1):
+        raise RuntimeError(f"{op}: weight tensor {w.shape}, expected {(g.ofm_d, g.kh, g.kw, 1)}")
+    xp = ctx.read_ifm_padded(depth=g.ofm_d)            # read_ifm(iy, ix, oc)
+    acc0 = ctx.initial_acc(0)
+    s = depthwise_sums(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w)
+    acc = wrap_acc(np.asarray(acc0, dtype=np.int64) + s, g.acc_format)
+    _count(device, g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw)
+    ctx.write_accumulator(acc, RescaleMode.NORMAL)

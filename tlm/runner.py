@@ -1,0 +1,406 @@
+"""Run a Vela-compiled network on the TLM the way the Ethos-U driver does.
+
+`run_model(model, inputs)` follows the Arm driver (`ethosu_device_u85.c`, TFLM `ethosu.cc`;
+docs: vela-pipeline.md 5.4, anchors.md 1.2), every register access going through the
+Device's APB interface:
+
+1. Memory areas: the command stream (COP header stripped; not a region), the read-only
+   data (region 0), scratch = tensor arena (region 1; inputs and outputs at their offsets),
+   scratch_fast (region 2) and, for COP2 `--separate-io-regions` models, the input and
+   output areas (regions 3, 4). Each area is placed in the SRAM or EXT address window
+   according to the port group its region is routed to (REGIONCFG -> MEM_ATTR.axi_port),
+   aligned and followed by a guard band that answers DECERR, as do regions that are not
+   bound: an access outside its area becomes STATUS.bus_status instead of silently
+   reading another tensor. The inputs are copied in before anything runs (an OFM may
+   alias an IFM in the arena).
+2. Wait for STATUS.reset_status to clear; axi_init: MEM_ATTR0..3, QCONFIG, REGIONCFG,
+   AXI_SRAM, AXI_EXT (`DriverConfig`).
+3. QBASE, QSIZE, BASEP0..7, then CMD = (CMD & 0xC) | transition_to_running_state.
+4. Run until the NPU stops. As the driver's IRQ handler, the job succeeded only if none of
+   bus_status, cmd_parse_error, branch_fault, ecc_fault is set and the stream ended
+   (NPU_OP_STOP or QREAD == QSIZE); otherwise `RunError` names the STATUS bits and the
+   command offset. A kernel operation the TLM does not implement yet stops the NPU with
+   cmd_parse_error (Policy.on_unimplemented_op) and is reported as kind 'unimplemented'.
+5. Outputs are read back from their regions and offsets; CMD.clear_irq.
+
+The accelerator configuration comes from the CONFIG word Vela embeds (product 2 = U85,
+macs_per_cc -> ethos-u85-N) unless `config` overrides it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import isa
+from . import ops as _ops  # noqa: F401 - importing tlm.ops registers the kernel operations
+from . import registers as R
+from .config import DEFAULT_CONFIG, NpuConfig, Policy, get_config
+from .device import Device, StopKind, StopReason
+from .memory import ADDR_MASK, Interface, Memory, Resp
+from .vela import (REGION_INPUT, REGION_OUTPUT, REGION_READ_ONLY, REGION_SCRATCH,
+                   REGION_SCRATCH_FAST, VelaModel, load)
+
+__all__ = ["RunError", "RunResult", "DriverConfig", "DRIVER_DEFAULTS", "Area", "MemoryMap",
+           "resolve_config", "check_inputs", "plan_memory", "run_model"]
+
+NUM_REGIONS = 8
+AREA_NAMES = {REGION_READ_ONLY: "read_only", REGION_SCRATCH: "scratch",
+              REGION_SCRATCH_FAST: "scratch_fast", REGION_INPUT: "input", REGION_OUTPUT: "output"}
+FAULT_BITS = ("bus_status", "cmd_parse_error", "branch_fault", "ecc_fault")
+RESET_POLL_LIMIT = 100_000        # the driver's STATUS.reset_status poll count
+_STATUS = R.get("STATUS")
+_MEM_ATTR = R.get("MEM_ATTR0")    # all four share the layout
+_AXI = R.get("AXI_SRAM")          # AXI_SRAM and AXI_EXT share the layout
+
+
+def _offset(ident: str) -> int:
+    return R.get(ident).offset
+
+
+def _regioncfg(**regions: int) -> int:
+    return R.get("REGIONCFG").encode(**regions)
+
+
+class RunError(Exception):
+    """A run that could not start or did not complete. `kind` is one of
+    'input' (inputs or configuration rejected), 'model' (the Vela output is inconsistent),
+    'unimplemented', 'model_error' (exception inside the TLM), 'model_limit', 'bus_fault',
+    'parse_error', 'branch_fault', 'ecc_fault', 'budget', 'not_completed', 'apb'.
+    `offset` is the command-stream byte offset and `op` the command there, when known."""
+
+    def __init__(self, message: str, kind: str = "input", *, offset: "int | None" = None,
+                 op: "str | None" = None, stop: "StopReason | None" = None, status: int = 0,
+                 device: "Device | None" = None, detail: str = ""):
+        super().__init__(message)
+        self.kind, self.offset, self.op, self.stop = kind, offset, op, stop
+        self.status, self.device, self.detail = status, device, detail
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    """What the driver programs before a run, and where it puts the areas.
+
+    Defaults: MEM_ATTR0..3, QCONFIG and the AXI limits of Arm's `ethosu_config_u85.h`
+    (MEM_ATTR0/1 = SRAM port group, MEM_ATTR2/3 = EXT, QCONFIG = 2; AXI_SRAM 12 reads,
+    16 writes, AXI_EXT 64 / 32, max_beats 256 B). REGIONCFG: region 2 (scratch_fast) on
+    MEM_ATTR1 (SRAM), region 0 on MEM_ATTR3 and every other region on MEM_ATTR2 (EXT), as
+    Vela's Dedicated_Sram memory modes assume (arena in DRAM, staging in SRAM)."""
+    mem_attr: tuple = (_MEM_ATTR.encode(axi_port=0), _MEM_ATTR.encode(axi_port=0),
+                       _MEM_ATTR.encode(axi_port=1), _MEM_ATTR.encode(axi_port=1))
+    regioncfg: int = _regioncfg(region0=3, region1=2, region2=1, region3=2, region4=2,
+                                region5=2, region6=2, region7=2)
+    qconfig: int = 2
+    axi_sram: int = _AXI.encode(max_outstanding_read_m1=11, max_outstanding_write_m1=15, max_beats=2)
+    axi_ext: int = _AXI.encode(max_outstanding_read_m1=63, max_outstanding_write_m1=31, max_beats=2)
+    sram_base: int = 0x00_1000_0000   # address windows of the two port groups
+    ext_base: int = 0x00_6000_0000
+    align: int = 4096                 # area alignment (the driver needs 16)
+    guard: int = 4096                 # DECERR band after each area
+    unbound_span: int = 1 << 32       # DECERR span at the address unbound regions point to
+    pprot: int = 0b01                 # APB PPROT: privileged, secure
+
+    def __post_init__(self):
+        if self.align < 16 or self.align & (self.align - 1):
+            raise ValueError("DriverConfig.align must be a power of two >= 16")
+        if len(self.mem_attr) != 4:
+            raise ValueError("DriverConfig.mem_attr holds MEM_ATTR0..3")
+
+    def interface(self, attr_index: int) -> Interface:
+        return Interface(_MEM_ATTR.decode(self.mem_attr[attr_index & 3])["axi_port"])
+
+    def region_interface(self, region: int) -> Interface:
+        return self.interface((self.regioncfg >> (2 * region)) & 3)
+
+
+DRIVER_DEFAULTS = DriverConfig()
+DEFAULT_POLICY = Policy(on_unimplemented_op="parse_error")
+
+
+@dataclass(frozen=True)
+class Area:
+    name: str                 # 'command_stream', 'read_only', 'scratch', ..., 'unbound'
+    address: int
+    size: int
+    interface: Interface      # the address window (port group) it was placed in
+    regions: tuple = ()       # BASEP indices that point at it
+
+    @property
+    def end(self) -> int:
+        return self.address + self.size
+
+
+@dataclass(frozen=True)
+class MemoryMap:
+    areas: tuple              # of Area
+    basep: tuple              # BASEP0..7
+    faults: tuple = ()        # (lo, hi) address ranges that answer DECERR
+
+    def area(self, name: str) -> Area:
+        for a in self.areas:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    def region_area(self, region: int) -> Area:
+        for a in self.areas:
+            if region in a.regions:
+                return a
+        raise KeyError(region)
+
+
+@dataclass
+class RunResult:
+    outputs: list             # np.ndarray per model output, in the model's shape (NHWC)
+    stop_reason: StopReason
+    status: int               # STATUS as read over APB when the NPU stopped
+    device: Device
+    model: VelaModel
+    config: NpuConfig
+    memory_map: MemoryMap
+    unpredictable: list = field(default_factory=list)   # 'unpredictable' event details
+
+    @property
+    def status_fields(self) -> dict:
+        return _STATUS.decode(self.status)
+
+
+# --------------------------------------------------------------------------------------------
+# Checks
+# --------------------------------------------------------------------------------------------
+def resolve_config(model: VelaModel, config: "str | int | NpuConfig | None" = None) -> NpuConfig:
+    """`config` if given, else from the model's CONFIG word; a bare stream gets the default."""
+    try:
+        if config is not None:
+            return get_config(config)
+        if model.config_word is None:
+            return get_config(DEFAULT_CONFIG)
+        if model.accelerator is None:
+            raise RunError(f"the model was compiled for product {model.config_word >> 28}, not an "
+                           f"Ethos-U85 (CONFIG 0x{model.config_word:08x}); pass a configuration")
+        return get_config(model.accelerator)
+    except ValueError as e:
+        raise RunError(str(e)) from None
+
+
+def _squeeze_leading(shape) -> tuple:
+    shape = tuple(int(s) for s in shape)
+    while len(shape) > 1 and shape[0] == 1:
+        shape = shape[1:]
+    return shape
+
+
+def check_inputs(model: VelaModel, inputs) -> list:
+    """The inputs as contiguous arrays in the model's shapes. Count, shape (NHWC; leading 1s
+    may differ) and dtype must match."""
+    inputs = list(inputs)
+    want = model.inputs
+    if len(inputs) != len(want):
+        raise RunError(f"the model has {len(want)} input{'s' * (len(want) != 1)}, "
+                       f"got {len(inputs)}")
+    out = []
+    for i, (x, t) in enumerate(zip(inputs, want)):
+        a = np.asarray(x)
+        if a.dtype != np.dtype(t.dtype):
+            raise RunError(f"input {i} ({t.name!r}) has dtype {a.dtype}, the model expects {t.dtype}")
+        if _squeeze_leading(a.shape) != _squeeze_leading(t.shape):
+            raise RunError(f"input {i} ({t.name!r}) has shape {list(a.shape)}, the model expects "
+                           f"{list(t.shape)} (NHWC)")
+        out.append(np.ascontiguousarray(a).reshape(t.shape))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Memory map
+# --------------------------------------------------------------------------------------------
+def _align_up(n: int, a: int) -> int:
+    return -(-n // a) * a
+
+
+def plan_memory(model: VelaModel, driver: DriverConfig = DRIVER_DEFAULTS) -> MemoryMap:
+    """Place the areas and bind the regions (vela-pipeline.md 5.4)."""
+    sizes = {REGION_READ_ONLY: len(model.read_only), REGION_SCRATCH: model.scratch_size,
+             REGION_SCRATCH_FAST: model.scratch_fast_size}
+    tensors = [("input", i, t) for i, t in enumerate(model.inputs)] + \
+              [("output", i, t) for i, t in enumerate(model.outputs)]
+    for kind, i, t in tensors:          # separate I/O regions are sized by their tensors
+        if not 0 <= t.region < NUM_REGIONS:
+            raise RunError(f"{kind} {i} ({t.name!r}) is in region {t.region}, outside 0..7", "model")
+        if t.region not in sizes or t.region > REGION_SCRATCH_FAST:
+            sizes[t.region] = max(sizes.get(t.region, 0), t.offset + t.nbytes)
+    for kind, i, t in tensors:
+        if t.offset < 0 or t.offset + t.nbytes > sizes[t.region]:
+            raise RunError(f"{kind} {i} ({t.name!r}) at offset 0x{t.offset:x} + {t.nbytes} bytes lies "
+                           f"outside region {t.region} ({sizes[t.region]} bytes)", "model")
+
+    cursor = {Interface.sram: driver.sram_base, Interface.ext: driver.ext_base}
+    areas, faults = [], []
+
+    def place(name, size, interface, regions=(), guard=driver.guard):
+        addr = cursor[interface]
+        areas.append(Area(name, addr, size, interface, tuple(regions)))
+        lo = addr + _align_up(size, driver.align)
+        hi = min(lo + guard, 1 << 40)
+        if hi > lo:
+            faults.append((lo, hi))
+        cursor[interface] = _align_up(hi, driver.align)
+
+    place("command_stream", 4 * len(model.command_words), driver.interface(driver.qconfig))
+    for r in sorted(sizes):
+        place(AREA_NAMES.get(r, f"region{r}"), sizes[r], driver.region_interface(r), (r,))
+    unbound = tuple(r for r in range(NUM_REGIONS) if r not in sizes)
+    if unbound:
+        place("unbound", 0, Interface.ext, unbound, driver.unbound_span)
+    if any(a.address + _align_up(a.size, driver.align) > 1 << 40 for a in areas):
+        raise RunError("the memory areas do not fit below 2**40 with this DriverConfig")
+    basep = [0] * NUM_REGIONS
+    for a in areas:
+        for r in a.regions:
+            basep[r] = a.address
+    return MemoryMap(tuple(areas), tuple(basep), tuple(faults))
+
+
+# --------------------------------------------------------------------------------------------
+# Run
+# --------------------------------------------------------------------------------------------
+class _Watch:
+    """Device hook: remembers the events that explain how a run ended."""
+    KEEP = ("op_unimplemented", "internal_error", "model_limit", "fault", "unpredictable")
+
+    def __init__(self):
+        self.seen: dict = {}
+        self.unpredictable: list = []
+
+    def __call__(self, event: str, details: dict) -> None:
+        if event == "unpredictable":
+            self.unpredictable.append(details)
+        if event in self.KEEP:
+            self.seen.setdefault(event, details)     # the first of each kind
+
+
+def _apb_write(dev: Device, ident: str, value: int, pprot: int) -> None:
+    if dev.apb_write(_offset(ident), value, pprot):
+        raise RunError(f"APB write of 0x{value:08x} to {ident} answered PSLVERR", "apb", device=dev)
+
+
+def _apb_read(dev: Device, ident: str, pprot: int) -> int:
+    data, err = dev.apb_read(_offset(ident), pprot)
+    if err:
+        raise RunError(f"APB read of {ident} answered PSLVERR", "apb", device=dev)
+    return data
+
+
+def _program(dev: Device, mmap: MemoryMap, driver: DriverConfig) -> None:
+    p = driver.pprot
+    for _ in range(RESET_POLL_LIMIT):
+        if not _STATUS.decode(_apb_read(dev, "STATUS", p))["reset_status"]:
+            break
+    else:
+        raise RunError("STATUS.reset_status did not clear", "apb", device=dev)
+    for n, attr in enumerate(driver.mem_attr):                        # axi_init
+        _apb_write(dev, f"MEM_ATTR{n}", attr, p)
+    _apb_write(dev, "QCONFIG", driver.qconfig, p)
+    _apb_write(dev, "REGIONCFG", driver.regioncfg, p)
+    _apb_write(dev, "AXI_SRAM", driver.axi_sram, p)
+    _apb_write(dev, "AXI_EXT", driver.axi_ext, p)
+    cs = mmap.area("command_stream")
+    _apb_write(dev, "QBASE_LO", cs.address & 0xFFFFFFFF, p)
+    _apb_write(dev, "QBASE_HI", cs.address >> 32, p)
+    _apb_write(dev, "QSIZE", cs.size, p)
+    for n, base in enumerate(mmap.basep):
+        _apb_write(dev, f"BASEP{n}_LO", base & 0xFFFFFFFF, p)
+        _apb_write(dev, f"BASEP{n}_HI", base >> 32, p)
+    cmd = _apb_read(dev, "CMD", p)
+    _apb_write(dev, "CMD", (cmd & 0xC) | R.get("CMD").encode(transition_to_running_state=1), p)
+
+
+def _op_at(model: VelaModel, offset: "int | None") -> "str | None":
+    if offset is None or offset % 4 or not 0 <= offset < 4 * len(model.command_words):
+        return None
+    try:
+        return isa.decode_word(model.command_words, offset // 4).cmd.name
+    except isa.IsaError:
+        return None
+
+
+def _failure(model: VelaModel, dev: Device, stop: StopReason, status: int, watch: _Watch) -> "RunError | None":
+    """The RunError for a run that did not complete, None for a good one."""
+    fields = _STATUS.decode(status)
+    bits = [b for b in FAULT_BITS if fields[b]]
+    if not bits and stop.kind in (StopKind.STOP, StopKind.END):
+        if "op_unimplemented" not in watch.seen:   # Policy 'continue' leaves no STATUS trace
+            return None
+    fault = watch.seen.get("fault", {})
+    offset = fault.get("offset", stop.qread)
+    detail = fault.get("detail", stop.detail)
+    if "op_unimplemented" in watch.seen:
+        kind, offset = "unimplemented", watch.seen["op_unimplemented"]["offset"]
+        detail = f"{watch.seen['op_unimplemented']['name']} not implemented"
+    elif "internal_error" in watch.seen:
+        kind, detail = "model_error", watch.seen["internal_error"]["error"]
+    elif "model_limit" in watch.seen:
+        kind, detail = "model_limit", watch.seen["model_limit"]["error"]
+    elif bits:
+        kind = {"bus_status": "bus_fault", "cmd_parse_error": "parse_error"}.get(bits[0], bits[0])
+    elif stop.kind == StopKind.BUDGET:
+        kind = "budget"
+    else:
+        kind = "not_completed"
+    op = _op_at(model, offset)
+    where = f"at command offset 0x{offset:x}" + (f" ({op})" if op else "")
+    if kind == "budget":
+        head = f"step budget used up {where}, NPU still running"
+    elif bits:
+        flt = ""
+        if fields["bus_status"]:
+            flt = (f", faulting_interface={R.enum_values('dma_fault_src_t')[fields['faulting_interface']]}"
+                   f" faulting_channel="
+                   f"{R.enum_values('pmu_axi_channel_t').get(fields['faulting_channel'], '?')}")
+        head = f"NPU stopped with {' + '.join(bits)}{flt} {where}"
+    else:
+        head = f"NPU stopped ({stop.kind.value}) {where}"
+    msg = f"{head}: {detail} [STATUS 0x{status:08x}]" if detail else f"{head} [STATUS 0x{status:08x}]"
+    return RunError(msg, kind, offset=offset, op=op, stop=stop, status=status, device=dev,
+                    detail=detail)
+
+
+def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuConfig | None" = None,
+              max_steps: "int | None" = None, *, driver: DriverConfig = DRIVER_DEFAULTS,
+              policy: "Policy | None" = None, log_transactions: bool = False) -> RunResult:
+    """Run `model` (a VelaModel or a path for `vela.load`) on `inputs` (one array per model
+    input, NHWC, the model's dtypes). `config` overrides the embedded configuration;
+    `max_steps` bounds the commands executed (Policy.default_max_steps if None).
+    Raises RunError (see its `kind`) or vela.VelaFormatError."""
+    if not isinstance(model, VelaModel):
+        model = load(model)
+    npu = resolve_config(model, config)
+    arrays = check_inputs(model, inputs)
+    mmap = plan_memory(model, driver)
+
+    memory = Memory(log=log_transactions)
+    for lo, hi in mmap.faults:
+        memory.inject_fault(lo, hi, Resp.DECERR)
+    memory.write(mmap.area("command_stream").address, model.command_words.astype("<u4").tobytes())
+    memory.write(mmap.basep[REGION_READ_ONLY], model.read_only)
+    for x, t in zip(arrays, model.inputs):
+        memory.write(mmap.basep[t.region] + t.offset, x.astype(x.dtype.newbyteorder("<")).tobytes())
+
+    dev = Device(npu, memory, policy=policy or DEFAULT_POLICY)
+    watch = _Watch()
+    dev.hooks.append(watch)
+    _program(dev, mmap, driver)
+    stop = dev.last_stop if not dev.running and dev.last_stop else dev.run(max_steps)  # auto_run
+    status = _apb_read(dev, "STATUS", driver.pprot)
+    err = _failure(model, dev, stop, status, watch)
+    if err is not None:
+        raise err
+
+    outputs = []
+    for t in model.outputs:
+        raw = memory.read((mmap.basep[t.region] + t.offset) & ADDR_MASK, t.nbytes)
+        outputs.append(np.frombuffer(raw, np.dtype(t.dtype).newbyteorder("<"))
+                       .astype(t.dtype).reshape(t.shape))
+    cmd = _apb_read(dev, "CMD", driver.pprot)
+    _apb_write(dev, "CMD", (cmd & 0xC) | R.get("CMD").encode(clear_irq=1), driver.pprot)
+    return RunResult(outputs, stop, status, dev, model, npu, mmap, watch.unpredictable)
