@@ -32,6 +32,10 @@ sim: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q tests
 
+# TLM vs LiteRT (BUILTIN_REF, XNNPACK) on a MobileNet-sized net; BENCH_ARGS e.g. --config ethos-u85-512 --profile
+bench: $(STAMP)
+	$(PY) tools/bench.py $(BENCH_ARGS)
+
 clean:
 	rm -rf sim_build build .pytest_cache results.xml *.vcd *.fst
 distclean: clean

@@ -205,7 +205,7 @@ module npu_apb_regs #(
     // ---------------------------------------------------------------- read data
     logic [31:0] rv;                      // register value before the read mask
     logic [31:0] rmask;
-    always_comb begin
+    always @(*) begin
         rv = 32'd0;
         rmask = 32'hFFFF_FFFF;
         case (PADDR)
@@ -270,7 +270,7 @@ module npu_apb_regs #(
     end
 
     logic [31:0] rdata;
-    always_comb begin
+    always @(*) begin
         if (err || PWRITE) rdata = 32'd0;
         else if (reset_status) rdata = (PADDR == NPU_REG_STATUS) ? NPU_RST_STATUS : 32'd0;
         else rdata = rv & rmask;

@@ -86,7 +86,7 @@ module npu_axi_rd #(
     logic [CW-1:0] grant, idx;
     logic          any;
     integer i;
-    always_comb begin
+    always @(*) begin
         grant = rr;
         any = 1'b0;
         idx = rr;
@@ -99,7 +99,7 @@ module npu_axi_rd #(
         end
     end
     wire take = any && can_issue;
-    always_comb begin
+    always @(*) begin
         rq_ready = {NC{1'b0}};
         if (take) rq_ready[grant] = 1'b1;
     end
@@ -144,7 +144,7 @@ module npu_axi_rd #(
 
     // ---------------------------------------------------------------- PMU events
     logic [15:0] ev;
-    always_comb begin
+    always @(*) begin
         ev = 16'd0;
         ev[0]  = ar_hs;                                   // rd_trans_accepted
         ev[1]  = r_done;                                  // rd_trans_completed

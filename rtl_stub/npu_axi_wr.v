@@ -101,7 +101,7 @@ module npu_axi_wr #(
     logic [CW-1:0] rr, grant, idx;
     logic          any;
     integer i;
-    always_comb begin
+    always @(*) begin
         grant = rr;
         any = 1'b0;
         idx = rr;
@@ -114,7 +114,7 @@ module npu_axi_wr #(
         end
     end
     wire take = any && aclken && aw_free && under_limit && !q_full;
-    always_comb begin
+    always @(*) begin
         wq_ready = {NC{1'b0}};
         if (take) wq_ready[grant] = 1'b1;
     end
@@ -123,7 +123,7 @@ module npu_axi_wr #(
     wire w_free = !WVALID || (WREADY && aclken);
     wire w_take = aclken && w_free && !q_empty && wd_valid[owner];
     wire w_pop  = w_take && wd_last[owner];
-    always_comb begin
+    always @(*) begin
         wd_ready = {NC{1'b0}};
         if (w_take) wd_ready[owner] = 1'b1;
     end
@@ -196,7 +196,7 @@ module npu_axi_wr #(
     assign idle = !AWVALID && !WVALID && q_empty && (outstanding == 6'd0);
 
     logic [15:0] ev;
-    always_comb begin
+    always @(*) begin
         ev = 16'd0;
         ev[4]  = aw_hs;                                   // wr_trans_accepted
         ev[7]  = w_hs;                                    // wr_data_beat_written

@@ -132,6 +132,7 @@ module npu_cmd_decode #(
     wire  set_kind = is1;
     wire [9:0]  set_opc = opc;
     wire [63:0] set_raw = {w1, w0};
+    wire unused_hdr = ^set_raw[15:0];     // header bits: no field
 `include "gen/npu_cmd_state.vh"
 
     wire dma_unpred = (f_npu_set_dma0_src_region__region_mode != NPU_E_DMA_REGION_MODE_EXTERNAL[0])
@@ -163,7 +164,7 @@ module npu_cmd_decode #(
     logic        do_pmu;
     wire [31:0]  br_target = w1;
     wire         br_taken = (w0[16] == NPU_E_BRANCH_COND_ALWAYS[0]) || cond_result_flag;
-    always_comb begin
+    always @(*) begin
         adv4 = 1'b0; adv8 = 1'b0; do_stop = 1'b0; do_irq = 1'b0; do_perr = 1'b0;
         do_bfault = 1'b0; do_branch = 1'b0; do_push = 1'b0; do_pmu = 1'b0; set_we = 1'b0;
         if (exec) begin

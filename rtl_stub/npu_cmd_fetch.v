@@ -84,7 +84,8 @@ module npu_cmd_fetch #(
     wire [127:0]  hbeat = buf_data[hd];
     wire [127:0]  nbeat = buf_data[hd1];
     assign w0 = hbeat[widx*32 +: 32];
-    assign w1 = (widx == 2'd3) ? nbeat[31:0] : hbeat[(widx + 2'd1)*32 +: 32];
+    wire [1:0]    widx1 = widx + 2'd1;
+    assign w1 = (widx == 2'd3) ? nbeat[31:0] : hbeat[widx1*32 +: 32];
     assign w_have1 = !flushing && (avail >= 7'd1);
     assign w_have2 = !flushing && (avail >= 7'd2);
     wire       do1 = pop1 && w_have1;
@@ -146,6 +147,8 @@ module npu_cmd_fetch #(
     end
 
     assign idle = !flushing && (inflight == {(BW+1){1'b0}});
+
+    wire unused_ok = ^{qbase[1:0], qsize[1:0], rb_resp[0], nbeat[127:32]};
 endmodule
 
 `default_nettype wire

@@ -312,13 +312,14 @@ module npu_dma #(
     wire signed [5:0] delta = $signed({2'b00, w_soff}) - $signed({2'b00, w_doff});
     wire        neg   = delta[5];
     wire [3:0]  sh    = delta[3:0];          // delta mod 16
+    // delta >= 0: beats j and j+1; delta < 0: beats j-1 and j (out-of-range indices only
+    // feed lanes that WSTRB masks, so they are clamped)
     wire [4:0]  lo_i  = neg ? ((j == 5'd0) ? 5'd0 : j - 5'd1) : j;
-    wire [4:0]  hi_t  = lo_i + 5'd1;
+    wire [4:0]  hi_t  = neg ? j : j + 5'd1;
     wire [3:0]  hi_i  = hi_t[4] ? 4'd15 : hi_t[3:0];
     wire [127:0] lo_beat = dbuf[{wr_p, lo_i[3:0]}];
     wire [127:0] hi_beat = dbuf[{wr_p, hi_i}];
     wire [255:0] pair = {hi_beat, lo_beat} >> {sh, 3'b000};
-    assign wd_data = pair[127:0];
     // WSTRB: bytes [lo_b, hi_b) of beat j lie inside [doff, doff + n) of the burst
     wire [8:0]  bpos  = {j, 4'd0};                       // first byte of beat j
     wire [8:0]  b_end = {5'd0, w_doff} + w_n;            // one past the last byte (<= 256)
@@ -329,6 +330,13 @@ module npu_dma #(
     wire [16:0] m_lo  = (17'd1 << lo_b) - 17'd1;
     wire [16:0] strb  = m_hi & ~m_lo;
     assign wd_strb  = strb[15:0];
+    // lanes outside the chunk are driven 0 (they may hold stale or never-written slot data)
+    genvar gb;
+    generate
+        for (gb = 0; gb < 16; gb = gb + 1) begin : g_lane
+            assign wd_data[gb*8 +: 8] = strb[gb] ? pair[gb*8 +: 8] : 8'd0;
+        end
+    endgenerate
     assign wd_valid = (w == W_DATA);
     assign wd_ext   = s_dext[wr_p];
     assign wd_last  = (j == wbeats - 5'd1);
@@ -400,6 +408,9 @@ module npu_dma #(
             b_pend <= b_pend + {5'd0, (w == W_AW) && !abort && wq_ready} - {5'd0, wb_valid};
         end
     end
+
+    wire unused_ok = ^{rb_resp[0], rb_sum[9], rb_sum[3:0], wb_sum[9], wb_sum[3:0], delta[4],
+                       pair[255:128], strb[16], unused_sr_awc, unused_dr_arc};
 
     assign idle = (g == G_IDLE) && (q_count == {(QW+1){1'b0}}) && slots_free && (b_pend == 6'd0)
                   && (w == W_IDLE);

@@ -64,7 +64,7 @@ module npu_pmu (
     wire       bw_en  = axi_chan[NPU_F_PMCAXI_CHAN_BW_CH_SEL_EN];
     wire [3:0] ch_sel = axi_chan[NPU_F_PMCAXI_CHAN_CH_SEL +: 4];
     logic [15:0] evs, eve;
-    always_comb begin
+    always @(*) begin
         evs = ev_sram;
         eve = ev_ext;
         if (bw_en) begin
@@ -77,7 +77,7 @@ module npu_pmu (
 
     function evbit;
         input [9:0]  e;
-        input [3:0]  dis;          // port disables D0..D3
+        input        dis;          // port disable D0 (the only port of a group)
         input        run;
         input [15:0] fs;           // SRAM family
         input [15:0] fe;           // EXT family
@@ -87,32 +87,28 @@ module npu_pmu (
             else if (e == NPU_EV_NPU_ACTIVE) evbit = run;
             // families: sum over SRAM ports, sum over EXT ports, SRAM0, EXT0
             else if (e[9:4] == NPU_EV_SRAM_RD_TRANS_ACCEPTED[9:4]
-                  || e[9:4] == NPU_EV_SRAM0_RD_TRANS_ACCEPTED[9:4]) evbit = fs[e[3:0]] && !dis[0];
+                  || e[9:4] == NPU_EV_SRAM0_RD_TRANS_ACCEPTED[9:4]) evbit = fs[e[3:0]] && !dis;
             else if (e[9:4] == NPU_EV_EXT_RD_TRANS_ACCEPTED[9:4]
-                  || e[9:4] == NPU_EV_EXT0_RD_TRANS_ACCEPTED[9:4]) evbit = fe[e[3:0]] && !dis[0];
+                  || e[9:4] == NPU_EV_EXT0_RD_TRANS_ACCEPTED[9:4]) evbit = fe[e[3:0]] && !dis;
             else evbit = 1'b0;
         end
     endfunction
 
     logic [7:0] ev;                     // event of counter n this cycle
     integer i;
-    always_comb begin
+    always @(*) begin
         for (i = 0; i < 8; i = i + 1)
-            ev[i] = evbit(evtype_f[i*32 +: 10], evtype_f[i*32+12 +: 4], running, evs, eve);
+            ev[i] = evbit(evtype_f[i*32 +: 10], evtype_f[i*32+12], running, evs, eve);
     end
     wire lut_en = lut[NPU_F_PMCLUT_PCM_LUT_EN_0];
     wire lut_ev = lut[NPU_F_PMCLUT_PMC_LUT_0 + {28'd0, ev[3:0]}];
     wire [9:0] cc_start = cc_cfg[NPU_F_PMCCNTR_CFG_CYCLE_CNT_CFG_START +: 10];
     wire [9:0] cc_stop  = cc_cfg[NPU_F_PMCCNTR_CFG_CYCLE_CNT_CFG_STOP +: 10];
-    wire start_ev = evbit(cc_start, cc_cfg[15:12], running, evs, eve);
-    wire stop_ev  = evbit(cc_stop, cc_cfg[31:28], running, evs, eve);
+    wire start_ev = evbit(cc_start, cc_cfg[12], running, evs, eve);
+    wire stop_ev  = evbit(cc_stop, cc_cfg[28], running, evs, eve);
 
     wire counting = cnt_en && !(mask_en && !op_enable);
-    logic [7:0] inc;
-    always_comb begin
-        for (i = 0; i < 8; i = i + 1)
-            inc[i] = counting && cnten[i] && ((i == 0 && lut_en) ? lut_ev : ev[i]);
-    end
+    wire [7:0] inc = {8{counting}} & cnten[7:0] & {ev[7:1], lut_en ? lut_ev : ev[0]};
     wire cc_on   = counting && cnten[31];
     wire cc_open = cc_gate || (cc_start != NPU_EV_NO_EVENT && start_ev);
     wire cc_inc  = cc_on && cc_open;
@@ -123,7 +119,7 @@ module npu_pmu (
     logic [7:0] ev_ovf;                  // counter n wraps this cycle
     wire [31:0] ovs_ovf = {cc_inc && ccnt == 48'hFFFF_FFFF_FFFF, 23'd0, ev_ovf};
     logic [31:0] ovs_n, inten_n;
-    always_comb begin
+    always @(*) begin
         ovs_n = ovs | ovs_ovf;
         inten_n = inten;
         if (we && addr == NPU_REG_PMOVSSET) ovs_n = ovs_n | (wdata & CNT_MASK);
@@ -170,7 +166,7 @@ module npu_pmu (
     end
 
     // ---------------------------------------------------------------- read
-    always_comb begin
+    always @(*) begin
         rdata = 32'd0;
         case (addr)
             NPU_REG_PMCR:        rdata = (NPU_RST_PMCR & NPU_RMASK_PMCR)

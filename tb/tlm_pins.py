@@ -22,21 +22,30 @@ logic and never races with another Python agent.
 AXI hook
 --------
 ``execute(pins)`` is an ``async`` callable awaited (in its own task) each time the device
-starts running. The default, ``backdoor_execute``, calls ``Device.run()``, so the device
-fetches and computes on its own ``tlm.memory.Memory`` in zero simulated time while the AXI
-manager outputs of the shell stay idle. A pin-level executor replaces it: it gets the
-signal handles of each AXI manager port from ``pins.axi_ports`` (``{"SRAM0": {"ARADDR":
-handle, ...}, "EXT0": {...}}``, built by ``axi_port_drivers``: outputs are the writable
-``tlm_*`` variables of the shell, inputs the ports themselves), lets the device report an
-operation's footprint, reads it over AR/R, lets the device compute, writes the results over
-AW/W/B, and returns when the device has stopped. ``axi_idle()`` drives every AXI output of
-the shell to its idle value.
+starts running. ``backdoor_execute`` (the default of a bare ``TlmPins``) calls
+``Device.run()``, so the device fetches and computes on its own memory in zero simulated time
+while the AXI manager outputs of the shell stay idle.
+
+``axi_execute`` (what ``tb.env.Env`` uses) puts every memory access of the device on the AXI
+pins. The device runs in a lock-step thread (``LockstepThread``): each front-door access of
+its memory (a ``tb.axi.BenchMemory``; every command fetch, IFM/weight/scale read, OFM or DMA
+write is one ``tlm.memory.Transaction``) suspends the thread while ``TlmAxiManager`` performs
+it on the port named by ``Transaction.port`` (AR/R or AW/W/B), with AxPROT/AxCACHE/AxDOMAIN
+from the transaction, AxID = the TRM ``pmu_axi_channel`` of the access, bursts of 16-byte
+beats split at the ``Device.burst_boundary`` of the port group (AXI_SRAM/AXI_EXT
+max_beats, never across 4 KB), up to ``Device.max_outstanding`` bursts in flight. Read data
+comes from the pins, so the bench's AXI subordinates are the only memory; an error response
+(SLVERR/DECERR) reaches the device as the ``BusFault`` it would see from its own memory
+model, so STATUS.bus_status/faulting_interface/faulting_channel come out of the TLM's own
+logic. Only one side runs at a time, so the run is deterministic. nRESET, a soft reset or
+the end of the test abandon the operation in flight (after its current burst).
 """
 from __future__ import annotations
 
 import importlib
 import logging
 import os
+import threading
 from collections import deque
 from typing import Awaitable, Callable
 
@@ -134,6 +143,333 @@ async def backdoor_execute(pins: "TlmPins") -> None:
         dev.run()
 
 
+class _Abort(BaseException):
+    """Thrown into the device's thread to abandon the operation in flight. A BaseException,
+    so the device's own error handling (``except Exception``) does not turn it into STATUS."""
+
+
+class LockstepThread:
+    """Runs a blocking callable in a thread that only ever runs while the simulator waits.
+
+    ``start()`` runs the callable until it calls ``call(request)`` (from inside the thread)
+    or returns, and gives back ``("call", request)``, ``("done", result)``,
+    ``("error", exception)`` or ``("aborted", None)``. ``reply(value)`` makes the pending
+    ``call`` return *value* and runs the thread to its next stop; ``abort()`` makes it raise
+    ``_Abort`` instead. The simulator side blocks while the thread runs, so no code runs in
+    parallel with the simulation and the interleaving is the same on every run.
+    """
+
+    def __init__(self, fn: Callable[[], object], name: str = "tlm"):
+        self.fn = fn
+        self._go = threading.Event()
+        self._back = threading.Event()
+        self._reply = None
+        self._msg = None
+        self.done = False
+        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
+
+    def _main(self) -> None:
+        try:
+            msg = ("done", self.fn())
+        except _Abort:
+            msg = ("aborted", None)
+        except BaseException as e:  # noqa: BLE001 - handed to the simulator side
+            msg = ("error", e)
+        self.done = True
+        self._msg = msg
+        self._back.set()
+
+    def _wait(self):
+        self._back.wait()
+        self._back.clear()
+        return self._msg
+
+    def start(self):
+        self.thread.start()
+        return self._wait()
+
+    def call(self, request):
+        """From inside the thread: hand *request* to the simulator side and wait."""
+        self._msg = ("call", request)
+        self._back.set()
+        self._go.wait()
+        self._go.clear()
+        kind, value = self._reply
+        if kind == "abort":
+            raise _Abort()
+        return value
+
+    def reply(self, value):
+        self._reply = ("value", value)
+        self._go.set()
+        return self._wait()
+
+    def abort(self) -> None:
+        if self.done or not self.thread.is_alive():
+            return
+        msg = None
+        while not self.done:
+            self._reply = ("abort", None)
+            self._go.set()
+            msg = self._wait()
+            if msg[0] != "call":
+                break
+
+
+class TlmAxiManager:
+    """AXI manager for the TLM on the shell's ports: performs one ``Transaction`` at a time.
+
+    Bench timing convention (tb/apb.py): drives right after a rising edge of CLK, samples at
+    the falling edge before the rising edge of interest; ACLKEN qualifies edges.
+    """
+
+    BEAT = 16                                    # 128-bit data bus
+
+    def __init__(self, ports: dict, clock, log=None):
+        self.ports = ports                         # name -> {signal: handle} (outputs: tlm_*)
+        self.clock = clock
+        self.log = log or logging.getLogger("cocotb.tb.tlm_axi")
+        self.bursts = 0
+        self.beats = 0
+        for sigs in ports.values():
+            self._idle(sigs)
+
+    @staticmethod
+    def _idle(sigs) -> None:
+        for name, direction in AXI_PORT_SIGNALS:
+            if direction == "out" and name in sigs:
+                sigs[name].value = 0
+
+    def idle(self) -> None:
+        for sigs in self.ports.values():
+            self._idle(sigs)
+
+    @staticmethod
+    def split(addr: int, length: int, boundary: int) -> list:
+        """(address, bytes) bursts: never across a multiple of *boundary* (<= 4 KB)."""
+        boundary = max(TlmAxiManager.BEAT, min(int(boundary), 4096))
+        out, a, end = [], addr, addr + length
+        while a < end:
+            n = min(end, a - a % boundary + boundary) - a
+            out.append((a, n))
+            a += n
+        return out
+
+    async def transfer(self, txn, data, boundary: int, max_reads: int = 1, max_writes: int = 1):
+        """Perform *txn* on its port. Returns (resp, numpy uint8 data or None)."""
+        import numpy as np
+        from tlm.memory import Resp
+        sigs = self.ports.get(txn.port)
+        if sigs is None or txn.length <= 0:
+            # a port the design does not have: the interconnect answers DECERR
+            return (Resp.DECERR if sigs is None else Resp.OKAY), \
+                (None if txn.write or sigs is None else np.zeros(0, np.uint8))
+        bursts = self.split(txn.addr, txn.length, boundary)
+        if "AWAKEUP" in sigs:
+            sigs["AWAKEUP"].value = 1
+        try:
+            if txn.write:
+                buf = bytes(data) if not isinstance(data, np.ndarray) else data.tobytes()
+                resp = await self._write(sigs, txn, bursts, buf, max(1, max_writes))
+                return resp, None
+            resp, out = await self._read(sigs, txn, bursts, max(1, max_reads))
+            return resp, (np.frombuffer(bytes(out), np.uint8) if resp == Resp.OKAY else None)
+        finally:
+            self._idle(sigs)
+
+    def _beats(self, a: int, n: int) -> int:
+        return (a % self.BEAT + n + self.BEAT - 1) // self.BEAT
+
+    async def _read(self, sigs, txn, bursts, max_out):
+        from tlm.memory import Resp
+        B = self.BEAT
+        tid = int(txn.channel) & 0x3F
+        out = bytearray(txn.length)
+        resp = Resp.OKAY
+        ar_i, r_i, beat, outstanding = 0, 0, 0, 0
+        ar_valid = False
+        aclken = sigs.get("ACLKEN")
+        sigs["RREADY"].value = 1
+        while r_i < len(bursts):
+            if not ar_valid and ar_i < len(bursts) and outstanding < max_out:
+                a, n = bursts[ar_i]
+                sigs["ARID"].value = tid
+                sigs["ARADDR"].value = a
+                sigs["ARLEN"].value = self._beats(a, n) - 1
+                sigs["ARSIZE"].value = 4
+                sigs["ARBURST"].value = 1
+                sigs["ARCACHE"].value = txn.cache & 0xF
+                sigs["ARPROT"].value = txn.prot & 0x7
+                if "ARDOMAIN" in sigs:
+                    sigs["ARDOMAIN"].value = txn.domain & 0x3
+                sigs["ARVALID"].value = 1
+                ar_valid = True
+            await FallingEdge(self.clock)
+            en = _val(aclken, 1)
+            arready = _val(sigs["ARREADY"], 0)
+            rvalid = _val(sigs["RVALID"], 0)
+            if rvalid:
+                rdata, rresp = sigs["RDATA"].value, _val(sigs["RRESP"], 3)
+                rlast, rid = _val(sigs["RLAST"], 0), _val(sigs["RID"])
+            await RisingEdge(self.clock)
+            if not en:
+                continue
+            if ar_valid and arready:
+                ar_valid = False
+                sigs["ARVALID"].value = 0
+                ar_i += 1
+                outstanding += 1
+                self.bursts += 1
+            if rvalid:
+                if r_i >= ar_i:
+                    self.log.error("R beat with no read outstanding on %s", txn.port)
+                    continue
+                a, n = bursts[r_i]
+                nbeats = self._beats(a, n)
+                if rid != tid:
+                    self.log.error("%s: RID %s, expected %d", txn.port, rid, tid)
+                word = (a - a % B) + beat * B
+                lo, hi = max(a, word), min(a + n, word + B)
+                try:
+                    chunk = int(rdata).to_bytes(B, "little")
+                except ValueError:
+                    chunk = bytes(B)
+                    if rresp == 0:
+                        rresp = int(Resp.SLVERR)
+                        self.log.error("%s: X/Z on RDATA with RRESP OKAY", txn.port)
+                out[lo - txn.addr:hi - txn.addr] = chunk[lo - word:hi - word]
+                if rresp not in (0, 1) and resp == Resp.OKAY:
+                    resp = Resp(rresp)
+                self.beats += 1
+                beat += 1
+                if beat == nbeats or rlast:
+                    if bool(rlast) != (beat == nbeats):
+                        self.log.error("%s: RLAST=%d on beat %d of %d", txn.port, rlast, beat, nbeats)
+                    beat = 0
+                    r_i += 1
+                    outstanding -= 1
+        sigs["RREADY"].value = 0
+        return resp, out
+
+    async def _write(self, sigs, txn, bursts, buf, max_out):
+        from tlm.memory import Resp
+        B = self.BEAT
+        tid = int(txn.channel) & 0x3F
+        resp = Resp.OKAY
+        aw_i, w_i, w_beat, b_n, outstanding = 0, 0, 0, 0, 0
+        aw_valid = w_valid = False
+        aclken = sigs.get("ACLKEN")
+        sigs["BREADY"].value = 1
+        while b_n < len(bursts):
+            if not aw_valid and aw_i < len(bursts) and outstanding < max_out:
+                a, n = bursts[aw_i]
+                sigs["AWID"].value = tid
+                sigs["AWADDR"].value = a
+                sigs["AWLEN"].value = self._beats(a, n) - 1
+                sigs["AWSIZE"].value = 4
+                sigs["AWBURST"].value = 1
+                sigs["AWCACHE"].value = txn.cache & 0xF
+                sigs["AWPROT"].value = txn.prot & 0x7
+                if "AWDOMAIN" in sigs:
+                    sigs["AWDOMAIN"].value = txn.domain & 0x3
+                sigs["AWVALID"].value = 1
+                aw_valid = True
+            # W beats of a burst whose AW has been presented
+            if not w_valid and w_i < len(bursts) and (w_i < aw_i or (aw_valid and w_i == aw_i)):
+                a, n = bursts[w_i]
+                word = a - a % B + w_beat * B
+                lo, hi = max(a, word), min(a + n, word + B)
+                chunk = bytearray(B)
+                chunk[lo - word:hi - word] = buf[lo - txn.addr:hi - txn.addr]
+                strb = ((1 << (hi - lo)) - 1) << (lo - word)
+                sigs["WDATA"].value = int.from_bytes(chunk, "little")
+                sigs["WSTRB"].value = strb
+                sigs["WLAST"].value = int(w_beat == self._beats(a, n) - 1)
+                sigs["WVALID"].value = 1
+                w_valid = True
+            await FallingEdge(self.clock)
+            en = _val(aclken, 1)
+            awready = _val(sigs["AWREADY"], 0)
+            wready = _val(sigs["WREADY"], 0)
+            bvalid = _val(sigs["BVALID"], 0)
+            if bvalid:
+                bresp, bid = _val(sigs["BRESP"], 3), _val(sigs["BID"])
+            await RisingEdge(self.clock)
+            if not en:
+                continue
+            if aw_valid and awready:
+                aw_valid = False
+                sigs["AWVALID"].value = 0
+                aw_i += 1
+                outstanding += 1
+                self.bursts += 1
+            if w_valid and wready:
+                w_valid = False
+                sigs["WVALID"].value = 0
+                self.beats += 1
+                a, n = bursts[w_i]
+                w_beat += 1
+                if w_beat == self._beats(a, n):
+                    w_beat = 0
+                    w_i += 1
+            if bvalid:
+                if b_n >= aw_i:
+                    self.log.error("%s: B response with no write outstanding", txn.port)
+                    continue
+                if bid != tid:
+                    self.log.error("%s: BID %s, expected %d", txn.port, bid, tid)
+                if bresp not in (0, 1) and resp == Resp.OKAY:
+                    resp = Resp(bresp)
+                b_n += 1
+                outstanding -= 1
+        sigs["BREADY"].value = 0
+        return resp
+
+
+async def axi_execute(pins: "TlmPins") -> None:
+    """Execution hook: run the device with every memory access performed on the AXI pins
+    (see the module docstring). Falls back to ``backdoor_execute`` when the device's memory
+    is not a ``tb.axi.BenchMemory`` or the design has no AXI port."""
+    from tb.axi import BenchMemory
+    dev = pins.device
+    if dev is None:
+        return
+    mem = dev.memory
+    if not isinstance(mem, BenchMemory) or not pins.axi_ports:
+        await backdoor_execute(pins)
+        return
+    mgr = pins.axi_manager
+
+    def body():
+        ident = threading.get_ident()
+        mem.attach(ident, lambda txn, data: worker.call((txn, data)))
+        try:
+            return dev.run()
+        finally:
+            mem.detach(ident)
+
+    worker = LockstepThread(body, name="tlm-device")
+    pins._worker = worker
+    pins._abort_requested = False
+    msg = None
+    try:
+        msg = worker.start()
+        while msg[0] == "call":
+            txn, data = msg[1]
+            iface = txn.interface
+            rd, wr = dev.max_outstanding(iface)
+            result = await mgr.transfer(txn, data, dev.burst_boundary(iface), rd, wr)
+            if pins._abort_requested or pins.device is not dev:
+                break
+            msg = worker.reply(result)
+    finally:
+        worker.abort()
+        pins._worker = None
+        mgr.idle()
+    if msg is not None and msg[0] == "error":
+        raise msg[1]
+
+
 class _QChannel:
     """Device side of one Q-Channel (AMBA LPI): Q_RUN, Q_STOPPED, Q_DENIED."""
     RUN, STOPPED, DENIED = "Q_RUN", "Q_STOPPED", "Q_DENIED"
@@ -215,6 +551,20 @@ class TlmPins:
         self._apb_waits = 0
         self._in_reset = True
         self._tick = None
+        self._worker: LockstepThread | None = None
+        self._abort_requested = False
+        self._axi_manager: TlmAxiManager | None = None
+
+    @property
+    def axi_manager(self) -> TlmAxiManager:
+        """The AXI manager that ``axi_execute`` drives the shell's AXI outputs with."""
+        if self._axi_manager is None:
+            self._axi_manager = TlmAxiManager(self.axi_ports, self.clock)
+        return self._axi_manager
+
+    @property
+    def executing(self) -> bool:
+        return self._exec_task is not None and not self._exec_task.done()
 
     # ------------------------------------------------------------------ control
     def start(self):
@@ -223,6 +573,7 @@ class TlmPins:
         return self._task
 
     def stop(self) -> None:
+        self._abort_requested = True
         for t in (self._exec_task, self._task):
             if t is not None and not t.done():
                 t.cancel()
@@ -308,9 +659,17 @@ class TlmPins:
             kwargs["policy"] = Policy().replace(apb_cycles=0)
         dev = self.device_factory(**kwargs)
         self._tick = getattr(dev, "tick", None)
+        if isinstance(getattr(dev, "hooks", None), list):
+            dev.hooks.append(self._on_device_event)
         for fn in self.on_reset:
             fn(dev)
         return dev
+
+    def _on_device_event(self, event: str, details: dict) -> None:
+        # A soft reset (RESET write) while an operation is on the pins abandons it after the
+        # burst in flight, as the NPU stops issuing transactions.
+        if event == "reset" and self._worker is not None:
+            self._abort_requested = True
 
     # ------------------------------------------------------------------ main loop
     async def _run(self) -> None:
@@ -327,6 +686,7 @@ class TlmPins:
                 self.log.info("nRESET asserted")
             self._in_reset = True
             if self._exec_task is not None and not self._exec_task.done():
+                self._abort_requested = True
                 self._exec_task.cancel()
             self._exec_task = None
             self.device = None
@@ -345,8 +705,8 @@ class TlmPins:
         self.clkq.step(s["CLKQREQn"], self._idle_for(True, pwakeup))
         self.pwrq.step(s["PWRQREQn"], self._idle_for(False, pwakeup))
         clock_on = self.clkq.state != _QChannel.STOPPED
-        if clock_on and self._tick is not None:
-            self._tick(1)
+        if clock_on and self._tick is not None and not self.executing:
+            self._tick(1)        # while executing, the device counts its own cycles
         if self.clkq.qactive is not None:
             self.clkq.qactive.value = int(not self._idle_for(True, 0) or bool(pwakeup))
         if self.pwrq.qactive is not None:

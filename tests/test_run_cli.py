@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from test_disasm_vela import cop1, write_npz
+from test_runner import kernel_ops  # noqa: F401 - fixture
 from tlm import cli, isa
-from tlm.device import KERNEL_OPS
 from tlm.memory import Channel
 
 POOL_NET = "maxpool_2x2_s2_valid"
@@ -116,18 +116,19 @@ def _pool_case(tmp_path, vela_compiled, net_reference, output_format, capsys, *e
 
 
 @pytest.mark.vela
-@pytest.mark.skipif("NPU_OP_POOL" not in KERNEL_OPS, reason="the TLM has no NPU_OP_POOL yet")
 @pytest.mark.parametrize("output_format", ["raw", "tflite"])
-def test_run_maxpool_vs_litert(tmp_path, vela_compiled, net_reference, output_format, capsys):
+def test_run_maxpool_vs_litert(tmp_path, vela_compiled, net_reference, kernel_ops, output_format, capsys):
+    if "NPU_OP_POOL" not in kernel_ops:
+        pytest.skip("the TLM has no NPU_OP_POOL yet")
     _pool_case(tmp_path, vela_compiled, net_reference, output_format, capsys)
 
 
 @pytest.mark.vela
 @pytest.mark.parametrize("output_format, extra", [("raw", ()), ("tflite", ()),
                                                   ("raw", ("--config", "ethos-u85-512"))])
-def test_run_maxpool_with_pool_double_vs_litert(tmp_path, vela_compiled, net_reference, monkeypatch,
-                                                output_format, extra, capsys):
-    monkeypatch.setitem(KERNEL_OPS, "NPU_OP_POOL", max_pool_double)
+def test_run_maxpool_with_pool_double_vs_litert(tmp_path, vela_compiled, net_reference, kernel_ops,
+                                                monkeypatch, output_format, extra, capsys):
+    monkeypatch.setitem(kernel_ops, "NPU_OP_POOL", max_pool_double)
     _pool_case(tmp_path, vela_compiled, net_reference, output_format, capsys, *extra)
 
 
@@ -183,8 +184,8 @@ def _write(p, data):
 
 
 @pytest.mark.parametrize("case", list(BAD))
-def test_run_bad_input_one_line(tmp_path, capsys, monkeypatch, case):
-    monkeypatch.delitem(KERNEL_OPS, "NPU_OP_RESIZE", raising=False)
+def test_run_bad_input_one_line(tmp_path, capsys, kernel_ops, monkeypatch, case):
+    monkeypatch.delitem(kernel_ops, "NPU_OP_RESIZE", raising=False)
     build, text = BAD[case]
     model = copy_model(tmp_path / "good_vela.npz")
     good = save(tmp_path / "good.npy", rand_input(5))

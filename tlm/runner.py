@@ -19,8 +19,9 @@ Device's APB interface:
 4. Run until the NPU stops. As the driver's IRQ handler, the job succeeded only if none of
    bus_status, cmd_parse_error, branch_fault, ecc_fault is set and the stream ended
    (NPU_OP_STOP or QREAD == QSIZE); otherwise `RunError` names the STATUS bits and the
-   command offset. A kernel operation the TLM does not implement yet stops the NPU with
-   cmd_parse_error (Policy.on_unimplemented_op) and is reported as kind 'unimplemented'.
+   command offset. A kernel operation the TLM does not implement yet (no KERNEL_OPS entry,
+   or the op raises NotImplementedError for a mode it lacks) is reported as kind
+   'unimplemented', whatever Policy.on_unimplemented_op says.
 5. Outputs are read back from their regions and offsets; CMD.clear_irq.
 
 The accelerator configuration comes from the CONFIG word Vela embeds (product 2 = U85,
@@ -34,7 +35,6 @@ from pathlib import Path
 import numpy as np
 
 from . import isa
-from . import ops as _ops  # noqa: F401 - importing tlm.ops registers the kernel operations
 from . import registers as R
 from .config import DEFAULT_CONFIG, NpuConfig, Policy, get_config
 from .device import Device, StopKind, StopReason
@@ -53,14 +53,6 @@ RESET_POLL_LIMIT = 100_000        # the driver's STATUS.reset_status poll count
 _STATUS = R.get("STATUS")
 _MEM_ATTR = R.get("MEM_ATTR0")    # all four share the layout
 _AXI = R.get("AXI_SRAM")          # AXI_SRAM and AXI_EXT share the layout
-
-
-def _offset(ident: str) -> int:
-    return R.get(ident).offset
-
-
-def _regioncfg(**regions: int) -> int:
-    return R.get("REGIONCFG").encode(**regions)
 
 
 class RunError(Exception):
@@ -89,8 +81,8 @@ class DriverConfig:
     Vela's Dedicated_Sram memory modes assume (arena in DRAM, staging in SRAM)."""
     mem_attr: tuple = (_MEM_ATTR.encode(axi_port=0), _MEM_ATTR.encode(axi_port=0),
                        _MEM_ATTR.encode(axi_port=1), _MEM_ATTR.encode(axi_port=1))
-    regioncfg: int = _regioncfg(region0=3, region1=2, region2=1, region3=2, region4=2,
-                                region5=2, region6=2, region7=2)
+    regioncfg: int = R.get("REGIONCFG").encode(region0=3, region1=2, region2=1, region3=2, region4=2,
+                                               region5=2, region6=2, region7=2)
     qconfig: int = 2
     axi_sram: int = _AXI.encode(max_outstanding_read_m1=11, max_outstanding_write_m1=15, max_beats=2)
     axi_ext: int = _AXI.encode(max_outstanding_read_m1=63, max_outstanding_write_m1=31, max_beats=2)
@@ -115,7 +107,6 @@ class DriverConfig:
 
 
 DRIVER_DEFAULTS = DriverConfig()
-DEFAULT_POLICY = Policy(on_unimplemented_op="parse_error")
 
 
 @dataclass(frozen=True)
@@ -125,10 +116,6 @@ class Area:
     size: int
     interface: Interface      # the address window (port group) it was placed in
     regions: tuple = ()       # BASEP indices that point at it
-
-    @property
-    def end(self) -> int:
-        return self.address + self.size
 
 
 @dataclass(frozen=True)
@@ -280,12 +267,12 @@ class _Watch:
 
 
 def _apb_write(dev: Device, ident: str, value: int, pprot: int) -> None:
-    if dev.apb_write(_offset(ident), value, pprot):
+    if dev.apb_write(R.offset_of(ident), value, pprot):
         raise RunError(f"APB write of 0x{value:08x} to {ident} answered PSLVERR", "apb", device=dev)
 
 
 def _apb_read(dev: Device, ident: str, pprot: int) -> int:
-    data, err = dev.apb_read(_offset(ident), pprot)
+    data, err = dev.apb_read(R.offset_of(ident), pprot)
     if err:
         raise RunError(f"APB read of {ident} answered PSLVERR", "apb", device=dev)
     return data
@@ -328,19 +315,22 @@ def _failure(model: VelaModel, dev: Device, stop: StopReason, status: int, watch
     """The RunError for a run that did not complete, None for a good one."""
     fields = _STATUS.decode(status)
     bits = [b for b in FAULT_BITS if fields[b]]
-    if not bits and stop.kind in (StopKind.STOP, StopKind.END):
-        if "op_unimplemented" not in watch.seen:   # Policy 'continue' leaves no STATUS trace
-            return None
+    # an op the TLM lacks or an exception inside the TLM fails the run even under a
+    # 'continue' Policy, which leaves no STATUS trace
+    cause = next((e for e in ("op_unimplemented", "internal_error", "model_limit") if e in watch.seen), None)
+    if not bits and cause is None and stop.kind in (StopKind.STOP, StopKind.END):
+        return None
     fault = watch.seen.get("fault", {})
-    offset = fault.get("offset", stop.qread)
+    ev = watch.seen.get(cause, fault)
+    offset = ev.get("offset", fault.get("offset", stop.qread))
     detail = fault.get("detail", stop.detail)
-    if "op_unimplemented" in watch.seen:
-        kind, offset = "unimplemented", watch.seen["op_unimplemented"]["offset"]
-        detail = f"{watch.seen['op_unimplemented']['name']} not implemented"
-    elif "internal_error" in watch.seen:
-        kind, detail = "model_error", watch.seen["internal_error"]["error"]
-    elif "model_limit" in watch.seen:
-        kind, detail = "model_limit", watch.seen["model_limit"]["error"]
+    if cause == "op_unimplemented":
+        kind, detail = "unimplemented", f"{ev['name']} not implemented"
+    elif cause == "internal_error":
+        detail = ev["error"]
+        kind = "unimplemented" if detail.startswith("NotImplementedError(") else "model_error"
+    elif cause == "model_limit":
+        kind, detail = "model_limit", ev["error"]
     elif bits:
         kind = {"bus_status": "bus_fault", "cmd_parse_error": "parse_error"}.get(bits[0], bits[0])
     elif stop.kind == StopKind.BUDGET:
@@ -358,6 +348,8 @@ def _failure(model: VelaModel, dev: Device, stop: StopReason, status: int, watch
                    f" faulting_channel="
                    f"{R.enum_values('pmu_axi_channel_t').get(fields['faulting_channel'], '?')}")
         head = f"NPU stopped with {' + '.join(bits)}{flt} {where}"
+    elif cause:
+        head = f"{kind} operation {where} (the NPU went on to {stop.kind.value})"
     else:
         head = f"NPU stopped ({stop.kind.value}) {where}"
     msg = f"{head}: {detail} [STATUS 0x{status:08x}]" if detail else f"{head} [STATUS 0x{status:08x}]"
@@ -386,7 +378,7 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
     for x, t in zip(arrays, model.inputs):
         memory.write(mmap.basep[t.region] + t.offset, x.astype(x.dtype.newbyteorder("<")).tobytes())
 
-    dev = Device(npu, memory, policy=policy or DEFAULT_POLICY)
+    dev = Device(npu, memory, policy=policy)
     watch = _Watch()
     dev.hooks.append(watch)
     _program(dev, mmap, driver)

@@ -737,7 +737,8 @@ _MBV2_BLOCKS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 
 
 
 @_net("mobilenet_v2_0p5_224", tags=("bench", "network", "int8"),
-      note="MobileNetV2 alpha=0.5, 224x224x3 -> 1000 logits; 97.2 M MACs (vela agrees)")
+      note="MobileNetV2 alpha=0.5, 224x224x3 -> 1000 logits; 97.13 M conv/dw/FC MACs "
+           "(vela reports 97.19 M: it also counts the 7x7 average pool)")
 def _(g):
     """MobileNetV2-style int8 classifier: stem conv 3x3 s2 RELU6, 17 inverted-residual blocks
     (1x1 expand RELU6 -> dw 3x3 RELU6 -> 1x1 project, ADD skip where shapes match; stride-2

@@ -480,9 +480,19 @@ class OpContext:
         else:
             scale = self.f("NPU_SET_OFM_SCALE", "scale")
             shift = self.f("NPU_SET_OFM_SCALE", "shift")
+        if range_check and acc.size:
+            # assert(acc == sign_extend(acc, 32 | 48)) per acc_format.  The TRM also asserts
+            # scale == sign_extend(scale, 16) under i48; that is only applied to the
+            # per-channel stream (where the record field is 15 bits wide anyway): Vela 5.2
+            # programs 31-bit OFM_SCALE values with acc_format i48 for int16 elementwise ops,
+            # and the exact product reproduces LiteRT bit for bit.
+            lo, hi = int(acc.min()), int(acc.max())
+            b = self.acc_bits
+            self.check(lo >= -(1 << (b - 1)) and hi < (1 << (b - 1)),
+                       f"rescale: acc does not fit {b} bits (acc_format i{b})")
         try:
             return arith.rescale(acc, scale, shift, rm, dbl, shift_only=(rescale_mode == RESCALE_SHIFT_ONLY),
-                                 acc_format=self.acc_format if range_check else None)
+                                 acc_format=None)
         except Unpredictable as e:
             raise Unpredictable(f"{self.name}: {e}") from None
 

@@ -41,6 +41,8 @@ With ``weights_ifm2`` (matrix multiply) the weights are ``read_ifm2(0, ic, oc)``
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -60,6 +62,11 @@ MAX_OFM_ELEMENTS = 1 << 26      # ofm_h * ofm_w * ofm_d
 MAX_IFM_ELEMENTS = 1 << 28      # padded IFM elements read
 MAX_WEIGHTS = 1 << 27           # weight tensor elements
 MAX_WEIGHT_BYTES = 1 << 28      # bytes of weight stream(s) read
+
+# decoded-weight cache (entries): see read_weight_tensor
+_WEIGHT_CACHE: dict = {}
+_WEIGHT_CACHE_ENTRIES = 64
+_WEIGHT_CACHE_ELEMENTS = 1 << 24
 
 # im2col working-set size (elements of the patch matrix per chunk).
 _CHUNK_ELEMENTS = 1 << 21
@@ -235,7 +242,11 @@ def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP
                        max_bytes: int = MAX_WEIGHT_BYTES) -> np.ndarray:
     """Read the weight stream(s) of the op over the DataPort (channel rd_weights, region
     WEIGHT_REGION) and decode them into the weight tensor ``[ofm_d, kh, kw, ifm_d]``
-    (``[C, kh, kw, 1]`` for depthwise), int16, undilated kernel."""
+    (``[C, kh, kw, 1]`` for depthwise), int16, undilated kernel, read-only.
+
+    The streams are always read (the AXI traffic is modelled); the decoded tensor is cached
+    by (ordering parameters, stream contents), since Vela re-reads the same weights for
+    every stripe of a layer and decoding is the costliest part of a small op."""
     from ..weights import WeightOrder, decode_weight_tensor
 
     f = snap.field
@@ -252,7 +263,20 @@ def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP
         raise BudgetExceeded(f"{op}: weight streams of {sum(lengths)} bytes exceed the model's budget ({max_bytes})")
     streams = [port.read(region, f(base, "addr"), length, Channel.rd_weights).tobytes()
                for (base, _), length in zip(regs, lengths)]
-    return decode_weight_tensor(p, streams, fwd=fwd)
+    key = (p, fwd, tuple(hashlib.blake2b(x, digest_size=20).digest() + len(x).to_bytes(5, "little")
+                         for x in streams))
+    w = _WEIGHT_CACHE.get(key)
+    if w is None:
+        w = decode_weight_tensor(p, streams, fwd=fwd)
+        w.setflags(write=False)
+        if w.size <= _WEIGHT_CACHE_ELEMENTS:
+            _WEIGHT_CACHE[key] = w
+            while (len(_WEIGHT_CACHE) > _WEIGHT_CACHE_ENTRIES
+                   or sum(v.size for v in _WEIGHT_CACHE.values()) > _WEIGHT_CACHE_ELEMENTS):
+                _WEIGHT_CACHE.pop(next(iter(_WEIGHT_CACHE)))
+    else:
+        _WEIGHT_CACHE[key] = _WEIGHT_CACHE.pop(key)          # most recently used last
+    return w
 
 
 def _check_sparse(w: np.ndarray, op: str) -> None:

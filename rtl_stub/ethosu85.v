@@ -1,0 +1,472 @@
+// ethosu85.v -- open RTL stand-in of the Arm Ethos-U85 NPU, phase 1 (control plane + DMA).
+//
+// The port list is the one of rtl_stub/ethosu85_shell.v (TRM chapter 5 names; one SRAM
+// and one EXT AXI manager port: SRAM0, EXT0; 128-bit data, 40-bit address, 6-bit IDs,
+// 16-bit WSTRB); tests/test_rtl_lint.py checks that both declare the same ports.
+// See rtl_stub/README.md for what is implemented and how unimplemented operations stop.
+//
+//   npu_cpm          reset sequence, PROT (CPL/CSL), CFG pin sampling, Q-Channels,
+//                    warm-reset and debug halt
+//   npu_apb_regs     APB5 completer, register file (gen/npu_regs.vh from tlm/registers.py)
+//   npu_pmu          PMU and PMU_COUNTERS pages
+//   npu_cmd_fetch    command-stream fetch (channel rd_cmd)
+//   npu_cmd_decode   decoder of every cmd0/cmd1 opcode, sticky NPU_SET state, execution
+//                    control, STATUS, IRQ
+//   npu_dma          NPU_OP_DMA_START engine (channels rd_mem2mem / wr_mem2mem)
+//   npu_axi_rd/wr    one AXI manager port side each: arbitration, outstanding limits
+//
+// Parameters: MACS (128/256/512/1024/2048) selects the CONFIG word and the hardware
+// outstanding-transaction maxima (TRM Table 2-2); default ethos-u85-256. RESET_CYCLES is
+// the length of the reset sequence (STATUS.reset_status = 1).
+//
+// AXI IDs: ARID/AWID = {2'b00, pmu_axi_channel} (rd_cmd 0, rd_mem2mem 4, wr_mem2mem 9), so
+// every burst of one channel keeps its order and an error response names its channel.
+// AxPROT = {1'b0 (data), CSL, CPL} from PROT. AxCACHE/AxDOMAIN from the MEM_ATTR entry of
+// the region (QCONFIG for the command stream). With one port per group the CFG*HASH
+// striping selects nothing: all SRAM-group traffic uses SRAM0, all EXT-group traffic EXT0.
+`default_nettype none
+
+module ethosu85 #(
+    parameter integer MACS = 256,
+    parameter integer RESET_CYCLES = 8
+) (
+    // ---- Clock and reset (TRM 5.1) ----
+    input  wire          CLK,
+    input  wire          nRESET,
+    input  wire          nMBISTRESET,
+
+    // ---- Configuration (TRM 5.2) ----
+    input  wire          PORPL,
+    input  wire          PORSL,
+    input  wire          DBGEN,
+    input  wire          SPIDEN,
+    input  wire [31:0]   CFGSRAMCAP,
+    input  wire [31:0]   CFGEXTCAP,
+    input  wire [39:0]   CFGSRAMHASH0,
+
+    // ---- Interrupt (TRM 5.3) ----
+    output wire          IRQ,
+
+    // ---- Power Q-Channel (TRM 5.4) ----
+    output wire          PWRQACTIVE,
+    input  wire          PWRQREQn,
+    output wire          PWRQACCEPTn,
+    output wire          PWRQDENY,
+
+    // ---- Clock Q-Channel (TRM 5.5) ----
+    output wire          CLKQACTIVE,
+    input  wire          CLKQREQn,
+    output wire          CLKQACCEPTn,
+    output wire          CLKQDENY,
+
+    // ---- Warm-reset halt (TRM 5.6) ----
+    input  wire          WRSTQREQ,
+    output wire          WRSTQACK,
+
+    // ---- Debug cross-trigger (TRM 5.7) ----
+    input  wire          DBGHALTREQ,
+    input  wire          DBGRESTARTREQ,
+    output wire          DBGHALTACK,
+
+    // ---- AXI5 manager port SRAM0 (TRM 5.8) ----
+    output wire          AWAKEUPSRAM0,
+    input  wire          ACLKENSRAM0,
+    output wire          AWVALIDSRAM0,
+    output wire [5:0]    AWIDSRAM0,
+    output wire [39:0]   AWADDRSRAM0,
+    output wire [7:0]    AWLENSRAM0,
+    output wire [2:0]    AWSIZESRAM0,
+    output wire [1:0]    AWBURSTSRAM0,
+    output wire [3:0]    AWCACHESRAM0,
+    output wire [1:0]    AWDOMAINSRAM0,
+    output wire [2:0]    AWPROTSRAM0,
+    input  wire          AWREADYSRAM0,
+    output wire          WVALIDSRAM0,
+    output wire [127:0]  WDATASRAM0,
+    output wire [15:0]   WSTRBSRAM0,
+    output wire          WLASTSRAM0,
+    input  wire          WREADYSRAM0,
+    input  wire          BVALIDSRAM0,
+    input  wire [5:0]    BIDSRAM0,
+    input  wire [1:0]    BRESPSRAM0,
+    output wire          BREADYSRAM0,
+    output wire          ARVALIDSRAM0,
+    output wire [5:0]    ARIDSRAM0,
+    output wire [39:0]   ARADDRSRAM0,
+    output wire [7:0]    ARLENSRAM0,
+    output wire [2:0]    ARSIZESRAM0,
+    output wire [1:0]    ARBURSTSRAM0,
+    output wire [3:0]    ARCACHESRAM0,
+    output wire [1:0]    ARDOMAINSRAM0,
+    output wire [2:0]    ARPROTSRAM0,
+    input  wire          ARREADYSRAM0,
+    input  wire          RVALIDSRAM0,
+    input  wire [5:0]    RIDSRAM0,
+    input  wire [127:0]  RDATASRAM0,
+    input  wire [1:0]    RRESPSRAM0,
+    input  wire          RLASTSRAM0,
+    output wire          RREADYSRAM0,
+    // ---- AXI5 manager port EXT0 (TRM 5.8) ----
+    output wire          AWAKEUPEXT0,
+    input  wire          ACLKENEXT0,
+    output wire          AWVALIDEXT0,
+    output wire [5:0]    AWIDEXT0,
+    output wire [39:0]   AWADDREXT0,
+    output wire [7:0]    AWLENEXT0,
+    output wire [2:0]    AWSIZEEXT0,
+    output wire [1:0]    AWBURSTEXT0,
+    output wire [3:0]    AWCACHEEXT0,
+    output wire [1:0]    AWDOMAINEXT0,
+    output wire [2:0]    AWPROTEXT0,
+    input  wire          AWREADYEXT0,
+    output wire          WVALIDEXT0,
+    output wire [127:0]  WDATAEXT0,
+    output wire [15:0]   WSTRBEXT0,
+    output wire          WLASTEXT0,
+    input  wire          WREADYEXT0,
+    input  wire          BVALIDEXT0,
+    input  wire [5:0]    BIDEXT0,
+    input  wire [1:0]    BRESPEXT0,
+    output wire          BREADYEXT0,
+    output wire          ARVALIDEXT0,
+    output wire [5:0]    ARIDEXT0,
+    output wire [39:0]   ARADDREXT0,
+    output wire [7:0]    ARLENEXT0,
+    output wire [2:0]    ARSIZEEXT0,
+    output wire [1:0]    ARBURSTEXT0,
+    output wire [3:0]    ARCACHEEXT0,
+    output wire [1:0]    ARDOMAINEXT0,
+    output wire [2:0]    ARPROTEXT0,
+    input  wire          ARREADYEXT0,
+    input  wire          RVALIDEXT0,
+    input  wire [5:0]    RIDEXT0,
+    input  wire [127:0]  RDATAEXT0,
+    input  wire [1:0]    RRESPEXT0,
+    input  wire          RLASTEXT0,
+    output wire          RREADYEXT0,
+
+    // ---- APB5 completer (TRM 5.9) ----
+    input  wire          PWAKEUP,
+    input  wire          PCLKEN,
+    input  wire          PSEL,
+    input  wire          PENABLE,
+    input  wire [2:0]    PPROT,
+    input  wire          PWRITE,
+    input  wire [12:0]   PADDR,
+    input  wire [31:0]   PWDATA,
+    input  wire [3:0]    PSTRB,
+    output wire          PREADY,
+    output wire          PSLVERR,
+    output wire [31:0]   PRDATA,
+
+    // ---- DFT and MBIST (TRM 5.10); not used by the stand-in ----
+    input  wire          DFTCGEN,
+    input  wire [1:0]    DFTRSTDISABLE,
+    input  wire          DFTRAMHOLD,
+    input  wire          MBISTREQ
+);
+`include "gen/npu_regs.vh"
+
+    // ================================================================ configuration
+    localparam [31:0] CONFIG_WORD =
+        (MACS == 128)  ? NPU_CONFIG_WORD_128  : (MACS == 512)  ? NPU_CONFIG_WORD_512 :
+        (MACS == 1024) ? NPU_CONFIG_WORD_1024 : (MACS == 2048) ? NPU_CONFIG_WORD_2048 :
+                         NPU_CONFIG_WORD_256;
+    localparam integer SRAM_MAX_RD =
+        (MACS == 128)  ? NPU_SRAM_MAX_RD_128  : (MACS == 512)  ? NPU_SRAM_MAX_RD_512 :
+        (MACS == 1024) ? NPU_SRAM_MAX_RD_1024 : (MACS == 2048) ? NPU_SRAM_MAX_RD_2048 :
+                         NPU_SRAM_MAX_RD_256;
+    localparam integer SRAM_MAX_WR =
+        (MACS == 128)  ? NPU_SRAM_MAX_WR_128  : (MACS == 512)  ? NPU_SRAM_MAX_WR_512 :
+        (MACS == 1024) ? NPU_SRAM_MAX_WR_1024 : (MACS == 2048) ? NPU_SRAM_MAX_WR_2048 :
+                         NPU_SRAM_MAX_WR_256;
+    localparam integer EXT_MAX_RD =
+        (MACS == 128)  ? NPU_EXT_MAX_RD_128  : (MACS == 512)  ? NPU_EXT_MAX_RD_512 :
+        (MACS == 1024) ? NPU_EXT_MAX_RD_1024 : (MACS == 2048) ? NPU_EXT_MAX_RD_2048 :
+                         NPU_EXT_MAX_RD_256;
+    localparam integer EXT_MAX_WR =
+        (MACS == 128)  ? NPU_EXT_MAX_WR_128  : (MACS == 512)  ? NPU_EXT_MAX_WR_512 :
+        (MACS == 1024) ? NPU_EXT_MAX_WR_1024 : (MACS == 2048) ? NPU_EXT_MAX_WR_2048 :
+                         NPU_EXT_MAX_WR_256;
+    localparam integer DESC_W = 320;
+    localparam [5:0] ID_RD_CMD = {2'b00, NPU_CH_RD_CMD};
+    localparam [5:0] ID_RD_M2M = {2'b00, NPU_CH_RD_MEM2MEM};
+    localparam [5:0] ID_WR_M2M = {2'b00, NPU_CH_WR_MEM2MEM};
+
+    // ================================================================ nets
+    // CPM
+    wire        core_rst_n, soft_clear, reset_status, soft_halt, pause, cpl, csl, pwr_masked;
+    wire        clk_stopped;
+    wire [1:0]  reset_word;
+    wire [31:0] cfg_sram_cap, cfg_ext_cap;
+    wire [39:0] cfg_sram_hash0;
+    // APB register file
+    wire        reset_wr, new_cpl, new_csl, cmd_wr;
+    wire [1:0]  reset_wdata;
+    wire        cmd_start, cmd_clear_irq, cmd_stop_req, q_written;
+    wire [15:0] cmd_clr_hist;
+    wire        clock_q_enable, power_q_enable;
+    wire [39:0] qbase;
+    wire [31:0] qsize;
+    wire [1:0]  qconfig;
+    wire [15:0] regioncfg;
+    wire [31:0] mem_attr;
+    wire [17:0] axi_sram, axi_ext;
+    wire [319:0] basep;
+    wire        pmu_we;
+    wire [12:0] pmu_addr;
+    wire [31:0] pmu_wdata, pmu_rdata;
+    // core
+    wire [31:0] status_core, qread;
+    wire        running, cond_flag, npu_irq;
+    wire        pmu_irq_set, pmu_mask_we, pmu_mask_val;
+    // ports
+    wire        s_rd_idle, s_wr_idle, e_rd_idle, e_wr_idle;
+    wire        ports_idle = s_rd_idle && s_wr_idle && e_rd_idle && e_wr_idle;
+
+    // ================================================================ CPM
+    npu_cpm #(.RESET_CYCLES(RESET_CYCLES)) u_cpm (
+        .CLK(CLK), .nRESET(nRESET), .PORPL(PORPL), .PORSL(PORSL), .DBGEN(DBGEN), .SPIDEN(SPIDEN),
+        .CFGSRAMCAP(CFGSRAMCAP), .CFGEXTCAP(CFGEXTCAP), .CFGSRAMHASH0(CFGSRAMHASH0),
+        .reset_wr(reset_wr), .new_cpl(new_cpl), .new_csl(new_csl), .reset_wdata(reset_wdata),
+        .cmd_wr(cmd_wr), .clock_q_enable(clock_q_enable), .power_q_enable(power_q_enable),
+        .apb_busy(PSEL), .PWAKEUP(PWAKEUP), .running(running), .irq(npu_irq),
+        .axi_quiet(ports_idle),
+        .core_rst_n(core_rst_n), .soft_clear(soft_clear), .reset_status(reset_status),
+        .soft_halt(soft_halt), .pause(pause), .cpl(cpl), .csl(csl), .reset_word(reset_word),
+        .cfg_sram_cap(cfg_sram_cap), .cfg_ext_cap(cfg_ext_cap), .cfg_sram_hash0(cfg_sram_hash0),
+        .pwr_masked(pwr_masked), .clk_stopped(clk_stopped),
+        .CLKQREQn(CLKQREQn), .CLKQACCEPTn(CLKQACCEPTn), .CLKQDENY(CLKQDENY), .CLKQACTIVE(CLKQACTIVE),
+        .PWRQREQn(PWRQREQn), .PWRQACCEPTn(PWRQACCEPTn), .PWRQDENY(PWRQDENY), .PWRQACTIVE(PWRQACTIVE),
+        .WRSTQREQ(WRSTQREQ), .WRSTQACK(WRSTQACK),
+        .DBGHALTREQ(DBGHALTREQ), .DBGRESTARTREQ(DBGRESTARTREQ), .DBGHALTACK(DBGHALTACK));
+
+    // ================================================================ APB register file
+    npu_apb_regs #(.CONFIG_WORD(CONFIG_WORD)) u_apb (
+        .CLK(CLK), .nRESET(nRESET), .core_rst_n(core_rst_n),
+        .PCLKEN(PCLKEN), .PSEL(PSEL), .PENABLE(PENABLE), .PPROT(PPROT), .PWRITE(PWRITE),
+        .PADDR(PADDR), .PWDATA(PWDATA), .PSTRB(PSTRB), .PREADY(PREADY), .PSLVERR(PSLVERR),
+        .PRDATA(PRDATA), .stall(clk_stopped),
+        .reset_status(reset_status), .soft_clear(soft_clear), .cpl(cpl), .csl(csl),
+        .reset_word(reset_word), .cfg_sram_cap(cfg_sram_cap), .cfg_ext_cap(cfg_ext_cap),
+        .cfg_sram_hash0(cfg_sram_hash0),
+        .reset_wr(reset_wr), .new_cpl(new_cpl), .new_csl(new_csl), .reset_wdata(reset_wdata),
+        .cmd_wr(cmd_wr),
+        .status_core(status_core), .running(running), .qread(qread), .cond_flag(cond_flag),
+        .cmd_start(cmd_start), .cmd_clear_irq(cmd_clear_irq), .cmd_stop_req(cmd_stop_req),
+        .cmd_clr_hist(cmd_clr_hist), .q_written(q_written),
+        .clock_q_enable(clock_q_enable), .power_q_enable(power_q_enable),
+        .qbase(qbase), .qsize(qsize), .qconfig(qconfig), .regioncfg(regioncfg),
+        .mem_attr(mem_attr), .axi_sram(axi_sram), .axi_ext(axi_ext), .basep(basep),
+        .pmu_we(pmu_we), .pmu_addr(pmu_addr), .pmu_wdata(pmu_wdata), .pmu_rdata(pmu_rdata));
+
+    // ================================================================ effective AXI limits
+    // min(AXI_x register, CFG_x_CAP pins); the hardware maxima are applied in the ports
+    function [5:0] min6;
+        input [5:0] a, b;
+        min6 = (a < b) ? a : b;
+    endfunction
+    function [1:0] min_beats;
+        input [1:0] a, b;
+        begin
+            min_beats = (a < b) ? a : b;
+            if (min_beats == 2'd3) min_beats = 2'd2;          // reserved: B256
+        end
+    endfunction
+    wire [5:0] s_rd_m1 = min6(axi_sram[5:0], cfg_sram_cap[5:0]);
+    wire [5:0] s_wr_m1 = min6({1'b0, axi_sram[12:8]}, {1'b0, cfg_sram_cap[12:8]});
+    wire [5:0] e_rd_m1 = min6(axi_ext[5:0], cfg_ext_cap[5:0]);
+    wire [5:0] e_wr_m1 = min6({1'b0, axi_ext[12:8]}, {1'b0, cfg_ext_cap[12:8]});
+    wire [1:0] s_mb = min_beats(axi_sram[17:16], cfg_sram_cap[17:16]);
+    wire [1:0] e_mb = min_beats(axi_ext[17:16], cfg_ext_cap[17:16]);
+    wire [2:0] axprot = {1'b0, csl, cpl};
+
+    // ================================================================ AXI read ports
+    // client 0: command fetch (rd_cmd), client 1: DMA (rd_mem2mem)
+    wire        f_rq_valid, f_rq_ready;
+    wire [39:0] f_rq_addr;
+    wire [7:0]  f_rq_len;
+    wire        d_rq_valid, d_rq_ext, d_rq_ready;
+    wire [39:0] d_rq_addr;
+    wire [7:0]  d_rq_len;
+    wire [3:0]  d_rq_cache;
+    wire [1:0]  d_rq_domain;
+    wire [39:0] unused_qbase_route;
+    wire        q_ext;
+    wire [3:0]  q_arcache, unused_q_awcache;
+    wire [1:0]  q_domain;
+    npu_region_route u_qroute (
+        .region(3'd0), .use_attr(1'b1), .attr_idx(qconfig), .basep(basep), .regioncfg(regioncfg),
+        .mem_attr(mem_attr), .base(unused_qbase_route), .ext(q_ext), .arcache(q_arcache),
+        .awcache(unused_q_awcache), .domain(q_domain));
+
+    wire [1:0]  s_rq_ready, e_rq_ready;
+    wire        s_rb_valid, e_rb_valid, s_rb_last, e_rb_last;
+    wire [5:0]  s_rb_id, e_rb_id;
+    wire [127:0] s_rb_data, e_rb_data;
+    wire [1:0]  s_rb_resp, e_rb_resp;
+    wire [15:0] s_rd_ev, e_rd_ev, s_wr_ev, e_wr_ev;
+    wire [1:0]  s_rq_valid = {d_rq_valid && !d_rq_ext, f_rq_valid && !q_ext};
+    wire [1:0]  e_rq_valid = {d_rq_valid && d_rq_ext, f_rq_valid && q_ext};
+    wire [79:0] rq_addr2   = {d_rq_addr, f_rq_addr};
+    wire [15:0] rq_len2    = {d_rq_len, f_rq_len};
+    wire [11:0] rq_id2     = {ID_RD_M2M, ID_RD_CMD};
+    wire [7:0]  rq_cache2  = {d_rq_cache, q_arcache};
+    wire [3:0]  rq_dom2    = {d_rq_domain, q_domain};
+    assign f_rq_ready = q_ext ? e_rq_ready[0] : s_rq_ready[0];
+    assign d_rq_ready = d_rq_ext ? e_rq_ready[1] : s_rq_ready[1];
+
+    npu_axi_rd #(.NC(2), .HW_MAX_OUT(SRAM_MAX_RD)) u_sram_rd (
+        .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENSRAM0), .max_out_m1(s_rd_m1), .axprot(axprot),
+        .rq_valid(s_rq_valid), .rq_ready(s_rq_ready), .rq_addr(rq_addr2), .rq_len(rq_len2),
+        .rq_id(rq_id2), .rq_cache(rq_cache2), .rq_domain(rq_dom2),
+        .rb_valid(s_rb_valid), .rb_id(s_rb_id), .rb_data(s_rb_data), .rb_resp(s_rb_resp),
+        .rb_last(s_rb_last), .idle(s_rd_idle), .pmu_ev(s_rd_ev),
+        .ARVALID(ARVALIDSRAM0), .ARID(ARIDSRAM0), .ARADDR(ARADDRSRAM0), .ARLEN(ARLENSRAM0),
+        .ARSIZE(ARSIZESRAM0), .ARBURST(ARBURSTSRAM0), .ARCACHE(ARCACHESRAM0),
+        .ARDOMAIN(ARDOMAINSRAM0), .ARPROT(ARPROTSRAM0), .ARREADY(ARREADYSRAM0),
+        .RVALID(RVALIDSRAM0), .RID(RIDSRAM0), .RDATA(RDATASRAM0), .RRESP(RRESPSRAM0),
+        .RLAST(RLASTSRAM0), .RREADY(RREADYSRAM0));
+    npu_axi_rd #(.NC(2), .HW_MAX_OUT(EXT_MAX_RD)) u_ext_rd (
+        .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENEXT0), .max_out_m1(e_rd_m1), .axprot(axprot),
+        .rq_valid(e_rq_valid), .rq_ready(e_rq_ready), .rq_addr(rq_addr2), .rq_len(rq_len2),
+        .rq_id(rq_id2), .rq_cache(rq_cache2), .rq_domain(rq_dom2),
+        .rb_valid(e_rb_valid), .rb_id(e_rb_id), .rb_data(e_rb_data), .rb_resp(e_rb_resp),
+        .rb_last(e_rb_last), .idle(e_rd_idle), .pmu_ev(e_rd_ev),
+        .ARVALID(ARVALIDEXT0), .ARID(ARIDEXT0), .ARADDR(ARADDREXT0), .ARLEN(ARLENEXT0),
+        .ARSIZE(ARSIZEEXT0), .ARBURST(ARBURSTEXT0), .ARCACHE(ARCACHEEXT0),
+        .ARDOMAIN(ARDOMAINEXT0), .ARPROT(ARPROTEXT0), .ARREADY(ARREADYEXT0),
+        .RVALID(RVALIDEXT0), .RID(RIDEXT0), .RDATA(RDATAEXT0), .RRESP(RRESPEXT0),
+        .RLAST(RLASTEXT0), .RREADY(RREADYEXT0));
+
+    // read data to the clients, by ARID
+    wire s_hit_f = s_rb_valid && (s_rb_id == ID_RD_CMD);
+    wire e_hit_f = e_rb_valid && (e_rb_id == ID_RD_CMD);
+    wire s_hit_d = s_rb_valid && (s_rb_id == ID_RD_M2M);
+    wire e_hit_d = e_rb_valid && (e_rb_id == ID_RD_M2M);
+
+    // ================================================================ AXI write ports
+    wire        d_wq_valid, d_wq_ext, d_wq_ready, d_wd_valid, d_wd_ext, d_wd_ready, d_wd_last;
+    wire [39:0] d_wq_addr;
+    wire [7:0]  d_wq_len;
+    wire [3:0]  d_wq_cache;
+    wire [1:0]  d_wq_domain;
+    wire [127:0] d_wd_data;
+    wire [15:0] d_wd_strb;
+    wire        s_wq_ready, e_wq_ready, s_wd_ready, e_wd_ready;
+    wire        s_wb_valid, e_wb_valid;
+    wire [5:0]  s_wb_id, e_wb_id, s_wbeat_id, e_wbeat_id;
+    wire [1:0]  s_wb_resp, e_wb_resp;
+    assign d_wq_ready = d_wq_ext ? e_wq_ready : s_wq_ready;
+    assign d_wd_ready = d_wd_ext ? e_wd_ready : s_wd_ready;
+
+    npu_axi_wr #(.NC(1), .HW_MAX_OUT(SRAM_MAX_WR)) u_sram_wr (
+        .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENSRAM0), .max_out_m1(s_wr_m1[4:0]), .axprot(axprot),
+        .wq_valid(d_wq_valid && !d_wq_ext), .wq_ready(s_wq_ready), .wq_addr(d_wq_addr),
+        .wq_len(d_wq_len), .wq_id(ID_WR_M2M), .wq_cache(d_wq_cache), .wq_domain(d_wq_domain),
+        .wd_valid(d_wd_valid && !d_wd_ext), .wd_ready(s_wd_ready), .wd_data(d_wd_data),
+        .wd_strb(d_wd_strb), .wd_last(d_wd_last),
+        .wb_valid(s_wb_valid), .wb_id(s_wb_id), .wb_resp(s_wb_resp), .idle(s_wr_idle),
+        .pmu_ev(s_wr_ev), .wbeat_id(s_wbeat_id),
+        .AWVALID(AWVALIDSRAM0), .AWID(AWIDSRAM0), .AWADDR(AWADDRSRAM0), .AWLEN(AWLENSRAM0),
+        .AWSIZE(AWSIZESRAM0), .AWBURST(AWBURSTSRAM0), .AWCACHE(AWCACHESRAM0),
+        .AWDOMAIN(AWDOMAINSRAM0), .AWPROT(AWPROTSRAM0), .AWREADY(AWREADYSRAM0),
+        .WVALID(WVALIDSRAM0), .WDATA(WDATASRAM0), .WSTRB(WSTRBSRAM0), .WLAST(WLASTSRAM0),
+        .WREADY(WREADYSRAM0), .BVALID(BVALIDSRAM0), .BID(BIDSRAM0), .BRESP(BRESPSRAM0),
+        .BREADY(BREADYSRAM0));
+    npu_axi_wr #(.NC(1), .HW_MAX_OUT(EXT_MAX_WR)) u_ext_wr (
+        .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENEXT0), .max_out_m1(e_wr_m1[4:0]), .axprot(axprot),
+        .wq_valid(d_wq_valid && d_wq_ext), .wq_ready(e_wq_ready), .wq_addr(d_wq_addr),
+        .wq_len(d_wq_len), .wq_id(ID_WR_M2M), .wq_cache(d_wq_cache), .wq_domain(d_wq_domain),
+        .wd_valid(d_wd_valid && d_wd_ext), .wd_ready(e_wd_ready), .wd_data(d_wd_data),
+        .wd_strb(d_wd_strb), .wd_last(d_wd_last),
+        .wb_valid(e_wb_valid), .wb_id(e_wb_id), .wb_resp(e_wb_resp), .idle(e_wr_idle),
+        .pmu_ev(e_wr_ev), .wbeat_id(e_wbeat_id),
+        .AWVALID(AWVALIDEXT0), .AWID(AWIDEXT0), .AWADDR(AWADDREXT0), .AWLEN(AWLENEXT0),
+        .AWSIZE(AWSIZEEXT0), .AWBURST(AWBURSTEXT0), .AWCACHE(AWCACHEEXT0),
+        .AWDOMAIN(AWDOMAINEXT0), .AWPROT(AWPROTEXT0), .AWREADY(AWREADYEXT0),
+        .WVALID(WVALIDEXT0), .WDATA(WDATAEXT0), .WSTRB(WSTRBEXT0), .WLAST(WLASTEXT0),
+        .WREADY(WREADYEXT0), .BVALID(BVALIDEXT0), .BID(BIDEXT0), .BRESP(BRESPEXT0),
+        .BREADY(BREADYEXT0));
+
+    assign AWAKEUPSRAM0 = !(s_rd_idle && s_wr_idle);
+    assign AWAKEUPEXT0  = !(e_rd_idle && e_wr_idle);
+
+    // ================================================================ bus faults
+    // first error response (SLVERR/DECERR) of a cycle, SRAM before EXT, read before write
+    wire s_rerr = s_rb_valid && s_rb_resp[1];
+    wire s_berr = s_wb_valid && s_wb_resp[1];
+    wire e_rerr = e_rb_valid && e_rb_resp[1];
+    wire e_berr = e_wb_valid && e_wb_resp[1];
+    wire       fault_valid = s_rerr || s_berr || e_rerr || e_berr;
+    wire       fault_if = !(s_rerr || s_berr);
+    wire [3:0] fault_ch = s_rerr ? s_rb_id[3:0] : s_berr ? s_wb_id[3:0] :
+                          e_rerr ? e_rb_id[3:0] : e_wb_id[3:0];
+
+    // ================================================================ command fetch
+    wire        fetch_restart, fetch_enable, fetch_idle, pop1, pop2, w_have1, w_have2;
+    wire [31:0] fetch_off, w0, w1;
+    npu_cmd_fetch u_fetch (
+        .CLK(CLK), .rst_n(core_rst_n), .restart(fetch_restart), .restart_off(fetch_off),
+        .enable(fetch_enable), .qbase(qbase), .qsize(qsize),
+        .rq_valid(f_rq_valid), .rq_addr(f_rq_addr), .rq_len(f_rq_len), .rq_ready(f_rq_ready),
+        .rb_valid(s_hit_f || e_hit_f), .rb_data(s_hit_f ? s_rb_data : e_rb_data),
+        .rb_resp(s_hit_f ? s_rb_resp : e_rb_resp),
+        .w_have1(w_have1), .w_have2(w_have2), .w0(w0), .w1(w1), .pop1(pop1), .pop2(pop2),
+        .idle(fetch_idle));
+
+    // ================================================================ decoder / control
+    wire              dma_push, dma_full, dma_abort, dma_idle;
+    wire [DESC_W-1:0] dma_desc;
+    wire [2:0]        dma_outstanding;
+    npu_cmd_decode #(.DESC_W(DESC_W)) u_dec (
+        .CLK(CLK), .rst_n(core_rst_n),
+        .cmd_start(cmd_start), .cmd_clear_irq(cmd_clear_irq), .cmd_stop_req(cmd_stop_req),
+        .cmd_clr_hist(cmd_clr_hist), .q_written(q_written), .pmu_irq_set(pmu_irq_set),
+        .qsize(qsize), .reset_halt(soft_halt), .pause(pause),
+        .fault_valid(fault_valid), .fault_if(fault_if), .fault_ch(fault_ch),
+        .fetch_restart(fetch_restart), .fetch_off(fetch_off), .fetch_enable(fetch_enable),
+        .w_have1(w_have1), .w_have2(w_have2), .w0(w0), .w1(w1), .pop1(pop1), .pop2(pop2),
+        .fetch_idle(fetch_idle),
+        .dma_push(dma_push), .dma_desc(dma_desc), .dma_full(dma_full),
+        .dma_outstanding(dma_outstanding), .dma_abort(dma_abort), .dma_idle(dma_idle),
+        .ports_idle(ports_idle),
+        .pmu_mask_we(pmu_mask_we), .pmu_mask_val(pmu_mask_val),
+        .status_word(status_core), .running(running), .qread(qread),
+        .cond_result_flag(cond_flag), .irq(npu_irq));
+    assign IRQ = npu_irq;
+
+    // ================================================================ DMA
+    npu_dma #(.DESC_W(DESC_W)) u_dma (
+        .CLK(CLK), .rst_n(core_rst_n),
+        .push(dma_push), .push_desc(dma_desc), .full(dma_full), .outstanding(dma_outstanding),
+        .abort(dma_abort), .pause(pause),
+        .basep(basep), .regioncfg(regioncfg), .mem_attr(mem_attr), .sram_mb(s_mb), .ext_mb(e_mb),
+        .rq_valid(d_rq_valid), .rq_ext(d_rq_ext), .rq_addr(d_rq_addr), .rq_len(d_rq_len),
+        .rq_cache(d_rq_cache), .rq_domain(d_rq_domain), .rq_ready(d_rq_ready),
+        .rb_valid(s_hit_d || e_hit_d), .rb_data(s_hit_d ? s_rb_data : e_rb_data),
+        .rb_resp(s_hit_d ? s_rb_resp : e_rb_resp),
+        .wq_valid(d_wq_valid), .wq_ext(d_wq_ext), .wq_addr(d_wq_addr), .wq_len(d_wq_len),
+        .wq_cache(d_wq_cache), .wq_domain(d_wq_domain), .wq_ready(d_wq_ready),
+        .wd_valid(d_wd_valid), .wd_ext(d_wd_ext), .wd_data(d_wd_data), .wd_strb(d_wd_strb),
+        .wd_last(d_wd_last), .wd_ready(d_wd_ready),
+        .wb_valid((s_wb_valid && s_wb_id == ID_WR_M2M) || (e_wb_valid && e_wb_id == ID_WR_M2M)),
+        .idle(dma_idle));
+
+    // ================================================================ PMU
+    npu_pmu u_pmu (
+        .CLK(CLK), .rst_n(core_rst_n), .we(pmu_we), .addr(pmu_addr), .wdata(pmu_wdata),
+        .rdata(pmu_rdata), .running(running),
+        .ev_sram(s_rd_ev | s_wr_ev), .ev_ext(e_rd_ev | e_wr_ev),
+        .sram_rd_ch(s_rb_id[3:0]), .sram_wr_ch(s_wbeat_id[3:0]),
+        .ext_rd_ch(e_rb_id[3:0]), .ext_wr_ch(e_wbeat_id[3:0]),
+        .mask_we(pmu_mask_we), .mask_val(pmu_mask_val), .irq_set(pmu_irq_set));
+
+    // ================================================================ unused inputs
+    wire unused_ok = ^{nMBISTRESET, DFTCGEN, DFTRSTDISABLE, DFTRAMHOLD, MBISTREQ, pwr_masked,
+                       s_rb_last, e_rb_last, s_wr_m1[5], e_wr_m1[5], s_wb_resp[0], e_wb_resp[0],
+                       axi_sram[15:13], axi_sram[7:6], axi_ext[15:13], axi_ext[7:6],
+                       unused_qbase_route, unused_q_awcache, s_wbeat_id[5:4], e_wbeat_id[5:4]};
+endmodule
+
+`default_nettype wire

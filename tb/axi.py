@@ -1,0 +1,546 @@
+"""AXI subordinate memories on the NPU's AXI5 manager ports (TRM 5.8), with a monitor.
+
+The bench's system memory is one sparse 40-bit byte store, ``BenchMemory`` (a
+``tlm.memory.Memory``), served on every AXI manager port of the design (SRAM0, EXT0, ...) by
+an ``AxiSubordinate``: the memory model of the bench and the single source of truth for
+memory contents, for DUT=rtl and DUT=tlm alike.
+
+* Binding: ``PortView(dut, "SRAM0")`` presents the TRM's suffix-named signals
+  (``ARADDRSRAM0``) under cocotbext-axi's names (``araddr``), so the channel models bind with
+  ``from_prefix(view, "")`` exactly as they do to a prefix-named bus.
+* Channels: cocotbext-axi's stream models (``AxiWSink``, ``AxiBSource``, ``AxiRSource``) and
+  two AW/AR sinks defined with cocotbext-axi's ``define_stream`` that also capture AxDOMAIN
+  (AXI5), which cocotbext-axi's AXI4 channel definitions lack. The burst engine follows
+  cocotbext-axi's ``AxiSlaveRead``/``AxiSlaveWrite`` (behind ``AxiRam``), with error
+  responses chosen per address range (``inject_fault``), DECERR as well as SLVERR.
+* Backpressure: ``set_pause_generator`` on every channel (cocotbext-axi pause generators);
+  ``random_pause(seed, p)`` makes one.
+* Monitor: every burst is recorded as an ``AxiBurst`` (port, direction, ID, address,
+  AxLEN/AxSIZE/AxBURST, AxPROT/AxCACHE/AxDOMAIN, response, the bytes moved, cycles) and
+  handed to ``listeners`` (the scoreboard); AXI rule violations (4 KB crossing, AxSIZE
+  wider than the bus, WLAST, strobes outside the beat, illegal WRAP) are collected in
+  ``errors``.
+
+Faults: a fault covers ``[lo, hi)`` for reads, writes or both, on some ports or all. A read
+beat answers the fault's response when the bytes it addresses (from the burst address on the
+first beat, the whole beat after) overlap the range; a write burst whose strobed bytes
+overlap the range answers with the fault's BRESP and writes nothing (as
+``tlm.memory.Memory`` treats a faulting access). Make fault ranges 16-byte aligned so that
+"addressed bytes" means the same for any burst shape.
+
+Usage::
+
+    mem = BenchMemory()
+    axi = AxiMemory(dut, mem, clock=dut.CLK, reset=dut.nRESET)   # every port the design has
+    mem.write(0x1000, data)                                     # backdoor
+    axi.inject_fault(0x6000_0000, 0x6000_1000, "DECERR", kind="r", ports=("EXT0",))
+    axi.set_backpressure(random_pause(seed=1, p=0.3))
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+
+import cocotb
+from cocotb.triggers import RisingEdge
+from cocotbext.axi.axi_channels import AxiBBus, AxiBSource, AxiRBus, AxiRSource, AxiWBus, AxiWSink
+from cocotbext.axi.reset import Reset
+from cocotbext.axi.stream import define_stream
+
+from tlm.memory import ADDR_MASK, Memory, Resp, Transaction
+
+AXI_PORT_NAMES = ("SRAM0", "SRAM1", "SRAM2", "SRAM3", "EXT0", "EXT1")
+BURST_FIXED, BURST_INCR, BURST_WRAP = 0, 1, 2
+
+# AW and AR with the AXI5 AxDOMAIN captured (cocotbext-axi's AXI4 definitions lack it).
+NpuAxiAWBus, NpuAxiAWTransaction, _AWSource, NpuAxiAWSink, _AWMonitor = define_stream(
+    "NpuAxiAW",
+    signals=["awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "awready"],
+    optional_signals=["awcache", "awprot", "awdomain", "awlock", "awqos"],
+    signal_widths={"awlen": 8, "awsize": 3, "awburst": 2, "awcache": 4, "awprot": 3,
+                   "awdomain": 2})
+NpuAxiARBus, NpuAxiARTransaction, _ARSource, NpuAxiARSink, _ARMonitor = define_stream(
+    "NpuAxiAR",
+    signals=["arid", "araddr", "arlen", "arsize", "arburst", "arvalid", "arready"],
+    optional_signals=["arcache", "arprot", "ardomain", "arlock", "arqos"],
+    signal_widths={"arlen": 8, "arsize": 3, "arburst": 2, "arcache": 4, "arprot": 3,
+                   "ardomain": 2})
+
+
+# ----------------------------------------------------------------------------- binding
+class PortView:
+    """One AXI manager port of *dut* seen with cocotbext-axi's lower-case channel names:
+    ``view.araddr`` is ``dut.ARADDR<port>`` (TRM 5.8 suffix naming)."""
+
+    def __init__(self, dut, port: str):
+        from tb.tlm_pins import AXI_PORT_SIGNALS
+        self._dut = dut
+        self._port = port
+        self._name = port
+        self._log = logging.getLogger(f"cocotb.tb.axi.{port}")
+        self._names = {n.lower(): n + port for n, _ in AXI_PORT_SIGNALS if hasattr(dut, n + port)}
+
+    def __dir__(self):
+        return list(self._names)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return getattr(self._dut, self._names[name])
+        except KeyError:
+            raise AttributeError(f"{self._port}: no AXI signal {name.upper()}{self._port}") from None
+
+
+def port_present(dut, port: str) -> bool:
+    return hasattr(dut, f"ARVALID{port}") and hasattr(dut, f"AWVALID{port}")
+
+
+# ----------------------------------------------------------------------------- memory
+@dataclass(frozen=True)
+class BenchFault:
+    """Accesses overlapping [lo, hi) answer *resp*; *kind* 'r', 'w' or 'rw'; *ports* None = all."""
+    lo: int
+    hi: int
+    resp: Resp
+    kind: str = "rw"
+    ports: "frozenset | None" = None
+
+    def hits(self, addr: int, length: int, write: bool, port: "str | None" = None) -> bool:
+        if ("w" if write else "r") not in self.kind:
+            return False
+        if self.ports is not None and port is not None and port not in self.ports:
+            return False
+        return addr < self.hi and addr + length > self.lo
+
+
+class BenchMemory(Memory):
+    """The system memory of the bench: a sparse 40-bit ``tlm.memory.Memory`` whose faults are
+    per AXI port (``BenchFault``).
+
+    ``read``/``write`` are the back door. ``access(txn)`` is a front door with
+    ``tlm.memory.Memory`` semantics (a faulting access has no effect), used by a reference
+    model on a copy (``snapshot``); when an executor is attached for the calling thread
+    (``attach``, DUT=tlm), the access is instead performed on the AXI pins by that executor.
+    """
+
+    def __init__(self, log: bool = False):
+        super().__init__(log=log)
+        self.faults: list[BenchFault] = []
+        self._front = {}              # thread ident -> callable(txn, data) -> (resp, data)
+
+    # faults ------------------------------------------------------------------------
+    def inject_fault(self, lo: int, hi: int, resp="SLVERR", kind: str = "rw",
+                     ports: "Iterable[str] | None" = None) -> BenchFault:
+        resp = Resp[resp] if isinstance(resp, str) else Resp(resp)
+        if resp not in (Resp.SLVERR, Resp.DECERR):
+            raise ValueError("an injected fault answers SLVERR or DECERR")
+        if kind not in ("r", "w", "rw"):
+            raise ValueError("fault kind is 'r', 'w' or 'rw'")
+        if not 0 <= lo < hi <= 1 << 40:
+            raise ValueError(f"fault range 0x{lo:x}..0x{hi:x} is empty or outside 40 bits")
+        f = BenchFault(int(lo), int(hi), resp, kind, None if ports is None else frozenset(ports))
+        self.faults.append(f)
+        return f
+
+    def remove_fault(self, f: BenchFault) -> None:
+        self.faults.remove(f)
+
+    def fault_for(self, port: str, addr: int, length: int, write: bool) -> "Resp | None":
+        for f in self.faults:
+            if f.hits(addr, length, write, port):
+                return f.resp
+        return None
+
+    # front door --------------------------------------------------------------------
+    def attach(self, ident: int, front: Callable) -> None:
+        self._front[ident] = front
+
+    def detach(self, ident: int) -> None:
+        self._front.pop(ident, None)
+
+    def access(self, txn: Transaction, data=None):
+        import threading
+        front = self._front.get(threading.get_ident()) if self._front else None
+        if front is not None:
+            resp, rdata = front(txn, data)
+            if resp != txn.resp:
+                txn = Transaction(txn.port, txn.channel, txn.write, txn.addr, txn.length,
+                                  txn.prot, txn.cache, txn.domain, Resp(resp))
+            self._post(txn)
+            return txn, rdata
+        resp = self.fault_for(txn.port, txn.addr, txn.length, txn.write)
+        if txn.addr + txn.length > (1 << 40):
+            resp = Resp.DECERR
+        if resp is not None:
+            txn = Transaction(txn.port, txn.channel, txn.write, txn.addr, txn.length,
+                              txn.prot, txn.cache, txn.domain, resp)
+        self._post(txn)
+        if txn.resp != Resp.OKAY:
+            return txn, None
+        if txn.write:
+            self.write(txn.addr, data)
+            return txn, None
+        return txn, self.read_array(txn.addr, txn.length)
+
+    def _post(self, txn: Transaction) -> None:
+        if self.log_enabled:
+            self.log.append(txn)
+        for cb in self.listeners:
+            cb(txn)
+
+    # copies ------------------------------------------------------------------------
+    def snapshot(self, log: bool = True) -> "BenchMemory":
+        """A detached copy (contents and faults) for a reference model."""
+        m = BenchMemory(log=log)
+        m._pages = {k: v.copy() for k, v in self._pages.items()}
+        m.faults = list(self.faults)
+        return m
+
+    def load_from(self, other: Memory) -> None:
+        """Make the contents equal to *other*'s (faults: *other*'s if it has bench faults)."""
+        self._pages = {k: v.copy() for k, v in other._pages.items()}
+        if isinstance(other, BenchMemory):
+            self.faults = list(other.faults)
+
+    def pages(self) -> set:
+        return set(self._pages)
+
+
+# ----------------------------------------------------------------------------- monitor
+@dataclass
+class AxiBurst:
+    """One burst as seen on a manager port."""
+    port: str
+    write: bool
+    id: int
+    addr: int
+    len: int                 # AxLEN (beats - 1)
+    size: int                # AxSIZE
+    burst: int               # AxBURST
+    prot: int
+    cache: int
+    domain: int
+    resp: Resp = Resp.OKAY   # worst response (BRESP, or the first non-OKAY RRESP)
+    # (address, bytes) runs actually moved: strobed bytes of a write, addressed bytes of a read
+    runs: list = field(default_factory=list)
+    start_cycle: int = 0
+    end_cycle: int = 0
+
+    @property
+    def beats(self) -> int:
+        return self.len + 1
+
+    @property
+    def nbytes(self) -> int:
+        return sum(len(d) for _, d in self.runs)
+
+    def __str__(self) -> str:
+        kind = "W" if self.write else "R"
+        return (f"{self.port} {kind} id={self.id} addr=0x{self.addr:010x} len={self.len} "
+                f"size={self.size} burst={self.burst} prot={self.prot:03b} cache={self.cache:04b} "
+                f"domain={self.domain} resp={self.resp.name}")
+
+
+def random_pause(seed: int = 0, p: float = 0.3) -> Iterable[int]:
+    """Endless pause pattern: each cycle paused with probability *p*."""
+    rng = random.Random(seed)
+    while True:
+        yield int(rng.random() < p)
+
+
+def _lanes(value, lanes: int) -> "tuple[bytes, int]":
+    """Bytes of a data bus value and a mask of the byte lanes holding X/Z (read as 0)."""
+    try:
+        return int(value).to_bytes(lanes, "little"), 0
+    except ValueError:
+        bits = str(value).lower()[-8 * lanes:].rjust(8 * lanes, "0")
+        out, xmask = bytearray(lanes), 0
+        for i in range(lanes):
+            chunk = bits[len(bits) - 8 * (i + 1):len(bits) - 8 * i]
+            if any(c not in "01" for c in chunk):
+                xmask |= 1 << i
+                chunk = "".join(c if c in "01" else "0" for c in chunk)
+            out[i] = int(chunk, 2)
+        return bytes(out), xmask
+
+
+def _int(v, default=0) -> int:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
+
+
+# ----------------------------------------------------------------------------- subordinate
+class AxiSubordinate(Reset):
+    """A memory subordinate on one AXI manager port of the design (``port`` = 'SRAM0', ...).
+
+    Serves *memory* (a ``BenchMemory``), one burst at a time per direction, in order, with
+    the faults of *memory*. Records bursts (``listeners``, ``bursts`` if ``keep``) and AXI
+    rule violations (``errors``).
+    """
+
+    def __init__(self, dut, port: str, memory: BenchMemory, clock, reset=None,
+                 reset_active_level: bool = False, keep: int = 10_000):
+        self.port = port
+        self.memory = memory
+        self.clock = clock
+        self.log = logging.getLogger(f"cocotb.tb.axi.{port}")
+        view = PortView(dut, port)
+        self.view = view
+        self.aw = NpuAxiAWSink(NpuAxiAWBus.from_prefix(view, ""), clock, reset, reset_active_level)
+        self.w = AxiWSink(AxiWBus.from_prefix(view, ""), clock, reset, reset_active_level)
+        self.b = AxiBSource(AxiBBus.from_prefix(view, ""), clock, reset, reset_active_level)
+        self.ar = NpuAxiARSink(NpuAxiARBus.from_prefix(view, ""), clock, reset, reset_active_level)
+        self.r = AxiRSource(AxiRBus.from_prefix(view, ""), clock, reset, reset_active_level)
+        for ch in (self.aw, self.w, self.b, self.ar, self.r):
+            ch.queue_occupancy_limit = 2
+        self.width = len(self.w.bus.wdata)
+        self.byte_lanes = self.width // 8
+        self.max_size = (self.byte_lanes - 1).bit_length()
+        if hasattr(view, "aclken"):
+            view.aclken.value = 1
+        self.listeners: list[Callable[[AxiBurst], None]] = []
+        from collections import deque
+        self.bursts: deque = deque(maxlen=keep)
+        self.errors: list[str] = []
+        self.counts = {"r": 0, "w": 0, "r_err": 0, "w_err": 0}
+        self.cycle = 0
+        self._read_cr = None
+        self._write_cr = None
+        self._cycle_cr = cocotb.start_soon(self._count_cycles())
+        self._init_reset(reset, reset_active_level)
+
+    # ------------------------------------------------------------------ controls
+    def set_pause_generator(self, gen_factory: "Callable[[], Iterable[int]] | None") -> None:
+        """Backpressure: ``gen_factory()`` makes one pause generator per channel (AW/W/AR
+        READY and B/R VALID); None removes it."""
+        for ch in (self.aw, self.w, self.b, self.ar, self.r):
+            ch.set_pause_generator(None if gen_factory is None else gen_factory())
+
+    def _handle_reset(self, state) -> None:
+        if state:
+            for cr in (self._read_cr, self._write_cr):
+                if cr is not None:
+                    cr.cancel()
+            self._read_cr = self._write_cr = None
+            for ch in (self.aw, self.w, self.b, self.ar, self.r):
+                ch.clear()
+        else:
+            if self._read_cr is None:
+                self._read_cr = cocotb.start_soon(self._process_read())
+            if self._write_cr is None:
+                self._write_cr = cocotb.start_soon(self._process_write())
+
+    async def _count_cycles(self) -> None:
+        edge = RisingEdge(self.clock)
+        while True:
+            await edge
+            self.cycle += 1
+
+    def _error(self, msg: str) -> None:
+        msg = f"{self.port}: {msg}"
+        self.errors.append(msg)
+        self.log.error("AXI rule: %s", msg)
+
+    def _publish(self, b: AxiBurst) -> None:
+        b.end_cycle = self.cycle
+        self.bursts.append(b)
+        for fn in self.listeners:
+            fn(b)
+
+    def _check_shape(self, kind: str, addr: int, length: int, size: int, burst: int) -> int:
+        """AXI rules of one request; returns the aligned start address."""
+        nbytes = 1 << size
+        if size > self.max_size:
+            self._error(f"{kind} addr=0x{addr:x}: AxSIZE={size} wider than the {self.width}-bit bus")
+            nbytes = self.byte_lanes
+        beats = length + 1
+        aligned = addr - addr % nbytes
+        if burst == BURST_INCR:
+            if (aligned & 0xFFF) + nbytes * beats > 0x1000:
+                self._error(f"{kind} addr=0x{addr:x} len={length} size={size}: INCR burst crosses a "
+                            "4 KB boundary")
+        elif burst == BURST_WRAP:
+            if beats not in (2, 4, 8, 16) or addr % nbytes:
+                self._error(f"{kind} addr=0x{addr:x} len={length}: illegal WRAP burst")
+        elif burst != BURST_FIXED:
+            self._error(f"{kind} addr=0x{addr:x}: reserved AxBURST={burst}")
+        return aligned
+
+    @staticmethod
+    def _beat_addr(addr, aligned, n, nbytes, beats, burst):
+        if burst == BURST_FIXED:
+            return addr
+        if burst == BURST_WRAP:
+            total = nbytes * beats
+            lo = addr - addr % total
+            return lo + (addr - lo + n * nbytes) % total if n else addr
+        return addr if n == 0 else aligned + n * nbytes
+
+    # ------------------------------------------------------------------ read
+    async def _process_read(self) -> None:
+        lanes = self.byte_lanes
+        while True:
+            ar = await self.ar.recv()
+            start = self.cycle
+            arid, addr = _int(ar.arid), _int(ar.araddr)
+            length, size = _int(ar.arlen), _int(ar.arsize, self.max_size)
+            burst = _int(ar.arburst, BURST_INCR)
+            rec = AxiBurst(self.port, False, arid, addr, length, size, burst,
+                           _int(getattr(ar, "arprot", 0)), _int(getattr(ar, "arcache", 0)),
+                           _int(getattr(ar, "ardomain", 0)), start_cycle=start)
+            aligned = self._check_shape("AR", addr, length, size, burst)
+            nbytes = min(1 << size, lanes)
+            beats = length + 1
+            for n in range(beats):
+                baddr = self._beat_addr(addr, aligned, n, nbytes, beats, burst) & ADDR_MASK
+                lane_lo = baddr - baddr % nbytes      # the transfer's container in the beat
+                lo, hi = baddr, lane_lo + nbytes
+                word = baddr - baddr % lanes
+                r = self.r._transaction_obj()
+                r.rid = arid
+                r.rlast = int(n == length)
+                resp = self.memory.fault_for(self.port, lo, hi - lo, False)
+                if resp is None:
+                    data = self.memory.read(word, lanes)
+                    r.rresp = Resp.OKAY
+                    rec.runs.append((lo, data[lo - word:hi - word]))
+                else:
+                    data = bytes(lanes)
+                    r.rresp = int(resp)
+                    if rec.resp == Resp.OKAY:
+                        rec.resp = Resp(resp)
+                r.rdata = int.from_bytes(data, "little")
+                await self.r.send(r)
+            self.counts["r"] += 1
+            if rec.resp != Resp.OKAY:
+                self.counts["r_err"] += 1
+            self._publish(rec)
+
+    # ------------------------------------------------------------------ write
+    async def _process_write(self) -> None:
+        lanes = self.byte_lanes
+        full = (1 << lanes) - 1
+        while True:
+            aw = await self.aw.recv()
+            start = self.cycle
+            awid, addr = _int(aw.awid), _int(aw.awaddr)
+            length, size = _int(aw.awlen), _int(aw.awsize, self.max_size)
+            burst = _int(aw.awburst, BURST_INCR)
+            rec = AxiBurst(self.port, True, awid, addr, length, size, burst,
+                           _int(getattr(aw, "awprot", 0)), _int(getattr(aw, "awcache", 0)),
+                           _int(getattr(aw, "awdomain", 0)), start_cycle=start)
+            aligned = self._check_shape("AW", addr, length, size, burst)
+            nbytes = min(1 << size, lanes)
+            beats = length + 1
+            ops = []                                  # (addr, bytes) strobed runs
+            for n in range(beats):
+                baddr = self._beat_addr(addr, aligned, n, nbytes, beats, burst) & ADDR_MASK
+                lane_lo = baddr - baddr % nbytes
+                word = baddr - baddr % lanes
+                w = await self.w.recv()
+                strb = _int(getattr(w, "wstrb", full), full)
+                data, xlanes = _lanes(w.wdata, lanes)
+                if xlanes & strb:
+                    self._error(f"AW addr=0x{addr:x} beat {n}: X/Z on strobed WDATA lanes "
+                                f"0x{xlanes & strb:04x}")
+                last = _int(w.wlast)
+                if last != int(n == length):
+                    self._error(f"AW addr=0x{addr:x} len={length}: WLAST={last} on beat {n}")
+                # strobes may only cover the lanes of this transfer (and not below the address)
+                allowed = 0
+                for i in range(baddr - word, lane_lo + nbytes - word):
+                    allowed |= 1 << i
+                if strb & ~allowed:
+                    self._error(f"AW addr=0x{addr:x} beat {n}: WSTRB 0x{strb:04x} outside the "
+                                f"beat's lanes 0x{allowed:04x}")
+                    strb &= allowed
+                i = 0
+                while i < lanes:
+                    if strb >> i & 1:
+                        j = i
+                        while j < lanes and strb >> j & 1:
+                            j += 1
+                        ops.append((word + i, data[i:j]))
+                        i = j
+                    else:
+                        i += 1
+            resp = None
+            for a, d in ops:
+                resp = self.memory.fault_for(self.port, a, len(d), True)
+                if resp is not None:
+                    break
+            b = self.b._transaction_obj()
+            b.bid = awid
+            if resp is None:
+                for a, d in ops:
+                    self.memory.write(a, d)
+                b.bresp = Resp.OKAY
+                rec.runs = ops
+            else:
+                b.bresp = int(resp)
+                rec.resp = Resp(resp)
+                rec.runs = ops                        # what was attempted (not written)
+            await self.b.send(b)
+            self.counts["w"] += 1
+            if rec.resp != Resp.OKAY:
+                self.counts["w_err"] += 1
+            self._publish(rec)
+
+
+class AxiMemory:
+    """The bench's memory system: one ``AxiSubordinate`` per AXI manager port of the design,
+    all serving one ``BenchMemory``."""
+
+    def __init__(self, dut, memory: "BenchMemory | None" = None, clock=None, reset=None,
+                 ports: "Iterable[str] | None" = None):
+        self.dut = dut
+        self.memory = memory if memory is not None else BenchMemory()
+        clock = clock if clock is not None else dut.CLK
+        reset = reset if reset is not None else getattr(dut, "nRESET", None)
+        names = [p for p in (ports or AXI_PORT_NAMES) if port_present(dut, p)]
+        self.ports = {p: AxiSubordinate(dut, p, self.memory, clock, reset) for p in names}
+
+    # back door
+    def read(self, addr: int, length: int) -> bytes:
+        return self.memory.read(addr, length)
+
+    def write(self, addr: int, data) -> None:
+        self.memory.write(addr, data)
+
+    # faults
+    def inject_fault(self, lo: int, hi: int, resp="SLVERR", kind: str = "rw",
+                     ports: "Iterable[str] | None" = None) -> BenchFault:
+        return self.memory.inject_fault(lo, hi, resp, kind, ports)
+
+    def clear_faults(self) -> None:
+        self.memory.clear_faults()
+
+    # monitor
+    def add_listener(self, fn: Callable[[AxiBurst], None]) -> None:
+        for s in self.ports.values():
+            s.listeners.append(fn)
+
+    @property
+    def errors(self) -> list:
+        return [e for s in self.ports.values() for e in s.errors]
+
+    def bursts(self) -> list:
+        return sorted((b for s in self.ports.values() for b in s.bursts),
+                      key=lambda b: (b.end_cycle, b.port))
+
+    def set_backpressure(self, gen_factory: "Callable[[], Iterable[int]] | None") -> None:
+        for s in self.ports.values():
+            s.set_pause_generator(gen_factory)
+
+    def random_backpressure(self, seed: int, p: float = 0.3) -> None:
+        """Independent random READY/VALID pauses on every channel of every port."""
+        counter = itertools.count()
+        self.set_backpressure(lambda: random_pause(seed * 7919 + next(counter), p))
