@@ -409,7 +409,7 @@ module npu_dma #(
         end
     end
 
-    wire unused_ok = ^{rb_resp[0], rb_sum[9], rb_sum[3:0], wb_sum[9], wb_sum[3:0], delta[4],
+    wire unused_ok = ^{rb_resp[0], rb_sum[9], rb_sum[3:0], wb_sum[9], wb_sum[3:0], delta[4], lo_i[4],
                        pair[255:128], strb[16], unused_sr_awc, unused_dr_arc};
 
     assign idle = (g == G_IDLE) && (q_count == {(QW+1){1'b0}}) && slots_free && (b_pend == 6'd0)

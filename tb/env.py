@@ -18,8 +18,14 @@ bench drives the TLM behind the port-only shell (DUT=tlm), the RTL stand-in or l
   ``wait_reset_done`` sees the DUT's sequence end (the TRM lets reads return 0 and writes
   fail during it). Model time differs from the DUT's, so tests of PMU counters must tell
   the scoreboard to ``ignore`` them.
-* ``env.memory`` is the system memory (``tlm.memory.Memory``) the device executes on; the
-  AXI subordinate models of the bench will serve it on the AXI pins.
+* ``env.memory`` is the system memory (``tb.axi.BenchMemory``, a sparse 40-bit
+  ``tlm.memory.Memory``): ``env.axi`` (tb/axi.py) serves it on every AXI manager port of the
+  design (SRAM0, EXT0), with fault injection (``env.axi.inject_fault``), optional random
+  backpressure and a burst monitor. For DUT=tlm the device behind the pins performs every
+  memory access on those pins (``tb.tlm_pins.axi_execute``), so that memory is the only one.
+* ``env.scoreboard`` (tb/scoreboard.py) replays APB on the reference model, runs each job on
+  a mirror of the memory, and checks STATUS, QREAD, IRQ edges and every AXI write against it.
+  ``env.load_stream``, ``env.start_npu``, ``env.wait_stopped`` and ``env.run_job`` drive a job.
 
 Which DUT is under the pins comes from ``TB_DUT`` (set by tb/run.py), the configuration from
 ``NPU_CONFIG``.
@@ -35,7 +41,16 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from tb.apb import PROT_SECURE_PRIV, Apb5Manager, ApbResult
-from tb.tlm_pins import AXI_PORT_NAMES, AXI_PORT_SIGNALS, TlmPins, axi_port_signals
+from tb.axi import AxiMemory, BenchMemory
+from tb.scoreboard import STOP_EVIDENCE, ApbScoreboard, Scoreboard  # noqa: F401 - old name
+from tb.tlm_pins import (AXI_PORT_NAMES, AXI_PORT_SIGNALS, TlmPins, _val, axi_execute,
+                         axi_port_signals)
+
+from tlm import registers as _R
+
+# Register offsets used by the job helpers (from the register map).
+_STATUS, _CMD, _QBASE_LO, _QBASE_HI, _QSIZE, _QCONFIG = (
+    _R.get(n).offset for n in ("STATUS", "CMD", "QBASE_LO", "QBASE_HI", "QSIZE", "QCONFIG"))
 
 # Inputs tied to their inactive level (TRM 5.1, 5.2, 5.6, 5.7, 5.10).
 STATIC_INPUTS = {"nMBISTRESET": 1, "DBGEN": 0, "SPIDEN": 0, "WRSTQREQ": 0, "DBGHALTREQ": 0,
@@ -89,42 +104,6 @@ class QChannelController:
                          limit, "return to Q_RUN")
 
 
-class ApbScoreboard:
-    """Replays every APB transfer of the manager on a reference model and compares."""
-
-    def __init__(self, model_getter: Callable[[], object], log: logging.Logger):
-        self._model = model_getter
-        self.log = log
-        self.checked = 0
-        self.mismatches: list[str] = []
-        self.enabled = True
-        self.ignore: Callable[[ApbResult], bool] = lambda r: False
-
-    def __call__(self, r: ApbResult) -> None:
-        model = self._model()
-        if not self.enabled or model is None:
-            return
-        if r.write:
-            exp_err = bool(model.apb_write(r.addr, r.data, pprot=r.prot, pstrb=r.strb))
-            exp_data = r.data
-        else:
-            exp_data, exp_err = model.apb_read(r.addr, pprot=r.prot)
-            exp_err = bool(exp_err)
-            if exp_err:
-                exp_data = 0
-        if self.ignore(r):
-            return
-        self.checked += 1
-        if exp_err != r.slverr or (not r.write and exp_data != r.data):
-            msg = (f"{r}: model expects data=0x{exp_data:08x} slverr={int(exp_err)}")
-            self.mismatches.append(msg)
-            self.log.error("scoreboard mismatch: %s", msg)
-
-    def check(self) -> None:
-        assert not self.mismatches, (f"{len(self.mismatches)} APB scoreboard mismatch(es), "
-                                     f"first: {self.mismatches[0]}")
-
-
 class Env:
     def __init__(self, dut, *, config: str | None = None, pins: dict | None = None,
                  clk_period_ns: float = 10, dut_kind: str | None = None,
@@ -139,9 +118,9 @@ class Env:
         self.clk_period_ns = clk_period_ns
         self.clock = dut.CLK
         if memory is None:
-            from tlm.memory import Memory
-            memory = Memory()
+            memory = BenchMemory()
         self.memory = memory
+        self.axi: AxiMemory | None = None           # built by start()
         self.apb = Apb5Manager.from_entity(dut, self.clock)
         self.clkq = QChannelController.bind(dut, "CLK", self.clock)   # None if not present
         self.pwrq = QChannelController.bind(dut, "PWR", self.clock)
@@ -149,12 +128,15 @@ class Env:
         self.tlm: TlmPins | None = None
         if self.dut_kind == "tlm":
             self.tlm = TlmPins(dut, config=self.config, memory=self.memory, clock=self.clock,
-                               wait_states=apb_wait_states)
+                               wait_states=apb_wait_states, execute=axi_execute)
         self._ref = None               # reference model for DUT != tlm
         self.use_reference = self.tlm is None if reference_model is None else reference_model
-        self.scoreboard = ApbScoreboard(lambda: self._ref, self.log)
-        if scoreboard and self.use_reference:
+        self.scoreboard = Scoreboard(self.memory, self.log,
+                                     irq_level=lambda: _val(getattr(dut, "IRQ", None)))
+        self._scoreboard_on = scoreboard and self.use_reference
+        if self._scoreboard_on:
             self.apb.listeners.append(self.scoreboard)
+        self._irq_task = None
         self._clock_task = None
         self._pclken_task = None
 
@@ -180,10 +162,16 @@ class Env:
             self._drive(name, value)
         for name, value in self.pins.items():
             self._drive(name, value)
-        for sigs in self.axi_ports.values():     # AXI subordinate side idle until a model binds
+        for sigs in self.axi_ports.values():     # AXI inputs idle until the subordinates bind
             for name, direction in AXI_PORT_SIGNALS:
                 if direction == "in" and name in sigs:
                     sigs[name].value = 1 if name == "ACLKEN" else 0
+        self.axi = AxiMemory(self.dut, self.memory, clock=self.clock, reset=self.dut.nRESET,
+                             ports=list(self.axi_ports))
+        if self._scoreboard_on:
+            self.axi.add_listener(self.scoreboard.on_burst)
+            if hasattr(self.dut, "IRQ"):
+                self._irq_task = cocotb.start_soon(self._irq_monitor())
         if self.tlm is not None:
             self.tlm.start()
         if reset:
@@ -207,10 +195,12 @@ class Env:
         await ClockCycles(self.clock, 2)
         if self.use_reference:
             from tb.tlm_pins import default_device_factory
-            self._ref = default_device_factory()(config=self.config, memory=None,
+            mirror = self.memory.snapshot() if isinstance(self.memory, BenchMemory) else None
+            self._ref = default_device_factory()(config=self.config, memory=mirror,
                                                  pins=dict(self.pins))
             if hasattr(self._ref, "wait_reset"):
                 self._ref.wait_reset()
+            self.scoreboard.set_reference(self._ref)
 
     async def wait_reset_done(self, max_reads: int = 256) -> list[int]:
         """Poll STATUS (secure privileged) until reset_status (bit 3) is 0; return the
@@ -259,9 +249,57 @@ class Env:
         r = await self.apb.write(addr, data, prot)
         assert not r.slverr, f"unexpected PSLVERR: {r}"
 
+    # ------------------------------------------------------------------ jobs
+    async def _irq_monitor(self) -> None:
+        while True:
+            await RisingEdge(self.dut.IRQ)
+            self.scoreboard.on_irq_rise()
+
+    async def load_stream(self, addr: int, words, qconfig: int | None = None,
+                          prot: int = PROT_SECURE_PRIV) -> None:
+        """Write a command stream (32-bit words) into memory by the back door and program
+        QBASE/QSIZE (and QCONFIG) over APB."""
+        data = b"".join((int(w) & 0xFFFFFFFF).to_bytes(4, "little") for w in words)
+        self.memory.write(addr, data)
+        await self.write_ok(_QBASE_LO, addr & 0xFFFFFFFF, prot)
+        await self.write_ok(_QBASE_HI, (addr >> 32) & 0xFF, prot)
+        await self.write_ok(_QSIZE, len(data), prot)
+        if qconfig is not None:
+            await self.write_ok(_QCONFIG, qconfig, prot)
+
+    async def start_npu(self, prot: int = PROT_SECURE_PRIV) -> None:
+        """CMD = (CMD & 0xC) | transition_to_running_state, as the driver does."""
+        cmd = await self.read_ok(_CMD, prot)
+        await self.write_ok(_CMD, (cmd & 0xC) | 1, prot)
+
+    async def wait_stopped(self, max_cycles: int = 20_000, poll: int = 8,
+                           prot: int = PROT_SECURE_PRIV) -> int:
+        """Poll STATUS every *poll* cycles until the NPU shows it stopped (state 0 with
+        irq_raised or a fault bit: clear the IRQ before a job); return that STATUS."""
+        from cocotb.utils import get_sim_time
+        t0 = get_sim_time("ns")
+        limit = max_cycles * self.clk_period_ns
+        while True:
+            status = await self.read_ok(_STATUS, prot)
+            if not status & 1 and status & STOP_EVIDENCE:
+                return status
+            if get_sim_time("ns") - t0 > limit:
+                raise TimeoutError(f"the NPU did not stop within {max_cycles} cycles "
+                                   f"(STATUS 0x{status:08x})")
+            await ClockCycles(self.clock, poll)
+
+    async def run_job(self, max_cycles: int = 20_000, poll: int = 8) -> int:
+        """Start the NPU and wait until it stops; return STATUS."""
+        await self.start_npu()
+        return await self.wait_stopped(max_cycles, poll)
+
     def finish(self) -> None:
-        """End-of-test checks: adapter protocol errors and scoreboard mismatches."""
+        """End-of-test checks: adapter protocol errors, AXI rule violations seen by the
+        subordinates, and scoreboard mismatches."""
         if self.tlm is not None:
             assert not self.tlm.protocol_errors, ("APB protocol errors seen by the TLM adapter: "
                                                   f"{self.tlm.protocol_errors[:3]}")
+        if self.axi is not None:
+            errs = self.axi.errors
+            assert not errs, f"{len(errs)} AXI rule violation(s), first: {errs[0]}"
         self.scoreboard.check()

@@ -11,7 +11,7 @@
   memory (a copy, a "mirror") is refreshed from the bench memory, with the bench's fault
   ranges, and the reference runs the stream to its stop in zero simulated time. Its memory
   transactions are the job's *footprint*. The job ends at the first STATUS read that shows
-  the DUT stopped (state 0 and irq_raised, cmd_end_reached or a fault bit), or at
+  the DUT stopped (state 0 and irq_raised or a fault bit), or at
   ``close_job()``. Then:
   - STATUS (that very read) must equal the reference's; QREAD reads are compared from then;
   - IRQ: the DUT's rising IRQ edges during the job must equal the reference's;
@@ -47,8 +47,11 @@ from tlm.memory import Resp
 _O = {r.ident: r.offset for r in R.iter_registers()}
 CMD, STATUS, QREAD = _O["CMD"], _O["STATUS"], _O["QREAD"]
 ST_STATE, ST_IRQ, ST_BUS, ST_PARSE, ST_END, ST_ECC, ST_BRANCH = 0, 1, 2, 4, 5, 8, 9
-_STOP_EVIDENCE = (1 << ST_IRQ) | (1 << ST_BUS) | (1 << ST_PARSE) | (1 << ST_END) | \
-    (1 << ST_ECC) | (1 << ST_BRANCH)
+# A stopped NPU has raised its IRQ (every stop but a reset does) or holds a fault bit;
+# cmd_end_reached is not evidence: it stays set until QBASE/QSIZE are written. Clear the IRQ
+# (CMD.clear_irq) before starting a job, or a STATUS read before the DUT reaches RUNNING
+# would end the job early.
+STOP_EVIDENCE = (1 << ST_IRQ) | (1 << ST_BUS) | (1 << ST_PARSE) | (1 << ST_ECC) | (1 << ST_BRANCH)
 
 
 class IntervalSet:
@@ -240,7 +243,7 @@ class Scoreboard:
 
     @staticmethod
     def _stopped(status: int) -> bool:
-        return not status & 1 and bool(status & _STOP_EVIDENCE)
+        return not status & 1 and bool(status & STOP_EVIDENCE)
 
     def _compare(self, r, exp_data: int, exp_err: bool) -> None:
         self.checked += 1

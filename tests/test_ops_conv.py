@@ -170,7 +170,7 @@ class Spec:
     kernel_ext: tuple | None = None        # dilated extent (KERNEL_*_M1 + 1); default from w
     upscale: int = 0
     weights_ifm2: bool = False
-    ifm2: np.ndarray | None = None         # matmul: [1, I, O]; acc restore: [oh, ow, od]
+    ifm2: np.ndarray | None = None         # matmul: B as [1, O, I]; acc restore: [oh, ow, od]
     ifm2_prec: int = 0
     ifm2_signed: bool = True
     ifm2_zp: int = 0
@@ -194,6 +194,7 @@ class Spec:
     sparse: int = 0
     microblock: int | None = None
     blk: tuple | None = None
+    d4x4: bool = False                     # KERNEL_STRIDE.decomposition
 
     # ---- derived
     @property
@@ -207,13 +208,13 @@ class Spec:
     @property
     def ofm_d(self):
         if self.weights_ifm2:
-            return self.ifm2.shape[2]
+            return self.ifm2.shape[1]
         return self.w.shape[0]
 
     @property
     def ifm_d(self):
         if self.weights_ifm2:
-            return self.ifm2.shape[1]
+            return self.ifm2.shape[2]
         return self.w.shape[0] if self.op == "dw" else self.w.shape[3]
 
     @property
@@ -297,7 +298,7 @@ def _weight_order(s: Spec) -> WeightOrder:
                        sparse=bool(s.sparse), ifm16bit=s.ifm_prec == 1, ofm_depth=s.ofm_d, ifm_depth=s.ifm_d,
                        ofm_block_depth=blk_d, kernel_height=s.ext[0], kernel_width=s.ext[1],
                        dilation_x=s.dil[1] - 1, dilation_y=s.dil[0] - 1, stride_x=s.stride[1],
-                       stride_y=s.stride[0])
+                       stride_y=s.stride[0], d8x8=not s.d4x4)
 
 
 def build(s: Spec, acc_output=None, acc_input=None):
@@ -337,7 +338,7 @@ def build(s: Spec, acc_output=None, acc_input=None):
     sy, sx = s.stride
     words += _enc("NPU_SET_KERNEL_STRIDE", stride_x_lsb=(sx - 1) & 1, stride_y_lsb=(sy - 1) & 1,
                   stride_x_msb=(sx - 1) >> 1, stride_y_msb=(sy - 1) >> 1, weight_order=s.weight_order,
-                  dilation_x=s.dil[1] - 1, dilation_y=s.dil[0] - 1, decomposition=0)
+                  dilation_x=s.dil[1] - 1, dilation_y=s.dil[0] - 1, decomposition=int(s.d4x4))
     words += _enc("NPU_SET_ACC_FORMAT", acc_format=s.acc_format, acc_input=ai, acc_output=ao, microblock=s.mb)
     # activation
     if s.clip is None:
@@ -439,7 +440,8 @@ def reference(s: Spec, acc_init=None, write=True):
 
     def read_weight(oc, ky, kx, ic):
         if s.weights_ifm2:
-            return int(s.ifm2[0, ic, oc]) - zp2
+            # TRM 4.1 / Vela: IFM2 (y=0, x=oc, c=ic) (the 3.10.2 pseudocode says (0, ic, oc))
+            return int(s.ifm2[0, oc, ic]) - zp2
         return int(s.w[oc, ky, kx, ic])
 
     out = np.zeros((oh, ow, od), np.int64)
@@ -601,8 +603,9 @@ def test_global_scale_and_ofm_zero_point():
 
 def test_matmul_weights_ifm2():
     a = np.array([[1, 2, 3], [4, 5, 6]])                        # IFM [1, W=2, IC=3]
-    b = np.array([[1, -1], [2, 0], [3, 1]])                     # IFM2 [1, IC=3, OC=2]
-    s = Spec(ifm=(a + 1).reshape(1, 2, 3), ifm_zp=1, weights_ifm2=True, ifm2=(b - 2).reshape(1, 3, 2),
+    b = np.array([[1, -1], [2, 0], [3, 1]])                     # B [IC=3, OC=2]
+    # IFM2 holds B^T: [1, W=OC, C=IC] (TRM 4.1: A . B^T over width x channel matrices)
+    s = Spec(ifm=(a + 1).reshape(1, 2, 3), ifm_zp=1, weights_ifm2=True, ifm2=(b.T - 2).reshape(1, 2, 3),
              ifm2_zp=-2, ofm_hw=(1, 2))
     assert run_spec(s)[0].tolist() == (a @ b).tolist()
 
@@ -610,10 +613,10 @@ def test_matmul_weights_ifm2():
 def test_matmul_int16():
     rng = np.random.default_rng(3)
     a = rng.integers(-32768, 32768, (1, 5, 40))
-    b = rng.integers(-32768, 32768, (1, 40, 6))
+    b = rng.integers(-32768, 32768, (1, 6, 40))
     s = Spec(ifm=a, ifm_prec=1, weights_ifm2=True, ifm2=b, ifm2_prec=1, ofm_hw=(1, 5), acc_format=1,
              g_scale=1, g_shift=16, round_mode=5)
-    exp = (a[0].astype(object) @ b[0].astype(object))
+    exp = (a[0].astype(object) @ b[0].T.astype(object))
     assert run_spec(s)[0].tolist() == [[int(v) >> 16 for v in row] for row in exp]
 
 
@@ -660,7 +663,26 @@ def test_sparse_2_4():
 
 
 # ================================================================ fast path vs literal TRM
+def _random_matmul_spec(rng, config):
+    ifm16 = rng.random() < 0.4
+    W, I, O = int(rng.integers(1, 9)), int(rng.integers(1, 40)), int(rng.integers(1, 30))
+    lo, hi = (-32768, 32768) if ifm16 else (-128, 128)
+    acc48 = ifm16 or rng.random() < 0.3
+    s = Spec(config=config, ofm_hw=(1, W), ifm=rng.integers(lo, hi, (1, W, I)), ifm_prec=int(ifm16),
+             ifm_zp=0 if ifm16 else int(rng.integers(-128, 128)), weights_ifm2=True,
+             ifm2=rng.integers(lo, hi, (1, O, I)), ifm2_prec=int(ifm16),
+             ifm2_zp=0 if ifm16 else int(rng.integers(-128, 128)), acc_format=int(acc48),
+             g_scale=int(rng.integers(1, (1 << 15) if acc48 else (1 << 31))), g_shift=int(rng.integers(10, 45)),
+             round_mode=int(rng.integers(0, 6)), ofm_prec=int(rng.integers(0, 3)))
+    if ifm16 is False and rng.random() < 0.3:                   # unsigned 8-bit operands
+        s.ifm_signed, s.ifm = False, s.ifm + 128
+        s.ifm_zp = int(rng.integers(0, 256))
+    return s
+
+
 def _random_spec(rng, config, op):
+    if op == "mm":
+        return _random_matmul_spec(rng, config)
     macs = MACS[config]
     ifm16 = rng.random() < 0.3
     dil = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
@@ -712,14 +734,22 @@ def _random_spec(rng, config, op):
     if s.ofm_prec == 1 and not s.ofm_signed:
         s.ofm_zp = 0
     s.blk = (ofm_hw[0], ofm_hw[1], int(rng.choice([8, 16, 32, 64])))
-    s.microblock = MICROBLOCK[macs]
+    s.d4x4 = bool(rng.random() < 0.3)
+    valid = []
+    for mb in range(6):                                         # every microblock the ordering accepts
+        try:
+            _weight_order(replace(s, microblock=mb)).check()
+            valid.append(mb)
+        except Unpredictable:
+            pass
+    s.microblock = int(rng.choice(valid))
     return s
 
 
 @pytest.mark.parametrize("config", CONFIGS)
-@pytest.mark.parametrize("op", ["conv", "dw"])
+@pytest.mark.parametrize("op", ["conv", "dw", "mm"])
 def test_random_vs_literal_pseudocode(config, op):
-    rng = np.random.default_rng(CONFIGS.index(config) * 10 + (op == "dw"))
+    rng = np.random.default_rng(CONFIGS.index(config) * 10 + ["conv", "dw", "mm"].index(op))
     for _ in range(8):
         s = _random_spec(rng, config, op)
         got = run_spec(s)
@@ -781,7 +811,7 @@ def test_unpredictable_kernel_65_wide_and_tall():
     assert "pad range" not in e.value.what
 
 
-MATMUL = dict(ifm=np.ones((1, 2, 3), np.int64), weights_ifm2=True, ifm2=np.ones((1, 3, 2), np.int64), ofm_hw=(1, 2))
+MATMUL = dict(ifm=np.ones((1, 2, 3), np.int64), weights_ifm2=True, ifm2=np.ones((1, 2, 3), np.int64), ofm_hw=(1, 2))
 
 
 @pytest.mark.parametrize("regs, what", [
@@ -941,6 +971,91 @@ def test_vela_memory_modes(name, mode, vela_compiled, net_reference):
     inputs = [np.asarray(x).reshape(t.shape) for x, t in zip(inputs, model.inputs)]
     res = run_model(model, inputs)
     assert all(np.array_equal(np.asarray(a).reshape(np.shape(b)), b) for a, b in zip(res.outputs, ref))
+
+
+BMM_CASES = {                              # (a shape, b shape, dtype, adj_y)
+    "bmm_i8_batch2": ((1, 2, 20, 40), (1, 2, 40, 33), "int8", False),
+    "bmm_i8_adjy": ((1, 1, 7, 64), (1, 1, 70, 64), "int8", True),
+    "bmm_i16": ((1, 1, 5, 24), (1, 1, 24, 9), "int16", False),
+}
+
+
+def _bmm_tflite(sa, sb, dtype, adj_y):
+    import nets
+
+    g = nets.Graph(77)
+    a = g.input(sa, name="a", dtype=dtype)
+    b = g.input(sb, name="b", dtype=dtype)
+    oshape = tuple(sa[:-1]) + ((sb[-2],) if adj_y else (sb[-1],))
+    y = g.act_tensor("mm", oshape, dtype, rms=a.rms * b.rms * np.sqrt(sa[-1]))
+    g.op("BATCH_MATMUL", [a, b], [y], "BatchMatMulOptions", AdjX=False, AdjY=adj_y)
+    g.output(y)
+    return g.serialize()
+
+
+@needs_vela
+@pytest.mark.vela
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("case", sorted(BMM_CASES))
+def test_vela_batch_matmul_weights_ifm2(case, config, tmp_path):
+    """BATCH_MATMUL: Vela emits POOL (sum, transpose HCW: B -> [1, N, K] in NHCWB16) then
+    NPU_OP_CONV weights_ifm2=1 reading IFM2 as (y=0, x=oc, c=ic). Bit-exact against LiteRT
+    only with that IFM2 indexing (TRM 4.1), not the 3.10.2 pseudocode's (0, ic, oc)."""
+    import nets
+    from tlm.runner import RunError, run_model
+    from tlm.vela import load
+
+    tfl = _bmm_tflite(*BMM_CASES[case])
+    src = tmp_path / f"{case}.tflite"
+    src.write_bytes(tfl)
+    out, _ = nets.compile_vela(str(src), config, str(tmp_path))
+    model = load(out)
+    assert any("weights_ifm2=1" in line for line in isa.disasm(model.command_words))
+    inputs, ref = nets.reference(tfl)
+    try:
+        res = run_model(model, [np.asarray(x).reshape(t.shape) for x, t in zip(inputs, model.inputs)])
+    except RunError as e:
+        if e.kind == "unimplemented":
+            pytest.skip(f"needs {e.op}")
+        raise
+    assert np.array_equal(np.asarray(res.outputs[0]).reshape(ref[0].shape), ref[0])
+
+
+@needs_vela
+@pytest.mark.vela
+def test_fc_int16_is_vela_intended_int64_rounding(vela_compiled, net_reference):
+    """fc_64x32_int16: the TLM output equals TFLite's int64 MultiplyByQuantizedMultiplier
+    (15-bit reduced multiplier, single rounding) that Vela's acc48 stream encodes, exactly."""
+    import math
+
+    import nets
+    from tlm.runner import run_model
+    from tlm.vela import load
+
+    name = "fc_64x32_int16"
+    model = load(vela_compiled(name, "ethos-u85-256"))
+    inputs, ref = net_reference(name)
+    _, tensors = nets.run(nets.build(name), inputs, intermediates=True)
+    g = nets.graph(name)
+    qs = {t["name"]: t for t in g.tensors}
+    w = tensors["fc_w"].astype(np.int64)
+    b = tensors["fc_b"].astype(np.int64)
+    x = np.asarray(inputs[0]).astype(np.int64).reshape(-1)
+    acc = w @ x + b
+    eff = float(qs["input"]["scale"][0]) * qs["fc_w"]["scale"].astype(np.float64) / float(qs["fc"]["scale"][0])
+    exp = []
+    for c in range(acc.size):
+        m, e = math.frexp(float(eff[c]))
+        q = int(round(m * (1 << 31)))
+        if q == 1 << 31:
+            q, e = q // 2, e + 1
+        red = (q + (1 << 15)) >> 16 if q < 0x7FFF0000 else 0x7FFF
+        ts = 15 - e
+        exp.append(max(-32768, min(32767, (int(acc[c]) * red + (1 << (ts - 1))) >> ts)))
+    res = run_model(model, [np.asarray(inputs[0]).reshape(model.inputs[0].shape)])
+    got = np.asarray(res.outputs[0]).reshape(-1).astype(np.int64)
+    assert got.tolist() == exp
+    assert not np.array_equal(got, ref[0].reshape(-1))          # ... and LiteRT rounds differently
 
 
 # ================================================================ throughput

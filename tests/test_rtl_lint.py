@@ -90,18 +90,18 @@ def test_generated_values_spot_check():
 
 # ------------------------------------------------------------------------------ ports
 _PORT = re.compile(r"^\s*(input|output|inout)\s+(?:wire|reg|logic)?\s*(?:\[\s*(\d+)\s*:\s*(\d+)\s*\])?"
-                   r"\s*([A-Za-z_]\w*)\s*,?\s*(?://.*)?$")
+                   r"\s*([A-Za-z_]\w*)\s*,?\s*$")
 
 
 def ports_of(path: Path) -> list[tuple[str, str, int]]:
     """(name, direction, width) of every port of module ethosu85 in `path`, in order."""
-    text = path.read_text()
+    text = re.sub(r"/\*.*?\*/", "", path.read_text(), flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
     m = re.search(r"\bmodule\s+ethosu85\b(?:\s*#\s*\((?:[^()]|\([^()]*\))*\))?\s*\((.*?)\);", text, re.S)
     assert m, f"{path.name}: no `module ethosu85 (...);` header"
     ports = []
     for line in m.group(1).splitlines():
-        line = re.sub(r"/\*.*?\*/", "", line)
-        if not line.strip() or line.strip().startswith("//"):
+        if not line.strip():
             continue
         pm = _PORT.match(line)
         assert pm, f"{path.name}: cannot parse port line {line.strip()!r}"
@@ -114,7 +114,7 @@ def ports_of(path: Path) -> list[tuple[str, str, int]]:
 def test_ports_match_shell():
     assert SHELL.is_file(), "rtl_stub/ethosu85_shell.v (the DUT=tlm shell) is missing"
     shell, top = ports_of(SHELL), ports_of(TOP)
-    assert len(shell) > 150, f"shell: only {len(shell)} ports parsed"
+    assert len(shell) >= 100, f"shell: only {len(shell)} ports parsed"
     assert top == shell, "port lists differ:\n" + "\n".join(
         f"  shell {s}  stand-in {t}" for s, t in zip(shell + [None] * len(top), top + [None] * len(shell))
         if s != t)

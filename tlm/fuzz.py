@@ -215,19 +215,26 @@ def corpus_fingerprint() -> str:
 
 
 def load_kernel_ops() -> list[str]:
-    """Import every tlm.ops submodule so that kernel operations register themselves in
-    KERNEL_OPS. Returns import failures (module: error) for the report."""
+    """Import every tlm.ops submodule (so that the kernel operations exist before the first
+    case, as the Device would register them on first use). Returns import failures
+    (module: error) for the report."""
     import importlib
     import pkgutil
 
-    from . import ops
-
     bad = []
+    try:
+        from . import ops
+    except Exception as e:  # noqa: BLE001 - a half-written op must not stop the fuzzer
+        return [f"tlm.ops: {type(e).__name__}: {e}"]
     for m in pkgutil.iter_modules(ops.__path__):
         try:
             importlib.import_module(f"{ops.__name__}.{m.name}")
-        except Exception as e:  # noqa: BLE001 - a half-written op must not stop the fuzzer
+        except Exception as e:  # noqa: BLE001
             bad.append(f"tlm.ops.{m.name}: {type(e).__name__}: {e}")
+    try:
+        Device()                                          # registers tlm.ops.KERNEL_OPS
+    except Exception as e:  # noqa: BLE001
+        bad.append(f"Device(): {type(e).__name__}: {e}")
     return bad
 
 
@@ -1561,9 +1568,13 @@ class _Runner:
     def final_reset(self) -> None:
         d, res = self.d, self.res
         d.memory.clear_faults()
+        for _ in range(1000):                 # a reset the case started may still be running
+            st, err = self.call("Device.apb_read", d.apb_read, STATUS, SP)
+            if err or not st & 8:
+                break
         data, err = self.call("Device.apb_read", d.apb_read, ID, SP)
-        if err or (not d.in_reset and data != R.get("ID").reset):
-            res.violation(f"APB read of ID after the case gave ({data:#x}, {err})")
+        if err or data != R.get("ID").reset:
+            res.violation(f"APB read of ID after the case gave ({data:#x}, {err}), STATUS {d.status_word:#x}")
         word = (self.pending_prot or self.prot)
         err = self.call("Device.apb_write", d.apb_write, RESET, word[0] | word[1] << 1, SP)
         if err != 0 or not d.in_reset or d.running:

@@ -4,6 +4,7 @@
     python tools/bench.py                        # ethos-u85-256, 3 timed runs per engine
     python tools/bench.py --config ethos-u85-512 --runs 5
     python tools/bench.py --profile              # + cProfile of one TLM run (top 15, cumulative)
+    python tools/bench.py --blas-threads 0       # numpy's BLAS at its own thread count (default 1)
 
 (`make bench` runs the first form.)  Performance figures live here, never in timed unit
 tests: every number below is measured in this one process, side by side.
@@ -22,6 +23,9 @@ What it does:
    LiteRT interpreters are built once outside the timing (set_tensor + invoke + get_tensor
    are timed); a TLM inference is one ``run_model`` call (device, memory map, command
    stream execution, output read-back), the .npz parse is timed separately.
+   numpy's BLAS runs single-threaded by default (``--blas-threads``), as BUILTIN_REF does:
+   multi-threaded OpenBLAS on the TLM's small matrix products is slow and erratic on a
+   shared host.  Wall and CPU time are both reported (CPU time is steadier under load).
 5. Compares every TLM output with BUILTIN_REF bit for bit (exit 1 on any mismatch).
 6. Prints the table: time per inference, TLM/BUILTIN_REF and TLM/default ratios, the
    network's MACs (CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED, from the TFLite graph), the
@@ -239,8 +243,10 @@ def _tlm_failure(e) -> BenchError:
     kind = getattr(e, "kind", None)
     if kind == "unimplemented":
         at = f" (command offset 0x{e.offset:x})" if e.offset is not None else ""
-        return BenchError(f"bench: FAIL: the TLM does not implement {e.op or e.detail}{at} "
-                          f"- kernel op missing in tlm/ops")
+        detail = (e.detail or "").strip()
+        why = "kernel op missing in tlm/ops" if not detail or detail.endswith("not implemented") \
+            else detail
+        return BenchError(f"bench: FAIL: the TLM does not implement {e.op or detail}{at}: {why}")
     where = f" in {e.op} at command offset 0x{e.offset:x}" if getattr(e, "offset", None) is not None \
         and getattr(e, "op", None) else ""
     msg = str(e).splitlines()[0] if str(e) else repr(e)

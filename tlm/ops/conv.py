@@ -37,7 +37,14 @@ check; absurd sizes raise :class:`BudgetExceeded` before any data is read.
 Weights come from the weight stream(s) over the DataPort (channel rd_weights): SWD with
 ``num_wd`` decoders (WEIGHT_BASE/LENGTH, WEIGHT1..3_BASE/LENGTH) or one FWD stream, decoded
 and un-ordered by :mod:`tlm.weights` into ``[ofm_d, kh, kw, ifm_d]`` (undilated kernel).
-With ``weights_ifm2`` (matrix multiply) the weights are ``read_ifm2(0, ic, oc)``.
+With ``weights_ifm2`` (matrix multiply) the weights are IFM2 elements ``(y=0, x=oc, c=ic)``,
+i.e. IFM2 holds B as ``[1, ofm_depth, ifm_depth]`` and the op computes ``A . B^T``.  TRM
+inconsistency: the 3.10.2 pseudocode writes ``w = read_ifm2(0, ic, oc)`` (x=ic, c=oc), but
+TRM 4.1 says "the width and channel dimensions form the 2D matrix rows and columns ... a 1x1
+kernel convolution performs the multiply of a matrix A by the transpose of a second matrix
+B", which is (x=oc, c=ic); Vela 5.2 BATCH_MATMUL streams transpose B (a POOL with
+activation_transpose HCW) into exactly that layout (IFM2_WIDTH0 = ofm_depth) and only match
+LiteRT with (x=oc, c=ic).  The prose and the compiler are followed here.
 """
 from __future__ import annotations
 
@@ -138,6 +145,18 @@ def _float_plan(amax: int, bmax: int, K: int):
     return np.float64, max(1, (_F64_EXACT - 1) // per)
 
 
+def _exact_product(a: np.ndarray, b: np.ndarray, kc: int) -> np.ndarray:
+    """a @ b for float matrices holding integers, exact when every length-kc partial dot
+    product is (see _float_plan); K-chunks are summed in int64."""
+    K = a.shape[1]
+    if kc >= K:
+        return (a @ b).astype(np.int64)
+    out = (a[:, :kc] @ b[:kc]).astype(np.int64)
+    for k0 in range(kc, K, kc):
+        out += (a[:, k0:k0 + kc] @ b[k0:k0 + kc]).astype(np.int64)
+    return out
+
+
 def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int | None = None, bmax: int | None = None) -> np.ndarray:
     """Exact integer product ``a @ b`` (int64 result) of integer matrices ``a [M, K]``,
     ``b [K, N]`` through float BLAS (see the module doc for the exactness argument).
@@ -153,12 +172,23 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int | None = None, bmax: in
     if bmax is None:
         bmax = _absmax(b)
     dt, kc = _float_plan(int(amax), int(bmax), K)
-    if kc >= K:
-        return (np.matmul(a.astype(dt), b.astype(dt))).astype(np.int64)
-    out = np.zeros((M, N), np.int64)
-    for k0 in range(0, K, kc):
-        out += (np.matmul(a[:, k0:k0 + kc].astype(dt), b[k0:k0 + kc].astype(dt))).astype(np.int64)
-    return out
+    return _exact_product(a.astype(dt), b.astype(dt), kc)
+
+
+def _conv_parts(view, w, dt):
+    """(patch view [oh, ow, L...], weight matrix [L, O]) pairs whose products sum to the conv.
+    One im2col part when K = kh*kw*ifm_d fits the working set, else one part per kernel tap
+    and IFM-channel chunk (so no patch matrix exceeds _CHUNK_ELEMENTS columns)."""
+    O, kh, kw, I = w.shape
+    K = kh * kw * I
+    if K <= _CHUNK_ELEMENTS:
+        yield view, np.ascontiguousarray(w.reshape(O, K).T, dtype=dt)          # (ky, kx, ic) order
+        return
+    L = min(I, _CHUNK_ELEMENTS)
+    for ky in range(kh):
+        for kx in range(kw):
+            for i0 in range(0, I, L):
+                yield view[:, :, ky, kx, i0:i0 + L], np.ascontiguousarray(w[:, ky, kx, i0:i0 + L].T, dtype=dt)
 
 
 def conv_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilation_y: int,
@@ -168,6 +198,8 @@ def conv_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilat
 
     ``xp``: padded IFM ``[Hp, Wp, C]`` (integers, zero-point subtracted, pads 0), C >= ifm_d.
     ``w``: weights ``[ofm_d, kh, kw, ifm_d]`` (undilated kernel).
+    The patch matrix is built (im2col) tile by tile of output pixels, so that no temporary
+    exceeds about _CHUNK_ELEMENTS elements.
     """
     O, kh, kw, I = w.shape
     if xp.shape[2] < I:
@@ -177,19 +209,22 @@ def conv_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilat
     dt, kc = _float_plan(amax, wmax, K)
     xf = xp[:, :, :I].astype(dt)                      # one conversion; patches are views of it
     view = patch_view(xf, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
-    wm = np.ascontiguousarray(w.reshape(O, K).T, dtype=dt)       # [K, O], (ky, kx, ic) order
-    out = np.empty((ofm_h, ofm_w, O), np.int64)
-    rows = max(1, _CHUNK_ELEMENTS // max(1, ofm_w * K))
-    for r0 in range(0, ofm_h, rows):
-        r1 = min(ofm_h, r0 + rows)
-        pm = view[r0:r1].reshape((r1 - r0) * ofm_w, K)           # im2col (copies when strided)
-        if kc >= K:
-            res = (pm @ wm).astype(np.int64)
+    out = None
+    for pv, wm in _conv_parts(view, w, dt):
+        L = wm.shape[0]
+        pix = max(1, _CHUNK_ELEMENTS // max(L, O))
+        rows, cols = (max(1, pix // ofm_w), ofm_w) if pix >= ofm_w else (1, pix)
+        part = np.empty((ofm_h, ofm_w, O), np.int64)
+        for r0 in range(0, ofm_h, rows):
+            for c0 in range(0, ofm_w, cols):
+                blk = pv[r0:r0 + rows, c0:c0 + cols]
+                bh, bw = blk.shape[:2]
+                pm = blk.reshape(bh * bw, L)                        # im2col (copies when strided)
+                part[r0:r0 + bh, c0:c0 + bw] = _exact_product(pm, wm, kc).reshape(bh, bw, O)
+        if out is None:
+            out = part
         else:
-            res = np.zeros((pm.shape[0], O), np.int64)
-            for k0 in range(0, K, kc):
-                res += (pm[:, k0:k0 + kc] @ wm[k0:k0 + kc]).astype(np.int64)
-        out[r0:r1] = res.reshape(r1 - r0, ofm_w, O)
+            out += part
     return out
 
 
@@ -232,9 +267,12 @@ def op_payload(device, name: str) -> dict:
         return {}
     addr = ((device.qbase & ~3) + device.qread) & ((1 << 40) - 1)
     word = int.from_bytes(mem.read(addr, 4), "little")
-    d = isa.decode_word([word], 0)
+    try:
+        d = isa.decode_word([word], 0)
+    except isa.IsaError:
+        return {}
     if d.cmd.name != name:
-        raise RuntimeError(f"{name}: command at QREAD is {d.cmd.name}")
+        return {}                      # not called from the device's executor
     return dict(d.fields)
 
 
@@ -409,9 +447,11 @@ def op_conv(snapshot, dataport, device) -> None:
     _budget(g, op, depthwise=False)
 
     if weights_ifm2:
-        # w = read_ifm2(0, ic, oc): IFM2 viewed as [1, ifm_depth, ofm_depth]
-        b = np.asarray(ctx.read_ifm2(np.arange(1), np.arange(g.ifm_d), np.arange(g.ofm_d)), dtype=np.int64)
-        w = b.reshape(g.ifm_d, g.ofm_d).T.reshape(g.ofm_d, 1, 1, g.ifm_d)
+        # w = IFM2 element (y=0, x=oc, c=ic): IFM2 is the [1, ofm_depth, ifm_depth] matrix B and
+        # the op computes A . B^T (TRM 4.1 "Matrix multiply performance"; what Vela emits).
+        # The 3.10.2 pseudocode's read_ifm2(0, ic, oc) contradicts both (see module doc).
+        b = np.asarray(ctx.read_ifm2(np.arange(1), np.arange(g.ofm_d), np.arange(g.ifm_d)), dtype=np.int64)
+        w = b.reshape(g.ofm_d, 1, 1, g.ifm_d)
     else:
         w = read_weight_tensor(snapshot, dataport, _macs_of(device), False, op)
         if g.sparsity == _SPARSE:

@@ -97,13 +97,24 @@ def resize_positions(p: _Params, ofm_h: int, ofm_w: int):
 
 
 def _position_checks(ctx: OpContext, p: _Params, ys, xs) -> None:
+    """The per-position asserts, reporting the first failure in the TRM loop order
+    (row oy: iy0; then per column ox: ix0, then the last-column rule)."""
     iy0 = ys[0]
     ix0, ix1 = xs[0], xs[1]
-    ctx.check(iy0.size == 0 or int(iy0.max()) <= p.ifm_h_m1, "iy0 <= ifm_height_m1")
-    ctx.check(ix0.size == 0 or int(ix0.max()) <= p.ifm_w_m1, "ix0 <= ifm_width_m1")
-    # assert(ox < ofm_width_m1 || ix1 == ifm_width_m1): the last column must reach the IFM edge
-    ctx.check(ix1.size == 0 or int(ix1[-1]) == p.ifm_w_m1,
-              f"last OFM column must read the last IFM column (ix1 {int(ix1[-1])} != ifm_width_m1 {p.ifm_w_m1})")
+    if iy0.size == 0 or ix0.size == 0:
+        return
+    bad_y = iy0 > p.ifm_h_m1
+    ctx.check(not bad_y[0], "iy0 <= ifm_height_m1")
+    bad_x0 = ix0 > p.ifm_w_m1
+    bad_last = np.zeros(ix0.size, bool)
+    bad_last[-1] = int(ix1[-1]) != p.ifm_w_m1          # assert(ox < ofm_width_m1 || ix1 == ifm_width_m1)
+    bad_x = bad_x0 | bad_last
+    if bad_x.any():
+        ox = int(np.flatnonzero(bad_x)[0])
+        ctx.check(not bad_x0[ox], "ix0 <= ifm_width_m1")
+        ctx.check(False, f"last OFM column must read the last IFM column "
+                         f"(ix1 {int(ix1[-1])} != ifm_width_m1 {p.ifm_w_m1})")
+    ctx.check(not bad_y.any(), "iy0 <= ifm_height_m1")
 
 
 def _output(ctx: OpContext, acc) -> None:
