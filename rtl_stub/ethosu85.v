@@ -19,7 +19,8 @@
 // outstanding-transaction maxima (TRM Table 2-2); default ethos-u85-256. RESET_CYCLES is
 // the length of the reset sequence (STATUS.reset_status = 1).
 //
-// AXI IDs: ARID/AWID = {2'b00, pmu_axi_channel} (rd_cmd 0, rd_mem2mem 4, wr_mem2mem 9), so
+// AXI IDs: ARID/AWID = {2'b00, pmu_axi_channel} (rd_cmd 0, rd_mem2mem 4, rd_mem2mem_idx 6,
+// wr_mem2mem 9), so
 // every burst of one channel keeps its order and an error response names its channel.
 // AxPROT = {1'b0 (data), CSL, CPL} from PROT. AxCACHE/AxDOMAIN from the MEM_ATTR entry of
 // the region (QCONFIG for the command stream). With one port per group the CFG*HASH
@@ -188,9 +189,10 @@ module ethosu85 #(
         (MACS == 128)  ? NPU_EXT_MAX_WR_128  : (MACS == 512)  ? NPU_EXT_MAX_WR_512 :
         (MACS == 1024) ? NPU_EXT_MAX_WR_1024 : (MACS == 2048) ? NPU_EXT_MAX_WR_2048 :
                          NPU_EXT_MAX_WR_256;
-    localparam integer DESC_W = 320;
+    localparam integer DESC_W = 437;
     localparam [5:0] ID_RD_CMD = {2'b00, NPU_CH_RD_CMD};
     localparam [5:0] ID_RD_M2M = {2'b00, NPU_CH_RD_MEM2MEM};
+    localparam [5:0] ID_RD_IDX = {2'b00, NPU_CH_RD_MEM2MEM_IDX};
     localparam [5:0] ID_WR_M2M = {2'b00, NPU_CH_WR_MEM2MEM};
 
     // ================================================================ nets
@@ -282,7 +284,7 @@ module ethosu85 #(
     wire [2:0] axprot = {1'b0, csl, cpl};
 
     // ================================================================ AXI read ports
-    // client 0: command fetch (rd_cmd), client 1: DMA (rd_mem2mem)
+    // client 0: command fetch (rd_cmd), 1: DMA data (rd_mem2mem), 2: DMA index (rd_mem2mem_idx)
     wire        f_rq_valid, f_rq_ready;
     wire [39:0] f_rq_addr;
     wire [7:0]  f_rq_len;
@@ -291,6 +293,10 @@ module ethosu85 #(
     wire [7:0]  d_rq_len;
     wire [3:0]  d_rq_cache;
     wire [1:0]  d_rq_domain;
+    wire        i_rq_valid, i_rq_ext, i_rq_ready;
+    wire [39:0] i_rq_addr;
+    wire [3:0]  i_rq_cache;
+    wire [1:0]  i_rq_domain;
     wire [39:0] unused_qbase_route;
     wire        q_ext;
     wire [3:0]  q_arcache, unused_q_awcache;
@@ -300,26 +306,27 @@ module ethosu85 #(
         .mem_attr(mem_attr), .base(unused_qbase_route), .ext(q_ext), .arcache(q_arcache),
         .awcache(unused_q_awcache), .domain(q_domain));
 
-    wire [1:0]  s_rq_ready, e_rq_ready;
+    wire [2:0]  s_rq_ready, e_rq_ready;
     wire        s_rb_valid, e_rb_valid, s_rb_last, e_rb_last;
     wire [5:0]  s_rb_id, e_rb_id;
     wire [127:0] s_rb_data, e_rb_data;
     wire [1:0]  s_rb_resp, e_rb_resp;
     wire [15:0] s_rd_ev, e_rd_ev, s_wr_ev, e_wr_ev;
-    wire [1:0]  s_rq_valid = {d_rq_valid && !d_rq_ext, f_rq_valid && !q_ext};
-    wire [1:0]  e_rq_valid = {d_rq_valid && d_rq_ext, f_rq_valid && q_ext};
-    wire [79:0] rq_addr2   = {d_rq_addr, f_rq_addr};
-    wire [15:0] rq_len2    = {d_rq_len, f_rq_len};
-    wire [11:0] rq_id2     = {ID_RD_M2M, ID_RD_CMD};
-    wire [7:0]  rq_cache2  = {d_rq_cache, q_arcache};
-    wire [3:0]  rq_dom2    = {d_rq_domain, q_domain};
+    wire [2:0]   s_rq_valid = {i_rq_valid && !i_rq_ext, d_rq_valid && !d_rq_ext, f_rq_valid && !q_ext};
+    wire [2:0]   e_rq_valid = {i_rq_valid && i_rq_ext, d_rq_valid && d_rq_ext, f_rq_valid && q_ext};
+    wire [119:0] rq_addr3   = {i_rq_addr, d_rq_addr, f_rq_addr};
+    wire [23:0]  rq_len3    = {8'd0, d_rq_len, f_rq_len};
+    wire [17:0]  rq_id3     = {ID_RD_IDX, ID_RD_M2M, ID_RD_CMD};
+    wire [11:0]  rq_cache3  = {i_rq_cache, d_rq_cache, q_arcache};
+    wire [5:0]   rq_dom3    = {i_rq_domain, d_rq_domain, q_domain};
     assign f_rq_ready = q_ext ? e_rq_ready[0] : s_rq_ready[0];
     assign d_rq_ready = d_rq_ext ? e_rq_ready[1] : s_rq_ready[1];
+    assign i_rq_ready = i_rq_ext ? e_rq_ready[2] : s_rq_ready[2];
 
-    npu_axi_rd #(.NC(2), .HW_MAX_OUT(SRAM_MAX_RD)) u_sram_rd (
+    npu_axi_rd #(.NC(3), .HW_MAX_OUT(SRAM_MAX_RD)) u_sram_rd (
         .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENSRAM0), .max_out_m1(s_rd_m1), .axprot(axprot),
-        .rq_valid(s_rq_valid), .rq_ready(s_rq_ready), .rq_addr(rq_addr2), .rq_len(rq_len2),
-        .rq_id(rq_id2), .rq_cache(rq_cache2), .rq_domain(rq_dom2),
+        .rq_valid(s_rq_valid), .rq_ready(s_rq_ready), .rq_addr(rq_addr3), .rq_len(rq_len3),
+        .rq_id(rq_id3), .rq_cache(rq_cache3), .rq_domain(rq_dom3),
         .rb_valid(s_rb_valid), .rb_id(s_rb_id), .rb_data(s_rb_data), .rb_resp(s_rb_resp),
         .rb_last(s_rb_last), .idle(s_rd_idle), .pmu_ev(s_rd_ev),
         .ARVALID(ARVALIDSRAM0), .ARID(ARIDSRAM0), .ARADDR(ARADDRSRAM0), .ARLEN(ARLENSRAM0),
@@ -327,10 +334,10 @@ module ethosu85 #(
         .ARDOMAIN(ARDOMAINSRAM0), .ARPROT(ARPROTSRAM0), .ARREADY(ARREADYSRAM0),
         .RVALID(RVALIDSRAM0), .RID(RIDSRAM0), .RDATA(RDATASRAM0), .RRESP(RRESPSRAM0),
         .RLAST(RLASTSRAM0), .RREADY(RREADYSRAM0));
-    npu_axi_rd #(.NC(2), .HW_MAX_OUT(EXT_MAX_RD)) u_ext_rd (
+    npu_axi_rd #(.NC(3), .HW_MAX_OUT(EXT_MAX_RD)) u_ext_rd (
         .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENEXT0), .max_out_m1(e_rd_m1), .axprot(axprot),
-        .rq_valid(e_rq_valid), .rq_ready(e_rq_ready), .rq_addr(rq_addr2), .rq_len(rq_len2),
-        .rq_id(rq_id2), .rq_cache(rq_cache2), .rq_domain(rq_dom2),
+        .rq_valid(e_rq_valid), .rq_ready(e_rq_ready), .rq_addr(rq_addr3), .rq_len(rq_len3),
+        .rq_id(rq_id3), .rq_cache(rq_cache3), .rq_domain(rq_dom3),
         .rb_valid(e_rb_valid), .rb_id(e_rb_id), .rb_data(e_rb_data), .rb_resp(e_rb_resp),
         .rb_last(e_rb_last), .idle(e_rd_idle), .pmu_ev(e_rd_ev),
         .ARVALID(ARVALIDEXT0), .ARID(ARIDEXT0), .ARADDR(ARADDREXT0), .ARLEN(ARLENEXT0),
@@ -344,6 +351,8 @@ module ethosu85 #(
     wire e_hit_f = e_rb_valid && (e_rb_id == ID_RD_CMD);
     wire s_hit_d = s_rb_valid && (s_rb_id == ID_RD_M2M);
     wire e_hit_d = e_rb_valid && (e_rb_id == ID_RD_M2M);
+    wire s_hit_i = s_rb_valid && (s_rb_id == ID_RD_IDX);
+    wire e_hit_i = e_rb_valid && (e_rb_id == ID_RD_IDX);
 
     // ================================================================ AXI write ports
     wire        d_wq_valid, d_wq_ext, d_wq_ready, d_wd_valid, d_wd_ext, d_wd_ready, d_wd_last;
@@ -417,6 +426,7 @@ module ethosu85 #(
 
     // ================================================================ decoder / control
     wire              dma_push, dma_full, dma_abort, dma_idle;
+    wire [127:0]      unused_lut_rdata;      // LUT read port: for the kernel datapath (phase 2)
     wire [DESC_W-1:0] dma_desc;
     wire [2:0]        dma_outstanding;
     npu_cmd_decode #(.DESC_W(DESC_W)) u_dec (
@@ -446,11 +456,16 @@ module ethosu85 #(
         .rq_cache(d_rq_cache), .rq_domain(d_rq_domain), .rq_ready(d_rq_ready),
         .rb_valid(s_hit_d || e_hit_d), .rb_data(s_hit_d ? s_rb_data : e_rb_data),
         .rb_resp(s_hit_d ? s_rb_resp : e_rb_resp),
+        .iq_valid(i_rq_valid), .iq_ext(i_rq_ext), .iq_addr(i_rq_addr), .iq_cache(i_rq_cache),
+        .iq_domain(i_rq_domain), .iq_ready(i_rq_ready),
+        .ib_valid(s_hit_i || e_hit_i), .ib_data(s_hit_i ? s_rb_data : e_rb_data),
+        .ib_resp(s_hit_i ? s_rb_resp : e_rb_resp),
         .wq_valid(d_wq_valid), .wq_ext(d_wq_ext), .wq_addr(d_wq_addr), .wq_len(d_wq_len),
         .wq_cache(d_wq_cache), .wq_domain(d_wq_domain), .wq_ready(d_wq_ready),
         .wd_valid(d_wd_valid), .wd_ext(d_wd_ext), .wd_data(d_wd_data), .wd_strb(d_wd_strb),
         .wd_last(d_wd_last), .wd_ready(d_wd_ready),
         .wb_valid((s_wb_valid && s_wb_id == ID_WR_M2M) || (e_wb_valid && e_wb_id == ID_WR_M2M)),
+        .lut_raddr(7'd0), .lut_rdata(unused_lut_rdata),
         .idle(dma_idle));
 
     // ================================================================ PMU

@@ -18,9 +18,8 @@
 //     always, or rf_true and COND_STATUS.result_flag = 1.
 //   - NPU_OP_DMA_START: queued in the DMA engine (blocks while its queue is full).
 //     TRM asserts that fail (internal source, gather and scatter together, reserved
-//     stride_mode) are UNPREDICTABLE: the command is skipped without effect.
-//     Features the stand-in does not implement (internal LUT destination, indexed
-//     gather/scatter) stop the NPU with cmd_parse_error.
+//     stride_mode, internal destination address or length not 16-byte aligned) are
+//     UNPREDICTABLE: the command is skipped without effect (as the TLM does).
 //   - NPU_OP_DMA_WAIT k: waits until at most k DMA descriptors are outstanding.
 //   - NPU_OP_KERNEL_WAIT: no kernel operation is ever outstanding: completes at once.
 //   - NPU_OP_PMU_MASK: passed to the PMU (which applies it if PMCR.mask_en = 1).
@@ -35,7 +34,7 @@
 `default_nettype none
 
 module npu_cmd_decode #(
-    parameter integer DESC_W = 320       // DMA descriptor width (see npu_dma.v)
+    parameter integer DESC_W = 437       // DMA descriptor width (see npu_dma.v)
 ) (
     input  wire              CLK,
     input  wire              rst_n,
@@ -139,11 +138,19 @@ module npu_cmd_decode #(
                    || (f_npu_set_dma0_src_region__idx_mode == NPU_E_DMA_IDX_MODE_ENABLED[0]
                        && f_npu_set_dma0_dst_region__idx_mode == NPU_E_DMA_IDX_MODE_ENABLED[0])
                    || (f_npu_set_dma0_src_region__stride_mode > NPU_E_DMA_STRIDE_MODE_D3[1:0]);
-    wire dma_unimpl = (f_npu_set_dma0_dst_region__region_mode == NPU_E_DMA_REGION_MODE_INTERNAL[0])
-                   || (f_npu_set_dma0_src_region__idx_mode == NPU_E_DMA_IDX_MODE_ENABLED[0])
-                   || (f_npu_set_dma0_dst_region__idx_mode == NPU_E_DMA_IDX_MODE_ENABLED[0]);
+    wire dma_internal = (f_npu_set_dma0_dst_region__region_mode == NPU_E_DMA_REGION_MODE_INTERNAL[0]);
+    // internal (LUT RAM) destination: 16-byte aligned address and length (TRM 3.10.4 assert)
+    wire dma_lut_misaligned = dma_internal && (f_npu_set_dma0_dst__addr[3:0] != 4'd0
+                                               || f_npu_set_dma0_len__addr[3:0] != 4'd0);
     // descriptor layout: see npu_dma.v
-    assign desc = {f_npu_set_dma0_dst_region__region,            // [319:317]
+    assign desc = {dma_internal,                                  // [436]
+                   f_npu_set_dma0_dst_region__idx_mode,           // [435]
+                   f_npu_set_dma0_src_region__idx_mode,           // [434]
+                   f_npu_set_dma0_idx_skip1__addr,                // [433:394]
+                   f_npu_set_dma0_idx_max__idx_max,               // [393:363]
+                   f_npu_set_dma0_idx_region__region,             // [362:360]
+                   f_npu_set_dma0_idx__addr,                      // [359:320]
+                   f_npu_set_dma0_dst_region__region,            // [319:317]
                    f_npu_set_dma0_src_region__stride_mode,       // [316:315]
                    f_npu_set_dma0_src_region__region,            // [314:312]
                    f_npu_set_dma0_size1__size,                   // [311:296]
@@ -189,8 +196,7 @@ module npu_cmd_decode #(
                 do_irq = 1'b1;
                 adv4 = 1'b1;
             end else if (is_dmas) begin
-                if (dma_unpred) adv4 = 1'b1;                 // UNPREDICTABLE: no effect
-                else if (dma_unimpl) do_perr = 1'b1;          // not implemented here
+                if (dma_unpred || dma_lut_misaligned) adv4 = 1'b1;   // UNPREDICTABLE: no effect
                 else if (!dma_full) begin
                     do_push = 1'b1;
                     adv4 = 1'b1;

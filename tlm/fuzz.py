@@ -1001,6 +1001,7 @@ class _Op:
     txns: list = field(default_factory=list)
     idx: list = field(default_factory=list)
     failed: str = ""         # event that ended the op early
+    attr_ok: dict = field(default_factory=dict)     # (channel, write) -> allowed attributes
 
 
 def _route(op: _Op, region: int) -> tuple[int, int, int]:
@@ -1155,6 +1156,9 @@ class _Tracker:
         self.err_txn = None
         self.writes: list[tuple[int, int]] = []
         self._said = set()
+        cfg = self.d.config
+        self.ports = frozenset([f"SRAM{i}" for i in range(cfg.sram_ports)] + [f"EXT{i}" for i in range(cfg.ext_ports)])
+        self.prot_word = self.d.prot_word
 
     def once(self, key: str, msg: str) -> None:
         if key not in self._said:
@@ -1168,55 +1172,61 @@ class _Tracker:
         except Exception as e:  # noqa: BLE001 - a checker bug must not look like a device bug
             self.once("checker", f"fuzzer checker crashed on a transaction: {e!r}")
 
+    @staticmethod
+    def _desc(t) -> str:
+        return f"{t.channel.name} {t.port} {'W' if t.write else 'R'} {t.addr:#x}+{t.length}"
+
     def _txn(self, t) -> None:
-        d, res = self.d, self.res
-        tdesc = f"{t.channel.name} {t.port} {'W' if t.write else 'R'} {t.addr:#x}+{t.length}"
-        if not d.running or d.in_reset:
-            self.once("stopped_txn", f"AXI transaction while {'in reset' if d.in_reset else 'STOPPED'}: {tdesc}")
-        if t.length <= 0:
-            self.once("zero_len", f"AXI transaction of length {t.length}: {tdesc}")
-        if t.addr < 0 or t.addr + t.length > TOP:
-            self.once("top", f"AXI transaction crosses 2**40: {tdesc}")
-        if (t.prot & 3) != d.prot_word or t.prot >> 2:
-            self.once("prot", f"AxPROT {t.prot:#x} != PROT {d.prot_word:#x}: {tdesc}")
-        grp = "EXT" if t.port.startswith("EXT") else "SRAM"
-        nports = d.config.ext_ports if grp == "EXT" else d.config.sram_ports
-        if not t.port[len(grp):].isdigit() or int(t.port[len(grp):]) >= nports:
-            self.once("port", f"port {t.port} not present in {d.config.name}: {tdesc}")
-        if t.resp != Resp.OKAY:
+        d = self.d
+        if not d.running or d.reset_remaining > 0:
+            self.once("stopped_txn", f"AXI transaction while {'in reset' if d.in_reset else 'STOPPED'}: "
+                                     f"{self._desc(t)}")
+        if t.length <= 0 or t.addr < 0 or t.addr + t.length > TOP:
+            self.once("len", f"AXI transaction of length {t.length} or crossing 2**40: {self._desc(t)}")
+        if t.prot != self.prot_word:
+            self.once("prot", f"AxPROT {t.prot:#x} != PROT {d.prot_word:#x}: {self._desc(t)}")
+        if t.port not in self.ports:
+            self.once("port", f"port {t.port} not present in {d.config.name}: {self._desc(t)}")
+        if t.resp:
             legit = any(f.hits(t.addr, t.length, t.write) for f in d.memory.faults) or t.addr + t.length > TOP
             if not legit:
-                self.once("bad_resp", f"{t.resp.name} without an injected fault: {tdesc}")
+                self.once("bad_resp", f"{t.resp.name} without an injected fault: {self._desc(t)}")
             if self.err_txn is None:
                 self.err_txn = t
         elif self.err_txn is not None:
-            self.once("after_err", f"AXI transaction {tdesc} after the error response to "
+            self.once("after_err", f"AXI transaction {self._desc(t)} after the error response to "
                                    f"{self.err_txn.channel.name} @{self.err_txn.addr:#x}")
-        if t.channel == Channel.rd_cmd:
+        ch = t.channel
+        if ch == 0:                                   # rd_cmd
             self.cur = None
-            self._check_fetch(t, tdesc)
+            self._check_fetch(t)
             return
         op = self.cur
         if op is None:
-            self.once("orphan", f"data transaction outside any operation: {tdesc}")
+            self.once("orphan", f"data transaction outside any operation: {self._desc(t)}")
             return
         op.txns.append(t)
-        if t.write and t.resp == Resp.OKAY:
+        if t.write and not t.resp:
             self.writes.append((t.addr, t.length))
-        if t.channel == Channel.rd_mem2mem_idx and t.resp == Resp.OKAY and t.length == 4:
+        if ch == Channel.rd_mem2mem_idx and not t.resp and t.length == 4:
             op.idx.append(int.from_bytes(d.memory.read(t.addr, 4), "little", signed=True))
-        regs = (_DMA_CHANNEL_REGIONS if op.name == "NPU_OP_DMA_START" else _KERNEL_CHANNEL_REGIONS).get(t.channel)
-        if regs is None:
-            self.once(f"chan_{op.name}_{t.channel}", f"{op.name} at {op.offset:#x} used channel {tdesc}")
-            return
-        routes = {_route(op, op.snap.field(r, "region")) for r in regs}
-        if not any(t.interface == i and t.cache == axcache(m, t.write) and t.domain == dom
-                   for i, m, dom in routes):
-            self.once(f"attr_{t.channel}", f"{op.name} at {op.offset:#x}: {tdesc} interface/AxCACHE/AxDOMAIN "
-                                           f"({t.interface.name}, {t.cache:#x}, {t.domain}) not from "
-                                           f"MEM_ATTR of its region {sorted(routes)}")
+        ok = op.attr_ok.get((ch, t.write))
+        if ok is None:
+            regs = (_DMA_CHANNEL_REGIONS if op.name == "NPU_OP_DMA_START" else _KERNEL_CHANNEL_REGIONS).get(ch)
+            if regs is None:
+                self.once(f"chan_{op.name}_{ch}", f"{op.name} at {op.offset:#x} used channel {self._desc(t)}")
+                ok = op.attr_ok[(ch, t.write)] = frozenset()
+            else:
+                ok = op.attr_ok[(ch, t.write)] = frozenset(
+                    (i, axcache(m, t.write), dom) for i, m, dom in
+                    (_route(op, op.snap.field(r, "region")) for r in regs))
+        if (t.interface, t.cache, t.domain) not in ok and ok:
+            self.once(f"attr_{ch}", f"{op.name} at {op.offset:#x}: {self._desc(t)} (interface, AxCACHE, "
+                                    f"AxDOMAIN) ({t.interface.name}, {t.cache:#x}, {t.domain}) not from MEM_ATTR "
+                                    f"of its region(s): {sorted(ok)}")
 
-    def _check_fetch(self, t, tdesc) -> None:
+    def _check_fetch(self, t) -> None:
+        tdesc = self._desc(t)
         d = self.d
         attr = d.mem_attr(d.qconfig)
         if t.interface != (attr >> 2) & 1 or t.cache != axcache((attr >> 4) & 0xF, False) or t.domain != attr & 3:
@@ -1289,6 +1299,7 @@ class _Tracker:
                 self.once("prot_reset", f"PROT after the reset sequence is (CPL, CSL)=({det['cpl']}, {det['csl']}), "
                                         f"expected {want}")
             self.r.prot, self.r.pending_prot = want, None
+            self.prot_word = want[0] | want[1] << 1
         elif ev in ("apb_error", "reset_prot_update", "state", "branch", "pmu_irq"):
             return
         else:

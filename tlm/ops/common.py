@@ -33,6 +33,11 @@ Decisions where the TRM text is incomplete (digest E-nn numbers):
 * COND_STATUS.result_flag is UNPREDICTABLE for an OFM with more than one element; the model
   sets it to bit 0 of the last element in (y, x, c) order.
 * Scale/bias stream: E-23 - SCALE_BASE and SCALE_LENGTH must be multiples of 16.
+* rescale(): the TRM asserts ``scale == sign_extend(scale, 16)`` when acc_format is i48.  It is
+  applied only to per-channel scales (15-bit record fields, so it always holds): Vela 5.2
+  programs int16 ELEMENTWISE ops with acc_format i48 and a 31-bit OFM_SCALE, and the exact
+  product matches LiteRT bit for bit (add_int16, mul_int16, int16_net).  The accumulator range
+  assert (32/48 bits) is kept, except for RESIZE (E-27) and the b32 MUL product (E-15).
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ The TRM pseudocode, per OFM element (oy, ox, oc)::
     acc = read_accumulator(oy, ox, oc, 0)
     for ky, kx (undilated taps, ky*dilation_y < dilated_height ...), for ic:
         v = 0 if (iy, ix) is outside the IFM else read_ifm(iy, ix, ic)   # zero-point subtracted
-        w = read_ifm2(0, ic, oc) if weights_ifm2 else read_weight(oc, ky, kx, ic)
+        w = IFM2 (0, x=oc, c=ic) if weights_ifm2 else read_weight(oc, ky, kx, ic)   # see below
         acc = accumulate(acc, v * w)                                     # wraps at 32/48 bits
     write_accumulator(oy, ox, oc, acc, rescale_mode_normal)
 
@@ -16,7 +16,7 @@ is computed here in bulk:
 * a strided, dilated *patch view* of it (numpy stride tricks, no copy) has shape
   ``[ofm_h, ofm_w, kh, kw, C]``;
 * CONV reduces it against the weight tensor ``[ofm_d, kh, kw, ifm_d]`` as a matrix product
-  (im2col in row chunks).  numpy's integer matmul does not use BLAS, so the product is done
+  (im2col, tile by tile of output pixels).  numpy's integer matmul does not use BLAS, so the product is done
   in float32/float64 (BLAS) whenever that is provably exact: every partial sum of the dot
   products is bounded by ``max|a| * max|w| * K``; when that bound is below 2**24 (float32)
   or 2**53 (float64) every partial sum is an integer the format represents exactly, so
@@ -28,7 +28,7 @@ The accumulator wrap: ``accumulate()`` wraps to 32 or 48 bits (ACC_FORMAT.acc_fo
 *every* MAC.  Addition modulo 2**n is associative and commutative, and sign_extend(., n) is a
 ring homomorphism from the integers onto that residue system, so wrapping the exact sum once
 (``sign_extend(acc0 + sum(v*w), n)``) equals wrapping after every step in any order.  The
-exact sums fit int64 (|v| <= 2**15 + 255, |w| <= 2**15, K <= 2**28), and even if they did not,
+exact sums fit int64 (|v| <= 2**15, |w| <= 2**15, K <= 2**28, acc0 < 2**47), and even if they did not,
 int64 arithmetic is exact modulo 2**64, which keeps the low 48 bits.
 
 Every ``assert()`` of the TRM pseudocode raises :class:`Unpredictable` naming the op and the
@@ -66,7 +66,7 @@ __all__ = [
 # Work budget of one operation in the model (BudgetExceeded beyond these).
 MAX_MACS = 1 << 34              # multiply-accumulates
 MAX_OFM_ELEMENTS = 1 << 26      # ofm_h * ofm_w * ofm_d
-MAX_IFM_ELEMENTS = 1 << 28      # padded IFM elements read
+MAX_IFM_ELEMENTS = 1 << 26      # padded IFM elements read
 MAX_WEIGHTS = 1 << 27           # weight tensor elements
 MAX_WEIGHT_BYTES = 1 << 28      # bytes of weight stream(s) read
 
@@ -289,7 +289,10 @@ def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP
 
     f = snap.field
     p = WeightOrder.from_registers(snap, macs, depthwise)
-    p.check()
+    try:
+        p.check()
+    except Unpredictable as e:
+        raise Unpredictable(f"{op}: {e.what}") from e
     n = int(np.prod(p.shape, dtype=np.int64))
     if n > MAX_WEIGHTS:
         raise BudgetExceeded(f"{op}: weight tensor of {n} elements exceeds the model's budget ({MAX_WEIGHTS})")
@@ -305,7 +308,10 @@ def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP
                          for x in streams))
     w = _WEIGHT_CACHE.get(key)
     if w is None:
-        w = decode_weight_tensor(p, streams, fwd=fwd)
+        try:
+            w = decode_weight_tensor(p, streams, fwd=fwd)
+        except Unpredictable as e:          # WeightStreamError: corrupt or short stream
+            raise Unpredictable(f"{op}: weight stream: {e}") from e
         w.setflags(write=False)
         if w.size <= _WEIGHT_CACHE_ELEMENTS:
             _WEIGHT_CACHE[key] = w

@@ -49,7 +49,8 @@ import numpy as np
 
 from .. import arith
 from ..arith import sign_extend
-from .common import ALLOWED_PERMS_RTRANS, RESCALE_GLOBAL, RESCALE_NONE, RESCALE_SHIFT_ONLY, OpContext, Storage
+from ..fmap import Storage
+from .common import ALLOWED_PERMS_RTRANS, RESCALE_GLOBAL, RESCALE_NONE, RESCALE_SHIFT_ONLY, OpContext
 
 SCALAR_SUBTRACTS_ZERO_POINT = True
 SCALAR_IS_NOT_AN_IFM = True

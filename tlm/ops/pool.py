@@ -32,7 +32,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..arith import sign_extend
-from .common import (MAX_WORK, RESCALE_AVPOOL, RESCALE_NORMAL, OpContext, Storage)
+from ..fmap import Storage
+from .common import MAX_WORK, RESCALE_AVPOOL, RESCALE_NORMAL, OpContext
 
 __all__ = ["op_pool", "pool_ref", "MAX", "AVERAGE", "REDUCE_SUM", "SUM", "NONE", "MIN", "ARGMAX_X",
            "ARGMAX_Y"]

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import ALLOWED_PERMS_ALL, RESCALE_SHIFT_ONLY, OpContext, Storage
+from ..fmap import Storage
+from .common import ALLOWED_PERMS_ALL, RESCALE_SHIFT_ONLY, OpContext
 
 __all__ = ["op_resize", "resize_ref", "resize_positions", "BILINEAR", "REPLICATE", "NEAREST"]
 
