@@ -12,7 +12,9 @@
 //   npu_cmd_fetch    command-stream fetch (channel rd_cmd)
 //   npu_cmd_decode   decoder of every cmd0/cmd1 opcode, sticky NPU_SET state, execution
 //                    control, STATUS, IRQ
-//   npu_dma          NPU_OP_DMA_START engine (channels rd_mem2mem / wr_mem2mem)
+//   npu_dma          NPU_OP_DMA_START engine: 1D/2D/3D, gather/scatter, internal LUT RAM
+//                    destination (channels rd_mem2mem, rd_mem2mem_idx, wr_mem2mem)
+//   npu_region_route region -> BASEP, MEM_ATTR (port group, AxCACHE, AxDOMAIN)
 //   npu_axi_rd/wr    one AXI manager port side each: arbitration, outstanding limits
 //
 // Parameters: MACS (128/256/512/1024/2048) selects the CONFIG word and the hardware
@@ -20,8 +22,8 @@
 // the length of the reset sequence (STATUS.reset_status = 1).
 //
 // AXI IDs: ARID/AWID = {2'b00, pmu_axi_channel} (rd_cmd 0, rd_mem2mem 4, rd_mem2mem_idx 6,
-// wr_mem2mem 9), so
-// every burst of one channel keeps its order and an error response names its channel.
+// wr_mem2mem 9), so every burst of one channel keeps its order and an error response names
+// its channel.
 // AxPROT = {1'b0 (data), CSL, CPL} from PROT. AxCACHE/AxDOMAIN from the MEM_ATTR entry of
 // the region (QCONFIG for the command stream). With one port per group the CFG*HASH
 // striping selects nothing: all SRAM-group traffic uses SRAM0, all EXT-group traffic EXT0.

@@ -290,7 +290,7 @@ module npu_apb_regs #(
         end
     end
 
-    wire unused_ok = ^{PPROT[2], PENABLE & 1'b0, power_ctrl & 6'd0};
+    wire unused_ok = PPROT[2];            // PPROT[2] (data/instruction) is not used (TRM 5.9)
 endmodule
 
 `default_nettype wire

@@ -556,8 +556,9 @@ module npu_dma #(
     end
     assign lut_rdata = lut[lut_raddr];
 
-    wire unused_ok = ^{ib_resp[0], i_lane[1:0], s_daddr[wr_p][39:11], unused_ir_awc, rb_resp[0], rb_sum[9], rb_sum[3:0], wb_sum[9], wb_sum[3:0], delta[4], lo_i[4],
-                       pair[255:128], strb[16], unused_sr_awc, unused_dr_arc};
+    wire unused_ok = ^{ib_resp[0], i_lane[1:0], s_daddr[wr_p][39:11], rb_resp[0], rb_sum[9],
+                       rb_sum[3:0], wb_sum[9], wb_sum[3:0], delta[4], lo_i[4], pair[255:128],
+                       strb[16], unused_sr_awc, unused_dr_arc, unused_ir_awc};
 
     assign idle = (g == G_IDLE) && (q_count == {(QW+1){1'b0}}) && slots_free && (b_pend == 6'd0)
                   && (w == W_IDLE);

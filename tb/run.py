@@ -185,6 +185,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--config", default=None,
                     help="NPU configuration of the TLM (default ethos-u85-256; a network's own)")
     ap.add_argument("--clean", action="store_true", help="rebuild from scratch")
+    ap.add_argument("--build-root", default=os.environ.get("TB_BUILD_ROOT") or None,
+                    help="folder for the build folders (default sim_build/)")
     return ap.parse_args(argv)
 
 
@@ -245,7 +247,24 @@ def run(args: argparse.Namespace) -> int:
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    build_dir = REPO / "sim_build" / f"{args.sim}-{args.dut}{'-waves' if args.waves else ''}"
+    name = f"{args.sim}-{args.dut}{'-waves' if args.waves else ''}"
+    build_dir = Path(args.build_root).resolve() / name if args.build_root else REPO / "sim_build" / name
+    # One run at a time per build folder: a second run would rebuild (or clean) it under
+    # the first one's feet.
+    import fcntl
+    build_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(build_dir.parent / f".{name}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _say(f"waiting for another run using {build_dir}")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_and_run(args, env, sources, tool, seed, npu_model, npu_ref, config,
+                              build_dir, modules, get_runner, get_results)
+
+
+def _build_and_run(args, env, sources, tool, seed, npu_model, npu_ref, config, build_dir,
+                   modules, get_runner, get_results) -> int:
     stamp = {"sim": args.sim, "dut": args.dut, "waves": bool(args.waves), "tool": tool,
              "sources": [str(s) for s in sources], "timescale": list(TIMESCALE),
              "includes": [str(RTL)]}
@@ -322,17 +341,24 @@ def run(args: argparse.Namespace) -> int:
     n_skipped = _count_skipped(results)
     wave_note = ""
     if args.waves:
-        wave_note = f"; waves: {wave.relative_to(REPO)}" + ("" if wave.is_file() else " (MISSING)")
+        wave_note = f"; waves: {_rel(wave)}" + ("" if wave.is_file() else " (MISSING)")
         if not wave.is_file():
             n_failed += 1
     _say(f"{n_tests} tests, {n_failed} failed, {n_skipped} skipped; build {t_build:.1f}s, "
-         f"run {t_run:.1f}s; seed={seed}; results: {results.relative_to(REPO)}{wave_note}")
+         f"run {t_run:.1f}s; seed={seed}; results: {_rel(results)}{wave_note}")
     if n_tests == 0:
         _say("FAIL: no test ran" + (f" (TESTS={args.tests!r} matched nothing?)" if args.tests else ""))
         return 1
     if n_failed or sim_exit:
         return 1
     return 0
+
+
+def _rel(p: Path) -> str:
+    try:
+        return str(p.relative_to(REPO))
+    except ValueError:
+        return str(p)
 
 
 def _count_skipped(results: Path) -> int:

@@ -1248,7 +1248,22 @@ class _Tracker:
 
     def _event(self, ev: str, det: dict) -> None:
         res, d = self.res, self.d
-        if ev == "apb" or ev == "irq":
+        if ev == "apb":
+            # The model of RESET/PROT: updated here, between the access and the APB cycles
+            # (during which a reset sequence can finish).
+            if det["write"] and det["addr"] == RESET and not det["pslverr"] \
+                    and d.policy.reset_write == "trm_3_1_1":
+                data, pprot = det["data"], det["pprot"]
+                cpl = min(pprot & 1, data & 1)
+                csl = (data >> 1) & 1 | ((pprot >> 1) & 1 if d.policy.csl_rule == "or_requester" else 0)
+                self.r.reset_word = data & 3
+                if d.policy.prot_update_at_end:
+                    self.r.pending_prot = (cpl, csl)
+                else:
+                    self.r.prot, self.r.pending_prot = (cpl, csl), None
+                    self.prot_word = cpl | csl << 1
+            return
+        if ev == "irq":
             return
         if ev == "op":
             self.cur = _Op(det["name"], det["offset"], det["snapshot"], tuple(d.basep(n) for n in range(8)),
@@ -1507,15 +1522,8 @@ class _Runner:
                 res.violation(f"apb_write({addr:#x}, {data:#x}, pprot={pprot}, pstrb={pstrb:#x}) not permitted/"
                               f"unaligned/sub-word but PSLVERR=0")
             a = addr & (R.APB_WINDOW - 1)
-            if a == RESET and err == 0 and d.policy.reset_write == "trm_3_1_1":
-                cpl = min(pprot & 1, data & 1)
-                csl = (data >> 1) & 1 | ((pprot >> 1) & 1 if d.policy.csl_rule == "or_requester" else 0)
-                self.pending_prot = (cpl, csl)
-                self.reset_word = data & 3
-                if not in_reset and not (d.in_reset and not d.running):
-                    res.violation("permitted RESET write did not start a reset sequence")
-                if not d.policy.prot_update_at_end:
-                    self.prot, self.pending_prot = self.pending_prot, None
+            if a == RESET and err == 0 and not in_reset and not (d.in_reset and not d.running):
+                res.violation("permitted RESET write did not start a reset sequence")
             q_changed = (d.qbase, d.qsize, d.qconfig, d._store.get(QBASE_LO)) != q_before     # noqa: SLF001
             if was_running and a in QREGS and q_changed:
                 if d.policy.running_unpredictable != "allow":
@@ -1590,7 +1598,6 @@ class _Runner:
         err = self.call("Device.apb_write", d.apb_write, RESET, word[0] | word[1] << 1, SP)
         if err != 0 or not d.in_reset or d.running:
             res.violation(f"RESET write after the case: PSLVERR={err}, in_reset={d.in_reset}, running={d.running}")
-        self.pending_prot, self.reset_word = word, word[0] | word[1] << 1
         seen_reset = False
         for _ in range(1000):
             st, err = self.call("Device.apb_read", d.apb_read, STATUS, SP)

@@ -27,16 +27,15 @@ CH_RD_CMD, CH_RD_M2M, CH_RD_M2M_IDX, CH_WR_M2M = 0, 4, 6, 9
 IF_SRAM, IF_EXT = 0, 1
 
 # ---------------------------------------------------------------- RTL stand-in coverage
-# What rtl_stub/ethosu85.v (phase 1: control plane + DMA) does not implement, from its
-# header and npu_cmd_decode.v / npu_dma.v (rtl_stub/README.md when it exists). Tests of these
+# What rtl_stub/ethosu85.v (phase 1: control plane + DMA, including indexed and LUT-RAM
+# DMA) does not implement, from its header and npu_cmd_decode.v (rtl_stub/README.md when it
+# exists). Tests of these
 # features are expected to fail on DUT=rtl (cocotb xfail), so they report "failed as expected"
 # until the stand-in grows the feature, and then fail loudly ("passed but we expected a
 # failure") so that the marker is removed.
 RTL_UNSUPPORTED = {
     "kernel_ops": "kernel operations (NPU_OP_CONV/DEPTHWISE/POOL/ELEMENTWISE/RESIZE stop with "
                   "cmd_parse_error in phase 1)",
-    "dma_indexed": "indexed DMA (gather/scatter stops with cmd_parse_error)",
-    "dma_internal": "DMA to the internal LUT RAM (stops with cmd_parse_error)",
 }
 
 

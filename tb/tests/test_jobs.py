@@ -16,9 +16,14 @@ from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_RD_M2M_IDX, CH_WR_M2M, EXT
                              IF_EXT, IF_SRAM, OFF, REGION_BASE, SRAM_REGIONS, ST_BUS, ST_END,
                              ST_IRQ, ST_PARSE, ST_RUN, STREAM_ADDR, TIMEOUT, check_bytes,
                              dma_cmds, dma_expect, enc, fill_random, program_regions,
-                             rtl_unsupported, seeded_rng, status_fields)
+                             seeded_rng, status_fields)
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
+
+
+def isa_word(name: str, **fields) -> int:
+    (w,) = enc((name, fields))
+    return w
 
 
 async def job_env(dut, backpressure: "float | None" = None, seed: int = 0, **kw) -> Env:
@@ -180,7 +185,7 @@ async def test_reserved_opcode(dut, bad):
 # where -> (stream builder, expected channel, fault address, fault kind)
 FAULT_CASES = {
     "fetch_ext": CH_RD_CMD, "fetch_sram": CH_RD_CMD,
-    "dma_read": CH_RD_M2M, "dma_write": CH_WR_M2M,
+    "dma_read": CH_RD_M2M, "dma_write": CH_WR_M2M, "dma_index": CH_RD_M2M_IDX,
 }
 
 
@@ -188,7 +193,7 @@ FAULT_CASES = {
 @cocotb.test(**TIMEOUT)
 async def test_bus_error(dut, where, resp):
     """An AXI error response (SLVERR/DECERR from the bench subordinate) on the command fetch
-    (EXT or SRAM QCONFIG), a DMA read or a DMA write sets STATUS.bus_status with the
+    (EXT or SRAM QCONFIG), a DMA read, a DMA index read or a DMA write sets STATUS.bus_status with the
     faulting_interface and faulting_channel of the access, stops the NPU and raises IRQ
     (TRM 3.3.1.2); nothing is written by the faulting access."""
     env = await job_env(dut)
@@ -203,12 +208,24 @@ async def test_bus_error(dut, where, resp):
         p = dict(src_region=3, src=0x100, dst_region=4, dst=0x200, length=64)
         fault = (REGION_BASE[4] + 0x200, REGION_BASE[4] + 0x240, "w")
         iface = IF_EXT
+    elif where == "dma_index":                           # gather, index list in EXT region 6
+        p = dict(src_region=3, src=0x100, dst_region=4, dst=0x200, length=64)
+        fault = (REGION_BASE[6] + 0x40, REGION_BASE[6] + 0x50, "r")
+        iface = IF_EXT
     else:
         p = dict(src_region=3, src=0x100, dst_region=4, dst=0x200, length=64)
         fault = (stream, stream + 0x40, "r")
         iface = IF_EXT if where == "fetch_ext" else IF_SRAM
     env.memory.write(REGION_BASE[p["src_region"]] + p["src"], bytes(range(64)))
-    words = enc(("NPU_OP_IRQ", dict(mask=0x0008))) + dma_cmds(**p) + \
+    dma = dma_cmds(**p)
+    if where == "dma_index":
+        env.memory.write(REGION_BASE[6] + 0x40, (0).to_bytes(4, "little"))
+        dma = enc(("NPU_SET_DMA0_IDX_REGION", dict(region=6)), ("NPU_SET_DMA0_IDX", dict(addr=0x40)),
+                  ("NPU_SET_DMA0_IDX_MAX", dict(idx_max=3))) + \
+            dma_cmds(**p, mode="2d", size0=1, src_stride0=64, dst_stride0=64)
+        dma[dma.index(isa_word("NPU_SET_DMA0_SRC_REGION", region=3, stride_mode=1))] = \
+            isa_word("NPU_SET_DMA0_SRC_REGION", region=3, stride_mode=1, idx_mode=1)
+    words = enc(("NPU_OP_IRQ", dict(mask=0x0008))) + dma + \
         enc(("NPU_OP_IRQ", dict(mask=0x0040)), ("NPU_OP_STOP", dict(mask=0x0100)))
     await env.load_stream(stream, words)
     env.axi.inject_fault(fault[0], fault[1], resp, kind=fault[2])
@@ -230,7 +247,6 @@ async def test_bus_error(dut, where, resp):
     env.finish()
 
 
-@rtl_unsupported("dma_indexed")
 @cocotb.parametrize(gather=[True, False])
 @cocotb.test(**TIMEOUT)
 async def test_dma_indexed(dut, gather):

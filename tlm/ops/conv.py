@@ -231,20 +231,26 @@ def conv_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilat
 def depthwise_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilation_y: int,
                    dilation_x: int, ofm_h: int, ofm_w: int) -> np.ndarray:
     """Exact (mod 2**64) depthwise sums ``sum_{ky,kx} xp[..., c] * w[c, ky, kx, 0]`` as int64
-    ``[ofm_h, ofm_w, C]``; ``w``: ``[C, kh, kw, 1]``; ``xp`` has >= C channels."""
+    ``[ofm_h, ofm_w, C]``; ``w``: ``[C, kh, kw, 1]``; ``xp`` has >= C channels.
+
+    One multiply-add per kernel tap over the whole OFM, in int32 when every partial sum is
+    bounded by ``max|x| * max|w| * taps < 2**31`` (half the memory traffic), else int64."""
     C, kh, kw, one = w.shape
     if one != 1:
         raise ValueError("depthwise weights must be [C, kh, kw, 1]")
     if xp.shape[2] < C:
         raise ValueError(f"IFM has {xp.shape[2]} channels, the op {C}")
-    x = np.asarray(xp[:, :, :C], dtype=np.int64)
+    dt = np.int32 if _absmax(xp[:, :, :C]) * _absmax(w) * kh * kw < (1 << 31) else np.int64
+    x = np.asarray(xp[:, :, :C], dtype=dt)
     view = patch_view(x, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
-    w64 = np.asarray(w[:, :, :, 0], dtype=np.int64)
-    acc = np.zeros((ofm_h, ofm_w, C), np.int64)
+    wd = np.asarray(w[:, :, :, 0], dtype=dt)
+    acc = np.zeros((ofm_h, ofm_w, C), dt)
+    tmp = np.empty_like(acc)
     for ky in range(kh):
         for kx in range(kw):
-            acc += view[:, :, ky, kx, :] * w64[:, ky, kx]
-    return acc
+            np.multiply(view[:, :, ky, kx, :], wd[:, ky, kx], out=tmp)
+            acc += tmp
+    return acc.astype(np.int64, copy=False)
 
 
 # ------------------------------------------------------------------------------------------
