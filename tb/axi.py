@@ -81,7 +81,7 @@ class PortView:
         from tb.tlm_pins import AXI_PORT_SIGNALS
         self._dut = dut
         self._port = port
-        self._name = port
+        self._name = f"tb.axi.{port}"          # cocotbext-axi logs as cocotb.<_name>.
         self._log = logging.getLogger(f"cocotb.tb.axi.{port}")
         self._names = {n.lower(): n + port for n, _ in AXI_PORT_SIGNALS if hasattr(dut, n + port)}
 
@@ -278,6 +278,11 @@ def _int(v, default=0) -> int:
 
 
 # ----------------------------------------------------------------------------- subordinate
+# cocotbext-axi's channel models log every reset edge at INFO; the bench's own AXI messages
+# (rule violations) are errors and still show.
+logging.getLogger("cocotb.tb.axi").setLevel(logging.WARNING)
+
+
 class AxiSubordinate(Reset):
     """A memory subordinate on one AXI manager port of the design (``port`` = 'SRAM0', ...).
 

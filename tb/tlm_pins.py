@@ -255,8 +255,12 @@ class TlmAxiManager:
             a += n
         return out
 
-    async def transfer(self, txn, data, boundary: int, max_reads: int = 1, max_writes: int = 1):
-        """Perform *txn* on its port. Returns (resp, numpy uint8 data or None)."""
+    async def transfer(self, txn, data, boundary: int, max_reads: int = 1, max_writes: int = 1,
+                       abort: "Callable[[], bool] | None" = None):
+        """Perform *txn* on its port. Returns (resp, numpy uint8 data or None). When
+        *abort()* turns true no further burst is issued; those in flight complete (the
+        result is then meaningless and SLVERR)."""
+        self._abort = abort or (lambda: False)
         import numpy as np
         from tlm.memory import Resp
         sigs = self.ports.get(txn.port)
@@ -290,8 +294,8 @@ class TlmAxiManager:
         ar_valid = False
         aclken = sigs.get("ACLKEN")
         sigs["RREADY"].value = 1
-        while r_i < len(bursts):
-            if not ar_valid and ar_i < len(bursts) and outstanding < max_out:
+        while r_i < ar_i or ar_valid or (ar_i < len(bursts) and not self._abort()):
+            if not ar_valid and ar_i < len(bursts) and outstanding < max_out and not self._abort():
                 a, n = bursts[ar_i]
                 sigs["ARID"].value = tid
                 sigs["ARADDR"].value = a
@@ -349,6 +353,8 @@ class TlmAxiManager:
                     r_i += 1
                     outstanding -= 1
         sigs["RREADY"].value = 0
+        if r_i < len(bursts):
+            resp = Resp.SLVERR                    # abandoned
         return resp, out
 
     async def _write(self, sigs, txn, bursts, buf, max_out):
@@ -360,8 +366,9 @@ class TlmAxiManager:
         aw_valid = w_valid = False
         aclken = sigs.get("ACLKEN")
         sigs["BREADY"].value = 1
-        while b_n < len(bursts):
-            if not aw_valid and aw_i < len(bursts) and outstanding < max_out:
+        while b_n < aw_i or aw_valid or w_valid or w_i < aw_i or \
+                (aw_i < len(bursts) and not self._abort()):
+            if not aw_valid and aw_i < len(bursts) and outstanding < max_out and not self._abort():
                 a, n = bursts[aw_i]
                 sigs["AWID"].value = tid
                 sigs["AWADDR"].value = a
@@ -423,6 +430,8 @@ class TlmAxiManager:
                 b_n += 1
                 outstanding -= 1
         sigs["BREADY"].value = 0
+        if b_n < len(bursts):
+            resp = Resp.SLVERR                    # abandoned
         return resp
 
 
@@ -458,7 +467,8 @@ async def axi_execute(pins: "TlmPins") -> None:
             txn, data = msg[1]
             iface = txn.interface
             rd, wr = dev.max_outstanding(iface)
-            result = await mgr.transfer(txn, data, dev.burst_boundary(iface), rd, wr)
+            result = await mgr.transfer(txn, data, dev.burst_boundary(iface), rd, wr,
+                                        abort=lambda: pins._abort_requested)
             if pins._abort_requested or pins.device is not dev:
                 break
             msg = worker.reply(result)

@@ -147,7 +147,7 @@ def test_yosys_synth_no_latch(tmp_path):
         pytest.skip("Yosys not installed (apt-get install -y yosys)")
     stat = tmp_path / "stat.txt"
     files = " ".join(str(p) for p in sources())
-    script = (f"read_verilog -sv -I{RTL} {files}; synth -top ethosu85; "
+    script = (f"read_verilog -sv -I{RTL} {files}; synth -flatten -top ethosu85; "
               f"tee -o {stat} stat; select -assert-none t:$dlatch t:$adlatch t:$_DLATCH_* t:$sr t:$_SR_*")
     r = _run([exe, "-q", "-p", script], timeout=1800)
     out = r.stdout + r.stderr

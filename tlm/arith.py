@@ -289,6 +289,36 @@ def _check_rsr_args(shift, mode, dbl_rnd, check):
     return s
 
 
+def _rsr_int64(a: np.ndarray, s: np.ndarray, mode: int, dbl_rnd: int, amax: "int | None" = None):
+    """``(a + R) >> s`` directly in int64 when that cannot overflow, else None.
+
+    The rounding term is formed on the (un-broadcast) shift array only - one value for
+    a >= 0 and one for a < 0 per shift - so the full-size work is one add, at most one masked
+    subtract and one shift.  ``amax``: an upper bound of a.max() if the caller knows one."""
+    if a.size == 0 or (a.ndim == 0 and s.ndim == 0):
+        return None
+    s1u = np.maximum(s, 1).astype(np.uint64)
+    rp = _round_term(False, s1u, mode, dbl_rnd)
+    rn = _round_term(True, s1u, mode, dbl_rnd)
+    zero = s == 0
+    if zero.any():
+        rp = np.where(zero, _U64(0), rp)
+        rn = np.where(zero, _U64(0), rn)
+    rmax = max(int(rp.max()), int(rn.max())) if rp.size else 0
+    if amax is None:
+        amax = int(a.max())
+    if amax + rmax >= (1 << 63):                            # a + R could overflow int64
+        return None
+    rp = rp.astype(np.int64)
+    rn = rn.astype(np.int64)
+    out = np.add(a, rp)
+    if not np.array_equal(rp, rn):
+        neg = np.broadcast_to(a < 0, out.shape)
+        np.subtract(out, rp - rn, out=out, where=neg)
+    np.right_shift(out, s, out=out)
+    return out
+
+
 def rounded_shift_right(acc, shift, mode: int, dbl_rnd: int = 0, *, check: bool = True) -> np.ndarray:
     """Vectorised TRM rounded_shift_right.
 
@@ -303,6 +333,9 @@ def rounded_shift_right(acc, shift, mode: int, dbl_rnd: int = 0, *, check: bool 
     """
     s = _check_rsr_args(shift, mode, dbl_rnd, check)
     a = np.asarray(acc, dtype=np.int64)
+    fast = _rsr_int64(a, s, int(mode), int(dbl_rnd))
+    if fast is not None:
+        return fast
     a, s = np.broadcast_arrays(a, s)
     s1 = np.maximum(s, 1)
     s1u = s1.astype(np.uint64)
@@ -337,15 +370,13 @@ def avgpool_scale(d):
     return numerator // dd, 30 + k
 
 
-def _check_rescale(acc, scale, acc_format):
+def _check_rescale(acc, scale, acc_format, lo_hi=None):
     sc = np.asarray(scale, dtype=np.int64)
     _unpred(sc.size == 0 or int(sc.min()) >= 0, "rescale: scale < 0")
     a = np.asarray(acc, dtype=np.int64)
-    if a.size == 0:
+    if a.size == 0 or acc_format is None:
         return
-    lo, hi = int(a.min()), int(a.max())
-    if acc_format is None:
-        return
+    lo, hi = lo_hi if lo_hi is not None else (int(a.min()), int(a.max()))
     if int(acc_format) == AccFormat.I32:
         _unpred(lo >= -(1 << 31) and hi < (1 << 31), "rescale: acc does not fit 32 bits (acc_format i32)")
     else:
@@ -404,15 +435,21 @@ def rescale(acc, scale, shift, round_mode: int, dbl_rnd: int = 0, *, shift_only:
     inputs the TRM permits), otherwise via a 96-bit split; the result is wrapped to int64.
     """
     a = np.asarray(acc, dtype=np.int64)
+    lo_hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
     if check:
-        _check_rescale(a, scale, acc_format)
+        _check_rescale(a, scale, acc_format, lo_hi)
     if shift_only:
         return rounded_shift_right(a, shift, round_mode, dbl_rnd, check=check)
     sc = np.asarray(scale, dtype=np.int64)
-    amax = max(abs(int(a.min())), abs(int(a.max()))) if a.size else 0
+    amax = max(abs(lo_hi[0]), abs(lo_hi[1]))
     smax = int(np.abs(sc).max()) if sc.size else 0
     if amax * smax < (1 << 63):
-        return rounded_shift_right(a * sc, shift, round_mode, dbl_rnd, check=check)
+        s = _check_rsr_args(shift, round_mode, dbl_rnd, check)
+        prod = a * sc
+        fast = _rsr_int64(prod, s, int(round_mode), int(dbl_rnd), amax * smax)
+        if fast is not None:
+            return fast
+        return rounded_shift_right(prod, s, round_mode, dbl_rnd, check=check)
     _unpred(int(sc.min()) >= 0 and smax < (1 << 31), "rescale: scale outside 0..2**31-1")
     _check_rsr_args(shift, round_mode, dbl_rnd, check)
     return _mul_round_shift_wide(a, sc, shift, round_mode, dbl_rnd)

@@ -113,6 +113,25 @@ class _Stop(Exception):
     """Internal: the current command ended execution (error already recorded)."""
 
 
+class _TxnSink:
+    """The device's memory listener: collects the AXI transactions of the executing command
+    (one Transaction per call, or a whole tlm.memory.TxnBatch through `on_batch`)."""
+    __slots__ = ("dev",)
+
+    def __init__(self, dev):
+        self.dev = dev
+
+    def __call__(self, txn) -> None:
+        d = self.dev
+        if d._executing:
+            d._txns.append(txn)
+
+    def on_batch(self, batch) -> None:
+        d = self.dev
+        if d._executing:
+            d._txns.append(batch)
+
+
 class Device:
     """Ethos-U85 control plane and command-stream executor."""
 
@@ -141,7 +160,9 @@ class Device:
         self._irq_level = False
         self._executing = False
         self._txns: list = []
-        self.memory.listeners.append(self._on_txn)
+        self._route_cache: dict = {}
+        self._txn_sink = _TxnSink(self)
+        self.memory.listeners.append(self._txn_sink)
         self.reset()
         if settle:
             self.wait_reset()
@@ -197,6 +218,7 @@ class Device:
         self.cond_status = 0
         self._store = {r.offset: (r.reset or 0) for r in R.iter_registers() if r.behaviour == "store"
                        and r.page in ("BASE", "BASE_POINTERS")}
+        self._route_cache = {}
         self.resume_ok = False
         self.stop_requested = False
         self.chain_length = 0
@@ -217,6 +239,7 @@ class Device:
         self.cfg_sram_hash0 = p.CFGSRAMHASH0 & hmask
         self.cfg_sram_hash1 = (p.CFGSRAMHASH1 & hmask) if self.config.sram_hash1_mirrors_pins else 0
         self.cfg_ext_hash0 = p.CFGEXTHASH0 & hmask
+        self._route_cache = {}
 
     def reset(self, wait: bool = False) -> None:
         """Hard reset (nRESET): clear everything, CPL/CSL from PORPL/PORSL, start the reset
@@ -520,6 +543,7 @@ class Device:
             self.pmu.write(off, data)
         elif off in self._store:
             self._store[off] = data & reg.write_mask
+            self._route_cache.clear()                # BASEP / REGIONCFG / MEM_ATTR / AXI_* may change
             if off in (QBASE_LO, QBASE_HI, QSIZE):
                 self.resume_ok = False
                 self._fetch_buf = None
@@ -575,10 +599,19 @@ class Device:
 
     def route(self, region: int) -> RegionRoute:
         """Region n -> BASEP[n], MEM_ATTR[REGIONCFG.region<n>] (TRM 3.3.1.13-14, 3.3.2, 2.3.3);
-        AxPROT from PROT (TRM 2.2)."""
+        AxPROT from PROT (TRM 2.2).
+
+        Cached per (region, CPL, CSL); the cache is emptied by every write to the stored
+        registers (BASEP, REGIONCFG, MEM_ATTR, ...), by reset and by a pin resample."""
+        key = (region, self.cpl, self.csl)
+        r = self._route_cache.get(key)
+        if r is not None:
+            return r
         if not 0 <= int(region) < 8:
             raise Unpredictable(f"memory region {region} outside 0..7")
-        return self._attr_route((self.regioncfg >> (2 * region)) & 3, self.basep(region))
+        r = self._attr_route((self.regioncfg >> (2 * region)) & 3, self.basep(region))
+        self._route_cache[key] = r
+        return r
 
     def burst_boundary(self, interface: Interface) -> int:
         """Bytes at which bursts are split: 64 << min(AXI_x.max_beats, CFG_x_CAP.max_beats)."""
@@ -606,7 +639,10 @@ class Device:
         if buf is not None and buf[0] <= addr and addr + 4 <= buf[0] + len(buf[1]):
             i = addr - buf[0]
             return int.from_bytes(buf[1][i:i + 4], "little")
-        r = self._attr_route(self.qconfig, 0)
+        key = ("cmd", self.qconfig, self.cpl, self.csl)
+        r = self._route_cache.get(key)
+        if r is None:
+            r = self._route_cache[key] = self._attr_route(self.qconfig, 0)
         blk = max(4, int(self.policy.fetch_block))
         lo = addr - addr % blk
         end = qbase + (self.qsize & ~3)
@@ -738,9 +774,13 @@ class Device:
                 pass
         finally:
             self._executing = False
-            txns, self._txns = self._txns, []
-            cycles = self.policy.cycles_per_command + self._extra_cycles + \
-                sum(beats(t.addr, t.length) for t in txns)
+            txns = self._txns
+            cycles = self.policy.cycles_per_command + self._extra_cycles
+            if txns:
+                self._txns = []
+                for t in txns:
+                    tb = getattr(t, "total_beats", None)
+                    cycles += tb() if tb is not None else beats(t.addr, t.length)
             self.cycle += cycles
             self.pmu.advance(cycles, True, txns)
 

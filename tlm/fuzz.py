@@ -42,8 +42,11 @@ Invariants (checked on every case; a failure is a *violation*)
 * No Python exception escapes `Device` (constructor, run, apb_read, apb_write); no
   'internal_error' event (an unexpected exception inside an operation).
 * Bounded: every run(max_steps=k) returns after at most k steps; BUDGET only while RUNNING.
-  The device's CPU time per case is at most ``cpu_limit`` (2 s); a watchdog aborts a case
-  after ``wall_limit`` (20 s) of wall time and reports a hang.
+  The CPU time of the device calls of a case (including this fuzzer's transaction
+  listener, which adds up to ~1/3 on transaction-heavy operations) is at most
+  ``cpu_limit`` (2 s); watchdogs abort a case after ``abort_cpu`` (6 s) of process CPU
+  time or ``wall_limit`` (120 s) of wall time and report a hang. CPU time, not wall time,
+  so that a loaded machine does not produce false reports.
 * Stops: after a non-budget stop STATE=stopped, irq_raised=1 and the IRQ output is high
   (except a reset stop); END has cmd_end_reached and QREAD == QSIZE; ERROR sets exactly its
   own sticky bit (sticky bits = those before the run plus r.error); STOP/END set none.
@@ -1629,30 +1632,38 @@ def _alarm(_sig, _frame):
     raise _Hang()
 
 
-def run_case(case: Case, cpu_limit: float = 2.0, wall_limit: float = 20.0, kernel_ops=None) -> CaseResult:
-    """Run one case on a fresh Device and check every invariant."""
+def run_case(case: Case, cpu_limit: float = 2.0, abort_cpu: float = 6.0, wall_limit: float = 120.0,
+             kernel_ops=None) -> CaseResult:
+    """Run one case on a fresh Device and check every invariant. A case whose device calls
+    take more than `cpu_limit` CPU seconds is a violation ('slow'); a watchdog aborts it after
+    `abort_cpu` CPU seconds (SIGPROF) or `wall_limit` wall seconds (SIGALRM) and reports a
+    hang. The watchdogs need the main thread (else only the 'slow' check applies)."""
     res = CaseResult(case.seed, case.index, case.gen)
     runner = _Runner(case, res, kernel_ops)
-    use_alarm = wall_limit and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    old = None
+    use_alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    old = {}
     t0 = time.perf_counter()
     try:
         if use_alarm:
-            old = signal.signal(signal.SIGALRM, _alarm)
-            signal.setitimer(signal.ITIMER_REAL, wall_limit)
+            for sig, timer, limit in ((signal.SIGPROF, signal.ITIMER_PROF, abort_cpu),
+                                      (signal.SIGALRM, signal.ITIMER_REAL, wall_limit)):
+                if limit:
+                    old[sig] = (timer, signal.signal(sig, _alarm))
+                    signal.setitimer(timer, limit)
         runner.go()
     except _Abort:
         pass
     except _Hang:
-        res.violation(f"hang: case still running after {wall_limit:g} s wall time "
-                      f"(QREAD {getattr(runner.d, 'qread', -1):#x}, {res.steps} steps)")
+        res.violation(f"hang: case aborted after {time.perf_counter() - t0:.1f} s wall / more than "
+                      f"{abort_cpu:g} s CPU (QREAD {getattr(runner.d, 'qread', -1):#x}, {res.steps} steps "
+                      f"before the last run() call)")
     except Exception as e:  # noqa: BLE001 - a fuzzer bug: report it as such
         res.violation(f"fuzzer error: {type(e).__name__}: {e} "
                       f"[{traceback.extract_tb(e.__traceback__)[-1].name}]")
     finally:
-        if use_alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
+        for sig, (timer, handler) in old.items():
+            signal.setitimer(timer, 0)
+            signal.signal(sig, handler)
     res.wall = time.perf_counter() - t0
     res.cpu = runner.cpu
     if res.cpu > cpu_limit:
@@ -1743,16 +1754,16 @@ class Summary:
 
 
 def _run_range(args) -> Summary:
-    seed, lo, hi, cpu_limit, wall_limit = args
+    seed, lo, hi, cpu_limit, abort_cpu, wall_limit = args
     load_kernel_ops()
     s = Summary(seed)
     for i in range(lo, hi):
-        s.add(run_case(make_case(seed, i), cpu_limit, wall_limit))
+        s.add(run_case(make_case(seed, i), cpu_limit, abort_cpu, wall_limit))
     return s
 
 
 def run(seed: int, cases: int, start: int = 0, jobs: int = 1, cpu_limit: float = 2.0,
-        wall_limit: float = 20.0, progress=None) -> Summary:
+        abort_cpu: float = 6.0, wall_limit: float = 120.0, progress=None) -> Summary:
     """Run cases start..start+cases-1 of `seed`; returns the Summary."""
     bad = load_kernel_ops()
     corpus()
@@ -1763,7 +1774,8 @@ def run(seed: int, cases: int, start: int = 0, jobs: int = 1, cpu_limit: float =
     if bad:
         total.notes.append("kernel op modules that failed to import: " + "; ".join(bad))
     step = 250
-    ranges = [(seed, i, min(i + step, start + cases), cpu_limit, wall_limit) for i in range(start, start + cases, step)]
+    ranges = [(seed, i, min(i + step, start + cases), cpu_limit, abort_cpu, wall_limit)
+              for i in range(start, start + cases, step)]
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as ex:
             for s in ex.map(_run_range, ranges):
@@ -1825,7 +1837,8 @@ def main(argv: "list[str] | None" = None) -> int:
     ap.add_argument("--gen", choices=list(GENERATORS), default=None, help="with --case: force a generator")
     ap.add_argument("--jobs", "-j", type=int, default=1, help="worker processes")
     ap.add_argument("--cpu-limit", type=float, default=2.0, help="device CPU seconds per case (default 2)")
-    ap.add_argument("--wall-limit", type=float, default=20.0, help="watchdog per case (default 20 s)")
+    ap.add_argument("--abort-cpu", type=float, default=6.0, help="CPU watchdog per case (default 6 s)")
+    ap.add_argument("--wall-limit", type=float, default=120.0, help="wall-time watchdog per case (default 120 s)")
     a = ap.parse_args(argv)
     seed = a.seed
     if seed is None:
@@ -1833,7 +1846,7 @@ def main(argv: "list[str] | None" = None) -> int:
     if a.case is not None:
         load_kernel_ops()
         case = make_case(seed, a.case, a.gen)
-        res = run_case(case, a.cpu_limit, a.wall_limit)
+        res = run_case(case, a.cpu_limit, a.abort_cpu, a.wall_limit)
         print(describe(case, res))
         return 1 if res.violations else 0
     print(f"tlm.fuzz: seed {seed}, cases {a.start}..{a.start + a.cases - 1}, {a.jobs} job(s)", flush=True)
@@ -1844,7 +1857,7 @@ def main(argv: "list[str] | None" = None) -> int:
             last[0] = time.perf_counter()
             print(f"  ... {s.cases} cases, {len(s.violations)} violations", file=sys.stderr, flush=True)
 
-    s = run(seed, a.cases, a.start, a.jobs, a.cpu_limit, a.wall_limit, progress)
+    s = run(seed, a.cases, a.start, a.jobs, a.cpu_limit, a.abort_cpu, a.wall_limit, progress)
     print(s.report())
     print(f"result: {'FAIL' if s.violations else 'PASS'} (seed {seed})")
     return 1 if s.violations else 0

@@ -10,6 +10,16 @@ replay) and checked against injected faults. A faulting access has no effect.
 a `route(region)` callable that resolves BASEP[region], REGIONCFG -> MEM_ATTR -> AXI port
 group, AxCACHE and AxDOMAIN (TRM 3.3.1.13-14, 3.6.3). Port selection inside a group uses
 the CFG*HASH xor-reduce of addr[39:6] (TRM 2.3.3).
+
+Batched accesses: `DataPort.read_runs` / `write_runs` perform a list of (offset, length)
+runs - exactly the transactions, in exactly the order, that one `read`/`write` call per run
+would make - with one route lookup, a vectorised fault check and one gather/scatter over the
+memory pages (`Memory.access_batch`). The transactions travel as a `TxnBatch` (arrays);
+the log still receives one `Transaction` per transaction, and a listener that defines
+`on_batch(batch)` gets the whole batch in one call. When the memory's front door is
+overridden (a subclass `access`, e.g. the cocotb bench) or a listener has no `on_batch`,
+the batched calls fall back to the per-run path, so every listener still sees every
+transaction in order, one call each.
 """
 from __future__ import annotations
 
@@ -116,6 +126,83 @@ class BusFault(Exception):
         self.addr = txn.addr
 
 
+_PREFIX = {Interface.sram: "SRAM", Interface.ext: "EXT"}
+_PORT_NAMES = {itf: tuple(f"{pre}{i}" for i in range(4)) for itf, pre in _PREFIX.items()}
+
+
+def _range_index(starts: np.ndarray, lengths: np.ndarray, total: int) -> np.ndarray:
+    """Concatenation of arange(s, s + n) for every (s, n) pair, as one int64 array."""
+    if lengths.size and int(lengths.min()) == int(lengths.max()):
+        n = int(lengths[0])
+        return (starts[:, None] + np.arange(n, dtype=np.int64)).ravel()
+    shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    return np.arange(total, dtype=np.int64) + shift
+
+
+class TxnBatch:
+    """A run of transactions that share port group, channel, direction and attributes, held
+    as arrays (`addr`, `length`, `port_idx`: index into `ports`), all with response `resp`.
+
+    Iterating (or `transactions()`) gives the equivalent `Transaction` records in order.
+    """
+    __slots__ = ("ports", "port_idx", "channel", "write", "addr", "length", "prot", "cache", "domain",
+                 "resp", "interface")
+
+    def __init__(self, ports, port_idx, channel, write, addr, length, prot=0, cache=0, domain=0,
+                 resp=Resp.OKAY, interface=Interface.sram):
+        self.ports = ports                       # port names, indexed by port_idx
+        self.port_idx = port_idx                 # int array, or None: every transaction on ports[0]
+        self.channel = Channel(channel)
+        self.write = bool(write)
+        self.addr = addr                         # int64 array of absolute addresses
+        self.length = length                     # int64 array
+        self.prot, self.cache, self.domain = prot, cache, domain
+        self.resp = Resp(resp)
+        self.interface = Interface(interface)
+
+    def __len__(self) -> int:
+        return int(self.addr.size)
+
+    def __getitem__(self, sl: slice) -> "TxnBatch":
+        if not isinstance(sl, slice):
+            raise TypeError("TxnBatch supports slicing only (iterate for Transaction records)")
+        return TxnBatch(self.ports, None if self.port_idx is None else self.port_idx[sl], self.channel,
+                        self.write, self.addr[sl], self.length[sl], self.prot, self.cache, self.domain,
+                        self.resp, self.interface)
+
+    def port_index_list(self) -> list:
+        return [0] * len(self) if self.port_idx is None else self.port_idx.tolist()
+
+    def transactions(self) -> list:
+        ports, ch, w, pr, ca, do, re = (self.ports, self.channel, self.write, self.prot, self.cache,
+                                        self.domain, self.resp)
+        return [Transaction(ports[p], ch, w, a, n, pr, ca, do, re)
+                for p, a, n in zip(self.port_index_list(), self.addr.tolist(), self.length.tolist())]
+
+    def __iter__(self):
+        return iter(self.transactions())
+
+    def beats(self, width: int = 16) -> np.ndarray:
+        """Data beats of every transaction on a `width`-byte bus (address-aligned)."""
+        a = self.addr
+        return (a + self.length - 1) // width - a // width + 1
+
+    def total_beats(self, width: int = 16) -> int:
+        return int(self.beats(width).sum()) if len(self) else 0
+
+    def per_port(self, width: int = 16) -> list:
+        """[(port index, transactions, beats)] for the ports that carry transactions."""
+        n = len(self)
+        if not n:
+            return []
+        b = self.beats(width)
+        if self.port_idx is None:
+            return [(0, n, int(b.sum()))]
+        cnt = np.bincount(self.port_idx)
+        bts = np.bincount(self.port_idx, weights=b)          # float64: exact below 2**53
+        return [(p, int(cnt[p]), int(bts[p])) for p in range(cnt.size) if cnt[p]]
+
+
 class Memory:
     """Sparse byte-addressed 40-bit memory; unwritten bytes read as zero."""
 
@@ -209,6 +296,139 @@ class Memory:
             return txn, None
         return txn, self.read_array(txn.addr, txn.length)
 
+    # ---- batched front door -------------------------------------------------------------
+    def batch_capable(self) -> bool:
+        """Whether `access_batch` is equivalent to calling `access` per transaction: the
+        front door is this class's and every listener accepts batches (`on_batch`)."""
+        if type(self).access is not Memory.access:
+            return False
+        for cb in self.listeners:
+            if getattr(cb, "on_batch", None) is None:
+                return False
+        return True
+
+    def _first_error(self, b: TxnBatch) -> int:
+        """Index of the first transaction of `b` that gets an error response (len(b) if none)."""
+        n = len(b)
+        a, ln = b.addr, b.length
+        end = a + ln
+        hit = None
+        if int(end.max()) > (1 << ADDR_BITS):
+            hit = end > (1 << ADDR_BITS)
+        kind = "w" if b.write else "r"
+        faults = [f for f in self.faults if kind in f.kind]
+        if len(faults) > 8:                                 # merged ranges + binary search
+            iv = sorted((int(f.lo), int(f.hi)) for f in faults if f.hi > f.lo)
+            los, his = [], []
+            for lo, hi in iv:
+                if his and lo <= his[-1]:
+                    his[-1] = max(his[-1], hi)
+                else:
+                    los.append(lo)
+                    his.append(hi)
+            if los:
+                los_a, his_a = np.asarray(los, np.int64), np.asarray(his, np.int64)
+                j = np.searchsorted(his_a, a, side="right")          # first range with hi > a
+                jj = np.minimum(j, los_a.size - 1)
+                h = (j < los_a.size) & (los_a[jj] < end) & (ln > 0)
+                hit = h if hit is None else hit | h
+        else:
+            for f in faults:
+                h = (a < f.hi) & (end > f.lo)
+                hit = h if hit is None else hit | h
+        if hit is None:
+            return n
+        k = int(np.argmax(hit))
+        return k if hit[k] else n
+
+    def _gather(self, addr: np.ndarray, length: np.ndarray) -> np.ndarray:
+        n = addr.size
+        total = int(length.sum())
+        if n == 1:
+            return self.read_array(int(addr[0]), int(length[0]))
+        lo, hi = int(addr.min()), int((addr + length).max())
+        if hi - lo <= 2 * total + PAGE_SIZE:
+            span = self.read_array(lo, hi - lo)
+            return span[_range_index(addr - lo, length, total)]
+        out = np.empty(total, np.uint8)
+        pos = 0
+        for a, ln in zip(addr.tolist(), length.tolist()):
+            out[pos:pos + ln] = self.read_array(a, ln)
+            pos += ln
+        return out
+
+    def _scatter(self, addr: np.ndarray, length: np.ndarray, buf: np.ndarray) -> None:
+        n = addr.size
+        if n == 0:
+            return
+        end = addr + length
+        first, last = int(addr[0]) >> PAGE_BITS, (int(end[-1]) - 1) >> PAGE_BITS
+        if n == 1 or not bool(np.all(addr[1:] >= end[:-1])) or last - first > 4 * n:
+            pos = 0                                          # overlapping (order matters) / sparse
+            for a, ln in zip(addr.tolist(), length.tolist()):
+                self.write(a, buf[pos:pos + ln])
+                pos += ln
+            return
+        total = buf.size
+        pos = _range_index(addr, length, total)              # ascending absolute byte addresses
+        cuts = np.searchsorted(pos, np.arange(first, last + 2, dtype=np.int64) << PAGE_BITS).tolist()
+        pages = self._pages
+        for k, page in enumerate(range(first, last + 1)):
+            i, j = cuts[k], cuts[k + 1]
+            if i == j:
+                continue
+            p = pages.get(page)
+            if p is None:
+                p = pages[page] = np.zeros(PAGE_SIZE, np.uint8)
+            if j - i == pos[j - 1] - pos[i] + 1:             # one contiguous stretch
+                o = int(pos[i]) & (PAGE_SIZE - 1)
+                p[o:o + j - i] = buf[i:j]
+            else:
+                p[pos[i:j] & (PAGE_SIZE - 1)] = buf[i:j]
+
+    def access_batch(self, b: TxnBatch, data=None):
+        """Perform the transactions of `b` in order, as `access` would one by one, stopping
+        at the first error response.  Returns (error Transaction or None, data): for a read
+        without error the concatenated bytes of all transactions, else None.  `data` (writes)
+        is the concatenation of every transaction's bytes.  The transactions before an error
+        are logged, offered to the listeners (`on_batch`) and performed; the erroring one is
+        logged and offered (`listener(txn)`) and has no effect."""
+        n = len(b)
+        if n == 0:
+            return None, (np.zeros(0, np.uint8) if not b.write else None)
+        k = self._first_error(b)
+        ok = b if k == n else b[:k]
+        if k:
+            if self.log_enabled:
+                self.log.extend(ok.transactions())
+            for cb in self.listeners:
+                cb.on_batch(ok)
+        if b.write and k:
+            buf = data if isinstance(data, np.ndarray) else np.frombuffer(bytes(data), np.uint8)
+            buf = buf.reshape(-1).view(np.uint8)
+            if k < n:
+                buf = buf[:int(ok.length.sum())]
+            self._scatter(ok.addr, ok.length, buf)
+        if k == n:
+            return None, (None if b.write else self._gather(b.addr, b.length))
+        a, ln = int(b.addr[k]), int(b.length[k])
+        resp = Resp.OKAY
+        for f in self.faults:                                # as access(): first fault, then range
+            if f.hits(a, ln, b.write):
+                resp = f.resp
+                break
+        if a + ln > (1 << ADDR_BITS):
+            resp = Resp.DECERR
+        p = 0 if b.port_idx is None else int(b.port_idx[k])
+        err = Transaction(b.ports[p], b.channel, b.write, a, ln, b.prot, b.cache, b.domain, resp)
+        if resp == Resp.OKAY:                                # cannot happen: _first_error agrees with hits()
+            raise AssertionError(f"access_batch: no fault for {err}")
+        if self.log_enabled:
+            self.log.append(err)
+        for cb in self.listeners:
+            cb(err)
+        return err, None
+
 
 @dataclass(frozen=True)
 class RegionRoute:
@@ -286,6 +506,82 @@ class DataPort:
     def read(self, region: int, offset: int, length: int, channel: Channel) -> np.ndarray:
         r = self.route(region)
         return self.read_abs(r, (r.base + offset) & ADDR_MASK, length, channel)
+
+    # ---- batched runs --------------------------------------------------------------------
+    def _batch(self, r: RegionRoute, starts: np.ndarray, lengths: np.ndarray, channel: Channel,
+               write: bool) -> TxnBatch:
+        """The transactions of `read_abs`/`write_abs` for every run (absolute start
+        addresses), in order, as one TxnBatch."""
+        keep = lengths > 0
+        if not bool(keep.all()):
+            starts, lengths = starts[keep], lengths[keep]
+        g = r.granule()
+        off = starts & (g - 1)
+        npc = (off + lengths - 1) // g + 1                      # pieces per run
+        if starts.size and int(npc.max()) > 1:
+            total = int(npc.sum())
+            run = np.repeat(np.arange(starts.size), npc)
+            k = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(npc) - npc, npc)
+            s0, e0 = starts[run], (starts + lengths)[run]
+            ps = np.where(k == 0, s0, (s0 - off[run]) + k * g)
+            pe = np.minimum((s0 - off[run]) + (k + 1) * g, e0)
+            starts, lengths = ps & ADDR_MASK, pe - ps
+        port_idx = None
+        if r.nports > 1:
+            m = r.hash0 & ADDR_MASK & ~0x3F
+            port_idx = np.bitwise_count(starts & np.int64(m)).astype(np.intp) & 1
+            if r.nports > 2:
+                m1 = r.hash1 & ADDR_MASK & ~0x3F
+                port_idx |= (np.bitwise_count(starts & np.int64(m1)).astype(np.intp) & 1) << 1
+        return TxnBatch(_PORT_NAMES[r.interface], port_idx, channel, write, starts, lengths, r.prot,
+                        axcache(r.memtype, write), r.domain, Resp.OKAY, r.interface)
+
+    @staticmethod
+    def _runs(starts, lengths) -> tuple[np.ndarray, np.ndarray]:
+        s = np.asarray(starts, dtype=np.int64).reshape(-1)
+        n = np.asarray(lengths, dtype=np.int64).reshape(-1)
+        if s.shape != n.shape:
+            raise ValueError("starts and lengths differ in size")
+        if n.size and int(n.min()) < 0:
+            raise ValueError("negative run length")
+        return s, n
+
+    def read_runs(self, region: int, starts, lengths, channel: Channel) -> np.ndarray:
+        """Read every run (region offset, length) in order: the same transactions as one
+        `read(region, start, length, channel)` per run.  Returns the concatenated bytes.
+        Raises BusFault at the first error response (after the preceding transactions)."""
+        s, n = self._runs(starts, lengths)
+        if not self.memory.batch_capable():
+            out = [self.read(region, a, ln, channel) for a, ln in zip(s.tolist(), n.tolist())]
+            return np.concatenate(out) if out else np.zeros(0, np.uint8)
+        r = self.route(region)
+        b = self._batch(r, (s + r.base) & ADDR_MASK, n, channel, False)
+        err, data = self.memory.access_batch(b)
+        if err is not None:
+            raise BusFault(err)
+        return data
+
+    def write_runs(self, region: int, starts, lengths, data, channel: Channel) -> None:
+        """Write every run (region offset, length) in order, taking the bytes from `data` (the
+        concatenation of all runs): the same transactions and effects as one
+        `write(region, start, data_i, channel)` per run.  Raises BusFault at the first error
+        response (the runs before it have been written)."""
+        s, n = self._runs(starts, lengths)
+        buf = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) \
+            else np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        if buf.size != int(n.sum()):
+            raise ValueError(f"write_runs: {buf.size} bytes of data for {int(n.sum())} bytes of runs")
+        if not self.memory.batch_capable():
+            pos = 0
+            for a, ln in zip(s.tolist(), n.tolist()):
+                self.write(region, a, buf[pos:pos + ln], channel)
+                pos += ln
+            return
+        r = self.route(region)
+        b = self._batch(r, (s + r.base) & ADDR_MASK, n, channel, True)
+        err, _ = self.memory.access_batch(b, buf)
+        if err is not None:
+            raise BusFault(err)
 
     def write(self, region: int, offset: int, data, channel: Channel) -> None:
         r = self.route(region)

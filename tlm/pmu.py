@@ -115,24 +115,85 @@ def beats(addr: int, length: int, width: int = 16) -> int:
     return (addr + length - 1) // width - addr // width + 1
 
 
-def _port_of(txn) -> tuple[str, int]:
-    p = str(txn.port).upper()
+_PORT_CACHE: dict = {}
+
+
+def _parse_port(port) -> tuple[str, int]:
+    p = str(port).upper()
     grp = "ext" if p.startswith("EXT") else "sram"
     digits = "".join(ch for ch in p if ch.isdigit())
     return grp, int(digits) if digits else 0
+
+
+def _port_of(txn) -> tuple[str, int]:
+    port = txn.port
+    try:
+        return _PORT_CACHE[port]
+    except (KeyError, TypeError):
+        pass
+    r = _parse_port(port)
+    if isinstance(port, str) and len(_PORT_CACHE) < 1024:
+        _PORT_CACHE[port] = r
+    return r
 
 
 def _channel(txn) -> int:
     return int(txn.channel)
 
 
+def summarise(txns) -> dict:
+    """{(group, port, write, channel): [transactions, 16-byte beats]} over `txns`: Transaction
+    records and/or batches (tlm.memory.TxnBatch: anything with ``per_port``)."""
+    out: dict = {}
+    for t in txns:
+        per_port = getattr(t, "per_port", None)
+        if per_port is not None:
+            ch, w = int(t.channel), bool(t.write)
+            for p, n, nb in per_port():
+                grp, port = _port_of_name(t.ports[p])
+                e = out.get((grp, port, w, ch))
+                if e is None:
+                    out[(grp, port, w, ch)] = [n, nb]
+                else:
+                    e[0] += n
+                    e[1] += nb
+            continue
+        grp, port = _port_of(t)
+        key = (grp, port, bool(t.write), _channel(t))
+        e = out.get(key)
+        nb = beats(t.addr, t.length)
+        if e is None:
+            out[key] = [1, nb]
+        else:
+            e[0] += 1
+            e[1] += nb
+    return out
+
+
+def _port_of_name(name) -> tuple[str, int]:
+    try:
+        return _PORT_CACHE[name]
+    except KeyError:
+        r = _PORT_CACHE[name] = _parse_port(name)
+        return r
+
+
 @dataclass
 class Batch:
-    """A stretch of model time and what happened in it."""
+    """A stretch of model time and what happened in it.  `txns` holds Transaction records
+    and/or tlm.memory.TxnBatch objects; `summary` is their per (group, port, write, channel)
+    transaction and beat counts (computed on first use)."""
     cycles: int
     running: bool
     txns: list = field(default_factory=list)
     extra: Counter = field(default_factory=Counter)
+    _summary: "dict | None" = field(default=None, repr=False, compare=False)
+
+    @property
+    def summary(self) -> dict:
+        if self._summary is None:
+            self._summary = summarise(self.txns)
+        return self._summary
 
 
 class Pmu:
@@ -288,15 +349,14 @@ class Pmu:
             if (self.axi_chan >> 10) & 1 and off in self.policy.pmu_bw_event_offsets:
                 ch_filter = self.axi_chan & 0xF
             n = 0
-            for t in b.txns:
-                tg, tp = _port_of(t)
-                if tg != grp or tp not in ports:
+            want_w = off >= WR_ACC
+            idx = 1 if off in (RD_BEAT, WR_BEAT) else 0
+            for (tg, tp, tw, tc), v in b.summary.items():
+                if tg != grp or tp not in ports or tw != want_w:
                     continue
-                if ch_filter is not None and _channel(t) != ch_filter:
+                if ch_filter is not None and tc != ch_filter:
                     continue
-                if bool(t.write) != (off >= WR_ACC):
-                    continue
-                n += beats(t.addr, t.length) if off in (RD_BEAT, WR_BEAT) else 1
+                n += v[idx]
             return n
         if ev in LATENCY_THRESHOLDS:
             if self.policy.axi_latency_cycles < LATENCY_THRESHOLDS[ev]:
@@ -304,10 +364,9 @@ class Pmu:
             grp = "ext" if (self.axi_chan >> 8) & 1 else "sram"
             ch = self.axi_chan & 0xF
             n = 0
-            for t in b.txns:
-                tg, tp = _port_of(t)
-                if tg == grp and _channel(t) == ch and not (port_disable >> tp) & 1:
-                    n += 1
+            for (tg, tp, _tw, tc), v in b.summary.items():
+                if tg == grp and tc == ch and not (port_disable >> tp) & 1:
+                    n += v[0]
             return n
         return b.extra.get(ev, 0)
 
@@ -336,22 +395,35 @@ class Pmu:
 
     def advance(self, cycles: int, running: bool, txns: Iterable = ()) -> Batch:
         """Advance model time by a batch and count its events."""
-        b = Batch(int(cycles), bool(running), list(txns), self._pending_extra)
-        self._pending_extra = Counter()
-        if b.cycles <= 0 and not b.txns and not b.extra:
-            return b
-        # model-wide totals (for the bench; independent of enables)
-        self.totals["cycle"] += b.cycles
-        self.totals["npu_active" if b.running else "npu_idle"] += b.cycles
-        for t in b.txns:
-            grp, port = _port_of(t)
-            kind = "wr" if t.write else "rd"
-            self.totals[f"{grp}{port}_{kind}_trans"] += 1
-            self.totals[f"{grp}{port}_{kind}_beats"] += beats(t.addr, t.length)
-        for ev, c in b.extra.items():
-            self.totals[R.PMU_EVENTS.get(ev, (f"event_{ev}",))[0]] += c
-        if not self.counting:
-            return b
+        cycles = int(cycles)
+        running = bool(running)
+        txns = list(txns)
+        extra = self._pending_extra
+        if not txns and not extra:
+            # fast path (e.g. an NPU_SET command): nothing but time passes
+            b = Batch(cycles, running, txns, Counter(), {})
+            if cycles <= 0:
+                return b
+            totals = self.totals
+            totals["cycle"] += cycles
+            totals["npu_active" if running else "npu_idle"] += cycles
+            if not self.cnten or not self.counting:
+                return b
+        else:
+            b = Batch(cycles, running, txns, extra)
+            self._pending_extra = Counter()
+            # model-wide totals (for the bench; independent of enables)
+            totals = self.totals
+            totals["cycle"] += b.cycles
+            totals["npu_active" if b.running else "npu_idle"] += b.cycles
+            for (grp, port, w, _ch), (n, nb) in b.summary.items():
+                kind = "wr" if w else "rd"
+                totals[f"{grp}{port}_{kind}_trans"] += n
+                totals[f"{grp}{port}_{kind}_beats"] += nb
+            for ev, c in b.extra.items():
+                totals[R.PMU_EVENTS.get(ev, (f"event_{ev}",))[0]] += c
+            if not self.counting:
+                return b
         new_ovs = 0
         for n in range(8):
             if not (self.cnten >> n) & 1:

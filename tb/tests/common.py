@@ -157,6 +157,11 @@ def status_fields(word: int) -> dict:
     return STATUS_F.decode(word)
 
 
+def named(values, fmt=str) -> list:
+    """cocotb.parametrize values named by *fmt* (cocotb numbers long strings instead)."""
+    return [cocotb.Param(value=v, name=fmt(v)) for v in values]
+
+
 def seeded_rng() -> random.Random:
     seed = random.getrandbits(32)
     cocotb.log.info("test seed %d", seed)

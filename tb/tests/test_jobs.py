@@ -16,7 +16,7 @@ from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_RD_M2M_IDX, CH_WR_M2M, EXT
                              IF_EXT, IF_SRAM, OFF, REGION_BASE, SRAM_REGIONS, ST_BUS, ST_END,
                              ST_IRQ, ST_PARSE, ST_RUN, STREAM_ADDR, TIMEOUT, check_bytes,
                              dma_cmds, dma_expect, enc, fill_random, program_regions,
-                             seeded_rng, status_fields)
+                             named, seeded_rng, status_fields)
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
 
@@ -70,7 +70,8 @@ def span(p: dict, side: str) -> tuple[int, int]:
     return base, hi
 
 
-@cocotb.parametrize(mode=["1d", "2d", "3d"], backpressure=[None, 0.3])
+@cocotb.parametrize(mode=named(["1d", "2d", "3d"]),
+                    backpressure=named([None, 0.3], lambda v: "bp" if v else "none"))
 @cocotb.test(**TIMEOUT)
 async def test_dma(dut, mode, backpressure):
     """NPU_OP_DMA_START 1D/2D/3D between the SRAM and EXT port groups (random unaligned
@@ -160,7 +161,7 @@ async def test_end_of_queue(dut):
     env.finish()
 
 
-@cocotb.parametrize(bad=[0x0000_0004, 0x0000_8000, 0x0000_4007])
+@cocotb.parametrize(bad=named([0x0000_0004, 0x0000_8000, 0x0000_4007], lambda v: f"0x{v:08x}"))
 @cocotb.test(**TIMEOUT)
 async def test_reserved_opcode(dut, bad):
     """A reserved encoding (unused cmd0 opcode, control = 2, unused cmd1 opcode) stops the
@@ -189,7 +190,7 @@ FAULT_CASES = {
 }
 
 
-@cocotb.parametrize(where=list(FAULT_CASES), resp=["SLVERR", "DECERR"])
+@cocotb.parametrize(where=named(FAULT_CASES), resp=named(["SLVERR", "DECERR"]))
 @cocotb.test(**TIMEOUT)
 async def test_bus_error(dut, where, resp):
     """An AXI error response (SLVERR/DECERR from the bench subordinate) on the command fetch

@@ -258,8 +258,6 @@ NPU_OP_IRQ = 0x001
 NPU_OP_STOP = 0x000
 
 
-@cocotb.skipif(os.environ.get("TB_DUT", "rtl") != "tlm",
-               reason="needs the AXI memory model on the pins (not bound yet for DUT=rtl)")
 @cocotb.test(**TIMEOUT)
 async def test_irq_pin_stop_and_clear(dut):
     """NPU_OP_IRQ + NPU_OP_STOP raise the IRQ pin and STATUS bits; CMD.clear_irq and

@@ -130,9 +130,13 @@ class AxiSubordinate:
 
     async def run(self, clk) -> None:
         s = self.s
+        aclken = getattr(self.dut, f"ACLKEN{self.port}")
         r_cur = None
         while True:
             await FallingEdge(clk)
+            if not int(aclken.value):           # not an AXI clock edge: nothing happens
+                await RisingEdge(clk)
+                continue
             self.cycle += 1
             ar_hs = int(s["ARVALID"].value) and int(s["ARREADY"].value)
             r_hs = int(s["RVALID"].value) and int(s["RREADY"].value)
@@ -849,4 +853,92 @@ async def test_smoke_dma_internal(dut):
         want = bytes(range(256)) * 8
         off = 16 * e - 0x100
         assert int(lut[e].value) == int.from_bytes(want[off:off + 16], "little"), f"LUT entry {e}"
+    b.check_axi()
+
+
+@cocotb.test(**TIMEOUT)
+async def test_smoke_aclken(dut):
+    """ACLKEN<X> low on random cycles (AXI clock slower than CLK): the AXI model only sees
+    ACLKEN-qualified edges; DMA data and every burst rule still hold."""
+    b = Bench(dut)
+    await b.start()
+    rng = b.rng
+
+    async def toggle(sig, pattern):
+        while True:
+            await RisingEdge(dut.CLK)
+            sig.value = next(pattern)
+
+    def pat(p):
+        while True:
+            yield int(rng.random() < p)
+    cocotb.start_soon(toggle(dut.ACLKENSRAM0, pat(0.5)))
+    cocotb.start_soon(toggle(dut.ACLKENEXT0, pat(0.3)))
+    bases = [0x10000 * (r + 1) for r in range(8)]
+    for r in range(8):
+        b.mem.write(bases[r], bytes(rng.getrandbits(8) for _ in range(0x2000)))
+        await b.wr(BASEP_LO(r), bases[r])
+    await b.wr(MEM_ATTR0 + 4, 0x04)
+    await b.wr(REGIONCFG, 0x1 << 2)          # region 1 on EXT
+    await b.wr(AXI_SRAM, 0x0001_0303)
+    await b.wr(AXI_EXT, 0x0002_0202)
+    b.set_limits("sram", 4, 4, 1)
+    b.set_limits("ext", 3, 3, 2)
+    for src_region, dst_region in ((0, 1), (1, 2)):
+        args = (rng.randint(0, 99), rng.randint(0, 99), 1000, src_region, dst_region, 1, 3, 0,
+                1100, 0, 1200, 0)
+        expect = Memory(log=False)
+        expect.write(bases[dst_region], b.mem.read(bases[dst_region], 0x2000))
+        expect.write(bases[src_region], b.mem.read(bases[src_region], 0x2000))
+        dma_reference(expect, bases, *args)
+        words = stream(dma_cmds(*args), enc("NPU_OP_DMA_WAIT", k=0), enc("NPU_OP_STOP"))
+        await b.run_stream(words, qbase=0x100_0000)
+        st = await b.wait_stopped()
+        assert st == ST_IRQ, hex(st)
+        assert b.mem.read(bases[dst_region], 0x2000) == expect.read(bases[dst_region], 0x2000)
+    b.check_axi()
+
+
+@cocotb.test(**TIMEOUT)
+async def test_smoke_stop_request_and_warm_reset(dut):
+    """CMD.stop_request while a DMA runs: issued work completes, QREAD points at the next
+    command, IRQ; RS then restarts at QBASE. WRSTQREQ pauses the NPU: WRSTQACK once the
+    AXI is quiet, no new bursts while acknowledged, the job completes after release."""
+    b = Bench(dut)
+    await b.start()
+    b.sram.latency = (4, 10)
+    b.mem.write(0x20000, bytes(rng_byte % 251 for rng_byte in range(4096)))
+    words = stream(dma_cmds(0x20000, 0x60000, 4096), enc("NPU_OP_DMA_WAIT", k=0),
+                   enc("NPU_OP_IRQ", mask=0x4), enc("NPU_OP_STOP", mask=0x1))
+    await b.run_stream(words)
+    await ClockCycles(dut.CLK, 60)
+    await b.wr(CMD, 0xC | 0x10)                        # stop_request
+    st = await b.wait_stopped()
+    assert st & ST_IRQ and not st & (ST_PARSE | ST_BUS | ST_END), hex(st)
+    qread = await b.rd(QREAD)
+    assert 0 < qread < len(words) * 4 and qread % 4 == 0, qread
+    assert b.mem.read(0x60000, 4096) == b.mem.read(0x20000, 4096)   # the queued DMA completed
+    await b.wr(CMD, 0xC | 0x2)
+    # warm-reset halt in the middle of a fresh run
+    b.mem.write(0x60000, bytes(4096))
+    await b.wr(CMD, 0xC | 1)                           # restarts at QBASE (not after STOP)
+    await ClockCycles(dut.CLK, 40)
+    dut.WRSTQREQ.value = 1
+    for _ in range(400):
+        await RisingEdge(dut.CLK)
+        if int(dut.WRSTQACK.value):
+            break
+    else:
+        raise AssertionError("WRSTQACK does not rise")
+    n_bursts = len(b.sram.log)
+    assert int(dut.AWAKEUPSRAM0.value) == 0
+    await ClockCycles(dut.CLK, 100)
+    assert len(b.sram.log) == n_bursts, "bursts issued while halted"
+    assert (await b.rd(STATUS)) & ST_RUN
+    dut.WRSTQREQ.value = 0
+    st = await b.wait_stopped()
+    assert st == ST_IRQ | (0x5 << 16), hex(st)
+    assert await b.rd(QREAD) == len(words) * 4 - 4 + 4
+    assert b.mem.read(0x60000, 4096) == b.mem.read(0x20000, 4096)
+    assert int(dut.WRSTQACK.value) == 0
     b.check_axi()

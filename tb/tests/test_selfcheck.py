@@ -16,7 +16,7 @@ import types
 import cocotb
 
 from tb.env import Env
-from tb.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, dma_cmds, enc,
+from tb.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, dma_cmds, enc, named,
                              program_regions)
 from tlm.memory import Resp
 
@@ -40,7 +40,7 @@ def plant(env: Env, bug: str) -> None:
     mgr = env.tlm.axi_manager
     orig = mgr.transfer
 
-    async def transfer(txn, data, boundary, max_reads=1, max_writes=1):
+    async def transfer(txn, data, boundary, max_reads=1, max_writes=1, **kw):
         if txn.write:
             if bug == "corrupt_data":
                 buf = bytearray(bytes(data))
@@ -55,11 +55,11 @@ def plant(env: Env, bug: str) -> None:
             elif bug == "long_burst":
                 boundary = 4096
             elif bug == "stray_write":
-                r = await orig(txn, data, boundary, max_reads, max_writes)
+                r = await orig(txn, data, boundary, max_reads, max_writes, **kw)
                 await orig(dataclasses.replace(txn, addr=txn.addr + 0x800, length=16), bytes(16),
                            boundary, max_reads, max_writes)
                 return r
-        return await orig(txn, data, boundary, max_reads, max_writes)
+        return await orig(txn, data, boundary, max_reads, max_writes, **kw)
 
     mgr.transfer = transfer
     if bug == "irq_pin":
@@ -77,7 +77,7 @@ def plant(env: Env, bug: str) -> None:
         env.tlm.on_reset.append(patch)
 
 
-@cocotb.parametrize(bug=list(BUGS))
+@cocotb.parametrize(bug=named(BUGS))
 @cocotb.test(skip=SKIP, **TIMEOUT)
 async def test_scoreboard_catches(dut, bug):
     """Plant *bug* in the DUT; the scoreboard must report it (and nothing for 'none')."""

@@ -261,11 +261,11 @@ def op_payload(device, name: str) -> dict:
     """The fields of the NPU_OP command being executed (e.g. ``weights_ifm2``).
 
     The kernel-op call signature ``(snapshot, dataport, device)`` does not carry them; the
-    device is asked for ``op_fields`` first. Failing that, the command word at QBASE+QREAD
+    device's ``op_fields`` (set by its executor) is used when present. Failing that, the command word at QBASE+QREAD
     (QREAD still points at the executing command) is read through the memory back door
     (no AXI transaction, no side effect) and decoded."""
     f = getattr(device, "op_fields", None)
-    if f is not None:
+    if f:
         return dict(f)
     from .. import isa
     mem = getattr(device, "memory", None)
