@@ -137,11 +137,10 @@ module npu_apb_regs #(
     assign reset_wdata = PWDATA[1:0] & NPU_WMASK_RESET[1:0];
 
     // ---------------------------------------------------------------- storage (core reset)
-    logic [7:0]  mattr [0:3];
-    logic [39:0] bp [0:7];
+    logic [31:0]  mattr_f;                 // MEM_ATTR0..3, 8 bits each
+    logic [319:0] bp_f;                    // BASEP0..7, 40 bits each
     logic [5:0]  power_ctrl;
     wire  [31:0] wd = PWDATA;
-    integer n;
     always_ff @(posedge CLK or negedge core_rst_n) begin
         if (!core_rst_n) begin
             qbase <= 40'd0;
@@ -151,8 +150,8 @@ module npu_apb_regs #(
             power_ctrl <= 6'd0;
             axi_sram <= 18'd0;
             axi_ext <= 18'd0;
-            for (n = 0; n < 4; n = n + 1) mattr[n] <= 8'd0;
-            for (n = 0; n < 8; n = n + 1) bp[n] <= 40'd0;
+            mattr_f <= 32'd0;
+            bp_f <= 320'd0;
         end else if (wr && !reset_status) begin
             case (PADDR)
                 NPU_REG_QBASE_LO:    qbase[31:0]  <= wd & NPU_WMASK_QBASE_LO;
@@ -163,39 +162,34 @@ module npu_apb_regs #(
                 NPU_REG_POWER_CTRL:  power_ctrl <= wd[5:0] & NPU_WMASK_POWER_CTRL[5:0];
                 NPU_REG_AXI_SRAM:    axi_sram <= wd[17:0] & NPU_WMASK_AXI_SRAM[17:0];
                 NPU_REG_AXI_EXT:     axi_ext <= wd[17:0] & NPU_WMASK_AXI_EXT[17:0];
-                NPU_REG_MEM_ATTR0:   mattr[0] <= wd[7:0] & NPU_WMASK_MEM_ATTR0[7:0];
-                NPU_REG_MEM_ATTR1:   mattr[1] <= wd[7:0] & NPU_WMASK_MEM_ATTR1[7:0];
-                NPU_REG_MEM_ATTR2:   mattr[2] <= wd[7:0] & NPU_WMASK_MEM_ATTR2[7:0];
-                NPU_REG_MEM_ATTR3:   mattr[3] <= wd[7:0] & NPU_WMASK_MEM_ATTR3[7:0];
-                NPU_REG_BASEP0_LO:   bp[0][31:0]  <= wd & NPU_WMASK_BASEP0_LO;
-                NPU_REG_BASEP0_HI:   bp[0][39:32] <= wd[7:0] & NPU_WMASK_BASEP0_HI[7:0];
-                NPU_REG_BASEP1_LO:   bp[1][31:0]  <= wd & NPU_WMASK_BASEP1_LO;
-                NPU_REG_BASEP1_HI:   bp[1][39:32] <= wd[7:0] & NPU_WMASK_BASEP1_HI[7:0];
-                NPU_REG_BASEP2_LO:   bp[2][31:0]  <= wd & NPU_WMASK_BASEP2_LO;
-                NPU_REG_BASEP2_HI:   bp[2][39:32] <= wd[7:0] & NPU_WMASK_BASEP2_HI[7:0];
-                NPU_REG_BASEP3_LO:   bp[3][31:0]  <= wd & NPU_WMASK_BASEP3_LO;
-                NPU_REG_BASEP3_HI:   bp[3][39:32] <= wd[7:0] & NPU_WMASK_BASEP3_HI[7:0];
-                NPU_REG_BASEP4_LO:   bp[4][31:0]  <= wd & NPU_WMASK_BASEP4_LO;
-                NPU_REG_BASEP4_HI:   bp[4][39:32] <= wd[7:0] & NPU_WMASK_BASEP4_HI[7:0];
-                NPU_REG_BASEP5_LO:   bp[5][31:0]  <= wd & NPU_WMASK_BASEP5_LO;
-                NPU_REG_BASEP5_HI:   bp[5][39:32] <= wd[7:0] & NPU_WMASK_BASEP5_HI[7:0];
-                NPU_REG_BASEP6_LO:   bp[6][31:0]  <= wd & NPU_WMASK_BASEP6_LO;
-                NPU_REG_BASEP6_HI:   bp[6][39:32] <= wd[7:0] & NPU_WMASK_BASEP6_HI[7:0];
-                NPU_REG_BASEP7_LO:   bp[7][31:0]  <= wd & NPU_WMASK_BASEP7_LO;
-                NPU_REG_BASEP7_HI:   bp[7][39:32] <= wd[7:0] & NPU_WMASK_BASEP7_HI[7:0];
+                NPU_REG_MEM_ATTR0:   mattr_f[0 +: 8] <= wd[7:0] & NPU_WMASK_MEM_ATTR0[7:0];
+                NPU_REG_MEM_ATTR1:   mattr_f[8 +: 8] <= wd[7:0] & NPU_WMASK_MEM_ATTR1[7:0];
+                NPU_REG_MEM_ATTR2:   mattr_f[16 +: 8] <= wd[7:0] & NPU_WMASK_MEM_ATTR2[7:0];
+                NPU_REG_MEM_ATTR3:   mattr_f[24 +: 8] <= wd[7:0] & NPU_WMASK_MEM_ATTR3[7:0];
+                NPU_REG_BASEP0_LO:   bp_f[0 +: 32]  <= wd & NPU_WMASK_BASEP0_LO;
+                NPU_REG_BASEP0_HI:   bp_f[32 +: 8] <= wd[7:0] & NPU_WMASK_BASEP0_HI[7:0];
+                NPU_REG_BASEP1_LO:   bp_f[40 +: 32]  <= wd & NPU_WMASK_BASEP1_LO;
+                NPU_REG_BASEP1_HI:   bp_f[72 +: 8] <= wd[7:0] & NPU_WMASK_BASEP1_HI[7:0];
+                NPU_REG_BASEP2_LO:   bp_f[80 +: 32]  <= wd & NPU_WMASK_BASEP2_LO;
+                NPU_REG_BASEP2_HI:   bp_f[112 +: 8] <= wd[7:0] & NPU_WMASK_BASEP2_HI[7:0];
+                NPU_REG_BASEP3_LO:   bp_f[120 +: 32]  <= wd & NPU_WMASK_BASEP3_LO;
+                NPU_REG_BASEP3_HI:   bp_f[152 +: 8] <= wd[7:0] & NPU_WMASK_BASEP3_HI[7:0];
+                NPU_REG_BASEP4_LO:   bp_f[160 +: 32]  <= wd & NPU_WMASK_BASEP4_LO;
+                NPU_REG_BASEP4_HI:   bp_f[192 +: 8] <= wd[7:0] & NPU_WMASK_BASEP4_HI[7:0];
+                NPU_REG_BASEP5_LO:   bp_f[200 +: 32]  <= wd & NPU_WMASK_BASEP5_LO;
+                NPU_REG_BASEP5_HI:   bp_f[232 +: 8] <= wd[7:0] & NPU_WMASK_BASEP5_HI[7:0];
+                NPU_REG_BASEP6_LO:   bp_f[240 +: 32]  <= wd & NPU_WMASK_BASEP6_LO;
+                NPU_REG_BASEP6_HI:   bp_f[272 +: 8] <= wd[7:0] & NPU_WMASK_BASEP6_HI[7:0];
+                NPU_REG_BASEP7_LO:   bp_f[280 +: 32]  <= wd & NPU_WMASK_BASEP7_LO;
+                NPU_REG_BASEP7_HI:   bp_f[312 +: 8] <= wd[7:0] & NPU_WMASK_BASEP7_HI[7:0];
                 default: ;
             endcase
         end
     end
     assign q_written = wr && !reset_status
                     && (PADDR == NPU_REG_QBASE_LO || PADDR == NPU_REG_QBASE_HI || PADDR == NPU_REG_QSIZE);
-    assign mem_attr = {mattr[3], mattr[2], mattr[1], mattr[0]};
-    genvar gi;
-    generate
-        for (gi = 0; gi < 8; gi = gi + 1) begin : g_basep
-            assign basep[gi*40 +: 40] = bp[gi];
-        end
-    endgenerate
+    assign mem_attr = mattr_f;
+    assign basep = bp_f;
 
     // PMU pages: npu_pmu decodes the offset
     assign pmu_we    = wr && !reset_status && is_pmu;
@@ -223,10 +217,10 @@ module npu_apb_regs #(
             NPU_REG_COND_STATUS:    begin rv = {31'd0, cond_flag};   rmask = NPU_RMASK_COND_STATUS; end
             NPU_REG_POWER_CTRL:     begin rv = {26'd0, power_ctrl};  rmask = NPU_RMASK_POWER_CTRL; end
             NPU_REG_REGIONCFG:      begin rv = {16'd0, regioncfg};   rmask = NPU_RMASK_REGIONCFG; end
-            NPU_REG_MEM_ATTR0:      begin rv = {24'd0, mattr[0]};    rmask = NPU_RMASK_MEM_ATTR0; end
-            NPU_REG_MEM_ATTR1:      begin rv = {24'd0, mattr[1]};    rmask = NPU_RMASK_MEM_ATTR1; end
-            NPU_REG_MEM_ATTR2:      begin rv = {24'd0, mattr[2]};    rmask = NPU_RMASK_MEM_ATTR2; end
-            NPU_REG_MEM_ATTR3:      begin rv = {24'd0, mattr[3]};    rmask = NPU_RMASK_MEM_ATTR3; end
+            NPU_REG_MEM_ATTR0:      begin rv = {24'd0, mattr_f[0 +: 8]};    rmask = NPU_RMASK_MEM_ATTR0; end
+            NPU_REG_MEM_ATTR1:      begin rv = {24'd0, mattr_f[8 +: 8]};    rmask = NPU_RMASK_MEM_ATTR1; end
+            NPU_REG_MEM_ATTR2:      begin rv = {24'd0, mattr_f[16 +: 8]};    rmask = NPU_RMASK_MEM_ATTR2; end
+            NPU_REG_MEM_ATTR3:      begin rv = {24'd0, mattr_f[24 +: 8]};    rmask = NPU_RMASK_MEM_ATTR3; end
             NPU_REG_AXI_SRAM:       begin rv = {14'd0, axi_sram};    rmask = NPU_RMASK_AXI_SRAM; end
             NPU_REG_AXI_EXT:        begin rv = {14'd0, axi_ext};     rmask = NPU_RMASK_AXI_EXT; end
             NPU_REG_CFG_SRAM_CAP:   begin rv = cfg_sram_cap;         rmask = NPU_RMASK_CFG_SRAM_CAP; end
@@ -235,22 +229,22 @@ module npu_apb_regs #(
             NPU_REG_CFG_SRAM_HASH0_HI: begin rv = {24'd0, cfg_sram_hash0[39:32]}; rmask = NPU_RMASK_CFG_SRAM_HASH0_HI; end
             // CFG_SRAM_HASH1 and CFG_EXT_HASH0: this stand-in has one SRAM and one EXT port,
             // so the CFGSRAMHASH1 / CFGEXTHASH0 pins do not exist and the registers read 0.
-            NPU_REG_BASEP0_LO:      begin rv = bp[0][31:0];          rmask = NPU_RMASK_BASEP0_LO; end
-            NPU_REG_BASEP0_HI:      begin rv = {24'd0, bp[0][39:32]}; rmask = NPU_RMASK_BASEP0_HI; end
-            NPU_REG_BASEP1_LO:      begin rv = bp[1][31:0];          rmask = NPU_RMASK_BASEP1_LO; end
-            NPU_REG_BASEP1_HI:      begin rv = {24'd0, bp[1][39:32]}; rmask = NPU_RMASK_BASEP1_HI; end
-            NPU_REG_BASEP2_LO:      begin rv = bp[2][31:0];          rmask = NPU_RMASK_BASEP2_LO; end
-            NPU_REG_BASEP2_HI:      begin rv = {24'd0, bp[2][39:32]}; rmask = NPU_RMASK_BASEP2_HI; end
-            NPU_REG_BASEP3_LO:      begin rv = bp[3][31:0];          rmask = NPU_RMASK_BASEP3_LO; end
-            NPU_REG_BASEP3_HI:      begin rv = {24'd0, bp[3][39:32]}; rmask = NPU_RMASK_BASEP3_HI; end
-            NPU_REG_BASEP4_LO:      begin rv = bp[4][31:0];          rmask = NPU_RMASK_BASEP4_LO; end
-            NPU_REG_BASEP4_HI:      begin rv = {24'd0, bp[4][39:32]}; rmask = NPU_RMASK_BASEP4_HI; end
-            NPU_REG_BASEP5_LO:      begin rv = bp[5][31:0];          rmask = NPU_RMASK_BASEP5_LO; end
-            NPU_REG_BASEP5_HI:      begin rv = {24'd0, bp[5][39:32]}; rmask = NPU_RMASK_BASEP5_HI; end
-            NPU_REG_BASEP6_LO:      begin rv = bp[6][31:0];          rmask = NPU_RMASK_BASEP6_LO; end
-            NPU_REG_BASEP6_HI:      begin rv = {24'd0, bp[6][39:32]}; rmask = NPU_RMASK_BASEP6_HI; end
-            NPU_REG_BASEP7_LO:      begin rv = bp[7][31:0];          rmask = NPU_RMASK_BASEP7_LO; end
-            NPU_REG_BASEP7_HI:      begin rv = {24'd0, bp[7][39:32]}; rmask = NPU_RMASK_BASEP7_HI; end
+            NPU_REG_BASEP0_LO:      begin rv = bp_f[0 +: 32];          rmask = NPU_RMASK_BASEP0_LO; end
+            NPU_REG_BASEP0_HI:      begin rv = {24'd0, bp_f[32 +: 8]}; rmask = NPU_RMASK_BASEP0_HI; end
+            NPU_REG_BASEP1_LO:      begin rv = bp_f[40 +: 32];          rmask = NPU_RMASK_BASEP1_LO; end
+            NPU_REG_BASEP1_HI:      begin rv = {24'd0, bp_f[72 +: 8]}; rmask = NPU_RMASK_BASEP1_HI; end
+            NPU_REG_BASEP2_LO:      begin rv = bp_f[80 +: 32];          rmask = NPU_RMASK_BASEP2_LO; end
+            NPU_REG_BASEP2_HI:      begin rv = {24'd0, bp_f[112 +: 8]}; rmask = NPU_RMASK_BASEP2_HI; end
+            NPU_REG_BASEP3_LO:      begin rv = bp_f[120 +: 32];          rmask = NPU_RMASK_BASEP3_LO; end
+            NPU_REG_BASEP3_HI:      begin rv = {24'd0, bp_f[152 +: 8]}; rmask = NPU_RMASK_BASEP3_HI; end
+            NPU_REG_BASEP4_LO:      begin rv = bp_f[160 +: 32];          rmask = NPU_RMASK_BASEP4_LO; end
+            NPU_REG_BASEP4_HI:      begin rv = {24'd0, bp_f[192 +: 8]}; rmask = NPU_RMASK_BASEP4_HI; end
+            NPU_REG_BASEP5_LO:      begin rv = bp_f[200 +: 32];          rmask = NPU_RMASK_BASEP5_LO; end
+            NPU_REG_BASEP5_HI:      begin rv = {24'd0, bp_f[232 +: 8]}; rmask = NPU_RMASK_BASEP5_HI; end
+            NPU_REG_BASEP6_LO:      begin rv = bp_f[240 +: 32];          rmask = NPU_RMASK_BASEP6_LO; end
+            NPU_REG_BASEP6_HI:      begin rv = {24'd0, bp_f[272 +: 8]}; rmask = NPU_RMASK_BASEP6_HI; end
+            NPU_REG_BASEP7_LO:      begin rv = bp_f[280 +: 32];          rmask = NPU_RMASK_BASEP7_LO; end
+            NPU_REG_BASEP7_HI:      begin rv = {24'd0, bp_f[312 +: 8]}; rmask = NPU_RMASK_BASEP7_HI; end
             NPU_REG_PID4:           begin rv = NPU_RST_PID4;         rmask = NPU_RMASK_PID4; end
             NPU_REG_PID5:           begin rv = NPU_RST_PID5;         rmask = NPU_RMASK_PID5; end
             NPU_REG_PID6:           begin rv = NPU_RST_PID6;         rmask = NPU_RMASK_PID6; end

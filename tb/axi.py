@@ -16,7 +16,7 @@ memory contents, for DUT=rtl and DUT=tlm alike.
 * Backpressure: ``set_pause_generator`` on every channel (cocotbext-axi pause generators);
   ``random_pause(seed, p)`` makes one.
 * Monitor: every burst is recorded as an ``AxiBurst`` (port, direction, ID, address,
-  AxLEN/AxSIZE/AxBURST, AxPROT/AxCACHE/AxDOMAIN, response, the bytes moved, cycles) and
+  AxLEN/AxSIZE/AxBURST, AxPROT/AxCACHE/AxDOMAIN, response, the bytes moved, times) and
   handed to ``listeners`` (the scoreboard); AXI rule violations (4 KB crossing, AxSIZE
   wider than the bus, WLAST, strobes outside the beat, illegal WRAP) are collected in
   ``errors``.
@@ -47,7 +47,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 import cocotb
-from cocotb.triggers import RisingEdge
+from cocotb.simtime import get_sim_time
 from cocotbext.axi.axi_channels import AxiBBus, AxiBSource, AxiRBus, AxiRSource, AxiWBus, AxiWSink
 from cocotbext.axi.reset import Reset
 from cocotbext.axi.stream import define_stream
@@ -229,8 +229,8 @@ class AxiBurst:
     resp: Resp = Resp.OKAY   # worst response (BRESP, or the first non-OKAY RRESP)
     # (address, bytes) runs actually moved: strobed bytes of a write, addressed bytes of a read
     runs: list = field(default_factory=list)
-    start_cycle: int = 0
-    end_cycle: int = 0
+    start_ns: float = 0.0     # AW/AR accepted
+    end_ns: float = 0.0       # last R beat / B response handed to the channel
 
     @property
     def beats(self) -> int:
@@ -316,10 +316,8 @@ class AxiSubordinate(Reset):
         self.bursts: deque = deque(maxlen=keep)
         self.errors: list[str] = []
         self.counts = {"r": 0, "w": 0, "r_err": 0, "w_err": 0}
-        self.cycle = 0
         self._read_cr = None
         self._write_cr = None
-        self._cycle_cr = cocotb.start_soon(self._count_cycles())
         self._init_reset(reset, reset_active_level)
 
     # ------------------------------------------------------------------ controls
@@ -343,19 +341,17 @@ class AxiSubordinate(Reset):
             if self._write_cr is None:
                 self._write_cr = cocotb.start_soon(self._process_write())
 
-    async def _count_cycles(self) -> None:
-        edge = RisingEdge(self.clock)
-        while True:
-            await edge
-            self.cycle += 1
-
     def _error(self, msg: str) -> None:
         msg = f"{self.port}: {msg}"
         self.errors.append(msg)
         self.log.error("AXI rule: %s", msg)
 
+    @staticmethod
+    def _now() -> float:
+        return get_sim_time("ns")
+
     def _publish(self, b: AxiBurst) -> None:
-        b.end_cycle = self.cycle
+        b.end_ns = self._now()
         self.bursts.append(b)
         for fn in self.listeners:
             fn(b)
@@ -394,13 +390,13 @@ class AxiSubordinate(Reset):
         lanes = self.byte_lanes
         while True:
             ar = await self.ar.recv()
-            start = self.cycle
+            start = self._now()
             arid, addr = _int(ar.arid), _int(ar.araddr)
             length, size = _int(ar.arlen), _int(ar.arsize, self.max_size)
             burst = _int(ar.arburst, BURST_INCR)
             rec = AxiBurst(self.port, False, arid, addr, length, size, burst,
                            _int(getattr(ar, "arprot", 0)), _int(getattr(ar, "arcache", 0)),
-                           _int(getattr(ar, "ardomain", 0)), start_cycle=start)
+                           _int(getattr(ar, "ardomain", 0)), start_ns=start)
             aligned = self._check_shape("AR", addr, length, size, burst)
             nbytes = min(1 << size, lanes)
             beats = length + 1
@@ -435,13 +431,13 @@ class AxiSubordinate(Reset):
         full = (1 << lanes) - 1
         while True:
             aw = await self.aw.recv()
-            start = self.cycle
+            start = self._now()
             awid, addr = _int(aw.awid), _int(aw.awaddr)
             length, size = _int(aw.awlen), _int(aw.awsize, self.max_size)
             burst = _int(aw.awburst, BURST_INCR)
             rec = AxiBurst(self.port, True, awid, addr, length, size, burst,
                            _int(getattr(aw, "awprot", 0)), _int(getattr(aw, "awcache", 0)),
-                           _int(getattr(aw, "awdomain", 0)), start_cycle=start)
+                           _int(getattr(aw, "awdomain", 0)), start_ns=start)
             aligned = self._check_shape("AW", addr, length, size, burst)
             nbytes = min(1 << size, lanes)
             beats = length + 1
@@ -539,7 +535,7 @@ class AxiMemory:
 
     def bursts(self) -> list:
         return sorted((b for s in self.ports.values() for b in s.bursts),
-                      key=lambda b: (b.end_cycle, b.port))
+                      key=lambda b: (b.end_ns, b.port))
 
     def set_backpressure(self, gen_factory: "Callable[[], Iterable[int]] | None") -> None:
         for s in self.ports.values():

@@ -49,8 +49,9 @@ from tb.tlm_pins import (AXI_PORT_NAMES, AXI_PORT_SIGNALS, TlmPins, _val, axi_ex
 from tlm import registers as _R
 
 # Register offsets used by the job helpers (from the register map).
-_STATUS, _CMD, _QBASE_LO, _QBASE_HI, _QSIZE, _QCONFIG = (
-    _R.get(n).offset for n in ("STATUS", "CMD", "QBASE_LO", "QBASE_HI", "QSIZE", "QCONFIG"))
+_STATUS, _CMD, _QBASE_LO, _QBASE_HI, _QSIZE, _QCONFIG, _QREAD = (
+    _R.get(n).offset for n in ("STATUS", "CMD", "QBASE_LO", "QBASE_HI", "QSIZE", "QCONFIG",
+                               "QREAD"))
 
 # Inputs tied to their inactive level (TRM 5.1, 5.2, 5.6, 5.7, 5.10).
 STATIC_INPUTS = {"nMBISTRESET": 1, "DBGEN": 0, "SPIDEN": 0, "WRSTQREQ": 0, "DBGHALTREQ": 0,
@@ -275,13 +276,15 @@ class Env:
     async def wait_stopped(self, max_cycles: int = 20_000, poll: int = 8,
                            prot: int = PROT_SECURE_PRIV) -> int:
         """Poll STATUS every *poll* cycles until the NPU shows it stopped (state 0 with
-        irq_raised or a fault bit: clear the IRQ before a job); return that STATUS."""
-        from cocotb.utils import get_sim_time
+        irq_raised or a fault bit: clear the IRQ before a job); then read QREAD (so the
+        scoreboard compares both with the reference); return that STATUS."""
+        from cocotb.simtime import get_sim_time
         t0 = get_sim_time("ns")
         limit = max_cycles * self.clk_period_ns
         while True:
             status = await self.read_ok(_STATUS, prot)
             if not status & 1 and status & STOP_EVIDENCE:
+                await self.read_ok(_QREAD, prot)
                 return status
             if get_sim_time("ns") - t0 > limit:
                 raise TimeoutError(f"the NPU did not stop within {max_cycles} cycles "

@@ -12,7 +12,8 @@
 * drives ``IRQ`` from ``Device.irq``;
 * answers the clock and power Q-Channels (CLKQ*/PWRQ*): a request is accepted when the
   device is idle and denied when it is running or busy (policy of the digest, D13.3);
-  WRSTQACK follows WRSTQREQ (the TLM has no AXI transaction in flight between cycles);
+  WRSTQACK follows WRSTQREQ once no AXI transaction of the device is in flight, and while
+  WRSTQREQ is high no new one starts (warm-reset halt, TRM 5.6);
 * when the device enters RUNNING, hands it to the execution hook ``execute`` (see below).
 
 Timing: like the bench's agents (tb/apb.py) the adapter samples its inputs at the falling
@@ -231,6 +232,7 @@ class TlmAxiManager:
         self.log = log or logging.getLogger("cocotb.tb.tlm_axi")
         self.bursts = 0
         self.beats = 0
+        self.busy = False
         for sigs in ports.values():
             self._idle(sigs)
 
@@ -271,6 +273,7 @@ class TlmAxiManager:
         bursts = self.split(txn.addr, txn.length, boundary)
         if "AWAKEUP" in sigs:
             sigs["AWAKEUP"].value = 1
+        self.busy = True
         try:
             if txn.write:
                 buf = bytes(data) if not isinstance(data, np.ndarray) else data.tobytes()
@@ -279,6 +282,7 @@ class TlmAxiManager:
             resp, out = await self._read(sigs, txn, bursts, max(1, max_reads))
             return resp, (np.frombuffer(bytes(out), np.uint8) if resp == Resp.OKAY else None)
         finally:
+            self.busy = False
             self._idle(sigs)
 
     def _beats(self, a: int, n: int) -> int:
@@ -465,6 +469,8 @@ async def axi_execute(pins: "TlmPins") -> None:
         msg = worker.start()
         while msg[0] == "call":
             txn, data = msg[1]
+            while pins._wrstqreq and not pins._abort_requested:      # warm-reset halt
+                await RisingEdge(pins.clock)
             iface = txn.interface
             rd, wr = dev.max_outstanding(iface)
             result = await mgr.transfer(txn, data, dev.burst_boundary(iface), rd, wr,
@@ -561,6 +567,7 @@ class TlmPins:
         self._apb_waits = 0
         self._in_reset = True
         self._tick = None
+        self._wrstqreq = False
         self._worker: LockstepThread | None = None
         self._abort_requested = False
         self._axi_manager: TlmAxiManager | None = None
@@ -721,8 +728,10 @@ class TlmPins:
             self.clkq.qactive.value = int(not self._idle_for(True, 0) or bool(pwakeup))
         if self.pwrq.qactive is not None:
             self.pwrq.qactive.value = int(not self._idle_for(False, 0))
+        self._wrstqreq = bool(s["WRSTQREQ"])
         if self.wrstqack is not None:
-            self.wrstqack.value = s["WRSTQREQ"] or 0
+            busy = self._axi_manager is not None and self._axi_manager.busy
+            self.wrstqack.value = int(self._wrstqreq and not busy)
 
         if clock_on and (s["PCLKEN"] is None or s["PCLKEN"] == 1):
             self._apb_edge(s, dev)

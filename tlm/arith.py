@@ -152,11 +152,20 @@ def sign_extend(value, n: int):
     if _is_scalar(value):
         value = int(value) & ((1 << n) - 1)
         return value - (1 << n) if value >= (1 << (n - 1)) else value
-    v = np.asarray(value).astype(np.int64)
+    v = np.asarray(value)
     if n >= 64:
-        return v
+        return v.astype(np.int64)
+    narrow = _NARROW_INT.get(n)
+    if narrow is not None and v.dtype.kind in "iu":
+        return v.astype(narrow).astype(np.int64)      # C integer casts wrap modulo 2**n
+    v = v.astype(np.int64)
     sh = np.int64(64 - n)
-    return (v << sh) >> sh                       # int64 shifts wrap; '>>' is arithmetic
+    v <<= sh                                          # int64 shifts wrap; '>>' is arithmetic
+    v >>= sh
+    return v
+
+
+_NARROW_INT = {8: np.dtype(np.int8), 16: np.dtype(np.int16), 32: np.dtype(np.int32)}
 
 
 def wrap32(value):
@@ -189,6 +198,8 @@ def clamp(acc, acc_min, acc_max):
         return acc_min if acc < acc_min else (acc_max if acc > acc_max else acc)
     a = np.asarray(acc, dtype=np.int64)
     lo, hi = np.int64(acc_min), np.int64(acc_max)
+    if lo <= hi:
+        return np.clip(a, lo, hi)                     # = the if/else below when min <= max
     # literal if/else order, which also defines the result when acc_min > acc_max
     return np.where(a < lo, lo, np.where(a > hi, hi, a))
 
@@ -289,12 +300,15 @@ def _check_rsr_args(shift, mode, dbl_rnd, check):
     return s
 
 
-def _rsr_int64(a: np.ndarray, s: np.ndarray, mode: int, dbl_rnd: int, amax: "int | None" = None):
+def _rsr_int64(a: np.ndarray, s: np.ndarray, mode: int, dbl_rnd: int, amax: "int | None" = None,
+               inplace: bool = False):
     """``(a + R) >> s`` directly in int64 when that cannot overflow, else None.
 
     The rounding term is formed on the (un-broadcast) shift array only - one value for
-    a >= 0 and one for a < 0 per shift - so the full-size work is one add, at most one masked
-    subtract and one shift.  ``amax``: an upper bound of a.max() if the caller knows one."""
+    a >= 0 and one for a < 0 per shift - so the full-size work is an add, a shift and, for
+    the sign-dependent modes, a sign mask (a >> 63) times the difference.  (A masked
+    ``np.subtract(..., where=)`` would be an order of magnitude slower.)  ``amax``: an upper
+    bound of a.max() if the caller knows one; ``inplace``: a may be overwritten."""
     if a.size == 0 or (a.ndim == 0 and s.ndim == 0):
         return None
     s1u = np.maximum(s, 1).astype(np.uint64)
@@ -311,10 +325,17 @@ def _rsr_int64(a: np.ndarray, s: np.ndarray, mode: int, dbl_rnd: int, amax: "int
         return None
     rp = rp.astype(np.int64)
     rn = rn.astype(np.int64)
-    out = np.add(a, rp)
+    corr = None
     if not np.array_equal(rp, rn):
-        neg = np.broadcast_to(a < 0, out.shape)
-        np.subtract(out, rp - rn, out=out, where=neg)
+        corr = a >> np.int64(63)                            # -1 where a < 0, else 0
+        corr *= rp - rn
+    if inplace and a.flags.writeable and np.broadcast_shapes(a.shape, rp.shape, s.shape) == a.shape:
+        out = a
+        out += rp
+    else:
+        out = np.add(a, rp)
+    if corr is not None:
+        out += corr                                         # a < 0: R = rn
     np.right_shift(out, s, out=out)
     return out
 
@@ -416,6 +437,54 @@ def _mul_round_shift_wide(acc, scale, shift, mode: int, dbl_rnd: int) -> np.ndar
     return np.where(s >= 32, big, small)
 
 
+_BLOCK_ELEMS = 16384          # elements per block of _rescale_blocked (a few 100 KB: cache resident)
+
+
+def _rescale_blocked(a, sc, s, mode: int, dbl_rnd: int, pmax: int):
+    """``rounded_shift_right(a * sc, s)`` for a large array with per-channel (last axis) or
+    scalar scale/shift, computed block by block through two small scratch buffers, so the
+    intermediate products never leave the cache.  None when not applicable (shapes, or the
+    int64 sum a*sc + R could overflow: pmax bounds |a*sc|)."""
+    if a.ndim == 0 or a.size < 4 * _BLOCK_ELEMS or sc.ndim > 1 or s.ndim > 1:
+        return None
+    c = a.shape[-1]
+    if sc.size not in (1, c) or s.size not in (1, c) or not a.flags.c_contiguous:
+        return None
+    s1u = np.maximum(s, 1).astype(np.uint64)
+    rp = _round_term(False, s1u, mode, dbl_rnd)
+    rn = _round_term(True, s1u, mode, dbl_rnd)
+    zero = s == 0
+    if zero.any():
+        rp = np.where(zero, _U64(0), rp)
+        rn = np.where(zero, _U64(0), rn)
+    if pmax + max(int(rp.max()), int(rn.max())) >= (1 << 63):
+        return None
+    rp = rp.astype(np.int64)
+    rn = rn.astype(np.int64)
+    diff = None if np.array_equal(rp, rn) else rp - rn
+    a2 = a.reshape(-1, c)
+    out = np.empty(a2.shape, np.int64)
+    rows = max(1, _BLOCK_ELEMS // c)
+    buf = np.empty((rows, c), np.int64)
+    cbuf = np.empty((rows, c), np.int64) if diff is not None else None
+    sh63 = np.int64(63)
+    for i in range(0, a2.shape[0], rows):
+        x = a2[i:i + rows]
+        n = x.shape[0]
+        b = buf[:n]
+        np.multiply(x, sc, out=b)
+        if diff is not None:
+            corr = cbuf[:n]
+            np.right_shift(b, sh63, out=corr)              # -1 where the product < 0
+            corr *= diff
+            b += rp
+            b += corr
+        else:
+            b += rp
+        np.right_shift(b, s, out=out[i:i + rows])
+    return out.reshape(a.shape)
+
+
 def rescale(acc, scale, shift, round_mode: int, dbl_rnd: int = 0, *, shift_only: bool = False,
             acc_format: int | None = AccFormat.I32, check: bool = True) -> np.ndarray:
     """Vectorised TRM rescale() once the (scale, shift) source has been chosen.
@@ -445,8 +514,11 @@ def rescale(acc, scale, shift, round_mode: int, dbl_rnd: int = 0, *, shift_only:
     smax = int(np.abs(sc).max()) if sc.size else 0
     if amax * smax < (1 << 63):
         s = _check_rsr_args(shift, round_mode, dbl_rnd, check)
+        fast = _rescale_blocked(a, sc, s, int(round_mode), int(dbl_rnd), amax * smax)
+        if fast is not None:
+            return fast
         prod = a * sc
-        fast = _rsr_int64(prod, s, int(round_mode), int(dbl_rnd), amax * smax)
+        fast = _rsr_int64(prod, s, int(round_mode), int(dbl_rnd), amax * smax, inplace=True)
         if fast is not None:
             return fast
         return rounded_shift_right(prod, s, round_mode, dbl_rnd, check=check)

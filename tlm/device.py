@@ -43,12 +43,13 @@ from . import registers as R
 from .config import NpuConfig, Pins, Policy, get_config
 from .errors import BudgetExceeded, Unpredictable
 from .memory import ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
+from .ops import KERNEL_OPS
+from .ops.common import OpState
+from .ops import dma
 from .pmu import Pmu, beats
 
 LUT_RAM_SIZE = 2048
 
-# Kernel operations: name -> callable(snapshot, dataport, device). Filled in by tlm.ops.
-KERNEL_OPS: dict = {}
 KERNEL_OP_NAMES = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE",
                    "NPU_OP_RESIZE")
 
@@ -142,9 +143,6 @@ class Device:
         self.memory = memory if memory is not None else Memory()
         self.pins = Pins.make(pins)
         self.policy = policy or Policy()
-        if kernel_ops is None and not KERNEL_OPS:
-            from .ops import KERNEL_OPS as _ops          # POOL/ELEMENTWISE/RESIZE/CONV/DEPTHWISE
-            KERNEL_OPS.update(_ops)
         self.kernel_ops = KERNEL_OPS if kernel_ops is None else kernel_ops
         self.op_fields: dict = {}        # payload fields of the NPU_OP being executed
         self.events: deque = deque(maxlen=self.policy.max_events)   # (event, details), newest last
@@ -222,7 +220,6 @@ class Device:
         self.resume_ok = False
         self.stop_requested = False
         self.chain_length = 0
-        from .ops.common import OpState
         self.op_state = OpState()        # chaining FIFOs, g_* chain state, accumulator storage
         self.rf.reset()
         self._snap = None
@@ -746,6 +743,7 @@ class Device:
         self._txns = []
         self._extra_cycles = 0
         self._cur_next = None
+        self._cur_op = None
         try:
             self._exec_at(off)
         except _Stop:
@@ -761,6 +759,13 @@ class Device:
             self._event("unpredictable", what=e.what, offset=off)
             try:
                 self._policy_error(self.policy.on_unpredictable, e.what, offset=off)
+                self._skip_current()
+            except _Stop:
+                pass
+        except NotImplementedError as e:             # an op mode the model does not cover
+            self._event("op_unimplemented", name=getattr(self._cur_op, "name", "?"), offset=off, reason=str(e))
+            try:
+                self._policy_error(self.policy.on_unimplemented_op, f"not implemented: {e}", offset=off)
                 self._skip_current()
             except _Stop:
                 pass
@@ -812,6 +817,7 @@ class Device:
             return
         nxt = off + d.size
         self._cur_next = nxt
+        self._cur_op = d.cmd
         name = d.cmd.name
         if not d.cmd.is_op:
             self.rf.set(d)
@@ -842,9 +848,8 @@ class Device:
             self.qread = nxt                       # barriers: no-ops in a sequential model
         elif name == "NPU_OP_DMA_START":
             self._fetch_buf = None
-            from .ops.dma import dma_start
             kw = {} if self.policy.dma_max_bytes is None else {"max_bytes": self.policy.dma_max_bytes}
-            dma_start(snap, self.dataport, lut=self.lut, **kw)
+            dma.dma_start(snap, self.dataport, lut=self.lut, **kw)
             self.qread = nxt
         elif name == "NPU_OP_BRANCH":
             self._branch(f["branch_cond"], f["branch_target"], off, nxt)

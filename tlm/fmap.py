@@ -10,7 +10,11 @@
   vectorised equivalents (int64 numpy arrays of byte addresses).
 * :func:`read_fmap` / :func:`write_fmap` gather/scatter a [H, W, C] block through a backdoor
   byte accessor, issuing **one call per contiguous byte run** so that a memory model can log
-  one transaction per run.
+  one transaction per run.  An accessor with ``read_runs(starts, lengths)`` /
+  ``write_runs(starts, lengths, data)`` (or a ``port``/``region``/``channel`` triple whose
+  port is a :class:`tlm.memory.DataPort`) gets all runs of a block in one call instead.
+  :func:`read_fmap_ref` / :func:`write_fmap_ref` are the straightforward (sort-based, one
+  call per run) versions, kept as the reference the fast path is tested against.
 
 Addresses: ``base`` is whatever the caller stores in the FeatureMap - region offsets as in the
 registers, or absolute addresses when ``from_registers(..., basep=...)`` resolved
@@ -45,7 +49,11 @@ __all__ = [
     "element_address_in_region", "write_ofm_address_ref", "tile_select", "element_addresses",
     "block_addresses", "ofm_coordinates", "check_ofm_write", "ofm_block_addresses",
     "contiguous_runs", "read_fmap", "write_fmap", "read_element_ref", "write_element_ref",
+    "read_fmap_ref", "write_fmap_ref",
 ]
+
+# Test switch: route read_fmap/write_fmap through the reference implementations.
+USE_REFERENCE = False
 
 MAX_BLOCK_HEIGHT = 128
 MAX_BLOCK_WIDTH = 128
@@ -120,6 +128,20 @@ def _reg(regs, cmd: str, field: str, default: int = 0) -> int:
     return int(getattr(entry, field, default))
 
 
+def _reg_reader(regs):
+    """A fast ``_reg`` for tlm.isa register state (``regs.field(cmd, field)``), else ``_reg``."""
+    field = getattr(regs, "field", None)
+    if field is None or isinstance(regs, Mapping) or not callable(field):
+        return _reg
+
+    def fast(_regs, cmd: str, name: str, default: int = 0) -> int:
+        try:
+            return int(field(cmd, name))
+        except (KeyError, AttributeError, TypeError):
+            return _reg(_regs, cmd, name, default)
+    return fast
+
+
 @dataclass(frozen=True)
 class FeatureMap:
     """One feature map as the NPU_SET_{IFM,IFM2,OFM}_* registers describe it.
@@ -181,6 +203,7 @@ class FeatureMap:
         w = which.upper()
         if w not in ("IFM", "IFM2", "OFM"):
             raise ValueError(f"which must be IFM, IFM2 or OFM, not {which!r}")
+        _reg = _reg_reader(regs)
         p = f"NPU_SET_{w}_"
         prec = p + "PRECISION"
         region = _reg(regs, p + "REGION", "region")
@@ -408,35 +431,52 @@ def tile_select(fm: FeatureMap, y, x):
     return tile, y, x
 
 
+def _address_terms(fm: FeatureMap, y, x, c, check: bool):
+    """(yx, cterm): element_address_in_region(y, x, c) == yx + cterm, where yx has the
+    broadcast shape of (y, x) and cterm the shape of c (tiles depend on y and x only)."""
+    tile, yy, xx = tile_select(fm, y, x)
+    cc = np.asarray(c, dtype=np.int64)
+    es = fm.element_size
+    fmt = fm.fmt
+    if check and tile.size and cc.size:                 # as the broadcast block is non-empty
+        if fmt == Format.NHWC:
+            bad = [t for t in range(4) if fm.base[t] % es]
+        elif fmt == Format.NHCWB16:
+            bad = [t for t in range(4) if fm.base[t] % 16]
+        else:
+            bad = []
+        if bad:
+            used = set(int(t) for t in np.unique(tile))
+            for t in sorted(used):
+                b = int(fm.base[t])
+                if fmt == Format.NHWC:
+                    _unpred(b % es == 0, "NHWC base not element aligned")
+                elif fmt == Format.NHCWB16:
+                    _unpred(b % 16 == 0, "NHCWB16 base not 16-byte aligned")
+        if fmt == Format.NHWC:
+            _unpred(fm.stride_x % es == 0 and fm.stride_y % es == 0, "NHWC strides not element aligned")
+        elif fmt == Format.NHCWB16:
+            _unpred(fm.stride_c % (16 * es) == 0 and fm.stride_y % (16 * es) == 0,
+                    "NHCWB16 strides not 16*element aligned")
+    bases = np.asarray(fm.base, dtype=np.int64)
+    yx = bases[tile]
+    yx += yy * np.int64(fm.stride_y)
+    if fmt == Format.NHWC:
+        yx += xx * np.int64(fm.stride_x)
+        cterm = cc * np.int64(es)                                          # E-07
+    elif fmt == Format.NHCWB16:
+        yx += xx * np.int64(16 * es)
+        cterm = (cc >> 4) * np.int64(fm.stride_c) + (cc & 15) * np.int64(es)
+    else:
+        raise Unpredictable(f"reserved activation_format {fmt}")
+    return yx, cterm
+
+
 def element_addresses(fm: FeatureMap, y, x, c, *, check: bool = True) -> np.ndarray:
     """Vectorised element_address_in_region for memory coordinates (y, x, c) (broadcast).
     For an OFM these are coordinates *after* transpose/reverse (see ofm_block_addresses)."""
-    tile, yy, xx = tile_select(fm, y, x)
-    cc = np.asarray(c, dtype=np.int64)
-    tile, yy, xx, cc = np.broadcast_arrays(tile, yy, xx, cc)
-    bases = np.asarray(fm.base, dtype=np.int64)
-    es = fm.element_size
-    if check and tile.size:
-        used = [int(t) for t in np.unique(tile)]
-        for t in used:
-            b = int(fm.base[t])
-            if fm.fmt == Format.NHWC:
-                _unpred(b % es == 0, "NHWC base not element aligned")
-            elif fm.fmt == Format.NHCWB16:
-                _unpred(b % 16 == 0, "NHCWB16 base not 16-byte aligned")
-        if fm.fmt == Format.NHWC:
-            _unpred(fm.stride_x % es == 0 and fm.stride_y % es == 0, "NHWC strides not element aligned")
-        elif fm.fmt == Format.NHCWB16:
-            _unpred(fm.stride_c % (16 * es) == 0 and fm.stride_y % (16 * es) == 0,
-                    "NHCWB16 strides not 16*element aligned")
-    addr = bases[tile] + yy * np.int64(fm.stride_y)
-    if fm.fmt == Format.NHWC:
-        addr = addr + xx * np.int64(fm.stride_x) + cc * np.int64(es)           # E-07
-    elif fm.fmt == Format.NHCWB16:
-        addr = addr + (cc >> 4) * np.int64(fm.stride_c) + (16 * xx + (cc & 15)) * np.int64(es)
-    else:
-        raise Unpredictable(f"reserved activation_format {fm.fmt}")
-    return addr
+    yx, cterm = _address_terms(fm, y, x, c, check)
+    return yx + cterm
 
 
 def _grid(ys, xs, cs):
@@ -501,6 +541,11 @@ def ofm_coordinates(fm: FeatureMap, y, x, c):
     transpose (vectorised, broadcast).  No legality checks (see check_ofm_write)."""
     y, x, c = (np.asarray(v, dtype=np.int64) for v in (y, x, c))
     y, x, c = np.broadcast_arrays(y, x, c)
+    return _ofm_coordinates(fm, y, x, c)
+
+
+def _ofm_coordinates(fm: FeatureMap, y, x, c):
+    """ofm_coordinates without the broadcast (grid vectors stay on their own axes)."""
     if fm.reverse == Reverse.H:
         y = fm.height - 1 - y
     elif fm.reverse == Reverse.W:
@@ -533,7 +578,7 @@ def ofm_block_addresses(fm: FeatureMap, ys, xs, cs, *, allowed_perms: int = Allo
         if fm.height is not None and y.size and x.size and c.size:
             _unpred(int(y.min()) >= 0 and int(y.max()) < fm.height and int(x.min()) >= 0 and int(x.max()) < fm.width
                     and int(c.min()) >= 0 and int(c.max()) < fm.depth, "write_ofm: coordinate outside the OFM")
-    my, mx, mc = ofm_coordinates(fm, y, x, c)
+    my, mx, mc = _ofm_coordinates(fm, y, x, c)
     return element_addresses(fm, my, mx, mc, check=check)
 
 
@@ -557,9 +602,12 @@ def _byte_addresses(addrs: np.ndarray, es: int) -> np.ndarray:
     return (addrs.reshape(-1, 1) + np.arange(es, dtype=np.int64)).ravel()
 
 
-def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = False,
-              check: bool = True) -> np.ndarray:
-    """Gather the block ys x xs x cs of a feature map ([H, W, C] array).
+def read_fmap_ref(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = False,
+                  check: bool = True) -> np.ndarray:
+    """Reference version of :func:`read_fmap` (byte addresses sorted with np.unique, one
+    ``mem.read`` call per run).
+
+    Gather the block ys x xs x cs of a feature map ([H, W, C] array).
 
     ``mem`` is either an object with ``read(addr, n) -> bytes`` (e.g. tlm.memory.Memory's
     backdoor) or such a callable.  The distinct bytes needed are read in ascending address
@@ -598,9 +646,12 @@ def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = Fa
     return vals
 
 
-def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = AllowedPerms.ALL,
-               microblock_depth: int | None = None, check: bool = True) -> None:
-    """Scatter ``values`` ([len(ys), len(xs), len(cs)], or broadcastable) to the OFM block
+def write_fmap_ref(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = AllowedPerms.ALL,
+                   microblock_depth: int | None = None, check: bool = True) -> None:
+    """Reference version of :func:`write_fmap` (stable argsort of the byte addresses, one
+    ``mem.write`` call per run).
+
+    Scatter ``values`` ([len(ys), len(xs), len(cs)], or broadcastable) to the OFM block
     ys x xs x cs, as write_ofm does: truncate to the OFM width, apply reverse/transpose
     (coordinates are OFM coordinates before transposition), little-endian store.
 
@@ -636,3 +687,194 @@ def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = 
     sdata = data[order]
     for s, e in contiguous_runs(sba):
         write(int(sba[s]), sdata[s:e].tobytes())
+
+
+# ----------------------------------------------------------------------------------------
+# Fast gather / scatter
+# ----------------------------------------------------------------------------------------
+# Dense path: when the element addresses of a block are element aligned and cover a compact
+# address span (<= _DENSE_FACTOR x the bytes needed), the set of bytes touched is a boolean
+# mask over the span: no sort, runs are the mask's edges, values move through <iN/<uN views.
+# Otherwise (sparse spans, unaligned addresses, aliasing writes) the reference algorithm is
+# used, still with batched runs.
+_DENSE_FACTOR = 4
+_DENSE_SLACK = 4096
+
+
+def _run_reader(mem):
+    """f(starts, lengths) -> concatenated uint8 bytes of every run, for a byte accessor."""
+    f = getattr(mem, "read_runs", None)
+    if f is not None:
+        return f
+    port = getattr(mem, "port", None)                   # tlm.ops.common._RegionMem
+    if port is not None and hasattr(port, "read_runs") and hasattr(mem, "region") and hasattr(mem, "channel"):
+        region, channel = mem.region, mem.channel
+        return lambda starts, lengths: port.read_runs(region, starts, lengths, channel)
+    read = _mem_read_fn(mem)
+
+    def loop(starts, lengths):
+        out = np.empty(int(np.sum(lengths)), np.uint8)
+        pos = 0
+        for a, n in zip(starts.tolist(), lengths.tolist()):
+            out[pos:pos + n] = np.frombuffer(bytes(read(a, n)), dtype=np.uint8)
+            pos += n
+        return out
+    return loop
+
+
+def _run_writer(mem):
+    """f(starts, lengths, data) writing every run in order (data: the runs' bytes, concatenated)."""
+    f = getattr(mem, "write_runs", None)
+    if f is not None:
+        return f
+    port = getattr(mem, "port", None)
+    if port is not None and hasattr(port, "write_runs") and hasattr(mem, "region") and hasattr(mem, "channel"):
+        region, channel = mem.region, mem.channel
+        return lambda starts, lengths, data: port.write_runs(region, starts, lengths, data, channel)
+    write = _mem_write_fn(mem)
+
+    def loop(starts, lengths, data):
+        pos = 0
+        for a, n in zip(starts.tolist(), lengths.tolist()):
+            write(a, data[pos:pos + n].tobytes())
+            pos += n
+    return loop
+
+
+def _mask_runs(mask: np.ndarray):
+    """(starts, stops) index arrays of the True stretches of a boolean vector."""
+    d = np.diff(mask.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+
+
+def _dense_layout(flat: np.ndarray, es: int):
+    """(lo, m, rel) for the dense path, or None: the span [lo, lo + m*es) holds every element,
+    rel is each element's index in it."""
+    lo = int(flat.min())
+    hi = int(flat.max()) + es
+    span = hi - lo
+    if span > _DENSE_FACTOR * flat.size * es + _DENSE_SLACK:
+        return None
+    rel = flat - lo
+    if es > 1:
+        if lo % es or (rel & (es - 1)).any():
+            return None
+        rel >>= es.bit_length() - 1
+    return lo, span // es, rel
+
+
+def _value_dtype(fm: FeatureMap) -> np.dtype:
+    es = fm.element_size
+    return np.dtype(f"<u{es}" if fm.act_type == ActType.UNSIGNED else f"<i{es}")
+
+
+def _finish_read(fm: FeatureMap, raw: np.ndarray, subtract_zero_point: bool, check: bool) -> np.ndarray:
+    if fm.act_type == ActType.UNSIGNED and fm.element_size == 8:
+        vals = raw.astype(np.uint64)
+    else:
+        vals = raw.astype(np.int64)
+    if subtract_zero_point:
+        zp = ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check)
+        vals = vals.astype(np.int64) - np.int64(zp) if zp else vals
+    return vals
+
+
+def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = False,
+              check: bool = True) -> np.ndarray:
+    """Gather the block ys x xs x cs of a feature map ([H, W, C] array).
+
+    ``mem`` is either an object with ``read(addr, n) -> bytes`` (e.g. tlm.memory.Memory's
+    backdoor) or such a callable, or an accessor with batched runs (module docstring).  The
+    distinct bytes needed are read in ascending address order with one call (or one run)
+    per maximal contiguous run.
+
+    Values are sign- or zero-extended according to ``fm.act_type`` (memory_read with
+    precision/type) as int64; unsigned b64 gives uint64.  ``subtract_zero_point`` applies the
+    read_ifm/read_ifm2 zero point (with its asserts).
+    """
+    if USE_REFERENCE:
+        return read_fmap_ref(mem, fm, ys, xs, cs, subtract_zero_point=subtract_zero_point, check=check)
+    if fm.storage == Storage.CHAINED:
+        raise ValueError("chained feature map: read from the chaining FIFO")
+    addrs = block_addresses(fm, ys, xs, cs, check=check)
+    shape = addrs.shape
+    es = fm.element_size
+    dt = _value_dtype(fm)
+    if addrs.size == 0:
+        return _finish_read(fm, np.zeros(shape, dt), subtract_zero_point, check)
+    flat = addrs.reshape(-1)
+    reader = _run_reader(mem)
+    lay = _dense_layout(flat, es)
+    if lay is not None:
+        lo, m, rel = lay
+        emask = np.zeros(m, dtype=bool)
+        emask[rel] = True
+        st, sp = _mask_runs(emask)
+        data = reader(lo + st * es, (sp - st) * es)
+        ebuf = np.zeros(m, dt)
+        ebuf[emask] = np.asarray(data, dtype=np.uint8).view(dt)
+        raw = ebuf[rel].reshape(shape)
+    else:                                               # sparse or unaligned: sort the bytes
+        ba = _byte_addresses(flat, es)
+        uniq, inv = np.unique(ba, return_inverse=True)
+        breaks = np.flatnonzero(np.diff(uniq) != 1) + 1
+        st = np.concatenate(([0], breaks))
+        sp = np.concatenate((breaks, [uniq.size]))
+        data = np.asarray(reader(uniq[st], sp - st), dtype=np.uint8)
+        raw = np.ascontiguousarray(data[inv.ravel()]).view(dt).reshape(shape)
+    return _finish_read(fm, raw, subtract_zero_point, check)
+
+
+def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = AllowedPerms.ALL,
+               microblock_depth: int | None = None, check: bool = True) -> None:
+    """Scatter ``values`` ([len(ys), len(xs), len(cs)], or broadcastable) to the OFM block
+    ys x xs x cs, as write_ofm does: truncate to the OFM width, apply reverse/transpose
+    (coordinates are OFM coordinates before transposition), little-endian store.
+
+    ``mem`` is an object with ``write(addr, data: bytes)`` or such a callable, or an accessor
+    with batched runs (module docstring).  One call (or run) per maximal contiguous byte run,
+    in ascending address order; where elements alias the same bytes, the later element (in
+    (y, x, c) order) is written later, as sequential write_ofm calls would do.  storage
+    none: no write.  Chained storage raises ValueError (the caller pushes into the FIFO).
+    """
+    if USE_REFERENCE:
+        return write_fmap_ref(mem, fm, ys, xs, cs, values, allowed_perms=allowed_perms,
+                              microblock_depth=microblock_depth, check=check)
+    if fm.storage == Storage.NONE:
+        if check:
+            check_ofm_write(fm, allowed_perms, microblock_depth)
+        return
+    if fm.storage == Storage.CHAINED:
+        raise ValueError("chained feature map: push values into the chaining FIFO")
+    addrs = ofm_block_addresses(fm, ys, xs, cs, allowed_perms=allowed_perms,
+                                microblock_depth=microblock_depth, check=check)
+    es = fm.element_size
+    v = np.asarray(values)
+    if v.dtype.kind not in "iu":
+        v = v.astype(np.int64)
+    dt = np.dtype(f"<u{es}")
+    u = np.broadcast_to(v, addrs.shape).astype(dt)      # two's complement, modulo 2**(8*es)
+    if addrs.size == 0:
+        return
+    flat = addrs.reshape(-1)
+    lay = _dense_layout(flat, es)
+    if lay is not None:
+        lo, m, rel = lay
+        emask = np.zeros(m, dtype=bool)
+        emask[rel] = True
+        if int(np.count_nonzero(emask)) == flat.size:  # no aliasing: each element once
+            ebuf = np.empty(m, dt)
+            ebuf[rel] = u.reshape(-1)
+            st, sp = _mask_runs(emask)
+            _run_writer(mem)(lo + st * es, (sp - st) * es, ebuf[emask].view(np.uint8))
+            return
+    # aliasing, sparse or unaligned: byte-level stable sort (later elements win)
+    data = np.ascontiguousarray(u).reshape(-1).view(np.uint8)
+    ba = _byte_addresses(flat, es)
+    order = np.argsort(ba, kind="stable")
+    sba = ba[order]
+    sdata = data[order]
+    breaks = np.flatnonzero(np.diff(sba) != 1) + 1
+    st = np.concatenate(([0], breaks))
+    sp = np.concatenate((breaks, [sba.size]))
+    _run_writer(mem)(sba[st], sp - st, sdata)

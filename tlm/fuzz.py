@@ -1687,6 +1687,7 @@ class Summary:
     events: Counter = field(default_factory=Counter)
     violations: list = field(default_factory=list)     # (index, gen, message)
     violating_cases: int = 0
+    violation_kinds: Counter = field(default_factory=Counter)
     slowest: tuple = (0.0, -1)
     notes: list = field(default_factory=list)
 
@@ -1698,6 +1699,8 @@ class Summary:
         self.events.update(r.events)
         if r.violations:
             self.violating_cases += 1
+            self.violation_kinds.update(_norm(v.split(":")[0] if v.startswith(("slow", "hang")) else v, 70)
+                                        for v in r.violations)
             for v in r.violations:
                 if len(self.violations) < 200:
                     self.violations.append((r.index, r.gen, v))
@@ -1706,7 +1709,7 @@ class Summary:
 
     def merge(self, o: "Summary") -> None:
         self.cases += o.cases
-        for a in ("outcomes", "gens", "faults", "events"):
+        for a in ("outcomes", "gens", "faults", "events", "violation_kinds"):
             getattr(self, a).update(getattr(o, a))
         self.violating_cases += o.violating_cases
         self.violations += o.violations[: max(0, 200 - len(self.violations))]
@@ -1715,7 +1718,14 @@ class Summary:
 
     def format_violations(self, n: int = 10) -> str:
         out = []
-        for index, gen, msg in sorted(self.violations)[:n]:
+        shown, seen = [], set()                 # the first case of each kind first
+        for v in sorted(self.violations):
+            k = _norm(v[2], 40)
+            if k not in seen:
+                seen.add(k)
+                shown.append(v)
+        shown += [v for v in sorted(self.violations) if v not in shown]
+        for index, gen, msg in shown[:n]:
             out.append(f"  [seed {self.seed} case {index} {gen}] {msg}\n"
                        f"      reproduce: python -m tlm.fuzz --seed {self.seed} --case {index}")
         return "\n".join(out)
@@ -1746,9 +1756,10 @@ class Summary:
         lines += table("model-limit events", lim)
         lines += table("unpredictable events", unp)
         lines += table("other events", other)
-        lines.append(f"invariant violations: {len(self.violations) if len(self.violations) < 200 else '200+'} "
-                     f"in {self.violating_cases} cases")
+        lines.append(f"invariant violations: {sum(self.violation_kinds.values())} in {self.violating_cases} cases")
         if self.violations:
+            lines += table("  by kind", self.violation_kinds)[1:]
+            lines.append("  first cases:")
             lines.append(self.format_violations())
         return "\n".join(lines)
 

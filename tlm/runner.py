@@ -20,8 +20,8 @@ Device's APB interface:
    bus_status, cmd_parse_error, branch_fault, ecc_fault is set and the stream ended
    (NPU_OP_STOP or QREAD == QSIZE); otherwise `RunError` names the STATUS bits and the
    command offset. A kernel operation the TLM does not implement yet (no KERNEL_OPS entry,
-   or the op raises NotImplementedError for a mode it lacks) is reported as kind
-   'unimplemented', whatever Policy.on_unimplemented_op says.
+   or the op raises NotImplementedError for a mode it lacks: device event 'op_unimplemented')
+   is reported as kind 'unimplemented', whatever Policy.on_unimplemented_op says.
 5. Outputs are read back from their regions and offsets; CMD.clear_irq.
 
 The accelerator configuration comes from the CONFIG word Vela embeds (product 2 = U85,
@@ -325,10 +325,10 @@ def _failure(model: VelaModel, dev: Device, stop: StopReason, status: int, watch
     offset = ev.get("offset", fault.get("offset", stop.qread))
     detail = fault.get("detail", stop.detail)
     if cause == "op_unimplemented":
-        kind, detail = "unimplemented", f"{ev['name']} not implemented"
+        kind = "unimplemented"
+        detail = f"{ev['name']} not implemented" + (f": {ev['reason']}" if ev.get("reason") else "")
     elif cause == "internal_error":
-        detail = ev["error"]
-        kind = "unimplemented" if detail.startswith("NotImplementedError(") else "model_error"
+        kind, detail = "model_error", ev["error"]
     elif cause == "model_limit":
         kind, detail = "model_limit", ev["error"]
     elif bits:

@@ -62,7 +62,7 @@ DEFAULT_MODEL = "mobilenet_v2_0p5_224"
 DEFAULT_CONFIG = "ethos-u85-256"
 
 # NPU_OP commands the device executes itself (tlm/device.py _exec_at); every other NPU_OP
-# needs an entry in tlm.device.KERNEL_OPS.
+# needs an entry in tlm.ops.KERNEL_OPS.
 DEVICE_HANDLED_OPS = frozenset({"NPU_OP_STOP", "NPU_OP_IRQ", "NPU_OP_PMU_MASK", "NPU_OP_KERNEL_WAIT",
                                 "NPU_OP_DMA_WAIT", "NPU_OP_DMA_START", "NPU_OP_BRANCH"})
 
@@ -138,7 +138,7 @@ def _npu_op_key_and_macs(name: str, s) -> tuple[str, int]:
 
 
 class OpTimer:
-    """Wraps tlm.device.KERNEL_OPS entries and tlm.ops.dma.dma_start with wall-clock timers
+    """Wraps tlm.ops.KERNEL_OPS entries and tlm.ops.dma.dma_start with wall-clock timers
     while installed (a context manager); restores them on exit."""
 
     def __init__(self):
@@ -167,10 +167,10 @@ class OpTimer:
         return timed
 
     def __enter__(self):
-        from tlm import device
+        from tlm import ops
         from tlm.ops import dma
 
-        self._ops = device.KERNEL_OPS
+        self._ops = ops.KERNEL_OPS
         self._saved = dict(self._ops)
         for name, fn in self._saved.items():
             self._ops[name] = self._wrap(name, fn)
@@ -231,12 +231,11 @@ def timed_runs(fn, n: int, after=None):
 
 def missing_ops(vm) -> Counter:
     """NPU_OP commands of the stream that the device cannot execute: name -> occurrences."""
-    from tlm import device, isa
+    from tlm import isa, ops
 
-    device.Device()     # the first Device fills device.KERNEL_OPS from tlm.ops (lazily)
-    ops = Counter(d.cmd.name for d in isa.decode(vm.command_words) if d.cmd.is_op)
-    return Counter({n: c for n, c in ops.items()
-                    if n not in DEVICE_HANDLED_OPS and n not in device.KERNEL_OPS})
+    used = Counter(d.cmd.name for d in isa.decode(vm.command_words) if d.cmd.is_op)
+    return Counter({n: c for n, c in used.items()
+                    if n not in DEVICE_HANDLED_OPS and n not in ops.KERNEL_OPS})
 
 
 def _tlm_failure(e) -> BenchError:
@@ -311,7 +310,7 @@ def run(args) -> int:
     if missing:
         ops = ", ".join(f"{n} (x{c})" for n, c in sorted(missing.items()))
         raise BenchError(f"bench: FAIL: the TLM does not implement {ops}, needed by {args.model} "
-                         f"- no entry in tlm.device.KERNEL_OPS")
+                         f"- no entry in tlm.ops.KERNEL_OPS")
 
     # ---------------------------------------------------------------- LiteRT
     ref_fn = litert_engine(tfl, True, args.threads)

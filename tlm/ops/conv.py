@@ -59,7 +59,7 @@ from ..memory import Channel
 
 __all__ = [
     "op_conv", "op_depthwise", "conv_sums", "depthwise_sums", "patch_view", "exact_matmul",
-    "wrap_acc", "read_weight_tensor", "op_payload",
+    "wrap_acc", "read_weight_tensor",
     "MAX_MACS", "MAX_OFM_ELEMENTS", "MAX_IFM_ELEMENTS", "MAX_WEIGHTS", "MAX_WEIGHT_BYTES",
 ]
 
@@ -257,31 +257,6 @@ def depthwise_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, 
 # Register-level helpers
 # ------------------------------------------------------------------------------------------
 
-def op_payload(device, name: str) -> dict:
-    """The fields of the NPU_OP command being executed (e.g. ``weights_ifm2``).
-
-    The kernel-op call signature ``(snapshot, dataport, device)`` does not carry them; the
-    device's ``op_fields`` (set by its executor) is used when present. Failing that, the command word at QBASE+QREAD
-    (QREAD still points at the executing command) is read through the memory back door
-    (no AXI transaction, no side effect) and decoded."""
-    f = getattr(device, "op_fields", None)
-    if f:
-        return dict(f)
-    from .. import isa
-    mem = getattr(device, "memory", None)
-    if mem is None or not hasattr(device, "qbase"):
-        return {}
-    addr = ((device.qbase & ~3) + device.qread) & ((1 << 40) - 1)
-    word = int.from_bytes(mem.read(addr, 4), "little")
-    try:
-        d = isa.decode_word([word], 0)
-    except isa.IsaError:
-        return {}
-    if d.cmd.name != name:
-        return {}                      # not called from the device's executor
-    return dict(d.fields)
-
-
 def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP_CONV",
                        max_bytes: int = MAX_WEIGHT_BYTES) -> np.ndarray:
     """Read the weight stream(s) of the op over the DataPort (channel rd_weights, region
@@ -429,8 +404,7 @@ def op_conv(snapshot, dataport, device) -> None:
     ``acc_input == ifm2``."""
     op = "NPU_OP_CONV"
     ctx = _context(snapshot, dataport, device, op)
-    fields = ctx.fields or op_payload(device, op)
-    weights_ifm2 = int(fields.get("weights_ifm2", 0))
+    weights_ifm2 = int(ctx.fields.get("weights_ifm2", 0))       # payload set by the executor
     g = _Geometry(snapshot)
     use_ifm2 = bool(weights_ifm2) or g.acc_input == _ACC_INPUT_IFM2
     ctx.add_operation_to_chain(True, use_ifm2, False)
