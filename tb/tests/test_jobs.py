@@ -13,8 +13,8 @@ from cocotb.triggers import ClockCycles, FallingEdge
 
 from tb.env import Env
 from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_RD_M2M_IDX, CH_WR_M2M, EXT_REGIONS,
-                             IF_EXT, IF_SRAM, OFF, REGION_BASE, SRAM_REGIONS, ST_BUS, ST_END,
-                             ST_IRQ, ST_PARSE, ST_RUN, STREAM_ADDR, TIMEOUT, check_bytes,
+                             IF_EXT, IF_SRAM, OFF, REGION_BASE, SRAM_REGIONS, ST_BUS,
+                             ST_PARSE, ST_RUN, STREAM_ADDR, TIMEOUT, check_bytes,
                              dma_cmds, dma_expect, enc, fill_random, program_regions,
                              named, seeded_rng, status_fields)
 
