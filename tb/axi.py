@@ -302,8 +302,15 @@ class AxiSubordinate(Reset):
         self.b = AxiBSource(AxiBBus.from_prefix(view, ""), clock, reset, reset_active_level)
         self.ar = NpuAxiARSink(NpuAxiARBus.from_prefix(view, ""), clock, reset, reset_active_level)
         self.r = AxiRSource(AxiRBus.from_prefix(view, ""), clock, reset, reset_active_level)
-        for ch in (self.aw, self.w, self.b, self.ar, self.r):
+        for ch in (self.w, self.b, self.r):
             ch.queue_occupancy_limit = 2
+        # Accept many requests ahead, as an interconnect does, so that the manager's
+        # outstanding-transaction limit (not this model) is what bounds them.
+        self.aw.queue_occupancy_limit = self.ar.queue_occupancy_limit = 64
+        # (port, write) -> the manager's limit on outstanding bursts, or None: checked
+        # against the bursts this subordinate holds (a lower bound of the true count).
+        self.outstanding_limit: "Callable[[str, bool], int | None] | None" = None
+        self.max_outstanding = {"r": 0, "w": 0}
         self.width = len(self.w.bus.wdata)
         self.byte_lanes = self.width // 8
         self.max_size = (self.byte_lanes - 1).bit_length()
@@ -353,6 +360,16 @@ class AxiSubordinate(Reset):
         self.bursts.append(b)
         for fn in self.listeners:
             fn(b)
+
+    def _check_outstanding(self, write: bool) -> None:
+        n = (self.aw.count() + 1 + self.b.count()) if write else (self.ar.count() + 1)
+        key = "w" if write else "r"
+        if n > self.max_outstanding[key]:
+            self.max_outstanding[key] = n
+            lim = self.outstanding_limit(self.port, write) if self.outstanding_limit else None
+            if lim is not None and n > lim:
+                self._error(f"{n} {'write' if write else 'read'} bursts outstanding, the limit "
+                            f"is {lim} (min(AXI_x, CFG_x_CAP) + 1)")
 
     def _check_shape(self, kind: str, addr: int, length: int, size: int, burst: int) -> int:
         """AXI rules of one request; returns the aligned start address."""
@@ -417,6 +434,7 @@ class AxiSubordinate(Reset):
                     if rec.resp == Resp.OKAY:
                         rec.resp = Resp(resp)
                 r.rdata = int.from_bytes(data, "little")
+                self._check_outstanding(False)
                 await self.r.send(r)
             self.counts["r"] += 1
             if rec.resp != Resp.OKAY:
@@ -444,6 +462,7 @@ class AxiSubordinate(Reset):
                 baddr = self._beat_addr(addr, aligned, n, nbytes, beats, burst) & ADDR_MASK
                 lane_lo = baddr - baddr % nbytes
                 word = baddr - baddr % lanes
+                self._check_outstanding(True)
                 w = await self.w.recv()
                 strb = _int(getattr(w, "wstrb", full), full)
                 data, xlanes = _lanes(w.wdata, lanes)

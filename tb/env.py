@@ -171,6 +171,8 @@ class Env:
                              ports=list(self.axi_ports))
         if self._scoreboard_on:
             self.axi.add_listener(self.scoreboard.on_burst)
+            for sub in self.axi.ports.values():
+                sub.outstanding_limit = self.scoreboard.outstanding_limit
             if hasattr(self.dut, "IRQ"):
                 self._irq_task = cocotb.start_soon(self._irq_monitor())
         if self.tlm is not None:

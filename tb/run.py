@@ -349,6 +349,9 @@ def _build_and_run(args, env, sources, tool, seed, npu_model, npu_ref, config, b
     if n_tests == 0:
         _say("FAIL: no test ran" + (f" (TESTS={args.tests!r} matched nothing?)" if args.tests else ""))
         return 1
+    if n_tests == n_skipped:
+        _say(f"FAIL: no test ran (all {n_tests} skipped)")
+        return 1
     if n_failed or sim_exit:
         return 1
     return 0

@@ -446,6 +446,16 @@ class Scoreboard:
             i -= 1
         return i
 
+    def outstanding_limit(self, port: str, write: bool) -> "int | None":
+        """The reference's limit on outstanding bursts of a port (Device.max_outstanding)."""
+        ref = self.ref
+        if ref is None or not hasattr(ref, "max_outstanding"):
+            return None
+        from tlm.memory import Interface
+        iface = Interface.ext if port.startswith("EXT") else Interface.sram
+        rd, wr = ref.max_outstanding(iface)
+        return wr if write else rd
+
     def on_irq_rise(self) -> None:
         if self.job is not None and not self.job.closed:
             self.job.dut_irq_rises += 1

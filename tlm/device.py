@@ -50,6 +50,11 @@ from .pmu import Pmu, beats
 
 LUT_RAM_SIZE = 2048
 
+# isa.decode_word results by command words (a pure function of the words; Decoded records
+# are shared, never modified).  Bounded: cleared when full.
+_DECODE_CACHE: dict = {}
+_DECODE_CACHE_MAX = 1 << 14
+
 KERNEL_OP_NAMES = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE",
                    "NPU_OP_RESIZE")
 
@@ -630,12 +635,13 @@ class Device:
 
     # ================================================================== fetch
     def _fetch_word(self, off: int) -> int:
+        buf = self._fetch_buf                      # (lo, data, qbase): cleared when QBASE changes
+        if buf is not None:
+            i = ((buf[2] + off) & ADDR_MASK) - buf[0]
+            if 0 <= i and i + 4 <= len(buf[1]):
+                return int.from_bytes(buf[1][i:i + 4], "little")
         qbase = self.qbase & ~3
         addr = (qbase + off) & ADDR_MASK
-        buf = self._fetch_buf
-        if buf is not None and buf[0] <= addr and addr + 4 <= buf[0] + len(buf[1]):
-            i = addr - buf[0]
-            return int.from_bytes(buf[1][i:i + 4], "little")
         key = ("cmd", self.qconfig, self.cpl, self.csl)
         r = self._route_cache.get(key)
         if r is None:
@@ -655,7 +661,7 @@ class Device:
             n = min(hi - a, bb - a % bb)
             data += self.dataport.read_abs(r, a, n, Channel.rd_cmd).tobytes()
             a += n
-        self._fetch_buf = (lo, bytes(data))
+        self._fetch_buf = (lo, bytes(data), qbase)
         i = addr - lo
         return int.from_bytes(self._fetch_buf[1][i:i + 4], "little")
 
@@ -806,8 +812,14 @@ class Device:
                                   word=w0)
                 return
             words.append(self._fetch_word(off + 4))
+        key = w0 if len(words) == 1 else (w0, words[1])
+        d = _DECODE_CACHE.get(key)
         try:
-            d = isa.decode_word(words, 0)
+            if d is None:
+                d = isa.decode_word(words, 0)
+                if len(_DECODE_CACHE) >= _DECODE_CACHE_MAX:
+                    _DECODE_CACHE.clear()
+                _DECODE_CACHE[key] = d
         except isa.IsaError as e:
             if self.policy.parse_error_on_reserved:
                 self._raise_error("cmd_parse_error", e.reason, offset=off, word=w0)

@@ -692,53 +692,78 @@ def write_fmap_ref(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: in
 # ----------------------------------------------------------------------------------------
 # Fast gather / scatter
 # ----------------------------------------------------------------------------------------
-# Dense path: when the element addresses of a block are element aligned and cover a compact
-# address span (<= _DENSE_FACTOR x the bytes needed), the set of bytes touched is a boolean
-# mask over the span: no sort, runs are the mask's edges, values move through <iN/<uN views.
-# Otherwise (sparse spans, unaligned addresses, aliasing writes) the reference algorithm is
-# used, still with batched runs.
+# The bytes a block touches are described as a boolean mask over their address span
+# [lo, lo + span): the runs (one transaction each) are the mask's True stretches, found
+# without sorting, and the data moves as one span buffer.
+#
+# * Structured path: ys, xs, cs are ascending unit-step ranges and the OFM has no
+#   reverse/transpose (every block the kernel ops read or write).  The block splits into
+#   at most 4 tile rectangles x 3 channel segments (NHCWB16: leading partial brick, whole
+#   bricks, trailing partial brick), each an affine strided view of the span, so the mask,
+#   the gather and the scatter are strided copies: no per-element address arrays at all.
+# * Array path (any index vectors): element addresses as one int64 array, marked in an
+#   element-level mask when they are element aligned.
+# * Sparse spans (> _DENSE_FACTOR x the bytes needed), unaligned element addresses (array
+#   path) and aliasing writes use the reference algorithm (byte addresses sorted), still
+#   with all runs of the block in one batched call.
 _DENSE_FACTOR = 4
 _DENSE_SLACK = 4096
 
 
-def _run_reader(mem):
-    """f(starts, lengths) -> concatenated uint8 bytes of every run, for a byte accessor."""
-    f = getattr(mem, "read_runs", None)
-    if f is not None:
-        return f
-    port = getattr(mem, "port", None)                   # tlm.ops.common._RegionMem
-    if port is not None and hasattr(port, "read_runs") and hasattr(mem, "region") and hasattr(mem, "channel"):
-        region, channel = mem.region, mem.channel
-        return lambda starts, lengths: port.read_runs(region, starts, lengths, channel)
-    read = _mem_read_fn(mem)
+class _Access:
+    """Batched byte access over whatever ``mem`` is: a tlm.memory.DataPort behind a
+    ``port``/``region``/``channel`` accessor (tlm.ops.common._RegionMem), an object with
+    ``read_runs``/``write_runs``, or plain ``read``/``write`` (one call per run)."""
+    __slots__ = ("mem", "port", "region", "channel")
 
-    def loop(starts, lengths):
+    def __init__(self, mem):
+        self.mem = mem
+        port = getattr(mem, "port", None)
+        if port is not None and hasattr(port, "read_span") and hasattr(mem, "region") and hasattr(mem, "channel"):
+            self.port, self.region, self.channel = port, mem.region, mem.channel
+        else:
+            self.port = self.region = self.channel = None
+
+    def read_runs(self, starts, lengths) -> np.ndarray:
+        if self.port is not None:
+            return self.port.read_runs(self.region, starts, lengths, self.channel)
+        f = getattr(self.mem, "read_runs", None)
+        if f is not None:
+            return np.asarray(f(starts, lengths), dtype=np.uint8)
+        read = _mem_read_fn(self.mem)
         out = np.empty(int(np.sum(lengths)), np.uint8)
         pos = 0
         for a, n in zip(starts.tolist(), lengths.tolist()):
             out[pos:pos + n] = np.frombuffer(bytes(read(a, n)), dtype=np.uint8)
             pos += n
         return out
-    return loop
 
-
-def _run_writer(mem):
-    """f(starts, lengths, data) writing every run in order (data: the runs' bytes, concatenated)."""
-    f = getattr(mem, "write_runs", None)
-    if f is not None:
-        return f
-    port = getattr(mem, "port", None)
-    if port is not None and hasattr(port, "write_runs") and hasattr(mem, "region") and hasattr(mem, "channel"):
-        region, channel = mem.region, mem.channel
-        return lambda starts, lengths, data: port.write_runs(region, starts, lengths, data, channel)
-    write = _mem_write_fn(mem)
-
-    def loop(starts, lengths, data):
+    def write_runs(self, starts, lengths, data) -> None:
+        if self.port is not None:
+            return self.port.write_runs(self.region, starts, lengths, data, self.channel)
+        f = getattr(self.mem, "write_runs", None)
+        if f is not None:
+            return f(starts, lengths, data)
+        write = _mem_write_fn(self.mem)
         pos = 0
         for a, n in zip(starts.tolist(), lengths.tolist()):
             write(a, data[pos:pos + n].tobytes())
             pos += n
-    return loop
+
+    def read_span(self, lo: int, mask: np.ndarray) -> np.ndarray:
+        """uint8 buffer over [lo, lo + mask.size) holding the masked bytes (read as runs)."""
+        if self.port is not None:
+            return self.port.read_span(self.region, lo, mask, self.channel)
+        st, sp = _mask_runs(mask)
+        buf = np.zeros(mask.size, np.uint8)
+        buf[mask] = self.read_runs(st + lo, sp - st)
+        return buf
+
+    def write_span(self, lo: int, mask: np.ndarray, buf: np.ndarray) -> None:
+        if self.port is not None:
+            return self.port.write_span(self.region, lo, mask, buf, self.channel)
+        st, sp = _mask_runs(mask)
+        self.write_runs(st + lo, sp - st, buf[mask])
 
 
 def _mask_runs(mask: np.ndarray):
@@ -747,8 +772,148 @@ def _mask_runs(mask: np.ndarray):
     return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
 
 
+def _value_dtype(fm: FeatureMap) -> np.dtype:
+    es = fm.element_size
+    return np.dtype(f"<u{es}" if fm.act_type == ActType.UNSIGNED else f"<i{es}")
+
+
+def _out_dtype(fm: FeatureMap) -> np.dtype:
+    return np.dtype(np.uint64) if fm.act_type == ActType.UNSIGNED and fm.element_size == 8 else np.dtype(np.int64)
+
+
+def _zero_point(fm: FeatureMap, vals: np.ndarray, subtract_zero_point: bool, check: bool) -> np.ndarray:
+    if subtract_zero_point:
+        zp = ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check)
+        if zp:
+            if vals.dtype == np.int64:
+                vals -= np.int64(zp)
+            else:
+                vals = vals.astype(np.int64) - np.int64(zp)
+    return vals
+
+
+def _unit_range(v):
+    """(start, stop) if v is a non-empty ascending unit-step integer vector, else None."""
+    if isinstance(v, range):
+        return (v.start, v.stop) if v.step == 1 and len(v) else None
+    a = np.asarray(v)
+    if a.ndim != 1 or not a.size or a.dtype.kind not in "iu":
+        return None
+    s0 = int(a[0])
+    if a.size > 1 and (int(a[-1]) - s0 != a.size - 1 or not bool((np.diff(a) == 1).all())):
+        return None
+    return s0, s0 + a.size
+
+
+def _check_alignment(fm: FeatureMap, used_tiles) -> None:
+    """The element_address_in_region asserts for the tiles a (non-empty) block uses."""
+    es = fm.element_size
+    for t in sorted(set(used_tiles)):
+        b = int(fm.base[t])
+        if fm.fmt == Format.NHWC:
+            _unpred(b % es == 0, "NHWC base not element aligned")
+        elif fm.fmt == Format.NHCWB16:
+            _unpred(b % 16 == 0, "NHCWB16 base not 16-byte aligned")
+    if fm.fmt == Format.NHWC:
+        _unpred(fm.stride_x % es == 0 and fm.stride_y % es == 0, "NHWC strides not element aligned")
+    elif fm.fmt == Format.NHCWB16:
+        _unpred(fm.stride_c % (16 * es) == 0 and fm.stride_y % (16 * es) == 0,
+                "NHCWB16 strides not 16*element aligned")
+
+
+class _Piece:
+    """One affine part of a block: output [oy0:oy1, ox0:ox1, oc0:oc0 + nb*k] stored at
+    addr + y*sy + x*sx + b*sb + j*es (y < rh, x < rw, brick b < nb, channel j < k)."""
+    __slots__ = ("tile", "oy0", "oy1", "ox0", "ox1", "oc0", "nb", "k", "addr", "sy", "sx", "sb")
+
+    def __init__(self, tile, oy0, oy1, ox0, ox1, oc0, nb, k, addr, sy, sx, sb):
+        self.tile, self.oy0, self.oy1, self.ox0, self.ox1 = tile, oy0, oy1, ox0, ox1
+        self.oc0, self.nb, self.k, self.addr, self.sy, self.sx, self.sb = oc0, nb, k, addr, sy, sx, sb
+
+    def extent(self, es: int) -> tuple[int, int]:
+        lo = hi = self.addr
+        for n, st in ((self.oy1 - self.oy0, self.sy), (self.ox1 - self.ox0, self.sx), (self.nb, self.sb)):
+            d = (n - 1) * st
+            if d < 0:
+                lo += d
+            else:
+                hi += d
+        return lo, hi + self.k * es
+
+    def mem_view(self, buf: np.ndarray, lo: int, dtype, es: int) -> np.ndarray:
+        """[rh, rw, nb, k] view of the span buffer (dtype elements; bool/uint8 bytes if es == 1)."""
+        return np.ndarray((self.oy1 - self.oy0, self.ox1 - self.ox0, self.nb, self.k), dtype=dtype, buffer=buf,
+                          offset=self.addr - lo, strides=(self.sy, self.sx, self.sb, es))
+
+    def mask_view(self, mask: np.ndarray, lo: int, es: int) -> np.ndarray:
+        return np.ndarray((self.oy1 - self.oy0, self.ox1 - self.ox0, self.nb, self.k * es), dtype=bool,
+                          buffer=mask, offset=self.addr - lo, strides=(self.sy, self.sx, self.sb, 1))
+
+    def out_view(self, out: np.ndarray) -> np.ndarray:
+        o = out[self.oy0:self.oy1, self.ox0:self.ox1, self.oc0:self.oc0 + self.nb * self.k]
+        s = o.strides
+        return np.lib.stride_tricks.as_strided(o, shape=(o.shape[0], o.shape[1], self.nb, self.k),
+                                               strides=(s[0], s[1], self.k * s[2], s[2]))
+
+
+def _pieces(fm: FeatureMap, yr, xr, cr):
+    """The block yr x xr x cr ((start, stop) ranges, memory coordinates) as _Pieces, or None
+    when the storage/format has no affine layout here (the array path raises its errors)."""
+    if fm.storage not in (Storage.TILE2X2, Storage.TILE3X1) or fm.fmt not in (Format.NHWC, Format.NHCWB16):
+        return None
+    y0, y1 = yr
+    x0, x1 = xr
+    c0, c1 = cr
+    rects = []                                  # (tile, oy0, oy1, ox0, ox1, y_mem0, x_mem0)
+    if fm.storage == Storage.TILE2X2:           # as tile_select
+        w0 = fm.width0
+        for xa, xb, xsub, tx, h in ((x0, min(x1, w0), 0, 0, fm.height0), (max(x0, w0), x1, w0, 1, fm.height1)):
+            if xa >= xb:
+                continue
+            for ya, yb, ysub, ty in ((y0, min(y1, h), 0, 0), (max(y0, h), y1, h, 2)):
+                if ya < yb:
+                    rects.append((tx + ty, ya - y0, yb - y0, xa - x0, xb - x0, ya - ysub, xa - xsub))
+    else:                                       # TILE3X1, E-08 literal
+        h0, h1 = fm.height0, fm.height1
+        for ya, yb, ysub, t in ((y0, min(y1, h0, h1), 0, 0), (max(y0, h0), min(y1, h1), h0, 1),
+                                (max(y0, h1), y1, h1, 2)):
+            if ya < yb:
+                rects.append((t, ya - y0, yb - y0, 0, x1 - x0, ya - ysub, x0))
+    es = fm.element_size
+    if fm.fmt == Format.NHWC:
+        sx = fm.stride_x
+        segs = [(0, 1, c1 - c0, c0 * es, 0)]    # (oc0, bricks, channels per brick, offset, brick stride)
+    else:
+        sx = 16 * es
+        sc = fm.stride_c
+        segs = []
+        f0, f1 = -(-c0 // 16) * 16, (c1 // 16) * 16
+        if f0 >= f1:                            # within one brick, or two partial bricks
+            for b in range(c0 >> 4, ((c1 - 1) >> 4) + 1):
+                a, e = max(c0, 16 * b), min(c1, 16 * b + 16)
+                segs.append((a - c0, 1, e - a, b * sc + (a & 15) * es, 0))
+        else:
+            if c0 < f0:
+                segs.append((0, 1, f0 - c0, (c0 >> 4) * sc + (c0 & 15) * es, 0))
+            segs.append((f0 - c0, (f1 - f0) // 16, 16, (f0 >> 4) * sc, sc))
+            if f1 < c1:
+                segs.append((f1 - c0, 1, c1 - f1, (f1 >> 4) * sc, 0))
+    sy = fm.stride_y
+    out = []
+    for tile, oy0, oy1, ox0, ox1, ym, xm in rects:
+        base = int(fm.base[tile]) + ym * sy + xm * sx
+        for oc0, nb, k, off, sb in segs:
+            out.append(_Piece(tile, oy0, oy1, ox0, ox1, oc0, nb, k, base + off, sy, sx, sb))
+    return out
+
+
+def _span_of(pieces, es: int):
+    ext = [p.extent(es) for p in pieces]
+    return min(e[0] for e in ext), max(e[1] for e in ext)
+
+
 def _dense_layout(flat: np.ndarray, es: int):
-    """(lo, m, rel) for the dense path, or None: the span [lo, lo + m*es) holds every element,
+    """(lo, m, rel) for the array path, or None: the span [lo, lo + m*es) holds every element,
     rel is each element's index in it."""
     lo = int(flat.min())
     hi = int(flat.max()) + es
@@ -763,20 +928,8 @@ def _dense_layout(flat: np.ndarray, es: int):
     return lo, span // es, rel
 
 
-def _value_dtype(fm: FeatureMap) -> np.dtype:
-    es = fm.element_size
-    return np.dtype(f"<u{es}" if fm.act_type == ActType.UNSIGNED else f"<i{es}")
-
-
-def _finish_read(fm: FeatureMap, raw: np.ndarray, subtract_zero_point: bool, check: bool) -> np.ndarray:
-    if fm.act_type == ActType.UNSIGNED and fm.element_size == 8:
-        vals = raw.astype(np.uint64)
-    else:
-        vals = raw.astype(np.int64)
-    if subtract_zero_point:
-        zp = ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check)
-        vals = vals.astype(np.int64) - np.int64(zp) if zp else vals
-    return vals
+def _byte_mask(emask: np.ndarray, es: int) -> np.ndarray:
+    return emask if es == 1 else np.repeat(emask, es)
 
 
 def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = False,
@@ -784,9 +937,9 @@ def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = Fa
     """Gather the block ys x xs x cs of a feature map ([H, W, C] array).
 
     ``mem`` is either an object with ``read(addr, n) -> bytes`` (e.g. tlm.memory.Memory's
-    backdoor) or such a callable, or an accessor with batched runs (module docstring).  The
-    distinct bytes needed are read in ascending address order with one call (or one run)
-    per maximal contiguous run.
+    backdoor) or such a callable, or a batched accessor (module docstring).  The distinct
+    bytes needed are read in ascending address order with one call (or one run) per maximal
+    contiguous run.
 
     Values are sign- or zero-extended according to ``fm.act_type`` (memory_read with
     precision/type) as int64; unsigned b64 gives uint64.  ``subtract_zero_point`` applies the
@@ -796,33 +949,46 @@ def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = Fa
         return read_fmap_ref(mem, fm, ys, xs, cs, subtract_zero_point=subtract_zero_point, check=check)
     if fm.storage == Storage.CHAINED:
         raise ValueError("chained feature map: read from the chaining FIFO")
-    addrs = block_addresses(fm, ys, xs, cs, check=check)
-    shape = addrs.shape
     es = fm.element_size
     dt = _value_dtype(fm)
+    acc = _Access(mem)
+    yr, xr, cr = _unit_range(ys), _unit_range(xs), _unit_range(cs)
+    pieces = _pieces(fm, yr, xr, cr) if yr and xr and cr else None
+    if pieces is not None:
+        n = (yr[1] - yr[0]) * (xr[1] - xr[0]) * (cr[1] - cr[0])
+        lo, hi = _span_of(pieces, es)
+        if hi - lo <= _DENSE_FACTOR * n * es + _DENSE_SLACK:
+            if check:
+                _check_alignment(fm, (p.tile for p in pieces))
+            mask = np.zeros(hi - lo, dtype=bool)
+            for p in pieces:
+                p.mask_view(mask, lo, es)[...] = True
+            buf = acc.read_span(lo, mask)
+            out = np.empty((yr[1] - yr[0], xr[1] - xr[0], cr[1] - cr[0]), _out_dtype(fm))
+            for p in pieces:
+                p.out_view(out)[...] = p.mem_view(buf, lo, dt, es)
+            return _zero_point(fm, out, subtract_zero_point, check)
+    addrs = block_addresses(fm, ys, xs, cs, check=check)
+    shape = addrs.shape
     if addrs.size == 0:
-        return _finish_read(fm, np.zeros(shape, dt), subtract_zero_point, check)
+        return _zero_point(fm, np.zeros(shape, _out_dtype(fm)), subtract_zero_point, check)
     flat = addrs.reshape(-1)
-    reader = _run_reader(mem)
     lay = _dense_layout(flat, es)
     if lay is not None:
         lo, m, rel = lay
         emask = np.zeros(m, dtype=bool)
         emask[rel] = True
-        st, sp = _mask_runs(emask)
-        data = reader(lo + st * es, (sp - st) * es)
-        ebuf = np.zeros(m, dt)
-        ebuf[emask] = np.asarray(data, dtype=np.uint8).view(dt)
-        raw = ebuf[rel].reshape(shape)
+        buf = acc.read_span(lo, _byte_mask(emask, es))
+        raw = buf.view(dt)[rel].reshape(shape)
     else:                                               # sparse or unaligned: sort the bytes
         ba = _byte_addresses(flat, es)
         uniq, inv = np.unique(ba, return_inverse=True)
         breaks = np.flatnonzero(np.diff(uniq) != 1) + 1
         st = np.concatenate(([0], breaks))
         sp = np.concatenate((breaks, [uniq.size]))
-        data = np.asarray(reader(uniq[st], sp - st), dtype=np.uint8)
+        data = acc.read_runs(uniq[st], sp - st)
         raw = np.ascontiguousarray(data[inv.ravel()]).view(dt).reshape(shape)
-    return _finish_read(fm, raw, subtract_zero_point, check)
+    return _zero_point(fm, raw.astype(_out_dtype(fm)), subtract_zero_point, check)
 
 
 def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = AllowedPerms.ALL,
@@ -831,9 +997,9 @@ def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = 
     ys x xs x cs, as write_ofm does: truncate to the OFM width, apply reverse/transpose
     (coordinates are OFM coordinates before transposition), little-endian store.
 
-    ``mem`` is an object with ``write(addr, data: bytes)`` or such a callable, or an accessor
-    with batched runs (module docstring).  One call (or run) per maximal contiguous byte run,
-    in ascending address order; where elements alias the same bytes, the later element (in
+    ``mem`` is an object with ``write(addr, data: bytes)`` or such a callable, or a batched
+    accessor (module docstring).  One call (or run) per maximal contiguous byte run, in
+    ascending address order; where elements alias the same bytes, the later element (in
     (y, x, c) order) is written later, as sequential write_ofm calls would do.  storage
     none: no write.  Chained storage raises ValueError (the caller pushes into the FIFO).
     """
@@ -846,13 +1012,39 @@ def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = 
         return
     if fm.storage == Storage.CHAINED:
         raise ValueError("chained feature map: push values into the chaining FIFO")
-    addrs = ofm_block_addresses(fm, ys, xs, cs, allowed_perms=allowed_perms,
-                                microblock_depth=microblock_depth, check=check)
     es = fm.element_size
+    dt = np.dtype(f"<u{es}")
     v = np.asarray(values)
     if v.dtype.kind not in "iu":
         v = v.astype(np.int64)
-    dt = np.dtype(f"<u{es}")
+    acc = _Access(mem)
+    yr, xr, cr = _unit_range(ys), _unit_range(xs), _unit_range(cs)
+    pieces = None
+    if yr and xr and cr and fm.reverse == Reverse.NONE and fm.transpose == Transpose.HWC:
+        pieces = _pieces(fm, yr, xr, cr)
+    if pieces is not None:
+        shape = (yr[1] - yr[0], xr[1] - xr[0], cr[1] - cr[0])
+        n = shape[0] * shape[1] * shape[2]
+        lo, hi = _span_of(pieces, es)
+        if hi - lo <= _DENSE_FACTOR * n * es + _DENSE_SLACK:
+            if check:                                   # as ofm_block_addresses, in its order
+                check_ofm_write(fm, allowed_perms, microblock_depth)
+                if fm.height is not None:
+                    _unpred(yr[0] >= 0 and yr[1] - 1 < fm.height and xr[0] >= 0 and xr[1] - 1 < fm.width
+                            and cr[0] >= 0 and cr[1] - 1 < fm.depth, "write_ofm: coordinate outside the OFM")
+                _check_alignment(fm, (p.tile for p in pieces))
+            vb = np.broadcast_to(v, shape)
+            mask = np.zeros(hi - lo, dtype=bool)
+            for p in pieces:
+                p.mask_view(mask, lo, es)[...] = True
+            if int(np.count_nonzero(mask)) == n * es:   # no two elements share a byte
+                buf = np.empty(hi - lo, np.uint8)
+                for p in pieces:
+                    p.mem_view(buf, lo, dt, es)[...] = p.out_view(vb)   # truncating cast
+                acc.write_span(lo, mask, buf)
+                return
+    addrs = ofm_block_addresses(fm, ys, xs, cs, allowed_perms=allowed_perms,
+                                microblock_depth=microblock_depth, check=check)
     u = np.broadcast_to(v, addrs.shape).astype(dt)      # two's complement, modulo 2**(8*es)
     if addrs.size == 0:
         return
@@ -865,8 +1057,7 @@ def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = 
         if int(np.count_nonzero(emask)) == flat.size:  # no aliasing: each element once
             ebuf = np.empty(m, dt)
             ebuf[rel] = u.reshape(-1)
-            st, sp = _mask_runs(emask)
-            _run_writer(mem)(lo + st * es, (sp - st) * es, ebuf[emask].view(np.uint8))
+            acc.write_span(lo, _byte_mask(emask, es), ebuf.view(np.uint8))
             return
     # aliasing, sparse or unaligned: byte-level stable sort (later elements win)
     data = np.ascontiguousarray(u).reshape(-1).view(np.uint8)
@@ -877,4 +1068,4 @@ def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = 
     breaks = np.flatnonzero(np.diff(sba) != 1) + 1
     st = np.concatenate(([0], breaks))
     sp = np.concatenate((breaks, [sba.size]))
-    _run_writer(mem)(sba[st], sp - st, sdata)
+    acc.write_runs(sba[st], sp - st, sdata)

@@ -133,6 +133,13 @@ _PREFIX = {Interface.sram: "SRAM", Interface.ext: "EXT"}
 _PORT_NAMES = {itf: tuple(f"{pre}{i}" for i in range(4)) for itf, pre in _PREFIX.items()}
 
 
+def mask_runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, stops) index arrays of the maximal True stretches of a boolean vector."""
+    m = np.asarray(mask, dtype=bool).reshape(-1)
+    d = np.diff(m.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+
+
 def _range_index(starts: np.ndarray, lengths: np.ndarray, total: int) -> np.ndarray:
     """Concatenation of arange(s, s + n) for every (s, n) pair, as one int64 array."""
     if lengths.size and int(lengths.min()) == int(lengths.max()):
@@ -402,13 +409,40 @@ class Memory:
             else:
                 p[pos[i:j] & (PAGE_SIZE - 1)] = buf[i:j]
 
-    def access_batch(self, b: TxnBatch, data=None):
+    def _write_masked(self, lo: int, mask: np.ndarray, buf: np.ndarray) -> None:
+        """Store buf[i] at lo + i for every i with mask[i] (pages created only where written)."""
+        n = mask.size
+        pos = 0
+        pages = self._pages
+        while pos < n:
+            a = lo + pos
+            page, off = a >> PAGE_BITS, a & (PAGE_SIZE - 1)
+            k = min(PAGE_SIZE - off, n - pos)
+            m = mask[pos:pos + k]
+            cnt = int(np.count_nonzero(m))
+            if cnt:
+                p = pages.get(page)
+                if p is None:
+                    p = pages[page] = np.zeros(PAGE_SIZE, np.uint8)
+                if cnt == k:
+                    p[off:off + k] = buf[pos:pos + k]
+                else:
+                    dst = p[off:off + k]
+                    dst[m] = buf[pos:pos + k][m]
+            pos += k
+
+    def access_batch(self, b: TxnBatch, data=None, *, span=None):
         """Perform the transactions of `b` in order, as `access` would one by one, stopping
         at the first error response.  Returns (error Transaction or None, data): for a read
         without error the concatenated bytes of all transactions, else None.  `data` (writes)
         is the concatenation of every transaction's bytes.  The transactions before an error
         are logged, offered to the listeners (`on_batch`) and performed; the erroring one is
-        logged and offered (`listener(txn)`) and has no effect."""
+        logged and offered (`listener(txn)`) and has no effect.
+
+        ``span=(lo, mask, buf)``: the transactions are ascending, disjoint and cover exactly
+        the bytes lo + i with mask[i] (no wrap past 2**40); data moves through the span
+        instead: a read returns the whole span lo .. lo + mask.size - 1 (bytes outside the
+        transactions are unspecified), a write stores buf[i] where mask[i]."""
         n = len(b)
         if n == 0:
             return None, (np.zeros(0, np.uint8) if not b.write else None)
@@ -420,13 +454,24 @@ class Memory:
             for cb in self.listeners:
                 cb.on_batch(ok)
         if b.write and k:
-            buf = data if isinstance(data, np.ndarray) else np.frombuffer(bytes(data), np.uint8)
-            buf = buf.reshape(-1).view(np.uint8)
-            if k < n:
-                buf = buf[:int(ok.length.sum())]
-            self._scatter(ok.addr, ok.length, buf)
+            if span is not None:
+                lo, mask, sbuf = span
+                if k < n:
+                    mask = mask.copy()
+                    mask[int(b.addr[k]) - lo:] = False      # transactions are ascending
+                self._write_masked(lo, mask, sbuf)
+            else:
+                buf = data if isinstance(data, np.ndarray) else np.frombuffer(bytes(data), np.uint8)
+                buf = buf.reshape(-1).view(np.uint8)
+                if k < n:
+                    buf = buf[:int(ok.length.sum())]
+                self._scatter(ok.addr, ok.length, buf)
         if k == n:
-            return None, (None if b.write else self._gather(b.addr, b.length))
+            if b.write:
+                return None, None
+            if span is not None:
+                return None, self.read_array(span[0], span[1].size)
+            return None, self._gather(b.addr, b.length)
         a, ln = int(b.addr[k]), int(b.length[k])
         resp = Resp.OKAY
         for f in self.faults:                                # as access(): first fault, then range
@@ -576,6 +621,51 @@ class DataPort:
         if err is not None:
             raise BusFault(err)
         return data
+
+    def read_span(self, region: int, lo: int, mask, channel: Channel) -> np.ndarray:
+        """Read the bytes at region offsets lo + i where mask[i], one run per maximal stretch
+        of the mask, ascending - the transactions of one `read` per run.  Returns a uint8
+        buffer of mask.size bytes holding them at their positions (other bytes unspecified).
+        Raises BusFault at the first error response."""
+        mask = np.asarray(mask, dtype=bool).reshape(-1)
+        st, sp = mask_runs(mask)
+        if not st.size:
+            return np.zeros(mask.size, np.uint8)
+        if self.memory.batch_capable():
+            r = self.route(region)
+            alo = (r.base + int(lo)) & ADDR_MASK
+            if alo + mask.size <= (1 << ADDR_BITS):
+                b = self._batch(r, alo + st, sp - st, channel, False)
+                err, buf = self.memory.access_batch(b, span=(alo, mask, None))
+                if err is not None:
+                    raise BusFault(err)
+                return buf
+        buf = np.zeros(mask.size, np.uint8)
+        data = self.read_runs(region, st + int(lo), sp - st, channel)
+        buf[mask] = data
+        return buf
+
+    def write_span(self, region: int, lo: int, mask, buf, channel: Channel) -> None:
+        """Write buf[i] to region offset lo + i where mask[i], one run per maximal stretch of
+        the mask, ascending - the transactions and effects of one `write` per run.  Raises
+        BusFault at the first error response (the runs before it have been written)."""
+        mask = np.asarray(mask, dtype=bool).reshape(-1)
+        buf = np.asarray(buf).reshape(-1).view(np.uint8)
+        if buf.size != mask.size:
+            raise ValueError("write_span: mask and buffer differ in size")
+        st, sp = mask_runs(mask)
+        if not st.size:
+            return
+        if self.memory.batch_capable():
+            r = self.route(region)
+            alo = (r.base + int(lo)) & ADDR_MASK
+            if alo + mask.size <= (1 << ADDR_BITS):
+                b = self._batch(r, alo + st, sp - st, channel, True)
+                err, _ = self.memory.access_batch(b, span=(alo, mask, buf))
+                if err is not None:
+                    raise BusFault(err)
+                return
+        self.write_runs(region, st + int(lo), sp - st, buf[mask], channel)
 
     def write_runs(self, region: int, starts, lengths, data, channel: Channel) -> None:
         """Write every run (region offset, length) in order, taking the bytes from `data` (the

@@ -23,7 +23,7 @@ import numpy as np
 import cocotb
 
 from tb.env import Env
-from tb.tests.common import DUT, OFF, rtl_unsupported, seeded_rng, status_fields
+from tb.tests.common import DUT, OFF, rtl_unsupported, seeded_rng, skip_now, status_fields
 
 NPU_MODEL = os.environ.get("NPU_MODEL") or None
 NPU_MODEL_REF = os.environ.get("NPU_MODEL_REF") or None
@@ -73,6 +73,8 @@ def _load_ref(path: str) -> dict:
 async def test_npu_model(dut):
     """Run NPU_MODEL through the pins; check every output byte against the scoreboard's TLM
     reference (and NPU_MODEL_REF when given)."""
+    if NPU_MODEL is None:
+        skip_now("no network given (make sim NPU_MODEL=path/x_vela.npz)")
     from tlm import runner
     from tlm.vela import load
 

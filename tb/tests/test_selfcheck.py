@@ -5,7 +5,8 @@ Each case runs the same small DMA job (SRAM -> EXT) with one planted bug in the 
 AXI side or in what the device shows on APB/IRQ, and asserts that the scoreboard reported
 a mismatch naming it: wrong write data, a write outside the model's footprint, a missing
 write, a write on the wrong port, wrong AxCACHE, a burst longer than AXI_x.max_beats allows,
-a wrong STATUS.faulting_channel, a missing IRQ edge. A clean run of the same job must
+a wrong STATUS.faulting_channel, a missing IRQ edge, more bursts in flight than
+AXI_x.max_outstanding allows. A clean run of the same job must
 report nothing. Only DUT=tlm: the bugs are planted in the TLM adapter.
 """
 from __future__ import annotations
@@ -17,10 +18,11 @@ import cocotb
 
 from tb.env import Env
 from tb.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, dma_cmds, enc, named,
-                             program_regions)
+                             program_regions, skip_now)
 from tlm.memory import Resp
 
 SKIP = DUT != "tlm"
+SKIP_REASON = "bench self-check: the bugs are planted in the TLM adapter (DUT=tlm only)"
 
 # bug -> words the scoreboard's report must contain
 BUGS = {
@@ -33,6 +35,7 @@ BUGS = {
     "long_burst": "burst boundary",
     "status": "APB R 0x0004",
     "irq_pin": "rising IRQ edge",
+    "outstanding": "bursts outstanding",          # reported by the AXI subordinate
 }
 
 
@@ -41,6 +44,8 @@ def plant(env: Env, bug: str) -> None:
     orig = mgr.transfer
 
     async def transfer(txn, data, boundary, max_reads=1, max_writes=1, **kw):
+        if bug == "outstanding":
+            max_reads = max_writes = 64                   # ignores AXI_x.max_outstanding
         if txn.write:
             if bug == "corrupt_data":
                 buf = bytearray(bytes(data))
@@ -81,17 +86,22 @@ def plant(env: Env, bug: str) -> None:
 @cocotb.test(skip=SKIP, **TIMEOUT)
 async def test_scoreboard_catches(dut, bug):
     """Plant *bug* in the DUT; the scoreboard must report it (and nothing for 'none')."""
+    if SKIP:
+        skip_now(SKIP_REASON)
     env = Env(dut, reference_model=True)
     plant(env, bug)
     await env.start()
     await program_regions(env, (0, 0))                      # 64-byte bursts
+    if bug == "outstanding":                                # one read, one write at a time
+        for reg in ("AXI_SRAM", "AXI_EXT"):
+            await env.write_ok(OFF[reg], 0)
     env.memory.write(REGION_BASE[2] + 0x10, bytes((7 * i + 3) & 0xFF for i in range(200)))
     words = dma_cmds(src_region=2, src=0x10, dst_region=1, dst=0x30, length=200) + \
         enc(("NPU_OP_STOP", dict(mask=1)))
     await env.load_stream(STREAM_ADDR, words)
     await env.run_job()
     await env.read_ok(OFF["QREAD"])
-    found = env.scoreboard.mismatches
+    found = env.scoreboard.mismatches + env.axi.errors
     want = BUGS[bug]
     if want is None:
         env.finish()
@@ -101,4 +111,6 @@ async def test_scoreboard_catches(dut, bug):
                                           f"got {found[:3]}")
     cocotb.log.info("bug %s caught: %s", bug, found[0])
     env.scoreboard.mismatches.clear()
+    for sub in env.axi.ports.values():
+        sub.errors.clear()
     env.finish()
