@@ -1,6 +1,6 @@
 # Ethos-U85 TLM, cocotb bench and RTL stand-in.
 #   make sim   run the cocotb regression (SIM=verilator|icarus DUT=rtl|tlm WAVES=1 SEED=n TESTS=pattern NPU_MODEL=x_vela.npz)
-#   make test  everything CI runs
+#   make test  everything CI runs; make lint: RTL checks; make bench; make fuzz N=...
 SHELL   := /bin/bash
 PYTHON  ?= python3
 VENV    ?= .venv
@@ -13,6 +13,7 @@ WAVES   ?= 0
 SEED    ?=
 TESTS   ?=
 NPU_MODEL ?=
+NPU_MODEL_REF ?=
 N       ?= 20000
 
 .PHONY: all venv sim test lint fuzz bench clean distclean
@@ -27,10 +28,14 @@ $(STAMP): pyproject.toml
 
 sim: $(STAMP)
 	$(PY) -m tb.run --sim $(SIM) --dut $(DUT) --waves $(WAVES) \
-	    $(if $(SEED),--seed $(SEED)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)')
+	    $(if $(SEED),--seed $(SEED)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)') $(if $(NPU_MODEL_REF),--npu-model-ref '$(NPU_MODEL_REF)')
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+# RTL: verilator --lint-only -Wall, iverilog -g2012, Yosys (no latches), generated includes up to date
+lint: $(STAMP)
+	$(PY) -m pytest -q tests/test_rtl_lint.py
 
 # TLM vs LiteRT (BUILTIN_REF, XNNPACK) on a MobileNet-sized net; BENCH_ARGS e.g. --config ethos-u85-512 --profile
 bench: $(STAMP)

@@ -987,6 +987,7 @@ class CaseResult:
     faults: Counter = field(default_factory=Counter)
     events: Counter = field(default_factory=Counter)       # "kind: text" -> n
     violations: list = field(default_factory=list)
+    slowest_op: tuple = (0.0, "")
 
     def violation(self, msg: str) -> None:
         if len(self.violations) < 8 and msg not in self.violations:
@@ -1146,6 +1147,28 @@ def _in_window(addr: int, n: int, win) -> bool:
     return False
 
 
+def _op_summary(op: _Op) -> str:
+    """'NPU_OP_X at 0x..' with the sizes that drive its work."""
+    F = op.snap.field
+    s = f"{op.name} at {op.offset:#x}"
+    try:
+        if op.name == "NPU_OP_DMA_START":
+            mode = F("NPU_SET_DMA0_SRC_REGION", "stride_mode")
+            idx = F("NPU_SET_DMA0_SRC_REGION", "idx_mode") or F("NPU_SET_DMA0_DST_REGION", "idx_mode")
+            s += (f" (LEN {F('NPU_SET_DMA0_LEN', 'addr')} x SIZE0 {F('NPU_SET_DMA0_SIZE0', 'size')} x SIZE1 "
+                  f"{F('NPU_SET_DMA0_SIZE1', 'size')}, stride_mode {mode}{', indexed' if idx else ''})")
+        elif op.name in KERNEL_OP_NAMES:
+            s += (f" (OFM {F('NPU_SET_OFM_HEIGHT_M1', 'height_m1') + 1}x{F('NPU_SET_OFM_WIDTH_M1', 'width_m1') + 1}"
+                  f"x{F('NPU_SET_OFM_DEPTH_M1', 'depth_m1') + 1}, transpose "
+                  f"{F('NPU_SET_OFM_PRECISION', 'activation_transpose')}, kernel "
+                  f"{F('NPU_SET_KERNEL_HEIGHT_M1', 'height_m1') + 1}x{F('NPU_SET_KERNEL_WIDTH_M1', 'width_m1') + 1}, "
+                  f"IFM depth {F('NPU_SET_IFM_DEPTH_M1', 'depth_m1') + 1}, WEIGHT_LENGTH "
+                  f"{F('NPU_SET_WEIGHT_LENGTH', 'length')})")
+    except Exception:  # noqa: BLE001
+        pass
+    return s
+
+
 class _Tracker:
     """Memory listener + device hook: attributes every transaction to the command that made
     it and checks the per-transaction and per-event invariants."""
@@ -1159,6 +1182,8 @@ class _Tracker:
         self.err_txn = None
         self.writes: list[tuple[int, int]] = []
         self._said = set()
+        self.op_t0 = None            # process time when the current command's data phase began
+        self.slowest = (0.0, "")     # (CPU seconds, description) of the slowest operation
         cfg = self.d.config
         self.ports = frozenset([f"SRAM{i}" for i in range(cfg.sram_ports)] + [f"EXT{i}" for i in range(cfg.ext_ports)])
         self.prot_word = self.d.prot_word
@@ -1201,6 +1226,8 @@ class _Tracker:
                                    f"{self.err_txn.channel.name} @{self.err_txn.addr:#x}")
         ch = t.channel
         if ch == 0:                                   # rd_cmd
+            if self.cur is not None:
+                self.close_op()
             self.cur = None
             self._check_fetch(t)
             return
@@ -1269,9 +1296,11 @@ class _Tracker:
         if ev == "irq":
             return
         if ev == "op":
+            self.close_op()
             self.cur = _Op(det["name"], det["offset"], det["snapshot"], tuple(d.basep(n) for n in range(8)),
                            tuple(d.mem_attr(k) for k in range(4)), d.regioncfg)
             self.ops.append(self.cur)
+            self.op_t0 = time.process_time()
             return
         off = det.get("offset")
         if self.cur is not None and off == self.cur.offset and ev in ("fault", "model_limit", "unpredictable",
@@ -1322,6 +1351,17 @@ class _Tracker:
             return
         else:
             res.events[ev] += 1
+
+    def close_op(self) -> None:
+        """End the CPU-time measurement of the current operation (at the next fetch, the next
+        operation or the return of run())."""
+        if self.op_t0 is None or self.cur is None:
+            self.op_t0 = None
+            return
+        dt = time.process_time() - self.op_t0
+        self.op_t0 = None
+        if dt > self.slowest[0]:
+            self.slowest = (dt, _op_summary(self.cur))
 
     def finish(self) -> None:
         for op in self.ops:
@@ -1463,7 +1503,10 @@ class _Runner:
         d, res = self.d, self.res
         was_running = d.running
         sticky = self.sticky()
-        r = self.call("Device.run", d.run, max_steps=budget)
+        try:
+            r = self.call("Device.run", d.run, max_steps=budget)
+        finally:
+            self.tr.close_op()
         if not isinstance(r, StopReason):
             res.violation(f"run() returned {r!r}")
             return
@@ -1642,6 +1685,7 @@ def run_case(case: Case, cpu_limit: float = 2.0, abort_cpu: float = 6.0, wall_li
     runner = _Runner(case, res, kernel_ops)
     use_alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     old = {}
+    hung = False
     t0 = time.perf_counter()
     try:
         if use_alarm:
@@ -1654,9 +1698,7 @@ def run_case(case: Case, cpu_limit: float = 2.0, abort_cpu: float = 6.0, wall_li
     except _Abort:
         pass
     except _Hang:
-        res.violation(f"hang: case aborted after {time.perf_counter() - t0:.1f} s wall / more than "
-                      f"{abort_cpu:g} s CPU (QREAD {getattr(runner.d, 'qread', -1):#x}, {res.steps} steps "
-                      f"before the last run() call)")
+        hung = True
     except Exception as e:  # noqa: BLE001 - a fuzzer bug: report it as such
         res.violation(f"fuzzer error: {type(e).__name__}: {e} "
                       f"[{traceback.extract_tb(e.__traceback__)[-1].name}]")
@@ -1666,8 +1708,18 @@ def run_case(case: Case, cpu_limit: float = 2.0, abort_cpu: float = 6.0, wall_li
             signal.signal(sig, handler)
     res.wall = time.perf_counter() - t0
     res.cpu = runner.cpu
+    tr = getattr(runner, "tr", None)
+    if tr is not None:
+        if tr.cur is not None and tr.op_t0 is not None:        # aborted inside an operation
+            tr.close_op()
+        res.slowest_op = tr.slowest
+    if hung:
+        where = f" in {tr.cur and _op_summary(tr.cur)}" if tr is not None and tr.cur is not None else ""
+        res.violation(f"hang: case aborted after {res.wall:.1f} s wall / {abort_cpu:g} s CPU{where} "
+                      f"(QREAD {getattr(runner.d, 'qread', -1):#x})")
     if res.cpu > cpu_limit:
-        res.violation(f"slow: the device took {res.cpu:.2f} s CPU (limit {cpu_limit:g} s), {res.steps} steps")
+        worst = f"; slowest command {res.slowest_op[1]}: {res.slowest_op[0]:.2f} s" if res.slowest_op[1] else ""
+        res.violation(f"slow: the device took {res.cpu:.2f} s CPU (limit {cpu_limit:g} s), {res.steps} steps{worst}")
     if not res.outcome:
         res.outcome = "ABORTED"
     return res
@@ -1759,7 +1811,9 @@ class Summary:
         lines.append(f"invariant violations: {sum(self.violation_kinds.values())} in {self.violating_cases} cases")
         if self.violations:
             lines += table("  by kind", self.violation_kinds)[1:]
-            lines.append("  first cases:")
+            ids = sorted({i for i, _, _ in self.violations})
+            lines.append(f"  cases: {' '.join(map(str, ids[:100]))}{' ...' if len(ids) > 100 else ''}")
+            lines.append("  first case of each kind, then the others:")
             lines.append(self.format_violations())
         return "\n".join(lines)
 

@@ -278,7 +278,18 @@ def _apb_read(dev: Device, ident: str, pprot: int) -> int:
     return data
 
 
-def _program(dev: Device, mmap: MemoryMap, driver: DriverConfig) -> None:
+def load_memory(memory, model: VelaModel, mmap: MemoryMap, arrays) -> None:
+    """Back-door load, as the driver's caller does: the command stream, the read-only data
+    (region 0) and the inputs at their region offsets. `memory` needs `write(addr, bytes)`."""
+    memory.write(mmap.area("command_stream").address, model.command_words.astype("<u4").tobytes())
+    memory.write(mmap.basep[REGION_READ_ONLY], model.read_only)
+    for x, t in zip(arrays, model.inputs):
+        memory.write(mmap.basep[t.region] + t.offset, x.astype(x.dtype.newbyteorder("<")).tobytes())
+
+
+def program(dev, mmap: MemoryMap, driver: DriverConfig) -> None:
+    """The driver's APB sequence: wait for the reset sequence, AXI/region set-up, QBASE/QSIZE,
+    BASEP0..7, then CMD.transition_to_running_state. `dev` needs apb_read/apb_write."""
     p = driver.pprot
     for _ in range(RESET_POLL_LIMIT):
         if not _STATUS.decode(_apb_read(dev, "STATUS", p))["reset_status"]:
@@ -373,15 +384,12 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
     memory = Memory(log=log_transactions)
     for lo, hi in mmap.faults:
         memory.inject_fault(lo, hi, Resp.DECERR)
-    memory.write(mmap.area("command_stream").address, model.command_words.astype("<u4").tobytes())
-    memory.write(mmap.basep[REGION_READ_ONLY], model.read_only)
-    for x, t in zip(arrays, model.inputs):
-        memory.write(mmap.basep[t.region] + t.offset, x.astype(x.dtype.newbyteorder("<")).tobytes())
+    load_memory(memory, model, mmap, arrays)
 
     dev = Device(npu, memory, policy=policy)
     watch = _Watch()
     dev.hooks.append(watch)
-    _program(dev, mmap, driver)
+    program(dev, mmap, driver)
     stop = dev.last_stop if not dev.running and dev.last_stop else dev.run(max_steps)  # auto_run
     status = _apb_read(dev, "STATUS", driver.pprot)
     err = _failure(model, dev, stop, status, watch)

@@ -3,7 +3,7 @@
 The network is loaded the way ``tlm.runner.run_model`` (the Arm driver flow) loads it, with
 the runner's own code: ``plan_memory`` places the areas and binds the regions (guard bands
 and unbound regions answer DECERR: injected into the bench's AXI subordinates),
-``check_inputs`` checks the inputs and ``_program`` yields the APB register sequence
+``check_inputs`` checks the inputs and ``program`` yields the APB register sequence
 (MEM_ATTR, QCONFIG, REGIONCFG, AXI limits, QBASE/QSIZE, BASEP, CMD), which is replayed on the
 APB pins. The job then runs on the DUT with the scoreboard's reference TLM on a mirror of
 memory: every AXI write, STATUS, QREAD and the IRQ are checked, and every output byte is
@@ -47,7 +47,7 @@ _USES_KERNELS = bool(_OPS & set(KERNEL_OPS))
 
 
 class _ApbRecorder:
-    """Stands in for a Device in ``tlm.runner._program``: records its APB writes (the
+    """Stands in for a Device in ``tlm.runner.program``: records its APB writes (the
     runner's register sequence) so the test replays them on the pins."""
 
     def __init__(self, reads: dict):
@@ -105,18 +105,14 @@ async def test_npu_model(dut):
     env = Env(dut, config=npu.name, reference_model=True)
     await env.start()
     # Memory as run_model fills it (back door), guard bands and unbound regions -> DECERR.
-    mem = env.memory
-    mem.write(mmap.area("command_stream").address, model.command_words.astype("<u4").tobytes())
-    mem.write(mmap.basep[runner.REGION_READ_ONLY], model.read_only)
-    for x, t in zip(arrays, model.inputs):
-        mem.write(mmap.basep[t.region] + t.offset, x.astype(x.dtype.newbyteorder("<")).tobytes())
+    runner.load_memory(env.memory, model, mmap, arrays)
     for lo, hi in mmap.faults:
         env.axi.inject_fault(lo, hi, "DECERR")
 
-    # The driver's register sequence, from tlm.runner._program, replayed on the pins.
+    # The driver's register sequence, from tlm.runner.program, replayed on the pins.
     cmd = await env.read_ok(OFF["CMD"], driver.pprot)
     rec = _ApbRecorder({OFF["CMD"]: cmd})
-    runner._program(rec, mmap, driver)
+    runner.program(rec, mmap, driver)
     for addr, data, pprot in rec.writes:
         await env.write_ok(addr, data, pprot)
     n_cmds = len(model.command_words)
