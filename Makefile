@@ -37,6 +37,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m pytest -q tests/test_rtl_lint.py
 
+# Hostile-input stream fuzzer: N cases (default 20000), SEED=s to reproduce, JOBS=j workers
+fuzz: $(STAMP)
+	$(PY) -m tlm.fuzz --cases $(N) $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS))
+
 # TLM vs LiteRT (BUILTIN_REF, XNNPACK) on a MobileNet-sized net; BENCH_ARGS e.g. --config ethos-u85-512 --profile
 bench: $(STAMP)
 	$(PY) tools/bench.py $(BENCH_ARGS)

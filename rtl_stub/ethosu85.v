@@ -1,4 +1,5 @@
-// ethosu85.v -- open RTL stand-in of the Arm Ethos-U85 NPU, phase 1 (control plane + DMA).
+// ethosu85.v -- open RTL stand-in of the Arm Ethos-U85 NPU, phase 1 (control plane, DMA,
+// 8-bit ELEMENTWISE and POOL kernels).
 //
 // The port list is the one of rtl_stub/ethosu85_shell.v (TRM chapter 5 names; one SRAM
 // and one EXT AXI manager port: SRAM0, EXT0; 128-bit data, 40-bit address, 6-bit IDs,
@@ -14,6 +15,8 @@
 //                    control, STATUS, IRQ
 //   npu_dma          NPU_OP_DMA_START engine: 1D/2D/3D, gather/scatter, internal LUT RAM
 //                    destination (channels rd_mem2mem, rd_mem2mem_idx, wr_mem2mem)
+//   npu_kernel       NPU_OP_ELEMENTWISE / NPU_OP_POOL on 8-bit tensors (channels rd_ifm,
+//                    rd_ifm_stream, wr_ofm); npu_kernel_alu, npu_rsr: its arithmetic
 //   npu_region_route region -> BASEP, MEM_ATTR (port group, AxCACHE, AxDOMAIN)
 //   npu_axi_rd/wr    one AXI manager port side each: arbitration, outstanding limits
 //
@@ -21,9 +24,9 @@
 // outstanding-transaction maxima (TRM Table 2-2); default ethos-u85-256. RESET_CYCLES is
 // the length of the reset sequence (STATUS.reset_status = 1).
 //
-// AXI IDs: ARID/AWID = {2'b00, pmu_axi_channel} (rd_cmd 0, rd_mem2mem 4, rd_mem2mem_idx 6,
-// wr_mem2mem 9), so every burst of one channel keeps its order and an error response names
-// its channel.
+// AXI IDs: ARID/AWID = {2'b00, pmu_axi_channel} (rd_cmd 0, rd_ifm 1, rd_mem2mem 4,
+// rd_ifm_stream 5, rd_mem2mem_idx 6, wr_ofm 8, wr_mem2mem 9), so every burst of one channel
+// keeps its order and an error response names its channel.
 // AxPROT = {1'b0 (data), CSL, CPL} from PROT. AxCACHE/AxDOMAIN from the MEM_ATTR entry of
 // the region (QCONFIG for the command stream). With one port per group the CFG*HASH
 // striping selects nothing: all SRAM-group traffic uses SRAM0, all EXT-group traffic EXT0.
@@ -196,6 +199,9 @@ module ethosu85 #(
     localparam [5:0] ID_RD_M2M = {2'b00, NPU_CH_RD_MEM2MEM};
     localparam [5:0] ID_RD_IDX = {2'b00, NPU_CH_RD_MEM2MEM_IDX};
     localparam [5:0] ID_WR_M2M = {2'b00, NPU_CH_WR_MEM2MEM};
+    localparam [5:0] ID_RD_IFM = {2'b00, NPU_CH_RD_IFM};
+    localparam [5:0] ID_RD_IFM2 = {2'b00, NPU_CH_RD_IFM_STREAM};
+    localparam [5:0] ID_WR_OFM = {2'b00, NPU_CH_WR_OFM};
 
     // ================================================================ nets
     // CPM
@@ -286,7 +292,8 @@ module ethosu85 #(
     wire [2:0] axprot = {1'b0, csl, cpl};
 
     // ================================================================ AXI read ports
-    // client 0: command fetch (rd_cmd), 1: DMA data (rd_mem2mem), 2: DMA index (rd_mem2mem_idx)
+    // client 0: command fetch (rd_cmd), 1: DMA data (rd_mem2mem), 2: DMA index (rd_mem2mem_idx),
+    // 3: kernel IFM (rd_ifm), 4: kernel IFM2 (rd_ifm_stream)
     wire        f_rq_valid, f_rq_ready;
     wire [39:0] f_rq_addr;
     wire [7:0]  f_rq_len;
@@ -299,6 +306,10 @@ module ethosu85 #(
     wire [39:0] i_rq_addr;
     wire [3:0]  i_rq_cache;
     wire [1:0]  i_rq_domain;
+    wire        ka_rq_valid, ka_rq_ext, ka_rq_ready, kb_rq_valid, kb_rq_ext, kb_rq_ready;
+    wire [39:0] ka_rq_addr, kb_rq_addr;
+    wire [3:0]  ka_rq_cache, kb_rq_cache;
+    wire [1:0]  ka_rq_domain, kb_rq_domain;
     wire [39:0] unused_qbase_route;
     wire        q_ext;
     wire [3:0]  q_arcache, unused_q_awcache;
@@ -308,27 +319,31 @@ module ethosu85 #(
         .mem_attr(mem_attr), .base(unused_qbase_route), .ext(q_ext), .arcache(q_arcache),
         .awcache(unused_q_awcache), .domain(q_domain));
 
-    wire [2:0]  s_rq_ready, e_rq_ready;
+    wire [4:0]  s_rq_ready, e_rq_ready;
     wire        s_rb_valid, e_rb_valid, s_rb_last, e_rb_last;
     wire [5:0]  s_rb_id, e_rb_id;
     wire [127:0] s_rb_data, e_rb_data;
     wire [1:0]  s_rb_resp, e_rb_resp;
     wire [15:0] s_rd_ev, e_rd_ev, s_wr_ev, e_wr_ev;
-    wire [2:0]   s_rq_valid = {i_rq_valid && !i_rq_ext, d_rq_valid && !d_rq_ext, f_rq_valid && !q_ext};
-    wire [2:0]   e_rq_valid = {i_rq_valid && i_rq_ext, d_rq_valid && d_rq_ext, f_rq_valid && q_ext};
-    wire [119:0] rq_addr3   = {i_rq_addr, d_rq_addr, f_rq_addr};
-    wire [23:0]  rq_len3    = {8'd0, d_rq_len, f_rq_len};
-    wire [17:0]  rq_id3     = {ID_RD_IDX, ID_RD_M2M, ID_RD_CMD};
-    wire [11:0]  rq_cache3  = {i_rq_cache, d_rq_cache, q_arcache};
-    wire [5:0]   rq_dom3    = {i_rq_domain, d_rq_domain, q_domain};
+    wire [4:0]   s_rq_valid = {kb_rq_valid && !kb_rq_ext, ka_rq_valid && !ka_rq_ext,
+                               i_rq_valid && !i_rq_ext, d_rq_valid && !d_rq_ext, f_rq_valid && !q_ext};
+    wire [4:0]   e_rq_valid = {kb_rq_valid && kb_rq_ext, ka_rq_valid && ka_rq_ext,
+                               i_rq_valid && i_rq_ext, d_rq_valid && d_rq_ext, f_rq_valid && q_ext};
+    wire [199:0] rq_addr5   = {kb_rq_addr, ka_rq_addr, i_rq_addr, d_rq_addr, f_rq_addr};
+    wire [39:0]  rq_len5    = {8'd0, 8'd0, 8'd0, d_rq_len, f_rq_len};
+    wire [29:0]  rq_id5     = {ID_RD_IFM2, ID_RD_IFM, ID_RD_IDX, ID_RD_M2M, ID_RD_CMD};
+    wire [19:0]  rq_cache5  = {kb_rq_cache, ka_rq_cache, i_rq_cache, d_rq_cache, q_arcache};
+    wire [9:0]   rq_dom5    = {kb_rq_domain, ka_rq_domain, i_rq_domain, d_rq_domain, q_domain};
     assign f_rq_ready = q_ext ? e_rq_ready[0] : s_rq_ready[0];
     assign d_rq_ready = d_rq_ext ? e_rq_ready[1] : s_rq_ready[1];
     assign i_rq_ready = i_rq_ext ? e_rq_ready[2] : s_rq_ready[2];
+    assign ka_rq_ready = ka_rq_ext ? e_rq_ready[3] : s_rq_ready[3];
+    assign kb_rq_ready = kb_rq_ext ? e_rq_ready[4] : s_rq_ready[4];
 
-    npu_axi_rd #(.NC(3), .HW_MAX_OUT(SRAM_MAX_RD)) u_sram_rd (
+    npu_axi_rd #(.NC(5), .HW_MAX_OUT(SRAM_MAX_RD)) u_sram_rd (
         .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENSRAM0), .max_out_m1(s_rd_m1), .axprot(axprot),
-        .rq_valid(s_rq_valid), .rq_ready(s_rq_ready), .rq_addr(rq_addr3), .rq_len(rq_len3),
-        .rq_id(rq_id3), .rq_cache(rq_cache3), .rq_domain(rq_dom3),
+        .rq_valid(s_rq_valid), .rq_ready(s_rq_ready), .rq_addr(rq_addr5), .rq_len(rq_len5),
+        .rq_id(rq_id5), .rq_cache(rq_cache5), .rq_domain(rq_dom5),
         .rb_valid(s_rb_valid), .rb_id(s_rb_id), .rb_data(s_rb_data), .rb_resp(s_rb_resp),
         .rb_last(s_rb_last), .idle(s_rd_idle), .pmu_ev(s_rd_ev),
         .ARVALID(ARVALIDSRAM0), .ARID(ARIDSRAM0), .ARADDR(ARADDRSRAM0), .ARLEN(ARLENSRAM0),
@@ -336,10 +351,10 @@ module ethosu85 #(
         .ARDOMAIN(ARDOMAINSRAM0), .ARPROT(ARPROTSRAM0), .ARREADY(ARREADYSRAM0),
         .RVALID(RVALIDSRAM0), .RID(RIDSRAM0), .RDATA(RDATASRAM0), .RRESP(RRESPSRAM0),
         .RLAST(RLASTSRAM0), .RREADY(RREADYSRAM0));
-    npu_axi_rd #(.NC(3), .HW_MAX_OUT(EXT_MAX_RD)) u_ext_rd (
+    npu_axi_rd #(.NC(5), .HW_MAX_OUT(EXT_MAX_RD)) u_ext_rd (
         .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENEXT0), .max_out_m1(e_rd_m1), .axprot(axprot),
-        .rq_valid(e_rq_valid), .rq_ready(e_rq_ready), .rq_addr(rq_addr3), .rq_len(rq_len3),
-        .rq_id(rq_id3), .rq_cache(rq_cache3), .rq_domain(rq_dom3),
+        .rq_valid(e_rq_valid), .rq_ready(e_rq_ready), .rq_addr(rq_addr5), .rq_len(rq_len5),
+        .rq_id(rq_id5), .rq_cache(rq_cache5), .rq_domain(rq_dom5),
         .rb_valid(e_rb_valid), .rb_id(e_rb_id), .rb_data(e_rb_data), .rb_resp(e_rb_resp),
         .rb_last(e_rb_last), .idle(e_rd_idle), .pmu_ev(e_rd_ev),
         .ARVALID(ARVALIDEXT0), .ARID(ARIDEXT0), .ARADDR(ARADDREXT0), .ARLEN(ARLENEXT0),
@@ -355,28 +370,53 @@ module ethosu85 #(
     wire e_hit_d = e_rb_valid && (e_rb_id == ID_RD_M2M);
     wire s_hit_i = s_rb_valid && (s_rb_id == ID_RD_IDX);
     wire e_hit_i = e_rb_valid && (e_rb_id == ID_RD_IDX);
+    wire s_hit_ka = s_rb_valid && (s_rb_id == ID_RD_IFM);
+    wire e_hit_ka = e_rb_valid && (e_rb_id == ID_RD_IFM);
+    wire s_hit_kb = s_rb_valid && (s_rb_id == ID_RD_IFM2);
+    wire e_hit_kb = e_rb_valid && (e_rb_id == ID_RD_IFM2);
 
     // ================================================================ AXI write ports
+    // client 0: DMA (wr_mem2mem), 1: kernel OFM (wr_ofm)
     wire        d_wq_valid, d_wq_ext, d_wq_ready, d_wd_valid, d_wd_ext, d_wd_ready, d_wd_last;
+    wire        k_wq_valid, k_wq_ext, k_wq_ready, k_wd_valid, k_wd_ready;
+    wire [39:0] k_wq_addr;
+    wire [3:0]  k_wq_cache;
+    wire [1:0]  k_wq_domain;
+    wire [127:0] k_wd_data;
+    wire [15:0] k_wd_strb;
     wire [39:0] d_wq_addr;
     wire [7:0]  d_wq_len;
     wire [3:0]  d_wq_cache;
     wire [1:0]  d_wq_domain;
     wire [127:0] d_wd_data;
     wire [15:0] d_wd_strb;
-    wire        s_wq_ready, e_wq_ready, s_wd_ready, e_wd_ready;
+    wire [1:0]  s_wq_ready, e_wq_ready, s_wd_ready, e_wd_ready;
     wire        s_wb_valid, e_wb_valid;
     wire [5:0]  s_wb_id, e_wb_id, s_wbeat_id, e_wbeat_id;
     wire [1:0]  s_wb_resp, e_wb_resp;
-    assign d_wq_ready = d_wq_ext ? e_wq_ready : s_wq_ready;
-    assign d_wd_ready = d_wd_ext ? e_wd_ready : s_wd_ready;
+    assign d_wq_ready = d_wq_ext ? e_wq_ready[0] : s_wq_ready[0];
+    assign d_wd_ready = d_wd_ext ? e_wd_ready[0] : s_wd_ready[0];
+    assign k_wq_ready = k_wq_ext ? e_wq_ready[1] : s_wq_ready[1];
+    assign k_wd_ready = k_wq_ext ? e_wd_ready[1] : s_wd_ready[1];
+    wire [1:0]   s_wq_valid = {k_wq_valid && !k_wq_ext, d_wq_valid && !d_wq_ext};
+    wire [1:0]   e_wq_valid = {k_wq_valid && k_wq_ext, d_wq_valid && d_wq_ext};
+    wire [1:0]   s_wd_valid = {k_wd_valid && !k_wq_ext, d_wd_valid && !d_wd_ext};
+    wire [1:0]   e_wd_valid = {k_wd_valid && k_wq_ext, d_wd_valid && d_wd_ext};
+    wire [79:0]  wq_addr2   = {k_wq_addr, d_wq_addr};
+    wire [15:0]  wq_len2    = {8'd0, d_wq_len};
+    wire [11:0]  wq_id2     = {ID_WR_OFM, ID_WR_M2M};
+    wire [7:0]   wq_cache2  = {k_wq_cache, d_wq_cache};
+    wire [3:0]   wq_dom2    = {k_wq_domain, d_wq_domain};
+    wire [255:0] wd_data2   = {k_wd_data, d_wd_data};
+    wire [31:0]  wd_strb2   = {k_wd_strb, d_wd_strb};
+    wire [1:0]   wd_last2   = {1'b1, d_wd_last};
 
-    npu_axi_wr #(.NC(1), .HW_MAX_OUT(SRAM_MAX_WR)) u_sram_wr (
+    npu_axi_wr #(.NC(2), .HW_MAX_OUT(SRAM_MAX_WR)) u_sram_wr (
         .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENSRAM0), .max_out_m1(s_wr_m1[4:0]), .axprot(axprot),
-        .wq_valid(d_wq_valid && !d_wq_ext), .wq_ready(s_wq_ready), .wq_addr(d_wq_addr),
-        .wq_len(d_wq_len), .wq_id(ID_WR_M2M), .wq_cache(d_wq_cache), .wq_domain(d_wq_domain),
-        .wd_valid(d_wd_valid && !d_wd_ext), .wd_ready(s_wd_ready), .wd_data(d_wd_data),
-        .wd_strb(d_wd_strb), .wd_last(d_wd_last),
+        .wq_valid(s_wq_valid), .wq_ready(s_wq_ready), .wq_addr(wq_addr2),
+        .wq_len(wq_len2), .wq_id(wq_id2), .wq_cache(wq_cache2), .wq_domain(wq_dom2),
+        .wd_valid(s_wd_valid), .wd_ready(s_wd_ready), .wd_data(wd_data2),
+        .wd_strb(wd_strb2), .wd_last(wd_last2),
         .wb_valid(s_wb_valid), .wb_id(s_wb_id), .wb_resp(s_wb_resp), .idle(s_wr_idle),
         .pmu_ev(s_wr_ev), .wbeat_id(s_wbeat_id),
         .AWVALID(AWVALIDSRAM0), .AWID(AWIDSRAM0), .AWADDR(AWADDRSRAM0), .AWLEN(AWLENSRAM0),
@@ -385,12 +425,12 @@ module ethosu85 #(
         .WVALID(WVALIDSRAM0), .WDATA(WDATASRAM0), .WSTRB(WSTRBSRAM0), .WLAST(WLASTSRAM0),
         .WREADY(WREADYSRAM0), .BVALID(BVALIDSRAM0), .BID(BIDSRAM0), .BRESP(BRESPSRAM0),
         .BREADY(BREADYSRAM0));
-    npu_axi_wr #(.NC(1), .HW_MAX_OUT(EXT_MAX_WR)) u_ext_wr (
+    npu_axi_wr #(.NC(2), .HW_MAX_OUT(EXT_MAX_WR)) u_ext_wr (
         .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENEXT0), .max_out_m1(e_wr_m1[4:0]), .axprot(axprot),
-        .wq_valid(d_wq_valid && d_wq_ext), .wq_ready(e_wq_ready), .wq_addr(d_wq_addr),
-        .wq_len(d_wq_len), .wq_id(ID_WR_M2M), .wq_cache(d_wq_cache), .wq_domain(d_wq_domain),
-        .wd_valid(d_wd_valid && d_wd_ext), .wd_ready(e_wd_ready), .wd_data(d_wd_data),
-        .wd_strb(d_wd_strb), .wd_last(d_wd_last),
+        .wq_valid(e_wq_valid), .wq_ready(e_wq_ready), .wq_addr(wq_addr2),
+        .wq_len(wq_len2), .wq_id(wq_id2), .wq_cache(wq_cache2), .wq_domain(wq_dom2),
+        .wd_valid(e_wd_valid), .wd_ready(e_wd_ready), .wd_data(wd_data2),
+        .wd_strb(wd_strb2), .wd_last(wd_last2),
         .wb_valid(e_wb_valid), .wb_id(e_wb_id), .wb_resp(e_wb_resp), .idle(e_wr_idle),
         .pmu_ev(e_wr_ev), .wbeat_id(e_wbeat_id),
         .AWVALID(AWVALIDEXT0), .AWID(AWIDEXT0), .AWADDR(AWADDREXT0), .AWLEN(AWLENEXT0),
@@ -428,6 +468,11 @@ module ethosu85 #(
 
     // ================================================================ decoder / control
     wire              dma_push, dma_full, dma_abort, dma_idle;
+    wire              st_we, st_kind, k_op_pool, k_op_ew, k_unsup, k_unpred, k_start, k_busy;
+    wire              k_flag;
+    wire [9:0]        st_opc;
+    wire [63:0]       st_raw;
+    wire [5:0]        k_op_mode;
     wire [127:0]      unused_lut_rdata;      // LUT read port: for the kernel datapath (phase 2)
     wire [DESC_W-1:0] dma_desc;
     wire [2:0]        dma_outstanding;
@@ -443,6 +488,10 @@ module ethosu85 #(
         .dma_push(dma_push), .dma_desc(dma_desc), .dma_full(dma_full),
         .dma_outstanding(dma_outstanding), .dma_abort(dma_abort), .dma_idle(dma_idle),
         .ports_idle(ports_idle),
+        .st_we(st_we), .st_kind(st_kind), .st_opc(st_opc), .st_raw(st_raw),
+        .k_op_pool(k_op_pool), .k_op_ew(k_op_ew), .k_op_mode(k_op_mode),
+        .k_unsupported(k_unsup), .k_unpredictable(k_unpred), .k_start(k_start), .k_busy(k_busy),
+        .k_flag(k_flag),
         .pmu_mask_we(pmu_mask_we), .pmu_mask_val(pmu_mask_val),
         .status_word(status_core), .running(running), .qread(qread),
         .cond_result_flag(cond_flag), .irq(npu_irq));
@@ -469,6 +518,27 @@ module ethosu85 #(
         .wb_valid((s_wb_valid && s_wb_id == ID_WR_M2M) || (e_wb_valid && e_wb_id == ID_WR_M2M)),
         .lut_raddr(7'd0), .lut_rdata(unused_lut_rdata),
         .idle(dma_idle));
+
+    // ================================================================ kernel operations
+    npu_kernel u_kernel (
+        .CLK(CLK), .rst_n(core_rst_n),
+        .set_we(st_we), .set_kind(st_kind), .set_opc(st_opc), .set_raw(st_raw),
+        .op_pool(k_op_pool), .op_ew(k_op_ew), .op_mode(k_op_mode),
+        .op_unsupported(k_unsup), .op_unpredictable(k_unpred),
+        .start(k_start), .busy(k_busy), .abort(dma_abort), .pause(pause), .cond_flag(k_flag),
+        .basep(basep), .regioncfg(regioncfg), .mem_attr(mem_attr),
+        .a_rq_valid(ka_rq_valid), .a_rq_ext(ka_rq_ext), .a_rq_addr(ka_rq_addr),
+        .a_rq_cache(ka_rq_cache), .a_rq_domain(ka_rq_domain), .a_rq_ready(ka_rq_ready),
+        .a_rb_valid(s_hit_ka || e_hit_ka), .a_rb_data(s_hit_ka ? s_rb_data : e_rb_data),
+        .a_rb_resp(s_hit_ka ? s_rb_resp : e_rb_resp),
+        .b_rq_valid(kb_rq_valid), .b_rq_ext(kb_rq_ext), .b_rq_addr(kb_rq_addr),
+        .b_rq_cache(kb_rq_cache), .b_rq_domain(kb_rq_domain), .b_rq_ready(kb_rq_ready),
+        .b_rb_valid(s_hit_kb || e_hit_kb), .b_rb_data(s_hit_kb ? s_rb_data : e_rb_data),
+        .b_rb_resp(s_hit_kb ? s_rb_resp : e_rb_resp),
+        .wq_valid(k_wq_valid), .wq_ext(k_wq_ext), .wq_addr(k_wq_addr), .wq_cache(k_wq_cache),
+        .wq_domain(k_wq_domain), .wq_ready(k_wq_ready),
+        .wd_valid(k_wd_valid), .wd_data(k_wd_data), .wd_strb(k_wd_strb), .wd_ready(k_wd_ready),
+        .wb_valid((s_wb_valid && s_wb_id == ID_WR_OFM) || (e_wb_valid && e_wb_id == ID_WR_OFM)));
 
     // ================================================================ PMU
     npu_pmu u_pmu (

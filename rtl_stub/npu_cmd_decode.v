@@ -21,14 +21,23 @@
 //     stride_mode, internal destination address or length not 16-byte aligned) are
 //     UNPREDICTABLE: the command is skipped without effect (as the TLM does).
 //   - NPU_OP_DMA_WAIT k: waits until at most k DMA descriptors are outstanding.
-//   - NPU_OP_KERNEL_WAIT: no kernel operation is ever outstanding: completes at once.
+//   - NPU_OP_POOL, NPU_OP_ELEMENTWISE: checked by the kernel unit (npu_kernel.v) against
+//     the current NPU_SET state: a configuration it does not implement -> cmd_parse_error
+//     (QREAD at the operation); a failed register-only TRM assert (UNPREDICTABLE) -> the
+//     command completes without effect (TLM policy); else the operation starts and no
+//     further command executes until it has completed (every read back, every write
+//     answered), so the kernel unit sees stable NPU_SET state.
+//   - NPU_OP_KERNEL_WAIT: operations complete before the next command: completes at once.
 //   - NPU_OP_PMU_MASK: passed to the PMU (which applies it if PMCR.mask_en = 1).
-//   - NPU_OP_CONV, DEPTHWISE, POOL, ELEMENTWISE, RESIZE: not implemented in this phase:
-//     cmd_parse_error (the NPU stops with IRQ, QREAD at the operation).
+//   - NPU_OP_CONV, DEPTHWISE, RESIZE: not implemented: cmd_parse_error (the NPU stops with
+//     IRQ, QREAD at the operation).
 // * Stops: NPU_OP_STOP, QREAD reaching QSIZE (cmd_end_reached), CMD.stop_request, errors.
-//   STATUS.state reads RUNNING until every outstanding command fetch, DMA transfer and AXI
-//   transaction has completed; then the NPU is STOPPED and irq_raised is set. On an error
-//   (and during a soft reset) the DMA is aborted: no new bursts, outstanding ones complete.
+//   STATUS.state reads RUNNING until every outstanding command fetch, DMA transfer, kernel
+//   operation and AXI transaction has completed; then the NPU is STOPPED and irq_raised is
+//   set. On an error (and during a soft reset) the DMA and the kernel unit are aborted: no
+//   new bursts, outstanding ones complete.
+// * The NPU_SET state write port (set_we, set_kind, set_opc, set_raw) is also an output:
+//   the kernel unit keeps its own copy of the state (gen/npu_cmd_state.vh).
 // * Bus faults: an error response on any port sets bus_status, faulting_interface and
 //   faulting_channel (of the first error) and stops the NPU.
 `default_nettype none
@@ -72,6 +81,19 @@ module npu_cmd_decode #(
     output wire              dma_abort,
     input  wire              dma_idle,
     input  wire              ports_idle,
+    // kernel unit (npu_kernel.v)
+    output wire              st_we,
+    output wire              st_kind,
+    output wire [9:0]        st_opc,
+    output wire [63:0]       st_raw,
+    output wire              k_op_pool,
+    output wire              k_op_ew,
+    output wire [5:0]        k_op_mode,
+    input  wire              k_unsupported,
+    input  wire              k_unpredictable,
+    output wire              k_start,
+    input  wire              k_busy,
+    input  wire              k_flag,
     // PMU
     output wire              pmu_mask_we,
     output wire              pmu_mask_val,
@@ -120,6 +142,8 @@ module npu_cmd_decode #(
     wire is_dmaw   = !is1 && (opc == OPC0_NPU_OP_DMA_WAIT);
     wire is_kwait  = !is1 && (opc == OPC0_NPU_OP_KERNEL_WAIT);
     wire is_pmask  = !is1 && (opc == OPC0_NPU_OP_PMU_MASK);
+    wire is_pool   = !is1 && (opc == OPC0_NPU_OP_POOL);
+    wire is_ew     = !is1 && (opc == OPC0_NPU_OP_ELEMENTWISE);
     wire is_branch = is1 && (opc == OPC1_NPU_OP_BRANCH);
 
     wire [15:0] mask16 = w0[31:16];
@@ -165,15 +189,16 @@ module npu_cmd_decode #(
 
     // ---------------------------------------------------------------- execute
     wire exec = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_req_pend
-                && (qread_q < qsize_al) && have;
+                && !k_busy && (qread_q < qsize_al) && have;
 
     logic        adv4, adv8, do_stop, do_irq, do_perr, do_bfault, do_branch, do_push;
-    logic        do_pmu;
+    logic        do_pmu, do_kstart;
     wire [31:0]  br_target = w1;
     wire         br_taken = (w0[16] == NPU_E_BRANCH_COND_ALWAYS[0]) || cond_result_flag;
     always @(*) begin
         adv4 = 1'b0; adv8 = 1'b0; do_stop = 1'b0; do_irq = 1'b0; do_perr = 1'b0;
         do_bfault = 1'b0; do_branch = 1'b0; do_push = 1'b0; do_pmu = 1'b0; set_we = 1'b0;
+        do_kstart = 1'b0;
         if (exec) begin
             if (bad) begin
                 do_perr = 1'b1;
@@ -208,8 +233,17 @@ module npu_cmd_decode #(
             end else if (is_pmask) begin
                 do_pmu = 1'b1;
                 adv4 = 1'b1;
+            end else if (is_pool || is_ew) begin
+                if (k_unsupported) begin
+                    do_perr = 1'b1;                 // not implemented by the stand-in
+                end else if (k_unpredictable) begin
+                    adv4 = 1'b1;                    // UNPREDICTABLE: no effect
+                end else begin
+                    do_kstart = 1'b1;
+                    adv4 = 1'b1;
+                end
             end else begin
-                // NPU_OP_CONV, DEPTHWISE, POOL, ELEMENTWISE, RESIZE: not implemented
+                // NPU_OP_CONV, DEPTHWISE, RESIZE: not implemented
                 do_perr = 1'b1;
             end
         end
@@ -221,12 +255,20 @@ module npu_cmd_decode #(
     assign dma_desc = desc;
     assign pmu_mask_we = do_pmu;
     assign pmu_mask_val = w0[16];
+    assign st_we = set_we;
+    assign st_kind = set_kind;
+    assign st_opc = set_opc;
+    assign st_raw = set_raw;
+    assign k_op_pool = is_pool;
+    assign k_op_ew = is_ew;
+    assign k_op_mode = w0[21:16];
+    assign k_start = do_kstart;
 
     // ---------------------------------------------------------------- control
     wire start_ok = (fsm == S_STOPPED) && cmd_start && !sticky && !reset_halt;
     wire [31:0] start_off = resume_ok ? qread_q : 32'd0;
     wire fault_new = fault_valid && !bus_status;
-    wire drained = fetch_idle && dma_idle && ports_idle;
+    wire drained = fetch_idle && dma_idle && !k_busy && ports_idle;
 
     assign fetch_restart = start_ok || do_branch;
     assign fetch_off = do_branch ? br_target : start_off;
@@ -325,7 +367,7 @@ module npu_cmd_decode #(
 
     assign running = (fsm != S_STOPPED);
     assign qread = qread_q;
-    assign cond_result_flag = 1'b0;   // no kernel operation writes an OFM in this phase
+    assign cond_result_flag = k_flag;   // bit 0 of the last OFM element (npu_kernel.v)
     assign irq = irq_raised | pmu_irq_raised;
     assign status_word = {irq_hist, fault_chn, fault_ifc, 1'b0, branch_fault, 1'b0 /* ecc_fault */,
                           1'b0, pmu_irq_raised, end_reached, parse_error, 1'b0 /* reset_status */,

@@ -328,7 +328,10 @@ def _rsr_int64(a: np.ndarray, s: np.ndarray, mode: int, dbl_rnd: int, amax: "int
     corr = None
     if not np.array_equal(rp, rn):
         corr = a >> np.int64(63)                            # -1 where a < 0, else 0
-        corr *= rp - rn
+        if corr.shape == np.broadcast_shapes(corr.shape, rp.shape):
+            corr *= rp - rn
+        else:                                               # shift array larger than a
+            corr = corr * (rp - rn)
     if inplace and a.flags.writeable and np.broadcast_shapes(a.shape, rp.shape, s.shape) == a.shape:
         out = a
         out += rp

@@ -711,15 +711,18 @@ _DENSE_SLACK = 4096
 
 
 class _Access:
-    """Batched byte access over whatever ``mem`` is: a tlm.memory.DataPort behind a
-    ``port``/``region``/``channel`` accessor (tlm.ops.common._RegionMem), an object with
-    ``read_runs``/``write_runs``, or plain ``read``/``write`` (one call per run)."""
+    """Batched byte access over whatever ``mem`` is, in order of preference: an object with
+    ``read_span(lo, mask)``/``write_span(lo, mask, buf)`` (and ``read_runs``/``write_runs``),
+    a tlm.memory.DataPort behind a ``port``/``region``/``channel`` accessor (the shape of
+    tlm.ops.common._RegionMem), an object with ``read_runs``/``write_runs``, or plain
+    ``read``/``write`` (one call per run)."""
     __slots__ = ("mem", "port", "region", "channel")
 
     def __init__(self, mem):
         self.mem = mem
         port = getattr(mem, "port", None)
-        if port is not None and hasattr(port, "read_span") and hasattr(mem, "region") and hasattr(mem, "channel"):
+        if getattr(mem, "read_span", None) is None and port is not None and hasattr(port, "read_span") \
+                and hasattr(mem, "region") and hasattr(mem, "channel"):
             self.port, self.region, self.channel = port, mem.region, mem.channel
         else:
             self.port = self.region = self.channel = None
@@ -754,6 +757,9 @@ class _Access:
         """uint8 buffer over [lo, lo + mask.size) holding the masked bytes (read as runs)."""
         if self.port is not None:
             return self.port.read_span(self.region, lo, mask, self.channel)
+        f = getattr(self.mem, "read_span", None)
+        if f is not None:
+            return np.asarray(f(lo, mask), dtype=np.uint8)
         st, sp = _mask_runs(mask)
         buf = np.zeros(mask.size, np.uint8)
         buf[mask] = self.read_runs(st + lo, sp - st)
@@ -762,6 +768,9 @@ class _Access:
     def write_span(self, lo: int, mask: np.ndarray, buf: np.ndarray) -> None:
         if self.port is not None:
             return self.port.write_span(self.region, lo, mask, buf, self.channel)
+        f = getattr(self.mem, "write_span", None)
+        if f is not None:
+            return f(lo, mask, buf)
         st, sp = _mask_runs(mask)
         self.write_runs(st + lo, sp - st, buf[mask])
 
@@ -781,14 +790,18 @@ def _out_dtype(fm: FeatureMap) -> np.dtype:
     return np.dtype(np.uint64) if fm.act_type == ActType.UNSIGNED and fm.element_size == 8 else np.dtype(np.int64)
 
 
-def _zero_point(fm: FeatureMap, vals: np.ndarray, subtract_zero_point: bool, check: bool) -> np.ndarray:
+def _zero_point(fm: FeatureMap, vals: np.ndarray, subtract_zero_point: bool, check: bool,
+                dtype=None) -> np.ndarray:
+    """Zero-point subtraction (in place on vals, a fresh array of the result type) and the
+    conversion to ``dtype`` if one was asked for."""
     if subtract_zero_point:
         zp = ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check)
         if zp:
-            if vals.dtype == np.int64:
-                vals -= np.int64(zp)
-            else:
-                vals = vals.astype(np.int64) - np.int64(zp)
+            if vals.dtype == np.uint64:
+                vals = vals.astype(np.int64)
+            vals -= vals.dtype.type(zp)
+    if dtype is not None and vals.dtype != dtype:
+        vals = vals.astype(dtype)
     return vals
 
 
@@ -933,7 +946,7 @@ def _byte_mask(emask: np.ndarray, es: int) -> np.ndarray:
 
 
 def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = False,
-              check: bool = True) -> np.ndarray:
+              check: bool = True, dtype=None) -> np.ndarray:
     """Gather the block ys x xs x cs of a feature map ([H, W, C] array).
 
     ``mem`` is either an object with ``read(addr, n) -> bytes`` (e.g. tlm.memory.Memory's
@@ -943,10 +956,14 @@ def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = Fa
 
     Values are sign- or zero-extended according to ``fm.act_type`` (memory_read with
     precision/type) as int64; unsigned b64 gives uint64.  ``subtract_zero_point`` applies the
-    read_ifm/read_ifm2 zero point (with its asserts).
+    read_ifm/read_ifm2 zero point (with its asserts).  ``dtype`` (optional): the result type
+    instead (e.g. int16/int32, or float64 for an exact BLAS product); the values are
+    converted straight from memory, so the caller picks a type that holds them (with the
+    zero point subtracted: the subtraction is done in that type).
     """
     if USE_REFERENCE:
-        return read_fmap_ref(mem, fm, ys, xs, cs, subtract_zero_point=subtract_zero_point, check=check)
+        v = read_fmap_ref(mem, fm, ys, xs, cs, subtract_zero_point=subtract_zero_point, check=check)
+        return v if dtype is None else v.astype(dtype)
     if fm.storage == Storage.CHAINED:
         raise ValueError("chained feature map: read from the chaining FIFO")
     es = fm.element_size
@@ -964,14 +981,15 @@ def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = Fa
             for p in pieces:
                 p.mask_view(mask, lo, es)[...] = True
             buf = acc.read_span(lo, mask)
-            out = np.empty((yr[1] - yr[0], xr[1] - xr[0], cr[1] - cr[0]), _out_dtype(fm))
+            odt = _out_dtype(fm) if dtype is None else np.dtype(dtype)
+            out = np.empty((yr[1] - yr[0], xr[1] - xr[0], cr[1] - cr[0]), odt)
             for p in pieces:
                 p.out_view(out)[...] = p.mem_view(buf, lo, dt, es)
             return _zero_point(fm, out, subtract_zero_point, check)
     addrs = block_addresses(fm, ys, xs, cs, check=check)
     shape = addrs.shape
     if addrs.size == 0:
-        return _zero_point(fm, np.zeros(shape, _out_dtype(fm)), subtract_zero_point, check)
+        return _zero_point(fm, np.zeros(shape, _out_dtype(fm)), subtract_zero_point, check, dtype)
     flat = addrs.reshape(-1)
     lay = _dense_layout(flat, es)
     if lay is not None:
@@ -988,7 +1006,7 @@ def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = Fa
         sp = np.concatenate((breaks, [uniq.size]))
         data = acc.read_runs(uniq[st], sp - st)
         raw = np.ascontiguousarray(data[inv.ravel()]).view(dt).reshape(shape)
-    return _zero_point(fm, raw.astype(_out_dtype(fm)), subtract_zero_point, check)
+    return _zero_point(fm, raw.astype(_out_dtype(fm)), subtract_zero_point, check, dtype)
 
 
 def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = AllowedPerms.ALL,

@@ -87,7 +87,7 @@ import threading
 import time
 import traceback
 import zlib
-from collections import Counter, defaultdict
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +98,7 @@ from . import isa
 from . import registers as R
 from .config import CONFIGS, Policy
 from .device import KERNEL_OP_NAMES, KERNEL_OPS, STICKY_FAULTS, Device, StopKind, StopReason
-from .memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, Interface, Memory, Resp, axcache
+from .memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, Memory, Resp, axcache
 
 __all__ = ["Case", "CaseResult", "Summary", "GENERATORS", "make_case", "run_case", "run", "main"]
 
@@ -110,10 +110,9 @@ QREGS = (QBASE_LO, QBASE_HI, QSIZE, QCONFIG)
 SP = 0b01                       # secure privileged: permitted whatever PROT is
 TOP = 1 << 40
 DEFAULT_SEED_ENV = "FUZZ_SEED"
-DEFAULT_BUDGET = 3000           # steps per case
+DEFAULT_BUDGET = 2000           # steps per case
 ORACLE_MAX_LINES = 200_000      # DMA oracle: skip larger transfers
 BASE_POLICY = dict(dma_max_bytes=1 << 22)   # 4 MiB per DMA op keeps a case in milliseconds
-WRITE_CHANNELS = (Channel.wr_ofm, Channel.wr_mem2mem)
 DMA_CHANNELS = (Channel.rd_mem2mem, Channel.wr_mem2mem, Channel.rd_mem2mem_idx)
 CONFIG_NAMES = tuple(CONFIGS)
 STOP_WORD = isa.encode("NPU_OP_STOP")[0]
@@ -666,7 +665,7 @@ def gen_branch(rng, c: Case) -> None:
         s.branch(_u(rng, 0, 1), _pick(rng, ["mis", "end", "out", "any"]))
     _random_cmds(rng, s, _u(rng, 0, 3), huge=0.0)
     c.stream = s.finish(rng)
-    c.chunks = [_pick(rng, [500, 2000])]
+    c.chunks = [_pick(rng, [300, 1000])]
     c.notes.append("BRANCH loop / target edge case")
 
 
@@ -988,6 +987,7 @@ class CaseResult:
     events: Counter = field(default_factory=Counter)       # "kind: text" -> n
     violations: list = field(default_factory=list)
     slowest_op: tuple = (0.0, "")
+    crossing: set = field(default_factory=set)              # channels seen crossing 4 KB
 
     def violation(self, msg: str) -> None:
         if len(self.violations) < 8 and msg not in self.violations:
@@ -1235,6 +1235,9 @@ class _Tracker:
         if op is None:
             self.once("orphan", f"data transaction outside any operation: {self._desc(t)}")
             return
+        if (t.addr & 0xFFF) + t.length > 0x1000 and ch not in self.res.crossing:
+            self.res.crossing.add(ch)
+            self.res.events[f"note: {ch.name} transactions cross 4 KB boundaries (not split into AXI bursts)"] += 1
         op.txns.append(t)
         if t.write and not t.resp:
             self.writes.append((t.addr, t.length))
@@ -1300,6 +1303,7 @@ class _Tracker:
             self.cur = _Op(det["name"], det["offset"], det["snapshot"], tuple(d.basep(n) for n in range(8)),
                            tuple(d.mem_attr(k) for k in range(4)), d.regioncfg)
             self.ops.append(self.cur)
+            self._check_decode(det)
             self.op_t0 = time.process_time()
             return
         off = det.get("offset")
@@ -1319,6 +1323,7 @@ class _Tracker:
                                           f"!= faulting transaction {t.channel.name}/{t.interface.name}")
             else:
                 res.faults[f"{bit}: {_norm(det.get('detail', ''), 60)}"] += 1
+                self._check_fault_cause(bit, det)
                 if self.err_txn is not None:
                     t = self.err_txn
                     self.once("bus_swallowed", f"{t.resp.name} on {t.channel.name} @{t.addr:#x} ended as {bit}, "
@@ -1351,6 +1356,53 @@ class _Tracker:
             return
         else:
             res.events[ev] += 1
+
+    def _words_at(self, off: int, n: int = 2) -> list[int]:
+        """The stream words at byte offset `off` (backdoor, wrapping at 2**40)."""
+        d = self.d
+        base = d.qbase & ~3
+        return [int.from_bytes(d.memory.read((base + off + 4 * i) & ADDR_MASK, 4), "little") for i in range(n)]
+
+    def _check_decode(self, det: dict) -> None:
+        """The executed operation is what the ISA table decodes from memory at its offset."""
+        try:
+            want = isa.decode_word(self._words_at(det["offset"]), 0)
+        except isa.IsaError as e:
+            self.once("decode_op", f"executed {det['name']} at {det['offset']:#x}, but the stream word there is "
+                                   f"reserved ({e.reason})")
+            return
+        if want.name != det["name"] or dict(want.fields) != dict(det["fields"]):
+            self.once("decode_op", f"executed {det['name']} {det['fields']} at {det['offset']:#x}, the stream "
+                                   f"holds {want.name} {want.fields}")
+
+    def _check_fault_cause(self, bit: str, det: dict) -> None:
+        """cmd_parse_error for a reserved word / truncated cmd1 and branch_fault: the stream
+        really holds that at the offset (an independent decode)."""
+        d, off = self.d, det.get("offset")
+        if off is None:
+            return
+        words = self._words_at(off)
+        detail = det.get("detail", "")
+        if bit == "branch_fault":
+            try:
+                b = isa.decode_word(words, 0)
+            except isa.IsaError:
+                b = None
+            t = b.fields.get("branch_target", 0) if b is not None else 0
+            mis = t & 3 and d.policy.branch_misaligned == "branch_fault"
+            if b is None or b.name != "NPU_OP_BRANCH" or not (t >= d.qsize or mis):
+                self.once("branch_cause", f"branch_fault at {off:#x} but the stream holds "
+                                          f"{b.name if b else 'a reserved word'} (target {t:#x}, QSIZE {d.qsize:#x})")
+        elif bit == "cmd_parse_error" and "word" in det:
+            if "truncated" in detail:
+                if off + 8 <= (d.qsize & ~3):
+                    self.once("trunc_cause", f"cmd1 at {off:#x} reported truncated with QSIZE {d.qsize:#x}")
+            else:
+                try:
+                    got = isa.decode_word(words, 0)
+                    self.once("parse_cause", f"cmd_parse_error ({detail}) at {off:#x} for a valid {got.name}")
+                except isa.IsaError:
+                    pass
 
     def close_op(self) -> None:
         """End the CPU-time measurement of the current operation (at the next fetch, the next
@@ -1461,9 +1513,13 @@ class _Runner:
         self.reset_word = 0
         self.cpu = 0.0
         self.q_unpred = False    # an UNPREDICTABLE QBASE/QSIZE write took effect while RUNNING
+        self.abort_cpu = 0.0     # CPU watchdog armed around device calls (set by run_case)
 
     def call(self, what: str, fn, *a, **kw):
-        """A device call: timed; an escaping exception is a violation (re-raised to abort)."""
+        """A device call: timed, under the CPU watchdog; an escaping exception is a violation
+        (re-raised to abort the case)."""
+        if self.abort_cpu:
+            signal.setitimer(signal.ITIMER_PROF, max(0.001, self.abort_cpu - self.cpu))
         t0 = time.process_time()
         try:
             return fn(*a, **kw)
@@ -1474,6 +1530,8 @@ class _Runner:
             raise _Abort() from e
         finally:
             self.cpu += time.process_time() - t0
+            if self.abort_cpu:
+                signal.setitimer(signal.ITIMER_PROF, 0)
 
     def permitted(self, pprot: int) -> bool:
         cpl, csl = self.prot
@@ -1678,9 +1736,10 @@ def _alarm(_sig, _frame):
 def run_case(case: Case, cpu_limit: float = 2.0, abort_cpu: float = 6.0, wall_limit: float = 120.0,
              kernel_ops=None) -> CaseResult:
     """Run one case on a fresh Device and check every invariant. A case whose device calls
-    take more than `cpu_limit` CPU seconds is a violation ('slow'); a watchdog aborts it after
-    `abort_cpu` CPU seconds (SIGPROF) or `wall_limit` wall seconds (SIGALRM) and reports a
-    hang. The watchdogs need the main thread (else only the 'slow' check applies)."""
+    take more than `cpu_limit` CPU seconds is a violation ('slow'); a watchdog aborts it when
+    its device calls have used `abort_cpu` CPU seconds (SIGPROF; a single long numpy call
+    is only interrupted when it returns) or after `wall_limit` wall seconds (SIGALRM) and
+    reports a hang. The watchdogs need the main thread (else only the 'slow' check applies)."""
     res = CaseResult(case.seed, case.index, case.gen)
     runner = _Runner(case, res, kernel_ops)
     use_alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
@@ -1689,11 +1748,12 @@ def run_case(case: Case, cpu_limit: float = 2.0, abort_cpu: float = 6.0, wall_li
     t0 = time.perf_counter()
     try:
         if use_alarm:
-            for sig, timer, limit in ((signal.SIGPROF, signal.ITIMER_PROF, abort_cpu),
-                                      (signal.SIGALRM, signal.ITIMER_REAL, wall_limit)):
-                if limit:
-                    old[sig] = (timer, signal.signal(sig, _alarm))
-                    signal.setitimer(timer, limit)
+            if abort_cpu:                     # armed by _Runner.call around each device call
+                old[signal.SIGPROF] = (signal.ITIMER_PROF, signal.signal(signal.SIGPROF, _alarm))
+                runner.abort_cpu = abort_cpu
+            if wall_limit:
+                old[signal.SIGALRM] = (signal.ITIMER_REAL, signal.signal(signal.SIGALRM, _alarm))
+                signal.setitimer(signal.ITIMER_REAL, wall_limit)
         runner.go()
     except _Abort:
         pass
@@ -1900,11 +1960,24 @@ def main(argv: "list[str] | None" = None) -> int:
     ap.add_argument("--start", type=int, default=0, help="first case index")
     ap.add_argument("--case", type=int, default=None, help="replay this one case verbosely")
     ap.add_argument("--gen", choices=list(GENERATORS), default=None, help="with --case: force a generator")
-    ap.add_argument("--jobs", "-j", type=int, default=1, help="worker processes")
+    ap.add_argument("--jobs", "-j", type=int, default=min(4, os.cpu_count() or 1),
+                    help="worker processes (default: CPUs, at most 4); results do not depend on it")
     ap.add_argument("--cpu-limit", type=float, default=2.0, help="device CPU seconds per case (default 2)")
+    ap.add_argument("--mem-limit", type=float, default=6.0,
+                    help="address-space limit per process in GiB (RLIMIT_AS; 0: none). A stream that makes "
+                         "the model allocate more fails with MemoryError inside the device: a violation")
     ap.add_argument("--abort-cpu", type=float, default=6.0, help="CPU watchdog per case (default 6 s)")
     ap.add_argument("--wall-limit", type=float, default=120.0, help="wall-time watchdog per case (default 120 s)")
     a = ap.parse_args(argv)
+    if a.mem_limit > 0:
+        try:
+            import resource
+
+            lim = int(a.mem_limit * (1 << 30))
+            soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            resource.setrlimit(resource.RLIMIT_AS, (lim if hard < 0 else min(lim, hard), hard))
+        except (ImportError, ValueError, OSError):
+            pass
     seed = a.seed
     if seed is None:
         seed = int(os.environ.get(DEFAULT_SEED_ENV) or np.random.SeedSequence().entropy % (1 << 32))

@@ -16,7 +16,10 @@ Nothing in the generated files is typed by hand: every number comes from
   valid-opcode maps used by the command decoder to flag reserved encodings;
   ``rtl_stub/gen/npu_cmd_state.vh``: the sticky NPU_SET state registers (one register per
   NPU_SET command holding exactly its fields) with their write logic and one wire per
-  field, for the command decoder (npu_cmd_decode.v) to include.
+  field, for the command decoder (npu_cmd_decode.v) and the kernel unit (npu_kernel.v) to
+  include;
+* ``tlm/arith.py``, ``tlm/ops/pool.py`` -> ``rtl_stub/gen/npu_kernel.vh``: the average-pool
+  scale table of rescale_mode_avpool and the pooling identities.
 
 The include files hold `localparam`s (and one always_ff block), so they are included inside
 module bodies. Include directory: ``rtl_stub`` (``include "gen/npu_regs.vh"``).
@@ -167,12 +170,16 @@ def gen_isa() -> str:
         out.append(f"localparam [1023:0] NPU_CMD{kind}_VALID = 1024'h{valid[kind]:0256X};")
         out.append(f"localparam [1023:0] NPU_CMD{kind}_IS_SET = 1024'h{sets[kind]:0256X};")
     out.append("")
-    out.append("// ---- enumerations used by the control logic ----")
-    for e in (isa.dma_region_mode, isa.dma_stride_mode, isa.dma_idx_mode, isa.branch_cond,
-              isa.pooling_mode, isa.elementwise_mode, isa.activation_precision,
-              isa.activation_type):
+    out.append("// ---- enumerations (every field enum of the ISA table) ----")
+    out.append("// NPU_E_<ENUM>_<MEMBER> = value; NPU_EMAP_<ENUM>: bit v set = value v is defined")
+    out.append("// (other values of the field are reserved)")
+    for e in isa.ENUMS.values():
+        emap = 0
         for m in e:
             out.append(f"localparam integer NPU_E_{e.__name__.upper()}_{_ident(m.name).upper()} = {int(m)};")
+            emap |= 1 << int(m)
+        nbits = max(int(m) for m in e) + 1
+        out.append(f"localparam [{nbits - 1}:0] NPU_EMAP_{e.__name__.upper()} = {_hex(emap, nbits)};")
     out.append("")
     out.append("/* verilator lint_on UNUSEDPARAM */")
     return "\n".join(out) + "\n"
@@ -190,12 +197,13 @@ def gen_cmd_state() -> str:
            "// The sticky NPU_SET state (TRM 3.5.5): one register per NPU_SET command, holding",
            "// exactly the command's fields packed in table order (first field at bit 0; a field",
            "// made of several parts, such as the 40-bit addr, is concatenated low part first).",
-           "// Included inside npu_cmd_decode, which provides CLK, rst_n and the write port",
+           "// Included inside npu_cmd_decode (which reads the DMA fields) and npu_kernel (which",
+           "// reads the kernel-operation fields); each provides CLK, rst_n and the write port",
            "//   set_we (1 = store), set_kind (0 = cmd0, 1 = cmd1), set_opc[9:0], set_raw[63:0]",
-           "//   (word0 | word1 << 32).",
+           "//   (word0 | word1 << 32), driven by the decoder for both copies.",
            "// f_<command>__<field> is the stored value of one field (raw bits; signed fields are",
-           "// two's complement). Fields the phase-1 stand-in does not use yet are read by the",
-           "// kernel datapath of a later phase, hence the lint waiver.",
+           "// two's complement). Each copy keeps only the registers it reads (synthesis removes",
+           "// the others), hence the lint waiver.",
            "/* verilator lint_off UNUSEDSIGNAL */", ""]
     decl, wires, resets, cases = [], [], [], []
     for c in isa.SET_COMMANDS:
@@ -232,12 +240,46 @@ def gen_cmd_state() -> str:
     return "\n".join(out) + "\n"
 
 
+# ---------------------------------------------------------------------------- npu_kernel.vh
+AVGPOOL_MAX_TAPS = 64        # average pooling: kernel <= 8x8 (TRM assert), so d = 1..64
+
+
+def gen_kernel() -> str:
+    from tlm import arith
+    from tlm.ops import pool
+
+    out = [HEADER.format(name="npu_kernel.vh", sources="tlm/arith.py and tlm/ops/pool.py"),
+           "// Constants of the kernel datapath (npu_kernel.v, npu_kernel_alu.v). Include inside a",
+           "// module body.",
+           "/* verilator lint_off UNUSEDPARAM */", ""]
+    out.append("// ---- rescale_mode_avpool built-in scale (tlm.arith.avgpool_scale, TRM 3.6.6) ----")
+    out.append("// entry d-1 (d = count of non-padding taps, 1..64) at [37*(d-1) +: 37] = {shift[5:0], scale[30:0]}")
+    out.append("//   k = 32 - clz(d - 1); scale = ((2^30 + 1) << k) / d; shift = 30 + k")
+    table = 0
+    for d in range(1, AVGPOOL_MAX_TAPS + 1):
+        scale, shift = arith.avgpool_scale(d)
+        assert 0 <= scale < (1 << 31) and 0 <= shift < 64
+        table |= ((shift << 31) | scale) << (37 * (d - 1))
+    out.append(f"localparam integer NPU_AVGPOOL_MAX_TAPS = {AVGPOOL_MAX_TAPS};")
+    out.append(f"localparam [{37 * AVGPOOL_MAX_TAPS - 1}:0] NPU_AVGPOOL_TABLE = "
+               f"{_hex(table, 37 * AVGPOOL_MAX_TAPS)};")
+    out.append("")
+    out.append("// ---- pooling identities (tlm.ops.pool._identity): the accumulator's reset value ----")
+    for m in ("MAX", "MIN", "AVERAGE", "SUM"):
+        v = pool._identity(getattr(pool, m)) & 0xFFFFFFFF
+        out.append(f"localparam [31:0] NPU_POOL_IDENTITY_{m} = {_hex(v, 32)};")
+    out.append("")
+    out.append("/* verilator lint_on UNUSEDPARAM */")
+    return "\n".join(out) + "\n"
+
+
 # ---------------------------------------------------------------------------- driver
 def generate() -> dict[Path, str]:
     """{path: text} of every generated file."""
     return {GEN_DIR / "npu_regs.vh": gen_regs(),
             GEN_DIR / "npu_isa.vh": gen_isa(),
-            GEN_DIR / "npu_cmd_state.vh": gen_cmd_state()}
+            GEN_DIR / "npu_cmd_state.vh": gen_cmd_state(),
+            GEN_DIR / "npu_kernel.vh": gen_kernel()}
 
 
 def stale() -> list[Path]:

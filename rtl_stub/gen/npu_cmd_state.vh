@@ -4,12 +4,13 @@
 // The sticky NPU_SET state (TRM 3.5.5): one register per NPU_SET command, holding
 // exactly the command's fields packed in table order (first field at bit 0; a field
 // made of several parts, such as the 40-bit addr, is concatenated low part first).
-// Included inside npu_cmd_decode, which provides CLK, rst_n and the write port
+// Included inside npu_cmd_decode (which reads the DMA fields) and npu_kernel (which
+// reads the kernel-operation fields); each provides CLK, rst_n and the write port
 //   set_we (1 = store), set_kind (0 = cmd0, 1 = cmd1), set_opc[9:0], set_raw[63:0]
-//   (word0 | word1 << 32).
+//   (word0 | word1 << 32), driven by the decoder for both copies.
 // f_<command>__<field> is the stored value of one field (raw bits; signed fields are
-// two's complement). Fields the phase-1 stand-in does not use yet are read by the
-// kernel datapath of a later phase, hence the lint waiver.
+// two's complement). Each copy keeps only the registers it reads (synthesis removes
+// the others), hence the lint waiver.
 /* verilator lint_off UNUSEDSIGNAL */
 
 logic [6:0] st_npu_set_ifm_pad_top;  // NPU_SET_IFM_PAD_TOP (cmd0 0x100)

@@ -36,13 +36,48 @@ IF_SRAM, IF_EXT = 0, 1
 RTL_UNSUPPORTED = {
     "kernel_ops": "kernel operations (NPU_OP_CONV/DEPTHWISE/POOL/ELEMENTWISE/RESIZE stop with "
                   "cmd_parse_error in phase 1)",
+    # One key per kernel operation, for tests of a single op (tb/tests/test_faults.py): delete
+    # the key when the stand-in implements that op, and its tests must then pass.
+    "NPU_OP_CONV": "NPU_OP_CONV (stops with cmd_parse_error in phase 1)",
+    # (NPU_OP_POOL and NPU_OP_ELEMENTWISE: rtl_stub/npu_kernel.v)
+    "NPU_OP_DEPTHWISE": "NPU_OP_DEPTHWISE (stops with cmd_parse_error in phase 1)",
+    "NPU_OP_RESIZE": "NPU_OP_RESIZE (stops with cmd_parse_error in phase 1)",
 }
 
 
 def rtl_unsupported(feature: str, condition: bool = True):
-    """cocotb.xfail for DUT=rtl when the stand-in lacks *feature* (RTL_UNSUPPORTED key)."""
+    """cocotb.xfail for DUT=rtl when the stand-in lacks *feature* (RTL_UNSUPPORTED key).
+    A key that is no longer in the table (the feature exists now) marks nothing."""
+    if feature not in RTL_UNSUPPORTED:
+        return cocotb.xfail(False)
     return cocotb.xfail(DUT == "rtl" and condition,
                         reason=f"RTL stand-in does not implement {RTL_UNSUPPORTED[feature]}")
+
+
+# ---------------------------------------------------------------- known bugs
+# Disagreements between the stand-in and the TLM that the bench found and that are bugs in
+# one of them (not TRM freedom): id -> (DUT that has it, description with test and TRM
+# section). A test that hits one is marked with ``known_bug(id)``: an expected failure on that
+# DUT until the bug is fixed, then it fails loudly ("passed but we expected a failure") and
+# the entry goes.
+KNOWN_BUGS: dict = {
+    "nreset_pending_prot": (
+        "rtl", "a permitted RESET write during the reset sequence that follows nRESET is taken "
+        "(no PSLVERR, RESET reads the pending bits) but PROT keeps PORPL/PORSL at the end of "
+        "the sequence; TRM 3.1.1 (c) and the TLM (Policy reset_write='trm_3_1_1'): the write "
+        "updates the privilege level as a normal RESET write does, so PROT = {pending_CSL | "
+        "PPROT[1], min(PPROT[0], pending_CPL)}. npu_cpm.v applies pend_cpl/pend_csl only at "
+        "the end of a soft-reset sequence (`if (!hard)`). "
+        "test_faults.test_reset_write_in_nreset_sequence (any seed)"),
+}
+
+
+def known_bug(bug: str, condition: bool = True):
+    """cocotb.xfail on the DUT that has *bug* (KNOWN_BUGS key)."""
+    if bug not in KNOWN_BUGS:
+        return cocotb.xfail(False)
+    dut, what = KNOWN_BUGS[bug]
+    return cocotb.xfail(DUT == dut and condition, reason=f"known bug {bug} ({dut}): {what}")
 
 
 # ---------------------------------------------------------------- memory map
@@ -173,3 +208,618 @@ def seeded_rng() -> random.Random:
     seed = random.getrandbits(32)
     cocotb.log.info("test seed %d", seed)
     return random.Random(seed)
+
+
+# =====================================================================================
+# Hostile-input helpers (tb/tests/test_faults.py): pin monitor, reset-window sync of the
+# scoreboard's reference, jobs cut short by a reset, kernel-op streams, sticky-fault checks.
+# =====================================================================================
+import itertools                                                     # noqa: E402
+from dataclasses import dataclass, field                             # noqa: E402
+
+from cocotb.triggers import ClockCycles, FallingEdge                 # noqa: E402
+
+from tlm.memory import Channel, Interface                            # noqa: E402
+
+PROT_SP = 0b001                         # secure privileged: permitted in every CPL/CSL state
+REGS = tuple(R.iter_registers())
+RW_REGS = tuple(r for r in REGS if r.access == R.RW)
+ST_RESET = 0x8
+CH_RD_IFM, CH_RD_WEIGHTS, CH_RD_SCALE, CH_RD_IFM_STREAM, CH_WR_OFM = (
+    int(Channel.rd_ifm), int(Channel.rd_weights), int(Channel.rd_scale_bias),
+    int(Channel.rd_ifm_stream), int(Channel.wr_ofm))
+
+
+def permitted(pprot: int, cpl: int, csl: int) -> bool:
+    """TRM 3.1.1: PPROT[0] >= CPL and PPROT[1] <= CSL (PPROT[2] is not used)."""
+    return (pprot & 1) >= cpl and ((pprot >> 1) & 1) <= csl
+
+
+def prot_after_reset_write(pending: int, pprot: int) -> int:
+    """PROT after a permitted RESET write (TRM 3.3.1.4, 2.2): CPL = min(PPROT[0],
+    pending_CPL); CSL = pending_CSL | PPROT[1] (a requester cannot raise the security level)."""
+    cpl = min(pprot & 1, pending & 1)
+    csl = ((pending >> 1) & 1) | ((pprot >> 1) & 1)
+    return csl << 1 | cpl
+
+
+def region_interface(region: int) -> int:
+    """Port group (STATUS.faulting_interface) of a region in the bench's map."""
+    return (MEM_ATTRS[REGION_ATTR[region]] >> 2) & 1
+
+
+def qconfig_interface(qconfig: int) -> int:
+    return (MEM_ATTRS[qconfig & 3] >> 2) & 1
+
+
+async def start_env(dut, backpressure: "float | None" = None, seed: int = 0, **kw):
+    """An Env with the scoreboard's reference model (for DUT=tlm too), out of reset."""
+    from tb.env import Env
+    env = Env(dut, reference_model=True, **kw)
+    await env.start()
+    ResetSync.attach(env)
+    if backpressure:
+        env.axi.random_backpressure(seed, backpressure)
+    return env
+
+
+async def irq_pin(env) -> int:
+    await FallingEdge(env.clock)
+    return int(env.dut.IRQ.value)
+
+
+# ---------------------------------------------------------------- pin monitor
+# (channel, VALID, READY, LAST, payload the manager must hold while VALID waits for READY)
+_AXI_CHANNELS = (
+    ("ar", "ARVALID", "ARREADY", None, ("ARID", "ARADDR", "ARLEN", "ARSIZE", "ARBURST", "ARPROT",
+                                        "ARCACHE")),
+    ("r", "RVALID", "RREADY", "RLAST", ()),
+    ("aw", "AWVALID", "AWREADY", None, ("AWID", "AWADDR", "AWLEN", "AWSIZE", "AWBURST", "AWPROT",
+                                        "AWCACHE")),
+    ("w", "WVALID", "WREADY", "WLAST", ("WDATA", "WSTRB", "WLAST")),
+    ("b", "BVALID", "BREADY", None, ()),
+)
+_MANAGER_CHANNELS = ("ar", "aw", "w")
+
+
+def _pin(handle, default=0):
+    try:
+        return int(handle.value)
+    except ValueError:
+        return default
+
+
+class PinMonitor:
+    """Watches the NPU's pins at every falling edge of CLK (the bench samples there, see
+    tb/apb.py): counts AXI handshakes per port and channel (``ar``, ``r``, ``rlast``, ``aw``,
+    ``w``, ``wlast``, ``b``), checks the manager's AXI rule that a VALID, once raised, stays
+    high with a stable payload until READY (AR, AW, W: a transaction abandoned mid-burst breaks
+    it, or leaves the counts unbalanced), and counts rising edges of IRQ.
+
+    ``outstanding()`` gives, per port, (reads without their last R beat, writes without their
+    B response, AW without their WLAST); ``busy`` is true while anything is outstanding or a
+    VALID is waiting."""
+
+    def __init__(self, env):
+        self.env = env
+        self.ports = dict(env.axi_ports)
+        self.count = {p: {k: 0 for k in ("ar", "r", "rlast", "aw", "w", "wlast", "b")}
+                      for p in self.ports}
+        self.errors: list[str] = []
+        self.irq_rises = 0
+        self._pend = {p: {} for p in self.ports}
+        self._irq = 0
+        self._task = cocotb.start_soon(self._run())
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+    def _reset(self) -> None:
+        for p in self.ports:
+            for k in self.count[p]:
+                self.count[p][k] = 0
+            self._pend[p].clear()
+
+    async def _run(self) -> None:
+        dut = self.env.dut
+        cycle = 0
+        while True:
+            await FallingEdge(self.env.clock)
+            cycle += 1
+            if _pin(dut.nRESET, 0) != 1:
+                self._reset()
+                self._irq = 0
+                continue
+            irq = _pin(dut.IRQ, 0)
+            if irq and not self._irq:
+                self.irq_rises += 1
+            self._irq = irq
+            for port, sigs in self.ports.items():
+                en = _pin(sigs["ACLKEN"], 1) if "ACLKEN" in sigs else 1
+                cnt, pend = self.count[port], self._pend[port]
+                for name, v, rdy, last, payload in _AXI_CHANNELS:
+                    valid = _pin(sigs[v])
+                    held = pend.get(name)
+                    now = None
+                    if held is not None or (valid and payload):
+                        now = tuple(_pin(sigs[s], -1) for s in payload if s in sigs)
+                    if held is not None and (not valid or now != held):
+                        self._error(f"cycle {cycle} {port}: {v} dropped or payload changed before "
+                                    f"{rdy} (AXI: a manager keeps VALID and the payload stable)")
+                    if not valid:
+                        pend.pop(name, None)
+                        continue
+                    if _pin(sigs[rdy]) and en:
+                        cnt[name] += 1
+                        if last is not None and _pin(sigs[last]):
+                            cnt[name + "last"] += 1
+                        pend.pop(name, None)
+                    elif name in _MANAGER_CHANNELS:
+                        pend[name] = now
+
+    def _error(self, msg: str) -> None:
+        if len(self.errors) < 50:
+            self.env.log.error("pin monitor: %s", msg)
+        self.errors.append(msg)
+
+    def outstanding(self) -> dict:
+        return {p: (c["ar"] - c["rlast"], c["aw"] - c["b"], c["aw"] - c["wlast"])
+                for p, c in self.count.items()}
+
+    @property
+    def busy(self) -> bool:
+        return any(any(o) for o in self.outstanding().values()) or \
+            any(bool(p) for p in self._pend.values())
+
+    def handshakes(self) -> int:
+        return sum(c["ar"] + c["r"] + c["aw"] + c["w"] + c["b"] for c in self.count.values())
+
+    async def wait_idle(self, limit: int = 20_000, settle: int = 4) -> int:
+        """Wait until nothing is outstanding for *settle* cycles; return the cycles waited."""
+        quiet = 0
+        for n in range(limit):
+            await FallingEdge(self.env.clock)
+            quiet = quiet + 1 if not self.busy else 0
+            if quiet >= settle:
+                return n
+        raise TimeoutError(f"AXI still busy after {limit} cycles: {self.outstanding()}")
+
+    async def wait_writes_sent(self, limit: int = 5000, settle: int = 16) -> None:
+        """Wait until every AW handshake has its WLAST and no AW/W VALID waits, for *settle*
+        cycles in a row (B responses may still be outstanding)."""
+        quiet = 0
+        for _ in range(limit):
+            await FallingEdge(self.env.clock)
+            ok = all(c["aw"] == c["wlast"] for c in self.count.values()) and \
+                not any(("aw" in p or "w" in p) for p in self._pend.values())
+            quiet = quiet + 1 if ok else 0
+            if quiet >= settle:
+                return
+        raise TimeoutError(f"write data still flowing after {limit} cycles: {self.outstanding()}")
+
+    async def assert_silent(self, cycles: int, what: str) -> None:
+        """No AXI handshake at all for *cycles* cycles (the NPU is stopped)."""
+        before = self.handshakes()
+        await ClockCycles(self.env.clock, cycles)
+        assert self.handshakes() == before, (f"{what}: {self.handshakes() - before} AXI "
+                                             "handshake(s) with the NPU stopped")
+
+    def check(self) -> None:
+        assert not self.errors, f"{len(self.errors)} AXI pin rule violation(s), first: {self.errors[0]}"
+        assert not self.busy, f"AXI transactions left outstanding: {self.outstanding()}"
+
+
+async def run_job_counting_irq(env, mon: "PinMonitor", settle: int = 32) -> int:
+    """``Env.run_job`` for a job that can stop, and raise IRQ, before the scoreboard sees the
+    start: the scoreboard opens a job when the CMD write completes on the APB manager's side,
+    a cycle after the NPU acted on it (both DUTs perform a transfer at its setup phase), so an
+    IRQ edge of a job that ends at once (QSIZE = 0) would not be counted. Here the job's
+    edges are counted by the pin monitor from the CMD write on."""
+    rises = mon.irq_rises
+    await env.start_npu()
+    await ClockCycles(env.clock, settle)
+    job = env.scoreboard.job
+    if job is not None and not job.closed:
+        job.dut_irq_rises = mon.irq_rises - rises
+    return await env.wait_stopped()
+
+
+async def run_job_allowing(env, spans, max_cycles: int = 20_000) -> int:
+    """``Env.run_job`` for a job that ends in a bus error, where the TRM leaves open how much
+    of the faulting operation's output is written: the byte ranges *spans* may or may not be
+    written by the DUT, so the scoreboard neither requires nor forbids writes there and does
+    not compare them (the test checks them itself, see ``check_partial_output``)."""
+    await env.start_npu()
+    job = env.scoreboard.job
+    assert job is not None and not job.closed
+    for lo, hi in spans:
+        job.ref_dontcare.add(lo, hi)
+    return await env.wait_stopped(max_cycles)
+
+
+def check_partial_output(env, lo: int, before: bytes, correct: bytes, keep=(), what: str = "") -> int:
+    """Each byte of [lo, lo + len(before)) is either unchanged or the value of a run without
+    the fault (*correct*): an NPU stopped by a bus error may have written part of the
+    faulting operation's output (TRM 3.6.8 raise_error completes the AXI transactions in
+    flight; the TLM writes nothing of an operation whose read failed), never a wrong value.
+    Bytes at offsets in *keep* (computed from data that came with an error response) must be
+    unchanged. Returns the number of bytes written."""
+    got = env.memory.read(lo, len(before))
+    written = 0
+    for i, (g, b, c) in enumerate(zip(got, before, correct)):
+        if i in keep:
+            assert g == b, (f"{what}: byte 0x{lo + i:010x} = 0x{g:02x} was written from data "
+                            f"that came with an error response (before 0x{b:02x})")
+            continue
+        assert g in (b, c), (f"{what}: byte 0x{lo + i:010x} = 0x{g:02x}, neither the old "
+                             f"0x{b:02x} nor the fault-free result 0x{c:02x}")
+        written += g != b
+    return written
+
+
+def freeze_outstanding_limits(env):
+    """Keep the subordinates' outstanding-burst limit at its current value (the scoreboard's
+    reference would otherwise lower it to the reset value at a RESET write, while the
+    transactions issued under the old limit drain). Returns a function that restores it."""
+    sb = env.scoreboard
+    lim = {(p, w): sb.outstanding_limit(p, w) for p in env.axi.ports for w in (False, True)}
+    for sub in env.axi.ports.values():
+        sub.outstanding_limit = lambda port, write: lim[(port, write)]
+
+    def restore():
+        for sub in env.axi.ports.values():
+            sub.outstanding_limit = sb.outstanding_limit
+    return restore
+
+
+def hold_responses(env, hold: bool = True) -> None:
+    """Withhold (or release) every R beat and B response of the bench's subordinates: the
+    NPU's outstanding transactions stay outstanding as long as this lasts. While B is held
+    the subordinates keep taking AW and W (their B queues have no limit), so a write burst
+    already started sends all its W beats."""
+    for sub in env.axi.ports.values():
+        for ch in (sub.r, sub.b):
+            ch.set_pause_generator(itertools.repeat(1) if hold else None)
+            if not hold:
+                ch.pause = False
+        sub.b.queue_occupancy_limit = -1 if hold else 2
+
+
+# ---------------------------------------------------------------- reset windows
+class ResetSync:
+    """Keeps the scoreboard's reference model (``env._ref``) inside its reset sequence
+    exactly as long as the DUT is, as the DUT shows it on STATUS.reset_status.
+
+    The reference leaves its sequence after Policy.reset_cycles model cycles, which APB
+    transfers advance (Policy.apb_cycles each); the DUT's sequence is timed in CLK cycles and a
+    soft reset first drains the AXI ports. So: at a RESET write (and with ``enter``) the
+    reference stops advancing time (apb_cycles = 0); at the first STATUS read that shows the
+    DUT out of its sequence, the reference finishes its own (``wait_reset``, which also applies
+    the pending CPL/CSL) before the scoreboard compares that read. Every access in between is
+    then compared with a reference that is itself in its reset sequence (TRM 3.1.1 rules as
+    the TLM Policy defines them). Listener on ``env.apb`` ahead of the scoreboard."""
+
+    def __init__(self, env):
+        self.env = env
+        self._saved = None
+        env.apb.listeners.insert(0, self)
+
+    @classmethod
+    def attach(cls, env) -> "ResetSync":
+        sync = getattr(env, "_reset_sync", None)
+        if sync is None:
+            sync = env._reset_sync = cls(env)
+        return sync
+
+    @property
+    def ref(self):
+        return self.env._ref if self.env.use_reference else None
+
+    def _hold(self, ref) -> None:
+        if self._saved is None or self._saved[0] is not ref:
+            self._saved = (ref, ref.policy)
+            ref.policy = ref.policy.replace(apb_cycles=0)
+
+    def _release(self, ref) -> None:
+        if ref.in_reset:
+            ref.wait_reset()
+        if self._saved is not None and self._saved[0] is ref:
+            ref.policy = self._saved[1]
+        self._saved = None
+
+    def enter(self) -> None:
+        """Put the reference back into its reset sequence (after ``Env.hard_reset``, which
+        builds it with the sequence already over) and hold it there; compare from now on."""
+        ref = self.ref
+        if ref is None:
+            return
+        self._hold(ref)
+        ref.reset_remaining = max(1, int(self._saved[1].reset_cycles))
+        self.env.scoreboard.enabled = True
+
+    def __call__(self, r) -> None:
+        ref = self.ref
+        if ref is None:
+            return
+        if r.write and r.addr == OFF["RESET"]:
+            self._hold(ref)
+        elif not r.write and r.addr == OFF["STATUS"] and not r.slverr and not r.data & ST_RESET:
+            if ref.in_reset or self._saved is not None:
+                self._release(ref)
+
+
+async def wait_reset_clear(env, max_reads: int = 2000, prot: int = PROT_SP) -> list:
+    """Poll STATUS until reset_status is 0; every read before must be exactly 0x8 (TRM 3.1.1:
+    STATUS is readable in the sequence and shows reset_status; every other field is cleared
+    by the reset). Returns the values read."""
+    ResetSync.attach(env)
+    seen = []
+    for _ in range(max_reads):
+        r = await env.read(OFF["STATUS"], prot)
+        assert not r.slverr, f"STATUS read got PSLVERR during/after a reset: {r}"
+        seen.append(r.data)
+        if not r.data & ST_RESET:
+            assert all(v == ST_RESET for v in seen[:-1]), \
+                f"STATUS during the reset sequence: {[hex(v) for v in seen]}"
+            env.scoreboard.enabled = True
+            return seen
+    raise TimeoutError(f"STATUS.reset_status still set after {max_reads} reads")
+
+
+async def soft_reset(env, pending: int, prot: int = PROT_SP) -> list:
+    """A RESET write (pending_CPL = bit 0, pending_CSL = bit 1) and the wait for the end of
+    the reset sequence; returns the STATUS values read."""
+    ResetSync.attach(env)
+    r = await env.write(OFF["RESET"], pending, prot)
+    assert not r.slverr, f"RESET write with PPROT={prot:03b} got PSLVERR"
+    return await wait_reset_clear(env)
+
+
+def abandon_job(env, what: str = "reset") -> None:
+    """End the scoreboard's job in flight without the end-of-job checks that assume the job
+    ran to its stop: the NPU was reset in the middle of it. Checked instead: what the DUT
+    wrote lies inside the reference's write footprint with the reference's bytes, and the DUT
+    raised no IRQ (the stream has no NPU_OP_IRQ before the reset; TRM 3.5.2: a reset-induced
+    stop raises none)."""
+    sb = env.scoreboard
+    job = sb.job
+    assert job is not None and not job.closed, "no job in flight to abandon"
+    job.closed = True
+    tag = f"job {job.index} ({what})"
+    ref_all = job.ref_all_writes()
+    dut_all = job.dut_all_writes()
+    outside = dut_all - ref_all - job.ref_dontcare
+    if outside:
+        sb._mismatch(f"{tag}: the DUT wrote outside the model's write footprint: "
+                     f"{outside.describe()}")
+    if sb.memory is not None:
+        sb._compare_memory(tag, dut_all - job.ref_dontcare)
+    if job.dut_irq_rises:
+        sb._mismatch(f"{tag}: {job.dut_irq_rises} rising IRQ edge(s) before the reset")
+    job._mismatch_count = len(sb.mismatches) - job.mismatches_before
+    env.log.info("%s abandoned: %d DUT bursts, %s written of the model's %s", tag, job.dut_bursts,
+                 dut_all.describe(), ref_all.describe())
+
+
+def expected_reset_value(reg, env, prot_word: int, reset_word: int = 0) -> int:
+    """A register's value once a reset sequence is over (STATUS then reads 0, PROT the
+    current CPL/CSL, RESET the pending bits last written)."""
+    if reg.name == "STATUS":
+        return 0
+    if reg.name == "PROT":
+        return prot_word
+    if reg.name == "RESET":
+        return reset_word
+    return R.reset_word(reg, env.config, env.pins)
+
+
+async def check_reset_values(env, prot_word: int, reset_word: int = 0, what: str = "") -> None:
+    """Every register of the map (tlm.registers) reads its reset value (secure privileged)."""
+    for reg in REGS:
+        want = expected_reset_value(reg, env, prot_word, reset_word)
+        got = await env.read_ok(reg.offset, PROT_SP)
+        assert got == want, (f"{what}: {reg.ident} (0x{reg.offset:04x}) reads 0x{got:08x}, "
+                             f"reset value 0x{want:08x}")
+
+
+# ---------------------------------------------------------------- sticky faults
+async def check_sticky_fault(env, mon: "PinMonitor", status: int, iface: int, channels,
+                             what: str, pending: int = 0b01) -> None:
+    """After a job that ended in an AXI error response: STATUS.bus_status with
+    faulting_interface *iface* and faulting_channel in *channels*, irq_raised, state
+    STOPPED, the IRQ pin high, no further AXI traffic (TRM 3.3.1.2, 3.6.8); the fault stays
+    across CMD.clear_irq and a start request (which is ignored, TLM Policy
+    run_with_sticky_fault='ignore'), and only a soft reset clears it (TRM 3.3.1.2: sticky
+    until reset). Ends with the NPU out of its reset sequence, PROT from *pending*."""
+    channels = (channels,) if isinstance(channels, int) else tuple(channels)
+    f = status_fields(status)
+    assert f["bus_status"] and f["irq_raised"] and f["state"] == 0, f"{what}: STATUS 0x{status:08x}"
+    assert not f["cmd_parse_error"] and not f["branch_fault"], f"{what}: STATUS 0x{status:08x}"
+    assert f["faulting_interface"] == iface, (f"{what}: faulting_interface "
+                                              f"{f['faulting_interface']}, expected {iface}")
+    assert f["faulting_channel"] in channels, (f"{what}: faulting_channel {f['faulting_channel']}, "
+                                               f"expected {channels}")
+    assert await irq_pin(env) == 1, f"{what}: IRQ pin low after the bus error"
+    await mon.wait_idle()
+    await mon.assert_silent(64, what)
+    sticky = status & 0xF81C                                 # bus_status, FI, FC (+ parse/branch)
+    # CMD.clear_irq: the IRQ drops, the fault stays
+    await env.write_ok(OFF["CMD"], 0xC | 0x2)
+    await ClockCycles(env.clock, 2)
+    assert await irq_pin(env) == 0, f"{what}: IRQ pin still high after CMD.clear_irq"
+    st = await env.read_ok(OFF["STATUS"])
+    assert st & 0xFFFF == sticky, f"{what}: STATUS 0x{st:08x} after clear_irq, fault bits 0x{sticky:04x}"
+    # a start request is ignored while the fault is set: no fetch, state stays STOPPED
+    before = mon.handshakes()
+    await env.write_ok(OFF["CMD"], 0xC | 0x1)
+    for _ in range(4):
+        st = await env.read_ok(OFF["STATUS"])
+        assert st & 0xFFFF == sticky, f"{what}: STATUS 0x{st:08x} after a start with the fault set"
+    await ClockCycles(env.clock, 32)
+    assert mon.handshakes() == before, f"{what}: AXI traffic after a start with bus_status set"
+    assert await irq_pin(env) == 0, f"{what}: IRQ after a start request with the fault set"
+    # only a reset clears it
+    seen = await soft_reset(env, pending)
+    assert seen[-1] == 0, f"{what}: STATUS 0x{seen[-1]:08x} after the soft reset"
+    assert await env.read_ok(OFF["PROT"]) == prot_after_reset_write(pending, PROT_SP)
+    assert await irq_pin(env) == 0
+    mon.check()
+
+
+# ---------------------------------------------------------------- TLM runs of a stream
+def tlm_run(words, image: dict, faults=(), qconfig: int = 2, stream_addr: int = STREAM_ADDR):
+    """Run *words* on a plain tlm.device.Device with the bench's memory map (MEM_ATTRS,
+    REGIONCFG, BASEPs) over a fresh memory holding *image* ({addr: bytes}); *faults* are
+    (lo, hi, resp, kind). Returns (device, StopReason); ``device.memory.log`` holds every
+    transaction. For checking that a test's stream does what the test needs, before the run
+    on the pins."""
+    from tlm.device import Device
+    from tlm.memory import Memory
+    mem = Memory()
+    for a, d in image.items():
+        mem.write(a, d)
+    for lo, hi, resp, kind in faults:
+        mem.inject_fault(lo, hi, resp, kind)
+    dev = Device(os.environ.get("NPU_CONFIG", "ethos-u85-256"), mem, pins=dict(PORPL=1), settle=True)
+    for n, v in enumerate(MEM_ATTRS):
+        dev.apb_write(OFF[f"MEM_ATTR{n}"], v)
+    dev.apb_write(OFF["REGIONCFG"], regioncfg())
+    for r, b in REGION_BASE.items():
+        dev.apb_write(OFF[f"BASEP{r}_LO"], b & 0xFFFFFFFF)
+        dev.apb_write(OFF[f"BASEP{r}_HI"], b >> 32)
+    mem.log_enabled = True
+    dev.load_stream(stream_addr, words, qconfig=qconfig)
+    dev.start()
+    return dev, dev.run()
+
+
+# ---------------------------------------------------------------- kernel-operation streams
+def _fmap_cmds(which: str, shape, region: int, base: int) -> list:
+    """NPU_SET_<IFM|IFM2|OFM>_* for a dense int8 NHWC [H, W, C] map at region + base."""
+    H, W, C = shape
+    cmds = []
+    if which == "OFM":
+        cmds += [("NPU_SET_OFM_PRECISION", dict(activation_type=1, activation_precision=0,
+                                                activation_format=0, scale_mode=1)),
+                 ("NPU_SET_OFM_HEIGHT_M1", dict(height_m1=H - 1)),
+                 ("NPU_SET_OFM_WIDTH_M1", dict(width_m1=W - 1)),
+                 ("NPU_SET_OFM_DEPTH_M1", dict(depth_m1=C - 1)),
+                 ("NPU_SET_OFM_BLK_HEIGHT_M1", dict(height_m1=H - 1)),
+                 ("NPU_SET_OFM_BLK_WIDTH_M1", dict(width_m1=W - 1)),
+                 ("NPU_SET_OFM_BLK_DEPTH_M1", dict(depth_m1=C - 1)),
+                 ("NPU_SET_ACTIVATION", dict(activation_function=0, table=0, activation_clip_range=0)),
+                 ("NPU_SET_ACTIVATION_MIN", dict(clip_boundary=(-128) & 0xFFFF)),
+                 ("NPU_SET_ACTIVATION_MAX", dict(clip_boundary=127))]
+    else:
+        cmds += [(f"NPU_SET_{which}_PRECISION", dict(activation_type=1, activation_precision=0,
+                                                      activation_format=0, activation_storage=0)),
+                 (f"NPU_SET_{which}_ZERO_POINT", dict(zero_point=0))]
+        if which == "IFM":
+            cmds.append(("NPU_SET_IFM_DEPTH_M1", dict(depth_m1=C - 1)))
+    cmds.append((f"NPU_SET_{which}_REGION", dict(region=region)))
+    cmds += [(f"NPU_SET_{which}_BASE{t}", dict(addr=base)) for t in range(4)]
+    cmds += [(f"NPU_SET_{which}_STRIDE_X", dict(addr=C)), (f"NPU_SET_{which}_STRIDE_Y", dict(addr=W * C)),
+             (f"NPU_SET_{which}_STRIDE_C", dict(addr=1)),
+             (f"NPU_SET_{which}_WIDTH0_M1", dict(width_m1=W - 1)),
+             (f"NPU_SET_{which}_HEIGHT0_M1", dict(height_m1=H - 1)),
+             (f"NPU_SET_{which}_HEIGHT1_M1", dict(height_m1=H - 1))]
+    return enc(*cmds)
+
+
+def _kernel_cmds(kh: int, kw: int, stride: int = 1) -> list:
+    s = stride - 1
+    return enc(("NPU_SET_KERNEL_HEIGHT_M1", dict(height_m1=kh - 1)),
+               ("NPU_SET_KERNEL_WIDTH_M1", dict(width_m1=kw - 1)),
+               ("NPU_SET_KERNEL_STRIDE", dict(stride_x_lsb=s & 1, stride_y_lsb=s & 1,
+                                              stride_x_msb=s >> 1, stride_y_msb=s >> 1)),
+               *[(f"NPU_SET_IFM_PAD_{p}", dict(pad=0)) for p in ("TOP", "LEFT", "BOTTOM", "RIGHT")])
+
+
+# operand -> (TRM pmu_axi_channel of its accesses, read or write); the IFM of an ELEMENTWISE
+# op may come on rd_ifm or rd_ifm_stream (TRM 2.3.4: "IFMS reads IFMs for the AO unit
+# (elementwise operands) ... twice for binary ones"; the TLM reads it on rd_ifm).
+KERNEL_OPERANDS = {"ifm": ((CH_RD_IFM,), "r"), "ifm2": ((CH_RD_IFM_STREAM,), "r"),
+                   "weights": ((CH_RD_WEIGHTS,), "r"), "ofm": ((CH_WR_OFM,), "w")}
+KERNEL_OP_NAMES = {"conv": "NPU_OP_CONV", "pool": "NPU_OP_POOL", "elementwise": "NPU_OP_ELEMENTWISE"}
+
+
+@dataclass
+class KernelCase:
+    """A small kernel operation: its command words (without the final STOP), the memory
+    image it reads, and where each operand lives (region, byte range)."""
+    op: str
+    words: list
+    image: dict
+    operands: dict = field(default_factory=dict)      # name -> (region, lo, hi)
+    op_offset: int = 0                                # byte offset of the NPU_OP in words
+
+    def channels(self, operand: str) -> tuple:
+        chans = KERNEL_OPERANDS[operand][0]
+        if self.op == "elementwise" and operand == "ifm":
+            chans = (CH_RD_IFM, CH_RD_IFM_STREAM)
+        return chans
+
+
+def kernel_case(op: str, rng: random.Random) -> KernelCase:
+    """CONV (1x1, SWD weights, global scale), POOL (2x2 max, stride 2) or ELEMENTWISE (add)
+    on int8 NHWC 4x4x8 maps, operands in distinct regions picked by *rng* (SRAM and EXT)."""
+    import numpy as np
+    nrng = np.random.default_rng(rng.getrandbits(32))
+    H, W, C = 4, 4, 8
+    regions = rng.sample(range(8), 4)
+    ifm_r, ofm_r, x_r = regions[0], regions[1], regions[2]
+    offs = [0x40 * rng.randrange(1, 16) for _ in range(3)]
+    image, operands, words = {}, {}, []
+    ifm = nrng.integers(-128, 128, (H, W, C), dtype=np.int8).tobytes()
+    image[REGION_BASE[ifm_r] + offs[0]] = ifm
+    operands["ifm"] = (ifm_r, REGION_BASE[ifm_r] + offs[0], REGION_BASE[ifm_r] + offs[0] + len(ifm))
+    words += _fmap_cmds("IFM", (H, W, C), ifm_r, offs[0])
+    if op == "pool":
+        oshape = (H // 2, W // 2, C)
+        words += _fmap_cmds("OFM", oshape, ofm_r, offs[1]) + _kernel_cmds(2, 2, 2)
+        words += enc(("NPU_SET_OFM_SCALE", dict(scale=1, shift=0, round_mode=1)),
+                     ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=1)))
+        opw = enc(("NPU_OP_POOL", dict(pooling_mode=0)))
+    elif op == "elementwise":
+        oshape = (H, W, C)
+        ifm2 = nrng.integers(-128, 128, (H, W, C), dtype=np.int8).tobytes()
+        image[REGION_BASE[x_r] + offs[2]] = ifm2
+        operands["ifm2"] = (x_r, REGION_BASE[x_r] + offs[2], REGION_BASE[x_r] + offs[2] + len(ifm2))
+        words += _fmap_cmds("IFM2", (H, W, C), x_r, offs[2]) + _fmap_cmds("OFM", oshape, ofm_r, offs[1])
+        words += enc(("NPU_SET_IFM_SCALE", dict(scale=1, shift=0)),
+                     ("NPU_SET_IFM2_SCALE", dict(scale=1, shift=0)),
+                     ("NPU_SET_OFM_SCALE", dict(scale=1, shift=0, round_mode=1)),
+                     ("NPU_SET_IFM_BROADCAST", dict(broadcast_mode=0)),
+                     ("NPU_SET_IFM2_BROADCAST", dict(broadcast_mode=0)),
+                     ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=1)))
+        opw = enc(("NPU_OP_ELEMENTWISE", dict(elementwise_mode=0)))          # add
+    elif op == "conv":
+        from tlm.config import get_config
+        from tlm.weights import WeightOrder, encode_swd, streams_from_weights
+        od = 8
+        oshape = (H, W, od)
+        macs = get_config(os.environ.get("NPU_CONFIG", "ethos-u85-256")).macs
+        mb = 1 if macs == 128 else 3                  # u1x2 / u2x2: every configuration takes it
+        wts = nrng.integers(-20, 21, (od, 1, 1, C), dtype=np.int8)
+        order = WeightOrder(macs=macs, microblock=mb, depthwise=False, part_kernel_first=False,
+                            sparse=False, ifm16bit=False, ofm_depth=od, ifm_depth=C,
+                            ofm_block_depth=od, kernel_height=1, kernel_width=1, dilation_x=0,
+                            dilation_y=0, stride_x=1, stride_y=1, d8x8=True)
+        blobs = [bytes(encode_swd(s)) for s in streams_from_weights(order, wts)]
+        assert len(blobs) == 1, "one weight decoder stream expected"
+        image[REGION_BASE[x_r] + offs[2]] = blobs[0]
+        operands["weights"] = (x_r, REGION_BASE[x_r] + offs[2], REGION_BASE[x_r] + offs[2] + len(blobs[0]))
+        words += _fmap_cmds("OFM", oshape, ofm_r, offs[1]) + _kernel_cmds(1, 1)
+        words += enc(("NPU_SET_OFM_SCALE", dict(scale=1, shift=4, round_mode=1)),
+                     ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=mb)),
+                     ("NPU_SET_WEIGHT_FORMAT", dict(weight_format=0, weight_sparsity=0)),
+                     ("NPU_SET_WEIGHT_REGION", dict(region=x_r)),
+                     ("NPU_SET_WEIGHT_BASE", dict(addr=offs[2])),
+                     ("NPU_SET_WEIGHT_LENGTH", dict(length=len(blobs[0]))))
+        opw = enc(("NPU_OP_CONV", dict(weights_ifm2=0)))
+    else:
+        raise ValueError(op)
+    n_ofm = oshape[0] * oshape[1] * oshape[2]
+    operands["ofm"] = (ofm_r, REGION_BASE[ofm_r] + offs[1], REGION_BASE[ofm_r] + offs[1] + n_ofm)
+    case = KernelCase(op, words + opw, image, operands, op_offset=4 * len(words))
+    return case
