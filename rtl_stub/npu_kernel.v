@@ -32,8 +32,11 @@
 //     not read. A token per tap tells the compute side what arrives;
 //   * read beats wait in 4-beat queues (the generator reserves the space before it issues);
 //   * the compute side folds the 16 lanes of a pooling tap at once (max, min or sum into
-//     32-bit accumulators starting at the identity of gen/npu_kernel.vh), and computes one
-//     output element per cycle with npu_kernel_alu (rescale, activation, truncation);
+//     32-bit accumulators starting at the identity of gen/npu_kernel.vh), and computes the
+//     output elements one by one with npu_kernel_alu (one multiplier and rounding shifter:
+//     pooling 1 cycle an element, elementwise mul 2, add/sub/min/max 3: scale_a, scale_b,
+//     rescale + activation + truncation); elementwise operands are read from the head of
+//     the beat queues, which are popped after the chunk's last element;
 //   * an output chunk is written as one or two single-beat bursts on wr_ofm (AWID 8) with
 //     WSTRB on its bytes, while the next chunk is computed.
 // COND_STATUS.result_flag is bit 0 of the last element computed (TRM write_ofm).
@@ -402,7 +405,6 @@ module npu_kernel (
     logic        k_busy;          // an operation is in progress
     logic        k_pool;          // 1 POOL, 0 ELEMENTWISE
     logic [2:0]  k_mode;          // pooling_mode / elementwise_mode[2:0]
-    logic [39:0] a_base, b_base, o_basea;
     logic        a_ext, b_ext, o_ext;
     logic [3:0]  a_cache, b_cache, o_cache;
     logic [1:0]  a_dom, b_dom, o_dom;
@@ -435,12 +437,9 @@ module npu_kernel (
     logic [15:0] oy, ox, ky, kx;
     logic [16:0] c_rem;                        // channels from this chunk on
     logic [20:0] wy_row, wy, wx_col, wx;       // window coordinates oy*stride_y + ky, ...
-    logic [39:0] ay_row, ay, ax_col, ax, ax_init, act;     // IFM address terms (mod 2^40)
-    logic [39:0] by, bx, bct;                  // IFM2 address terms
-    // tap latched for issue
-    logic        t_need_a, t_a_two, t_need_b, t_b_two, t_last;
-    logic [39:0] t_aaddr, t_baddr;
-    logic [4:0]  t_n;
+    // address terms (mod 2^40): row terms start at BASEP[region] + BASE0
+    logic [39:0] ay_row, ay, ax_col, ax, ax_init, act;     // IFM
+    logic [39:0] by, bx, bct;                  // IFM2
 
     wire [4:0]  n_chunk = (c_rem >= 17'd16) ? 5'd16 : c_rem[4:0];
     wire        vy = (wy >= {14'd0, pad_t}) && (wy < yend);
@@ -449,8 +448,8 @@ module npu_kernel (
     wire        need_b = !k_pool && !b_scalar;
     wire [4:0]  a_n = (!k_pool && i_bm[2]) ? 5'd1 : n_chunk;
     wire [4:0]  b_n = j_bm[2] ? 5'd1 : n_chunk;
-    wire [39:0] aaddr = a_base + ay + ax + act;
-    wire [39:0] baddr = b_base + by + bx + bct;
+    wire [39:0] aaddr = ay + ax + act;
+    wire [39:0] baddr = by + bx + bct;
     wire [5:0]  a_end = {2'd0, aaddr[3:0]} + {1'b0, a_n};
     wire [5:0]  b_end = {2'd0, baddr[3:0]} + {1'b0, b_n};
     wire        a_two = a_end > 6'd16;
@@ -476,32 +475,33 @@ module npu_kernel (
                             && ({1'b0, b_res} + {1'b0, b_take} <= 4'd4);
 
     assign a_rq_valid  = (g == G_A0 || g == G_A1) && !abort && !pause;
-    assign a_rq_addr   = (g == G_A1) ? {t_aaddr[39:4] + 36'd1, 4'd0} : t_aaddr;
+    assign a_rq_addr   = (g == G_A1) ? {aaddr[39:4] + 36'd1, 4'd0} : aaddr;
     assign a_rq_ext    = a_ext;
     assign a_rq_cache  = a_cache;
     assign a_rq_domain = a_dom;
     assign b_rq_valid  = (g == G_B0 || g == G_B1) && !abort && !pause;
-    assign b_rq_addr   = (g == G_B1) ? {t_baddr[39:4] + 36'd1, 4'd0} : t_baddr;
+    assign b_rq_addr   = (g == G_B1) ? {baddr[39:4] + 36'd1, 4'd0} : baddr;
     assign b_rq_ext    = b_ext;
     assign b_rq_cache  = b_cache;
     assign b_rq_domain = b_dom;
     wire a_issue = a_rq_valid && a_rq_ready;
     wire b_issue = b_rq_valid && b_rq_ready;
-    // the token of the latched tap is pushed once its reads are issued
-    wire tok_push = ((g == G_A0 && a_issue && !t_a_two) || (g == G_A1 && a_issue)) && !t_need_b
-                 || ((g == G_B0 && b_issue && !t_b_two) || (g == G_B1 && b_issue))
+    // a tap's token is pushed once its reads are issued (the loop registers, hence need_a,
+    // aaddr, ..., do not change before that)
+    wire tok_push = ((g == G_A0 && a_issue && !a_two) || (g == G_A1 && a_issue)) && !need_b
+                 || ((g == G_B0 && b_issue && !b_two) || (g == G_B1 && b_issue))
                  || (g == G_TAP && tap_go && !need_a && !need_b);
-    wire [TW-1:0] tok_in = (g == G_TAP)
-        ? {1'b0, aaddr[3:0], a_two, 1'b0, baddr[3:0], b_two, last_tap, n_chunk}
-        : {t_need_a, t_aaddr[3:0], t_a_two, t_need_b, t_baddr[3:0], t_b_two, t_last, t_n};
+    wire [TW-1:0] tok_in = {need_a, aaddr[3:0], a_two, need_b, baddr[3:0], b_two, last_tap, n_chunk};
     wire gen_done = (oy == oh_m1) && (ox == ow_m1) && last_chunk && last_tap;
 
     // ================================================================ compute side
     localparam [1:0] C_WAIT = 2'd0, C_LANE = 2'd1, C_EMIT = 2'd2;
     logic [1:0]   c;
     logic [3:0]   lane;
+    logic [1:0]   ph;                          // ALU phase of the lane
     logic [4:0]   n_cur;
-    logic [127:0] areg, breg, obuf;
+    logic [31:0]  sa, sb;                      // ALU phase results
+    logic [127:0] obuf;
     logic [31:0]  pacc [0:15];
     logic [6:0]   count;
     logic         dead;                        // a read of this operation failed
@@ -531,12 +531,19 @@ module npu_kernel (
     wire          a_ok = !tk_need_a || (a_cnt >= (tk_a_two ? 3'd2 : 3'd1));
     wire          b_ok = !tk_need_b || (b_cnt >= (tk_b_two ? 3'd2 : 3'd1));
     wire          accept = (c == C_WAIT) && (tok_cnt != 3'd0) && a_ok && b_ok && !abort;
+    wire          ew_mul = (k_mode == NPU_E_ELEMENTWISE_MODE_MUL[2:0]);
+    wire          lane_last = ({1'b0, lane} + 5'd1 == n_cur);
+    // the token and its beats leave the queues once used: a pooling tap when folded, an
+    // elementwise chunk after its last element
+    wire          pop = (accept && k_pool)
+                     || (c == C_LANE && !k_pool && ph == 2'd2 && lane_last && !abort);
+    wire [1:0]    aq_rp1 = aq_rp + 2'd1;       // (a 2-bit index: wraps)
+    wire [1:0]    bq_rp1 = bq_rp + 2'd1;
     wire [128:0]  a0 = aq[aq_rp];
-    wire [128:0]  a1 = aq[aq_rp + 2'd1];
+    wire [128:0]  a1 = aq[aq_rp1];
     wire [128:0]  b0 = bq[bq_rp];
-    wire [128:0]  b1 = bq[bq_rp + 2'd1];
+    wire [128:0]  b1 = bq[bq_rp1];
     wire [255:0]  a_win = {a1[127:0], a0[127:0]} >> {tk_a_off, 3'b000};
-    wire [255:0]  b_win = {b1[127:0], b0[127:0]} >> {tk_b_off, 3'b000};
     wire          rd_err = (tk_need_a && (a0[128] || (tk_a_two && a1[128])))
                         || (tk_need_b && (b0[128] || (tk_b_two && b1[128])));
 
@@ -548,33 +555,44 @@ module npu_kernel (
     genvar gl;
     generate
         for (gl = 0; gl < 16; gl = gl + 1) begin : g_fold
-            wire [31:0] v = {{24{sign_ext_i & a_win[gl*8+7]}}, a_win[gl*8 +: 8]}
-                            - {{15{i_zp17[16]}}, i_zp17};
-            assign fold[gl] = (k_mode == P_MAX) ? (($signed(v) > $signed(pacc[gl])) ? v : pacc[gl]) :
-                              (k_mode == P_MIN) ? (($signed(v) < $signed(pacc[gl])) ? v : pacc[gl]) :
+            // an 8-bit value minus an 8-bit zero point (the asserts hold): 10 bits signed
+            wire [9:0]  v10 = {2'b00, a_win[gl*8 +: 8]} - {{2{sign_ext_i & a_win[gl*8+7]}}, 8'd0}
+                              - i_zp17[9:0];
+            wire [31:0] v = {{22{v10[9]}}, v10};
+            wire        gt = $signed(v) > $signed(pacc[gl]);
+            wire        lt = $signed(v) < $signed(pacc[gl]);
+            assign fold[gl] = (k_mode == P_MAX) ? (gt ? v : pacc[gl]) :
+                              (k_mode == P_MIN) ? (lt ? v : pacc[gl]) :
                                                   pacc[gl] + v;
         end
     endgenerate
 
-    // elementwise operands of the current lane
-    wire [7:0]  a_byte = i_bm[2] ? areg[7:0] : areg[{lane, 3'b000} +: 8];
-    wire [7:0]  b_byte = j_bm[2] ? breg[7:0] : breg[{lane, 3'b000} +: 8];
+    // elementwise operands of the current lane, from the head beats of the queues (byte
+    // offset + lane of the two-beat window; a broadcast channel reads byte offset)
+    wire [4:0]  a_bi = {1'b0, tk_a_off} + (i_bm[2] ? 5'd0 : {1'b0, lane});
+    wire [4:0]  b_bi = {1'b0, tk_b_off} + (j_bm[2] ? 5'd0 : {1'b0, lane});
+    wire [255:0] a_pair = {a1[127:0], a0[127:0]};
+    wire [255:0] b_pair = {b1[127:0], b0[127:0]};
+    wire [7:0]  a_byte = a_pair[{a_bi, 3'b000} +: 8];
+    wire [7:0]  b_byte = b_pair[{b_bi, 3'b000} +: 8];
     wire [32:0] a_val = a_scalar ? a_scl
                       : {{25{i_sgn & a_byte[7]}}, a_byte} - {{16{i_zp17[16]}}, i_zp17};
     wire [32:0] b_val = b_scalar ? b_scl
                       : {{25{j_sgn & b_byte[7]}}, b_byte} - {{16{j_zp17[16]}}, j_zp17};
     wire [6:0]  count_m1 = count - 7'd1;
     wire [7:0]  q;
+    wire [31:0] r32;
     npu_kernel_alu u_alu (
-        .is_pool(k_pool), .ew_op(k_mode), .a(a_val), .b(b_val), .a_wide(a_scalar),
+        .phase(ph), .is_pool(k_pool), .ew_op(k_mode), .a(a_val), .b(b_val), .a_wide(a_scalar),
         .a_scale(is_scale), .a_shift(is_shift), .a_rnd(is_rnd), .a_dbl(is_dbl),
         .b_scale(js_scale), .b_shift(js_shift), .b_rnd(js_rnd), .b_dbl(js_dbl),
+        .sa(sa), .sb(sb),
         .pool_acc(pacc[lane]), .avg(k_pool && k_mode == P_AVG), .count_m1(count_m1[5:0]),
         .o_scale(os_scale), .o_shift(os_shift), .o_rnd(os_rnd), .o_dbl(os_dbl),
         .o_zp(o_zp17), .clip(clip_rg == NPU_E_ACTIVATION_CLIP_RANGE_B16[0]),
-        .o_min(o_min17), .o_max(o_max17), .q(q));
+        .o_min(o_min17), .o_max(o_max17), .r32(r32), .q(q));
 
-    wire [39:0] oaddr = o_basea + oay + oax + oct;
+    wire [39:0] oaddr = oay + oax + oct;
     wire        emit = (c == C_EMIT) && !w_full;
     wire        o_write = (o_stor != ST_NONE) && !dead;
 
@@ -605,7 +623,6 @@ module npu_kernel (
     always_ff @(posedge CLK or negedge rst_n) begin
         if (!rst_n) begin
             k_busy <= 1'b0; k_pool <= 1'b0; k_mode <= 3'd0;
-            a_base <= 40'd0; b_base <= 40'd0; o_basea <= 40'd0;
             a_ext <= 1'b0; b_ext <= 1'b0; o_ext <= 1'b0;
             a_cache <= 4'd0; b_cache <= 4'd0; o_cache <= 4'd0;
             a_dom <= 2'd0; b_dom <= 2'd0; o_dom <= 2'd0;
@@ -614,13 +631,11 @@ module npu_kernel (
             wy_row <= 21'd0; wy <= 21'd0; wx_col <= 21'd0; wx <= 21'd0;
             ay_row <= 40'd0; ay <= 40'd0; ax_col <= 40'd0; ax <= 40'd0; ax_init <= 40'd0; act <= 40'd0;
             by <= 40'd0; bx <= 40'd0; bct <= 40'd0;
-            t_need_a <= 1'b0; t_a_two <= 1'b0; t_need_b <= 1'b0; t_b_two <= 1'b0; t_last <= 1'b0;
-            t_aaddr <= 40'd0; t_baddr <= 40'd0; t_n <= 5'd0;
             tok_wp <= 2'd0; tok_rp <= 2'd0; tok_cnt <= 3'd0;
             aq_wp <= 2'd0; aq_rp <= 2'd0; bq_wp <= 2'd0; bq_rp <= 2'd0;
             a_cnt <= 3'd0; b_cnt <= 3'd0; a_res <= 3'd0; b_res <= 3'd0; a_fly <= 3'd0; b_fly <= 3'd0;
-            c <= C_WAIT; lane <= 4'd0; n_cur <= 5'd0; count <= 7'd0; dead <= 1'b0; flag <= 1'b0;
-            areg <= 128'd0; breg <= 128'd0; obuf <= 128'd0; w_data <= 128'd0;
+            c <= C_WAIT; lane <= 4'd0; ph <= 2'd0; n_cur <= 5'd0; count <= 7'd0; dead <= 1'b0;
+            flag <= 1'b0; sa <= 32'd0; sb <= 32'd0; obuf <= 128'd0; w_data <= 128'd0;
             for (k = 0; k < 16; k = k + 1) pacc[k] <= 32'd0;
             ooy <= 16'd0; oox <= 16'd0; o_crem <= 17'd0; oay <= 40'd0; oax <= 40'd0; oct <= 40'd0;
             w <= W_IDLE; w_full <= 1'b0; w_beat <= 1'b0; w_addr <= 40'd0; w_n <= 5'd0;
@@ -631,14 +646,14 @@ module npu_kernel (
                 k_busy <= 1'b1;
                 k_pool <= op_pool;
                 k_mode <= op_mode[2:0];
-                a_base <= ir_base + i_base; a_ext <= ir_ext; a_cache <= ir_arc; a_dom <= ir_dom;
-                b_base <= jr_base + j_base; b_ext <= jr_ext; b_cache <= jr_arc; b_dom <= jr_dom;
-                o_basea <= or_base + o_base; o_ext <= or_ext; o_cache <= or_awc; o_dom <= or_dom;
+                a_ext <= ir_ext; a_cache <= ir_arc; a_dom <= ir_dom;
+                b_ext <= jr_ext; b_cache <= jr_arc; b_dom <= jr_dom;
+                o_ext <= or_ext; o_cache <= or_awc; o_dom <= or_dom;
                 g <= G_SETUP; su_cnt <= 7'd0;
                 oy <= 16'd0; ox <= 16'd0; ky <= 16'd0; kx <= 16'd0; c_rem <= od;
                 wy_row <= 21'd0; wy <= 21'd0; wx_col <= 21'd0; wx <= 21'd0;
-                ay_row <= 40'd0; ax_col <= 40'd0; act <= 40'd0;
-                by <= 40'd0; bx <= 40'd0; bct <= 40'd0;
+                ay_row <= ir_base + i_base; ax_col <= 40'd0; act <= 40'd0;
+                by <= jr_base + j_base; bx <= 40'd0; bct <= 40'd0;
                 tok_wp <= 2'd0; tok_rp <= 2'd0; tok_cnt <= 3'd0;
                 aq_wp <= 2'd0; aq_rp <= 2'd0; bq_wp <= 2'd0; bq_rp <= 2'd0;
                 a_cnt <= 3'd0; b_cnt <= 3'd0; a_res <= 3'd0; b_res <= 3'd0;
@@ -646,7 +661,8 @@ module npu_kernel (
                 for (k = 0; k < 16; k = k + 1)
                     pacc[k] <= (op_mode[2:0] == P_MAX) ? NPU_POOL_IDENTITY_MAX :
                                (op_mode[2:0] == P_MIN) ? NPU_POOL_IDENTITY_MIN : 32'd0;
-                ooy <= 16'd0; oox <= 16'd0; o_crem <= od; oay <= 40'd0; oax <= 40'd0; oct <= 40'd0;
+                ooy <= 16'd0; oox <= 16'd0; o_crem <= od; oay <= or_base + o_base; oax <= 40'd0;
+                oct <= 40'd0;
             end else if (k_busy && finished) begin
                 k_busy <= 1'b0;
                 g <= G_IDLE;
@@ -673,28 +689,25 @@ module npu_kernel (
                     if (abort) begin
                         g <= G_END;
                     end else if (tap_go) begin
-                        t_need_a <= need_a; t_a_two <= a_two; t_aaddr <= aaddr;
-                        t_need_b <= need_b; t_b_two <= b_two; t_baddr <= baddr;
-                        t_last <= last_tap; t_n <= n_chunk;
                         if (need_a) g <= G_A0;
                         else if (need_b) g <= G_B0;
                     end
                 end
                 G_A0, G_A1: begin
                     if (abort) g <= G_END;
-                    else if (a_issue) g <= (g == G_A0 && t_a_two) ? G_A1 : (t_need_b ? G_B0 : G_TAP);
+                    else if (a_issue) g <= (g == G_A0 && a_two) ? G_A1 : (need_b ? G_B0 : G_TAP);
                 end
                 G_B0, G_B1: begin
                     if (abort) g <= G_END;
-                    else if (b_issue) g <= (g == G_B0 && t_b_two) ? G_B1 : G_TAP;
+                    else if (b_issue) g <= (g == G_B0 && b_two) ? G_B1 : G_TAP;
                 end
                 default: ;
             endcase
             // credits reserved when a tap is taken
             if (tap_go) begin
-                a_res <= a_res + a_take - (accept && tk_need_a ? (tk_a_two ? 3'd2 : 3'd1) : 3'd0);
-                b_res <= b_res + b_take - (accept && tk_need_b ? (tk_b_two ? 3'd2 : 3'd1) : 3'd0);
-            end else if (accept) begin
+                a_res <= a_res + a_take - (pop && tk_need_a ? (tk_a_two ? 3'd2 : 3'd1) : 3'd0);
+                b_res <= b_res + b_take - (pop && tk_need_b ? (tk_b_two ? 3'd2 : 3'd1) : 3'd0);
+            end else if (pop) begin
                 a_res <= a_res - (tk_need_a ? (tk_a_two ? 3'd2 : 3'd1) : 3'd0);
                 b_res <= b_res - (tk_need_b ? (tk_b_two ? 3'd2 : 3'd1) : 3'd0);
             end
@@ -744,47 +757,52 @@ module npu_kernel (
             if (tok_push && !abort) begin
                 tok_wp <= tok_wp + 2'd1;
             end
-            tok_cnt <= tok_cnt + {2'd0, tok_push && !abort} - {2'd0, accept};
-            if (accept) tok_rp <= tok_rp + 2'd1;
+            tok_cnt <= tok_cnt + {2'd0, tok_push && !abort} - {2'd0, pop};
+            if (pop) tok_rp <= tok_rp + 2'd1;
 
             // ---------------------------------------------------- read beat queues
             if (a_rb_valid && k_busy) aq_wp <= aq_wp + 2'd1;
             if (b_rb_valid && k_busy) bq_wp <= bq_wp + 2'd1;
             a_cnt <= a_cnt + {2'd0, a_rb_valid && k_busy}
-                     - ((accept && tk_need_a) ? (tk_a_two ? 3'd2 : 3'd1) : 3'd0);
+                     - ((pop && tk_need_a) ? (tk_a_two ? 3'd2 : 3'd1) : 3'd0);
             b_cnt <= b_cnt + {2'd0, b_rb_valid && k_busy}
-                     - ((accept && tk_need_b) ? (tk_b_two ? 3'd2 : 3'd1) : 3'd0);
-            if (accept && tk_need_a) aq_rp <= aq_rp + (tk_a_two ? 2'd2 : 2'd1);
-            if (accept && tk_need_b) bq_rp <= bq_rp + (tk_b_two ? 2'd2 : 2'd1);
+                     - ((pop && tk_need_b) ? (tk_b_two ? 3'd2 : 3'd1) : 3'd0);
+            if (pop && tk_need_a) aq_rp <= aq_rp + (tk_a_two ? 2'd2 : 2'd1);
+            if (pop && tk_need_b) bq_rp <= bq_rp + (tk_b_two ? 2'd2 : 2'd1);
+            if (pop && rd_err) dead <= 1'b1;
 
             // ---------------------------------------------------- compute
             case (c)
                 C_WAIT: begin
                     if (accept) begin
-                        if (rd_err) dead <= 1'b1;
-                        areg <= a_win[127:0];
-                        breg <= b_win[127:0];
                         if (k_pool) begin
                             if (tk_need_a) begin
                                 for (k = 0; k < 16; k = k + 1) pacc[k] <= fold[k];
                                 count <= count + 7'd1;
                             end
                             if (tk_last) begin
-                                n_cur <= tk_n; lane <= 4'd0; c <= C_LANE;
+                                n_cur <= tk_n; lane <= 4'd0; ph <= 2'd2; c <= C_LANE;
                             end
                         end else begin
-                            n_cur <= tk_n; lane <= 4'd0; c <= C_LANE;
+                            n_cur <= tk_n; lane <= 4'd0; ph <= 2'd0; c <= C_LANE;
                         end
                     end
                 end
                 C_LANE: begin
                     if (abort) begin
                         c <= C_WAIT;
+                    end else if (ph == 2'd0) begin
+                        sa <= r32;
+                        ph <= ew_mul ? 2'd2 : 2'd1;
+                    end else if (ph == 2'd1) begin
+                        sb <= r32;
+                        ph <= 2'd2;
                     end else begin
                         obuf[{lane, 3'b000} +: 8] <= q;
                         flag <= q[0];
                         lane <= lane + 4'd1;
-                        if ({1'b0, lane} + 5'd1 == n_cur) c <= C_EMIT;
+                        ph <= k_pool ? 2'd2 : 2'd0;
+                        if (lane_last) c <= C_EMIT;
                     end
                 end
                 default: begin   // C_EMIT
@@ -855,7 +873,7 @@ module npu_kernel (
     end
 
     wire unused_ok = ^{set_raw[15:0], a_end[5], b_end[5], a_rb_resp[0], b_rb_resp[0], a_win[255:128],
-                       b_win[255:128], unused_ir_awc, unused_jr_awc, unused_or_arc, ooy,
+                       unused_ir_awc, unused_jr_awc, unused_or_arc, ooy,
                        count_m1[6]};
 endmodule
 

@@ -153,7 +153,7 @@ BAD_MODELS = {
     "empty_npz": ("e_vela.npz", lambda p: p.write_bytes(b""), "empty file"),
     "empty_tflite": ("e_vela.tflite", lambda p: p.write_bytes(b""), "empty file"),
     "empty_bin": ("e.bin", lambda p: p.write_bytes(b""), "empty file"),
-    "dev_null": ("/dev/null", None, "empty file"),
+    "dev_null": ("/dev/null", None, "not a regular file"),
     "truncated_npz_10": ("t10_vela.npz", _truncated(0.1), None),
     "truncated_npz_50": ("t50_vela.npz", _truncated(0.5), None),
     "truncated_npz_99": ("t99_vela.npz", _truncated(0.99), None),
@@ -265,10 +265,7 @@ def _real_models():
 
 # Escapes with a known cause (each also has its own strict-xfail test below): the mutation
 # tests report them as xfail instead of failing, and fail on anything else.
-KNOWN_ESCAPES = {
-    "NotImplementedError: zip file version": "test_npz_with_unsupported_zip_version",
-    "ValueError: access 0x": "test_run_model_with_negative_output_dimension",
-}
+KNOWN_ESCAPES: dict = {}      # none left: every escape found so far is fixed
 
 
 def _escape(argv) -> "str | None":
@@ -310,10 +307,6 @@ def test_disasm_mutated_vela_outputs(tmp_path, capsys):
     _mutation_run(capsys, argvs)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG tlm/vela.py _load_npz: zipfile.ZipFile(path) raises "
-                                       "NotImplementedError for an unsupported 'version needed to extract' (and "
-                                       "other non-BadZipFile errors on damaged archives); only BadZipFile/OSError "
-                                       "are caught, so it escapes cli.main as a traceback. Catch Exception there")
 @pytest.mark.parametrize("sub", _subs())
 def test_npz_with_unsupported_zip_version(tmp_path, capsys, sub):
     data = bytearray(copy_model(tmp_path / "good_vela.npz").read_bytes())
@@ -359,11 +352,6 @@ def test_run_npz_field_fuzz(tmp_path, capsys):
 
 
 @needs_run
-@pytest.mark.xfail(strict=True, reason="BUG tlm/vela.py _npz_shape / tlm/runner.py plan_memory: a tensor shape with "
-                                       "a negative dimension is accepted (nbytes < 0 passes the 'outside region' "
-                                       "check) and reading the output back calls Memory.read(addr, -1024), whose "
-                                       "ValueError escapes cli.main. Reject shapes with dimensions < 0 (and "
-                                       "nbytes < 0) as VelaFormatError / RunError('model')")
 def test_run_model_with_negative_output_dimension(tmp_path, capsys):
     model = copy_model(tmp_path / "neg_vela.npz", output_shape=np.array([[1, 1, 1, -8, 8, 16]]))
     rc, out, err = invoke(capsys, "run", model, "--input", good_input(tmp_path), "--output", tmp_path / "o.npz")
@@ -442,9 +430,6 @@ def test_run_bad_inputs_one_error_line(tmp_path, capsys, case):
 
 
 @needs_run
-@pytest.mark.xfail(strict=True, reason="BUG tlm/cli.py cmd_run: an .npy whose header declares a huge shape "
-                                       "(here 2**40 int8) makes np.load raise MemoryError, which escapes main "
-                                       "(only OSError/ValueError/EOFError are caught)")
 def test_run_input_npy_declaring_huge_shape(tmp_path, capsys):
     inp = tmp_path / "huge.npy"
     _npy_header((1 << 40,))(inp)
@@ -454,9 +439,6 @@ def test_run_input_npy_declaring_huge_shape(tmp_path, capsys):
 
 
 @needs_run
-@pytest.mark.xfail(strict=True, reason="BUG tlm/runner.py run_model: a .npz declaring scratch_size 2**39 and an "
-                                       "output of 2**36 bytes passes plan_memory, and reading the output back "
-                                       "(Memory.read of 64 GiB) raises MemoryError, which escapes cli.main")
 def test_run_model_declaring_huge_output(tmp_path, capsys):
     model = copy_model(tmp_path / "huge_vela.npz", scratch_size=np.array(1 << 39),
                        output_shape=np.array([[1, 1, 1, 1 << 13, 1 << 13, 1 << 10]]))
@@ -575,19 +557,12 @@ def _limit_memory():
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists() or os.name != "posix", reason="needs /dev/zero and rlimits")
-@pytest.mark.xfail(strict=True, reason="BUG tlm/vela.py load(): Path.read_bytes() of a character device such as "
-                                       "/dev/zero never ends; it grows until MemoryError (traceback) or the "
-                                       "machine runs out of memory. Refuse non-regular files (os.stat + "
-                                       "stat.S_ISREG) and files above a size limit before reading")
 def test_script_character_device_model():
     r = _script("disasm", "/dev/zero", timeout=120, preexec_fn=_limit_memory)
     _check_proc(r)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
-@pytest.mark.xfail(strict=True, raises=(AssertionError, subprocess.TimeoutExpired),
-                   reason="BUG tlm/vela.py load(): a FIFO given as the model blocks in read_bytes() forever "
-                          "(the same S_ISREG check fixes it; cmd_run's np.load of an --input FIFO too)")
 def test_script_fifo_model(tmp_path):
     fifo = tmp_path / "model_vela.npz"
     os.mkfifo(fifo)

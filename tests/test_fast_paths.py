@@ -25,9 +25,9 @@ import pytest
 
 from tlm import arith, fmap, memory, runner
 from tlm import registers as R
-from tlm.arith import ActType, Precision, Unpredictable
+from tlm.arith import Precision, Unpredictable
 from tlm.fmap import FeatureMap, Format, Reverse, Storage, Transpose
-from tlm.memory import (ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute, Resp,
+from tlm.memory import (ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute,
                         Transaction, TxnBatch)
 from tlm.pmu import Batch, Pmu, axi_family, beats
 
@@ -203,6 +203,9 @@ def _random_fm(rng, ofm=False):
     base = tuple(int(b) for b in rng.integers(256, 3000, 4) * align)
     if rng.random() < 0.3:                              # tiles far apart: sparse span
         base = (base[0], base[1] + 5000 * align, base[2], base[3] + 2000 * align)
+    if es > 1 and rng.random() < 0.15:                  # unaligned (UNPREDICTABLE unless check=False)
+        base = tuple(b + int(rng.integers(0, es)) for b in base)
+        sx, sy = sx + int(rng.integers(0, 2)), sy + int(rng.integers(0, 2))
     kw = dict(base=base, stride_x=sx, stride_y=sy, stride_c=sc, width0=int(rng.integers(1, W + 2)),
               height0=int(rng.integers(1, H + 2)), height1=int(rng.integers(1, H + 3)), precision=prec,
               act_type=int(rng.integers(0, 2)), fmt=fmt, storage=storage,

@@ -84,6 +84,17 @@ def test_detects_write_outside_ofm():
     assert any("outside the OFM window" in m for m in v), v
 
 
+def test_detects_batched_write_outside_ofm():
+    """The same through DataPort.write_runs (Memory's batched path, TxnBatch listeners)."""
+    def bad(snap, port, dev):
+        port.write_runs(2, [0x100, 0x100 + 8192], [1, 2], b"\x01\x02\x03", Channel.wr_ofm)
+    for per_txn in (False, True):
+        c = _case(OFM_OP)
+        c.per_txn_path = per_txn
+        v = _violations(c, kernel_ops={"NPU_OP_ELEMENTWISE": bad})
+        assert any("outside the OFM window" in m for m in v), (per_txn, v)
+
+
 def test_detects_backdoor_write():
     def bad(snap, port, dev):
         dev.memory.write(0x30_0000, b"\x01\x02")

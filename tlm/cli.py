@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from typing import Callable
 
@@ -93,13 +94,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     inputs = []
     for path in args.input:
         try:
-            inputs.append(np.load(path, allow_pickle=False))
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                raise CliError(f"{path}: not a regular file")
+            # memory-mapped first: a header that declares more data than the file holds is
+            # refused here instead of allocating it
+            x = np.load(path, allow_pickle=False, mmap_mode="r")
         except FileNotFoundError:
             raise CliError(f"{path}: no such file") from None
         except (OSError, ValueError, EOFError) as e:
             raise CliError(f"{path}: not a readable .npy array ({e})") from None
-        if not isinstance(inputs[-1], np.ndarray):
+        if not isinstance(x, np.ndarray):
             raise CliError(f"{path}: holds several arrays; give one .npy per input")
+        inputs.append(np.array(x))
     try:
         result = run_model(model, inputs, config=args.config)
     except RunError as e:
@@ -136,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, VelaFormatError, isa.IsaError) as e:
         sys.stdout.flush()
         print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        sys.stdout.flush()
+        print(f"{PROG}: error: out of memory (the model or an input is too large)", file=sys.stderr)
         return 1
     except BrokenPipeError:               # e.g. `npu-tlm disasm x | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -10,11 +10,14 @@
   vectorised equivalents (int64 numpy arrays of byte addresses).
 * :func:`read_fmap` / :func:`write_fmap` gather/scatter a [H, W, C] block through a backdoor
   byte accessor, issuing **one call per contiguous byte run** so that a memory model can log
-  one transaction per run.  An accessor with ``read_runs(starts, lengths)`` /
-  ``write_runs(starts, lengths, data)`` (or a ``port``/``region``/``channel`` triple whose
-  port is a :class:`tlm.memory.DataPort`) gets all runs of a block in one call instead.
+  one transaction per run.  An accessor with ``read_span(lo, mask)`` /
+  ``write_span(lo, mask, buf)`` (the bytes lo + i where mask[i]; one run per stretch) or
+  ``read_runs(starts, lengths)`` / ``write_runs(starts, lengths, data)``, or a
+  ``port``/``region``/``channel`` triple whose port is a :class:`tlm.memory.DataPort` (as
+  tlm.ops.common._RegionMem), gets all runs of a block in one call instead - the same runs.
   :func:`read_fmap_ref` / :func:`write_fmap_ref` are the straightforward (sort-based, one
-  call per run) versions, kept as the reference the fast path is tested against.
+  call per run) versions, kept as the reference the fast path is tested against
+  (``USE_REFERENCE = True`` routes read_fmap/write_fmap through them).
 
 Addresses: ``base`` is whatever the caller stores in the FeatureMap - region offsets as in the
 registers, or absolute addresses when ``from_registers(..., basep=...)`` resolved
@@ -43,6 +46,7 @@ import numpy as np
 
 from .arith import (ActType, Precision, Unpredictable, ifm_zero_point, number_of_bits, sign_extend,
                     truncate)
+from .memory import mask_runs as _mask_runs
 
 __all__ = [
     "Format", "Storage", "Reverse", "Transpose", "AllowedPerms", "FeatureMap",
@@ -773,12 +777,6 @@ class _Access:
             return f(lo, mask, buf)
         st, sp = _mask_runs(mask)
         self.write_runs(st + lo, sp - st, buf[mask])
-
-
-def _mask_runs(mask: np.ndarray):
-    """(starts, stops) index arrays of the True stretches of a boolean vector."""
-    d = np.diff(mask.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
 
 
 def _value_dtype(fm: FeatureMap) -> np.dtype:

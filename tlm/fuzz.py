@@ -4,7 +4,7 @@ Usage::
 
     python -m tlm.fuzz --cases 20000 [--seed S] [--jobs J]   # report; exit status 1 on violations
     python -m tlm.fuzz --seed S --case I                      # replay one case, verbosely
-    make fuzz N=20000 [SEED=S]
+    make fuzz N=20000 [SEED=S] [JOBS=J]
 
 Every case is a pure function of ``(seed, index)`` (and of the Vela corpus, whose
 fingerprint the report prints): ``make_case(seed, index)`` builds it, ``run_case(case)``
@@ -35,7 +35,9 @@ Generators (`GENERATORS`)
                    encodings, huge or random field values, deleted/duplicated commands,
                    inserted loops and STOPs.
 Orthogonally, any case may get random configuration, pins (PORPL/PORSL, hashes, caps),
-Policy choices, interleaved APB traffic and injected faults.
+Policy choices, interleaved APB traffic, injected faults and Memory's per-transaction
+reference path instead of its batched path. The Policy always has dma_max_bytes = 4 MiB
+(`BASE_POLICY`), and the memory keeps no log (as tlm.runner): the fuzzer listens instead.
 
 Invariants (checked on every case; a failure is a *violation*)
 --------------------------------------------------------------
@@ -44,9 +46,14 @@ Invariants (checked on every case; a failure is a *violation*)
 * Bounded: every run(max_steps=k) returns after at most k steps; BUDGET only while RUNNING.
   The CPU time of the device calls of a case (including this fuzzer's transaction
   listener, which adds up to ~1/3 on transaction-heavy operations) is at most
-  ``cpu_limit`` (2 s); watchdogs abort a case after ``abort_cpu`` (6 s) of process CPU
-  time or ``wall_limit`` (120 s) of wall time and report a hang. CPU time, not wall time,
-  so that a loaded machine does not produce false reports.
+  ``cpu_limit`` (2 s); watchdogs abort a case after ``abort_cpu`` (6 s) of CPU time in
+  device calls or ``wall_limit`` (120 s) of wall time and report a hang. CPU time, not
+  wall time, so that a loaded machine does not produce false reports. `main` also caps
+  the address space (``--mem-limit``, 6 GiB): a stream that makes the model allocate more
+  ends in a MemoryError inside an operation, i.e. an 'internal_error' violation.
+* The executed commands are what an independent decode of the stream memory gives at
+  their offsets; a cmd_parse_error for a reserved word / truncated cmd1 and a branch_fault
+  are checked against the stream the same way.
 * Stops: after a non-budget stop STATE=stopped, irq_raised=1 and the IRQ output is high
   (except a reset stop); END has cmd_end_reached and QREAD == QSIZE; ERROR sets exactly its
   own sticky bit (sticky bits = those before the run plus r.error); STOP/END set none.
@@ -262,6 +269,7 @@ class Case:
     chunks: list = field(default_factory=lambda: [DEFAULT_BUDGET])   # run(max_steps) slices
     apb: list = field(default_factory=list)        # APB ops issued after slice i
     result_flag: int = 0
+    per_txn_path: bool = False                     # disable Memory's batched path for this case
 
     @property
     def repro(self) -> str:
@@ -964,6 +972,7 @@ def make_case(seed: int, index: int, gen: "str | None" = None) -> Case:
         c.notes.append("APB traffic")
     if rng.random() < 0.15 and not c.faults:
         _add_faults(rng, c, 1)
+    c.per_txn_path = bool(rng.random() < 0.1)
     return c
 
 
@@ -1138,13 +1147,28 @@ def ofm_window(snap, basep) -> "tuple | None":
     return min(bases), max(bases) + D * (sy + sx + sc) + (16 * D + 16) * es + 64
 
 
-def _in_window(addr: int, n: int, win) -> bool:
+def _in_window_v(addr: np.ndarray, n: np.ndarray, win) -> np.ndarray:
+    """Per transaction: [addr, addr + n) lies in the (unwrapped) window, modulo 2**40."""
     lo, hi = win
+    hi = min(hi, 1 << 62)
+    ok = np.zeros(addr.shape, bool)
     for k in range(0, (hi >> 40) + 2):
-        a = addr + (k << 40)
-        if lo <= a and a + n <= hi:
-            return True
-    return False
+        a = addr + np.int64(k << 40)
+        ok |= (a >= lo) & (a + n <= hi)
+    return ok
+
+
+def _pieces(txns, ch) -> list:
+    """(addr, length) of the transactions (Transaction or TxnBatch items) on channel ch."""
+    out = []
+    for t in txns:
+        if t.channel != ch:
+            continue
+        if isinstance(t.addr, np.ndarray):
+            out += zip(t.addr.tolist(), t.length.tolist())
+        else:
+            out.append((t.addr, t.length))
+    return out
 
 
 def _op_summary(op: _Op) -> str:
@@ -1180,7 +1204,7 @@ class _Tracker:
         self.ops: list[_Op] = []
         self.cur: "_Op | None" = None
         self.err_txn = None
-        self.writes: list[tuple[int, int]] = []
+        self.writes: list[tuple] = []       # (addr, length) of OKAY writes: ints or int64 arrays
         self._said = set()
         self.op_t0 = None            # process time when the current command's data phase began
         self.slowest = (0.0, "")     # (CPU seconds, description) of the slowest operation
@@ -1257,6 +1281,71 @@ class _Tracker:
             self.once(f"attr_{ch}", f"{op.name} at {op.offset:#x}: {self._desc(t)} (interface, AxCACHE, "
                                     f"AxDOMAIN) ({t.interface.name}, {t.cache:#x}, {t.domain}) not from MEM_ATTR "
                                     f"of its region(s): {sorted(ok)}")
+
+    def batch(self, b) -> None:
+        try:
+            self._batch(b)
+        except Exception as e:  # noqa: BLE001
+            self.once("checker_b", f"fuzzer checker crashed on a transaction batch: {e!r}")
+
+    def _batch(self, b) -> None:
+        """A tlm.memory.TxnBatch (every transaction OKAY; an erroring one comes through txn())."""
+        n = len(b)
+        if not n:
+            return
+        d = self.d
+        addr, ln = b.addr, b.length
+        desc = f"batch of {n} {b.channel.name} {'W' if b.write else 'R'} from {int(addr[0]):#x}"
+        if not d.running or d.reset_remaining > 0:
+            self.once("stopped_txn", f"AXI transactions while {'in reset' if d.in_reset else 'STOPPED'}: {desc}")
+        if int(ln.min()) <= 0 or int(addr.min()) < 0 or int((addr + ln).max()) > TOP:
+            self.once("len", f"AXI transaction of length <= 0 or crossing 2**40 in {desc}")
+        if b.prot != self.prot_word:
+            self.once("prot", f"AxPROT {b.prot:#x} != PROT {d.prot_word:#x}: {desc}")
+        used = {0} if b.port_idx is None else set(np.unique(b.port_idx).tolist())
+        if not {b.ports[i] for i in used} <= self.ports:
+            self.once("port", f"ports {sorted(b.ports[i] for i in used)} not all present in {d.config.name}: {desc}")
+        if b.resp:
+            self.once("batch_resp", f"a batch offered with response {b.resp.name}: {desc}")
+        if self.err_txn is not None:
+            self.once("after_err", f"AXI transactions ({desc}) after the error response to "
+                                   f"{self.err_txn.channel.name} @{self.err_txn.addr:#x}")
+        ch = b.channel
+        if ch == 0:
+            if self.cur is not None:
+                self.close_op()
+            self.cur = None
+            for t in b:
+                self._check_fetch(t)
+            return
+        op = self.cur
+        if op is None:
+            self.once("orphan", f"data transactions outside any operation: {desc}")
+            return
+        op.txns.append(b)
+        if b.write:
+            self.writes.append((addr.copy(), ln.copy()))
+        if ch == Channel.rd_mem2mem_idx:
+            for a, k in zip(addr.tolist(), ln.tolist()):
+                if k == 4:
+                    op.idx.append(int.from_bytes(d.memory.read(a, 4), "little", signed=True))
+        if ch not in self.res.crossing and bool((((addr & 0xFFF) + ln) > 0x1000).any()):
+            self.res.crossing.add(ch)
+            self.res.events[f"note: {ch.name} transactions cross 4 KB boundaries (not split into AXI bursts)"] += 1
+        ok = op.attr_ok.get((ch, b.write))
+        if ok is None:
+            regs = (_DMA_CHANNEL_REGIONS if op.name == "NPU_OP_DMA_START" else _KERNEL_CHANNEL_REGIONS).get(ch)
+            if regs is None:
+                self.once(f"chan_{op.name}_{ch}", f"{op.name} at {op.offset:#x} used channel {desc}")
+                ok = op.attr_ok[(ch, b.write)] = frozenset()
+            else:
+                ok = op.attr_ok[(ch, b.write)] = frozenset(
+                    (i, axcache(m, b.write), dom) for i, m, dom in
+                    (_route(op, op.snap.field(r, "region")) for r in regs))
+        if ok and (b.interface, b.cache, b.domain) not in ok:
+            self.once(f"attr_{ch}", f"{op.name} at {op.offset:#x}: {desc} (interface, AxCACHE, AxDOMAIN) "
+                                    f"({b.interface.name}, {b.cache:#x}, {b.domain}) not from MEM_ATTR of its "
+                                    f"region(s): {sorted(ok)}")
 
     def _check_fetch(self, t) -> None:
         tdesc = self._desc(t)
@@ -1424,7 +1513,7 @@ class _Tracker:
             elif op.txns:
                 t = op.txns[0]
                 self.once(f"ctl_{op.name}", f"{op.name} at {op.offset:#x} made data transactions "
-                                            f"({t.channel.name} @{t.addr:#x}+{t.length})")
+                                            f"({t.channel.name} @{int(np.min(t.addr)):#x})")
 
     def _check_dma(self, op: _Op) -> None:
         gen = dma_oracle(op.snap, op.basep)
@@ -1432,7 +1521,7 @@ class _Tracker:
             self.res.events["oracle: DMA too large to enumerate"] += 1
             return
         rd, wr, ix, complete = gen(op.idx)
-        got = {ch: _runs((t.addr, t.length) for t in op.txns if t.channel == ch) for ch in DMA_CHANNELS}
+        got = {ch: _runs(_pieces(op.txns, ch)) for ch in DMA_CHANNELS}
         want = {Channel.rd_mem2mem: _runs(rd), Channel.wr_mem2mem: _runs(wr), Channel.rd_mem2mem_idx: _runs(ix)}
         if op.failed == "model_limit" and op.txns:
             self.once("dma_limit", f"DMA at {op.offset:#x} cut by the model budget moved data first "
@@ -1453,14 +1542,34 @@ class _Tracker:
         for t in op.txns:
             if not t.write:
                 continue
+            addr = np.atleast_1d(np.asarray(t.addr, dtype=np.int64))
+            ln = np.atleast_1d(np.asarray(t.length, dtype=np.int64))
             if t.channel != Channel.wr_ofm:
                 self.once(f"kw_{op.name}", f"{op.name} at {op.offset:#x} wrote on {t.channel.name}")
             elif win is None:
-                self.once(f"kw_chain_{op.name}", f"{op.name} at {op.offset:#x} wrote memory @{t.addr:#x} with OFM "
-                                                 f"storage chained/none")
-            elif not _in_window(t.addr, t.length, win):
-                self.once(f"kw_win_{op.name}", f"{op.name} at {op.offset:#x} wrote @{t.addr:#x}+{t.length} outside "
-                                               f"the OFM window [{win[0]:#x}, {win[1]:#x})")
+                self.once(f"kw_chain_{op.name}", f"{op.name} at {op.offset:#x} wrote memory @{int(addr[0]):#x} with "
+                                                 f"OFM storage chained/none")
+            else:
+                bad = ~_in_window_v(addr, ln, win)
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    self.once(f"kw_win_{op.name}", f"{op.name} at {op.offset:#x} wrote @{int(addr[i]):#x}+{int(ln[i])} "
+                                                   f"outside the OFM window [{win[0]:#x}, {win[1]:#x})")
+
+
+class _Listener:
+    """Memory listener: one Transaction per call, or a TxnBatch through on_batch (so the
+    memory's batched path stays enabled)."""
+    __slots__ = ("tr",)
+
+    def __init__(self, tr: "_Tracker"):
+        self.tr = tr
+
+    def __call__(self, t) -> None:
+        self.tr.txn(t)
+
+    def on_batch(self, b) -> None:
+        self.tr.batch(b)
 
 
 def _put(mem: Memory, addr: int, data: bytes) -> None:
@@ -1477,7 +1586,7 @@ def _pages(mem: Memory) -> dict:
 
 
 def _uncovered_changes(before: dict, mem: Memory, writes: list) -> "tuple | None":
-    """(first address, count) of bytes that changed without a write transaction."""
+    """(first address, count) of bytes that changed without an OKAY write transaction."""
     changed = []
     for p, arr in mem._pages.items():                         # noqa: SLF001
         b = before.get(p)
@@ -1486,20 +1595,25 @@ def _uncovered_changes(before: dict, mem: Memory, writes: list) -> "tuple | None
             changed.append((p, diff))
     if not changed:
         return None
-    cov = {p: np.zeros(PAGE_SIZE, bool) for p, _ in changed}
-    for a, n in writes:
-        pos, end = a, a + n
-        while pos < end:
-            p, off = pos >> PAGE_BITS, pos & (PAGE_SIZE - 1)
-            k = min(PAGE_SIZE - off, end - pos)
-            if p in cov:
-                cov[p][off:off + k] = True
-            pos += k
+    if writes:
+        A = np.concatenate([np.atleast_1d(np.asarray(a, dtype=np.int64)) for a, _ in writes])
+        L = np.concatenate([np.atleast_1d(np.asarray(n, dtype=np.int64)) for _, n in writes])
+    else:
+        A = L = np.zeros(0, np.int64)
+    E = A + L
+    first, total = None, 0
     for p, diff in sorted(changed, key=lambda x: x[0]):
-        bad = diff & ~cov[p]
+        lo = p << PAGE_BITS
+        sel = (A < lo + PAGE_SIZE) & (E > lo)
+        delta = np.zeros(PAGE_SIZE + 1, np.int64)
+        np.add.at(delta, np.clip(A[sel] - lo, 0, PAGE_SIZE), 1)
+        np.add.at(delta, np.clip(E[sel] - lo, 0, PAGE_SIZE), -1)
+        bad = diff & ~(np.cumsum(delta)[:PAGE_SIZE] > 0)
         if bad.any():
-            return (p << PAGE_BITS) + int(np.argmax(bad)), int(sum(int((df & ~cov[q]).sum()) for q, df in changed))
-    return None
+            total += int(bad.sum())
+            if first is None:
+                first = lo + int(np.argmax(bad))
+    return None if first is None else (first, total)
 
 
 class _Runner:
@@ -1647,13 +1761,15 @@ class _Runner:
     def go(self) -> None:
         c, res = self.c, self.res
         policy = Policy(**c.policy_kw)
-        mem = Memory()
+        mem = Memory(log=False)                  # as tlm.runner: the listeners see every transaction
         kw = {} if self.kernel_ops is None else {"kernel_ops": self.kernel_ops}
         self.d = d = self.call("Device()", Device, c.config, memory=mem, pins=c.pins, policy=policy,
                                settle=True, **kw)
         self.prot = (d.cpl, d.csl)
         self.tr = tr = _Tracker(self)
-        mem.listeners.append(tr.txn)
+        mem.listeners.append(_Listener(tr))
+        if c.per_txn_path:                        # a listener without on_batch: the reference path
+            mem.listeners.append(lambda t: None)
         d.hooks.append(tr.event)
         for off, val in c.setup:
             if self.call("Device.apb_write", d.apb_write, off, val, SP) != 0:
@@ -1923,6 +2039,8 @@ def describe(case: Case, res: "CaseResult | None" = None, max_lines: int = 80) -
         lines.append(f"  pins: {case.pins}")
     if case.policy_kw != BASE_POLICY:
         lines.append(f"  policy: {case.policy_kw}")
+    if case.per_txn_path:
+        lines.append("  memory: per-transaction reference path (a listener without on_batch)")
     lines.append(f"  QBASE {case.qbase:#x}, QSIZE {4 * len(case.stream) if case.qsize is None else case.qsize:#x}, "
                  f"{len(case.stream)} words, budget {case.chunks}")
     names = {r.offset: r.ident for r in R.iter_registers()}

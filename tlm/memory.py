@@ -16,7 +16,9 @@ runs - exactly the transactions, in exactly the order, that one `read`/`write` c
 would make - with one route lookup, a vectorised fault check and one gather/scatter over the
 memory pages (`Memory.access_batch`). The transactions travel as a `TxnBatch` (arrays);
 the log still receives one `Transaction` per transaction, and a listener that defines
-`on_batch(batch)` gets the whole batch in one call. When the memory's front door is
+`on_batch(batch)` gets the whole batch in one call. `DataPort.read_span` / `write_span` do
+the same for the bytes marked in a boolean mask over an address span (one run per maximal
+stretch, ascending), moving the data as one span buffer. When the memory's front door is
 overridden (a subclass `access`, e.g. the cocotb bench) or a listener has no `on_batch`,
 the batched calls fall back to the per-run path, so every listener still sees every
 transaction in order, one call each.

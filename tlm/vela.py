@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import pickle
 import struct
+import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,10 @@ class Quantization:
     quant_type: str                      # 'per_tensor' | 'per_channel' | 'none'
     scale: tuple[float, ...] = ()
     zero_point: tuple[int, ...] = ()
+
+
+MAX_TENSOR_BYTES = 1 << 30   # one input/output tensor (the model keeps it in host memory)
+MAX_FILE_BYTES = 1 << 32     # a model file
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,19 @@ class VelaModel:
     scratch_fast_size: int = 0
     inputs: tuple[TensorInfo, ...] = ()
     outputs: tuple[TensorInfo, ...] = ()
+
+    def __post_init__(self):
+        if not (0 <= self.scratch_size < 1 << 40 and 0 <= self.scratch_fast_size < 1 << 40):
+            raise VelaFormatError(f"{self.path}: scratch sizes {self.scratch_size}/{self.scratch_fast_size} "
+                                  f"outside the 40-bit address space")
+        for t in self.inputs + self.outputs:
+            if not t.shape or any(d < 1 for d in t.shape):
+                raise VelaFormatError(f"{self.path}: tensor {t.name} has shape {list(t.shape)}")
+            if t.nbytes > MAX_TENSOR_BYTES:
+                raise VelaFormatError(f"{self.path}: tensor {t.name} of {t.nbytes} bytes is larger than "
+                                      f"the model's limit of {MAX_TENSOR_BYTES}")
+            if not (0 <= t.region < 8 and 0 <= t.offset < 1 << 40):
+                raise VelaFormatError(f"{self.path}: tensor {t.name} at region {t.region} offset {t.offset}")
 
     # Shortcuts into the payload
     @property
@@ -277,7 +295,7 @@ def _npz_shape(row) -> tuple[int, ...]:
 def _load_npz(path: Path) -> VelaModel:
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as e:
+    except Exception as e:  # BadZipFile, OSError, NotImplementedError (zip version), ...
         raise VelaFormatError(f"{path}: not a valid .npz archive ({e})") from None
     with zf:
         names = set(zf.namelist())
@@ -545,6 +563,13 @@ def load(path, op_index: int = 0) -> VelaModel:
     `op_index` selects the 'ethos-u' operator of a .tflite with several."""
     path = Path(path)
     try:
+        st = path.stat()
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(st.st_mode):
+            raise VelaFormatError(f"{path}: not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise VelaFormatError(f"{path}: {st.st_size} bytes is larger than the limit of {MAX_FILE_BYTES}")
         data = path.read_bytes()
     except FileNotFoundError:
         raise VelaFormatError(f"{path}: no such file") from None

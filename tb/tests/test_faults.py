@@ -19,7 +19,7 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge
 
-from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_WR_M2M, DUT, EXT_REGIONS, KERNEL_OPERANDS,
+from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_WR_M2M, EXT_REGIONS, KERNEL_OPERANDS,
                              OFF, PROT_SP, REGION_BASE, REGS, RW_REGS, SRAM_REGIONS, ST_RESET,
                              STREAM_ADDR, PinMonitor, ResetSync, abandon_job,
                              check_partial_output, check_reset_values, check_sticky_fault,
@@ -605,7 +605,7 @@ async def probe(env, rng, pr, cpl: int, csl: int, what: str) -> dict:
         assert r.data == exp_data, f"{tag}: {r}, TLM Policy expects 0x{exp_data:08x}"
     eff = {}
     if write and not exp_err and addr == CMD:
-        eff["cmd"] = 0xC & ~0xC | (data & 0xC)              # only the Q-channel enables
+        eff["cmd"] = data & 0xC                             # only the Q-channel enables
     if write and not exp_err and addr == RESET:
         eff["prot"] = prot_after_reset_write(data, pprot)
         eff["reset"] = data & 3
@@ -627,12 +627,14 @@ async def after_window(env, eff: dict, prot_word: int, reset_word: int, what: st
     assert await irq_pin(env) == 0, f"{what}: IRQ after the reset sequence"
 
 
-async def reset_then_probe(env, sync, rng, after: str, pr, cur: tuple) -> tuple:
-    """Start a reset sequence (nRESET with random PORPL/PORSL, or a RESET write to a random
-    level), make probe *pr* in it, check the registers once it is over. Returns the new
-    (CPL, CSL)."""
+async def reset_then_probe(env, sync, rng, after: str, pr, cur: tuple, pins=None) -> tuple:
+    """Start a reset sequence (nRESET with PORPL/PORSL = *pins* or random, or a RESET write
+    to a random level), make probe *pr* in it, check the registers once it is over. Returns
+    the new (CPL, CSL)."""
     if after == "nreset":
-        cpl, csl = rng.randrange(2), rng.randrange(2)
+        # (CPL, CSL) = (0, 1) permits every requester: not for a probe that must be refused
+        cpl, csl = pins or rng.choice([st for st in ((0, 0), (0, 1), (1, 0), (1, 1))
+                                       if pr[4] != "refused" or st != (0, 1)])
         await env.hard_reset(PORPL=cpl, PORSL=csl)
         sync.enter()
         prot_word, reset_word = csl << 1 | cpl, 0
@@ -677,14 +679,15 @@ async def test_reset_write_in_nreset_sequence(dut):
     """A permitted RESET write during the sequence that follows nRESET updates the privilege
     level as a normal RESET write does (TRM 3.1.1 (c), TLM Policy reset_write='trm_3_1_1'):
     PROT = {pending_CSL | PPROT[1], min(PPROT[0], pending_CPL)} once the sequence is over,
-    and RESET reads the pending bits. Every (PORPL, PORSL) and a random pending level."""
+    and RESET reads the pending bits. Every (PORPL, PORSL), a pending level that differs."""
     rng = seeded_rng()
     env = await start_env(dut)
     sync = ResetSync.attach(env)
-    pr = next(p for p in probe_list(rng) if p[0] == "write RESET")
-    for _ in range(4):
-        await reset_then_probe(env, sync, rng, "nreset", (pr[0], True, RESET, rng.randrange(4), "any", 0xF),
-                               (1, 0))
+    for pins in ((1, 0), (0, 0), (1, 1), (0, 1)):
+        # secure privileged: PROT becomes the pending level, never the one the pins gave
+        pending = rng.choice([v for v in range(4) if v != (pins[1] << 1 | pins[0])])
+        pr = ("write RESET", True, RESET, pending, None, 0xF)
+        await reset_then_probe(env, sync, rng, "nreset", pr, pins, pins=pins)
     env.finish()
 
 
@@ -712,6 +715,7 @@ async def test_apb_in_reset_drain(dut):
     cpl, csl = porpl, porsl                     # in force until the end of the sequence
     eff = {}
     masked = True                               # power control masked by the RESET write
+    remasked = False                            # a RESET write after an unmasking CMD write
     accesses = [(False, reg.offset, PROT_SP) for reg in REGS]
     accesses += [(False, reg.offset, rng.randrange(8)) for reg in REGS]
     accesses += [(True, reg.offset, rng.randrange(8)) for reg in REGS]
@@ -728,9 +732,12 @@ async def test_apb_in_reset_drain(dut):
         assert write or r.data == exp_data, f"{tag}: TLM Policy expects 0x{exp_data:08x}"
         if write and not exp_err and addr == CMD:
             eff["cmd"] = data & 0xC
-            masked = False
+            masked = remasked = False
+            env.log.info("in the sequence: CMD 0x%08x taken (Q enables 0x%x)", data, data & 0xC)
         elif write and not exp_err and addr == RESET:
             eff["prot"], eff["reset"] = prot_after_reset_write(data, pprot), data & 3
+            remasked |= not masked
+            env.log.info("in the sequence: RESET 0x%x taken from PPROT %s", data, format(pprot, "03b"))
     assert mon.busy, "the reset sequence was not held by outstanding transactions"
     assert await env.read_ok(STATUS) == ST_RESET
     hold_responses(env, False)
@@ -740,10 +747,20 @@ async def test_apb_in_reset_drain(dut):
                        "after a reset drain with APB traffic")
     mon.check()
     assert mon.irq_rises == 0
-    # the power Q-Channel: STOPPED, IRQ clear; accepted iff power_q_enable and not masked
-    want = "accepted" if eff.get("cmd", 0xC) & 0x8 and not masked else "denied"
+    # The power Q-Channel (STOPPED, IRQ clear): accepted iff power_q_enable and power control
+    # not masked. TLM Policy: the RESET write masks it (TRM 3.3.1.4), a CMD write in the
+    # sequence unmasks it, a RESET write in the sequence only sets the pending privilege
+    # (TRM 3.1.1 (c): "updates the privilege level as a normal RESET write does"). Whether
+    # such a RESET write also masks power control again, as a RESET write outside the sequence
+    # does (the stand-in), the TRM leaves open: after a RESET write that follows the last CMD
+    # write, both answers are allowed.
+    pwr = bool(eff.get("cmd", 0xC) & 0x8)
+    allowed = {"accepted" if pwr and not masked else "denied"}
+    if remasked:
+        allowed.add("denied")
     got = await env.pwrq.request()
     await env.pwrq.exit()
-    assert got == want, (f"power Q-Channel {got} after the sequence (CMD 0x{eff.get('cmd', 0xC):x}, "
-                         f"power control {'masked' if masked else 'unmasked'}): TLM Policy: {want}")
+    assert got in allowed, (f"power Q-Channel {got} after the sequence (CMD 0x{eff.get('cmd', 0xC):x}, "
+                            f"power control {'masked' if masked else 'unmasked'} by the TLM Policy"
+                            f"{', RESET written after CMD' if remasked else ''}): allowed {allowed}")
     env.finish()

@@ -189,6 +189,20 @@ class _RegionMem:
     def write(self, addr: int, data) -> None:
         self.port.write(self.region, int(addr), data, self.channel)
 
+    # batched forms (tlm.fmap uses them: all runs of a block in one DataPort call, with the
+    # same transactions as one read/write per run)
+    def read_span(self, lo: int, mask):
+        return self.port.read_span(self.region, lo, mask, self.channel)
+
+    def write_span(self, lo: int, mask, buf) -> None:
+        self.port.write_span(self.region, lo, mask, buf, self.channel)
+
+    def read_runs(self, starts, lengths):
+        return self.port.read_runs(self.region, starts, lengths, self.channel)
+
+    def write_runs(self, starts, lengths, data) -> None:
+        self.port.write_runs(self.region, starts, lengths, data, self.channel)
+
 
 @dataclass
 class _Scale:
