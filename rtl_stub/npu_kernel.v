@@ -556,8 +556,7 @@ module npu_kernel (
     generate
         for (gl = 0; gl < 16; gl = gl + 1) begin : g_fold
             // an 8-bit value minus an 8-bit zero point (the asserts hold): 10 bits signed
-            wire [9:0]  v10 = {2'b00, a_win[gl*8 +: 8]} - {{2{sign_ext_i & a_win[gl*8+7]}}, 8'd0}
-                              - i_zp17[9:0];
+            wire [9:0]  v10 = {{2{sign_ext_i & a_win[gl*8+7]}}, a_win[gl*8 +: 8]} - i_zp17[9:0];
             wire [31:0] v = {{22{v10[9]}}, v10};
             wire        gt = $signed(v) > $signed(pacc[gl]);
             wire        lt = $signed(v) < $signed(pacc[gl]);

@@ -21,7 +21,7 @@ CASES = 1000
 
 
 def test_fixed_seed_run_has_no_violations():
-    s = fuzz.run(SEED, CASES, cpu_limit=2.0, abort_cpu=3.0)
+    s = fuzz.run(SEED, CASES, cpu_limit=5.0, abort_cpu=10.0)
     assert s.cases == CASES
     assert not s.violations, "\n" + s.report()
 

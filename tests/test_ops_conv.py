@@ -915,8 +915,8 @@ def test_unpredictable_reported_by_device_and_op_skipped():
 
 def test_budget_macs_and_ofm():
     with pytest.raises(BudgetExceeded, match="MACs"):
-        _op_call(_small(), **{"NPU_SET_OFM_HEIGHT_M1": {"height_m1": 1023}, "NPU_SET_OFM_WIDTH_M1": {"width_m1": 1023},
-                              "NPU_SET_OFM_DEPTH_M1": {"depth_m1": 31}, "NPU_SET_IFM_DEPTH_M1": {"depth_m1": 2047},
+        _op_call(_small(), **{"NPU_SET_OFM_HEIGHT_M1": {"height_m1": 255}, "NPU_SET_OFM_WIDTH_M1": {"width_m1": 255},
+                              "NPU_SET_OFM_DEPTH_M1": {"depth_m1": 31}, "NPU_SET_IFM_DEPTH_M1": {"depth_m1": 65535},
                               "NPU_SET_KERNEL_HEIGHT_M1": {"height_m1": 0}, "NPU_SET_KERNEL_WIDTH_M1": {"width_m1": 0},
                               "NPU_SET_IFM_PAD_TOP": {"pad": 0}, "NPU_SET_IFM_PAD_BOTTOM": {"pad": 0},
                               "NPU_SET_IFM_PAD_LEFT": {"pad": 0}, "NPU_SET_IFM_PAD_RIGHT": {"pad": 0}})

@@ -46,7 +46,7 @@ Invariants (checked on every case; a failure is a *violation*)
 * Bounded: every run(max_steps=k) returns after at most k steps; BUDGET only while RUNNING.
   The CPU time of the device calls of a case (including this fuzzer's transaction
   listener, which adds up to ~1/3 on transaction-heavy operations) is at most
-  ``cpu_limit`` (2 s); watchdogs abort a case after ``abort_cpu`` (6 s) of CPU time in
+  ``cpu_limit`` (5 s); watchdogs abort a case after ``abort_cpu`` (15 s) of CPU time in
   device calls or ``wall_limit`` (120 s) of wall time and report a hang. CPU time, not
   wall time, so that a loaded machine does not produce false reports. `main` also caps
   the address space (``--mem-limit``, 6 GiB): a stream that makes the model allocate more
@@ -1849,7 +1849,7 @@ def _alarm(_sig, _frame):
     raise _Hang()
 
 
-def run_case(case: Case, cpu_limit: float = 2.0, abort_cpu: float = 6.0, wall_limit: float = 120.0,
+def run_case(case: Case, cpu_limit: float = 5.0, abort_cpu: float = 15.0, wall_limit: float = 120.0,
              kernel_ops=None) -> CaseResult:
     """Run one case on a fresh Device and check every invariant. A case whose device calls
     take more than `cpu_limit` CPU seconds is a violation ('slow'); a watchdog aborts it when
@@ -2003,8 +2003,8 @@ def _run_range(args) -> Summary:
     return s
 
 
-def run(seed: int, cases: int, start: int = 0, jobs: int = 1, cpu_limit: float = 2.0,
-        abort_cpu: float = 6.0, wall_limit: float = 120.0, progress=None) -> Summary:
+def run(seed: int, cases: int, start: int = 0, jobs: int = 1, cpu_limit: float = 5.0,
+        abort_cpu: float = 15.0, wall_limit: float = 120.0, progress=None) -> Summary:
     """Run cases start..start+cases-1 of `seed`; returns the Summary."""
     bad = load_kernel_ops()
     corpus()
@@ -2080,11 +2080,11 @@ def main(argv: "list[str] | None" = None) -> int:
     ap.add_argument("--gen", choices=list(GENERATORS), default=None, help="with --case: force a generator")
     ap.add_argument("--jobs", "-j", type=int, default=min(4, os.cpu_count() or 1),
                     help="worker processes (default: CPUs, at most 4); results do not depend on it")
-    ap.add_argument("--cpu-limit", type=float, default=2.0, help="device CPU seconds per case (default 2)")
+    ap.add_argument("--cpu-limit", type=float, default=5.0, help="device CPU seconds per case (default 5)")
     ap.add_argument("--mem-limit", type=float, default=6.0,
                     help="address-space limit per process in GiB (RLIMIT_AS; 0: none). A stream that makes "
                          "the model allocate more fails with MemoryError inside the device: a violation")
-    ap.add_argument("--abort-cpu", type=float, default=6.0, help="CPU watchdog per case (default 6 s)")
+    ap.add_argument("--abort-cpu", type=float, default=15.0, help="CPU watchdog per case (default 15 s)")
     ap.add_argument("--wall-limit", type=float, default=120.0, help="wall-time watchdog per case (default 120 s)")
     a = ap.parse_args(argv)
     if a.mem_limit > 0:

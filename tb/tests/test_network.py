@@ -130,7 +130,7 @@ async def test_npu_model(dut):
     mirror = env.scoreboard.ref.memory
     for i, t in enumerate(model.outputs):
         addr = mmap.basep[t.region] + t.offset
-        got = np.frombuffer(mem.read(addr, t.nbytes), np.dtype(t.dtype).newbyteorder("<"))
+        got = np.frombuffer(env.memory.read(addr, t.nbytes), np.dtype(t.dtype).newbyteorder("<"))
         want = np.frombuffer(mirror.read(addr, t.nbytes), np.dtype(t.dtype).newbyteorder("<"))
         bad = np.flatnonzero(got != want)
         assert bad.size == 0, (f"output{i} ({t.name}): {bad.size} of {got.size} elements differ from "

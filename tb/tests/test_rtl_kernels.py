@@ -39,7 +39,7 @@ from cocotb.triggers import ClockCycles
 
 from tb.env import Env
 from tb.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, enc, named,
-                             program_regions, status_fields)
+                             program_regions, skip_now, status_fields)
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
 CASES = int(os.environ.get("KERNEL_CASES", "0") or 0)
@@ -187,6 +187,7 @@ class Op:
     reads: list = field(default_factory=list)      # Fm
     ofm: Fm | None = None
     desc: str = ""
+    ifm2: Fm | None = None                         # elementwise: the IFM2 (if read)
 
 
 # ============================================================================ operations
@@ -216,7 +217,7 @@ def elementwise_op(rng: random.Random, regions=(2, 4, 3), scalars: bool = True) 
         ifm2.storage = NONE
     else:
         reads.append(ifm2)
-    ofm = make_fm(rng, regions[2], H, W, D)
+    ofm = make_fm(rng, regions[2], H, W, D, storage=NONE if rng.random() < 0.04 else None)
     scalar = 0
     if SCALAR in (bm, bm2):
         zp = (ifm if bm == SCALAR else ifm2).zp
@@ -244,10 +245,10 @@ def elementwise_op(rng: random.Random, regions=(2, 4, 3), scalars: bool = True) 
              ("NPU_OP_ELEMENTWISE", dict(elementwise_mode=EW_MODES[mode]))]
     desc = (f"{mode} {H}x{W}x{D} bcast {bm}/{bm2} fmt {ifm.fmt}{ifm2.fmt}{ofm.fmt} "
             f"signed {ifm.signed}{ifm2.signed}{ofm.signed}")
-    return Op("elementwise", cmds, reads, ofm, desc)
+    return Op("elementwise", cmds, reads, ofm, desc, ifm2 if bm2 != SCALAR else None)
 
 
-def pool_op(rng: random.Random, regions=(5, 1), mode: str | None = None) -> Op:
+def pool_op(rng: random.Random, regions=(5, 1), mode: str | None = None, big: bool = False) -> Op:
     mode = mode or rng.choice(list(POOL_MODES))
     if mode == "average":
         kh, kw = rng.choice((1, 2, 3, 3, 4, 5, 8)), rng.choice((1, 2, 3, 3, 4, 7, 8))
@@ -255,14 +256,18 @@ def pool_op(rng: random.Random, regions=(5, 1), mode: str | None = None) -> Op:
         kh, kw = rng.randint(1, 3), rng.randint(1, 3)
     else:
         kh, kw = rng.choice((1, 2, 3, 3, 5, 9)), rng.choice((1, 2, 3, 3, 4, 13))
-    sy, sx = rng.randint(1, 3), rng.randint(1, 3)
+        if big:
+            kh, kw = rng.choice(((40, 3), (2, 70), (256, 1), (16, 16)))
+    sy, sx = rng.choice((1, 1, 2, 2, 3, 3, 4)), rng.choice((1, 1, 2, 2, 3, 3, 4))
     oh, ow, od = rng.randint(1, 4), rng.randint(1, 4), rng.choice((1, 2, 5, 16, 19, 32, 35))
+    if big:
+        oh, ow, od = rng.randint(1, 2), rng.randint(1, 2), rng.choice((1, 5, 17))
     if mode == "average":
         pt, pb = rng.randrange(0, kh), rng.randrange(0, kh)
         pl, pr = rng.randrange(0, kw), rng.randrange(0, kw)
     else:
-        pt, pb = rng.randint(0, kh), rng.randint(0, kh)
-        pl, pr = rng.randint(0, kw), rng.randint(0, kw)
+        pt, pb = rng.randint(0, min(kh, 4)), rng.randint(0, min(kh, 4))
+        pl, pr = rng.randint(0, min(kw, 4)), rng.randint(0, min(kw, 4))
     ih = (oh - 1) * sy + kh - pt - pb
     iw = (ow - 1) * sx + kw - pl - pr
     while ih < 1:
@@ -274,7 +279,7 @@ def pool_op(rng: random.Random, regions=(5, 1), mode: str | None = None) -> Op:
         pl = max(0, pl - 1) if not pr else pl
         iw = (ow - 1) * sx + kw - pl - pr
     ifm = make_fm(rng, regions[0], ih, iw, od)
-    ofm = make_fm(rng, regions[1], oh, ow, od)
+    ofm = make_fm(rng, regions[1], oh, ow, od, storage=NONE if rng.random() < 0.04 else None)
     cmds = ifm.cmds("IFM") + [("NPU_SET_IFM_DEPTH_M1", dict(depth_m1=rng.randrange(0, 64))),
                               ("NPU_SET_IFM_UPSCALE", dict(mode=0)),
                               ("NPU_SET_IFM_PAD_TOP", dict(pad=pt)), ("NPU_SET_IFM_PAD_BOTTOM", dict(pad=pb)),
@@ -306,8 +311,40 @@ async def kernel_env(dut, reference: bool = True, backpressure: float | None = N
     await env.start()
     if backpressure:
         env.axi.random_backpressure(seed, backpressure)
+    env.kbursts = []
+    env.axi.add_listener(env.kbursts.append)
     await program_regions(env)
     return env
+
+
+CH_IFM, CH_IFM2, CH_OFM, CH_CMD = 1, 5, 8, 0
+
+
+def check_bursts(env: Env, ops: list) -> None:
+    """Every AXI burst of a kernel job: channel ID (rd_ifm 1, rd_ifm_stream 5, wr_ofm 8, or
+    the command fetch) inside the tensor of that channel, on the port group of its region,
+    one 16-byte beat (the stand-in's shape; DUT=rtl)."""
+    spans = {CH_IFM: [], CH_IFM2: [], CH_OFM: []}
+    for op in ops:
+        for i, fm in enumerate(op.reads):
+            ch = CH_IFM2 if (op.name == "elementwise" and fm is op.ifm2) else CH_IFM
+            spans[ch].append(fm)
+        if op.ofm is not None:
+            spans[CH_OFM].append(op.ofm)
+    for b in env.kbursts:
+        if b.id == CH_CMD and not b.write:
+            continue
+        assert b.id in spans and b.write == (b.id == CH_OFM), f"burst with ID {b.id}: {b}"
+        if DUT == "rtl":
+            assert b.len == 0 and b.size == 4, f"not a single 16-byte beat: {b}"
+        ok = False
+        for fm in spans[b.id]:
+            lo, hi = (REGION_BASE[fm.region] + x for x in fm.span())
+            port = "SRAM0" if fm.region in (2, 3, 5, 7) else "EXT0"
+            if (b.addr & ~15) < hi and b.addr >= (lo & ~15) and b.port == port:
+                ok = True
+        assert ok, f"burst ID {b.id} outside its tensors or on the wrong port: {b}"
+    env.kbursts.clear()
 
 
 def fill(env: Env, rng: random.Random, fm: Fm) -> None:
@@ -333,7 +370,9 @@ async def run_ops(env: Env, rng: random.Random, ops: list, *, expect_written: bo
     await env.load_stream(STREAM_ADDR, words)
     model = env.model
     n_events = len(model.events) if model is not None else 0
+    env.kbursts.clear()
     status = await env.run_job(max_cycles=max_cycles, poll=32)
+    check_bursts(env, ops)
     f = status_fields(status)
     for op in ops:
         cocotb.log.info("  %s %s", op.name, op.desc)
@@ -357,7 +396,7 @@ async def run_ops(env: Env, rng: random.Random, ops: list, *, expect_written: bo
         diff = np.flatnonzero(got != want)
         assert diff.size == 0, (f"{op.desc}: {diff.size} OFM bytes differ from the TLM, first at "
                                 f"+{diff[0]}: 0x{got[diff[0]]:02x} vs 0x{want[diff[0]]:02x}")
-    if expect_written:
+    if expect_written and any(op.ofm is not None and op.ofm.storage != NONE for op in ops):
         assert job.ref_all_writes(), "the reference wrote nothing"
 
 
@@ -399,6 +438,17 @@ async def test_pool(dut, backpressure):
         ops = [pool_op(rng, regions[(done + i) % 3], modes[(done + i) % 4]) for i in range(k)]
         await run_ops(env, rng, ops)
         done += k
+    env.finish()
+
+
+@cocotb.test(**LONG_TIMEOUT)
+async def test_pool_large_kernels(dut):
+    """Max and min pooling with large kernels (40x3, 2x70, 256x1, 16x16) and padding."""
+    rng = rng_for("test_pool_large_kernels")
+    env = await kernel_env(dut)
+    for i in range(n_cases(4)):
+        ops = [pool_op(rng, (5, 1), ("max", "min")[i % 2], big=True)]
+        await run_ops(env, rng, ops)
     env.finish()
 
 
@@ -551,11 +601,13 @@ UNSUPPORTED_CASES = {
 
 
 @cocotb.parametrize(case=named(list(UNSUPPORTED_CASES)))
-@cocotb.test(**TIMEOUT, skip=DUT != "rtl")
+@cocotb.test(**TIMEOUT)
 async def test_kernel_unsupported(dut, case):
     """A configuration the stand-in does not implement: cmd_parse_error + IRQ, QREAD at the
     operation, nothing read for it and nothing written (no scoreboard: the TLM implements
     these)."""
+    if DUT != "rtl":
+        skip_now("the TLM implements every kernel operation")
     rng = rng_for(f"test_kernel_unsupported[{case}]")
     env = await kernel_env(dut, reference=False)
     kind, changes = UNSUPPORTED_CASES[case]

@@ -59,8 +59,11 @@ __all__ = [
 
 NUM_CHAINING_FIFO = 3
 MAX_CHAIN_LENGTH = 4
-MAX_ELEMENTS = 1 << 26        # budget: OFM elements / IFM elements read by one operation
-MAX_WORK = 1 << 30            # budget: element-taps of one operation (pool kernels)
+# Work budgets of one operation in the model (a model limit, not an architectural one: beyond
+# them the op stops with cmd_parse_error, event 'model_limit'). They bound the host time of any
+# command stream; Vela stripes real layers far below them.
+MAX_ELEMENTS = 1 << 22        # budget: OFM elements / IFM elements read by one operation
+MAX_WORK = 1 << 28            # budget: element-taps of one operation (pool kernels)
 
 RESCALE_NONE = RescaleMode.NONE
 RESCALE_NORMAL = RescaleMode.NORMAL

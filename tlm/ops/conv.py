@@ -56,6 +56,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..arith import AccFormat, RescaleMode, sign_extend
 from ..errors import BudgetExceeded, Unpredictable
 from ..memory import Channel
+from .common import MAX_ELEMENTS
 
 __all__ = [
     "op_conv", "op_depthwise", "conv_sums", "depthwise_sums", "patch_view", "exact_matmul",
@@ -64,9 +65,9 @@ __all__ = [
 ]
 
 # Work budget of one operation in the model (BudgetExceeded beyond these).
-MAX_MACS = 1 << 34              # multiply-accumulates
-MAX_OFM_ELEMENTS = 1 << 26      # ofm_h * ofm_w * ofm_d
-MAX_IFM_ELEMENTS = 1 << 26      # padded IFM elements read
+MAX_MACS = 1 << 32              # multiply-accumulates
+MAX_OFM_ELEMENTS = MAX_ELEMENTS  # ofm_h * ofm_w * ofm_d (tlm.ops.common budget)
+MAX_IFM_ELEMENTS = MAX_ELEMENTS  # padded IFM elements read
 MAX_WEIGHTS = 1 << 27           # weight tensor elements
 MAX_WEIGHT_BYTES = 1 << 28      # bytes of weight stream(s) read
 

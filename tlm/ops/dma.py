@@ -14,7 +14,8 @@ from ..memory import ADDR_MASK, Channel, DataPort
 
 LUT_RAM_SIZE = 2048          # lookup_table_storage (TRM 2.6.2)
 DEFAULT_MAX_BYTES = 1 << 28  # work budget of one DMA in the model: bytes moved (256 MiB)
-DEFAULT_MAX_LINES = 1 << 20  # ... and 1D lines (SIZE0 x SIZE1) visited
+DEFAULT_MAX_LINES = 1 << 16  # ... and 1D lines (SIZE0 x SIZE1) visited
+DEFAULT_MAX_INDEXED_LINES = 1 << 14  # ... of which indexed lines (one index read each, no batching)
 
 # enum values (TRM dma_region_mode, dma_stride_mode, dma_idx_mode)
 EXTERNAL, INTERNAL = 0, 1
@@ -72,7 +73,7 @@ def dma_start(rf, port: DataPort, lut: np.ndarray | None = None,
     indexed = bool(src_idx_mode or dst_idx_mode)
 
     total = length * width * height
-    if total > max_bytes or width * height > max_lines:
+    if total > max_bytes or width * height > max_lines or (indexed and width * height > DEFAULT_MAX_INDEXED_LINES):
         raise BudgetExceeded(f"NPU_OP_DMA_START: {total} bytes in {width * height} lines exceeds the "
                              f"model's budget ({max_bytes} bytes, {max_lines} lines)")
     if internal:
@@ -84,6 +85,11 @@ def dma_start(rf, port: DataPort, lut: np.ndarray | None = None,
     src_route = port.route(src_region)
     dst_route = None if internal else port.route(dst_region)
     idx_route = port.route(idx_region) if indexed else None
+    if not internal and not indexed and length and width * height > 1:
+        done = _copy_batched(port, src_route, dst_route, src_region, dst_region, length, width, height,
+                             src_p, dst_p, src_stride_0, src_stride_1, dst_stride_0, dst_stride_1)
+        if done is not None:
+            return done
     copied = 0
     for _y in range(height):
         for x in range(width):
@@ -116,3 +122,34 @@ def dma_start(rf, port: DataPort, lut: np.ndarray | None = None,
         if indexed:
             idx_p = (idx_p + idx_skip_1) & ADDR_MASK
     return copied
+
+
+def _may_fault(memory, starts: np.ndarray, length: int) -> bool:
+    """Could any of these absolute runs meet an injected fault or the top of the address space?"""
+    if starts.size and int(starts.max()) + length > (1 << 40):
+        return True
+    return any(bool(((starts < f.hi) & (starts + length > f.lo)).any()) for f in memory.faults)
+
+
+def _copy_batched(port, src_route, dst_route, src_region, dst_region, length, width, height,
+                  src_p, dst_p, src_stride_0, src_stride_1, dst_stride_0, dst_stride_1):
+    """The 2D/3D copy as two batches of the same transactions: all line reads, then all line
+    writes. Used only when that equals the line-by-line loop: no injected fault can answer (so
+    nothing stops half-way) and source and destination bytes do not overlap. Returns bytes
+    copied, or None to use the loop."""
+    mask = ADDR_MASK
+    y = np.arange(height, dtype=np.int64)[:, None]
+    x = np.arange(width, dtype=np.int64)[None, :]
+    src_off = ((src_p + x * src_stride_0 + y * src_stride_1) & mask).ravel()
+    dst_off = ((dst_p + x * dst_stride_0 + y * dst_stride_1) & mask).ravel()
+    src_abs = (src_route.base + src_off) & mask
+    dst_abs = (dst_route.base + dst_off) & mask
+    memory = port.memory
+    if _may_fault(memory, src_abs, length) or _may_fault(memory, dst_abs, length):
+        return None
+    if int(src_abs.min()) < int(dst_abs.max()) + length and int(dst_abs.min()) < int(src_abs.max()) + length:
+        return None                      # source and destination may overlap: keep the order
+    lens = np.full(src_off.size, length)
+    data = port.read_runs(src_region, src_off, lens, Channel.rd_mem2mem)
+    port.write_runs(dst_region, dst_off, lens, data, Channel.wr_mem2mem)
+    return int(src_off.size) * length
