@@ -26,7 +26,9 @@ from enum import IntEnum
 
 import numpy as np
 
+from . import isa
 from .errors import Unpredictable
+from .isa import upper_enum
 
 __all__ = [
     "Unpredictable", "RoundMode", "Precision", "ActType", "AccFormat", "ActivationFunction",
@@ -47,53 +49,15 @@ def _unpred(cond, msg: str) -> None:
         raise Unpredictable(msg)
 
 
-class RoundMode(IntEnum):
-    """round_mode_ofm_t (3 bits).  round_mode_ifm_t (1 bit) uses values 0 and 1 only."""
-    DOUBLE_SYMMETRIC = 0
-    NATURAL = 1
-    DOUBLE_ASYMMETRIC = 2
-    SYMMETRIC = 3
-    TRUNCATE_TO_ZERO = 4
-    TRUNCATE_TO_LOWER = 5
-
-
-class Precision(IntEnum):
-    """activation_precision_t."""
-    B8 = 0
-    B16 = 1
-    B32 = 2
-    B64 = 3
-
-
-class ActType(IntEnum):
-    """activation_type_t."""
-    UNSIGNED = 0
-    SIGNED = 1
-
-
-class AccFormat(IntEnum):
-    """acc_format_t."""
-    I32 = 0
-    I48 = 1
-
-
-class ActivationFunction(IntEnum):
-    """activation_function_t (NPU_SET_ACTIVATION.activation_function)."""
-    LUT_NONE = 0
-    LUT_U8_U8 = 1
-    LUT_S8_S8 = 4
-    LUT_S8_S16 = 5
-    LUT_S8_S32 = 7
-    LUT_S16_S16 = 8
-    LUT_S16_S32 = 9
-    LUT_TANH = 10
-    LUT_SIGMOID = 11
-
-
-class ClipRange(IntEnum):
-    """activation_clip_range_t."""
-    B16 = 0
-    NONE = 1
+# TRM enums, derived from the ISA table (tlm/isa.py)
+RoundMode = upper_enum("RoundMode", isa.round_mode_ofm,
+                       "round_mode_ofm (3 bits); round_mode_ifm (1 bit) uses values 0 and 1 only.")
+Precision = upper_enum("Precision", isa.activation_precision)
+ActType = upper_enum("ActType", isa.activation_type)
+AccFormat = upper_enum("AccFormat", isa.acc_format)
+ActivationFunction = upper_enum("ActivationFunction", isa.activation_function)
+ClipRange = upper_enum("ClipRange", isa.activation_clip_range)
+ScaleMode = upper_enum("ScaleMode", isa.ofm_scale_mode)
 
 
 class RescaleMode(IntEnum):
@@ -103,12 +67,6 @@ class RescaleMode(IntEnum):
     GLOBAL = 2
     SHIFT_ONLY = 3
     AVPOOL = 64
-
-
-class ScaleMode(IntEnum):
-    """ofm_scale_mode_t (NPU_SET_OFM_PRECISION.scale_mode)."""
-    PER_CHANNEL = 0
-    GLOBAL = 1
 
 
 _U64 = np.uint64

@@ -40,6 +40,7 @@ import numpy as np
 
 from . import isa
 from . import registers as R
+from .arith import LUT_BYTES as LUT_RAM_SIZE
 from .config import NpuConfig, Pins, Policy, get_config
 from .errors import BudgetExceeded, Unpredictable
 from .memory import ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
@@ -48,7 +49,6 @@ from .ops.common import OpState
 from .ops import dma
 from .pmu import Pmu, beats
 
-LUT_RAM_SIZE = 2048
 
 # isa.decode_word results by command words (a pure function of the words; Decoded records
 # are shared, never modified).  Bounded: cleared when full.

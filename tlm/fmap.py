@@ -46,6 +46,8 @@ import numpy as np
 
 from .arith import (ActType, Precision, Unpredictable, ifm_zero_point, number_of_bits, sign_extend,
                     truncate)
+from . import isa
+from .isa import upper_enum
 from .memory import mask_runs as _mask_runs
 
 __all__ = [
@@ -64,36 +66,11 @@ MAX_BLOCK_WIDTH = 128
 MAX_BLOCK_DEPTH = 1024
 
 
-class Format(IntEnum):
-    """activation_format_t."""
-    NHWC = 0
-    NHCWB16 = 1
-
-
-class Storage(IntEnum):
-    """activation_storage_t."""
-    TILE2X2 = 0
-    TILE3X1 = 1
-    CHAINED = 2
-    NONE = 3
-
-
-class Reverse(IntEnum):
-    """activation_reverse_t (OFM only)."""
-    NONE = 0
-    H = 1
-    W = 2
-    C = 3
-
-
-class Transpose(IntEnum):
-    """activation_transpose_t (OFM only).  4 and 5 are reserved."""
-    HWC = 0
-    WHC = 1
-    HCW = 2
-    WCH = 3
-    CHW = 6
-    CWH = 7
+# TRM enums, derived from the ISA table (tlm/isa.py)
+Format = upper_enum("Format", isa.activation_format)
+Storage = upper_enum("Storage", isa.activation_storage)
+Reverse = upper_enum("Reverse", isa.activation_reverse, "activation_reverse (OFM only).")
+Transpose = upper_enum("Transpose", isa.activation_transpose, "activation_transpose (OFM only); 4, 5 reserved.")
 
 
 class AllowedPerms(IntEnum):

@@ -36,6 +36,14 @@ def _enum(name: str, members: str) -> type[IntEnum]:
     return IntEnum(name, pairs, module=__name__)
 
 
+def upper_enum(name: str, enum: type[IntEnum], doc: str = "") -> type[IntEnum]:
+    """`enum` with upper-case member names (`activation_precision.b16` -> `Precision.B16`), for
+    modules that prefer Python constant style. Derived from the table, never retyped."""
+    e = IntEnum(name, [(m.name.upper(), m.value) for m in enum], module=__name__)
+    e.__doc__ = doc or f"{enum.__name__} (upper-case members)."
+    return e
+
+
 cmd_ctrl = _enum("cmd_ctrl", "cmd0_ctrl=0 cmd1_ctrl=1")
 activation_type = _enum("activation_type", "unsigned=0 signed=1")
 activation_precision = _enum("activation_precision", "b8=0 b16=1 b32=2 b64=3")

@@ -38,8 +38,8 @@ import cocotb
 from cocotb.triggers import ClockCycles
 
 from tb.env import Env
-from tb.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, enc, named,
-                             program_regions, skip_now, status_fields)
+from tb.tests.common import (DUT, MEM_ATTRS, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, enc, named,
+                             program_regions, regioncfg, skip_now, status_fields)
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
 CASES = int(os.environ.get("KERNEL_CASES", "0") or 0)
@@ -667,6 +667,100 @@ async def test_kernel_bus_error(dut, where):
     assert f["bus_status"] and f["irq_raised"] and not f["state"], f"STATUS 0x{status:08x}"
     assert f["faulting_channel"] == chan, f"faulting_channel {f['faulting_channel']}"
     assert f["faulting_interface"] == iface, f"faulting_interface {f['faulting_interface']}"
+    env.finish()
+
+
+def tlm_expect(env: Env, words: list):
+    """The TLM (tlm.device.Device) run of *words* on a copy of the bench memory, with the
+    regions of program_regions; returns the device (its memory holds the expected result)."""
+    from tlm.device import Device
+    dev = Device(config=env.config, memory=env.memory.snapshot())
+    dev.wait_reset()
+    for n, v in enumerate(MEM_ATTRS):
+        dev.apb_write(OFF[f"MEM_ATTR{n}"], v)
+    dev.apb_write(OFF["REGIONCFG"], regioncfg())
+    for r, base in REGION_BASE.items():
+        dev.apb_write(OFF[f"BASEP{r}_LO"], base & 0xFFFFFFFF)
+        dev.apb_write(OFF[f"BASEP{r}_HI"], base >> 32)
+    dev.apb_write(OFF["QCONFIG"], 2)
+    data = b"".join((w & 0xFFFFFFFF).to_bytes(4, "little") for w in words)
+    dev.memory.write(STREAM_ADDR, data)
+    dev.apb_write(OFF["QBASE_LO"], STREAM_ADDR & 0xFFFFFFFF)
+    dev.apb_write(OFF["QBASE_HI"], STREAM_ADDR >> 32)
+    dev.apb_write(OFF["QSIZE"], len(data))
+    dev.apb_write(OFF["CMD"], 1)
+    dev.run()
+    return dev
+
+
+def ofm_bytes(mem, fm: Fm) -> bytes:
+    lo, hi = (REGION_BASE[fm.region] + x for x in fm.span())
+    return bytes(mem.read(lo, hi - lo))
+
+
+async def wait_ofm_write(env: Env, limit: int = 20_000) -> None:
+    """Wait until the running operation has written OFM data (an AWID 8 burst)."""
+    for _ in range(limit):
+        await ClockCycles(env.clock, 1)
+        if any(b.write and b.id == CH_OFM for b in env.kbursts):
+            return
+    raise TimeoutError("no OFM write")
+
+
+@cocotb.test(**LONG_TIMEOUT)
+async def test_kernel_stop_and_reset(dut):
+    """CMD.stop_request while a pooling operation runs: the operation completes (its OFM is
+    the TLM's), the NPU stops before the next one (QREAD after the operation, irq_raised).
+    Then a soft reset (RESET write) in the middle of an operation: the AXI transactions on
+    the bus complete, STATUS comes back clean, and a following job is right. DUT=rtl: the
+    scoreboard does not model stop_request."""
+    if DUT != "rtl":
+        skip_now("stop_request and soft reset mid-job are checked against the stand-in")
+    rng = rng_for("test_kernel_stop_and_reset")
+    env = await kernel_env(dut, reference=False)
+    op1 = pool_op(rng, (5, 1), "average")
+    while op1.ofm.storage == NONE:                               # it must write
+        op1 = pool_op(rng, (5, 1), "average")
+    op2 = elementwise_op(rng, (2, 4, 3), scalars=False)
+    for op in (op1, op2):
+        for fm in op.reads:
+            fill(env, rng, fm)
+        fill(env, rng, op.ofm)
+    w1 = enc(*op1.cmds)
+    words = w1 + enc(*op2.cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
+    want1 = ofm_bytes(tlm_expect(env, w1 + enc(("NPU_OP_STOP", dict(mask=1)))).memory, op1.ofm)
+    before2 = ofm_bytes(env.memory, op2.ofm)
+    await env.load_stream(STREAM_ADDR, words)
+    env.kbursts.clear()
+    await env.start_npu()
+    await wait_ofm_write(env)
+    await env.write_ok(CMD, 0xC | 0x10)                          # stop_request
+    status = await env.wait_stopped(max_cycles=200_000, poll=16)
+    f = status_fields(status)
+    assert f["irq_raised"] and not (f["cmd_parse_error"] or f["bus_status"]), f"STATUS 0x{status:08x}"
+    assert await env.read_ok(QREAD) == 4 * len(w1), "the NPU did not stop right after the operation"
+    if op1.ofm.storage != NONE:
+        assert ofm_bytes(env.memory, op1.ofm) == want1, "the stopped operation's OFM is not the TLM's"
+    assert ofm_bytes(env.memory, op2.ofm) == before2, "the operation after the stop ran"
+
+    # soft reset while the pooling operation runs
+    await env.write_ok(CMD, 0xC | 0x2)
+    await env.load_stream(STREAM_ADDR, words)
+    env.kbursts.clear()
+    await env.start_npu()
+    await wait_ofm_write(env)
+    await env.write_ok(OFF["RESET"], 0b01)
+    await env.wait_reset_done()
+    assert await env.read_ok(STATUS) == 0, "STATUS after the soft reset"
+    await ClockCycles(env.clock, 50)
+    await program_regions(env)
+    words2 = enc(*op2.cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
+    want2 = ofm_bytes(tlm_expect(env, words2).memory, op2.ofm)
+    await env.load_stream(STREAM_ADDR, words2)
+    status = await env.run_job(max_cycles=200_000, poll=16)
+    f = status_fields(status)
+    assert f["irq_raised"] and not (f["cmd_parse_error"] or f["bus_status"]), f"STATUS 0x{status:08x}"
+    assert ofm_bytes(env.memory, op2.ofm) == want2, "the job after the soft reset is wrong"
     env.finish()
 
 

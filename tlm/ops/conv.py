@@ -55,6 +55,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..arith import AccFormat, RescaleMode, sign_extend
 from ..errors import BudgetExceeded, Unpredictable
+from .. import isa
 from ..memory import Channel
 from .common import MAX_ELEMENTS
 
@@ -83,14 +84,13 @@ _F32_EXACT = 1 << 24
 _F64_EXACT = 1 << 53
 _MIN_F32_CHUNK = 256       # shortest K-chunk worth splitting a float32 product into
 
-# enum values (TRM): activation_precision b8=0 b16=1; activation_type signed=1;
-# acc_input ifm2=2; weight_format fwd=1; weight_sparsity sparse_2_4=1; weight_order depth_first=0
-_B8, _B16 = 0, 1
-_SIGNED = 1
-_ACC_INPUT_IFM2 = 2
-_FWD = 1
-_SPARSE = 1
-_DEPTH_FIRST = 0
+# TRM enum values used here, from the ISA table
+_B8, _B16 = isa.activation_precision.b8, isa.activation_precision.b16
+_SIGNED = isa.activation_type.signed
+_ACC_INPUT_IFM2 = isa.acc_input.ifm2
+_FWD = isa.weight_format.fwd
+_SPARSE = isa.weight_sparsity.sparse_2_4
+_DEPTH_FIRST = isa.weight_order.depth_first
 
 _WEIGHT_STREAMS = (("NPU_SET_WEIGHT_BASE", "NPU_SET_WEIGHT_LENGTH"),
                    ("NPU_SET_WEIGHT1_BASE", "NPU_SET_WEIGHT1_LENGTH"),

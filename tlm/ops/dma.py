@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arith import LUT_BYTES as LUT_RAM_SIZE          # lookup_table_storage (TRM 2.6.2)
 from ..errors import BudgetExceeded, Unpredictable
 from ..memory import ADDR_MASK, Channel, DataPort
 
-LUT_RAM_SIZE = 2048          # lookup_table_storage (TRM 2.6.2)
 DEFAULT_MAX_BYTES = 1 << 28  # work budget of one DMA in the model: bytes moved (256 MiB)
 DEFAULT_MAX_LINES = 1 << 16  # ... and 1D lines (SIZE0 x SIZE1) visited
 DEFAULT_MAX_INDEXED_LINES = 1 << 14  # ... of which indexed lines (one index read each, no batching)

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import arith
+from .. import arith, isa
 from ..arith import sign_extend
 from ..fmap import Storage
 from .common import ALLOWED_PERMS_RTRANS, RESCALE_GLOBAL, RESCALE_NONE, RESCALE_SHIFT_ONLY, OpContext
@@ -57,19 +57,19 @@ SCALAR_IS_NOT_AN_IFM = True
 
 __all__ = ["op_elementwise", "elementwise_ref", "MODES", "UNARY"]
 
-MUL, ADD, SUB, MIN, MAX, LRELU, ABS, CLZ, SHR, SHL, LSHR, DIV = range(12)
-CMP_EQ, CMP_NE, CMP_GE, CMP_GT = 16, 17, 18, 19
-AND, OR, XOR, NOT, AND_NOT = 33, 34, 35, 36, 42
-MODES = {MUL: "mul", ADD: "add", SUB: "sub", MIN: "min", MAX: "max", LRELU: "lrelu", ABS: "abs",
-         CLZ: "clz", SHR: "shr", SHL: "shl", LSHR: "lshr", DIV: "div", CMP_EQ: "cmp_eq",
-         CMP_NE: "cmp_ne", CMP_GE: "cmp_ge", CMP_GT: "cmp_gt", AND: "and", OR: "or", XOR: "xor",
-         NOT: "not", AND_NOT: "and_not"}
+# TRM enum values, from the ISA table
+_M = isa.elementwise_mode
+MUL, ADD, SUB, MIN, MAX, LRELU, ABS, CLZ, SHR, SHL, LSHR, DIV = (
+    _M.mul, _M.add, _M.sub, _M.min, _M.max, _M.lrelu, _M.abs, _M.clz, _M.shr, _M.shl, _M.lshr, _M.div)
+CMP_EQ, CMP_NE, CMP_GE, CMP_GT = _M.cmp_eq, _M.cmp_ne, _M.cmp_ge, _M.cmp_gt
+AND, OR, XOR, NOT, AND_NOT = _M["and"], _M["or"], _M.xor, _M["not"], _M.and_not
+MODES = {int(m): m.name for m in _M}
 UNARY = (LRELU, ABS, CLZ, NOT)
-SCALAR = 8
-BCAST_H, BCAST_W, BCAST_C = 1, 2, 4
-B8, B16, B32 = 0, 1, 2
-SIGNED = 1
-HWC, HCW, CHW = 0, 2, 6
+SCALAR = isa.broadcast_mode.scalar
+BCAST_H, BCAST_W, BCAST_C = isa.broadcast_mode.h, isa.broadcast_mode.w, isa.broadcast_mode.c
+B8, B16, B32 = isa.activation_precision.b8, isa.activation_precision.b16, isa.activation_precision.b32
+SIGNED = isa.activation_type.signed
+HWC, HCW, CHW = isa.activation_transpose.HWC, isa.activation_transpose.HCW, isa.activation_transpose.CHW
 
 
 class _Params:

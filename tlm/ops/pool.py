@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import isa
 from ..arith import sign_extend
 from ..fmap import Storage
 from .common import MAX_WORK, RESCALE_AVPOOL, RESCALE_NORMAL, OpContext
@@ -38,14 +39,17 @@ from .common import MAX_WORK, RESCALE_AVPOOL, RESCALE_NORMAL, OpContext
 __all__ = ["op_pool", "pool_ref", "MAX", "AVERAGE", "REDUCE_SUM", "SUM", "NONE", "MIN", "ARGMAX_X",
            "ARGMAX_Y"]
 
-MAX, AVERAGE, REDUCE_SUM, SUM, NONE, MIN, ARGMAX_X, ARGMAX_Y = range(8)
-_NAMES = ("max", "average", "reduce_sum", "sum", "none", "min", "argmax_x", "argmax_y")
-B8, B16, B32 = 0, 1, 2
-SIGNED = 1
-D8X8 = 0
-DEPTH_FIRST = 0
-I32 = 0
-UPSCALE_NONE, UPSCALE_ZEROS = 0, 2
+# TRM enum values, from the ISA table
+_P = isa.pooling_mode
+MAX, AVERAGE, REDUCE_SUM, SUM, NONE, MIN, ARGMAX_X, ARGMAX_Y = (
+    _P.max, _P.average, _P.reduce_sum, _P.sum, _P.none, _P.min, _P.argmax_x, _P.argmax_y)
+_NAMES = tuple(m.name for m in _P)
+B8, B16, B32 = isa.activation_precision.b8, isa.activation_precision.b16, isa.activation_precision.b32
+SIGNED = isa.activation_type.signed
+D8X8 = isa.kernel_decomposition.d8x8
+DEPTH_FIRST = isa.weight_order.depth_first
+I32 = isa.acc_format.i32
+UPSCALE_NONE, UPSCALE_ZEROS = isa.ifm_upscale_mode.none, isa.ifm_upscale_mode.zeros
 
 
 def _identity(mode: int) -> int:

@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import isa
 from ..fmap import Storage
 from .common import ALLOWED_PERMS_ALL, MAX_ELEMENTS, RESCALE_SHIFT_ONLY, OpContext
 
 __all__ = ["op_resize", "resize_ref", "resize_positions", "BILINEAR", "REPLICATE", "NEAREST"]
 
-BILINEAR, REPLICATE, NEAREST = 0, 1, 2
-B8, B16 = 0, 1
-SIGNED = 1
+# TRM enum values, from the ISA table
+BILINEAR, REPLICATE, NEAREST = isa.resize_mode.bilinear, isa.resize_mode.replicate, isa.resize_mode.nearest
+B8, B16 = isa.activation_precision.b8, isa.activation_precision.b16
+SIGNED = isa.activation_type.signed
 
 
 class _Params:
