@@ -107,8 +107,6 @@ class VelaModel:
             if t.nbytes > MAX_TENSOR_BYTES:
                 raise VelaFormatError(f"{self.path}: tensor {t.name} of {t.nbytes} bytes is larger than "
                                       f"the model's limit of {MAX_TENSOR_BYTES}")
-            if not (0 <= t.region < 8 and 0 <= t.offset < 1 << 40):
-                raise VelaFormatError(f"{self.path}: tensor {t.name} at region {t.region} offset {t.offset}")
 
     # Shortcuts into the payload
     @property
