@@ -154,8 +154,10 @@ def clamp(acc, acc_min, acc_max):
     """TRM clamp (works on ints and arrays)."""
     if _is_scalar(acc):
         return acc_min if acc < acc_min else (acc_max if acc > acc_max else acc)
-    a = np.asarray(acc, dtype=np.int64)
-    lo, hi = np.int64(acc_min), np.int64(acc_max)
+    a = np.asarray(acc)
+    if not (a.dtype == np.int32 and -(1 << 31) <= min(acc_min, acc_max) and max(acc_min, acc_max) < (1 << 31)):
+        a = a.astype(np.int64, copy=False)            # int32 stays int32 when the bounds fit
+    lo, hi = a.dtype.type(acc_min), a.dtype.type(acc_max)
     if lo <= hi:
         return np.clip(a, lo, hi)                     # = the if/else below when min <= max
     # literal if/else order, which also defines the result when acc_min > acc_max
@@ -193,8 +195,12 @@ def accumulate(acc, value, acc_format: int):
     bits = 32 if int(acc_format) == AccFormat.I32 else 48
     if _is_scalar(acc) and _is_scalar(value):
         return sign_extend(int(acc) + int(value), bits)
+    a, v = np.asarray(acc, dtype=np.int64), np.asarray(value, dtype=np.int64)
+    if bits == 32:
+        # the int32 sum of the low 32 bits wraps modulo 2**32: no int64 temporary for the sum
+        return np.add(a.astype(np.int32), v.astype(np.int32)).astype(np.int64)
     # int64 addition wraps modulo 2**64, which leaves the low 48 bits exact.
-    return sign_extend(np.asarray(acc, dtype=np.int64) + np.asarray(value, dtype=np.int64), bits)
+    return sign_extend(a + v, bits)
 
 
 # ----------------------------------------------------------------------------------------
@@ -447,7 +453,7 @@ def _rescale_blocked(a, sc, s, mode: int, dbl_rnd: int, pmax: int):
 
 
 def rescale(acc, scale, shift, round_mode: int, dbl_rnd: int = 0, *, shift_only: bool = False,
-            acc_format: int | None = AccFormat.I32, check: bool = True) -> np.ndarray:
+            acc_format: int | None = AccFormat.I32, check: bool = True, lo_hi=None) -> np.ndarray:
     """Vectorised TRM rescale() once the (scale, shift) source has been chosen.
 
     acc:        accumulator values (int64 array; int32/int48 range per acc_format).
@@ -463,9 +469,11 @@ def rescale(acc, scale, shift, round_mode: int, dbl_rnd: int = 0, *, shift_only:
 
     Exact: the product is formed in int64 when |acc| * scale < 2**63 (always the case for
     inputs the TRM permits), otherwise via a 96-bit split; the result is wrapped to int64.
+    lo_hi:      (min, max) of acc when the caller already has them (saves two passes).
     """
     a = np.asarray(acc, dtype=np.int64)
-    lo_hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+    if lo_hi is None:
+        lo_hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
     if check:
         _check_rescale(a, scale, acc_format, lo_hi)
     if shift_only:
@@ -647,7 +655,10 @@ def activation(acc64, *, precision: int, act_type: int, zero_point: int = 0, act
     if precision == Precision.B64:
         return a.copy()
     zp, amin, amax = ofm_activation_params(act_type, zero_point, act_min, act_max, check)
-    acc = sign_extend(a + np.int64(zp), 32)            # low 32 bits of the (possibly wrapped) int64 sum are exact
+    # (int32_t)(acc64 + zp) computed in int32: the cast keeps the low 32 bits and int32 array
+    # addition wraps modulo 2**32 (half the memory traffic of int64); widened after the clamp
+    acc = a.astype(np.int32)
+    acc += np.int32(zp)
     f = int(function)
     if f == ActivationFunction.LUT_TANH:
         acc = clamp(acc, -0x10000, 0xFFFF)
@@ -655,6 +666,7 @@ def activation(acc64, *, precision: int, act_type: int, zero_point: int = 0, act
         acc = clamp(acc, -0x1F000, 0x1EFFF)
     elif int(clip_range) == ClipRange.B16:
         acc = clamp(acc, amin, amax)
+    acc = np.asarray(acc, dtype=np.int64)
     t = int(table)
     if f != ActivationFunction.LUT_NONE:
         if f not in set(int(v) for v in ActivationFunction):

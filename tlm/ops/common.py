@@ -41,6 +41,7 @@ Decisions where the TRM text is incomplete (digest E-nn numbers):
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -257,7 +258,6 @@ class OpContext:
         self.acc_output = f("NPU_SET_ACC_FORMAT", "acc_output")
         self.microblock = f("NPU_SET_ACC_FORMAT", "microblock")
         self.ifm = FeatureMap.from_registers(snap, "IFM")
-        self.ifm2 = FeatureMap.from_registers(snap, "IFM2")
         self.ofm = FeatureMap.from_registers(snap, "OFM")
         cfg = getattr(device, "config", None)
         self.macs = int(getattr(cfg, "macs", 256))
@@ -267,6 +267,11 @@ class OpContext:
         n = self.ofm_h * self.ofm_w * self.ofm_d
         if n > MAX_ELEMENTS:
             raise BudgetExceeded(f"{name}: {n} OFM elements exceed the model's budget of {MAX_ELEMENTS}")
+
+    @functools.cached_property
+    def ifm2(self) -> FeatureMap:
+        """The IFM2 feature map, decoded on first use (most ops never read IFM2)."""
+        return FeatureMap.from_registers(self.snap, "IFM2")
 
     # ---------------------------------------------------------------- small helpers
     def check(self, cond, what: str) -> None:
@@ -339,6 +344,7 @@ class OpContext:
         cs = np.atleast_1d(np.asarray(cs, dtype=np.int64))
         shape = (ys.size, xs.size, cs.size)
         count = shape[0] * shape[1] * shape[2]
+        owned = False
         self.budget(count, f"{which} elements read", MAX_ELEMENTS)
         if precision is not None:
             fm = replace(fm, precision=precision, act_type=act_type)
@@ -359,13 +365,17 @@ class OpContext:
                 raise Unpredictable(f"{self.name}: read_{which.lower()}: {e}") from None
             if vals.dtype == np.uint64:                        # unsigned b64: keep the bits
                 vals = vals.astype(np.int64)
+            owned = vals.dtype == np.int64                     # read_fmap returns a fresh array
         if subtract_zp and count:
             try:
                 zp = arith.ifm_zero_point(fm.zero_point, fm.precision, fm.act_type)
             except Unpredictable as e:
                 raise Unpredictable(f"{self.name}: read_{which.lower()}: {e}") from None
             if zp:
-                vals = vals - np.int64(zp)
+                if owned:
+                    vals -= np.int64(zp)
+                else:
+                    vals = vals - np.int64(zp)
         return vals
 
     def read_ifm(self, ys, xs, cs) -> np.ndarray:
@@ -502,19 +512,20 @@ class OpContext:
         else:
             scale = self.f("NPU_SET_OFM_SCALE", "scale")
             shift = self.f("NPU_SET_OFM_SCALE", "shift")
+        lo_hi = None
         if range_check and acc.size:
             # assert(acc == sign_extend(acc, 32 | 48)) per acc_format.  The TRM also asserts
             # scale == sign_extend(scale, 16) under i48; that is only applied to the
             # per-channel stream (where the record field is 15 bits wide anyway): Vela 5.2
             # programs 31-bit OFM_SCALE values with acc_format i48 for int16 elementwise ops,
             # and the exact product reproduces LiteRT bit for bit.
-            lo, hi = int(acc.min()), int(acc.max())
+            lo, hi = lo_hi = int(acc.min()), int(acc.max())
             b = self.acc_bits
             self.check(lo >= -(1 << (b - 1)) and hi < (1 << (b - 1)),
                        f"rescale: acc does not fit {b} bits (acc_format i{b})")
         try:
             return arith.rescale(acc, scale, shift, rm, dbl, shift_only=(rescale_mode == RESCALE_SHIFT_ONLY),
-                                 acc_format=None)
+                                 acc_format=None, lo_hi=lo_hi)
         except Unpredictable as e:
             raise Unpredictable(f"{self.name}: {e}") from None
 
@@ -568,7 +579,7 @@ class OpContext:
         else:
             tv = arith.truncate(v, fm.bits, fm.act_type)
         if tv.size:
-            self._set_result_flag(int(tv.reshape(-1)[-1]) & 1)
+            self._set_result_flag(int(tv[-1, -1, -1]) & 1)     # last element (y, x, c order)
         if fm.storage == Storage.CHAINED:
             self.check(fm.reverse == 0 and fm.transpose == 0, "write_ofm: chained OFM with reverse/transpose")
             self.state.write_chaining_fifo(fm.region, tv)

@@ -449,7 +449,8 @@ def op_conv(snapshot, dataport, device) -> None:
     acc0 = ctx.initial_acc(0)
     s = conv_sums(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w)
     # acc = accumulate(acc, v*w) per MAC == one wrap of the exact total (module doc)
-    acc = wrap_acc(np.asarray(acc0, dtype=np.int64) + s, g.acc_format)
+    s += np.asarray(acc0, dtype=np.int64)              # s: a fresh int64 array, added in place
+    acc = wrap_acc(s, g.acc_format)
     _count(device, g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw * g.ifm_d)
     ctx.write_accumulator(acc, RescaleMode.NORMAL)
 
@@ -472,6 +473,7 @@ def op_depthwise(snapshot, dataport, device) -> None:
     xp = ctx.read_ifm_padded(depth=g.ofm_d)            # read_ifm(iy, ix, oc)
     acc0 = ctx.initial_acc(0)
     s = depthwise_sums(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w)
-    acc = wrap_acc(np.asarray(acc0, dtype=np.int64) + s, g.acc_format)
+    s += np.asarray(acc0, dtype=np.int64)              # s: a fresh int64 array, added in place
+    acc = wrap_acc(s, g.acc_format)
     _count(device, g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw)
     ctx.write_accumulator(acc, RescaleMode.NORMAL)
