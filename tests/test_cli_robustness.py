@@ -263,8 +263,8 @@ def _real_models():
     return out
 
 
-# Escapes with a known cause (each also has its own strict-xfail test below): the mutation
-# tests report them as xfail instead of failing, and fail on anything else.
+# Escapes with a known cause ('Type: message' prefix -> the strict-xfail test that pins it):
+# the mutation tests report them as xfail instead of failing, and fail on anything else.
 KNOWN_ESCAPES: dict = {}      # none left: every escape found so far is fixed
 
 
@@ -559,6 +559,16 @@ def _limit_memory():
 @pytest.mark.skipif(not Path("/dev/zero").exists() or os.name != "posix", reason="needs /dev/zero and rlimits")
 def test_script_character_device_model():
     r = _script("disasm", "/dev/zero", timeout=120, preexec_fn=_limit_memory)
+    _check_proc(r)
+
+
+@needs_run
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+def test_script_fifo_input(tmp_path):
+    fifo = tmp_path / "in0.npy"
+    os.mkfifo(fifo)
+    r = _script("run", copy_model(tmp_path / "c_vela.npz"), "--input", fifo, "--output", tmp_path / "o.npz",
+                timeout=20)
     _check_proc(r)
 
 

@@ -119,6 +119,7 @@ TOP = 1 << 40
 DEFAULT_SEED_ENV = "FUZZ_SEED"
 DEFAULT_BUDGET = 2000           # steps per case
 ORACLE_MAX_LINES = 200_000      # DMA oracle: skip larger transfers
+FOOTPRINT_LIMIT = 1 << 30       # sparse-memory pages a case may create (bytes)
 BASE_POLICY = dict(dma_max_bytes=1 << 22)   # 4 MiB per DMA op keeps a case in milliseconds
 DMA_CHANNELS = (Channel.rd_mem2mem, Channel.wr_mem2mem, Channel.rd_mem2mem_idx)
 CONFIG_NAMES = tuple(CONFIGS)
@@ -1012,7 +1013,7 @@ class _Op:
     attrs: tuple             # MEM_ATTR index -> value
     regioncfg: int
     txns: list = field(default_factory=list)
-    idx: list = field(default_factory=list)
+    idx_raw: bytearray = field(default_factory=bytearray)   # bytes read on rd_mem2mem_idx, in order
     failed: str = ""         # event that ended the op early
     attr_ok: dict = field(default_factory=dict)     # (channel, write) -> allowed attributes
 
@@ -1265,8 +1266,8 @@ class _Tracker:
         op.txns.append(t)
         if t.write and not t.resp:
             self.writes.append((t.addr, t.length))
-        if ch == Channel.rd_mem2mem_idx and not t.resp and t.length == 4:
-            op.idx.append(int.from_bytes(d.memory.read(t.addr, 4), "little", signed=True))
+        if ch == Channel.rd_mem2mem_idx and not t.resp:      # an index may come in pieces
+            op.idx_raw += d.memory.read(t.addr, t.length)
         ok = op.attr_ok.get((ch, t.write))
         if ok is None:
             regs = (_DMA_CHANNEL_REGIONS if op.name == "NPU_OP_DMA_START" else _KERNEL_CHANNEL_REGIONS).get(ch)
@@ -1327,8 +1328,7 @@ class _Tracker:
             self.writes.append((addr.copy(), ln.copy()))
         if ch == Channel.rd_mem2mem_idx:
             for a, k in zip(addr.tolist(), ln.tolist()):
-                if k == 4:
-                    op.idx.append(int.from_bytes(d.memory.read(a, 4), "little", signed=True))
+                op.idx_raw += d.memory.read(a, k)
         if ch not in self.res.crossing and bool((((addr & 0xFFF) + ln) > 0x1000).any()):
             self.res.crossing.add(ch)
             self.res.events[f"note: {ch.name} transactions cross 4 KB boundaries (not split into AXI bursts)"] += 1
@@ -1520,7 +1520,8 @@ class _Tracker:
         if gen is None:
             self.res.events["oracle: DMA too large to enumerate"] += 1
             return
-        rd, wr, ix, complete = gen(op.idx)
+        raw = bytes(op.idx_raw[: len(op.idx_raw) & ~3])
+        rd, wr, ix, complete = gen(np.frombuffer(raw, "<i4").tolist())
         got = {ch: _runs(_pieces(op.txns, ch)) for ch in DMA_CHANNELS}
         want = {Channel.rd_mem2mem: _runs(rd), Channel.wr_mem2mem: _runs(wr), Channel.rd_mem2mem_idx: _runs(ix)}
         if op.failed == "model_limit" and op.txns:
@@ -1799,7 +1800,13 @@ class _Runner:
         elif not res.outcome:
             self.note_stop("NOT_RUNNING")
         tr.finish()
-        bad = _uncovered_changes(before, mem, tr.writes)
+        pages = len(mem._pages)                                # noqa: SLF001
+        bad = None
+        if pages * PAGE_SIZE > FOOTPRINT_LIMIT:
+            res.violation(f"memory: the case grew the sparse memory to {pages * PAGE_SIZE / (1 << 30):.1f} GiB "
+                          f"({pages} pages of {PAGE_SIZE // 1024} KiB); memory not compared")
+        else:
+            bad = _uncovered_changes(before, mem, tr.writes)
         if bad:
             res.violation(f"{bad[1]} memory bytes changed without a write transaction (first @{bad[0]:#x})")
         self.final_reset()
@@ -1875,6 +1882,9 @@ def run_case(case: Case, cpu_limit: float = 5.0, abort_cpu: float = 15.0, wall_l
         pass
     except _Hang:
         hung = True
+    except MemoryError as e:
+        res.violation(f"out of memory outside the device calls (fuzzer checks; the process address space is "
+                      f"exhausted): {e}")
     except Exception as e:  # noqa: BLE001 - a fuzzer bug: report it as such
         res.violation(f"fuzzer error: {type(e).__name__}: {e} "
                       f"[{traceback.extract_tb(e.__traceback__)[-1].name}]")
@@ -1917,6 +1927,7 @@ class Summary:
     violating_cases: int = 0
     violation_kinds: Counter = field(default_factory=Counter)
     slowest: tuple = (0.0, -1)
+    recycled: int = 0
     notes: list = field(default_factory=list)
 
     def add(self, r: CaseResult) -> None:
@@ -1953,6 +1964,7 @@ class Summary:
                 seen.add(k)
                 shown.append(v)
         shown += [v for v in sorted(self.violations) if v not in shown]
+        shown = list(dict.fromkeys(shown))
         for index, gen, msg in shown[:n]:
             out.append(f"  [seed {self.seed} case {index} {gen}] {msg}\n"
                        f"      reproduce: python -m tlm.fuzz --seed {self.seed} --case {index}")
@@ -1990,22 +2002,56 @@ class Summary:
             ids = sorted({i for i, _, _ in self.violations})
             lines.append(f"  cases: {' '.join(map(str, ids[:100]))}{' ...' if len(ids) > 100 else ''}")
             lines.append("  first case of each kind, then the others:")
-            lines.append(self.format_violations())
+            lines.append(self.format_violations(max(10, len(self.violation_kinds))))
         return "\n".join(lines)
 
 
-def _run_range(args) -> Summary:
-    seed, lo, hi, cpu_limit, abort_cpu, wall_limit = args
+def _vm_size() -> int:
+    """The process's address-space size in bytes (Linux), else 0."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _worker_init(mem_limit: float) -> None:
+    """Pool worker: cap the address space (RLIMIT_AS), so that a stream that makes the model
+    allocate too much fails inside the device instead of taking the machine down."""
+    if mem_limit > 0:
+        try:
+            import resource
+
+            lim = int(mem_limit * (1 << 30))
+            _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            resource.setrlimit(resource.RLIMIT_AS, (lim if hard < 0 else min(lim, hard), hard))
+        except (ImportError, ValueError, OSError):
+            pass
+
+
+def _run_range(args) -> tuple:
+    """Run cases lo..hi-1; returns (Summary, index to resume at or None). A worker whose
+    address space has grown past half its limit stops early: freed heap memory stays
+    mapped, and the next cases would fail for want of memory that another case used. The
+    rest of the range is then rerun in a fresh process."""
+    seed, lo, hi, cpu_limit, abort_cpu, wall_limit, mem_limit = args
     load_kernel_ops()
     s = Summary(seed)
     for i in range(lo, hi):
         s.add(run_case(make_case(seed, i), cpu_limit, abort_cpu, wall_limit))
-    return s
+        if mem_limit > 0 and i + 1 < hi and _vm_size() > mem_limit * (1 << 30) / 2:
+            return s, i + 1
+    return s, None
 
 
 def run(seed: int, cases: int, start: int = 0, jobs: int = 1, cpu_limit: float = 5.0,
-        abort_cpu: float = 15.0, wall_limit: float = 120.0, progress=None) -> Summary:
-    """Run cases start..start+cases-1 of `seed`; returns the Summary."""
+        abort_cpu: float = 15.0, wall_limit: float = 120.0, progress=None, mem_limit: float = 0.0) -> Summary:
+    """Run cases start..start+cases-1 of `seed`; returns the Summary. With jobs > 1 or a
+    `mem_limit` (GiB per process), the cases run in worker processes (fresh ones for every
+    range of cases); else in this process."""
     bad = load_kernel_ops()
     corpus()
     t0 = time.perf_counter()
@@ -2014,21 +2060,48 @@ def run(seed: int, cases: int, start: int = 0, jobs: int = 1, cpu_limit: float =
                        f"{', '.join(sorted(KERNEL_OPS)) or 'none'}")
     if bad:
         total.notes.append("kernel op modules that failed to import: " + "; ".join(bad))
-    step = 250
-    ranges = [(seed, i, min(i + step, start + cases), cpu_limit, abort_cpu, wall_limit)
+    step = 100
+    ranges = [(seed, i, min(i + step, start + cases), cpu_limit, abort_cpu, wall_limit, mem_limit)
               for i in range(start, start + cases, step)]
-    if jobs > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
-            for s in ex.map(_run_range, ranges):
-                total.merge(s)
-                if progress:
-                    progress(total)
+    if jobs > 1 or mem_limit > 0:
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        import multiprocessing as mp
+
+        kw = {}
+        if sys.version_info >= (3, 11):        # a fresh worker per range ('fork' cannot do that)
+            method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+            ctx = mp.get_context(method)
+            if method == "forkserver":
+                ctx.set_forkserver_preload(["tlm.ops"])
+            kw = {"max_tasks_per_child": 1, "mp_context": ctx}
+        with ProcessPoolExecutor(max_workers=max(1, jobs), initializer=_worker_init, initargs=(mem_limit,),
+                                 **kw) as ex:
+            pending = {ex.submit(_run_range, rg): rg for rg in ranges}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    rg = pending.pop(fut)
+                    s, resume = fut.result()
+                    total.merge(s)
+                    if resume is not None:
+                        total.recycled += 1
+                        nxt = (rg[0], resume) + rg[2:]
+                        pending[ex.submit(_run_range, nxt)] = nxt
+                    if progress:
+                        progress(total)
     else:
         for rg in ranges:
-            total.merge(_run_range(rg))
+            lo = rg[1]
+            while lo is not None:
+                s, lo = _run_range((rg[0], lo) + rg[2:6] + (0.0,))
+                total.merge(s)
             if progress:
                 progress(total)
     total.wall = time.perf_counter() - t0
+    if total.recycled:
+        total.notes.append(f"worker processes recycled after a case grew the address space past "
+                           f"{mem_limit / 2:g} GiB: {total.recycled}")
     return total
 
 
@@ -2082,24 +2155,17 @@ def main(argv: "list[str] | None" = None) -> int:
                     help="worker processes (default: CPUs, at most 4); results do not depend on it")
     ap.add_argument("--cpu-limit", type=float, default=5.0, help="device CPU seconds per case (default 5)")
     ap.add_argument("--mem-limit", type=float, default=6.0,
-                    help="address-space limit per process in GiB (RLIMIT_AS; 0: none). A stream that makes "
-                         "the model allocate more fails with MemoryError inside the device: a violation")
+                    help="address-space limit per worker process in GiB (RLIMIT_AS; 0: none, and with "
+                         "--jobs 1 the cases run in this process). A stream that makes the model allocate more "
+                         "fails with MemoryError inside the device: a violation")
     ap.add_argument("--abort-cpu", type=float, default=15.0, help="CPU watchdog per case (default 15 s)")
     ap.add_argument("--wall-limit", type=float, default=120.0, help="wall-time watchdog per case (default 120 s)")
     a = ap.parse_args(argv)
-    if a.mem_limit > 0:
-        try:
-            import resource
-
-            lim = int(a.mem_limit * (1 << 30))
-            soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-            resource.setrlimit(resource.RLIMIT_AS, (lim if hard < 0 else min(lim, hard), hard))
-        except (ImportError, ValueError, OSError):
-            pass
     seed = a.seed
     if seed is None:
         seed = int(os.environ.get(DEFAULT_SEED_ENV) or np.random.SeedSequence().entropy % (1 << 32))
     if a.case is not None:
+        _worker_init(a.mem_limit)
         load_kernel_ops()
         case = make_case(seed, a.case, a.gen)
         res = run_case(case, a.cpu_limit, a.abort_cpu, a.wall_limit)
@@ -2113,7 +2179,7 @@ def main(argv: "list[str] | None" = None) -> int:
             last[0] = time.perf_counter()
             print(f"  ... {s.cases} cases, {len(s.violations)} violations", file=sys.stderr, flush=True)
 
-    s = run(seed, a.cases, a.start, a.jobs, a.cpu_limit, a.abort_cpu, a.wall_limit, progress)
+    s = run(seed, a.cases, a.start, a.jobs, a.cpu_limit, a.abort_cpu, a.wall_limit, progress, a.mem_limit)
     print(s.report())
     print(f"result: {'FAIL' if s.violations else 'PASS'} (seed {seed})")
     return 1 if s.violations else 0

@@ -10,17 +10,25 @@ AXI write are compared); the tests also compare every OFM byte with the TLM's an
 the TLM really executed the operation (no UNPREDICTABLE event), so a case never passes
 vacuously.
 
-* ``test_elementwise`` / ``test_pool``: random operations, several per job (``KERNEL_CASES``
-  scales the count, default 12 / 10 operations; ``KERNEL_SEED`` fixes the seed).
-* ``test_kernel_round_modes``: every OFM round_mode with every dbl_rnd class on one op.
+* ``test_elementwise`` / ``test_pool``: random operations, several per job, with and
+  without random AXI back-pressure (``KERNEL_CASES`` scales the count, default 12 / 10
+  operations without back-pressure; ``KERNEL_SEED`` fixes the seed).
+* ``test_pool_large_kernels``: max/min with kernels up to 256x1, 2x70, 16x16.
+* ``test_kernel_round_modes``: every OFM round_mode with dbl_rnd 0, 15, 30.
 * ``test_kernel_unpredictable``: register-only TRM asserts: the command has no effect, as in
   the TLM (policy on_unpredictable='continue').
 * ``test_kernel_unsupported`` (DUT=rtl only): each refused feature stops with
   cmd_parse_error + IRQ, QREAD at the operation, nothing written.
 * ``test_kernel_bus_error``: an error response on the IFM, IFM2 or OFM channel.
+* ``test_kernel_stop_and_reset`` (DUT=rtl only): CMD.stop_request and a soft reset while an
+  operation runs.
 * ``test_vela_networks``: catalog networks made only of elementwise and pooling operations
   (tests/nets, Vela for ethos-u85-256, memory modes default and sram_only) through the
-  driver flow of tlm.runner (regions, guard bands, APB sequence), outputs against the TLM.
+  driver flow of tlm.runner (regions, guard bands, APB sequence), outputs against the TLM;
+  a quick list by default, every one with ``KERNEL_NETS=all``.
+
+Every burst of a kernel job is also checked: channel ID (rd_ifm 1, rd_ifm_stream 5, wr_ofm
+8) inside that channel's tensor, on its region's port group, one 16-byte beat (DUT=rtl).
 
 On DUT=tlm the same tests run against the TLM behind the pins (a check of the bench).
 """
@@ -191,7 +199,8 @@ class Op:
 
 
 # ============================================================================ operations
-def elementwise_op(rng: random.Random, regions=(2, 4, 3), scalars: bool = True) -> Op:
+def elementwise_op(rng: random.Random, regions=(2, 4, 3), scalars: bool = True,
+                   ofm_none: bool = True) -> Op:
     mode = rng.choice(list(EW_MODES))
     H, W, D = rng.randint(1, 4), rng.randint(1, 5), rng.choice((1, 3, 8, 16, 17, 24, 33, 40))
     r = rng.random() if scalars else 0.22 + 0.78 * rng.random()
@@ -217,7 +226,7 @@ def elementwise_op(rng: random.Random, regions=(2, 4, 3), scalars: bool = True) 
         ifm2.storage = NONE
     else:
         reads.append(ifm2)
-    ofm = make_fm(rng, regions[2], H, W, D, storage=NONE if rng.random() < 0.04 else None)
+    ofm = make_fm(rng, regions[2], H, W, D, storage=NONE if ofm_none and rng.random() < 0.04 else None)
     scalar = 0
     if SCALAR in (bm, bm2):
         zp = (ifm if bm == SCALAR else ifm2).zp
@@ -248,7 +257,8 @@ def elementwise_op(rng: random.Random, regions=(2, 4, 3), scalars: bool = True) 
     return Op("elementwise", cmds, reads, ofm, desc, ifm2 if bm2 != SCALAR else None)
 
 
-def pool_op(rng: random.Random, regions=(5, 1), mode: str | None = None, big: bool = False) -> Op:
+def pool_op(rng: random.Random, regions=(5, 1), mode: str | None = None, big: bool = False,
+            ofm_none: bool = True) -> Op:
     mode = mode or rng.choice(list(POOL_MODES))
     if mode == "average":
         kh, kw = rng.choice((1, 2, 3, 3, 4, 5, 8)), rng.choice((1, 2, 3, 3, 4, 7, 8))
@@ -279,7 +289,7 @@ def pool_op(rng: random.Random, regions=(5, 1), mode: str | None = None, big: bo
         pl = max(0, pl - 1) if not pr else pl
         iw = (ow - 1) * sx + kw - pl - pr
     ifm = make_fm(rng, regions[0], ih, iw, od)
-    ofm = make_fm(rng, regions[1], oh, ow, od, storage=NONE if rng.random() < 0.04 else None)
+    ofm = make_fm(rng, regions[1], oh, ow, od, storage=NONE if ofm_none and rng.random() < 0.04 else None)
     cmds = ifm.cmds("IFM") + [("NPU_SET_IFM_DEPTH_M1", dict(depth_m1=rng.randrange(0, 64))),
                               ("NPU_SET_IFM_UPSCALE", dict(mode=0)),
                               ("NPU_SET_IFM_PAD_TOP", dict(pad=pt)), ("NPU_SET_IFM_PAD_BOTTOM", dict(pad=pb)),
@@ -541,11 +551,11 @@ async def test_kernel_unpredictable(dut, case):
     env = await kernel_env(dut)
     kind, changes = UNPREDICTABLE_CASES[case]
     if kind == "ew":
-        bad = elementwise_op(rng, scalars=False)
+        bad = elementwise_op(rng, scalars=False, ofm_none=False)
     else:
-        bad = pool_op(rng, mode="average" if kind == "pool_avg" else "max")
+        bad = pool_op(rng, mode="average" if kind == "pool_avg" else "max", ofm_none=False)
     bad = _patch(bad, changes)
-    good = pool_op(rng, regions=(0, 7), mode="max")      # regions the bad op does not use
+    good = pool_op(rng, regions=(0, 7), mode="max", ofm_none=False)   # regions the bad op does not use
     model = env.model
     n0 = len(model.events) if model is not None else 0
     for op in (bad, good):
@@ -612,12 +622,12 @@ async def test_kernel_unsupported(dut, case):
     env = await kernel_env(dut, reference=False)
     kind, changes = UNSUPPORTED_CASES[case]
     if kind == "ew":
-        op = elementwise_op(rng)
+        op = elementwise_op(rng, ofm_none=False)
     elif kind in ("conv", "resize"):
         op = Op(kind, [("NPU_SET_IFM_PAD_TOP", dict(pad=0)),
                        ("NPU_OP_CONV" if kind == "conv" else "NPU_OP_RESIZE", {})])
     else:
-        op = pool_op(rng, mode="sum" if kind == "pool_sum" else "max")
+        op = pool_op(rng, mode="sum" if kind == "pool_sum" else "max", ofm_none=False)
     op = _patch(op, changes)
     words = enc(("NPU_OP_IRQ", dict(mask=0x0004))) + enc(*op.cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
     op_at = 4 * (len(words) - 2)
@@ -643,7 +653,7 @@ async def test_kernel_bus_error(dut, where):
     rng = rng_for(f"test_kernel_bus_error[{where}]")
     env = await kernel_env(dut)
     while True:
-        op = elementwise_op(rng, regions=(2, 4, 1))
+        op = elementwise_op(rng, regions=(2, 4, 1), ofm_none=False)
         bm = [f["broadcast_mode"] for n, f in op.cmds if n == "NPU_SET_IFM_BROADCAST"][0]
         bm2 = [f["broadcast_mode"] for n, f in op.cmds if n == "NPU_SET_IFM2_BROADCAST"][0]
         if bm == 0 and bm2 == 0 and op.ofm.fmt == NHWC and op.ofm.sx == op.ofm.d \
@@ -718,10 +728,8 @@ async def test_kernel_stop_and_reset(dut):
         skip_now("stop_request and soft reset mid-job are checked against the stand-in")
     rng = rng_for("test_kernel_stop_and_reset")
     env = await kernel_env(dut, reference=False)
-    op1 = pool_op(rng, (5, 1), "average")
-    while op1.ofm.storage == NONE:                               # it must write
-        op1 = pool_op(rng, (5, 1), "average")
-    op2 = elementwise_op(rng, (2, 4, 3), scalars=False)
+    op1 = pool_op(rng, (5, 1), "average", ofm_none=False)       # it must write
+    op2 = elementwise_op(rng, (2, 4, 3), scalars=False, ofm_none=False)
     for op in (op1, op2):
         for fm in op.reads:
             fill(env, rng, fm)
@@ -807,11 +815,8 @@ async def test_vela_networks(dut, mode):
     """Vela networks of elementwise and pooling operations only (tests/nets catalog,
     ethos-u85-256), loaded and started as tlm.runner does; outputs against the TLM. The
     quick list by default, every one with KERNEL_NETS=all."""
-    try:
-        from tlm import runner
-        from tlm.vela import load
-    except ImportError as e:                    # pragma: no cover
-        raise AssertionError(f"tlm.runner: {e}") from None
+    from tlm import isa, runner
+    from tlm.vela import load
     names = VELA_NETS if VELA_ALL else VELA_QUICK
     if mode == "sram_only" and not VELA_ALL:
         names = names[:4]
@@ -839,6 +844,7 @@ async def test_vela_networks(dut, mode):
         env.axi.clear_faults()
         for lo, hi in mmap.faults:
             env.axi.inject_fault(lo, hi, "DECERR")
+        n_events = len(env.model.events)
         cmd = await env.read_ok(CMD, driver.pprot)
         await env.write_ok(CMD, (cmd & 0xC) | 0x2, driver.pprot)         # clear_irq
         rec = _ApbRecorder({CMD: cmd})
@@ -849,8 +855,14 @@ async def test_vela_networks(dut, mode):
         f = status_fields(status)
         faults = [b for b in ("bus_status", "cmd_parse_error", "branch_fault") if f[b]]
         assert not faults, f"{name}: stopped with {faults} (STATUS 0x{status:08x})"
+        qread = await env.read_ok(QREAD, driver.pprot)
+        assert f["cmd_end_reached"] or qread == 4 * len(model.command_words), \
+            f"{name}: stopped early at QREAD 0x{qread:x}"
         job = env.scoreboard.close_job()
         assert job.mismatches_in_job == 0, f"{name}: {env.scoreboard.mismatches[-3:]}"
+        skipped = [e for e in list(env.model.events)[n_events:]
+                   if e[0] in ("unpredictable", "op_unimplemented")]
+        assert not skipped, f"{name}: the TLM skipped an operation: {skipped[:2]}"
         mirror = env.scoreboard.ref.memory
         for i, t in enumerate(model.outputs):
             addr = mmap.basep[t.region] + t.offset
@@ -858,8 +870,8 @@ async def test_vela_networks(dut, mode):
             want = np.frombuffer(mirror.read(addr, t.nbytes), np.uint8)
             bad = np.flatnonzero(got != want)
             assert bad.size == 0, f"{name} output{i}: {bad.size} of {got.size} bytes differ from the TLM"
-        ops = sorted({d.cmd.name for d in __import__("tlm.isa", fromlist=["decode"]).decode(model.command_words)
-                      if d.cmd.name.startswith("NPU_OP_") and d.cmd.name not in ("NPU_OP_STOP",)})
+        ops = sorted({d.cmd.name for d in isa.decode(model.command_words)
+                      if d.cmd.name.startswith("NPU_OP_") and d.cmd.name != "NPU_OP_STOP"})
         cocotb.log.info("%s (%s): %d output bytes match the TLM; ops %s", name, mode,
                         sum(t.nbytes for t in model.outputs), ops)
         await ClockCycles(env.clock, 4)
