@@ -776,7 +776,7 @@ class Device:
             except _Stop:
                 pass
         except Exception as e:                       # noqa: BLE001 - BudgetExceeded, model bugs
-            kind = "model_limit" if isinstance(e, BudgetExceeded) else "internal_error"
+            kind = "model_limit" if isinstance(e, (BudgetExceeded, MemoryError)) else "internal_error"
             self._event(kind, error=repr(e), offset=off, tb=traceback.format_exc())
             try:
                 self._policy_error(self.policy.on_model_limit, f"{kind}: {e!r}", offset=off)

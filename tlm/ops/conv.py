@@ -69,8 +69,8 @@ __all__ = [
 MAX_MACS = 1 << 32              # multiply-accumulates
 MAX_OFM_ELEMENTS = MAX_ELEMENTS  # ofm_h * ofm_w * ofm_d (tlm.ops.common budget)
 MAX_IFM_ELEMENTS = MAX_ELEMENTS  # padded IFM elements read
-MAX_WEIGHTS = 1 << 27           # weight tensor elements
-MAX_WEIGHT_BYTES = 1 << 28      # bytes of weight stream(s) read
+MAX_WEIGHTS = 1 << 22           # weight tensor elements
+MAX_WEIGHT_BYTES = 1 << 22      # bytes of weight stream(s) read (SWD decode is ~1.5 M weights/s)
 
 # decoded-weight cache (entries): see read_weight_tensor
 _WEIGHT_CACHE: dict = {}
