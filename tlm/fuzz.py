@@ -1420,6 +1420,9 @@ class _Tracker:
             self.err_txn = None
         elif ev == "model_limit":
             res.events[f"model_limit: {_norm(det.get('error', ''))}"] += 1
+            if str(det.get("error", "")).startswith("MemoryError"):     # the host, not a model budget
+                self.once("model_oom", f"memory: an operation ran the host out of memory (address space capped at "
+                                       f"--mem-limit in the fuzzer) at offset {off}: {det.get('error')}")
         elif ev == "unpredictable":
             res.events[f"unpredictable: {_norm(det.get('what', ''))}"] += 1
         elif ev == "internal_error":

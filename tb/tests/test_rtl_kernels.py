@@ -588,8 +588,10 @@ UNSUPPORTED_CASES = {
     "ew_ofm_chained": ("ew", {"NPU_SET_OFM_PRECISION": dict(activation_storage=2)}),
     "ew_transpose_hcw": ("ew", {"NPU_SET_OFM_PRECISION": dict(activation_transpose=2)}),
     "ew_lut": ("ew", {"NPU_SET_ACTIVATION": dict(activation_function=4)}),
+    # tile2x2 forced: with tile3x1 (chosen at random) WIDTH0 is unused and the OFM is one tile
     "ew_two_tiles": ("ew", {"NPU_SET_OFM_WIDTH0_M1": dict(width_m1=0),
-                            "NPU_SET_OFM_WIDTH_M1": dict(width_m1=3)}),
+                            "NPU_SET_OFM_WIDTH_M1": dict(width_m1=3),
+                            "NPU_SET_OFM_PRECISION": dict(activation_storage=0)}),
     "pool_reduce_sum": ("pool", {"NPU_OP_POOL": dict(pooling_mode=2)}),
     "pool_none": ("pool", {"NPU_OP_POOL": dict(pooling_mode=4)}),
     "pool_argmax": ("pool", {"NPU_OP_POOL": dict(pooling_mode=6)}),
