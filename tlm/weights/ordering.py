@@ -35,7 +35,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import Unpredictable
+from ..errors import BudgetExceeded, Unpredictable
 
 __all__ = [
     "WeightOrder",
@@ -317,6 +317,9 @@ def _slots(p: WeightOrder, kw: int, kh: int, partkernel: bool, wblk_k: int, dw_p
     return np.asarray(ys, np.int64), np.asarray(xs, np.int64)
 
 
+MAX_STREAM_ENTRIES = 1 << 24   # work budget: weight-stream positions of one op (int64 index array)
+
+
 @lru_cache(maxsize=256)
 def _stream_indices_cached(p: WeightOrder):
     p.check()
@@ -329,6 +332,10 @@ def _stream_indices_cached(p: WeightOrder):
     for kw, kh in {(int(a), int(b)) for a, b in calls[:, 4:6]}:
         templates[(kw, kh)] = _slots(p, kw, kh, partkernel, wblk_k, dw_pad_k)
     n_slots = np.array([len(templates[(int(a), int(b))][0]) for a, b in calls[:, 4:6]], np.int64)
+    entries = int(n_slots.sum()) * wblk_i * wblk_o          # all decoders, padding included
+    if entries > MAX_STREAM_ENTRIES:
+        raise BudgetExceeded(f"weight order: {entries} stream positions (padding included) exceed the "
+                             f"model's budget ({MAX_STREAM_ENTRIES})")
     # Inner order within a slot, per decoder: IFM group, then OFM channel, then IFM channel.
     ig = np.arange(0, wblk_i, i_sz)
     o_all = np.arange(wblk_o)
