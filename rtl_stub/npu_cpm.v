@@ -90,6 +90,7 @@ module npu_cpm #(
     logic            hard;             // the running sequence follows a hard reset
     logic            core_q;           // core reset released
     logic            pend_cpl, pend_csl;
+    logic            pend_taken;       // a RESET write was taken in this sequence
 
     always_ff @(posedge CLK or negedge nRESET) begin
         if (!nRESET) begin
@@ -101,6 +102,7 @@ module npu_cpm #(
             csl <= 1'b0;
             pend_cpl <= 1'b0;
             pend_csl <= 1'b0;
+            pend_taken <= 1'b0;
             reset_word <= 2'd0;
             cfg_sram_cap <= 32'd0;
             cfg_ext_cap <= 32'd0;
@@ -110,6 +112,7 @@ module npu_cpm #(
             if (reset_wr) begin
                 pend_cpl <= new_cpl;
                 pend_csl <= new_csl;
+                pend_taken <= 1'b1;
                 reset_word <= reset_wdata;
                 pwr_masked <= 1'b1;
             end else if (cmd_wr) begin
@@ -127,7 +130,10 @@ module npu_cpm #(
                     cfg_sram_hash0 <= CFGSRAMHASH0;
                     if (cnt == CNT_LAST) begin
                         st <= C_IDLE;
-                        if (!hard) begin
+                        pend_taken <= 1'b0;
+                        // a soft sequence always follows a RESET write; after nRESET, only
+                        // a RESET write taken inside the sequence changes PROT (TRM 3.1.1 c)
+                        if (!hard || pend_taken || reset_wr) begin
                             cpl <= reset_wr ? new_cpl : pend_cpl;
                             csl <= reset_wr ? new_csl : pend_csl;
                         end

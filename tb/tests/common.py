@@ -67,14 +67,6 @@ def rtl_unsupported(feature: str, condition: bool = True):
 # DUT until the bug is fixed, then it fails loudly ("passed but we expected a failure") and
 # the entry goes.
 KNOWN_BUGS: dict = {
-    "nreset_pending_prot": (
-        "rtl", "a permitted RESET write during the reset sequence that follows nRESET is taken "
-        "(no PSLVERR, RESET reads the pending bits) but PROT keeps PORPL/PORSL at the end of "
-        "the sequence; TRM 3.1.1 (c) and the TLM (Policy reset_write='trm_3_1_1'): the write "
-        "updates the privilege level as a normal RESET write does, so PROT = {pending_CSL | "
-        "PPROT[1], min(PPROT[0], pending_CPL)}. npu_cpm.v applies pend_cpl/pend_csl only at "
-        "the end of a soft-reset sequence (`if (!hard)`). "
-        "test_faults.test_reset_write_in_nreset_sequence (any seed)"),
 }
 
 

@@ -673,7 +673,6 @@ async def test_apb_in_reset_sequence(dut, after):
     env.finish()
 
 
-@known_bug("nreset_pending_prot")
 @cocotb.test(**TIMEOUT)
 async def test_reset_write_in_nreset_sequence(dut):
     """A permitted RESET write during the sequence that follows nRESET updates the privilege
