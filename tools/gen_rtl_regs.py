@@ -19,10 +19,14 @@ Nothing in the generated files is typed by hand: every number comes from
   field, for the command decoder (npu_cmd_decode.v) and the kernel unit (npu_kernel.v) to
   include;
 * ``tlm/arith.py``, ``tlm/ops/pool.py`` -> ``rtl_stub/gen/npu_kernel.vh``: the average-pool
-  scale table of rescale_mode_avpool and the pooling identities.
+  scale table of rescale_mode_avpool and the pooling identities;
+* ``tb/ports.py``       -> ``rtl_stub/gen/ethosu85_ports.vh``: the top-level port list (TRM
+  chapter 5) of the stand-in and of the DUT=tlm shell; ``rtl_stub/gen/ethosu85_shell.vh``:
+  the shell's ``tlm_<PORT>`` variables and output copies.
 
 The include files hold `localparam`s (and one always_ff block), so they are included inside
-module bodies. Include directory: ``rtl_stub`` (``include "gen/npu_regs.vh"``).
+module bodies; ``ethosu85_ports.vh`` is included inside the port list parentheses. Include
+directory: ``rtl_stub`` (``include "gen/npu_regs.vh"``).
 """
 from __future__ import annotations
 
@@ -273,13 +277,46 @@ def gen_kernel() -> str:
     return "\n".join(out) + "\n"
 
 
+# ---------------------------------------------------------------------------- top-level ports
+def _range(width: int) -> str:
+    return f"[{width - 1}:0]" if width > 1 else ""
+
+
+def gen_ports() -> str:
+    from tb.ports import port_groups
+
+    out = [HEADER.format(name="ethosu85_ports.vh", sources="tb/ports.py"),
+           "// The port list of module ethosu85 (included between its parentheses)."]
+    groups = port_groups()
+    for g, (heading, ports) in enumerate(groups):
+        out.append(f"// ---- {heading} ----")
+        for k, p in enumerate(ports):
+            last = g == len(groups) - 1 and k == len(ports) - 1
+            out.append(f"{p.direction:<6} wire {_range(p.width):<9} {p.name}{'' if last else ','}")
+    return "\n".join(out) + "\n"
+
+
+def gen_shell() -> str:
+    from tb.ports import ports
+
+    outs = [p for p in ports() if p.direction == "output"]
+    out = [HEADER.format(name="ethosu85_shell.vh", sources="tb/ports.py"),
+           "// Body of the DUT=tlm shell: every output <PORT> copies a variable tlm_<PORT> that",
+           "// tb/tlm_pins.py writes through VPI."]
+    out += [f"reg {_range(p.width):<9} tlm_{p.name};" for p in outs]
+    out += [f"assign {p.name} = tlm_{p.name};" for p in outs]
+    return "\n".join(out) + "\n"
+
+
 # ---------------------------------------------------------------------------- driver
 def generate() -> dict[Path, str]:
     """{path: text} of every generated file."""
     return {GEN_DIR / "npu_regs.vh": gen_regs(),
             GEN_DIR / "npu_isa.vh": gen_isa(),
             GEN_DIR / "npu_cmd_state.vh": gen_cmd_state(),
-            GEN_DIR / "npu_kernel.vh": gen_kernel()}
+            GEN_DIR / "npu_kernel.vh": gen_kernel(),
+            GEN_DIR / "ethosu85_ports.vh": gen_ports(),
+            GEN_DIR / "ethosu85_shell.vh": gen_shell()}
 
 
 def stale() -> list[Path]:

@@ -1,0 +1,88 @@
+"""The top-level port list of the Ethos-U85 (TRM chapter 5), as data.
+
+One table serves the RTL (``tools/gen_rtl_regs.py`` writes ``rtl_stub/gen/ethosu85_ports.vh``,
+the port list of both the stand-in ``ethosu85.v`` and the DUT=tlm shell, and the shell's
+``tlm_*`` drivers) and the bench (signal names to bind). The configuration is the one the
+stand-in and the shell implement: one SRAM and one EXT AXI manager port (SRAM0, EXT0), 128-bit
+data, 40-bit addresses, 6-bit IDs.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+AXI_DATA_BITS = 128
+AXI_ADDR_BITS = 40
+AXI_ID_BITS = 6
+AXI_PORTS = ("SRAM0", "EXT0")          # the manager ports this top level has
+
+
+class Port(NamedTuple):
+    name: str
+    direction: str      # "input" | "output" (of the NPU)
+    width: int = 1
+
+
+def _group(*ports) -> tuple:
+    return tuple(Port(*p) for p in ports)
+
+
+def axi_manager_signals() -> tuple:
+    """The signals of one AXI5 manager port (TRM 5.8), without the port suffix."""
+    d, a, i = AXI_DATA_BITS, AXI_ADDR_BITS, AXI_ID_BITS
+    return _group(
+        ("AWAKEUP", "output"), ("ACLKEN", "input"),
+        ("AWVALID", "output"), ("AWID", "output", i), ("AWADDR", "output", a),
+        ("AWLEN", "output", 8), ("AWSIZE", "output", 3), ("AWBURST", "output", 2),
+        ("AWCACHE", "output", 4), ("AWDOMAIN", "output", 2), ("AWPROT", "output", 3),
+        ("AWREADY", "input"),
+        ("WVALID", "output"), ("WDATA", "output", d), ("WSTRB", "output", d // 8),
+        ("WLAST", "output"), ("WREADY", "input"),
+        ("BVALID", "input"), ("BID", "input", i), ("BRESP", "input", 2), ("BREADY", "output"),
+        ("ARVALID", "output"), ("ARID", "output", i), ("ARADDR", "output", a),
+        ("ARLEN", "output", 8), ("ARSIZE", "output", 3), ("ARBURST", "output", 2),
+        ("ARCACHE", "output", 4), ("ARDOMAIN", "output", 2), ("ARPROT", "output", 3),
+        ("ARREADY", "input"),
+        ("RVALID", "input"), ("RID", "input", i), ("RDATA", "input", d), ("RRESP", "input", 2),
+        ("RLAST", "input"), ("RREADY", "output"))
+
+
+def port_groups() -> list:
+    """[(heading, (Port, ...)), ...] in TRM chapter 5 order."""
+    groups = [
+        ("Clock and reset (TRM 5.1)",
+         _group(("CLK", "input"), ("nRESET", "input"), ("nMBISTRESET", "input"))),
+        ("Configuration (TRM 5.2); sampled at hard reset, CFG* also at soft reset",
+         _group(("PORPL", "input"), ("PORSL", "input"), ("DBGEN", "input"), ("SPIDEN", "input"),
+                ("CFGSRAMCAP", "input", 32), ("CFGEXTCAP", "input", 32),
+                ("CFGSRAMHASH0", "input", 40))),
+        ("Interrupt (TRM 5.3), level", _group(("IRQ", "output"))),
+        ("Power Q-Channel (TRM 5.4)",
+         _group(("PWRQACTIVE", "output"), ("PWRQREQn", "input"), ("PWRQACCEPTn", "output"),
+                ("PWRQDENY", "output"))),
+        ("Clock Q-Channel (TRM 5.5)",
+         _group(("CLKQACTIVE", "output"), ("CLKQREQn", "input"), ("CLKQACCEPTn", "output"),
+                ("CLKQDENY", "output"))),
+        ("Warm-reset halt (TRM 5.6)", _group(("WRSTQREQ", "input"), ("WRSTQACK", "output"))),
+        ("Debug cross-trigger (TRM 5.7)",
+         _group(("DBGHALTREQ", "input"), ("DBGRESTARTREQ", "input"), ("DBGHALTACK", "output"))),
+    ]
+    for port in AXI_PORTS:
+        groups.append((f"AXI5 manager port {port} (TRM 5.8)",
+                       tuple(Port(p.name + port, p.direction, p.width)
+                             for p in axi_manager_signals())))
+    groups += [
+        ("APB5 completer (TRM 5.9), 8 KiB register window",
+         _group(("PWAKEUP", "input"), ("PCLKEN", "input"), ("PSEL", "input"),
+                ("PENABLE", "input"), ("PPROT", "input", 3), ("PWRITE", "input"),
+                ("PADDR", "input", 13), ("PWDATA", "input", 32), ("PSTRB", "input", 4),
+                ("PREADY", "output"), ("PSLVERR", "output"), ("PRDATA", "output", 32))),
+        ("DFT and MBIST (TRM 5.10); tie inactive",
+         _group(("DFTCGEN", "input"), ("DFTRSTDISABLE", "input", 2), ("DFTRAMHOLD", "input"),
+                ("MBISTREQ", "input"))),
+    ]
+    return groups
+
+
+def ports() -> list:
+    """Every top-level port, in declaration order."""
+    return [p for _, group in port_groups() for p in group]
