@@ -1,9 +1,8 @@
 // npu_axi_rd.v -- read side of one AXI manager port of the Ethos-U85 stand-in (TRM 5.8).
 //
-// * NC read clients present bursts that are already legal (split at the max_beats
-//   boundary by the client, ARSIZE = 16 bytes, INCR); a round-robin arbiter picks one.
-// * The burst goes into the AR output register. Outstanding bursts (from AR issue to the
-//   RLAST beat) are limited to min(max_out_m1 + 1, HW_MAX_OUT) (TRM 2.3.3, 3.3.1.18-21).
+// * AR channel: npu_axi_addr (round-robin over NC read clients, AR output register,
+//   outstanding bursts from AR issue to the RLAST beat limited to
+//   min(max_out_m1 + 1, HW_MAX_OUT)).
 // * RREADY is always 1: a client issues a burst only when it can take all its beats.
 //   Read beats are broadcast to every client with their RID; a client keeps the beats of
 //   its own ID (ARID = {2'b00, channel code}, TRM pmu_axi_channel_t, so an error beat also
@@ -26,7 +25,7 @@ module npu_axi_rd #(
     input  wire [2:0]        axprot,
     // client requests (client k in bits [k*W +: W])
     input  wire [NC-1:0]     rq_valid,
-    output logic [NC-1:0]    rq_ready,
+    output wire [NC-1:0]     rq_ready,
     input  wire [NC*40-1:0]  rq_addr,
     input  wire [NC*8-1:0]   rq_len,
     input  wire [NC*6-1:0]   rq_id,
@@ -42,15 +41,15 @@ module npu_axi_rd #(
     output wire              idle,           // no burst pending or outstanding
     output wire [15:0]       pmu_ev,
     // AXI read channels
-    output logic             ARVALID,
-    output logic [5:0]       ARID,
-    output logic [39:0]      ARADDR,
-    output logic [7:0]       ARLEN,
+    output wire              ARVALID,
+    output wire  [5:0]       ARID,
+    output wire  [39:0]      ARADDR,
+    output wire  [7:0]       ARLEN,
     output wire  [2:0]       ARSIZE,
     output wire  [1:0]       ARBURST,
-    output logic [3:0]       ARCACHE,
-    output logic [1:0]       ARDOMAIN,
-    output logic [2:0]       ARPROT,
+    output wire  [3:0]       ARCACHE,
+    output wire  [1:0]       ARDOMAIN,
+    output wire  [2:0]       ARPROT,
     input  wire              ARREADY,
     input  wire              RVALID,
     input  wire [5:0]        RID,
@@ -59,79 +58,25 @@ module npu_axi_rd #(
     input  wire              RLAST,
     output wire              RREADY
 );
-    localparam integer CW = (NC > 1) ? $clog2(NC) : 1;
-    localparam integer NCM1 = NC - 1;
-    localparam [CW-1:0] LAST = NCM1[CW-1:0];
-    localparam [CW-1:0] ONE = {{(CW-1){1'b0}}, 1'b1};
-
     assign ARSIZE  = 3'd4;       // 16-byte beats
     assign ARBURST = 2'b01;      // INCR
     assign RREADY  = 1'b1;
 
-    // ---------------------------------------------------------------- outstanding limit
-    localparam [6:0] HW_LIMIT = HW_MAX_OUT[6:0];
-    logic [6:0] outstanding;
-    wire  [6:0] limit_cfg = {1'b0, max_out_m1} + 7'd1;
-    wire  [6:0] limit = (limit_cfg > HW_LIMIT) ? HW_LIMIT : limit_cfg;
-    wire        r_hs   = RVALID & aclken;               // RREADY is 1
-    wire        r_done = r_hs & RLAST;
-    wire        ar_hs  = ARVALID & ARREADY & aclken;
-    // the AR register can take a new burst at this edge
-    wire        ar_free = !ARVALID || (ARREADY && aclken);
-    wire        under_limit = outstanding < limit;
-    wire        can_issue = aclken && ar_free && under_limit;
+    wire r_hs   = RVALID & aclken;               // RREADY is 1
+    wire r_done = r_hs & RLAST;
+    wire ar_hs  = ARVALID & ARREADY & aclken;
+    wire under_limit, quiet;
+    wire unused_take;
+    wire [((NC > 1) ? $clog2(NC) : 1)-1:0] unused_grant;
 
-    // ---------------------------------------------------------------- round-robin arbiter
-    logic [CW-1:0] rr;          // client with the highest priority
-    logic [CW-1:0] grant, idx;
-    logic          any;
-    integer i;
-    always @(*) begin
-        grant = rr;
-        any = 1'b0;
-        idx = rr;
-        for (i = 0; i < NC; i = i + 1) begin
-            if (!any && rq_valid[idx]) begin
-                grant = idx;
-                any = 1'b1;
-            end
-            idx = (idx == LAST) ? {CW{1'b0}} : idx + ONE;
-        end
-    end
-    wire take = any && can_issue;
-    always @(*) begin
-        rq_ready = {NC{1'b0}};
-        if (take) rq_ready[grant] = 1'b1;
-    end
-
-    always_ff @(posedge CLK or negedge rst_n) begin
-        if (!rst_n) begin
-            ARVALID <= 1'b0;
-            ARID <= 6'd0;
-            ARADDR <= 40'd0;
-            ARLEN <= 8'd0;
-            ARCACHE <= 4'd0;
-            ARDOMAIN <= 2'd0;
-            ARPROT <= 3'd0;
-            rr <= {CW{1'b0}};
-            outstanding <= 7'd0;
-        end else begin
-            if (take) begin
-                ARVALID <= 1'b1;
-                ARID <= rq_id[grant*6 +: 6];
-                ARADDR <= rq_addr[grant*40 +: 40];
-                ARLEN <= rq_len[grant*8 +: 8];
-                ARCACHE <= rq_cache[grant*4 +: 4];
-                ARDOMAIN <= rq_domain[grant*2 +: 2];
-                ARPROT <= axprot;
-                rr <= (grant == LAST) ? {CW{1'b0}} : grant + ONE;
-            end else if (ar_hs) begin
-                ARVALID <= 1'b0;
-            end
-            // a burst counts as outstanding from the moment it enters the AR register
-            outstanding <= outstanding + {6'd0, take} - {6'd0, r_done};
-        end
-    end
+    npu_axi_addr #(.NC(NC), .HW_MAX_OUT(HW_MAX_OUT), .MW(6)) u_ar (
+        .CLK(CLK), .rst_n(rst_n), .aclken(aclken), .max_out_m1(max_out_m1), .axprot(axprot),
+        .block(1'b0), .done(r_done),
+        .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_addr(rq_addr), .rq_len(rq_len),
+        .rq_id(rq_id), .rq_cache(rq_cache), .rq_domain(rq_domain),
+        .take(unused_take), .grant(unused_grant), .under_limit(under_limit), .quiet(quiet),
+        .AxVALID(ARVALID), .AxID(ARID), .AxADDR(ARADDR), .AxLEN(ARLEN), .AxCACHE(ARCACHE),
+        .AxDOMAIN(ARDOMAIN), .AxPROT(ARPROT), .AxREADY(ARREADY));
 
     // ---------------------------------------------------------------- read data
     assign rb_valid = r_hs;
@@ -140,7 +85,7 @@ module npu_axi_rd #(
     assign rb_resp  = RRESP;
     assign rb_last  = RLAST;
 
-    assign idle = !ARVALID && (outstanding == 7'd0);
+    assign idle = quiet;
 
     // ---------------------------------------------------------------- PMU events
     logic [15:0] ev;

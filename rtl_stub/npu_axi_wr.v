@@ -1,12 +1,12 @@
 // npu_axi_wr.v -- write side of one AXI manager port of the Ethos-U85 stand-in (TRM 5.8).
 //
-// * NC write clients present bursts (already split at the max_beats boundary by the
-//   client); a round-robin arbiter loads one into the AW output register and records the
-//   client in the W-order queue (AXI4 has no WID: W bursts follow AW order).
+// * AW channel: npu_axi_addr (round-robin over NC write clients, AW output register); the
+//   client of every burst taken goes into the W-order queue (AXI4 has no WID: W bursts
+//   follow AW order).
 // * W beats are taken from the client at the head of the W-order queue into the W output
 //   register, after its AW has been taken (never before).
 // * Outstanding bursts (from AW issue to the B response) are limited to
-//   min(max_out_m1 + 1, HW_MAX_OUT). BREADY is always 1.
+//   min(max_out_m1 + 1, HW_MAX_OUT) by npu_axi_addr. BREADY is always 1.
 // * ACLKEN: outputs change only at CLK edges where ACLKEN is 1; inputs are sampled then.
 // * pmu_ev: offsets 4 wr_trans_accepted, 7 wr_data_beat_written, 8 wr_tran_req_stalled,
 //   9 wr_data_beat_stalled, 15 wr_stall_limit of a pmu_event_t AXI family.
@@ -25,7 +25,7 @@ module npu_axi_wr #(
     input  wire [2:0]        axprot,
     // client bursts
     input  wire [NC-1:0]     wq_valid,
-    output logic [NC-1:0]    wq_ready,
+    output wire [NC-1:0]     wq_ready,
     input  wire [NC*40-1:0]  wq_addr,
     input  wire [NC*8-1:0]   wq_len,
     input  wire [NC*6-1:0]   wq_id,
@@ -46,15 +46,15 @@ module npu_axi_wr #(
     output wire [15:0]       pmu_ev,
     output wire [5:0]        wbeat_id,
     // AXI write channels
-    output logic             AWVALID,
-    output logic [5:0]       AWID,
-    output logic [39:0]      AWADDR,
-    output logic [7:0]       AWLEN,
+    output wire              AWVALID,
+    output wire  [5:0]       AWID,
+    output wire  [39:0]      AWADDR,
+    output wire  [7:0]       AWLEN,
     output wire  [2:0]       AWSIZE,
     output wire  [1:0]       AWBURST,
-    output logic [3:0]       AWCACHE,
-    output logic [1:0]       AWDOMAIN,
-    output logic [2:0]       AWPROT,
+    output wire  [3:0]       AWCACHE,
+    output wire  [1:0]       AWDOMAIN,
+    output wire  [2:0]       AWPROT,
     input  wire              AWREADY,
     output logic             WVALID,
     output logic [127:0]     WDATA,
@@ -67,26 +67,16 @@ module npu_axi_wr #(
     output wire              BREADY
 );
     localparam integer CW = (NC > 1) ? $clog2(NC) : 1;
-    localparam integer NCM1 = NC - 1;
-    localparam [CW-1:0] LAST = NCM1[CW-1:0];
-    localparam [CW-1:0] ONE = {{(CW-1){1'b0}}, 1'b1};
     localparam integer QW = $clog2(WQ_DEPTH);
     localparam [QW:0] QDEPTH = WQ_DEPTH[QW:0];
-    localparam [5:0] HW_LIMIT = HW_MAX_OUT[5:0];
 
     assign AWSIZE  = 3'd4;
     assign AWBURST = 2'b01;
     assign BREADY  = 1'b1;
 
-    // ---------------------------------------------------------------- limits
-    logic [5:0] outstanding;
-    wire  [5:0] limit_cfg = {1'b0, max_out_m1} + 6'd1;
-    wire  [5:0] limit = (limit_cfg > HW_LIMIT) ? HW_LIMIT : limit_cfg;
     wire        aw_hs  = AWVALID & AWREADY & aclken;
     wire        w_hs   = WVALID & WREADY & aclken;
     wire        b_hs   = BVALID & aclken;
-    wire        aw_free = !AWVALID || (AWREADY && aclken);
-    wire        under_limit = outstanding < limit;
 
     // ---------------------------------------------------------------- W-order queue
     logic [CW-1:0] wq_client [0:WQ_DEPTH-1];
@@ -97,27 +87,17 @@ module npu_axi_wr #(
     wire           q_empty = (q_count == {(QW+1){1'b0}});
     wire [CW-1:0]  owner = wq_client[q_head];
 
-    // ---------------------------------------------------------------- AW arbiter
-    logic [CW-1:0] rr, grant, idx;
-    logic          any;
-    integer i;
-    always @(*) begin
-        grant = rr;
-        any = 1'b0;
-        idx = rr;
-        for (i = 0; i < NC; i = i + 1) begin
-            if (!any && wq_valid[idx]) begin
-                grant = idx;
-                any = 1'b1;
-            end
-            idx = (idx == LAST) ? {CW{1'b0}} : idx + ONE;
-        end
-    end
-    wire take = any && aclken && aw_free && under_limit && !q_full;
-    always @(*) begin
-        wq_ready = {NC{1'b0}};
-        if (take) wq_ready[grant] = 1'b1;
-    end
+    // ---------------------------------------------------------------- AW channel
+    wire           take, under_limit, aw_quiet;
+    wire [CW-1:0]  grant;
+    npu_axi_addr #(.NC(NC), .HW_MAX_OUT(HW_MAX_OUT), .MW(5)) u_aw (
+        .CLK(CLK), .rst_n(rst_n), .aclken(aclken), .max_out_m1(max_out_m1), .axprot(axprot),
+        .block(q_full), .done(b_hs),
+        .rq_valid(wq_valid), .rq_ready(wq_ready), .rq_addr(wq_addr), .rq_len(wq_len),
+        .rq_id(wq_id), .rq_cache(wq_cache), .rq_domain(wq_domain),
+        .take(take), .grant(grant), .under_limit(under_limit), .quiet(aw_quiet),
+        .AxVALID(AWVALID), .AxID(AWID), .AxADDR(AWADDR), .AxLEN(AWLEN), .AxCACHE(AWCACHE),
+        .AxDOMAIN(AWDOMAIN), .AxPROT(AWPROT), .AxREADY(AWREADY));
 
     // ---------------------------------------------------------------- W register
     wire w_free = !WVALID || (WREADY && aclken);
@@ -130,36 +110,15 @@ module npu_axi_wr #(
 
     always_ff @(posedge CLK or negedge rst_n) begin
         if (!rst_n) begin
-            AWVALID <= 1'b0;
-            AWID <= 6'd0;
-            AWADDR <= 40'd0;
-            AWLEN <= 8'd0;
-            AWCACHE <= 4'd0;
-            AWDOMAIN <= 2'd0;
-            AWPROT <= 3'd0;
             WVALID <= 1'b0;
             WDATA <= 128'd0;
             WSTRB <= 16'd0;
             WLAST <= 1'b0;
-            rr <= {CW{1'b0}};
-            outstanding <= 6'd0;
             q_head <= {QW{1'b0}};
             q_tail <= {QW{1'b0}};
             q_count <= {(QW+1){1'b0}};
         end else begin
-            if (take) begin
-                AWVALID <= 1'b1;
-                AWID <= wq_id[grant*6 +: 6];
-                AWADDR <= wq_addr[grant*40 +: 40];
-                AWLEN <= wq_len[grant*8 +: 8];
-                AWCACHE <= wq_cache[grant*4 +: 4];
-                AWDOMAIN <= wq_domain[grant*2 +: 2];
-                AWPROT <= axprot;
-                rr <= (grant == LAST) ? {CW{1'b0}} : grant + ONE;
-                q_tail <= q_tail + {{(QW-1){1'b0}}, 1'b1};
-            end else if (aw_hs) begin
-                AWVALID <= 1'b0;
-            end
+            if (take) q_tail <= q_tail + {{(QW-1){1'b0}}, 1'b1};
             if (w_take) begin
                 WVALID <= 1'b1;
                 WDATA <= wd_data[owner*128 +: 128];
@@ -170,7 +129,6 @@ module npu_axi_wr #(
             end
             if (w_pop) q_head <= q_head + {{(QW-1){1'b0}}, 1'b1};
             q_count <= q_count + {{QW{1'b0}}, take} - {{QW{1'b0}}, w_pop};
-            outstanding <= outstanding + {5'd0, take} - {5'd0, b_hs};
         end
     end
 
@@ -193,7 +151,7 @@ module npu_axi_wr #(
     assign wb_id    = BID;
     assign wb_resp  = BRESP;
 
-    assign idle = !AWVALID && !WVALID && q_empty && (outstanding == 6'd0);
+    assign idle = aw_quiet && !WVALID && q_empty;
 
     logic [15:0] ev;
     always @(*) begin
