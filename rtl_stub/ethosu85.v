@@ -18,7 +18,8 @@
 //   npu_kernel       NPU_OP_ELEMENTWISE / NPU_OP_POOL on 8-bit tensors (channels rd_ifm,
 //                    rd_ifm_stream, wr_ofm); npu_kernel_alu, npu_rsr: its arithmetic
 //   npu_region_route region -> BASEP, MEM_ATTR (port group, AxCACHE, AxDOMAIN)
-//   npu_axi_rd/wr    one AXI manager port side each: arbitration, outstanding limits
+//   npu_axi_rd/wr    one AXI manager port side each; npu_axi_addr: their AR/AW channel
+//                    (arbitration, address register, outstanding limit)
 //
 // Parameters: MACS (128/256/512/1024/2048) selects the CONFIG word and the hardware
 // outstanding-transaction maxima (TRM Table 2-2); default ethos-u85-256. RESET_CYCLES is
