@@ -20,6 +20,11 @@
   ``output<i>`` (e.g. LiteRT BUILTIN_REF outputs) that the outputs are also checked against.
 * ``--config`` sets the TLM's configuration (default ethos-u85-256; a network without
   ``--config`` uses the one Vela embedded).
+* Functional coverage (tb/coverage.py): each simulator process writes its counts to
+  ``<build>/coverage/coverage-<pid>.json``; after the run they are merged, one line a cover
+  point is printed and the JSON report goes to ``<build>/coverage.json`` (next to
+  results.xml; format ``ethos-u85-tb-coverage/1-report``: per point the bins, hits, covered
+  bins, percentage and the uncovered bins).
 * Exit status: 0 only if at least one test ran and none failed (expected failures, i.e.
   features the RTL stand-in does not implement, and skips do not count as failures; the
   summary line counts them); 2 for a setup problem
@@ -313,7 +318,10 @@ def _build_and_run(args, env, sources, tool, seed, npu_model, npu_ref, config, b
     (build_dir / "tb_hdl.sha1").write_text(digest)
     t_build = time.monotonic() - t0
 
-    extra_env = {"TB_DUT": args.dut, "NPU_CONFIG": config,
+    cov_dir = build_dir / "coverage"        # one file per simulator process, merged below
+    shutil.rmtree(cov_dir, ignore_errors=True)
+    cov_dir.mkdir(parents=True, exist_ok=True)
+    extra_env = {"TB_DUT": args.dut, "NPU_CONFIG": config, "TB_COVERAGE_DIR": str(cov_dir),
                  "NPU_CONFIG_EXPLICIT": "1" if args.config else "",
                  "NPU_MODEL": str(npu_model) if npu_model is not None else "",
                  "NPU_MODEL_REF": str(npu_ref) if npu_ref is not None else ""}
@@ -344,6 +352,9 @@ def _build_and_run(args, env, sources, tool, seed, npu_model, npu_ref, config, b
         wave_note = f"; waves: {_rel(wave)}" + ("" if wave.is_file() else " (MISSING)")
         if not wave.is_file():
             n_failed += 1
+    report_coverage(cov_dir, build_dir / "coverage.json",
+                    dict(sim=args.sim, dut=args.dut, seed=seed, tests=test_filter,
+                         config=config, results=_rel(results)))
     _say(f"{n_tests} tests, {n_failed} failed, {n_skipped} skipped; build {t_build:.1f}s, "
          f"run {t_run:.1f}s; seed={seed}; results: {_rel(results)}{wave_note}")
     if n_tests == 0:
@@ -355,6 +366,28 @@ def _build_and_run(args, env, sources, tool, seed, npu_model, npu_ref, config, b
     if n_failed or sim_exit:
         return 1
     return 0
+
+
+def report_coverage(cov_dir: Path, out: Path, meta: dict) -> "Path | None":
+    """Merge the simulator processes' coverage files (tb/coverage.py), print one line a cover
+    point and write the JSON report *out* (next to results.xml)."""
+    out.unlink(missing_ok=True)
+    files = sorted(cov_dir.glob("coverage-*.json"))
+    if not files:
+        _say("functional coverage: no coverage file was written (no scoreboard ran?)")
+        return None
+    try:
+        from tb.coverage import merge_files
+        cov = merge_files(files)
+    except (OSError, ValueError) as e:
+        _say(f"functional coverage: cannot merge {cov_dir}: {e}")
+        return None
+    _say(f"functional coverage ({len(files)} process file(s); covered/bins, %):")
+    for line in cov.summary():
+        print(f"  {line}", flush=True)
+    out.write_text(json.dumps(cov.report(**meta), indent=1))
+    _say(f"coverage report: {_rel(out)}")
+    return out
 
 
 def _rel(p: Path) -> str:

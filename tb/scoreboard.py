@@ -29,6 +29,11 @@
   reference transaction of the same port and direction must carry its AxPROT, AxCACHE and
   AxDOMAIN.
 
+* **Functional coverage** (tb/coverage.py): every APB transfer and AXI burst the scoreboard
+  listens to is sampled, and a ``JobRecorder`` on the reference device samples the commands
+  it executes, the kernel-op configuration and how each job ends; ``check()`` writes the
+  process's coverage file (``coverage=None`` turns sampling off).
+
 Mismatches are collected (``mismatches``) and logged; ``check()`` asserts there are none.
 Writes to the NPU while a job is in flight are forwarded to the reference but not compared
 (the reference has already finished; CMD.stop_request is not modelled by this scoreboard).
@@ -42,6 +47,7 @@ from typing import Callable
 
 import numpy as np
 
+from tb import coverage as _coverage
 from tlm import registers as R
 from tlm.memory import Resp
 
@@ -174,8 +180,11 @@ class Scoreboard:
     """
 
     def __init__(self, memory=None, log: "logging.Logger | None" = None,
-                 irq_level: "Callable[[], int | None] | None" = None):
+                 irq_level: "Callable[[], int | None] | None" = None,
+                 coverage: "_coverage.BenchCoverage | None | bool" = True):
         self.memory = memory
+        # functional coverage: True = this process's model (tb.coverage.current())
+        self.coverage = _coverage.current() if coverage is True else (coverage or None)
         self.log = log or logging.getLogger("cocotb.tb.scoreboard")
         self.ref = None
         self.enabled = True
@@ -193,6 +202,8 @@ class Scoreboard:
     def set_reference(self, device) -> None:
         self.ref = device
         self.job = None
+        if self.coverage is not None and isinstance(getattr(device, "hooks", None), list):
+            device.hooks.append(_coverage.JobRecorder(device, self.coverage))
 
     def _mismatch(self, msg: str) -> None:
         if len(self.mismatches) < self.max_report:
@@ -214,6 +225,8 @@ class Scoreboard:
     # ------------------------------------------------------------------ APB
     def __call__(self, r) -> None:
         """APB listener (tb.apb.Apb5Manager.listeners)."""
+        if self.coverage is not None:
+            self.coverage.sample_apb(r)
         ref = self.ref
         if not self.enabled or ref is None:
             return
@@ -386,6 +399,8 @@ class Scoreboard:
     # ------------------------------------------------------------------ AXI / IRQ monitors
     def on_burst(self, b) -> None:
         """AXI monitor listener (tb.axi.AxiSubordinate.listeners)."""
+        if self.coverage is not None:
+            self.coverage.sample_burst(b)
         job = self.job
         if job is None or job.closed:
             if b.write:
@@ -462,6 +477,8 @@ class Scoreboard:
 
     # ------------------------------------------------------------------ end of test
     def check(self, allow_open_job: bool = False) -> None:
+        if self.coverage is not None:
+            _coverage.flush()
         if self.in_flight and not allow_open_job:
             self._mismatch(f"job {self.job.index} never seen to finish (no STATUS read showed "
                            "the DUT stopped)")

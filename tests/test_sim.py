@@ -7,6 +7,8 @@ build folders under sim_build/ (tb.run serialises runs that share a build folder
 * ``test_cocotb_regression[sim-dut]``: the whole regression, Verilator and Icarus, DUT=tlm
   and DUT=rtl (the latter once rtl_stub/ethosu85.v exists and Verilator lints it without
   error). Tests of features the stand-in lacks are expected failures there.
+  Each run must print the functional-coverage summary (tb/coverage.py) and write its JSON
+  report with hits in every key cover point.
 * ``test_npu_model_through_pins[sim]``: ``make sim NPU_MODEL=... NPU_MODEL_REF=...`` on the
   catalog network maxpool_2x2_s2_valid (Vela for ethos-u85-256, LiteRT BUILTIN_REF
   reference), DUT=tlm: every output byte against the TLM scoreboard and LiteRT.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -88,6 +91,30 @@ def _summary(p: subprocess.CompletedProcess) -> tuple[int, int, int]:
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
+# cover points of tb/coverage.py that the regression must hit (on both DUTs: the scoreboard's
+# reference model samples the commands and kernel-op configurations)
+KEY_COVER_POINTS = ("opcode", "kernel_op_mode", "ifm_precision x ifm_format",
+                    "ofm_precision x ofm_format", "activation_function", "ofm_round_mode",
+                    "acc_format", "axi_burst_len", "axi_burst_size", "axi_resp", "axi_prot",
+                    "job_end", "bus_fault", "apb_prot")
+
+
+def _coverage(p: subprocess.CompletedProcess) -> dict:
+    """The coverage summary tb.run printed (one line a cover point) and its JSON report."""
+    assert "tb.run: functional coverage" in p.stdout, _explain(p)
+    m = re.search(r"tb\.run: coverage report: (\S+)", p.stdout)
+    assert m, f"no coverage report path printed:\n{_explain(p)}"
+    path = REPO / m.group(1)
+    assert path.is_file(), f"coverage report {path} missing"
+    rep = json.loads(path.read_text())
+    assert rep["format"] == "ethos-u85-tb-coverage/1-report"
+    for name, pt in rep["points"].items():
+        assert re.search(rf"^  {re.escape(name)} +{pt['covered']}/{pt['bins']} ", p.stdout, re.M), \
+            f"no summary line for cover point {name}"
+    assert re.search(r"^  total +\d+/\d+ ", p.stdout, re.M)
+    return rep
+
+
 # tb/tests/test_faults.py: number of tests and a few that must be among them
 FAULT_TESTS = 48
 FAULT_NAMES = (
@@ -139,6 +166,15 @@ def test_cocotb_regression(sim, dut):
     if dut == "tlm":     # the TLM has every kernel op: no expected failure there
         xfails = [n for n in re.findall(r"test_faults\.(\S+) passed: failed as expected", p.stdout)]
         assert not xfails, f"expected failures on DUT=tlm: {xfails}"
+    # functional coverage: summary printed, report written, every key point hit
+    assert "test_coverage_sampled passed" in p.stdout, f"test_coverage_sampled on {sim}-{dut}"
+    rep = _coverage(p)
+    empty = [k for k in KEY_COVER_POINTS if rep["points"][k]["covered"] == 0]
+    assert not empty, f"no coverage on {sim}-{dut} for {empty}"
+    pts = rep["points"]
+    assert pts["opcode"]["hits"]["NPU_OP_DMA_START"] > 0 and pts["job_end"]["hits"]["bus_status"] > 0
+    assert pts["apb_prot"]["hits"]["nonsecure_user/write/PSLVERR"] > 0     # the PROT matrix
+    assert pts["axi_resp"]["covered"] == pts["axi_resp"]["bins"]          # every port/dir/resp
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +206,8 @@ def test_npu_model_through_pins(sim, pool_net):
     text = p.stdout + p.stderr
     assert "test_npu_model passed" in text
     assert re.search(r"output0 .*bytes match the TLM and NPU_MODEL_REF", text), _explain(p)
+    rep = _coverage(p)
+    assert rep["points"]["kernel_op_mode"]["hits"]["NPU_OP_POOL.max"] > 0, rep["points"]["kernel_op_mode"]
 
 
 def test_run_options_seed_filter_waves():

@@ -8,6 +8,10 @@ write, a write on the wrong port, wrong AxCACHE, a burst longer than AXI_x.max_b
 a wrong STATUS.faulting_channel, a missing IRQ edge, more bursts in flight than
 AXI_x.max_outstanding allows. A clean run of the same job must
 report nothing. Only DUT=tlm: the bugs are planted in the TLM adapter.
+
+``test_coverage_sampled`` (both DUTs) checks the functional-coverage sampling of the
+scoreboard (tb/coverage.py) on the same job: every command of the stream counted once,
+the job's end, the AXI bursts per port and direction, the APB transfers.
 """
 from __future__ import annotations
 
@@ -16,9 +20,11 @@ import types
 
 import cocotb
 
+from tb import coverage
 from tb.env import Env
 from tb.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, dma_cmds, enc, named,
                              program_regions, skip_now)
+from tlm import isa
 from tlm.memory import Resp
 
 SKIP = DUT != "tlm"
@@ -114,3 +120,37 @@ async def test_scoreboard_catches(dut, bug):
     for sub in env.axi.ports.values():
         sub.errors.clear()
     env.finish()
+
+
+@cocotb.test(**TIMEOUT)
+async def test_coverage_sampled(dut):
+    """The scoreboard samples functional coverage: run the DMA job (SRAM -> EXT, stream in
+    EXT) with a private coverage model and check what it counted."""
+    env = Env(dut, reference_model=True)
+    cov = env.scoreboard.coverage = coverage.BenchCoverage()    # before start(): the recorder
+    await env.start()
+    await program_regions(env, (0, 0))
+    env.memory.write(REGION_BASE[2] + 0x10, bytes(range(200)))
+    words = dma_cmds(src_region=2, src=0x10, dst_region=1, dst=0x30, length=200) + \
+        enc(("NPU_OP_STOP", dict(mask=1)))
+    await env.load_stream(STREAM_ADDR, words)
+    await env.run_job()
+    env.finish()
+    # every command executed once (NPU_SET_* decoded between the operations)
+    want = {}
+    for d in isa.decode(words):
+        want[d.name] = want.get(d.name, 0) + 1
+    got = {k: v for k, v in cov.opcode.hits.items() if v}
+    assert got == want, f"opcode coverage {got}, the stream has {want}"
+    assert cov.job_end.hits["npu_op_stop"] == 1, cov.job_end.hits
+    assert sum(cov.kernel_op_mode.hits.values()) == 0          # a DMA, no kernel op
+    # bursts: command fetch and DMA source on their ports, DMA destination writes on EXT0
+    bl = cov.burst_len.hits
+    for port, d in (("EXT0", "read"), ("SRAM0", "read"), ("EXT0", "write")):
+        n = sum(v for k, v in bl.items() if k.startswith(f"{port}/{d}/"))
+        assert n > 0, f"no {port} {d} burst sampled: {bl}"
+    assert not any(v for k, v in bl.items() if k.startswith("SRAM0/write/")), bl
+    assert cov.resp.hits["EXT0/write/OKAY"] > 0 and not cov.resp.other, cov.resp.hits
+    assert cov.apb.hits["secure_priv/write/OKAY"] > 0 and cov.apb.hits["secure_priv/read/OKAY"] > 0
+    assert cov.axi_prot.hits["EXT0/secure_priv"] > 0, cov.axi_prot.hits
+    coverage.current().merge(cov)                              # into the run's report
