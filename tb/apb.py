@@ -16,7 +16,7 @@ PCLKEN qualifies edges: an edge at which PCLKEN was low is not an APB edge.
 
 Usage::
 
-    apb = Apb5Manager.from_entity(dut)            # binds PADDR, PSEL, ... by TRM name
+    apb = Apb5Manager.from_entity(dut)            # binds PADDR, PSEL, ... by TRM name (pin map)
     r = await apb.read(0x000)                     # ApbResult(data=..., slverr=...)
     r = await apb.write(0x010, 0x1000, prot=0b011, strb=0xF)
 """
@@ -98,18 +98,20 @@ class Apb5Manager:
             self.pwakeup.value = 0
 
     @classmethod
-    def from_entity(cls, entity, clock=None, prefix: str = "", **kwargs) -> "Apb5Manager":
-        """Bind to ``{prefix}PADDR`` ... on *entity* (TRM names); clock defaults to ``CLK``."""
+    def from_entity(cls, entity, clock=None, prefix: str = "", pinmap=None,
+                    **kwargs) -> "Apb5Manager":
+        """Bind to the TRM pins ``{prefix}PADDR`` ... of *entity* through the pin map
+        (tb/pinmap.py: *pinmap*, else ``TB_PINMAP``, else the names themselves); clock
+        defaults to ``CLK``."""
+        from tb.pinmap import PinMap
+        pm = PinMap.coerce(pinmap)
+
         def get(name, required=True):
-            full = prefix + name
-            if hasattr(entity, full):
-                return getattr(entity, full)
-            if required:
-                raise AttributeError(f"APB manager: {entity._name} has no signal {full}")
-            return None
+            return pm.get(entity, prefix + name, required=required)
         sigs = {n.lower(): get(n, n not in ("PSTRB", "PPROT", "PSLVERR")) for n in cls.SIGNALS}
         sigs.update({n.lower(): get(n, False) for n in cls.OPTIONAL})
-        return cls(clock if clock is not None else entity.CLK, **sigs, **kwargs)
+        return cls(clock if clock is not None else pm.get(entity, "CLK", required=True), **sigs,
+                   **kwargs)
 
     # ------------------------------------------------------------------ public API
     async def read(self, addr: int, prot: int = PROT_SECURE_PRIV) -> ApbResult:

@@ -15,6 +15,18 @@ memory contents, for DUT=rtl and DUT=tlm alike.
   responses chosen per address range (``inject_fault``), DECERR as well as SLVERR.
 * Backpressure: ``set_pause_generator`` on every channel (cocotbext-axi pause generators);
   ``random_pause(seed, p)`` makes one.
+* Latency: ``set_latency(read=, write=)`` per port (``AxiMemory.set_latency`` for all or some
+  ports): extra cycles from the AR handshake to the first R beat, and from the AW handshake
+  to the B response (never before the last W beat). A latency is an int (fixed), a
+  ``(lo, hi)`` pair (uniform per burst, seeded) or ``callable(AxiBurst) -> int``. Latencies
+  overlap as in a pipelined memory: a burst's wait runs while earlier bursts transfer.
+* Read reordering: ``set_reorder(True)``: among the bursts whose latency has elapsed, the
+  oldest burst of each ARID is a candidate and one is picked at random (seeded), so reads
+  with different ARIDs complete out of order while reads with the same ARID stay in order.
+  Whole bursts are reordered; beats of different bursts are never interleaved. B responses
+  stay in AW order. A manager that uses one ARID (the DUT=tlm adapter issues one
+  transaction, one ID, at a time) sees no reordering. ``stats`` counts the choices.
+  The default is no extra latency and in-order service, exactly the original timing.
 * Monitor: every burst is recorded as an ``AxiBurst`` (port, direction, ID, address,
   AxLEN/AxSIZE/AxBURST, AxPROT/AxCACHE/AxDOMAIN, response, the bytes moved, times) and
   handed to ``listeners`` (the scoreboard); AXI rule violations (4 KB crossing, AxSIZE
@@ -31,28 +43,34 @@ overlap the range answers with the fault's BRESP and writes nothing (as
 Usage::
 
     mem = BenchMemory()
-    axi = AxiMemory(dut, mem, clock=dut.CLK, reset=dut.nRESET)   # every port the design has
+    axi = AxiMemory(dut, mem)          # every port the design has; CLK/nRESET via the pin map
     mem.write(0x1000, data)                                     # backdoor
     axi.inject_fault(0x6000_0000, 0x6000_1000, "DECERR", kind="r", ports=("EXT0",))
     axi.set_backpressure(random_pause(seed=1, p=0.3))
+    axi.set_latency(read=(0, 20), write=4, seed=3)                 # random 0..20 / fixed 4
+    axi.set_reorder(True, seed=3)                                  # reads out of order by ID
+
+Binding goes through the pin map (tb/pinmap.py): ``AxiMemory(dut, ..., pinmap=...)``.
 """
 from __future__ import annotations
 
 import itertools
 import logging
 import random
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import cocotb
 from cocotb.simtime import get_sim_time
+from cocotb.triggers import Event, RisingEdge
 from cocotbext.axi.axi_channels import AxiBBus, AxiBSource, AxiRBus, AxiRSource, AxiWBus, AxiWSink
 from cocotbext.axi.reset import Reset
 from cocotbext.axi.stream import define_stream
 
+from tb.ports import AXI_PORT_NAMES, AXI_PORT_SIGNALS
 from tlm.memory import ADDR_MASK, Memory, Resp, Transaction
 
-AXI_PORT_NAMES = ("SRAM0", "SRAM1", "SRAM2", "SRAM3", "EXT0", "EXT1")
 BURST_FIXED, BURST_INCR, BURST_WRAP = 0, 1, 2
 
 # AW and AR with the AXI5 AxDOMAIN captured (cocotbext-axi's AXI4 definitions lack it).
@@ -70,33 +88,55 @@ NpuAxiARBus, NpuAxiARTransaction, _ARSource, NpuAxiARSink, _ARMonitor = define_s
                    "ardomain": 2})
 
 
+
+class _StampedAWSink(NpuAxiAWSink):
+    """AW sink that stamps each request with the simulation time of its handshake (``t_ns``)."""
+
+    def _transaction_obj(self):
+        t = NpuAxiAWTransaction()
+        t.t_ns = get_sim_time("ns")
+        return t
+
+
+class _StampedARSink(NpuAxiARSink):
+    def _transaction_obj(self):
+        t = NpuAxiARTransaction()
+        t.t_ns = get_sim_time("ns")
+        return t
+
+
 # ----------------------------------------------------------------------------- binding
 class PortView:
     """One AXI manager port of *dut* seen with cocotbext-axi's lower-case channel names:
-    ``view.araddr`` is ``dut.ARADDR<port>`` (TRM 5.8 suffix naming)."""
+    ``view.araddr`` is the pin the pin map (tb/pinmap.py) gives for ``ARADDR<port>`` (TRM 5.8
+    suffix naming; the identity map: ``dut.ARADDRSRAM0``)."""
 
-    def __init__(self, dut, port: str):
-        from tb.tlm_pins import AXI_PORT_SIGNALS
+    def __init__(self, dut, port: str, pinmap=None):
+        from tb.pinmap import PinMap
+        pm = PinMap.coerce(pinmap)
         self._dut = dut
         self._port = port
         self._name = f"tb.axi.{port}"          # cocotbext-axi logs as cocotb.<_name>.
         self._log = logging.getLogger(f"cocotb.tb.axi.{port}")
-        self._names = {n.lower(): n + port for n, _ in AXI_PORT_SIGNALS if hasattr(dut, n + port)}
+        self._handles = {n.lower(): h for n, _ in AXI_PORT_SIGNALS
+                         if (h := pm.axi(dut, n, port)) is not None}
 
     def __dir__(self):
-        return list(self._names)
+        return list(self._handles)
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
         try:
-            return getattr(self._dut, self._names[name])
+            return self._handles[name]
         except KeyError:
             raise AttributeError(f"{self._port}: no AXI signal {name.upper()}{self._port}") from None
 
 
-def port_present(dut, port: str) -> bool:
-    return hasattr(dut, f"ARVALID{port}") and hasattr(dut, f"AWVALID{port}")
+def port_present(dut, port: str, pinmap=None) -> bool:
+    from tb.pinmap import PinMap
+    pm = PinMap.coerce(pinmap)
+    return pm.axi(dut, "ARVALID", port) is not None and pm.axi(dut, "AWVALID", port) is not None
 
 
 # ----------------------------------------------------------------------------- memory
@@ -281,26 +321,55 @@ def _int(v, default=0) -> int:
 logging.getLogger("cocotb.tb.axi").setLevel(logging.WARNING)
 
 
+def _latency_fn(spec, rng: random.Random) -> "Callable[[AxiBurst], int] | None":
+    """A latency spec (None/0, int, (lo, hi), or callable(AxiBurst) -> int) as a function,
+    or None for no extra latency."""
+    if spec is None or (isinstance(spec, int) and spec == 0):
+        return None
+    if callable(spec):
+        return lambda rec: max(0, int(spec(rec)))
+    if isinstance(spec, int):
+        if spec < 0:
+            raise ValueError(f"latency {spec} < 0")
+        return lambda rec: spec
+    try:
+        lo, hi = (int(v) for v in spec)
+    except (TypeError, ValueError):
+        raise ValueError(f"latency {spec!r}: an int, a (lo, hi) pair or a callable") from None
+    if not 0 <= lo <= hi:
+        raise ValueError(f"latency range {spec!r}: need 0 <= lo <= hi")
+    return lambda rec: rng.randint(lo, hi)
+
+
+@dataclass
+class _ReadReq:
+    """A read burst accepted on AR and not yet served."""
+    rec: AxiBurst
+    ready_ns: float          # earliest time its first R beat may be handed to the channel
+
+
 class AxiSubordinate(Reset):
     """A memory subordinate on one AXI manager port of the design (``port`` = 'SRAM0', ...).
 
-    Serves *memory* (a ``BenchMemory``), one burst at a time per direction, in order, with
-    the faults of *memory*. Records bursts (``listeners``, ``bursts`` if ``keep``) and AXI
-    rule violations (``errors``).
+    Serves *memory* (a ``BenchMemory``), one burst at a time per direction, with the faults
+    of *memory*; by default in order and with no extra latency, else as ``set_latency`` /
+    ``set_reorder`` say. Records bursts (``listeners``, ``bursts`` if ``keep``) and AXI rule
+    violations (``errors``). ``counts`` has bursts, error bursts and beats per direction.
     """
 
     def __init__(self, dut, port: str, memory: BenchMemory, clock, reset=None,
-                 reset_active_level: bool = False, keep: int = 10_000):
+                 reset_active_level: bool = False, keep: int = 10_000, pinmap=None,
+                 clock_period_ns: "float | None" = None):
         self.port = port
         self.memory = memory
         self.clock = clock
         self.log = logging.getLogger(f"cocotb.tb.axi.{port}")
-        view = PortView(dut, port)
+        view = PortView(dut, port, pinmap)
         self.view = view
-        self.aw = NpuAxiAWSink(NpuAxiAWBus.from_prefix(view, ""), clock, reset, reset_active_level)
+        self.aw = _StampedAWSink(NpuAxiAWBus.from_prefix(view, ""), clock, reset, reset_active_level)
         self.w = AxiWSink(AxiWBus.from_prefix(view, ""), clock, reset, reset_active_level)
         self.b = AxiBSource(AxiBBus.from_prefix(view, ""), clock, reset, reset_active_level)
-        self.ar = NpuAxiARSink(NpuAxiARBus.from_prefix(view, ""), clock, reset, reset_active_level)
+        self.ar = _StampedARSink(NpuAxiARBus.from_prefix(view, ""), clock, reset, reset_active_level)
         self.r = AxiRSource(AxiRBus.from_prefix(view, ""), clock, reset, reset_active_level)
         for ch in (self.w, self.b, self.r):
             ch.queue_occupancy_limit = 2
@@ -317,12 +386,30 @@ class AxiSubordinate(Reset):
         if hasattr(view, "aclken"):
             view.aclken.value = 1
         self.listeners: list[Callable[[AxiBurst], None]] = []
-        from collections import deque
         self.bursts: deque = deque(maxlen=keep)
         self.errors: list[str] = []
-        self.counts = {"r": 0, "w": 0, "r_err": 0, "w_err": 0}
+        self.counts = {"r": 0, "w": 0, "r_err": 0, "w_err": 0, "r_beats": 0, "w_beats": 0}
+        # latency / reordering (set_latency, set_reorder); the defaults keep the original
+        # in-order, no-extra-latency service
+        self.period_ns = clock_period_ns
+        self._period_known = Event()
+        if clock_period_ns:
+            self._period_known.set()
+        self._rng = random.Random(0)
+        self._rd_lat = self._wr_lat = None
+        self.read_latency = self.write_latency = 0
+        self.reorder = False
+        # multi_id_picks: picks made while reads of two or more ARIDs were pending;
+        # reordered: picks of a burst younger than the oldest pending one
+        self.stats = {"multi_id_picks": 0, "reordered": 0}
+        self._rd_pending: "list[_ReadReq]" = []
+        self._b_pending: deque = deque()          # (due_ns, b, rec) in AW order
+        self._b_event = Event()
+        self._last_b_due = 0.0
         self._read_cr = None
         self._write_cr = None
+        self._b_cr = None
+        self._period_cr = None
         self._init_reset(reset, reset_active_level)
 
     # ------------------------------------------------------------------ controls
@@ -332,19 +419,67 @@ class AxiSubordinate(Reset):
         for ch in (self.aw, self.w, self.b, self.ar, self.r):
             ch.set_pause_generator(None if gen_factory is None else gen_factory())
 
+    def set_latency(self, read=None, write=None, seed: "int | None" = None) -> None:
+        """Extra cycles from the AR handshake to the first R beat (*read*) and from the AW
+        handshake to the B response (*write*; the B also waits for the last W beat). Each is
+        0/None (none), an int, a ``(lo, hi)`` pair (uniform per burst) or
+        ``callable(AxiBurst) -> int``. *seed* reseeds the random choices."""
+        if seed is not None:
+            self._rng.seed(seed)
+        self._rd_lat = _latency_fn(read, self._rng)
+        self._wr_lat = _latency_fn(write, self._rng)
+        self.read_latency, self.write_latency = read or 0, write or 0
+
+    def set_reorder(self, enabled: bool = True, seed: "int | None" = None) -> None:
+        """Serve reads out of order across ARIDs (whole bursts; same-ID order kept)."""
+        if seed is not None:
+            self._rng.seed(seed)
+        self.reorder = bool(enabled)
+
+    @property
+    def _scheduled_reads(self) -> bool:
+        return self.reorder or self._rd_lat is not None
+
     def _handle_reset(self, state) -> None:
         if state:
-            for cr in (self._read_cr, self._write_cr):
+            for cr in (self._read_cr, self._write_cr, self._b_cr):
                 if cr is not None:
                     cr.cancel()
-            self._read_cr = self._write_cr = None
+            self._read_cr = self._write_cr = self._b_cr = None
             for ch in (self.aw, self.w, self.b, self.ar, self.r):
                 ch.clear()
+            self._rd_pending.clear()
+            self._b_pending.clear()
+            self._last_b_due = 0.0
         else:
             if self._read_cr is None:
                 self._read_cr = cocotb.start_soon(self._process_read())
             if self._write_cr is None:
                 self._write_cr = cocotb.start_soon(self._process_write())
+            if self._b_cr is None:
+                self._b_cr = cocotb.start_soon(self._process_b())
+            if self.period_ns is None and self._period_cr is None:
+                self._period_cr = cocotb.start_soon(self._measure_period())
+
+    async def _measure_period(self) -> None:
+        await RisingEdge(self.clock)
+        t0 = self._now()
+        await RisingEdge(self.clock)
+        self.period_ns = self._now() - t0
+        self._period_known.set()
+
+    async def _cycles_to_ns(self, cycles: int) -> float:
+        if cycles <= 0:
+            return 0.0
+        if self.period_ns is None:
+            await self._period_known.wait()
+        return cycles * self.period_ns
+
+    async def _until(self, t_ns: float) -> None:
+        """Wait for the first rising edge at or after *t_ns* (now, if that has passed)."""
+        eps = (self.period_ns or 1.0) / 4
+        while self._now() < t_ns - eps:
+            await RisingEdge(self.clock)
 
     def _error(self, msg: str) -> None:
         msg = f"{self.port}: {msg}"
@@ -362,7 +497,10 @@ class AxiSubordinate(Reset):
             fn(b)
 
     def _check_outstanding(self, write: bool) -> None:
-        n = (self.aw.count() + 1 + self.b.count()) if write else (self.ar.count() + 1)
+        if write:
+            n = self.aw.count() + 1 + self.b.count() + len(self._b_pending)
+        else:
+            n = self.ar.count() + 1 + len(self._rd_pending)
         key = "w" if write else "r"
         if n > self.max_outstanding[key]:
             self.max_outstanding[key] = n
@@ -401,45 +539,106 @@ class AxiSubordinate(Reset):
         return addr if n == 0 else aligned + n * nbytes
 
     # ------------------------------------------------------------------ read
+    def _read_burst(self, ar) -> AxiBurst:
+        return AxiBurst(self.port, False, _int(ar.arid), _int(ar.araddr), _int(ar.arlen),
+                        _int(ar.arsize, self.max_size), _int(ar.arburst, BURST_INCR),
+                        _int(getattr(ar, "arprot", 0)), _int(getattr(ar, "arcache", 0)),
+                        _int(getattr(ar, "ardomain", 0)),
+                        start_ns=getattr(ar, "t_ns", None) or self._now())
+
+    async def _read_req(self, ar) -> _ReadReq:
+        rec = self._read_burst(ar)
+        lat = self._rd_lat(rec) if self._rd_lat is not None else 0
+        return _ReadReq(rec, rec.start_ns + await self._cycles_to_ns(lat))
+
     async def _process_read(self) -> None:
-        lanes = self.byte_lanes
         while True:
-            ar = await self.ar.recv()
-            start = self._now()
-            arid, addr = _int(ar.arid), _int(ar.araddr)
-            length, size = _int(ar.arlen), _int(ar.arsize, self.max_size)
-            burst = _int(ar.arburst, BURST_INCR)
-            rec = AxiBurst(self.port, False, arid, addr, length, size, burst,
-                           _int(getattr(ar, "arprot", 0)), _int(getattr(ar, "arcache", 0)),
-                           _int(getattr(ar, "ardomain", 0)), start_ns=start)
-            aligned = self._check_shape("AR", addr, length, size, burst)
-            nbytes = min(1 << size, lanes)
-            beats = length + 1
-            for n in range(beats):
-                baddr = self._beat_addr(addr, aligned, n, nbytes, beats, burst) & ADDR_MASK
-                lane_lo = baddr - baddr % nbytes      # the transfer's container in the beat
-                lo, hi = baddr, lane_lo + nbytes
-                word = baddr - baddr % lanes
-                r = self.r._transaction_obj()
-                r.rid = arid
-                r.rlast = int(n == length)
-                resp = self.memory.fault_for(self.port, lo, hi - lo, False)
-                if resp is None:
-                    data = self.memory.read(word, lanes)
-                    r.rresp = Resp.OKAY
-                    rec.runs.append((lo, data[lo - word:hi - word]))
+            if not self._scheduled_reads:
+                # the original service: in AR order, as soon as possible
+                if self._rd_pending:
+                    req = self._rd_pending.pop(0)
+                    await self._until(req.ready_ns)
+                    rec = req.rec
                 else:
-                    data = bytes(lanes)
-                    r.rresp = int(resp)
-                    if rec.resp == Resp.OKAY:
-                        rec.resp = Resp(resp)
-                r.rdata = int.from_bytes(data, "little")
-                self._check_outstanding(False)
-                await self.r.send(r)
-            self.counts["r"] += 1
-            if rec.resp != Resp.OKAY:
-                self.counts["r_err"] += 1
-            self._publish(rec)
+                    ar = await self.ar.recv()
+                    if self._scheduled_reads:      # latency/reordering switched on meanwhile
+                        self._rd_pending.append(await self._read_req(ar))
+                        continue
+                    rec = self._read_burst(ar)
+                await self._serve_read(rec)
+                continue
+            if not self._rd_pending and self.ar.empty():
+                self._rd_pending.append(await self._read_req(await self.ar.recv()))
+            req = await self._pick_read()
+            await self._serve_read(req.rec)
+
+    async def _drain_ar(self) -> None:
+        while not self.ar.empty():
+            self._rd_pending.append(await self._read_req(self.ar.recv_nowait()))
+
+    async def _pick_read(self) -> _ReadReq:
+        """The next read burst to serve: the oldest if in order, else a random one of the
+        oldest bursts per ARID whose latency has elapsed."""
+        while True:
+            await self._drain_ar()
+            if self._rd_pending:
+                now = self._now()
+                eps = (self.period_ns or 1.0) / 4
+                if self.reorder:
+                    seen, ready = set(), []
+                    for req in self._rd_pending:
+                        if req.rec.id in seen:
+                            continue
+                        seen.add(req.rec.id)
+                        if req.ready_ns <= now + eps:
+                            ready.append(req)
+                else:
+                    head = self._rd_pending[0]
+                    ready = [head] if head.ready_ns <= now + eps else []
+                if ready:
+                    pick = ready[0]
+                    if len(ready) > 1:
+                        pick = self._rng.choice(ready)
+                    if self.reorder and len(seen) > 1:
+                        self.stats["multi_id_picks"] += 1
+                    if pick is not self._rd_pending[0]:
+                        self.stats["reordered"] += 1
+                    self._rd_pending.remove(pick)
+                    return pick
+            await RisingEdge(self.clock)
+
+    async def _serve_read(self, rec: AxiBurst) -> None:
+        lanes = self.byte_lanes
+        arid, addr, length, size, burst = rec.id, rec.addr, rec.len, rec.size, rec.burst
+        aligned = self._check_shape("AR", addr, length, size, burst)
+        nbytes = min(1 << size, lanes)
+        beats = length + 1
+        for n in range(beats):
+            baddr = self._beat_addr(addr, aligned, n, nbytes, beats, burst) & ADDR_MASK
+            lane_lo = baddr - baddr % nbytes      # the transfer's container in the beat
+            lo, hi = baddr, lane_lo + nbytes
+            word = baddr - baddr % lanes
+            r = self.r._transaction_obj()
+            r.rid = arid
+            r.rlast = int(n == length)
+            resp = self.memory.fault_for(self.port, lo, hi - lo, False)
+            if resp is None:
+                data = self.memory.read(word, lanes)
+                r.rresp = Resp.OKAY
+                rec.runs.append((lo, data[lo - word:hi - word]))
+            else:
+                data = bytes(lanes)
+                r.rresp = int(resp)
+                if rec.resp == Resp.OKAY:
+                    rec.resp = Resp(resp)
+            r.rdata = int.from_bytes(data, "little")
+            self._check_outstanding(False)
+            await self.r.send(r)
+            self.counts["r_beats"] += 1
+        self.counts["r"] += 1
+        if rec.resp != Resp.OKAY:
+            self.counts["r_err"] += 1
+        self._publish(rec)
 
     # ------------------------------------------------------------------ write
     async def _process_write(self) -> None:
@@ -447,7 +646,7 @@ class AxiSubordinate(Reset):
         full = (1 << lanes) - 1
         while True:
             aw = await self.aw.recv()
-            start = self._now()
+            start = getattr(aw, "t_ns", None) or self._now()
             awid, addr = _int(aw.awid), _int(aw.awaddr)
             length, size = _int(aw.awlen), _int(aw.awsize, self.max_size)
             burst = _int(aw.awburst, BURST_INCR)
@@ -464,6 +663,7 @@ class AxiSubordinate(Reset):
                 word = baddr - baddr % lanes
                 self._check_outstanding(True)
                 w = await self.w.recv()
+                self.counts["w_beats"] += 1
                 strb = _int(getattr(w, "wstrb", full), full)
                 data, xlanes = _lanes(w.wdata, lanes)
                 if xlanes & strb:
@@ -506,25 +706,52 @@ class AxiSubordinate(Reset):
                 b.bresp = int(resp)
                 rec.resp = Resp(resp)
                 rec.runs = ops                        # what was attempted (not written)
-            await self.b.send(b)
-            self.counts["w"] += 1
-            if rec.resp != Resp.OKAY:
-                self.counts["w_err"] += 1
-            self._publish(rec)
+            lat = self._wr_lat(rec) if self._wr_lat is not None else 0
+            if lat <= 0 and not self._b_pending:
+                await self._send_b(b, rec)            # the original service
+            else:
+                # B no earlier than AW + latency, and in AW order (one ID or many)
+                due = max(start + await self._cycles_to_ns(lat), self._last_b_due)
+                self._last_b_due = due
+                self._b_pending.append((due, b, rec))
+                self._b_event.set()
+
+    async def _send_b(self, b, rec: AxiBurst) -> None:
+        await self.b.send(b)
+        self.counts["w"] += 1
+        if rec.resp != Resp.OKAY:
+            self.counts["w_err"] += 1
+        self._publish(rec)
+
+    async def _process_b(self) -> None:
+        """B responses held back by a write latency, each at its due time, in AW order."""
+        while True:
+            if not self._b_pending:
+                self._b_event.clear()
+                await self._b_event.wait()
+                continue
+            due, b, rec = self._b_pending[0]
+            await self._until(due)
+            self._b_pending.popleft()
+            await self._send_b(b, rec)
 
 
 class AxiMemory:
     """The bench's memory system: one ``AxiSubordinate`` per AXI manager port of the design,
-    all serving one ``BenchMemory``."""
+    all serving one ``BenchMemory``. Pins are found through the pin map (tb/pinmap.py)."""
 
     def __init__(self, dut, memory: "BenchMemory | None" = None, clock=None, reset=None,
-                 ports: "Iterable[str] | None" = None):
+                 ports: "Iterable[str] | None" = None, pinmap=None,
+                 clock_period_ns: "float | None" = None):
+        from tb.pinmap import PinMap
+        pm = PinMap.coerce(pinmap)
         self.dut = dut
         self.memory = memory if memory is not None else BenchMemory()
-        clock = clock if clock is not None else dut.CLK
-        reset = reset if reset is not None else getattr(dut, "nRESET", None)
-        names = [p for p in (ports or AXI_PORT_NAMES) if port_present(dut, p)]
-        self.ports = {p: AxiSubordinate(dut, p, self.memory, clock, reset) for p in names}
+        clock = clock if clock is not None else pm.get(dut, "CLK", required=True)
+        reset = reset if reset is not None else pm.get(dut, "nRESET")
+        names = [p for p in (ports or AXI_PORT_NAMES) if port_present(dut, p, pm)]
+        self.ports = {p: AxiSubordinate(dut, p, self.memory, clock, reset, pinmap=pm,
+                                        clock_period_ns=clock_period_ns) for p in names}
 
     # back door
     def read(self, addr: int, length: int) -> bytes:
@@ -554,6 +781,13 @@ class AxiMemory:
         return sorted((b for s in self.ports.values() for b in s.bursts),
                       key=lambda b: (b.end_ns, b.port))
 
+    def beats(self) -> int:
+        """R and W beats moved on every port so far."""
+        return sum(s.counts["r_beats"] + s.counts["w_beats"] for s in self.ports.values())
+
+    def _select(self, ports):
+        return [s for p, s in self.ports.items() if ports is None or p in ports]
+
     def set_backpressure(self, gen_factory: "Callable[[], Iterable[int]] | None") -> None:
         for s in self.ports.values():
             s.set_pause_generator(gen_factory)
@@ -562,3 +796,34 @@ class AxiMemory:
         """Independent random READY/VALID pauses on every channel of every port."""
         counter = itertools.count()
         self.set_backpressure(lambda: random_pause(seed * 7919 + next(counter), p))
+
+    def set_latency(self, read=None, write=None, ports: "Iterable[str] | None" = None,
+                    seed: int = 0) -> None:
+        """``AxiSubordinate.set_latency`` on *ports* (default all), each seeded apart."""
+        for i, s in enumerate(self._select(ports)):
+            s.set_latency(read, write, seed=seed * 7919 + i)
+
+    def set_reorder(self, enabled: bool = True, ports: "Iterable[str] | None" = None,
+                    seed: "int | None" = None) -> None:
+        """Read reordering across ARIDs on *ports* (default all)."""
+        for i, s in enumerate(self._select(ports)):
+            s.set_reorder(enabled, seed=None if seed is None else seed * 7919 + 101 + i)
+
+    def configure(self, latency=None, write_latency=None, reorder: bool = False,
+                  backpressure: "float | None" = None, seed: int = 0) -> None:
+        """One call for a sweep point: read latency (*latency*), write latency (defaults to
+        the read one), read reordering and random backpressure probability."""
+        self.set_latency(latency, latency if write_latency is None else write_latency, seed=seed)
+        self.set_reorder(reorder, seed=seed)
+        if backpressure:
+            self.random_backpressure(seed, backpressure)
+        else:
+            self.set_backpressure(None)
+
+    @property
+    def stats(self) -> dict:
+        out = {"multi_id_picks": 0, "reordered": 0}
+        for s in self.ports.values():
+            for k in out:
+                out[k] += s.stats[k]
+        return out

@@ -3,6 +3,9 @@
 ``Env(dut)`` binds to the ports of TRM chapter 5 (CLK, nRESET, PORPL, PORSL, CFG*, the APB5
 completer, IRQ, the Q-Channels, the AXI manager ports ``<signal><port>``), so the same
 bench drives the TLM behind the port-only shell (DUT=tlm), the RTL stand-in or licensed RTL.
+Every pin is found through a pin map (tb/pinmap.py: ``Env(dut, pinmap=...)``, else
+``TB_PINMAP=path``, else the TRM names themselves), so a netlist with other port names or
+hierarchy needs only a map; ``env.pin("IRQ")`` is the handle of a TRM-named pin.
 
 * ``await env.start()`` starts CLK, ties the static inputs (DFT, MBIST, debug) inactive,
   drives the configuration pins and, for DUT=tlm, attaches the TLM behind the pins.
@@ -21,7 +24,8 @@ bench drives the TLM behind the port-only shell (DUT=tlm), the RTL stand-in or l
 * ``env.memory`` is the system memory (``tb.axi.BenchMemory``, a sparse 40-bit
   ``tlm.memory.Memory``): ``env.axi`` (tb/axi.py) serves it on every AXI manager port of the
   design (SRAM0, EXT0), with fault injection (``env.axi.inject_fault``), optional random
-  backpressure and a burst monitor. For DUT=tlm the device behind the pins performs every
+  backpressure, response latency and read reordering by ID (``env.axi.configure(...)``), and
+  a burst monitor. For DUT=tlm the device behind the pins performs every
   memory access on those pins (``tb.tlm_pins.axi_execute``), so that memory is the only one.
 * ``env.scoreboard`` (tb/scoreboard.py) replays APB on the reference model, runs each job on
   a mirror of the memory, and checks STATUS, QREAD, IRQ edges and every AXI write against it.
@@ -42,6 +46,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from tb.apb import PROT_SECURE_PRIV, Apb5Manager, ApbResult
 from tb.axi import AxiMemory, BenchMemory
+from tb.pinmap import PinMap
 from tb.scoreboard import STOP_EVIDENCE, ApbScoreboard, Scoreboard  # noqa: F401 - old name
 from tb.tlm_pins import (AXI_PORT_NAMES, AXI_PORT_SIGNALS, TlmPins, _val, axi_execute,
                          axi_port_signals)
@@ -67,20 +72,22 @@ DEFAULT_PINS = {"PORPL": 1, "PORSL": 0, "CFGSRAMCAP": 0x0002_1F3F, "CFGEXTCAP": 
 class QChannelController:
     """Controller side of one Q-Channel (``CLK`` or ``PWR`` prefix, AMBA LPI)."""
 
-    def __init__(self, dut, prefix: str, clock):
+    def __init__(self, dut, prefix: str, clock, pinmap=None):
+        pm = PinMap.coerce(pinmap)
         self.name = prefix
         self.clock = clock
-        self.qreqn = getattr(dut, f"{prefix}QREQn")
-        self.qacceptn = getattr(dut, f"{prefix}QACCEPTn")
-        self.qdeny = getattr(dut, f"{prefix}QDENY")
-        self.qactive = getattr(dut, f"{prefix}QACTIVE")
+        self.qreqn = pm.get(dut, f"{prefix}QREQn", required=True)
+        self.qacceptn = pm.get(dut, f"{prefix}QACCEPTn", required=True)
+        self.qdeny = pm.get(dut, f"{prefix}QDENY", required=True)
+        self.qactive = pm.get(dut, f"{prefix}QACTIVE", required=True)
 
     @classmethod
-    def bind(cls, dut, prefix: str, clock) -> "QChannelController | None":
+    def bind(cls, dut, prefix: str, clock, pinmap=None) -> "QChannelController | None":
+        pm = PinMap.coerce(pinmap)
         names = ("QREQn", "QACCEPTn", "QDENY", "QACTIVE")
-        if not all(hasattr(dut, prefix + n) for n in names):
+        if not all(pm.has(dut, prefix + n) for n in names):
             return None
-        return cls(dut, prefix, clock)
+        return cls(dut, prefix, clock, pm)
 
     async def _wait(self, cond: Callable[[], bool], limit: int, what: str) -> int:
         for n in range(limit):
@@ -109,34 +116,40 @@ class Env:
     def __init__(self, dut, *, config: str | None = None, pins: dict | None = None,
                  clk_period_ns: float = 10, dut_kind: str | None = None,
                  apb_wait_states: Callable[[], int] | None = None, memory=None,
-                 scoreboard: bool = True, reference_model: bool | None = None):
+                 scoreboard: bool = True, reference_model: bool | None = None, pinmap=None):
         self.dut = dut
+        self.pinmap = pm = PinMap.coerce(pinmap)
         self.log = logging.getLogger("cocotb.tb.env")
         self.dut_kind = (dut_kind or os.environ.get("TB_DUT", "rtl")).lower()
         self.config = config or os.environ.get("NPU_CONFIG", "ethos-u85-256")
         self.pins = dict(DEFAULT_PINS)
         self.pins.update(pins or {})
         self.clk_period_ns = clk_period_ns
-        self.clock = dut.CLK
+        self.clock = pm.get(dut, "CLK", required=True)
+        self.nreset = pm.get(dut, "nRESET", required=True)
+        self.irq = pm.get(dut, "IRQ")
         if memory is None:
             memory = BenchMemory()
         self.memory = memory
         self.axi: AxiMemory | None = None           # built by start()
-        self.apb = Apb5Manager.from_entity(dut, self.clock)
-        self.clkq = QChannelController.bind(dut, "CLK", self.clock)   # None if not present
-        self.pwrq = QChannelController.bind(dut, "PWR", self.clock)
-        self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := axi_port_signals(dut, p))}
+        self.apb = Apb5Manager.from_entity(dut, self.clock, pinmap=pm)
+        self.clkq = QChannelController.bind(dut, "CLK", self.clock, pm)   # None if not present
+        self.pwrq = QChannelController.bind(dut, "PWR", self.clock, pm)
+        self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := axi_port_signals(dut, p, pm))}
         self.tlm: TlmPins | None = None
         if self.dut_kind == "tlm":
             self.tlm = TlmPins(dut, config=self.config, memory=self.memory, clock=self.clock,
-                               wait_states=apb_wait_states, execute=axi_execute)
+                               wait_states=apb_wait_states, execute=axi_execute, pinmap=pm)
         self._ref = None               # reference model for DUT != tlm
         self.use_reference = self.tlm is None if reference_model is None else reference_model
         self.scoreboard = Scoreboard(self.memory, self.log,
-                                     irq_level=lambda: _val(getattr(dut, "IRQ", None)))
+                                     irq_level=lambda: _val(self.irq))
         self._scoreboard_on = scoreboard and self.use_reference
         if self._scoreboard_on:
             self.apb.listeners.append(self.scoreboard)
+        elif self.scoreboard.coverage is not None:     # no reference: still sample coverage
+            self.apb.listeners.append(self.scoreboard.coverage.sample_apb)
+        self._pins: dict = {}
         self._irq_task = None
         self._clock_task = None
         self._pclken_task = None
@@ -149,16 +162,29 @@ class Env:
             return self.tlm.device
         return self._ref
 
+    def pin(self, name: str, required: bool = True):
+        """The handle of TRM pin *name* (``IRQ``, ``PWAKEUP``, ``ARVALIDSRAM0``) through the
+        pin map; None if absent and not *required*."""
+        h = self._pins.get(name)
+        if h is None:
+            h = self._pins[name] = self.pinmap.get(self.dut, name)
+            if h is None:
+                del self._pins[name]
+        if h is None and required:
+            return self.pinmap.get(self.dut, name, required=True)
+        return h
+
     # ------------------------------------------------------------------ bring-up
     def _drive(self, name: str, value: int) -> None:
-        if hasattr(self.dut, name):
-            getattr(self.dut, name).value = value
+        h = self.pin(name, required=False)
+        if h is not None:
+            h.value = value
 
     async def start(self, reset: bool = True) -> None:
         """Start CLK, drive the static and configuration inputs, attach the TLM (DUT=tlm);
         with *reset*, pulse nRESET and wait for the reset sequence to finish."""
         self._clock_task = Clock(self.clock, self.clk_period_ns, unit="ns").start(start_high=False)
-        self._drive("nRESET", 0)
+        self.nreset.value = 0
         for name, value in STATIC_INPUTS.items():
             self._drive(name, value)
         for name, value in self.pins.items():
@@ -167,14 +193,17 @@ class Env:
             for name, direction in AXI_PORT_SIGNALS:
                 if direction == "in" and name in sigs:
                     sigs[name].value = 1 if name == "ACLKEN" else 0
-        self.axi = AxiMemory(self.dut, self.memory, clock=self.clock, reset=self.dut.nRESET,
-                             ports=list(self.axi_ports))
+        self.axi = AxiMemory(self.dut, self.memory, clock=self.clock, reset=self.nreset,
+                             ports=list(self.axi_ports), pinmap=self.pinmap,
+                             clock_period_ns=self.clk_period_ns)
         if self._scoreboard_on:
             self.axi.add_listener(self.scoreboard.on_burst)
             for sub in self.axi.ports.values():
                 sub.outstanding_limit = self.scoreboard.outstanding_limit
-            if hasattr(self.dut, "IRQ"):
+            if self.irq is not None:
                 self._irq_task = cocotb.start_soon(self._irq_monitor())
+        elif self.scoreboard.coverage is not None:
+            self.axi.add_listener(self.scoreboard.coverage.sample_burst)
         if self.tlm is not None:
             self.tlm.start()
         if reset:
@@ -190,11 +219,11 @@ class Env:
         self.pins.update(pins)
         await RisingEdge(self.clock)
         self.scoreboard.enabled = False
-        self.dut.nRESET.value = 0
+        self.nreset.value = 0
         for name, value in self.pins.items():
             self._drive(name, value)
         await ClockCycles(self.clock, cycles)
-        self.dut.nRESET.value = 1
+        self.nreset.value = 1
         await ClockCycles(self.clock, 2)
         if self.use_reference:
             from tb.tlm_pins import default_device_factory
@@ -227,12 +256,13 @@ class Env:
             self._drive("PCLKEN", 1)
             return
         values = list(pattern)
+        pclken = self.pin("PCLKEN")
 
         async def drive():
             while True:
                 for v in values:
                     await RisingEdge(self.clock)
-                    self.dut.PCLKEN.value = v
+                    pclken.value = v
         self._pclken_task = cocotb.start_soon(drive())
 
     # ------------------------------------------------------------------ shortcuts
@@ -255,7 +285,7 @@ class Env:
     # ------------------------------------------------------------------ jobs
     async def _irq_monitor(self) -> None:
         while True:
-            await RisingEdge(self.dut.IRQ)
+            await RisingEdge(self.irq)
             self.scoreboard.on_irq_rise()
 
     async def load_stream(self, addr: int, words, qconfig: int | None = None,

@@ -14,6 +14,8 @@ AXI_DATA_BITS = 128
 AXI_ADDR_BITS = 40
 AXI_ID_BITS = 6
 AXI_PORTS = ("SRAM0", "EXT0")          # the manager ports this top level has
+# every AXI manager port an Ethos-U85 may have (TRM 5.8); the bench binds those present
+AXI_PORT_NAMES = ("SRAM0", "SRAM1", "SRAM2", "SRAM3", "EXT0", "EXT1")
 
 
 class Port(NamedTuple):
@@ -44,6 +46,11 @@ def axi_manager_signals() -> tuple:
         ("ARREADY", "input"),
         ("RVALID", "input"), ("RID", "input", i), ("RDATA", "input", d), ("RRESP", "input", 2),
         ("RLAST", "input"), ("RREADY", "output"))
+
+
+# (name, "in" | "out" from the NPU) of one AXI manager port's signals, for the bench
+AXI_PORT_SIGNALS = tuple((p.name, "out" if p.direction == "output" else "in")
+                         for p in axi_manager_signals())
 
 
 def port_groups() -> list:

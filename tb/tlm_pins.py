@@ -16,6 +16,10 @@
   WRSTQREQ is high no new one starts (warm-reset halt, TRM 5.6);
 * when the device enters RUNNING, hands it to the execution hook ``execute`` (see below).
 
+Binding: every pin is looked up by its TRM name through the pin map (tb/pinmap.py;
+``TlmPins(dut, pinmap=...)``, else ``TB_PINMAP``, else the names themselves); an output is
+written through the shell's ``tlm_<name>`` variable next to the mapped pin when there is one.
+
 Timing: like the bench's agents (tb/apb.py) the adapter samples its inputs at the falling
 edge of CLK and drives its outputs right after the rising edge, so it looks like registered
 logic and never races with another Python agent.
@@ -53,50 +57,44 @@ from typing import Awaitable, Callable
 import cocotb
 from cocotb.triggers import FallingEdge, RisingEdge
 
-# TRM 5.8 channel signals of one AXI manager port, (name, direction from the NPU).
-AXI_PORT_SIGNALS = (
-    ("AWAKEUP", "out"), ("ACLKEN", "in"),
-    ("AWVALID", "out"), ("AWID", "out"), ("AWADDR", "out"), ("AWLEN", "out"), ("AWSIZE", "out"),
-    ("AWBURST", "out"), ("AWCACHE", "out"), ("AWDOMAIN", "out"), ("AWPROT", "out"),
-    ("AWREADY", "in"),
-    ("WVALID", "out"), ("WDATA", "out"), ("WSTRB", "out"), ("WLAST", "out"), ("WREADY", "in"),
-    ("BVALID", "in"), ("BID", "in"), ("BRESP", "in"), ("BREADY", "out"),
-    ("ARVALID", "out"), ("ARID", "out"), ("ARADDR", "out"), ("ARLEN", "out"), ("ARSIZE", "out"),
-    ("ARBURST", "out"), ("ARCACHE", "out"), ("ARDOMAIN", "out"), ("ARPROT", "out"),
-    ("ARREADY", "in"),
-    ("RVALID", "in"), ("RID", "in"), ("RDATA", "in"), ("RRESP", "in"), ("RLAST", "in"),
-    ("RREADY", "out"),
-)
-AXI_PORT_NAMES = ("SRAM0", "SRAM1", "SRAM2", "SRAM3", "EXT0", "EXT1")
+from tb.ports import AXI_PORT_NAMES, AXI_PORT_SIGNALS  # noqa: F401 (re-exported)
 CONFIG_PINS = ("PORPL", "PORSL", "CFGSRAMCAP", "CFGEXTCAP", "CFGSRAMHASH0", "CFGSRAMHASH1",
                "CFGEXTHASH0")
 
-def axi_port_signals(dut, port: str) -> dict | None:
-    """``{"ARADDR": handle, ...}`` for the AXI manager port *port* (suffix naming of TRM 5.8,
-    e.g. ``ARADDRSRAM0``), or None when the design has no such port."""
-    if not hasattr(dut, f"ARVALID{port}"):
+def _pinmap(pinmap):
+    from tb.pinmap import PinMap
+    return PinMap.coerce(pinmap)
+
+
+def axi_port_signals(dut, port: str, pinmap=None) -> dict | None:
+    """``{"ARADDR": handle, ...}`` for the AXI manager port *port* (TRM 5.8 names, e.g.
+    ``ARADDRSRAM0``, looked up through the pin map, tb/pinmap.py), or None when the design has
+    no such port."""
+    pm = _pinmap(pinmap)
+    if pm.axi(dut, "ARVALID", port) is None:
         return None
-    return {name: getattr(dut, f"{name}{port}") for name, _ in AXI_PORT_SIGNALS
-            if hasattr(dut, f"{name}{port}")}
+    sigs = {name: pm.axi(dut, name, port) for name, _ in AXI_PORT_SIGNALS}
+    return {k: v for k, v in sigs.items() if v is not None}
 
 
-def driver(dut, name: str):
+def driver(dut, name: str, pinmap=None):
     """The writable variable behind output port *name* of the shell (``tlm_<name>``).
 
     Verilator does not keep a value written through VPI into a top-level output port, so
     the shell copies each output from a variable ``tlm_<name>``; on any other design the
-    port itself is returned."""
-    handle = getattr(dut, f"tlm_{name}", None)
-    return handle if handle is not None else getattr(dut, name, None)
+    port itself is returned. *name* goes through the pin map (``tlm_<leaf>`` is looked up
+    next to the mapped pin)."""
+    return _pinmap(pinmap).driver(dut, name)
 
 
-def axi_port_drivers(dut, port: str) -> dict | None:
+def axi_port_drivers(dut, port: str, pinmap=None) -> dict | None:
     """Like ``axi_port_signals``, but outputs are their writable ``tlm_*`` drivers: what a
     pin-level executor uses to act as the AXI manager of port *port*."""
-    sigs = axi_port_signals(dut, port)
+    pm = _pinmap(pinmap)
+    sigs = axi_port_signals(dut, port, pm)
     if sigs is None:
         return None
-    return {name: (driver(dut, f"{name}{port}") if direction == "out" else sigs[name])
+    return {name: (pm.axi_driver(dut, name, port) if direction == "out" else sigs[name])
             for name, direction in AXI_PORT_SIGNALS if name in sigs}
 
 
@@ -490,12 +488,13 @@ class _QChannel:
     """Device side of one Q-Channel (AMBA LPI): Q_RUN, Q_STOPPED, Q_DENIED."""
     RUN, STOPPED, DENIED = "Q_RUN", "Q_STOPPED", "Q_DENIED"
 
-    def __init__(self, dut, prefix: str):
+    def __init__(self, dut, prefix: str, pinmap=None):
+        pm = _pinmap(pinmap)
         self.name = prefix
-        self.qreqn = getattr(dut, f"{prefix}QREQn", None)
-        self.qacceptn = driver(dut, f"{prefix}QACCEPTn")
-        self.qdeny = driver(dut, f"{prefix}QDENY")
-        self.qactive = driver(dut, f"{prefix}QACTIVE")
+        self.qreqn = pm.get(dut, f"{prefix}QREQn")
+        self.qacceptn = pm.driver(dut, f"{prefix}QACCEPTn")
+        self.qdeny = pm.driver(dut, f"{prefix}QDENY")
+        self.qactive = pm.driver(dut, f"{prefix}QACTIVE")
         self.state = self.RUN
         self.accepts = 0
         self.denials = 0
@@ -537,9 +536,10 @@ class TlmPins:
                  device_factory: Callable | None = None, device_kwargs: dict | None = None,
                  wait_states: Callable[[], int] | None = None,
                  execute: Callable[["TlmPins"], Awaitable[None]] | None = None,
-                 clock=None, name: str = "tlm_pins"):
+                 clock=None, name: str = "tlm_pins", pinmap=None):
         self.dut = dut
-        self.clock = clock if clock is not None else dut.CLK
+        self.pinmap = pm = _pinmap(pinmap)
+        self.clock = clock if clock is not None else pm.get(dut, "CLK", required=True)
         self.config = config
         self.memory = memory
         self.device_factory = device_factory or default_device_factory()
@@ -552,14 +552,19 @@ class TlmPins:
         # Recent transfers as the device saw them: (write, addr, data, pprot, pstrb, pslverr).
         self.apb_log: deque = deque(maxlen=100_000)
         self.protocol_errors: list[str] = []
-        self.clkq = _QChannel(dut, "CLK")
-        self.pwrq = _QChannel(dut, "PWR")
-        self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := axi_port_drivers(dut, p))}
-        self.pready, self.pslverr, self.prdata = (driver(dut, n) for n in ("PREADY", "PSLVERR",
-                                                                           "PRDATA"))
-        self.irq = driver(dut, "IRQ")
-        self.wrstqack = driver(dut, "WRSTQACK")
-        self.dbghaltack = driver(dut, "DBGHALTACK")
+        self.clkq = _QChannel(dut, "CLK", pm)
+        self.pwrq = _QChannel(dut, "PWR", pm)
+        self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := axi_port_drivers(dut, p, pm))}
+        self.pready, self.pslverr, self.prdata = (pm.driver(dut, n) for n in ("PREADY", "PSLVERR",
+                                                                              "PRDATA"))
+        self.irq = pm.driver(dut, "IRQ")
+        self.wrstqack = pm.driver(dut, "WRSTQACK")
+        self.dbghaltack = pm.driver(dut, "DBGHALTACK")
+        # inputs sampled every cycle, and the configuration pins, resolved once
+        self._inputs = {n: pm.get(dut, n) for n in (
+            "nRESET", "PCLKEN", "PSEL", "PENABLE", "PWRITE", "PADDR", "PWDATA", "PSTRB", "PPROT",
+            "PWAKEUP", "WRSTQREQ")}
+        self._cfg_pins = {n: h for n in CONFIG_PINS if (h := pm.get(dut, n)) is not None}
         self.cycles = 0
         self._task = None
         self._exec_task = None
@@ -648,18 +653,15 @@ class TlmPins:
         self.axi_idle()
 
     def _sample(self) -> dict:
-        d = self.dut
-        s = {n: _val(getattr(d, n, None)) for n in (
-            "nRESET", "PCLKEN", "PSEL", "PENABLE", "PWRITE", "PADDR", "PWDATA", "PSTRB", "PPROT",
-            "PWAKEUP", "WRSTQREQ")}
+        s = {n: _val(h) for n, h in self._inputs.items()}
         s["CLKQREQn"] = _val(self.clkq.qreqn)
         s["PWRQREQn"] = _val(self.pwrq.qreqn)
         return s
 
     def _config_pins(self) -> dict:
         pins = {}
-        for n in CONFIG_PINS:
-            v = _val(getattr(self.dut, n, None))
+        for n, h in self._cfg_pins.items():
+            v = _val(h)
             if v is not None:
                 pins[n] = v
         return pins

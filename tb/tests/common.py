@@ -256,7 +256,7 @@ async def start_env(dut, backpressure: "float | None" = None, seed: int = 0, **k
 
 async def irq_pin(env) -> int:
     await FallingEdge(env.clock)
-    return int(env.dut.IRQ.value)
+    return int(env.irq.value)
 
 
 # ---------------------------------------------------------------- pin monitor
@@ -312,16 +312,15 @@ class PinMonitor:
             self._pend[p].clear()
 
     async def _run(self) -> None:
-        dut = self.env.dut
         cycle = 0
         while True:
             await FallingEdge(self.env.clock)
             cycle += 1
-            if _pin(dut.nRESET, 0) != 1:
+            if _pin(self.env.nreset, 0) != 1:
                 self._reset()
                 self._irq = 0
                 continue
-            irq = _pin(dut.IRQ, 0)
+            irq = _pin(self.env.irq, 0)
             if irq and not self._irq:
                 self.irq_rises += 1
             self._irq = irq

@@ -38,7 +38,7 @@ async def clear_irq(env) -> None:
     await env.write_ok(CMD, 0xC | 0x2)
     await ClockCycles(env.clock, 2)
     await FallingEdge(env.clock)
-    assert int(env.dut.IRQ.value) == 0, "IRQ pin still high after CMD.clear_irq"
+    assert int(env.irq.value) == 0, "IRQ pin still high after CMD.clear_irq"
 
 
 def dma_case(rng, mode: str) -> dict:
@@ -153,7 +153,7 @@ async def test_end_of_queue(dut):
     assert not status & (ST_BUS | ST_PARSE | ST_RUN)
     assert await env.read_ok(QREAD) == 4 * len(words) == await env.read_ok(OFF["QSIZE"])
     await FallingEdge(env.clock)
-    assert int(env.dut.IRQ.value) == 1
+    assert int(env.irq.value) == 1
     await clear_irq(env)
     status = await env.run_job()
     assert status_fields(status)["cmd_end_reached"]
@@ -177,7 +177,7 @@ async def test_reserved_opcode(dut, bad):
     assert f["irq_history_mask"] == 0x0001, "a command after the reserved one ran"
     assert await env.read_ok(QREAD) == 4, "QREAD does not point at the reserved command"
     await FallingEdge(env.clock)
-    assert int(env.dut.IRQ.value) == 1, "IRQ pin low after cmd_parse_error"
+    assert int(env.irq.value) == 1, "IRQ pin low after cmd_parse_error"
     await env.write_ok(CMD, 0xC | 0x2)
     assert status_fields(await env.read_ok(STATUS))["cmd_parse_error"], "cmd_parse_error not sticky"
     env.finish()

@@ -13,10 +13,16 @@ compared with the reference's and, with ``NPU_MODEL_REF=ref.npz`` (``input0..``,
 Inputs: ``input<i>`` of NPU_MODEL_REF if present, else random in the model's dtype (seeded
 from the test seed). The configuration: NPU_CONFIG if given to tb.run, else the one Vela
 embedded in the model.
+
+Throughput: the test logs the AXI beats (R + W, every port) the job moved and the wall-clock
+seconds from the first register write to the stop; with ``TB_BENCH_OUT=path.json`` it also
+writes them there (``tools/bench.py`` reads it for its bench-vs-loopback figure).
 """
 from __future__ import annotations
 
+import json
 import os
+import time
 
 import numpy as np
 
@@ -114,10 +120,23 @@ async def test_npu_model(dut):
     cmd = await env.read_ok(OFF["CMD"], driver.pprot)
     rec = _ApbRecorder({OFF["CMD"]: cmd})
     runner.program(rec, mmap, driver)
+    beats0, t0 = env.axi.beats(), time.perf_counter()
+    from cocotb.simtime import get_sim_time
+    sim0 = get_sim_time("ns")
     for addr, data, pprot in rec.writes:
         await env.write_ok(addr, data, pprot)
     n_cmds = len(model.command_words)
     status = await env.wait_stopped(max_cycles=2_000_000, poll=64, prot=driver.pprot)
+    wall = time.perf_counter() - t0
+    beats = env.axi.beats() - beats0
+    cycles = (get_sim_time("ns") - sim0) / env.clk_period_ns
+    cocotb.log.info("throughput: %d AXI beats in %.3f s wall, %d cycles: %.0f beats/s", beats,
+                    wall, cycles, beats / wall if wall > 0 else 0.0)
+    if os.environ.get("TB_BENCH_OUT"):
+        with open(os.environ["TB_BENCH_OUT"], "w") as fh:
+            json.dump({"model": os.path.basename(NPU_MODEL), "dut": DUT, "beats": beats,
+                       "wall_s": wall, "cycles": cycles,
+                       "beats_per_s": beats / wall if wall > 0 else 0.0}, fh)
     f = status_fields(status)
     job = env.scoreboard.jobs[-1]
     cocotb.log.info("stopped: STATUS 0x%08x, reference: %s; %d DUT bursts", status, job.ref_stop,

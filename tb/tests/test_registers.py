@@ -226,16 +226,16 @@ async def test_qchannel_accept_deny(dut):
     keeps the clock (clock_q_enable = 0) or the power (power_q_enable = 0) demanded."""
     env = await started_env(dut)
     assert env.clkq is not None and env.pwrq is not None, "no CLKQ*/PWRQ* Q-Channel pins"
-    assert int(dut.CLKQACCEPTn.value) == 1 and int(dut.PWRQACCEPTn.value) == 1
-    await ClockCycles(dut.CLK, 2)
-    await FallingEdge(dut.CLK)
-    assert int(dut.CLKQACTIVE.value) == 0, "CLKQACTIVE high while stopped and idle"
+    assert int(env.clkq.qacceptn.value) == 1 and int(env.pwrq.qacceptn.value) == 1
+    await ClockCycles(env.clock, 2)
+    await FallingEdge(env.clock)
+    assert int(env.clkq.qactive.value) == 0, "CLKQACTIVE high while stopped and idle"
     assert await env.clkq.request() == "accepted"
-    dut.PWAKEUP.value = 1                    # TRM 5.5: PWAKEUP is ORed into CLKQACTIVE
-    await ClockCycles(dut.CLK, 2)
-    await FallingEdge(dut.CLK)
-    assert int(dut.CLKQACTIVE.value) == 1, "PWAKEUP does not raise CLKQACTIVE"
-    dut.PWAKEUP.value = 0
+    env.pin("PWAKEUP").value = 1             # TRM 5.5: PWAKEUP is ORed into CLKQACTIVE
+    await ClockCycles(env.clock, 2)
+    await FallingEdge(env.clock)
+    assert int(env.clkq.qactive.value) == 1, "PWAKEUP does not raise CLKQACTIVE"
+    env.pin("PWAKEUP").value = 0
     await env.clkq.exit()
     assert await env.pwrq.request() == "accepted"
     await env.pwrq.exit()
@@ -268,8 +268,8 @@ async def test_irq_pin_stop_and_clear(dut):
     await env.write_ok(QBASE_LO, 0x2000)
     await env.write_ok(QBASE_HI, 0)
     await env.write_ok(QSIZE, 4 * len(stream))
-    await FallingEdge(dut.CLK)
-    assert int(dut.IRQ.value) == 0
+    await FallingEdge(env.clock)
+    assert int(env.irq.value) == 0
     await env.write_ok(CMD, 0xC | 0x1)                  # transition_to_running_state
     for _ in range(50):
         status = await env.read_ok(STATUS)
@@ -280,12 +280,12 @@ async def test_irq_pin_stop_and_clear(dut):
     assert status >> 16 == 0x005A | 0x0081, f"irq_history_mask: 0x{status >> 16:04x}"
     assert status & 0x394 == 0, f"fault bits set: 0x{status:08x}"
     assert await env.read_ok(QREAD) == 8
-    await FallingEdge(dut.CLK)
-    assert int(dut.IRQ.value) == 1, "IRQ pin low with STATUS.irq_raised set"
+    await FallingEdge(env.clock)
+    assert int(env.irq.value) == 1, "IRQ pin low with STATUS.irq_raised set"
     await env.write_ok(CMD, 0xC | 0x2)                  # clear_irq
-    await ClockCycles(dut.CLK, 2)
-    await FallingEdge(dut.CLK)
-    assert int(dut.IRQ.value) == 0, "IRQ pin still high after CMD.clear_irq"
+    await ClockCycles(env.clock, 2)
+    await FallingEdge(env.clock)
+    assert int(env.irq.value) == 0, "IRQ pin still high after CMD.clear_irq"
     status = await env.read_ok(STATUS)
     assert status & 0x2 == 0 and status >> 16 == 0x00DB
     await env.write_ok(CMD, 0xC | 0x00DB << 16)         # clear_irq_history

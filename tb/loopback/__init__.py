@@ -1,0 +1,1 @@
+"""A bare AXI loopback design and its cocotb tests (bench throughput reference, AXI memory model tests)."""

@@ -1,0 +1,111 @@
+"""Run a Vela network through the pins as the Arm driver would (shared by the network tests).
+
+Not a test module (tb.run collects ``test_*.py`` only).
+
+``await run_network(env, path, rng)`` loads the Vela output (raw ``.npz``) the way
+``tlm.runner.run_model`` does, with the runner's own code: ``plan_memory`` places the areas
+and binds the regions (guard bands and unbound regions answer DECERR, injected into the
+bench's AXI subordinates), ``check_inputs`` checks random inputs, ``load_memory`` fills
+memory by the back door and ``program`` yields the APB register sequence (MEM_ATTR, QCONFIG,
+REGIONCFG, AXI limits, QBASE/QSIZE, BASEP, CMD), replayed on the APB pins. It waits for the
+NPU to stop, checks STATUS (no fault, end of stream reached), closes the scoreboard's job
+(every AXI write, STATUS, QREAD and IRQ against the reference TLM on a mirror of memory) and
+compares every output byte with the reference's. Returns a ``NetResult``.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tb.tests.common import OFF, status_fields
+
+CMD, QREAD = OFF["CMD"], OFF["QREAD"]
+
+
+def vela_model(name: str, config: str = "ethos-u85-256", mode: str = "default") -> Path:
+    """Vela output (raw .npz) of catalog network *name* (tests/nets; cached in build/)."""
+    repo = Path(__file__).resolve().parents[2]
+    if str(repo / "tests") not in sys.path:
+        sys.path.insert(0, str(repo / "tests"))
+    import nets
+    return Path(nets.compiled(name, config, mode, "raw"))
+
+
+class _ApbRecorder:
+    """Stands in for a Device in ``tlm.runner.program``: records its APB writes."""
+
+    def __init__(self, reads: dict):
+        self.reads = reads
+        self.writes: list = []
+
+    def apb_read(self, addr: int, pprot: int = 0b01):
+        return self.reads.get(addr, 0), 0
+
+    def apb_write(self, addr: int, data: int, pprot: int = 0b01, pstrb: int = 0xF) -> int:
+        self.writes.append((addr, data, pprot))
+        return 0
+
+
+@dataclass
+class NetResult:
+    name: str
+    status: int
+    output_bytes: int
+    beats: int                  # AXI R + W beats of the job, every port
+    wall_s: float               # wall-clock seconds from the first APB write to the stop
+    ops: list = field(default_factory=list)
+
+
+async def run_network(env, path, rng, max_cycles: int = 2_000_000) -> NetResult:
+    """Run the Vela output *path* on the DUT of *env* (started); see the module docstring."""
+    from tlm import isa, runner
+    from tlm.vela import load
+
+    path = Path(path)
+    model = load(path)
+    inputs = []
+    for t in model.inputs:
+        info = np.iinfo(np.dtype(t.dtype))
+        inputs.append(np.random.default_rng(rng.getrandbits(32)).integers(
+            info.min, int(info.max) + 1, size=t.shape).astype(t.dtype))
+    arrays = runner.check_inputs(model, inputs)
+    driver = runner.DRIVER_DEFAULTS
+    mmap = runner.plan_memory(model, driver)
+    runner.load_memory(env.memory, model, mmap, arrays)
+    env.axi.clear_faults()
+    for lo, hi in mmap.faults:
+        env.axi.inject_fault(lo, hi, "DECERR")
+    cmd = await env.read_ok(CMD, driver.pprot)
+    await env.write_ok(CMD, (cmd & 0xC) | 0x2, driver.pprot)         # clear_irq
+    rec = _ApbRecorder({CMD: cmd})
+    runner.program(rec, mmap, driver)
+    beats0, t0 = env.axi.beats(), time.perf_counter()
+    for addr, data, pprot in rec.writes:
+        await env.write_ok(addr, data, pprot)
+    status = await env.wait_stopped(max_cycles=max_cycles, poll=64, prot=driver.pprot)
+    wall = time.perf_counter() - t0
+    beats = env.axi.beats() - beats0
+    f = status_fields(status)
+    faults = [b for b in ("bus_status", "cmd_parse_error", "branch_fault", "ecc_fault") if f[b]]
+    assert not faults, f"{path.name}: stopped with {faults} (STATUS 0x{status:08x})"
+    qread = await env.read_ok(QREAD, driver.pprot)
+    assert f["cmd_end_reached"] or qread == 4 * len(model.command_words), \
+        f"{path.name}: stopped early at QREAD 0x{qread:x}"
+    if env.use_reference:
+        job = env.scoreboard.close_job()
+        assert job.mismatches_in_job == 0, f"{path.name}: {env.scoreboard.mismatches[-3:]}"
+        mirror = env.scoreboard.ref.memory
+        for i, t in enumerate(model.outputs):
+            addr = mmap.basep[t.region] + t.offset
+            got = np.frombuffer(env.memory.read(addr, t.nbytes), np.uint8)
+            want = np.frombuffer(mirror.read(addr, t.nbytes), np.uint8)
+            bad = np.flatnonzero(got != want)
+            assert bad.size == 0, (f"{path.name} output{i}: {bad.size} of {got.size} bytes differ "
+                                   f"from the TLM, first at {bad[0]}")
+    ops = sorted({d.cmd.name for d in isa.decode(model.command_words)
+                  if d.cmd.name.startswith("NPU_OP_") and d.cmd.name != "NPU_OP_STOP"})
+    return NetResult(path.name, status, sum(t.nbytes for t in model.outputs), beats, wall, ops)
