@@ -18,6 +18,9 @@
   (tb/tests/test_network.py); without ``--tests`` only that test runs. ``--npu-model-ref``
   (default: the ``NPU_MODEL_REF`` environment variable) is an .npz with ``input<i>`` /
   ``output<i>`` (e.g. LiteRT BUILTIN_REF outputs) that the outputs are also checked against.
+  Without ``--npu-model`` the regression's test_npu_model runs the shipped default network
+  ``tests/data/sim_default_vela.npz`` against ``tests/data/sim_default_ref.npz``
+  (elementwise and pooling, so the RTL stand-in runs it; tools/make_default_net.py).
 * ``--config`` sets the TLM's configuration (default ethos-u85-256; a network without
   ``--config`` uses the one Vela embedded).
 * Functional coverage (tb/coverage.py): each simulator process writes its counts to
@@ -52,6 +55,8 @@ RTL = REPO / "rtl_stub"
 SHELL = RTL / "ethosu85_shell.v"
 STANDIN = RTL / "ethosu85.v"
 TOPLEVEL = "ethosu85"
+DEFAULT_NET = REPO / "tests" / "data" / "sim_default_vela.npz"      # test_npu_model's default
+DEFAULT_NET_REF = REPO / "tests" / "data" / "sim_default_ref.npz"
 TIMESCALE = ("1ns", "1ps")
 MIN_VERILATOR = (5, 36)
 
@@ -328,6 +333,8 @@ def _build_and_run(args, env, sources, tool, seed, npu_model, npu_ref, config, b
     test_filter = args.tests
     if npu_model is not None and not test_filter:
         test_filter = "test_npu_model"
+    elif npu_model is None and DEFAULT_NET.is_file():
+        extra_env.update(NPU_MODEL=str(DEFAULT_NET), NPU_MODEL_REF=str(DEFAULT_NET_REF))
     results = build_dir / "results.xml"
     wave = build_dir / wave_name
     wave.unlink(missing_ok=True)

@@ -120,3 +120,23 @@ def test_compile_vela_direct_and_error(tmp_path):
     bad.write_bytes(b"not a flatbuffer")
     with pytest.raises(RuntimeError):
         nets.compile_vela(bad, ACCEL, tmp_path / "bad")
+
+
+def test_shipped_default_network_is_current(u85_256):
+    """tests/data/sim_default_*.npz (make sim's default network, written by
+    tools/make_default_net.py) are what the catalog, Vela and LiteRT give now."""
+    from pathlib import Path
+
+    from tlm.vela import load
+    data = Path(__file__).resolve().parent / "data"
+    futs, errors = u85_256
+    assert "sim_default" not in errors, errors.get("sim_default")
+    shipped, fresh = load(data / "sim_default_vela.npz"), load(futs["sim_default"].result())
+    assert np.array_equal(shipped.command_words, fresh.command_words), \
+        "tests/data/sim_default_vela.npz is stale: run python tools/make_default_net.py"
+    with np.load(data / "sim_default_ref.npz") as ref:
+        inputs, outputs = nets.reference(nets.build("sim_default"))
+        for i, x in enumerate(inputs):
+            assert np.array_equal(ref[f"input{i}"], x), f"input{i} is stale"
+        for i, y in enumerate(outputs):
+            assert np.array_equal(ref[f"output{i}"], y), f"output{i} is stale"

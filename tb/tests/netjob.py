@@ -35,8 +35,9 @@ def vela_model(name: str, config: str = "ethos-u85-256", mode: str = "default") 
     return Path(nets.compiled(name, config, mode, "raw"))
 
 
-class _ApbRecorder:
-    """Stands in for a Device in ``tlm.runner.program``: records its APB writes."""
+class ApbRecorder:
+    """Stands in for a Device in ``tlm.runner.program``: records its APB writes (the
+    runner's register sequence) so that they can be replayed on the pins."""
 
     def __init__(self, reads: dict):
         self.reads = reads
@@ -57,37 +58,49 @@ class NetResult:
     output_bytes: int
     beats: int                  # AXI R + W beats of the job, every port
     wall_s: float               # wall-clock seconds from the first APB write to the stop
+    cycles: float = 0.0         # CLK cycles from the first APB write to the stop
     ops: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)     # the DUT's output tensors (numpy)
 
 
-async def run_network(env, path, rng, max_cycles: int = 2_000_000) -> NetResult:
-    """Run the Vela output *path* on the DUT of *env* (started); see the module docstring."""
-    from tlm import isa, runner
-    from tlm.vela import load
-
-    path = Path(path)
-    model = load(path)
+def random_inputs(model, rng) -> list:
+    """Random input tensors of *model* in their dtypes, from the random.Random *rng*."""
     inputs = []
     for t in model.inputs:
         info = np.iinfo(np.dtype(t.dtype))
         inputs.append(np.random.default_rng(rng.getrandbits(32)).integers(
             info.min, int(info.max) + 1, size=t.shape).astype(t.dtype))
-    arrays = runner.check_inputs(model, inputs)
+    return inputs
+
+
+async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) -> NetResult:
+    """Run the Vela output *path* on the DUT of *env* (started); see the module docstring.
+    *inputs*: the input tensors (default: random from *rng*)."""
+    from cocotb.simtime import get_sim_time
+
+    from tlm import isa, runner
+    from tlm.vela import load
+
+    path = Path(path)
+    model = load(path)
+    arrays = runner.check_inputs(model, random_inputs(model, rng) if inputs is None else inputs)
     driver = runner.DRIVER_DEFAULTS
     mmap = runner.plan_memory(model, driver)
     runner.load_memory(env.memory, model, mmap, arrays)
     env.axi.clear_faults()
     for lo, hi in mmap.faults:
         env.axi.inject_fault(lo, hi, "DECERR")
+    n_events = len(env.model.events) if env.use_reference else 0
     cmd = await env.read_ok(CMD, driver.pprot)
     await env.write_ok(CMD, (cmd & 0xC) | 0x2, driver.pprot)         # clear_irq
-    rec = _ApbRecorder({CMD: cmd})
+    rec = ApbRecorder({CMD: cmd})
     runner.program(rec, mmap, driver)
-    beats0, t0 = env.axi.beats(), time.perf_counter()
+    beats0, t0, sim0 = env.axi.beats(), time.perf_counter(), get_sim_time("ns")
     for addr, data, pprot in rec.writes:
         await env.write_ok(addr, data, pprot)
     status = await env.wait_stopped(max_cycles=max_cycles, poll=64, prot=driver.pprot)
     wall = time.perf_counter() - t0
+    cycles = (get_sim_time("ns") - sim0) / env.clk_period_ns
     beats = env.axi.beats() - beats0
     f = status_fields(status)
     faults = [b for b in ("bus_status", "cmd_parse_error", "branch_fault", "ecc_fault") if f[b]]
@@ -95,17 +108,24 @@ async def run_network(env, path, rng, max_cycles: int = 2_000_000) -> NetResult:
     qread = await env.read_ok(QREAD, driver.pprot)
     assert f["cmd_end_reached"] or qread == 4 * len(model.command_words), \
         f"{path.name}: stopped early at QREAD 0x{qread:x}"
+    outputs = []
+    for t in model.outputs:
+        dt = np.dtype(t.dtype).newbyteorder("<")
+        outputs.append(np.frombuffer(env.memory.read(mmap.basep[t.region] + t.offset, t.nbytes), dt))
     if env.use_reference:
         job = env.scoreboard.close_job()
         assert job.mismatches_in_job == 0, f"{path.name}: {env.scoreboard.mismatches[-3:]}"
+        skipped = [e for e in list(env.model.events)[n_events:]
+                   if e[0] in ("unpredictable", "op_unimplemented")]
+        assert not skipped, f"{path.name}: the TLM skipped an operation: {skipped[:2]}"
         mirror = env.scoreboard.ref.memory
-        for i, t in enumerate(model.outputs):
-            addr = mmap.basep[t.region] + t.offset
-            got = np.frombuffer(env.memory.read(addr, t.nbytes), np.uint8)
-            want = np.frombuffer(mirror.read(addr, t.nbytes), np.uint8)
+        for i, (t, got) in enumerate(zip(model.outputs, outputs)):
+            want = np.frombuffer(mirror.read(mmap.basep[t.region] + t.offset, t.nbytes), got.dtype)
             bad = np.flatnonzero(got != want)
-            assert bad.size == 0, (f"{path.name} output{i}: {bad.size} of {got.size} bytes differ "
-                                   f"from the TLM, first at {bad[0]}")
+            assert bad.size == 0, (f"{path.name} output{i} ({t.name}): {bad.size} of {got.size} "
+                                   f"elements differ from the TLM reference, first at {bad[0]}: "
+                                   f"{got[bad[0]]} vs {want[bad[0]]}")
     ops = sorted({d.cmd.name for d in isa.decode(model.command_words)
                   if d.cmd.name.startswith("NPU_OP_") and d.cmd.name != "NPU_OP_STOP"})
-    return NetResult(path.name, status, sum(t.nbytes for t in model.outputs), beats, wall, ops)
+    return NetResult(path.name, status, sum(t.nbytes for t in model.outputs), beats, wall,
+                     cycles, ops, outputs)

@@ -36,9 +36,7 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -48,6 +46,7 @@ from cocotb.triggers import ClockCycles
 from tb.env import Env
 from tb.tests.common import (DUT, MEM_ATTRS, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, enc, named,
                              program_regions, regioncfg, skip_now, status_fields)
+from tb.tests.netjob import run_network, vela_model
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
 CASES = int(os.environ.get("KERNEL_CASES", "0") or 0)
@@ -788,37 +787,12 @@ VELA_QUICK = ("add_bcast_relu", "add_const_scalar", "mul_bcast_hw", "minimum_bca
 VELA_ALL = os.environ.get("KERNEL_NETS", "") == "all"
 
 
-def _vela_model(name: str, mode: str):
-    repo = Path(__file__).resolve().parents[2]
-    if str(repo / "tests") not in sys.path:
-        sys.path.insert(0, str(repo / "tests"))
-    import nets
-    return nets.compiled(name, "ethos-u85-256", mode, "raw")
-
-
-class _ApbRecorder:
-    """Stands in for a Device in tlm.runner.program: records the APB writes."""
-
-    def __init__(self, reads: dict):
-        self.reads = reads
-        self.writes: list = []
-
-    def apb_read(self, addr: int, pprot: int = 0b01):
-        return self.reads.get(addr, 0), 0
-
-    def apb_write(self, addr: int, data: int, pprot: int = 0b01, pstrb: int = 0xF) -> int:
-        self.writes.append((addr, data, pprot))
-        return 0
-
-
 @cocotb.parametrize(mode=named(["default", "sram_only"]))
 @cocotb.test(timeout_time=2000, timeout_unit="ms")
 async def test_vela_networks(dut, mode):
     """Vela networks of elementwise and pooling operations only (tests/nets catalog,
     ethos-u85-256), loaded and started as tlm.runner does; outputs against the TLM. The
     quick list by default, every one with KERNEL_NETS=all."""
-    from tlm import isa, runner
-    from tlm.vela import load
     names = VELA_NETS if VELA_ALL else VELA_QUICK
     if mode == "sram_only" and not VELA_ALL:
         names = names[:4]
@@ -827,54 +801,12 @@ async def test_vela_networks(dut, mode):
     await env.start()
     for name in names:
         try:
-            path = _vela_model(name, mode)
+            path = vela_model(name, "ethos-u85-256", mode)
         except Exception as e:                  # noqa: BLE001 - vela missing: report, skip net
             cocotb.log.warning("%s: no Vela output (%s)", name, e)
             continue
-        model = load(path)
-        npu = runner.resolve_config(model, None)
-        assert npu.name == "ethos-u85-256", npu.name
-        inputs = []
-        for t in model.inputs:
-            info = np.iinfo(np.dtype(t.dtype))
-            inputs.append(np.random.default_rng(rng.getrandbits(32)).integers(
-                info.min, int(info.max) + 1, size=t.shape).astype(t.dtype))
-        arrays = runner.check_inputs(model, inputs)
-        driver = runner.DRIVER_DEFAULTS
-        mmap = runner.plan_memory(model, driver)
-        runner.load_memory(env.memory, model, mmap, arrays)
-        env.axi.clear_faults()
-        for lo, hi in mmap.faults:
-            env.axi.inject_fault(lo, hi, "DECERR")
-        n_events = len(env.model.events)
-        cmd = await env.read_ok(CMD, driver.pprot)
-        await env.write_ok(CMD, (cmd & 0xC) | 0x2, driver.pprot)         # clear_irq
-        rec = _ApbRecorder({CMD: cmd})
-        runner.program(rec, mmap, driver)
-        for addr, data, pprot in rec.writes:
-            await env.write_ok(addr, data, pprot)
-        status = await env.wait_stopped(max_cycles=2_000_000, poll=64, prot=driver.pprot)
-        f = status_fields(status)
-        faults = [b for b in ("bus_status", "cmd_parse_error", "branch_fault") if f[b]]
-        assert not faults, f"{name}: stopped with {faults} (STATUS 0x{status:08x})"
-        qread = await env.read_ok(QREAD, driver.pprot)
-        assert f["cmd_end_reached"] or qread == 4 * len(model.command_words), \
-            f"{name}: stopped early at QREAD 0x{qread:x}"
-        job = env.scoreboard.close_job()
-        assert job.mismatches_in_job == 0, f"{name}: {env.scoreboard.mismatches[-3:]}"
-        skipped = [e for e in list(env.model.events)[n_events:]
-                   if e[0] in ("unpredictable", "op_unimplemented")]
-        assert not skipped, f"{name}: the TLM skipped an operation: {skipped[:2]}"
-        mirror = env.scoreboard.ref.memory
-        for i, t in enumerate(model.outputs):
-            addr = mmap.basep[t.region] + t.offset
-            got = np.frombuffer(env.memory.read(addr, t.nbytes), np.uint8)
-            want = np.frombuffer(mirror.read(addr, t.nbytes), np.uint8)
-            bad = np.flatnonzero(got != want)
-            assert bad.size == 0, f"{name} output{i}: {bad.size} of {got.size} bytes differ from the TLM"
-        ops = sorted({d.cmd.name for d in isa.decode(model.command_words)
-                      if d.cmd.name.startswith("NPU_OP_") and d.cmd.name != "NPU_OP_STOP"})
+        res = await run_network(env, path, rng)
         cocotb.log.info("%s (%s): %d output bytes match the TLM; ops %s", name, mode,
-                        sum(t.nbytes for t in model.outputs), ops)
+                        res.output_bytes, res.ops)
         await ClockCycles(env.clock, 4)
     env.finish()

@@ -693,6 +693,19 @@ def _(g):
     g.output(g.hard_swish(y, name="hswish"))
 
 
+@_net("sim_default", tags=("network", "int8"))
+def _(g):
+    """The default network of `make sim` (shipped in tests/data/): elementwise and pooling
+    only and no chaining, so the RTL stand-in runs it too. add broadcast RELU ->
+    maxpool 2x2 s2 -> avgpool 3x3 s1 SAME; sub of the two pools."""
+    x = g.input((1, 16, 16, 16), name="x")
+    b = g.input((1, 1, 1, 16), name="bias")
+    a = g.add(x, b, act="RELU", name="add")
+    p = g.pool(a, "MAX", 2, 2, "VALID", name="maxpool")
+    q = g.pool(p, "AVG", 3, 1, "SAME", name="avgpool")
+    g.output(q, g.sub(p, q, name="sub"))
+
+
 @_net("int16_net", tags=("network", "int16"))
 def _(g):
     """int16x8: conv -> dw -> add skip -> avgpool -> FC."""
