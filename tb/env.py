@@ -12,6 +12,13 @@ hierarchy needs only a map; ``env.pin("IRQ")`` is the handle of a TRM-named pin.
 * ``await env.hard_reset(PORPL=1, PORSL=0)`` pulses nRESET with the given pins;
   ``await env.wait_reset_done()`` polls STATUS until ``reset_status`` clears.
 * ``env.apb`` is the APB5 manager (tb/apb.py); ``env.read`` / ``env.write`` are shortcuts.
+* ``env.apb_monitor`` (``Env(dut, apb_monitor=False)`` to leave it out) is a passive
+  ``tb.apb.ApbMonitor`` on the same pins: it rebuilds every transfer, whoever drives it, and
+  checks the APB/TRM pin rules; ``finish()`` fails on its first errors. The scoreboard and
+  coverage listen to the manager (``apb_source="manager"``, the default: listeners such as
+  tb/tests/common.py's ``ResetSync`` go ahead of it on ``env.apb.listeners``); with
+  ``apb_source="monitor"`` they listen to the monitor instead, so another bench's APB driver
+  can run the same checks on the same pins (add such listeners to the monitor then).
 * ``env.clkq`` / ``env.pwrq`` are Q-Channel controllers (request / exit).
 * ``env.model`` is the reference ``tlm.device.Device``: for DUT=tlm the device behind the
   pins; otherwise (or with ``reference_model=True``) a separate instance, built at each
@@ -44,7 +51,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
-from tb.apb import PROT_SECURE_PRIV, Apb5Manager, ApbResult
+from tb.apb import PROT_SECURE_PRIV, Apb5Manager, ApbMonitor, ApbResult
 from tb.axi import AxiMemory, BenchMemory
 from tb.pinmap import PinMap
 from tb.scoreboard import STOP_EVIDENCE, ApbScoreboard, Scoreboard  # noqa: F401 - old name
@@ -116,7 +123,8 @@ class Env:
     def __init__(self, dut, *, config: str | None = None, pins: dict | None = None,
                  clk_period_ns: float = 10, dut_kind: str | None = None,
                  apb_wait_states: Callable[[], int] | None = None, memory=None,
-                 scoreboard: bool = True, reference_model: bool | None = None, pinmap=None):
+                 scoreboard: bool = True, reference_model: bool | None = None, pinmap=None,
+                 apb_monitor: bool = True, apb_source: str = "manager"):
         self.dut = dut
         self.pinmap = pm = PinMap.coerce(pinmap)
         self.log = logging.getLogger("cocotb.tb.env")
@@ -133,6 +141,17 @@ class Env:
         self.memory = memory
         self.axi: AxiMemory | None = None           # built by start()
         self.apb = Apb5Manager.from_entity(dut, self.clock, pinmap=pm)
+        # Passive monitor + protocol checker on the same pins; its wait-state bound is the
+        # manager's timeout, so it accepts whatever the manager accepts.
+        self.apb_monitor: ApbMonitor | None = (
+            ApbMonitor.from_entity(dut, self.clock, pinmap=pm,
+                                   max_wait_states=self.apb.timeout_cycles)
+            if apb_monitor else None)
+        if apb_source not in ("manager", "monitor") or (apb_source == "monitor"
+                                                        and self.apb_monitor is None):
+            raise ValueError(f"apb_source={apb_source!r}: 'manager', or 'monitor' with "
+                             "apb_monitor=True")
+        self.apb_source = apb_source
         self.clkq = QChannelController.bind(dut, "CLK", self.clock, pm)   # None if not present
         self.pwrq = QChannelController.bind(dut, "PWR", self.clock, pm)
         self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := axi_port_signals(dut, p, pm))}
@@ -145,10 +164,11 @@ class Env:
         self.scoreboard = Scoreboard(self.memory, self.log,
                                      irq_level=lambda: _val(self.irq))
         self._scoreboard_on = scoreboard and self.use_reference
+        apb_feed = self.apb if apb_source == "manager" else self.apb_monitor
         if self._scoreboard_on:
-            self.apb.listeners.append(self.scoreboard)
+            apb_feed.listeners.append(self.scoreboard)
         elif self.scoreboard.coverage is not None:     # no reference: still sample coverage
-            self.apb.listeners.append(self.scoreboard.coverage.sample_apb)
+            apb_feed.listeners.append(self.scoreboard.coverage.sample_apb)
         self._pins: dict = {}
         self._irq_task = None
         self._clock_task = None
@@ -187,6 +207,8 @@ class Env:
         self.nreset.value = 0
         for name, value in STATIC_INPUTS.items():
             self._drive(name, value)
+        if self.apb_monitor is not None:
+            self.apb_monitor.start()
         for name, value in self.pins.items():
             self._drive(name, value)
         for sigs in self.axi_ports.values():     # AXI inputs idle until the subordinates bind
@@ -329,11 +351,15 @@ class Env:
         return await self.wait_stopped(max_cycles, poll)
 
     def finish(self) -> None:
-        """End-of-test checks: adapter protocol errors, AXI rule violations seen by the
-        subordinates, and scoreboard mismatches."""
+        """End-of-test checks: adapter protocol errors, APB protocol errors seen by the
+        monitor, AXI rule violations seen by the subordinates, and scoreboard mismatches."""
         if self.tlm is not None:
             assert not self.tlm.protocol_errors, ("APB protocol errors seen by the TLM adapter: "
                                                   f"{self.tlm.protocol_errors[:3]}")
+        if self.apb_monitor is not None:
+            errs = self.apb_monitor.errors
+            assert not errs, (f"{len(errs)} APB protocol error(s) seen by the monitor, first: "
+                              + "; ".join(str(e) for e in errs[:3]))
         if self.axi is not None:
             errs = self.axi.errors
             assert not errs, f"{len(errs)} AXI rule violation(s), first: {errs[0]}"

@@ -552,6 +552,10 @@ class TlmPins:
         # Recent transfers as the device saw them: (write, addr, data, pprot, pstrb, pslverr).
         self.apb_log: deque = deque(maxlen=100_000)
         self.protocol_errors: list[str] = []
+        # Test-only fault hook (tb/tests/test_apb_protocol.py): fn(self, phase) right after
+        # the adapter drives PREADY/PSLVERR/PRDATA, phase "respond" (completion) or "idle"
+        # (dropped after it); it may overwrite those pins to break a completer rule.
+        self.apb_fault: Callable[["TlmPins", str], None] | None = None
         self.clkq = _QChannel(dut, "CLK", pm)
         self.pwrq = _QChannel(dut, "PWR", pm)
         self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := axi_port_drivers(dut, p, pm))}
@@ -759,6 +763,8 @@ class TlmPins:
             self.pready.value = 0
             self.pslverr.value = 0
             self._apb_state = "idle"
+            if self.apb_fault is not None:
+                self.apb_fault(self, "idle")
             return
         if self._apb_state == "wait":
             if not (psel and penable):
@@ -804,3 +810,5 @@ class TlmPins:
         self.pslverr.value = int(err)
         self.pready.value = 1
         self._apb_state = "resp"
+        if self.apb_fault is not None:
+            self.apb_fault(self, "respond")
