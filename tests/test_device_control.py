@@ -579,6 +579,113 @@ def test_step_budget_cuts_a_branch_loop():
     assert r3.kind == StopKind.BUDGET and r3.steps == 77
 
 
+def _indexed_dma_loop(lines=64):
+    """An always-taken loop around a legal indexed DMA (one index read per line, no batching)."""
+    return enc(("NPU_SET_DMA0_SRC_REGION", dict(region=1, stride_mode=1, idx_mode=1)),
+               ("NPU_SET_DMA0_DST_REGION", dict(region=2)), ("NPU_SET_DMA0_IDX_REGION", dict(region=3)),
+               ("NPU_SET_DMA0_IDX_MAX", dict(idx_max=1000)), ("NPU_SET_DMA0_LEN", dict(addr=16)),
+               ("NPU_SET_DMA0_SIZE0", dict(size=lines)), ("NPU_SET_DMA0_DST_STRIDE0", dict(addr=16)),
+               "NPU_OP_DMA_START", ("NPU_OP_BRANCH", dict(branch_target=0x28)))    # to the DMA_START
+
+
+def test_work_budget_cuts_a_stream_of_legal_dmas():
+    """max_steps bounds commands, not work: a loop of expensive legal DMAs stops on max_work
+    (Policy.default_max_work when None) with the BUDGET reason, still RUNNING, resumable."""
+    d = dev(_indexed_dma_loop())
+    d.start()
+    r = d.run(max_steps=1000, max_work=5000)
+    assert r.kind == StopKind.BUDGET and r.running and d.running and r.steps < 1000
+    assert 5000 <= r.work < 5000 + 258 and "5000 work units" in r.detail    # 258 units per loop (see Policy)
+    assert events(d, "budget")[-1]["work"] == r.work
+    r2 = d.run(max_steps=3, max_work=None)                           # resumes; steps bind now
+    assert r2.kind == StopKind.BUDGET and r2.steps == 3 and r2.work > 0
+    d2 = dev(_indexed_dma_loop(), policy=Policy(default_max_work=2000))
+    d2.start()
+    r3 = d2.run()
+    assert r3.kind == StopKind.BUDGET and 2000 <= r3.work < 2258 and r3.steps < 100
+    d3 = dev(_indexed_dma_loop(), policy=Policy(default_max_work=None))
+    d3.start()
+    assert d3.run(max_steps=50).steps == 50                          # None: unbounded work
+
+
+def test_work_counts_transactions_bytes_and_kernel_elements():
+    d = dev(enc(("NPU_SET_DMA0_SRC_REGION", dict(region=1)), ("NPU_SET_DMA0_DST_REGION", dict(region=2)),
+                ("NPU_SET_DMA0_LEN", dict(addr=4096)), "NPU_OP_DMA_START"))
+    d.start()
+    r = d.run()
+    fetches = sum(1 + (t.length >> 6) for t in d.memory.log if t.channel == Channel.rd_cmd)
+    # DMA: 1 + 2 x (1 transaction + 4096 / 64) + 64 for the one page it writes
+    assert r.kind == StopKind.END and r.work == 3 + 1 + (1 + 64) * 2 + 64 + fetches
+    noop = {n: (lambda snap, port, dev: None) for n in KERNEL_OP_NAMES}
+    sets = enc(("NPU_SET_OFM_HEIGHT_M1", dict(height_m1=1)), ("NPU_SET_OFM_WIDTH_M1", dict(width_m1=2)),
+               ("NPU_SET_OFM_DEPTH_M1", dict(depth_m1=3)), ("NPU_SET_KERNEL_HEIGHT_M1", dict(height_m1=2)),
+               ("NPU_SET_KERNEL_WIDTH_M1", dict(width_m1=1)))
+    for op, per in (("NPU_OP_POOL", 2 * 3 * 4 * 3 * 2), ("NPU_OP_ELEMENTWISE", 2 * 3 * 4)):
+        d = dev(sets + enc(op), kernel_ops=noop)
+        d.start()
+        r = d.run()
+        fetches = sum(1 + (t.length >> 6) for t in d.memory.log if t.channel == Channel.rd_cmd)
+        assert r.work == 5 + 1 + per + fetches, op                       # OFM elements (x kernel taps)
+
+
+def test_model_budgets_of_kernel_ops_come_from_the_policy():
+    words = enc(("NPU_SET_OFM_HEIGHT_M1", dict(height_m1=63)), ("NPU_SET_OFM_WIDTH_M1", dict(width_m1=63)),
+                ("NPU_SET_OFM_DEPTH_M1", dict(depth_m1=15)), ("NPU_OP_ELEMENTWISE", dict(elementwise_mode=0)))
+    tight = dev(words, policy=Policy(max_op_elements=64 * 64 * 16 - 1))
+    tight.start()
+    r = tight.run()
+    assert r.error == "cmd_parse_error" and "65536 OFM elements" in events(tight, "model_limit")[0]["error"]
+    loose = dev(words)
+    loose.start()
+    loose.run()
+    assert not events(loose, "model_limit")
+
+
+def test_ifm_read_budget_comes_from_the_policy():
+    """A 64x64 pooling kernel over a 1x1 OFM reads 4096 IFM elements: over max_op_elements."""
+    from test_ops_pool import MAX, REGION_BASE, pool_bench
+    b = pool_bench(np.zeros((64, 64, 1), np.int8), (1, 1, 1), k=(64, 64))
+    for pol in (Policy(max_op_elements=4095), Policy()):
+        d = Device(b.config, Memory(), policy=pol, settle=True)
+        for n, base in REGION_BASE.items():
+            d.apb_write(OFF[f"BASEP{n}_LO"], base)
+        b.run("NPU_OP_POOL", pooling_mode=MAX, device=d)
+        limited = events(d, "model_limit")
+        if pol.max_op_elements == 4095:
+            assert b.stop.error == "cmd_parse_error" and "4096" in limited[0]["error"], limited
+        else:
+            assert not limited and b.stop.kind == StopKind.STOP
+
+
+def test_kernel_op_page_budget_stops_huge_ofm_strides():
+    """A 64x64 MAX pool whose OFM strides put every element on its own 64 KiB page of the
+    sparse memory (4096 pages; 131k elements would be 8 GiB): max_op_pages stops the op at
+    the first write beyond the budget, before that write is made."""
+    from test_ops_pool import MAX, REGION_BASE, pool_bench
+    b = pool_bench(np.zeros((64, 64, 1), np.int8), (64, 64, 1))
+    b.set("NPU_SET_OFM_STRIDE_X", addr=1 << 16)
+    b.set("NPU_SET_OFM_STRIDE_Y", addr=1 << 22)
+    for limit, pages in ((100, 100), (None, 4097)):             # new pages (+1: the stream)
+        pol = Policy() if limit is None else Policy(max_op_pages=limit)
+        d = Device(b.config, Memory(), policy=pol, settle=True)
+        for n, base in REGION_BASE.items():
+            d.apb_write(OFF[f"BASEP{n}_LO"], base)
+        before = len(d.memory._pages)
+        b.run("NPU_OP_POOL", pooling_mode=MAX, device=d)
+        assert len(d.memory._pages) - before <= pages, limit
+        limited = events(d, "model_limit")
+        assert (b.stop.error == "cmd_parse_error" and "more than 100 memory pages" in limited[0]["error"]
+                if limit else not limited and b.stop.kind == StopKind.STOP)
+
+
+def test_policy_rejects_bad_budgets():
+    for kw in (dict(dma_max_pages=-1), dict(max_op_elements=1.5), dict(default_max_work="x"),
+               dict(dma_max_bytes=None), dict(max_op_macs=True)):
+        with pytest.raises(ValueError, match="non-negative integer"):
+            Policy(**kw)
+    assert Policy(default_max_work=None).default_max_work is None
+
+
 def test_stop_request_stops_a_running_npu_with_irq():
     d = dev(enc(("NPU_SET_IFM_REGION", dict(region=1)), ("NPU_OP_BRANCH", dict(branch_target=0))))
     d.start()

@@ -132,6 +132,71 @@ def test_budget_cuts_huge_transfers_before_moving_data():
     assert m.log == []
 
 
+def test_budgets_come_from_the_policy():
+    from tlm.config import Policy
+    m, port, _, _ = setup(10)
+    rf = FakeRF(SRC_REGION__region=1, SRC_REGION__stride_mode=1, DST_REGION__region=2, LEN__addr=4,
+                SIZE0__size=11, SRC_STRIDE0__addr=4, DST_STRIDE0__addr=4)
+    with pytest.raises(BudgetExceeded, match="10 lines"):
+        dma_start(rf, port, policy=Policy(dma_max_lines=10))
+    with pytest.raises(BudgetExceeded, match="43 bytes"):
+        dma_start(rf, port, policy=Policy(dma_max_bytes=43))
+    idx = FakeRF(SRC_REGION__region=1, SRC_REGION__stride_mode=1, SRC_REGION__idx_mode=1, DST_REGION__region=2,
+                 IDX_REGION__region=3, LEN__addr=4, SIZE0__size=11, IDX_MAX__idx_max=99)
+    with pytest.raises(BudgetExceeded, match="indexed lines"):
+        dma_start(idx, port, policy=Policy(dma_max_indexed_lines=10))
+    assert m.log == []
+    assert dma_start(rf, port, policy=Policy(dma_max_lines=11, dma_max_bytes=44)) == 44
+
+
+def test_page_budget_counts_the_pages_a_strided_dma_writes_before_moving_data():
+    """A DMA well inside the byte budget whose huge stride puts every line on its own 64 KiB
+    page of the sparse memory (fuzz: 65,535 lines -> 4 GiB) is refused before anything moves."""
+    from tlm.config import Policy
+    m, port, _, _ = setup(11)
+    pages0 = len(m._pages)
+    far = FakeRF(SRC_REGION__region=1, SRC_REGION__stride_mode=1, DST_REGION__region=2, LEN__addr=16,
+                 SIZE0__size=300, SRC_STRIDE0__addr=16, DST_STRIDE0__addr=1 << 20)
+    with pytest.raises(BudgetExceeded, match="300 memory pages"):
+        dma_start(far, port, policy=Policy(dma_max_pages=299))
+    assert m.log == [] and len(m._pages) == pages0
+    assert dma_start(far, port, policy=Policy(dma_max_pages=300)) == 300 * 16
+    # dense copies touch few pages: 4 MiB in 4096 lines is 64 (+1 unaligned) pages
+    m, port, _, _ = setup(12)
+    dense = FakeRF(SRC_REGION__region=1, SRC_REGION__stride_mode=1, DST_REGION__region=2, DST__addr=8,
+                   LEN__addr=1024, SIZE0__size=4096, SRC_STRIDE0__addr=0, DST_STRIDE0__addr=1024)
+    with pytest.raises(BudgetExceeded, match="65 memory pages"):
+        dma_start(dense, port, policy=Policy(dma_max_pages=64))
+    assert dma_start(dense, port, policy=Policy(dma_max_pages=65)) == 1 << 22
+
+
+def test_page_budget_of_a_scatter_counts_the_indexed_destinations():
+    from tlm.config import Policy
+    m, port, _, _ = setup(13)
+    idx = np.array([0, 5, 5, -1, 1000, 7, 3], "<i4")          # -1 and 1000 (> idx_max) are skipped
+    m.write(IDX_BASE, idx.tobytes())
+    rf = FakeRF(SRC_REGION__region=1, SRC_REGION__stride_mode=1, DST_REGION__region=2, DST_REGION__idx_mode=1,
+                IDX_REGION__region=3, IDX_MAX__idx_max=999, LEN__addr=8, SIZE0__size=len(idx),
+                SRC_STRIDE0__addr=8, DST_STRIDE0__addr=1 << 16)
+    log0 = len(m.log)
+    with pytest.raises(BudgetExceeded, match="4 memory pages"):             # pages 0, 3, 5, 7
+        dma_start(rf, port, policy=Policy(dma_max_pages=3))
+    assert len(m.log) == log0                                               # not even an index read
+    assert dma_start(rf, port, policy=Policy(dma_max_pages=4)) == 5 * 8
+
+
+def test_page_count_matches_brute_force():
+    from tlm.ops.dma import _page_count
+    rng = np.random.default_rng(14)
+    for _ in range(200):
+        n, length = int(rng.integers(1, 40)), int(rng.integers(1, 200_000))
+        starts = rng.integers(0, 1 << 22, n).astype(np.int64)
+        want = set()
+        for s in starts.tolist():
+            want.update(range(s >> 16, ((s + length - 1) >> 16) + 1))
+        assert _page_count(starts, length) == len(want)
+
+
 def test_bus_fault_on_write_stops_with_context():
     m, port, _, _ = setup(9)
     m.inject_fault(DST_BASE + 64, DST_BASE + 65, Resp.SLVERR, kind="w")

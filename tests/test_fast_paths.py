@@ -12,7 +12,11 @@ route caches) must be invisible: bit-identical results, the same AXI transaction
   are also checked against values computed directly from the log.
 * Randomised unit checks: fmap blocks of every layout (tiles, formats, precisions,
   transposes, reverse, aliasing, sparse and unaligned addresses), DataPort runs with striping,
-  wrap at 2**40, faults and listeners, PMU counting of batches, arith rescale.
+  wrap at 2**40, faults and listeners, PMU counting of batches, arith rescale, TxnBatch memos,
+  and the conv/depthwise fused epilogue (tlm.ops.common._fused_epilogue, int64 and float64
+  forms) against write_accumulator's step-by-step arithmetic.  (The elementwise result
+  tables and the vectorised SWD decoder are checked in test_ops_elementwise.py and
+  test_weights.py.)
 
 Random tests use a fixed default seed (reproducible); set TLM_TEST_SEED to explore others.
 No timing is asserted anywhere.
@@ -459,6 +463,23 @@ def test_dataport_span_equals_runs(rng):
                    for k in m1._pages)
 
 
+def test_txn_batch_pages_and_memos(rng):
+    """TxnBatch.pages() (distinct pages written, memoised: cached batches are performed
+    again) and the memoised beats/extent equal their direct computation."""
+    for _ in range(300):
+        n = int(rng.integers(1, 20))
+        a = rng.integers(0, 1 << 22, n).astype(np.int64)
+        ln = rng.integers(1, 1 << 18, n).astype(np.int64)
+        b = TxnBatch(("SRAM0",), None, Channel.wr_ofm, True, a, ln)
+        want = set()
+        for x, y in zip(a.tolist(), ln.tolist()):
+            want.update(range(x >> memory.PAGE_BITS, ((x + y - 1) >> memory.PAGE_BITS) + 1))
+        assert b.pages() == tuple(sorted(want)) == b.pages()
+        assert b.total_beats() == sum(beats(x, y) for x, y in zip(a.tolist(), ln.tolist())) == b.total_beats()
+        assert b.extent() == (int(a.min()), int((a + ln).max()))
+        assert b.per_port() == [(0, n, b.total_beats())]
+
+
 def test_txn_batch_records():
     b = TxnBatch(("EXT0", "EXT1"), np.array([1, 0]), Channel.rd_weights, False, np.array([0x40, 0x7F]),
                  np.array([16, 2]), 2, 0b1111, 3, interface=Interface.ext)
@@ -597,3 +618,86 @@ def test_route_cache_follows_register_writes():
     d.wait_reset()
     r = d.route(3)
     assert r.base == 0 and r.interface == Interface.sram and r.prot == d.prot_word == 0b10
+
+
+# ================================================================================= fused epilogue
+def _epilogue_steps(acc, bits, bias, scale, shift, mode, dbl, zp, amin, amax, clamp, bits_out, act_type):
+    """write_accumulator's steps one by one (wrap, bias, rescale, activation, truncate)."""
+    a = arith.sign_extend(np.asarray(acc, dtype=np.int64), bits)
+    a = arith.accumulate(a, bias, arith.AccFormat.I32 if bits == 32 else arith.AccFormat.I48)
+    r = arith.rescale(a, scale, shift, mode, dbl, acc_format=None)
+    prec = {8: Precision.B8, 16: Precision.B16, 32: Precision.B32}[bits_out]
+    return arith.activation(r, precision=prec, act_type=act_type, zero_point=zp, act_min=amin, act_max=amax,
+                            clip_range=arith.ClipRange.B16 if clamp else arith.ClipRange.NONE)
+
+
+def test_fused_epilogue_equals_steps(rng):
+    """tlm.ops.common._fused_epilogue (the conv/depthwise write_accumulator fast path) is
+    bit-identical to the step-by-step path for every round mode, dbl_rnd, accumulator width,
+    OFM type, clamp/no clamp, wrapping and float/int input, or declines (None)."""
+    from tlm.ops import common
+    from tlm.ops.common import _EpilogueConsts, _fused_epilogue, _Scale
+
+    real_f64 = common._fused_epilogue_f64
+    f64 = []
+
+    def count_f64(*a, **kw):
+        f64.append(1)
+        return real_f64(*a, **kw)
+    common._fused_epilogue_f64 = count_f64
+    try:
+        _check_fused_epilogue(rng, _EpilogueConsts, _fused_epilogue, _Scale)
+    finally:
+        common._fused_epilogue_f64 = real_f64
+    print("float64 form:", len(f64))
+    assert len(f64) > 30                                       # the float64 form was exercised
+
+
+def _check_fused_epilogue(rng, _EpilogueConsts, _fused_epilogue, _Scale):
+    done = 0
+    for it in range(400):
+        h, w, d = int(rng.integers(1, 9)), int(rng.integers(1, 40)), int(rng.choice([1, 3, 16, 40, 300]))
+        bits = int(rng.choice([32, 48]))
+        kind = rng.integers(0, 4)
+        lim = [1 << 12, 1 << 23, 1 << 31, 1 << 40][kind]
+        acc = rng.integers(-lim, lim, (h, w, d), endpoint=True)
+        bound = int(np.abs(acc).max())
+        if rng.random() < 0.3:
+            bound += int(rng.integers(0, 1 << 20))                 # a loose bound is fine
+        src = acc
+        if bound < (1 << 24) and rng.random() < 0.5:
+            src = acc.astype(np.float32)
+        elif bound < (1 << 53) and rng.random() < 0.3:
+            src = acc.astype(np.float64)
+        elif bound < (1 << 31) and rng.random() < 0.5:
+            src = acc.astype(np.int32)
+        bb = 47 if bits == 48 else 31
+        bias = rng.integers(-(1 << bb), 1 << bb, d) if rng.random() < 0.3 else rng.integers(-5000, 5000, d)
+        scale = rng.integers(0, 1 << (15 if bits == 48 else 31), d)
+        if rng.random() < 0.2:
+            scale[rng.integers(0, d)] = 0
+        shift = rng.integers(0, 64, d) if rng.random() < 0.4 else rng.integers(25, 45, d)
+        mode, dbl = int(rng.integers(0, 6)), int(rng.choice([0, 0, 1, 5, 30]))
+        bits_out = int(rng.choice([8, 8, 16, 32]))
+        act_type = int(rng.integers(0, 2))
+        if act_type == 1:
+            zp = int(rng.integers(-128, 128))
+            amin, amax = sorted(int(v) for v in rng.integers(-(1 << 15), 1 << 15, 2))
+            if rng.random() < 0.5:
+                amin, amax = -(1 << (min(bits_out, 16) - 1)), (1 << (min(bits_out, 16) - 1)) - 1
+        else:
+            zp = int(rng.integers(0, 256))
+            amin, amax = sorted(int(v) for v in rng.integers(0, 1 << 16, 2))
+        clamp = rng.random() < 0.8
+        sc = _Scale(bias, scale, shift)
+        k = _EpilogueConsts(sc, d, mode, dbl, bits)
+        odt = np.dtype(f"<{'u' if act_type == 0 else 'i'}{bits_out // 8}")
+        got = _fused_epilogue(src, bound, k, zp, amin, amax, clamp, odt)
+        want = _epilogue_steps(acc, bits, bias, scale, shift, mode, dbl, zp & 0xFFFF, amin & 0xFFFF,
+                               amax & 0xFFFF, clamp, bits_out, act_type)
+        if got is None:
+            continue
+        done += 1
+        assert got.dtype == odt and got.shape == acc.shape
+        assert np.array_equal(got.astype(np.int64), want), (it, mode, dbl, bits, bits_out, clamp)
+    assert done > 150

@@ -185,3 +185,51 @@ def test_dma_oracle_matches_the_trm_pseudocode_example():
     assert rd == [(0x1000 + 256 * z + 20 * y, 8) for z in range(3) for y in range(4)]
     assert wr == [(0x8000 + 512 - 64 * z + 16 * y, 8) for z in range(3) for y in range(4)]
     assert np.all(np.diff([a for a, _ in wr[:4]]) == 16)
+
+
+# ---------------------------------------------------------------------------- model budgets
+def _indexed_dma_loop(lines):
+    """An always-taken loop around a legal gather of `lines` 16-byte lines."""
+    return _enc(("NPU_SET_DMA0_SRC_REGION", dict(region=1, stride_mode=1, idx_mode=1)),
+                ("NPU_SET_DMA0_DST_REGION", dict(region=2)), ("NPU_SET_DMA0_IDX_REGION", dict(region=3)),
+                ("NPU_SET_DMA0_IDX_MAX", dict(idx_max=1000)), ("NPU_SET_DMA0_LEN", dict(addr=16)),
+                ("NPU_SET_DMA0_SIZE0", dict(size=lines)), ("NPU_SET_DMA0_DST_STRIDE0", dict(addr=16)),
+                "NPU_OP_DMA_START", ("NPU_OP_BRANCH", dict(branch_target=0x28)))
+
+
+def test_case_work_budget_stops_a_stream_of_expensive_legal_dmas():
+    """2,000 steps of 4,096-line gathers would take minutes: the case's work budget
+    (CASE_WORK, run(max_work)) ends it with BUDGET in well under the CPU limit, no violation."""
+    r = fuzz.run_case(_case(_indexed_dma_loop(4096), chunks=[2000]))
+    assert r.violations == [] and r.outcome == "BUDGET", r.violations
+    assert r.steps < 40 and r.cpu < 2.5, (r.steps, r.cpu)
+
+
+def test_huge_stride_dma_is_a_model_limit_not_a_memory_blowup():
+    """65,535 lines of 9 bytes (inside the byte budget) 1 MiB apart: one 64 KiB page each."""
+    words = _enc(("NPU_SET_DMA0_SRC_REGION", dict(region=1, stride_mode=1)), ("NPU_SET_DMA0_DST_REGION", dict(region=2)),
+                 ("NPU_SET_DMA0_LEN", dict(addr=9)), ("NPU_SET_DMA0_SIZE0", dict(size=0x7FFF)),
+                 ("NPU_SET_DMA0_DST_STRIDE0", dict(addr=1 << 20)), "NPU_OP_DMA_START", ("NPU_OP_STOP", dict(mask=1)))
+    r = fuzz.run_case(_case(words))
+    assert r.violations == [] and r.outcome == "ERROR/cmd_parse_error", r.violations
+    assert any("memory pages" in k for k in r.events), r.events
+
+
+@pytest.mark.parametrize("per_txn", [False, True])
+def test_batched_2d_3d_dma_agrees_with_the_oracle(per_txn, monkeypatch):
+    """The model copies a non-overlapping 2D/3D DMA as two batches (all line reads, then all
+    line writes); the checker compares each channel's runs in order, which that keeps."""
+    words = _enc(("NPU_SET_DMA0_SRC_REGION", dict(region=1, stride_mode=2)), ("NPU_SET_DMA0_DST_REGION", dict(region=2)),
+                 ("NPU_SET_DMA0_LEN", dict(addr=24)), ("NPU_SET_DMA0_SIZE0", dict(size=5)),
+                 ("NPU_SET_DMA0_SIZE1", dict(size=3)), ("NPU_SET_DMA0_SRC_STRIDE0", dict(addr=-40)),
+                 ("NPU_SET_DMA0_SRC_STRIDE1", dict(addr=300)), ("NPU_SET_DMA0_DST_STRIDE0", dict(addr=24)),
+                 ("NPU_SET_DMA0_DST_STRIDE1", dict(addr=-200)), ("NPU_SET_DMA0_DST", dict(addr=4096)),
+                 ("NPU_SET_DMA0_SRC", dict(addr=1024)), "NPU_OP_DMA_START", ("NPU_OP_STOP", dict(mask=1)))
+    import tlm.ops.dma as dma
+    real, used = dma._copy_batched, []
+    monkeypatch.setattr(dma, "_copy_batched", lambda *a: used.append(real(*a)) or used[-1])
+    c = _case(words)
+    c.per_txn_path = per_txn
+    r = fuzz.run_case(c)
+    assert r.violations == [] and r.outcome == "STOP", r.violations
+    assert used == [15 * 24]                         # the batched copy ran (per_txn: line by line inside)

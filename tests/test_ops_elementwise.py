@@ -409,6 +409,25 @@ def test_fast_path_matches_literal_pseudocode(seed):
     assert np.array_equal(bb.output(fast), bb.output(ref)), (seed, MODES[mode])
 
 
+@pytest.mark.parametrize("seed", range(60))
+def test_result_table_matches_direct(seed, monkeypatch):
+    """The result-table path (tlm.ops.elementwise._by_table, forced here on small blocks)
+    gives the outputs and UNPREDICTABLE reports of the direct evaluation."""
+    from tlm.ops import elementwise as ew
+
+    rng = np.random.default_rng(5000 + seed)
+    bb, mode = _random_case(rng)
+    monkeypatch.setattr(ew, "_TABLE_MAX", 0)
+    direct = run_ew(bb, mode)
+    out_direct = bb.output(direct)
+    monkeypatch.setattr(ew, "_TABLE_MAX", 1 << 17)
+    monkeypatch.setattr(ew, "_TABLE_MIN_ELEMENTS", 0)
+    for _ in range(2):                                  # builds the table, then uses it
+        table = run_ew(bb, mode)
+        assert unpredictable(table) == unpredictable(direct), MODES[mode]
+        assert np.array_equal(bb.output(table), out_direct), (seed, MODES[mode])
+
+
 def test_random_cases_mostly_run():
     """The random generator above produces mostly legal operations (so the cross-check is
     not vacuous)."""

@@ -102,6 +102,26 @@ def test_run_dma_copy_model(tmp_path, capsys):
         assert np.array_equal(z["output0"], x)
 
 
+def test_run_with_explicit_budgets(tmp_path, capsys):
+    model = copy_model(tmp_path / "copy_vela.npz")
+    x = rand_input(12)
+    out = tmp_path / "o.npz"
+    rc, _, err = run_cli(capsys, model, "--input", save(tmp_path / "x.npy", x), "--output", out,
+                         "--max-steps", "8", "--max-work", "1_000")
+    assert (rc, err) == (0, [])
+    with np.load(out) as z:
+        assert np.array_equal(z["output0"], x)
+
+
+@pytest.mark.parametrize("opt, value", [("--max-steps", "0"), ("--max-work", "-5"), ("--max-work", "lots")])
+def test_run_rejects_bad_budget_options(tmp_path, capsys, opt, value):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["run", str(tmp_path / "m.npz"), "--output", str(tmp_path / "o.npz"), opt, value])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith(f"npu-tlm run: error: argument {opt}: ")
+
+
 def _pool_case(tmp_path, vela_compiled, net_reference, output_format, capsys, *extra):
     model = vela_compiled(POOL_NET, "ethos-u85-256", "default", output_format)
     (x,), (want,) = net_reference(POOL_NET)
@@ -165,6 +185,15 @@ BAD = {
                     "input 0 ('input0') has dtype int16, the model expects int8"),
     "bad_config": (lambda t, m, x: [m, "--input", x, "--config", "ethos-u85-999"],
                    "unknown Ethos-U85 configuration 'ethos-u85-999'"),
+    "u55_config": (lambda t, m, x: [m, "--input", x, "--config", "ethos-u55-128"],   # no prefix match
+                   "unknown Ethos-U85 configuration 'ethos-u55-128'"),
+    # the copy stream has 8 commands; its DMA alone is 1 + 2 x (1 transaction + 1024 / 64) work units
+    "max_steps": (lambda t, m, x: [m, "--input", x, "--max-steps", "3"],
+                  "step budget used up at command offset 0x10 (NPU_SET_DMA0_DST), NPU still running: "
+                  "budget of 3 steps"),
+    "max_work": (lambda t, m, x: [m, "--input", x, "--max-work", "10"],
+                 "work budget used up at command offset 0x24 (NPU_OP_DMA_WAIT), NPU still running: "
+                 "budget of 10 work units"),
     "u55_model": (lambda t, m, x: [write_npz(t / "u55_vela.npz", cop1([0], config=0x00003008)), "--input", x],
                   "compiled for product 0, not an Ethos-U85"),
     # The stream reads region 5, which a Vela model does not use: the runner binds it to a

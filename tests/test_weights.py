@@ -16,6 +16,7 @@ from tlm.weights import (NUM_WD, WeightOrder, WeightStreamError, decode_fwd, dec
                          fwd_indices, microblock_depth, parse_fwd_header, reference_order,
                          stream_indices, streams_from_weights, unfold, weights_from_fwd,
                          weights_from_streams)
+from tlm.weights import codec
 from tlm.weights.codec import _BitWriter
 
 mlw = pytest.importorskip("ethosu.mlw_codec")
@@ -113,6 +114,8 @@ def test_forced_mode_roundtrip(zdiv, wdiv, wtrunc, palette_mode):
     out, sl = decode_swd_slices(s)
     assert out.tolist() == w.tolist()
     assert mlw_decode(s) == w.tolist()
+    fast = codec._decode_swd_fast(s, None, codec.MAX_WEIGHTS_DEFAULT)    # the vectorised decoder
+    assert fast is not None and fast.dtype == out.dtype and fast.tolist() == w.tolist()
     assert all(x.zdiv == zdiv and x.wdiv == wdiv and x.wtrunc == wtrunc for x in sl)
     assert (sl[0].palette_size > 0) == (palette is not None)
     assert sl[0].newpal == 1 and len(sl) >= 2
@@ -290,6 +293,54 @@ def test_reserved_and_illegal_encodings():
     with pytest.raises(WeightStreamError, match="outside"):
         decode_swd(_stream((3, 6), (15, 0), (3, 7), (1, 0), (1, 1), (5, 31), (5, 0), (3, 7),
                            (9, 511)))
+
+
+def test_fast_swd_decoder_equals_reference():
+    """codec._decode_swd_fast (per-symbol work vectorised) returns the reference decoder's
+    weights for every stream it accepts, accepts every valid stream, and leaves every error
+    to the reference (decode_swd raises exactly what the reference raises)."""
+    rng = np.random.default_rng(4242)
+    accepted = 0
+    for it in range(300):
+        size = int(rng.choice([1, 3, 12, 13, 100, 777, 3000]))
+        w = [rng.integers(-255, 256, size), rng.choice([0, 0, 0, 1, -1, 2, 5, -7], size),
+             rng.integers(-3, 4, size) * (rng.random(size) < 0.3), rng.integers(-40, 40, size)][it % 4]
+        kw = {}
+        if rng.random() < 0.7:
+            kw = dict(zdiv=int(rng.choice([0, 1, 2, 3, 6])), wdiv=int(rng.choice([0, 1, 2, 3, 4, 5, 7])),
+                      wtrunc=int(rng.integers(0, 2)))
+            if rng.random() < 0.4:
+                kw["max_slice_len"] = int(rng.integers(1, 40))
+        try:
+            s = encode_swd(w, **kw)
+        except ValueError:
+            continue
+        ref = codec._decode_swd_ref(s, None, codec.MAX_WEIGHTS_DEFAULT, None)
+        fast = codec._decode_swd_fast(s, None, codec.MAX_WEIGHTS_DEFAULT)
+        assert fast is not None and fast.dtype == ref.dtype and np.array_equal(fast, ref), (it, kw)
+        accepted += 1
+        cnt = int(rng.integers(0, ref.size + 2))
+        try:
+            want = codec._decode_swd_ref(s, cnt, codec.MAX_WEIGHTS_DEFAULT, None)
+        except WeightStreamError:
+            assert codec._decode_swd_fast(s, cnt, codec.MAX_WEIGHTS_DEFAULT) is None
+        else:
+            assert np.array_equal(decode_swd(s, cnt), want)
+        # corruption: the fast decoder either agrees or declines; decode_swd == reference
+        bad = bytearray(s)
+        for _ in range(int(rng.integers(1, 4))):
+            bad[int(rng.integers(0, len(bad)))] ^= 1 << int(rng.integers(0, 8))
+        bad = bytes(bad[:int(rng.integers(1, len(bad) + 1))])
+        try:
+            want = codec._decode_swd_ref(bad, None, 1 << 16, None)
+        except WeightStreamError as e:
+            with pytest.raises(WeightStreamError) as got:
+                decode_swd(bad, max_weights=1 << 16)
+            assert (got.value.msg, got.value.bit) == (e.msg, e.bit)
+        else:
+            got = decode_swd(bad, max_weights=1 << 16)
+            assert np.array_equal(got, want)
+    assert accepted > 200
 
 
 def test_hand_assembled_stream():

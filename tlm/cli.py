@@ -14,6 +14,7 @@ import sys
 from typing import Callable
 
 from . import isa
+from .config import Policy
 from .vela import VelaFormatError, VelaModel, load
 
 PROG = "npu-tlm"
@@ -82,7 +83,28 @@ def _add_run(sub) -> argparse.ArgumentParser:
                    help="accelerator configuration (default: the CONFIG word in the model)")
     p.add_argument("--op-index", type=int, default=0,
                    help="which 'ethos-u' operator of a .tflite (default 0)")
+    p.add_argument("--max-steps", type=_budget, default=None, metavar="N",
+                   help=f"stop (error) after N executed commands (default {Policy.default_max_steps:,})")
+    p.add_argument("--max-work", type=_budget, default=None, metavar="N",
+                   help=f"stop (error) after N work units: one per command and AXI transaction, one per "
+                        f"64 bytes moved, OFM elements x kernel taps per kernel op "
+                        f"(default {_num(Policy.default_max_work)})")
     return p
+
+
+def _num(n: int) -> str:
+    return f"2**{n.bit_length() - 1}" if n > 0 and not n & (n - 1) else f"{n:,}"
+
+
+def _budget(text: str) -> int:
+    """argparse type of --max-steps/--max-work: a positive integer."""
+    try:
+        n = int(text.replace("_", ""), 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -107,7 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CliError(f"{path}: holds several arrays; give one .npy per input")
         inputs.append(np.array(x))
     try:
-        result = run_model(model, inputs, config=args.config)
+        result = run_model(model, inputs, config=args.config, max_steps=args.max_steps, max_work=args.max_work)
     except RunError as e:
         raise CliError(f"{args.model}: {e}") from None
     try:

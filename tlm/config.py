@@ -22,6 +22,8 @@ behaviour IMPLEMENTATION DEFINED or UNPREDICTABLE. Each field names the TRM sect
 """
 from __future__ import annotations
 
+import numbers
+import re
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
@@ -109,18 +111,22 @@ CONFIGS: Mapping[str, NpuConfig] = {c.name: c for c in (
 DEFAULT_CONFIG = "ethos-u85-256"
 
 
+_CONFIG_NAME = re.compile(r"(?:ethos-?u85-|u85-)?(\d+)")   # after lower() and '_' -> '-'
+
+
 def get_config(cfg: "str | int | NpuConfig | None" = None) -> NpuConfig:
-    """Accepts 'ethos-u85-256', 'ETHOSU85_256', 'u85-256', 256 or an NpuConfig."""
+    """Accepts 'ethos-u85-256', 'ETHOSU85_256', 'u85-256', '256', 256 or an NpuConfig.
+    Anything else (e.g. 'ethos-u55-128') is a ValueError."""
     if cfg is None:
         return CONFIGS[DEFAULT_CONFIG]
     if isinstance(cfg, NpuConfig):
         return cfg
-    if isinstance(cfg, int):
-        key = f"ethos-u85-{cfg}"
-    else:
-        s = str(cfg).strip().lower().replace("_", "-")
-        digits = s.rsplit("-", 1)[-1] if "-" in s else s.replace("ethosu85", "")
-        key = f"ethos-u85-{digits}"
+    key = None
+    if isinstance(cfg, numbers.Integral) and not isinstance(cfg, bool):
+        key = f"ethos-u85-{int(cfg)}"
+    elif isinstance(cfg, str):
+        m = _CONFIG_NAME.fullmatch(cfg.strip().lower().replace("_", "-"))
+        key = f"ethos-u85-{m.group(1)}" if m else None
     if key not in CONFIGS:
         raise ValueError(f"unknown Ethos-U85 configuration {cfg!r}; known: {', '.join(CONFIGS)}")
     return CONFIGS[key]
@@ -210,9 +216,31 @@ class Policy:
                               below and to align_up(QBASE+QSIZE, 128) above, TRM 3.3.1.8).
       auto_run                A CMD write that sets RS runs the stream at once (with
                               default_max_steps); False: the bench calls run()/step().
-      dma_max_bytes           Work budget of one NPU_OP_DMA_START in the model (None: the
-                              ops.dma default); beyond it the op fails as on_model_limit says.
+      default_max_work        Work budget of run() when max_work is None (None: unbounded).
+                              Work units of a command: 1, plus 1 per AXI transaction and per
+                              64 bytes it moves, 64 per 64 KiB memory page it writes, and
+                              for a kernel op its OFM elements x kernel taps. Checked before
+                              each command: when used up the run returns StopKind.BUDGET
+                              (NPU still RUNNING, resumable), as for max_steps.
       max_events              Length of Device.events (oldest entries are dropped).
+    Model work budgets (not architectural: host time and memory of one operation; beyond a
+    budget the op raises errors.BudgetExceeded, before it moves data except for max_op_pages;
+    event 'model_limit', handled as on_model_limit says). Defaults are sized so real Vela
+    networks never reach them; the fuzzer (tlm.fuzz.BASE_POLICY) uses tighter ones.
+      max_op_elements         OFM elements of a kernel op, and IFM/IFM2 elements it reads
+                              (padded window included).
+      max_op_work             Element-taps of a kernel op (pooling kernel sweeps).
+      max_op_macs             Multiply-accumulates of one CONV/DEPTHWISE.
+      max_op_weights          Elements of the decoded weight tensor of one op.
+      max_weight_bytes        Bytes of weight stream(s) one op reads.
+      max_weight_stream_entries  Weight-stream positions (padding included) one op orders.
+      dma_max_bytes           Bytes one NPU_OP_DMA_START moves (LEN x SIZE0 x SIZE1).
+      dma_max_lines           1D lines (SIZE0 x SIZE1) one DMA visits ...
+      dma_max_indexed_lines   ... if it gathers/scatters (one index read per line).
+      dma_max_pages           Distinct 64 KiB sparse-memory pages one DMA writes (a huge
+                              stride can touch a page per line); counted before anything moves.
+      max_op_pages            ... and one kernel op writes (huge OFM strides); checked at each
+                              write, so the op stops at the write that would cross it.
     PMU (TRM 3.3.4, 3.3.5)
       pmu_mask_needs_mask_en  NPU_OP_PMU_MASK only acts when PMCR.mask_en=1.
       pmu_bw_event_offsets    Event offsets (within a 16-event AXI family) that PMCAXI_CHAN.
@@ -241,8 +269,19 @@ class Policy:
     default_max_steps: int = 1_000_000
     fetch_block: int = 64
     auto_run: bool = False
-    dma_max_bytes: "int | None" = None
+    default_max_work: "int | None" = 1 << 40
     max_events: int = 50_000
+    max_op_elements: int = 1 << 22
+    max_op_work: int = 1 << 28
+    max_op_macs: int = 1 << 32
+    max_op_weights: int = 1 << 22
+    max_weight_bytes: int = 1 << 22
+    max_weight_stream_entries: int = 1 << 24
+    dma_max_bytes: int = 1 << 28
+    dma_max_lines: int = 1 << 16
+    dma_max_indexed_lines: int = 1 << 14
+    dma_max_pages: int = 1 << 14
+    max_op_pages: int = 1 << 14
     pmu_mask_needs_mask_en: bool = True
     pmu_bw_event_offsets: frozenset = field(default_factory=lambda: frozenset({2, 7}))
     axi_latency_cycles: int = 0
@@ -259,6 +298,9 @@ class Policy:
         "on_unimplemented_op": ("continue", "parse_error"),
         "on_model_limit": ("continue", "parse_error"),
     }
+    _BUDGETS = ("default_max_steps", "default_max_work", "max_op_elements", "max_op_work", "max_op_macs",
+                "max_op_weights", "max_weight_bytes", "max_weight_stream_entries", "dma_max_bytes",
+                "dma_max_lines", "dma_max_indexed_lines", "dma_max_pages", "max_op_pages")
 
     def __post_init__(self):
         for name, allowed in self._CHOICES.items():
@@ -266,6 +308,22 @@ class Policy:
                 raise ValueError(f"Policy.{name} must be one of {allowed}, not {getattr(self, name)!r}")
         if self.fetch_block < 4 or self.fetch_block & (self.fetch_block - 1):
             raise ValueError("Policy.fetch_block must be a power of two >= 4")
+        for name in self._BUDGETS:
+            v = getattr(self, name)
+            if v is None and name == "default_max_work":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"Policy.{name} must be a non-negative integer, not {v!r}")
 
     def replace(self, **kw) -> "Policy":
         return replace(self, **kw)
+
+
+def policy_of(device) -> Policy:
+    """The Policy of `device` (an op's device argument), or the defaults when it has none
+    (unit tests drive ops with stand-in devices)."""
+    p = getattr(device, "policy", None)
+    return p if isinstance(p, Policy) else _DEFAULT_POLICY
+
+
+_DEFAULT_POLICY = Policy()

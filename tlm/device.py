@@ -7,14 +7,17 @@
 * Reset: `reset()` is nRESET (PROT from PORPL/PORSL); a permitted RESET write is a soft
   reset. Both clear every register and the internal RAM (LUT) and hold
   STATUS.reset_status=1 for `Policy.reset_cycles` model cycles.
-* Execution: `run(max_steps)` / `step()` fetch commands from QBASE+QREAD over the memory
+* Execution: `run(max_steps, max_work)` / `step()` fetch commands from QBASE+QREAD over the memory
   model (channel rd_cmd, attributes from MEM_ATTR[QCONFIG.cmd_region0]), keep the sticky
   NPU_SET state in an `isa.RegisterFile`, snapshot it at every NPU_OP and execute control
   operations, NPU_OP_DMA_START (ops.dma) and kernel operations (`KERNEL_OPS`).
 * Errors: AXI errors, reserved encodings and branch faults set the TRM STATUS bits and
   raise the IRQ. Nothing raises out of `run`/`step`/APB for any stream content: every
   exception inside an operation becomes STATUS bits + IRQ (or is logged and skipped, per
-  `Policy`); runaway streams end with StopKind.BUDGET.
+  `Policy`); runaway streams end with StopKind.BUDGET: run() bounds the commands it
+  executes (max_steps) and the work they do (max_work: transactions, bytes, pages written,
+  kernel elements; see Policy.default_max_work), and each operation has the model work
+  budgets of `Policy` (beyond one: errors.BudgetExceeded, event 'model_limit').
 
 Model time is counted in cycles (`Device.cycle`): an APB transfer takes
 `Policy.apb_cycles`; a command takes `Policy.cycles_per_command` plus one cycle per AXI
@@ -33,7 +36,7 @@ from __future__ import annotations
 import enum
 import traceback
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 import numpy as np
@@ -43,7 +46,7 @@ from . import registers as R
 from .arith import LUT_BYTES as LUT_RAM_SIZE
 from .config import NpuConfig, Pins, Policy, get_config
 from .errors import BudgetExceeded, Unpredictable
-from .memory import ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
+from .memory import ADDR_MASK, PAGE_BITS, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
 from .ops import KERNEL_OPS
 from .ops.common import OpState
 from .ops import dma
@@ -70,12 +73,22 @@ ST_STATE, ST_IRQ, ST_BUS, ST_RESET, ST_PARSE, ST_END, ST_PMU_IRQ, ST_ECC, ST_BRA
 STICKY_FAULTS = ("bus_status", "cmd_parse_error", "ecc_fault", "branch_fault")
 
 
+def _kernel_work(snap, name: str) -> int:
+    """Work units of a kernel op beyond its transactions: OFM elements x kernel taps."""
+    f = snap.field
+    n = ((f("NPU_SET_OFM_HEIGHT_M1", "height_m1") + 1) * (f("NPU_SET_OFM_WIDTH_M1", "width_m1") + 1)
+         * (f("NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1))
+    if name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL"):
+        n *= (f("NPU_SET_KERNEL_HEIGHT_M1", "height_m1") + 1) * (f("NPU_SET_KERNEL_WIDTH_M1", "width_m1") + 1)
+    return n
+
+
 class StopKind(enum.Enum):
     STOP = "npu_op_stop"            # NPU_OP_STOP executed
     END = "cmd_end_reached"         # QREAD reached QSIZE
     STOP_REQUEST = "stop_request"   # CMD.stop_request
     ERROR = "error"                 # bus_status / cmd_parse_error / branch_fault / ecc_fault
-    BUDGET = "budget"               # step budget used up; the NPU is still RUNNING
+    BUDGET = "budget"               # step or work budget used up; the NPU is still RUNNING
     NOT_RUNNING = "not_running"     # run() called while STOPPED or in reset
     RESET = "reset"                 # a reset stopped the NPU (no IRQ)
 
@@ -89,6 +102,7 @@ class StopReason:
     cycle: int = 0
     error: str = ""                 # STATUS bit name for kind ERROR
     detail: str = ""
+    work: int = 0                   # work units used by this run() (see Policy.default_max_work)
 
     @property
     def running(self) -> bool:
@@ -130,11 +144,15 @@ class _TxnSink:
     def __call__(self, txn) -> None:
         d = self.dev
         if d._executing:
+            if txn.write and not txn.resp:
+                d._note_pages(txn.addr, txn.length)
             d._txns.append(txn)
 
     def on_batch(self, batch) -> None:
         d = self.dev
         if d._executing:
+            if batch.write:
+                d._note_pages(batch.addr, batch.length)
             d._txns.append(batch)
 
 
@@ -154,6 +172,7 @@ class Device:
         self.hooks: list = []
         self.log_events = True
         self.cycle = 0
+        self.work = 0                    # work units used by the current/last run()
         self.rf = isa.RegisterFile()
         self.lut = np.zeros(LUT_RAM_SIZE, np.uint8)
         self.pmu = Pmu(self.config, self.policy, on_irq=self._pmu_irq)
@@ -719,21 +738,28 @@ class Device:
             return None
         return self._last_stop
 
-    def run(self, max_steps: "int | None" = None) -> StopReason:
+    def run(self, max_steps: "int | None" = None, max_work: "int | None" = None) -> StopReason:
         """Execute while RUNNING, at most `max_steps` commands (Policy.default_max_steps if
-        None). Never raises for any stream content."""
+        None) and, at command boundaries, until `max_work` work units are used
+        (Policy.default_max_work if None; units as documented there). Either budget ends
+        the run with StopKind.BUDGET, the NPU still RUNNING: run() again resumes. Never
+        raises for any stream content."""
         budget = self.policy.default_max_steps if max_steps is None else int(max_steps)
+        work_budget = self.policy.default_max_work if max_work is None else int(max_work)
         if not self.running or self.in_reset:
             return self._snapshot_stop(StopKind.NOT_RUNNING, 0)
         steps = 0
+        self.work = 0
         try:
             while True:
                 if self._check_stop():
                     break
-                if steps >= budget:
-                    self._event("budget", steps=steps, qread=self.qread)
+                if steps >= budget or (work_budget is not None and self.work >= work_budget):
+                    what = f"{budget} steps" if steps >= budget else f"{work_budget} work units"
+                    self._event("budget", steps=steps, work=self.work, qread=self.qread)
                     self._update_irq()
-                    return self._snapshot_stop(StopKind.BUDGET, steps, detail=f"budget of {budget} steps")
+                    r = self._snapshot_stop(StopKind.BUDGET, steps, detail=f"budget of {what}")
+                    return replace(r, work=self.work)
                 self._exec_one()
                 steps += 1
                 self._update_irq()
@@ -741,13 +767,17 @@ class Device:
         except _HookError as e:
             raise e.__cause__ from None
         last = self._last_stop or self._snapshot_stop(StopKind.NOT_RUNNING, steps)
-        return StopReason(last.kind, steps, self.qread, self.status_word, self.cycle, last.error, last.detail)
+        return StopReason(last.kind, steps, self.qread, self.status_word, self.cycle, last.error, last.detail,
+                          self.work)
 
     def _exec_one(self) -> None:
         off = self.qread
         self._executing = True
         self._txns = []
         self._extra_cycles = 0
+        self._op_work = 0
+        self._pages_written = set()
+        self._page_limit = None
         self._cur_next = None
         self._cur_op = None
         try:
@@ -787,13 +817,37 @@ class Device:
             self._executing = False
             txns = self._txns
             cycles = self.policy.cycles_per_command + self._extra_cycles
+            work = 1 + self._op_work + 64 * len(self._pages_written)
             if txns:
                 self._txns = []
                 for t in txns:
                     tb = getattr(t, "total_beats", None)
-                    cycles += tb() if tb is not None else beats(t.addr, t.length)
+                    if tb is not None:                       # a TxnBatch
+                        cycles += tb()
+                        work += len(t) + (int(t.length.sum()) >> 6)
+                    else:
+                        cycles += beats(t.addr, t.length)
+                        work += 1 + (t.length >> 6)
             self.cycle += cycles
+            self.work += work
             self.pmu.advance(cycles, True, txns)
+
+    def _note_pages(self, addr, length) -> None:
+        """Count the distinct memory pages the current command writes (work units); a kernel
+        op beyond Policy.max_op_pages fails before the write that crosses it is made (raised
+        from the memory's listener, ahead of the write)."""
+        pages = self._pages_written
+        if isinstance(addr, np.ndarray):
+            p0, p1 = addr >> PAGE_BITS, (addr + length - 1) >> PAGE_BITS
+            if p0.size and int((p1 - p0).max()) > 1:
+                p0 = np.concatenate([np.arange(a, b + 1) for a, b in zip(p0.tolist(), p1.tolist())])
+            pages.update(np.unique(np.concatenate((p0, p1))).tolist())
+        else:
+            pages.update(range(addr >> PAGE_BITS, ((addr + length - 1) >> PAGE_BITS) + 1))
+        limit = self._page_limit
+        if limit is not None and len(pages) > limit:
+            raise BudgetExceeded(f"{getattr(self._cur_op, 'name', 'operation')}: writes touch more than {limit} "
+                                 f"memory pages of {1 << PAGE_BITS} bytes (the model's budget)")
 
     def _skip_current(self) -> None:
         """'continue' policy: the failed command completes without further effect."""
@@ -860,8 +914,7 @@ class Device:
             self.qread = nxt                       # barriers: no-ops in a sequential model
         elif name == "NPU_OP_DMA_START":
             self._fetch_buf = None
-            kw = {} if self.policy.dma_max_bytes is None else {"max_bytes": self.policy.dma_max_bytes}
-            dma.dma_start(snap, self.dataport, lut=self.lut, **kw)
+            dma.dma_start(snap, self.dataport, lut=self.lut, policy=self.policy)
             self.qread = nxt
         elif name == "NPU_OP_BRANCH":
             self._branch(f["branch_cond"], f["branch_target"], off, nxt)
@@ -875,6 +928,8 @@ class Device:
             self._fetch_buf = None
             self._snap = None                      # an op may change the state (chaining)
             self.op_fields = dict(d.fields)
+            self._op_work = _kernel_work(snap, name)
+            self._page_limit = self.policy.max_op_pages
             fn(snap, self.dataport, self)
             self.qread = nxt
         else:                                      # an op the ISA knows but the device does not

@@ -48,7 +48,7 @@ from .arith import (ActType, Precision, Unpredictable, ifm_zero_point, number_of
                     truncate)
 from . import isa
 from .isa import upper_enum
-from .memory import mask_runs as _mask_runs
+from .memory import SpanRuns, mask_runs as _mask_runs
 
 __all__ = [
     "Format", "Storage", "Reverse", "Transpose", "AllowedPerms", "FeatureMap",
@@ -184,6 +184,24 @@ class FeatureMap:
         w = which.upper()
         if w not in ("IFM", "IFM2", "OFM"):
             raise ValueError(f"which must be IFM, IFM2 or OFM, not {which!r}")
+        raw = getattr(regs, "_raw", None)              # a tlm.isa register state: memoised
+        if raw is not None and basep is None and isinstance(raw, Mapping):
+            try:
+                key = (w, tuple([raw[n] for n in _FM_REGS[w]]))
+            except KeyError:
+                key = None
+            if key is not None:
+                fm = _FM_CACHE.get(key)
+                if fm is None:
+                    fm = cls._from_registers(regs, w, None)
+                    if len(_FM_CACHE) >= 4096:
+                        _FM_CACHE.clear()
+                    _FM_CACHE[key] = fm
+                return fm
+        return cls._from_registers(regs, w, basep)
+
+    @classmethod
+    def _from_registers(cls, regs, w: str, basep) -> "FeatureMap":
         _reg = _reg_reader(regs)
         p = f"NPU_SET_{w}_"
         prec = p + "PRECISION"
@@ -222,6 +240,23 @@ class FeatureMap:
         elif w == "IFM":
             kw.update(depth=_reg(regs, "NPU_SET_IFM_DEPTH_M1", "depth_m1") + 1)
         return cls(**kw)
+
+
+def _fm_regs(w: str) -> tuple:
+    p = f"NPU_SET_{w}_"
+    names = [p + n for n in ("REGION", "PRECISION", "BASE0", "BASE1", "BASE2", "BASE3", "STRIDE_X",
+                             "STRIDE_Y", "STRIDE_C", "WIDTH0_M1", "HEIGHT0_M1", "HEIGHT1_M1", "ZERO_POINT")]
+    if w == "OFM":
+        names += ["NPU_SET_OFM_HEIGHT_M1", "NPU_SET_OFM_WIDTH_M1", "NPU_SET_OFM_DEPTH_M1",
+                  "NPU_SET_OFM_BLK_HEIGHT_M1", "NPU_SET_OFM_BLK_WIDTH_M1", "NPU_SET_OFM_BLK_DEPTH_M1"]
+    elif w == "IFM":
+        names.append("NPU_SET_IFM_DEPTH_M1")
+    return tuple(names)
+
+
+# The NPU_SET commands FeatureMap.from_registers reads (the memo key: their raw payloads).
+_FM_REGS = {w: _fm_regs(w) for w in ("IFM", "IFM2", "OFM")}
+_FM_CACHE: dict = {}
 
 
 # ----------------------------------------------------------------------------------------
@@ -702,8 +737,7 @@ class _Access:
     def __init__(self, mem):
         self.mem = mem
         port = getattr(mem, "port", None)
-        if getattr(mem, "read_span", None) is None and port is not None and hasattr(port, "read_span") \
-                and hasattr(mem, "region") and hasattr(mem, "channel"):
+        if port is not None and hasattr(port, "read_span") and hasattr(mem, "region") and hasattr(mem, "channel"):
             self.port, self.region, self.channel = port, mem.region, mem.channel
         else:
             self.port = self.region = self.channel = None
@@ -734,10 +768,11 @@ class _Access:
             write(a, data[pos:pos + n].tobytes())
             pos += n
 
-    def read_span(self, lo: int, mask: np.ndarray) -> np.ndarray:
-        """uint8 buffer over [lo, lo + mask.size) holding the masked bytes (read as runs)."""
+    def read_span(self, lo: int, mask: np.ndarray, runs=None) -> np.ndarray:
+        """uint8 buffer over [lo, lo + mask.size) holding the masked bytes (read as runs).
+        ``runs``: the mask's tlm.memory.SpanRuns when known (cached layouts)."""
         if self.port is not None:
-            return self.port.read_span(self.region, lo, mask, self.channel)
+            return self.port.read_span(self.region, lo, mask, self.channel, runs=runs)
         f = getattr(self.mem, "read_span", None)
         if f is not None:
             return np.asarray(f(lo, mask), dtype=np.uint8)
@@ -746,9 +781,9 @@ class _Access:
         buf[mask] = self.read_runs(st + lo, sp - st)
         return buf
 
-    def write_span(self, lo: int, mask: np.ndarray, buf: np.ndarray) -> None:
+    def write_span(self, lo: int, mask: np.ndarray, buf: np.ndarray, runs=None) -> None:
         if self.port is not None:
-            return self.port.write_span(self.region, lo, mask, buf, self.channel)
+            return self.port.write_span(self.region, lo, mask, buf, self.channel, runs=runs)
         f = getattr(self.mem, "write_span", None)
         if f is not None:
             return f(lo, mask, buf)
@@ -895,6 +930,81 @@ def _pieces(fm: FeatureMap, yr, xr, cr):
     return out
 
 
+class _Layout:
+    """A structured block's byte layout, computed once per (feature map, block, checks):
+    its pieces, span [lo, hi), byte mask, the mask's runs (tlm.memory.SpanRuns) and whether
+    no two elements share a byte.  Cached only after the block's asserts passed."""
+    __slots__ = ("pieces", "lo", "hi", "mask", "runs", "disjoint")
+
+
+_LAYOUTS: dict = {}
+_LAYOUT_ENTRIES = 1024
+_LAYOUT_MAX_SPAN = 1 << 23          # bytes: larger masks are rebuilt per call
+_LAYOUT_MAX_BYTES = 1 << 26         # all cached masks and runs (runs counted with their batches)
+_LAYOUT_BYTES = [0]
+
+
+def _layout(fm: FeatureMap, yr, xr, cr, check: bool, write):
+    """The cached _Layout of a structured block (None: not dense, no affine layout - the
+    array path handles it).  ``write``: None for a read, else (allowed_perms,
+    microblock_depth) - the write_ofm asserts run (once) in their usual order."""
+    key = (fm, yr, xr, cr, check, write)
+    lay = _LAYOUTS.get(key, False)
+    if lay is not False:
+        return lay
+    es = fm.element_size
+    if write is not None and not (fm.reverse == Reverse.NONE and fm.transpose == Transpose.HWC):
+        pieces = None
+    else:
+        pieces = _pieces(fm, yr, xr, cr)
+    lay = None
+    if pieces is not None:
+        n = (yr[1] - yr[0]) * (xr[1] - xr[0]) * (cr[1] - cr[0])
+        lo, hi = _span_of(pieces, es)
+        if hi - lo <= _DENSE_FACTOR * n * es + _DENSE_SLACK:
+            if check:
+                if write is not None:                   # as ofm_block_addresses, in its order
+                    check_ofm_write(fm, write[0], write[1])
+                    if fm.height is not None:
+                        _unpred(yr[0] >= 0 and yr[1] - 1 < fm.height and xr[0] >= 0 and xr[1] - 1 < fm.width
+                                and cr[0] >= 0 and cr[1] - 1 < fm.depth, "write_ofm: coordinate outside the OFM")
+                _check_alignment(fm, (p.tile for p in pieces))
+            mask = np.zeros(hi - lo, dtype=bool)
+            for p in pieces:
+                p.mask_view(mask, lo, es)[...] = True
+            mask.setflags(write=False)
+            lay = _Layout()
+            lay.pieces, lay.lo, lay.hi, lay.mask = pieces, lo, hi, mask
+            lay.disjoint = int(np.count_nonzero(mask)) == n * es
+            lay.runs = SpanRuns(*_mask_runs(mask))
+    if lay is None or lay.hi - lay.lo <= _LAYOUT_MAX_SPAN:
+        size = 0 if lay is None else lay.mask.size + 4 * (lay.runs.starts.nbytes + lay.runs.stops.nbytes)
+        while _LAYOUTS and (len(_LAYOUTS) >= _LAYOUT_ENTRIES or _LAYOUT_BYTES[0] + size > _LAYOUT_MAX_BYTES):
+            old = _LAYOUTS.pop(next(iter(_LAYOUTS)))
+            if old is not None:
+                _LAYOUT_BYTES[0] -= old.mask.size + 4 * (old.runs.starts.nbytes + old.runs.stops.nbytes)
+        _LAYOUTS[key] = lay
+        _LAYOUT_BYTES[0] += size
+    return lay
+
+
+def _copy4(dst: np.ndarray, src: np.ndarray) -> None:
+    """dst[...] = src for two [rh, rw, nb, k] piece views (a truncating cast).  When both
+    hold integers of the same size with each run of k elements contiguous, the runs are
+    copied as single k*itemsize-byte (void) items: the same bytes, without numpy's
+    per-run loop overhead (NHCWB16 bricks are 16-element runs)."""
+    it = dst.dtype.itemsize
+    if (src.dtype.itemsize == it and dst.dtype.kind in "iu" and src.dtype.kind in "iu"
+            and dst.strides[3] == it and src.strides[3] == it and src.shape == dst.shape and dst.size):
+        v = np.dtype((np.void, it * dst.shape[3]))
+        try:
+            np.copyto(dst.view(v)[..., 0], src.view(v)[..., 0])
+            return
+        except (ValueError, TypeError):                 # a view numpy cannot form: plain copy
+            pass
+    dst[...] = src
+
+
 def _span_of(pieces, es: int):
     ext = [p.extent(es) for p in pieces]
     return min(e[0] for e in ext), max(e[1] for e in ext)
@@ -921,7 +1031,7 @@ def _byte_mask(emask: np.ndarray, es: int) -> np.ndarray:
 
 
 def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = False,
-              check: bool = True, dtype=None) -> np.ndarray:
+              check: bool = True, dtype=None, out=None) -> np.ndarray:
     """Gather the block ys x xs x cs of a feature map ([H, W, C] array).
 
     ``mem`` is either an object with ``read(addr, n) -> bytes`` (e.g. tlm.memory.Memory's
@@ -934,37 +1044,47 @@ def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = Fa
     read_ifm/read_ifm2 zero point (with its asserts).  ``dtype`` (optional): the result type
     instead (e.g. int16/int32, or float64 for an exact BLAS product); the values are
     converted straight from memory, so the caller picks a type that holds them (with the
-    zero point subtracted: the subtraction is done in that type).
+    zero point subtracted: the subtraction is done in that type).  ``out`` (optional): a
+    [len(ys), len(xs), len(cs)] array (or view) the values are stored into and returned;
+    its dtype is the result type.
     """
+    if out is not None:
+        dtype = out.dtype
     if USE_REFERENCE:
         v = read_fmap_ref(mem, fm, ys, xs, cs, subtract_zero_point=subtract_zero_point, check=check)
-        return v if dtype is None else v.astype(dtype)
+        return _into(v if dtype is None else v.astype(dtype), out)
     if fm.storage == Storage.CHAINED:
         raise ValueError("chained feature map: read from the chaining FIFO")
     es = fm.element_size
     dt = _value_dtype(fm)
     acc = _Access(mem)
     yr, xr, cr = _unit_range(ys), _unit_range(xs), _unit_range(cs)
-    pieces = _pieces(fm, yr, xr, cr) if yr and xr and cr else None
-    if pieces is not None:
-        n = (yr[1] - yr[0]) * (xr[1] - xr[0]) * (cr[1] - cr[0])
-        lo, hi = _span_of(pieces, es)
-        if hi - lo <= _DENSE_FACTOR * n * es + _DENSE_SLACK:
-            if check:
-                _check_alignment(fm, (p.tile for p in pieces))
-            mask = np.zeros(hi - lo, dtype=bool)
-            for p in pieces:
-                p.mask_view(mask, lo, es)[...] = True
-            buf = acc.read_span(lo, mask)
-            odt = _out_dtype(fm) if dtype is None else np.dtype(dtype)
-            out = np.empty((yr[1] - yr[0], xr[1] - xr[0], cr[1] - cr[0]), odt)
-            for p in pieces:
-                p.out_view(out)[...] = p.mem_view(buf, lo, dt, es)
+    lay = _layout(fm, yr, xr, cr, check, None) if yr and xr and cr else None
+    if lay is not None:
+        pieces, lo = lay.pieces, lay.lo
+        if True:
+            buf = acc.read_span(lo, lay.mask, lay.runs)
+            shape = (yr[1] - yr[0], xr[1] - xr[0], cr[1] - cr[0])
+            if out is None:
+                odt = _out_dtype(fm) if dtype is None else np.dtype(dtype)
+                out = np.empty(shape, odt)
+            elif out.shape != shape:
+                raise ValueError(f"read_fmap: out has shape {out.shape}, the block {shape}")
+            if out.dtype.kind in "iu" and out.dtype.itemsize == es:
+                for p in pieces:                        # same-size integers: byte copies
+                    _copy4(p.out_view(out), p.mem_view(buf, lo, dt, es))
+            elif len(pieces) == 1 and pieces[0].mem_view(buf, lo, dt, es).flags.c_contiguous:
+                np.copyto(out, pieces[0].mem_view(buf, lo, dt, es).reshape(shape), casting="unsafe")
+            else:                                       # gather in the memory type, then convert
+                tmp = np.empty(shape, dt)
+                for p in pieces:
+                    _copy4(p.out_view(tmp), p.mem_view(buf, lo, dt, es))
+                np.copyto(out, tmp, casting="unsafe")
             return _zero_point(fm, out, subtract_zero_point, check)
     addrs = block_addresses(fm, ys, xs, cs, check=check)
     shape = addrs.shape
     if addrs.size == 0:
-        return _zero_point(fm, np.zeros(shape, _out_dtype(fm)), subtract_zero_point, check, dtype)
+        return _into(_zero_point(fm, np.zeros(shape, _out_dtype(fm)), subtract_zero_point, check, dtype), out)
     flat = addrs.reshape(-1)
     lay = _dense_layout(flat, es)
     if lay is not None:
@@ -981,7 +1101,14 @@ def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = Fa
         sp = np.concatenate((breaks, [uniq.size]))
         data = acc.read_runs(uniq[st], sp - st)
         raw = np.ascontiguousarray(data[inv.ravel()]).view(dt).reshape(shape)
-    return _zero_point(fm, raw.astype(_out_dtype(fm)), subtract_zero_point, check, dtype)
+    return _into(_zero_point(fm, raw.astype(_out_dtype(fm)), subtract_zero_point, check, dtype), out)
+
+
+def _into(v: np.ndarray, out):
+    if out is None:
+        return v
+    out[...] = v
+    return out
 
 
 def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = AllowedPerms.ALL,
@@ -1012,30 +1139,23 @@ def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = 
         v = v.astype(np.int64)
     acc = _Access(mem)
     yr, xr, cr = _unit_range(ys), _unit_range(xs), _unit_range(cs)
-    pieces = None
+    lay = None
     if yr and xr and cr and fm.reverse == Reverse.NONE and fm.transpose == Transpose.HWC:
-        pieces = _pieces(fm, yr, xr, cr)
-    if pieces is not None:
+        lay = _layout(fm, yr, xr, cr, check, (allowed_perms, microblock_depth))
+    if lay is not None:
         shape = (yr[1] - yr[0], xr[1] - xr[0], cr[1] - cr[0])
-        n = shape[0] * shape[1] * shape[2]
-        lo, hi = _span_of(pieces, es)
-        if hi - lo <= _DENSE_FACTOR * n * es + _DENSE_SLACK:
-            if check:                                   # as ofm_block_addresses, in its order
-                check_ofm_write(fm, allowed_perms, microblock_depth)
-                if fm.height is not None:
-                    _unpred(yr[0] >= 0 and yr[1] - 1 < fm.height and xr[0] >= 0 and xr[1] - 1 < fm.width
-                            and cr[0] >= 0 and cr[1] - 1 < fm.depth, "write_ofm: coordinate outside the OFM")
-                _check_alignment(fm, (p.tile for p in pieces))
-            vb = np.broadcast_to(v, shape)
-            mask = np.zeros(hi - lo, dtype=bool)
-            for p in pieces:
-                p.mask_view(mask, lo, es)[...] = True
-            if int(np.count_nonzero(mask)) == n * es:   # no two elements share a byte
-                buf = np.empty(hi - lo, np.uint8)
+        lo, hi, pieces = lay.lo, lay.hi, lay.pieces
+        if lay.disjoint:                                # no two elements share a byte
+            vb = v if v.shape == shape else np.broadcast_to(v, shape)
+            buf = np.empty(hi - lo, np.uint8)
+            if len(pieces) == 1 and v.shape == shape and v.dtype.itemsize == es and v.flags.c_contiguous \
+                    and v.nbytes == hi - lo and pieces[0].mem_view(buf, lo, dt, es).flags.c_contiguous:
+                buf = v.reshape(-1).view(np.uint8)      # the span is the block, in (y, x, c) order
+            else:
                 for p in pieces:
-                    p.mem_view(buf, lo, dt, es)[...] = p.out_view(vb)   # truncating cast
-                acc.write_span(lo, mask, buf)
-                return
+                    _copy4(p.mem_view(buf, lo, dt, es), p.out_view(vb))   # truncating cast
+            acc.write_span(lo, lay.mask, buf, lay.runs)
+            return
     addrs = ofm_block_addresses(fm, ys, xs, cs, allowed_perms=allowed_perms,
                                 microblock_depth=microblock_depth, check=check)
     u = np.broadcast_to(v, addrs.shape).astype(dt)      # two's complement, modulo 2**(8*es)

@@ -36,14 +36,18 @@ Generators (`GENERATORS`)
                    inserted loops and STOPs.
 Orthogonally, any case may get random configuration, pins (PORPL/PORSL, hashes, caps),
 Policy choices, interleaved APB traffic, injected faults and Memory's per-transaction
-reference path instead of its batched path. The Policy always has dma_max_bytes = 4 MiB
-(`BASE_POLICY`), and the memory keeps no log (as tlm.runner): the fuzzer listens instead.
+reference path instead of its batched path. The Policy always has the fuzzer's tighter model
+work budgets (`BASE_POLICY`: per-op elements, weights, DMA bytes/lines/pages; sized so the
+slowest path of one op stays far inside ``cpu_limit``), each case may use `CASE_WORK` work
+units over all its run() slices (run's max_work), and the memory keeps no log (as
+tlm.runner): the fuzzer listens instead.
 
 Invariants (checked on every case; a failure is a *violation*)
 --------------------------------------------------------------
 * No Python exception escapes `Device` (constructor, run, apb_read, apb_write); no
   'internal_error' event (an unexpected exception inside an operation).
-* Bounded: every run(max_steps=k) returns after at most k steps; BUDGET only while RUNNING.
+* Bounded: every run(max_steps=k, max_work=w) returns after at most k steps; BUDGET only
+  while RUNNING, and only with k steps done or at least w work units used.
   The CPU time of the device calls of a case (including this fuzzer's transaction
   listener, which adds up to ~1/3 on transaction-heavy operations) is at most
   ``cpu_limit`` (5 s); watchdogs abort a case after ``abort_cpu`` (15 s) of CPU time in
@@ -70,8 +74,10 @@ Invariants (checked on every case; a failure is a *violation*)
   transaction; every write transaction belongs to an operation that names it:
   wr_mem2mem only inside NPU_OP_DMA_START with an external destination, at exactly the
   addresses the TRM DMA pseudocode gives (independent oracle, which also checks the
-  rd_mem2mem and rd_mem2mem_idx addresses; a failed DMA produces a prefix, a DMA cut by
-  the model's budget moves nothing); wr_ofm only inside a kernel operation whose OFM
+  rd_mem2mem and rd_mem2mem_idx addresses, each channel's transactions as contiguous runs
+  in their order, not interleaved with the other channels': the model may batch all line
+  reads before all line writes; a failed DMA produces a prefix, a DMA cut by the model's
+  budget moves nothing); wr_ofm only inside a kernel operation whose OFM
   storage is tile2x2/tile3x1, inside the window spanned by OFM_BASE0..3 + BASEP[OFM_REGION]
   and the OFM dimensions/strides. Control operations (STOP, IRQ, waits, PMU_MASK, BRANCH)
   and NPU_SET commands make no data transactions. So the command stream and every region
@@ -120,7 +126,15 @@ DEFAULT_SEED_ENV = "FUZZ_SEED"
 DEFAULT_BUDGET = 2000           # steps per case
 ORACLE_MAX_LINES = 200_000      # DMA oracle: skip larger transfers
 FOOTPRINT_LIMIT = 1 << 30       # sparse-memory pages a case may create (bytes)
-BASE_POLICY = dict(dma_max_bytes=1 << 22)   # 4 MiB per DMA op keeps a case in milliseconds
+# Model work budgets (config.Policy fields) for the fuzzer; the defaults are sized for real
+# networks. Worst host costs (Memory's per-transaction path + this fuzzer's listener): ~13 us
+# per AXI transaction, ~6 us per ELEMENTWISE element, ~2 us per pooling element-tap on the
+# reference paths, ~1.5 M decoded weights/s: each budget keeps one op well under 1 s.
+BASE_POLICY = dict(dma_max_bytes=1 << 22, dma_max_lines=1 << 15, dma_max_indexed_lines=1 << 13,
+                   dma_max_pages=1 << 12, max_op_pages=1 << 12, max_op_elements=1 << 17,
+                   max_op_work=1 << 19, max_op_macs=1 << 28, max_op_weights=1 << 20,
+                   max_weight_bytes=1 << 20, max_weight_stream_entries=1 << 22)
+CASE_WORK = 1 << 17             # run(max_work) budget of a whole case (Policy.default_max_work units)
 DMA_CHANNELS = (Channel.rd_mem2mem, Channel.wr_mem2mem, Channel.rd_mem2mem_idx)
 CONFIG_NAMES = tuple(CONFIGS)
 STOP_WORD = isa.encode("NPU_OP_STOP")[0]
@@ -1632,6 +1646,7 @@ class _Runner:
         self.cpu = 0.0
         self.q_unpred = False    # an UNPREDICTABLE QBASE/QSIZE write took effect while RUNNING
         self.abort_cpu = 0.0     # CPU watchdog armed around device calls (set by run_case)
+        self.work_left = CASE_WORK
 
     def call(self, what: str, fn, *a, **kw):
         """A device call: timed, under the CPU watchdog; an escaping exception is a violation
@@ -1679,14 +1694,16 @@ class _Runner:
         d, res = self.d, self.res
         was_running = d.running
         sticky = self.sticky()
+        max_work = max(0, self.work_left)
         try:
-            r = self.call("Device.run", d.run, max_steps=budget)
+            r = self.call("Device.run", d.run, max_steps=budget, max_work=max_work)
         finally:
             self.tr.close_op()
         if not isinstance(r, StopReason):
             res.violation(f"run() returned {r!r}")
             return
         res.steps += r.steps
+        self.work_left -= r.work
         if r.steps > budget:
             res.violation(f"run(max_steps={budget}) executed {r.steps} steps")
         if r.status != d.status_word:
@@ -1698,8 +1715,9 @@ class _Runner:
                           f"(run returned {r.kind.value})")
             self.tr.err_txn = None
         if r.kind == StopKind.BUDGET:
-            if not d.running or r.steps != budget:
-                res.violation(f"BUDGET stop with running={d.running}, steps={r.steps}/{budget}")
+            if not d.running or not (r.steps == budget or r.work >= max_work):
+                res.violation(f"BUDGET stop with running={d.running}, steps={r.steps}/{budget}, "
+                              f"work={r.work}/{max_work}")
         elif r.kind == StopKind.NOT_RUNNING:
             if was_running:
                 res.violation("run() of a RUNNING NPU returned not_running")

@@ -131,6 +131,7 @@ class BusFault(Exception):
         self.addr = txn.addr
 
 
+_new = object.__new__
 _PREFIX = {Interface.sram: "SRAM", Interface.ext: "EXT"}
 _PORT_NAMES = {itf: tuple(f"{pre}{i}" for i in range(4)) for itf, pre in _PREFIX.items()}
 
@@ -140,6 +141,17 @@ def mask_runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     m = np.asarray(mask, dtype=bool).reshape(-1)
     d = np.diff(m.view(np.int8), prepend=np.int8(0), append=np.int8(0))
     return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+
+
+class SpanRuns:
+    """The runs of a reused span mask (``mask_runs``), with a memo of the TxnBatch built
+    for them per (route, absolute address, channel, direction): tlm.fmap caches one per
+    block layout, so an op that runs again with the same registers skips both."""
+    __slots__ = ("starts", "stops", "batches")
+
+    def __init__(self, starts: np.ndarray, stops: np.ndarray):
+        self.starts, self.stops = starts, stops
+        self.batches: dict = {}
 
 
 def _range_index(starts: np.ndarray, lengths: np.ndarray, total: int) -> np.ndarray:
@@ -158,7 +170,7 @@ class TxnBatch:
     Iterating (or `transactions()`) gives the equivalent `Transaction` records in order.
     """
     __slots__ = ("ports", "port_idx", "channel", "write", "addr", "length", "prot", "cache", "domain",
-                 "resp", "interface")
+                 "resp", "interface", "_beats16", "_extent", "_pages")
 
     def __init__(self, ports, port_idx, channel, write, addr, length, prot=0, cache=0, domain=0,
                  resp=Resp.OKAY, interface=Interface.sram):
@@ -171,6 +183,9 @@ class TxnBatch:
         self.prot, self.cache, self.domain = prot, cache, domain
         self.resp = Resp(resp)
         self.interface = Interface(interface)
+        self._beats16 = None                     # (total beats, per_port) on a 16-byte bus, memo
+        self._extent = None                      # (lowest address, highest end), memo
+        self._pages = None                       # distinct pages touched, memo
 
     def __len__(self) -> int:
         return int(self.addr.size)
@@ -213,10 +228,51 @@ class TxnBatch:
         return (a + self.length - 1) // width - a // width + 1
 
     def total_beats(self, width: int = 16) -> int:
+        if width == 16:
+            return self._memo16()[0]
         return int(self.beats(width).sum()) if len(self) else 0
+
+    def extent(self) -> tuple[int, int]:
+        """(lowest start address, highest end address) of the transactions (memo)."""
+        e = self._extent
+        if e is None:
+            e = self._extent = ((int(self.addr.min()), int((self.addr + self.length).max())) if len(self)
+                                else (0, 0))
+        return e
+
+    def pages(self, page_bits: int = PAGE_BITS) -> tuple:
+        """The distinct pages (address >> page_bits) the transactions touch, ascending
+        (memo for the default page size: a cached batch is performed many times)."""
+        if page_bits == PAGE_BITS and self._pages is not None:
+            return self._pages
+        if not len(self):
+            r: tuple = ()
+        else:
+            a = self.addr
+            p0, p1 = a >> page_bits, (a + self.length - 1) >> page_bits
+            if int((p1 - p0).max()) > 1:
+                n = p1 - p0 + 1
+                p0 = np.repeat(p0 - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+            r = tuple(np.unique(np.concatenate((p0, p1))).tolist())
+        if page_bits == PAGE_BITS:
+            self._pages = r
+        return r
+
+    def _memo16(self):
+        # a batch is never modified after construction (slicing makes a new one), so the
+        # 16-byte-bus figures are computed once (cached batches are performed many times)
+        m = self._beats16
+        if m is None:
+            m = self._beats16 = (int(self.beats(16).sum()) if len(self) else 0, tuple(self._per_port(16)))
+        return m
 
     def per_port(self, width: int = 16) -> list:
         """[(port index, transactions, beats)] for the ports that carry transactions."""
+        if width == 16:
+            return list(self._memo16()[1])
+        return self._per_port(width)
+
+    def _per_port(self, width: int) -> list:
         n = len(self)
         if not n:
             return []
@@ -256,6 +312,10 @@ class Memory:
 
     def read_array(self, addr: int, length: int) -> np.ndarray:
         self._check(addr, length)
+        off = addr & (PAGE_SIZE - 1)
+        if off + length <= PAGE_SIZE:                       # within one page
+            p = self._pages.get(addr >> PAGE_BITS)
+            return np.zeros(length, np.uint8) if p is None else p[off:off + length].copy()
         out = np.zeros(length, np.uint8)
         for page, off, pos, n in self._spans(addr, length):
             p = self._pages.get(page)
@@ -302,8 +362,11 @@ class Memory:
     # ---- front door ------------------------------------------------------------------
     def access(self, txn: Transaction, data=None):
         """Perform one transaction. Returns (logged transaction, data or None)."""
+        kind = "w" if txn.write else "r"
+        a = txn.addr
+        e = a + txn.length
         for f in self.faults:
-            if f.hits(txn.addr, txn.length, txn.write):
+            if a < f.hi and e > f.lo and kind in f.kind:          # Fault.hits, inlined
                 txn = Transaction(txn.port, txn.channel, txn.write, txn.addr, txn.length,
                                   txn.prot, txn.cache, txn.domain, f.resp)
                 break
@@ -335,13 +398,16 @@ class Memory:
     def _first_error(self, b: TxnBatch) -> int:
         """Index of the first transaction of `b` that gets an error response (len(b) if none)."""
         n = len(b)
+        kind = "w" if b.write else "r"
+        lo, hi = b.extent()
+        faults = [f for f in self.faults if kind in f.kind and f.lo < hi and f.hi > lo]
+        if hi <= (1 << ADDR_BITS) and not faults:
+            return n                                        # nothing can answer an error
         a, ln = b.addr, b.length
         end = a + ln
         hit = None
         if int(end.max()) > (1 << ADDR_BITS):
             hit = end > (1 << ADDR_BITS)
-        kind = "w" if b.write else "r"
-        faults = [f for f in self.faults if kind in f.kind]
         if len(faults) > 8:                                 # merged ranges + binary search
             iv = sorted((int(f.lo), int(f.hi)) for f in faults if f.hi > f.lo)
             los, his = [], []
@@ -546,10 +612,24 @@ class DataPort:
             pos += n
 
     def _txn(self, r: RegionRoute, channel: Channel, write: bool, addr: int, n: int) -> Transaction:
-        return Transaction(r.port_of(addr), channel, write, addr, n, r.prot,
-                           axcache(r.memtype, write), r.domain)
+        # the frozen dataclass built without its __init__ (a hot path: command fetch, weight
+        # and scale streams); the record is identical to Transaction(...)
+        t = _new(Transaction)
+        t.__dict__.update(port=r.port_of(addr) if r.nports > 1 else _PORT_NAMES[r.interface][0],
+                          channel=channel, write=write, addr=addr, length=n, prot=r.prot,
+                          cache=axcache(r.memtype, write), domain=r.domain, resp=Resp.OKAY)
+        return t
 
     def read_abs(self, r: RegionRoute, addr: int, length: int, channel: Channel) -> np.ndarray:
+        if r.nports == 1 and 0 < length and addr + length <= (1 << ADDR_BITS) and 0 <= addr:
+            txn, data = self.memory.access(self._txn(r, channel, False, addr, length))   # one piece
+            if txn.resp != Resp.OKAY:
+                raise BusFault(txn)
+            if type(data) is np.ndarray and data.dtype == np.uint8 and data.shape == (length,):
+                return data
+            out = np.empty(length, np.uint8)
+            out[:] = data
+            return out
         out = np.empty(length, np.uint8)
         for a, pos, n in self._pieces(r, addr, length):
             txn, data = self.memory.access(self._txn(r, channel, False, a, n))
@@ -624,20 +704,32 @@ class DataPort:
             raise BusFault(err)
         return data
 
-    def read_span(self, region: int, lo: int, mask, channel: Channel) -> np.ndarray:
+    def _span_batch(self, r: RegionRoute, alo: int, st, sp, channel: Channel, write: bool, runs):
+        if runs is None:
+            return self._batch(r, alo + st, sp - st, channel, write)
+        key = (r, alo, channel, write)
+        b = runs.batches.get(key)
+        if b is None:
+            if len(runs.batches) >= 8:
+                runs.batches.clear()
+            b = runs.batches[key] = self._batch(r, alo + st, sp - st, channel, write)
+        return b
+
+    def read_span(self, region: int, lo: int, mask, channel: Channel, runs: SpanRuns | None = None) -> np.ndarray:
         """Read the bytes at region offsets lo + i where mask[i], one run per maximal stretch
         of the mask, ascending - the transactions of one `read` per run.  Returns a uint8
         buffer of mask.size bytes holding them at their positions (other bytes unspecified).
-        Raises BusFault at the first error response."""
+        Raises BusFault at the first error response.  ``runs``: the mask's runs, when the
+        caller has them (a cached layout; see SpanRuns)."""
         mask = np.asarray(mask, dtype=bool).reshape(-1)
-        st, sp = mask_runs(mask)
+        st, sp = mask_runs(mask) if runs is None else (runs.starts, runs.stops)
         if not st.size:
             return np.zeros(mask.size, np.uint8)
         if self.memory.batch_capable():
             r = self.route(region)
             alo = (r.base + int(lo)) & ADDR_MASK
             if alo + mask.size <= (1 << ADDR_BITS):
-                b = self._batch(r, alo + st, sp - st, channel, False)
+                b = self._span_batch(r, alo, st, sp, channel, False, runs)
                 err, buf = self.memory.access_batch(b, span=(alo, mask, None))
                 if err is not None:
                     raise BusFault(err)
@@ -647,22 +739,23 @@ class DataPort:
         buf[mask] = data
         return buf
 
-    def write_span(self, region: int, lo: int, mask, buf, channel: Channel) -> None:
+    def write_span(self, region: int, lo: int, mask, buf, channel: Channel, runs: SpanRuns | None = None) -> None:
         """Write buf[i] to region offset lo + i where mask[i], one run per maximal stretch of
         the mask, ascending - the transactions and effects of one `write` per run.  Raises
-        BusFault at the first error response (the runs before it have been written)."""
+        BusFault at the first error response (the runs before it have been written).
+        ``runs``: as for read_span."""
         mask = np.asarray(mask, dtype=bool).reshape(-1)
         buf = np.asarray(buf).reshape(-1).view(np.uint8)
         if buf.size != mask.size:
             raise ValueError("write_span: mask and buffer differ in size")
-        st, sp = mask_runs(mask)
+        st, sp = mask_runs(mask) if runs is None else (runs.starts, runs.stops)
         if not st.size:
             return
         if self.memory.batch_capable():
             r = self.route(region)
             alo = (r.base + int(lo)) & ADDR_MASK
             if alo + mask.size <= (1 << ADDR_BITS):
-                b = self._batch(r, alo + st, sp - st, channel, True)
+                b = self._span_batch(r, alo, st, sp, channel, True, runs)
                 err, _ = self.memory.access_batch(b, span=(alo, mask, buf))
                 if err is not None:
                     raise BusFault(err)

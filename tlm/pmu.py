@@ -178,6 +178,11 @@ def _port_of_name(name) -> tuple[str, int]:
         return r
 
 
+_NO_EXTRA: Counter = Counter()
+_IDLE_BATCHES: dict = {}
+_TOTAL_KEYS: dict = {}        # (group, port, write) -> the totals' transaction and beat keys
+
+
 @dataclass
 class Batch:
     """A stretch of model time and what happened in it.  `txns` holds Transaction records
@@ -204,7 +209,8 @@ class Pmu:
         self.config = get_config(config)
         self.policy = policy or Policy()
         self.on_irq = on_irq
-        self.totals: Counter = Counter()      # model-wide event totals (ungated), for the bench
+        self._totals: Counter = Counter()     # model-wide event totals (ungated), for the bench
+        self._idle = [0, 0]                   # pending (active, idle) cycles of the fast path
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -223,7 +229,24 @@ class Pmu:
         self.op_enable = 1            # NPU_OP_PMU_MASK state (1 = counting allowed)
         self.cc_gate = True
         self._pending_extra: Counter = Counter()
-        self.totals.clear()
+        self._totals.clear()
+        self._idle = [0, 0]
+
+    @property
+    def totals(self) -> Counter:
+        """Model-wide event totals (ungated, for the bench): a Counter of event name ->
+        occurrences ('cycle', 'npu_active', 'npu_idle', '<group><port>_<rd|wr>_<trans|beats>',
+        reported events)."""
+        a, i = self._idle
+        if a or i:
+            t = self._totals
+            t["cycle"] += a + i
+            if a:
+                t["npu_active"] += a
+            if i:
+                t["npu_idle"] += i
+            self._idle = [0, 0]
+        return self._totals
 
     @property
     def counting(self) -> bool:
@@ -395,32 +418,49 @@ class Pmu:
 
     def advance(self, cycles: int, running: bool, txns: Iterable = ()) -> Batch:
         """Advance model time by a batch and count its events."""
-        cycles = int(cycles)
-        running = bool(running)
-        txns = list(txns)
+        if type(cycles) is not int:
+            cycles = int(cycles)
+        if running is not True and running is not False:
+            running = bool(running)
         extra = self._pending_extra
         if not txns and not extra:
-            # fast path (e.g. an NPU_SET command): nothing but time passes
-            b = Batch(cycles, running, txns, Counter(), {})
-            if cycles <= 0:
+            # fast path (e.g. an NPU_SET command): nothing but time passes (added to the
+            # totals lazily, see `totals`).  When nothing counts, the returned batch is a
+            # shared record per (cycles, running) (a batch is a record: nothing writes to
+            # it; its `extra` is a shared empty Counter)
+            if cycles > 0:
+                self._idle[0 if running else 1] += cycles
+                counting = self.cnten and self.counting
+            else:
+                counting = False
+            if not counting:
+                b = _IDLE_BATCHES.get((cycles, running))
+                if b is None:
+                    if len(_IDLE_BATCHES) > 256:
+                        _IDLE_BATCHES.clear()
+                    b = _IDLE_BATCHES[(cycles, running)] = Batch(cycles, running, [], _NO_EXTRA, {})
                 return b
-            totals = self.totals
-            totals["cycle"] += cycles
-            totals["npu_active" if running else "npu_idle"] += cycles
-            if not self.cnten or not self.counting:
-                return b
+            b = Batch(cycles, running, [], _NO_EXTRA, {})
         else:
+            txns = list(txns)
+            if extra:
+                self._pending_extra = Counter()
+            else:
+                extra = _NO_EXTRA
             b = Batch(cycles, running, txns, extra)
-            self._pending_extra = Counter()
             # model-wide totals (for the bench; independent of enables)
-            totals = self.totals
-            totals["cycle"] += b.cycles
-            totals["npu_active" if b.running else "npu_idle"] += b.cycles
-            for (grp, port, w, _ch), (n, nb) in b.summary.items():
-                kind = "wr" if w else "rd"
-                totals[f"{grp}{port}_{kind}_trans"] += n
-                totals[f"{grp}{port}_{kind}_beats"] += nb
-            for ev, c in b.extra.items():
+            if cycles > 0:
+                self._idle[0 if running else 1] += cycles
+            totals = self._totals
+            for key, (n, nb) in b.summary.items():
+                kt = _TOTAL_KEYS.get(key[:3])
+                if kt is None:
+                    grp, port, w = key[:3]
+                    kind = "wr" if w else "rd"
+                    kt = _TOTAL_KEYS[key[:3]] = (f"{grp}{port}_{kind}_trans", f"{grp}{port}_{kind}_beats")
+                totals[kt[0]] += n
+                totals[kt[1]] += nb
+            for ev, c in extra.items():
                 totals[R.PMU_EVENTS.get(ev, (f"event_{ev}",))[0]] += c
             if not self.counting:
                 return b

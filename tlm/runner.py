@@ -351,7 +351,8 @@ def _failure(model: VelaModel, dev: Device, stop: StopReason, status: int, watch
     op = _op_at(model, offset)
     where = f"at command offset 0x{offset:x}" + (f" ({op})" if op else "")
     if kind == "budget":
-        head = f"step budget used up {where}, NPU still running"
+        what = "work" if "work units" in stop.detail else "step"
+        head = f"{what} budget used up {where}, NPU still running"
     elif bits:
         flt = ""
         if fields["bus_status"]:
@@ -369,11 +370,14 @@ def _failure(model: VelaModel, dev: Device, stop: StopReason, status: int, watch
 
 
 def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuConfig | None" = None,
-              max_steps: "int | None" = None, *, driver: DriverConfig = DRIVER_DEFAULTS,
-              policy: "Policy | None" = None, log_transactions: bool = False) -> RunResult:
+              max_steps: "int | None" = None, *, max_work: "int | None" = None,
+              driver: DriverConfig = DRIVER_DEFAULTS, policy: "Policy | None" = None,
+              log_transactions: bool = False) -> RunResult:
     """Run `model` (a VelaModel or a path for `vela.load`) on `inputs` (one array per model
     input, NHWC, the model's dtypes). `config` overrides the embedded configuration;
-    `max_steps` bounds the commands executed (Policy.default_max_steps if None).
+    `max_steps` bounds the commands executed (Policy.default_max_steps if None) and
+    `max_work` the model's work units (Policy.default_max_work if None); a run that uses
+    either up fails with kind 'budget'.
     Raises RunError (see its `kind`) or vela.VelaFormatError."""
     if not isinstance(model, VelaModel):
         model = load(model)
@@ -390,7 +394,7 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
     watch = _Watch()
     dev.hooks.append(watch)
     program(dev, mmap, driver)
-    stop = dev.last_stop if not dev.running and dev.last_stop else dev.run(max_steps)  # auto_run
+    stop = dev.last_stop if not dev.running and dev.last_stop else dev.run(max_steps, max_work)  # auto_run
     status = _apb_read(dev, "STATUS", driver.pprot)
     err = _failure(model, dev, stop, status, watch)
     if err is not None:

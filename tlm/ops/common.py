@@ -19,6 +19,14 @@ stream (``rd_ifm`` IFM, ``rd_ifm_stream`` IFM2 - "IFM to weights or elementwise"
 surface as :class:`~tlm.memory.BusFault`.  Failed TRM asserts raise
 :class:`~tlm.errors.Unpredictable` naming the operation and the check.
 
+Fast paths (each bit-identical to the step-by-step code, tests/test_fast_paths.py): the
+register-derived attributes of an OpContext, FeatureMaps and fused-epilogue parameters are
+memoised by the register snapshot's contents (:func:`snapshot_key`); decoded scale/bias
+streams by their bytes; ``read_ifm_padded(dtype=float32)`` reads b8/b16 IFMs straight into
+the type the kernels compute in; ``write_accumulator(..., bound=)`` runs the common case
+(per-channel scale, no LUT) as one blocked pass (:func:`_fused_epilogue`, float64 where
+every intermediate is provably exact, else int64) that writes the OFM type directly.
+
 Value domains: everything is int64 numpy.  Reads return the zero-point-subtracted value as
 read_ifm/read_ifm2 do; padding and upscale-inserted zeros are 0 in that domain.
 
@@ -42,15 +50,18 @@ Decisions where the TRM text is incomplete (digest E-nn numbers):
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .. import arith
+from .. import isa as _isa
 from ..arith import AccFormat, ActType, Precision, RescaleMode, ScaleMode
+from ..config import Policy, policy_of
 from ..errors import BudgetExceeded, Unpredictable
-from ..fmap import AllowedPerms, FeatureMap, Storage, read_fmap, write_fmap
+from ..fmap import AllowedPerms, FeatureMap, Storage, check_ofm_write, read_fmap, write_fmap
 from ..memory import Channel
+from ..scale_bias import channels_in_set, decode_scale_bias, stream_size
 
 __all__ = [
     "OpState", "OpContext", "get_op_state", "op_fields", "MAX_ELEMENTS", "MAX_WORK",
@@ -63,8 +74,9 @@ MAX_CHAIN_LENGTH = 4
 # Work budgets of one operation in the model (a model limit, not an architectural one: beyond
 # them the op stops with cmd_parse_error, event 'model_limit'). They bound the host time of any
 # command stream; Vela stripes real layers far below them.
-MAX_ELEMENTS = 1 << 22        # budget: OFM elements / IFM elements read by one operation
-MAX_WORK = 1 << 28            # budget: element-taps of one operation (pool kernels)
+# These are the defaults; the device's Policy (max_op_elements, max_op_work) applies.
+MAX_ELEMENTS = Policy.max_op_elements   # budget: OFM elements / IFM elements read by one operation
+MAX_WORK = Policy.max_op_work           # budget: element-taps of one operation (pool kernels)
 
 RESCALE_NONE = RescaleMode.NONE
 RESCALE_NORMAL = RescaleMode.NORMAL
@@ -79,6 +91,12 @@ UPSCALE_NONE, UPSCALE_NEAREST, UPSCALE_ZEROS = 0, 1, 2
 ACC_RESET, ACC_KEEP, ACC_IFM2 = 0, 1, 2
 ACC_OUT_ENABLE, ACC_OUT_DISABLE = 0, 1
 _MB_DIV = (8, 16, 32, 32, 64, 128)   # microblock_depth(): u1x1 u1x2 u1x4 u2x2 u2x4 u4x4
+
+
+def _coords(v):
+    """A coordinate vector: ranges stay ranges (tlm.fmap recognises them without a scan),
+    anything else becomes a 1-D int64 array."""
+    return v if isinstance(v, range) else np.atleast_1d(np.asarray(v, dtype=np.int64))
 
 
 def _unpred(cond, msg: str) -> None:
@@ -195,11 +213,11 @@ class _RegionMem:
 
     # batched forms (tlm.fmap uses them: all runs of a block in one DataPort call, with the
     # same transactions as one read/write per run)
-    def read_span(self, lo: int, mask):
-        return self.port.read_span(self.region, lo, mask, self.channel)
+    def read_span(self, lo: int, mask, runs=None):
+        return self.port.read_span(self.region, lo, mask, self.channel, runs=runs)
 
-    def write_span(self, lo: int, mask, buf) -> None:
-        self.port.write_span(self.region, lo, mask, buf, self.channel)
+    def write_span(self, lo: int, mask, buf, runs=None) -> None:
+        self.port.write_span(self.region, lo, mask, buf, self.channel, runs=runs)
 
     def read_runs(self, starts, lengths):
         return self.port.read_runs(self.region, starts, lengths, self.channel)
@@ -208,11 +226,263 @@ class _RegionMem:
         self.port.write_runs(self.region, starts, lengths, data, self.channel)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Scale:
     bias: np.ndarray
     scale: np.ndarray
     shift: np.ndarray
+    memo: dict = field(default_factory=dict)     # derived per-op constants (fused epilogue)
+
+
+# Decoded per-channel scale/bias streams, keyed by (stream bytes, depth, acc48, channels per
+# set, reverse C): the stream is read over the DataPort every time, decoded once.  The
+# arrays are read-only.
+_SB_CACHE: dict = {}
+_SB_CACHE_ENTRIES = 512
+
+
+# =========================================================================== fused epilogue
+_EPI_BLOCK = 32768            # elements per block of _fused_epilogue (scratch stays in L2)
+_TYPE_RANGE = {np.dtype(t).char: (int(np.iinfo(t).min), int(np.iinfo(t).max))
+               for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32)}
+# the clip ufunc itself (np.clip adds a Python-level wrapper per call)
+_clip = getattr(getattr(np, "_core", None) or getattr(np, "core", None), "umath", np).clip
+
+
+class _EpilogueConsts:
+    """Per (scale/bias stream, depth, round mode, dbl_rnd, accumulator width) constants of
+    the fused epilogue: the per-channel bias/scale/shift, the rounding terms R for a
+    non-negative and a negative product (arith._round_term), and their bounds."""
+    __slots__ = ("bias", "scale", "shift", "rp", "diff", "bmax", "smax", "rmax", "bits", "rtot", "shmax", "qmax",
+                 "rqmax")
+
+    def __init__(self, sc: "_Scale", d: int, mode: int, dbl: int, bits: int):
+        self.bits = bits
+        self.bias = np.ascontiguousarray(sc.bias[:d])
+        self.scale = np.ascontiguousarray(sc.scale[:d])
+        self.shift = np.ascontiguousarray(sc.shift[:d])
+        s1u = np.maximum(self.shift, 1).astype(np.uint64)
+        rp = arith._round_term(False, s1u, mode, dbl)
+        rn = arith._round_term(True, s1u, mode, dbl)
+        zero = self.shift == 0
+        if zero.any():
+            rp = np.where(zero, np.uint64(0), rp)
+            rn = np.where(zero, np.uint64(0), rn)
+        self.rmax = max(int(rp.max()), int(rn.max())) if d else 0
+        self.rp = rp.astype(np.int64)
+        rn = rn.astype(np.int64)
+        self.diff = None if np.array_equal(self.rp, rn) else self.rp - rn     # R = rp - diff if p < 0
+        self.bmax = int(np.abs(self.bias).max()) if d else 0
+        self.smax = int(self.scale.max()) if d else 0
+        self.rtot = np.maximum(self.rp, rn)                                    # per channel max R
+        self.shmax = int(self.shift.max()) if d else 0
+        self.qmax = float(np.ldexp(self.scale.astype(np.float64), -self.shift).max()) if d else 0.0
+        self.rqmax = float(np.ldexp(self.rtot.astype(np.float64), -self.shift).max()) if d else 0.0
+
+    def tiles(self, rows: int):
+        """(bias, scale, shift, rp, diff) repeated to [rows, d], contiguous: a block operation
+        then runs as one flat loop instead of a loop of length d per row."""
+        t = _tile_get(self, ("i", rows))
+        if t is None:
+            t = _tile_put(self, ("i", rows), tuple(
+                None if v is None else np.ascontiguousarray(np.broadcast_to(v, (rows, v.size)))
+                for v in (self.bias, self.scale, self.shift, self.rp, self.diff)))
+        return t
+
+    def ftiles(self, rows: int, zp: int = 0):
+        """Tiles [rows, d] of the float path: -bias as float32 (clipped to +-2**25: the same
+        comparisons with float32 accumulators below 2**24) and float64, scale*2**-shift,
+        (bias*scale + rp)*2**-shift + zp and diff*2**-shift (None when R does not depend on
+        the sign; 0 where scale is 0, whose product is 0 whatever the sign of the
+        accumulator).  Exact under the float path's bound: integers below 2**53 times powers
+        of two."""
+        t = _tile_get(self, ("f", rows, zp))
+        if t is None:
+            sh = -self.shift
+            diff = None
+            if self.diff is not None:
+                diff = np.ldexp(np.where(self.scale == 0, 0, self.diff).astype(np.float64), sh)
+            scl = np.ldexp(self.scale.astype(np.float64), sh)
+            vals = (np.clip(-self.bias, -(1 << 25), 1 << 25).astype(np.float32),     # sign threshold
+                    (-self.bias).astype(np.float64), scl,
+                    self.bias.astype(np.float64) * scl + np.ldexp(self.rp.astype(np.float64), sh) + zp, diff)
+            t = _tile_put(self, ("f", rows, zp), tuple(
+                None if v is None else np.ascontiguousarray(np.broadcast_to(v, (rows, v.size))) for v in vals))
+        return t
+
+
+# Tiles of _EpilogueConsts (a few MB per op): one LRU with a byte budget across all ops.
+_TILES: dict = {}
+_TILES_BYTES = [0]
+_TILES_MAX_BYTES = 1 << 26
+
+
+def _tile_get(k: _EpilogueConsts, what: tuple):
+    e = _TILES.get((id(k),) + what)
+    if e is None or e[0] is not k:
+        return None
+    return e[1]
+
+
+def _tile_put(k: _EpilogueConsts, what: tuple, tiles: tuple) -> tuple:
+    size = sum(t.nbytes for t in tiles if t is not None)
+    key = (id(k),) + what
+    old = _TILES.pop(key, None)
+    if old is not None:
+        _TILES_BYTES[0] -= old[2]
+    while _TILES and _TILES_BYTES[0] + size > _TILES_MAX_BYTES:
+        _TILES_BYTES[0] -= _TILES.pop(next(iter(_TILES)))[2]
+    _TILES[key] = (k, tiles, size)                      # holds k: its id is not reused meanwhile
+    _TILES_BYTES[0] += size
+    return tiles
+
+
+def _fused_epilogue(acc: np.ndarray, bound: int, k: _EpilogueConsts, zp: int, amin: int, amax: int,
+                    clamp: bool, odt: np.dtype) -> "np.ndarray | None":
+    """write_accumulator for per-channel scaling, no LUT, in one blocked pass:
+    ``a = sign_extend(acc + bias, bits)``, ``r = (a*scale + R) >> shift`` (rescale, R by the
+    sign of the product), ``truncate(clamp((int32_t)(r + zp), amin, amax))`` into ``odt``.
+
+    ``acc``: exact unwrapped sums (int or float array holding integers), ``bound`` >= max|acc|.
+    Exactness: a*scale and a*scale + R stay below 2**63 (checked from the bounds; else None);
+    with the clamp, r + zp must fit int32 (else None), so the int32_t cast is the identity;
+    without it the final cast to odt keeps the low bits, as (int32_t) then truncate() do.
+    The wrap is skipped when bound + max|bias| < 2**(bits-1) (it would be the identity)."""
+    bits = k.bits
+    half = 1 << (bits - 1)
+    A = bound + k.bmax
+    if acc.dtype.kind == "f" and A >= (1 << 53):
+        acc = acc.astype(np.int64)                          # the float sum with the bias could round
+    wrap = A >= half
+    if wrap:
+        A = half
+    if A * k.smax + k.rmax >= (1 << 63):
+        return None
+    if clamp:
+        # |r| <= ((A*scale + R) >> shift) + 1 per channel; bounded above by
+        # A * max(scale/2**shift) + max(R/2**shift) + 1 (float, with a margin)
+        rb = A * k.qmax * (1 + 2.0 ** -40) + k.rqmax + 2
+        if rb + abs(zp) >= (1 << 31):
+            return None
+        lo, hi = np.int64(amin - zp), np.int64(amax - zp)
+        tmin, tmax = _TYPE_RANGE[odt.char]
+        if (not wrap and tmin <= amin and amax <= tmax and k.scale.size
+                and A * k.smax + k.rmax + (abs(zp) << k.shmax) < (1 << 53)):
+            return _fused_epilogue_f64(acc, bound, k, amin, amax, zp, odt)
+    h, w, d = acc.shape
+    M = h * w
+    a2 = acc.reshape(M, d)
+    out = np.empty((M, d), odt)
+    rows = min(max(1, _EPI_BLOCK // max(d, 1)), M)
+    buf = np.empty((rows, d), np.int64)
+    cbuf = np.empty((rows, d), np.int64) if k.diff is not None else None
+    tb, ts, tsh, trp, tdiff = k.tiles(rows)
+    sh = np.int64(64 - bits)
+    zpv = np.int64(zp)
+    for i in range(0, M, rows):
+        x = a2[i:i + rows]
+        n = x.shape[0]
+        b = buf[:n]
+        if n == rows:
+            bias, scale, shift, rp, diff = tb, ts, tsh, trp, tdiff
+        else:
+            bias, scale, shift, rp, diff = tb[:n], ts[:n], tsh[:n], trp[:n], None if tdiff is None else tdiff[:n]
+        np.copyto(b, x, casting="unsafe")                  # exact integers (float sums < 2**53)
+        b += bias
+        if wrap:
+            b <<= sh                                        # sign_extend(., bits)
+            b >>= sh
+        b *= scale
+        if diff is not None:
+            c = cbuf[:n]
+            np.right_shift(b, 63, out=c)                    # -1 where the product < 0
+            c &= diff
+            b += rp
+            b -= c
+        else:
+            b += rp
+        b >>= shift
+        if clamp:
+            np.maximum(b, lo, out=b)
+            np.minimum(b, hi, out=b)
+        np.add(b, zpv, out=out[i:i + n], casting="unsafe")  # truncating cast
+    return out.reshape(h, w, d)
+
+
+def _fused_epilogue_f64(acc: np.ndarray, bound: int, k: _EpilogueConsts, amin: int, amax: int, zp: int,
+                        odt: np.dtype) -> np.ndarray:
+    """_fused_epilogue in float64 (SIMD multiplies instead of int64 multiplies and
+    per-channel shifts), for the case the caller has checked: no wrap, a clamp whose bounds
+    lie in odt's range and, per channel, |acc + bias| * scale + R + |zp| * 2**shift < 2**53.
+    Every value below is then an integer times a power of two with fewer than 53
+    significant bits, so each operation is exact:
+    ``acc * (scale * 2**-shift) + ((bias * scale + rp) * 2**-shift + zp)`` is
+    ``(p + rp) * 2**-shift + zp`` (p = (acc + bias) * scale); minus ``diff * 2**-shift``
+    where p < 0 (acc < -bias, scale != 0) it is ``y = (p + R) * 2**-shift + zp``, and
+    ``floor(y) = ((p + R) >> shift) + zp``.  The clamp comes before the floor:
+    ``floor(clip(y, amin, nextafter(amax + 1, -inf))) == clip(floor(y), amin, amax)`` for
+    integer bounds, and the floor is stored straight into odt (in range: exact)."""
+    h, w, d = acc.shape
+    M = h * w
+    a2 = acc.reshape(M, d)
+    out = np.empty((M, d), odt)
+    rows = min(max(1, _EPI_BLOCK // max(d, 1)), M)
+    buf = np.empty((rows, d), np.float64)
+    tthr32, tthr64, tsc, tc, tdiff = k.ftiles(rows, zp)
+    tthr = tthr32 if acc.dtype == np.float32 and bound < (1 << 24) else tthr64
+    if tdiff is not None:
+        neg = np.empty((rows, d), np.bool_)
+        cbuf = np.empty((rows, d), np.float64)
+    lo, hi = float(amin), float(np.nextafter(float(amax) + 1.0, -np.inf))
+    for i in range(0, M, rows):
+        x = a2[i:i + rows]
+        n = x.shape[0]
+        b = buf[:n]
+        if n == rows:
+            thr, scale, c0, diff = tthr, tsc, tc, tdiff
+        else:
+            thr, scale, c0, diff = tthr[:n], tsc[:n], tc[:n], None if tdiff is None else tdiff[:n]
+        np.multiply(x, scale, out=b)
+        b += c0
+        if diff is not None:
+            m = neg[:n]
+            np.less(x, thr, out=m)                          # acc + bias < 0
+            c = cbuf[:n]
+            np.multiply(m, diff, out=c)
+            b -= c
+        _clip(b, lo, hi, out=b)
+        np.floor(b, out=out[i:i + n], casting="unsafe")
+    return out.reshape(h, w, d)
+
+
+# =========================================================================== snapshot memo
+_STD_ORDER = tuple(_isa.RegisterFile()._raw)
+_LAST_SNAP: list = [None, None]
+
+
+def snapshot_key(snap):
+    """A hashable key of an immutable register snapshot's contents (the raw NPU_SET
+    payloads), or None when ``snap`` is not a tlm.isa.RegisterSnapshot.  Register-derived
+    values (geometry, feature maps, weight order) are memoised under it: an op that runs
+    again with the same registers skips the decoding."""
+    if _LAST_SNAP[0] is snap:
+        return _LAST_SNAP[1]
+    if type(snap) is not _isa.RegisterSnapshot:
+        return None
+    raw = snap._raw
+    key = tuple(raw.values())
+    if tuple(raw) != _STD_ORDER:
+        key = (tuple(raw), key)
+    _LAST_SNAP[0], _LAST_SNAP[1] = snap, key
+    return key
+
+
+_CTX_STATIC: dict = {}
+_FUSED_PARAMS: dict = {}      # snapshot key -> OpContext._fused_params()
+_CTX_STATIC_ATTRS = ("ofm_h", "ofm_w", "ofm_d", "ifm_depth", "stride_y", "stride_x", "dilation_y", "dilation_x",
+                     "pad_top", "pad_left", "pad_bottom", "pad_right", "kernel_h", "kernel_w", "ifm_h", "ifm_w",
+                     "upscale", "acc_format", "acc_input", "acc_output", "microblock", "ifm", "ofm", "macs",
+                     "acc_bits")
 
 
 # =========================================================================== per-op context
@@ -232,10 +502,30 @@ class OpContext:
         self.port = port
         self.device = device
         self.name = name
+        self.policy = policy_of(device)           # work budgets (max_op_*)
         self.state = get_op_state(device)
         self.fields = op_fields(device)
         f = snap.field
         self.f = f
+        cfg = getattr(device, "config", None)
+        macs = int(getattr(cfg, "macs", 256))
+        key = snapshot_key(snap)
+        static = _CTX_STATIC.get((key, macs)) if key is not None else None
+        if static is not None:
+            self.__dict__.update(static)
+        else:
+            self._decode(f, snap, name, macs)
+            if key is not None:
+                if len(_CTX_STATIC) >= 4096:
+                    _CTX_STATIC.clear()
+                _CTX_STATIC[(key, macs)] = {a: self.__dict__[a] for a in _CTX_STATIC_ATTRS}
+        self._scale_cache: _Scale | None = None
+        n = self.ofm_h * self.ofm_w * self.ofm_d
+        if n > self.policy.max_op_elements:
+            raise BudgetExceeded(f"{name}: {n} OFM elements exceed the model's budget of {self.policy.max_op_elements}")
+
+    def _decode(self, f, snap, name: str, macs: int) -> None:
+        """The register-derived attributes (the same for every op with these registers)."""
         self.ofm_h = f("NPU_SET_OFM_HEIGHT_M1", "height_m1") + 1
         self.ofm_w = f("NPU_SET_OFM_WIDTH_M1", "width_m1") + 1
         self.ofm_d = f("NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1
@@ -259,14 +549,9 @@ class OpContext:
         self.microblock = f("NPU_SET_ACC_FORMAT", "microblock")
         self.ifm = FeatureMap.from_registers(snap, "IFM")
         self.ofm = FeatureMap.from_registers(snap, "OFM")
-        cfg = getattr(device, "config", None)
-        self.macs = int(getattr(cfg, "macs", 256))
+        self.macs = macs
         _unpred(self.acc_format in (0, 1), f"{name}: reserved acc_format {self.acc_format}")
         self.acc_bits = 32 if self.acc_format == AccFormat.I32 else 48
-        self._scale_cache: _Scale | None = None
-        n = self.ofm_h * self.ofm_w * self.ofm_d
-        if n > MAX_ELEMENTS:
-            raise BudgetExceeded(f"{name}: {n} OFM elements exceed the model's budget of {MAX_ELEMENTS}")
 
     @functools.cached_property
     def ifm2(self) -> FeatureMap:
@@ -279,7 +564,8 @@ class OpContext:
         if not cond:
             raise Unpredictable(f"{self.name}: {what}")
 
-    def budget(self, work: int, what: str, limit: int = MAX_WORK) -> None:
+    def budget(self, work: int, what: str, limit: "int | None" = None) -> None:
+        limit = self.policy.max_op_work if limit is None else limit
         if work > limit:
             raise BudgetExceeded(f"{self.name}: {what} ({work}) exceeds the model's budget of {limit}")
 
@@ -338,16 +624,18 @@ class OpContext:
 
     # ---------------------------------------------------------------- IFM / IFM2 reads
     def _read_fm(self, fm: FeatureMap, which: str, ys, xs, cs, channel: Channel, precision=None,
-                 act_type=None, subtract_zp=True) -> np.ndarray:
-        ys = np.atleast_1d(np.asarray(ys, dtype=np.int64))
-        xs = np.atleast_1d(np.asarray(xs, dtype=np.int64))
-        cs = np.atleast_1d(np.asarray(cs, dtype=np.int64))
-        shape = (ys.size, xs.size, cs.size)
+                 act_type=None, subtract_zp=True, dtype=None, out=None) -> np.ndarray:
+        """The block ys x xs x cs of fm, zero point subtracted: int64 (uint64 bits for an
+        unsigned b64 map), or ``dtype`` (a type that holds every value exactly, e.g. float32
+        for b8/b16 maps), stored into ``out`` (a [len(ys), len(xs), len(cs)] view) if given."""
+        ys, xs, cs = _coords(ys), _coords(xs), _coords(cs)
+        shape = (len(ys), len(xs), len(cs))
         count = shape[0] * shape[1] * shape[2]
         owned = False
-        self.budget(count, f"{which} elements read", MAX_ELEMENTS)
+        self.budget(count, f"{which} elements read", self.policy.max_op_elements)
         if precision is not None:
             fm = replace(fm, precision=precision, act_type=act_type)
+        direct = False
         if fm.storage == Storage.CHAINED:
             vals = self.state.read_chaining_fifo(fm.region, count, f"{self.name}: read_{which.lower()}")
             vals = vals.reshape(shape)
@@ -360,12 +648,22 @@ class OpContext:
                     f"{self.name}: reserved {which} activation_storage {fm.storage}")
             mem = _RegionMem(self.port, fm.region, channel)
             try:
-                vals = read_fmap(mem, fm, ys, xs, cs)
+                vals = read_fmap(mem, fm, ys, xs, cs, dtype=dtype, out=out)
             except Unpredictable as e:
                 raise Unpredictable(f"{self.name}: read_{which.lower()}: {e}") from None
-            if vals.dtype == np.uint64:                        # unsigned b64: keep the bits
-                vals = vals.astype(np.int64)
-            owned = vals.dtype == np.int64                     # read_fmap returns a fresh array
+            if dtype is not None:
+                direct = owned = True
+            else:
+                if vals.dtype == np.uint64:                    # unsigned b64: keep the bits
+                    vals = vals.astype(np.int64)
+                owned = vals.dtype == np.int64                 # read_fmap returns a fresh array
+        if not direct and (dtype is not None or out is not None):
+            if out is None:
+                vals = vals.astype(dtype)
+            else:
+                out[...] = vals
+                vals = out
+            owned = True
         if subtract_zp and count:
             try:
                 zp = arith.ifm_zero_point(fm.zero_point, fm.precision, fm.act_type)
@@ -373,7 +671,7 @@ class OpContext:
                 raise Unpredictable(f"{self.name}: read_{which.lower()}: {e}") from None
             if zp:
                 if owned:
-                    vals -= np.int64(zp)
+                    vals -= vals.dtype.type(zp)
                 else:
                     vals = vals - np.int64(zp)
         return vals
@@ -384,11 +682,11 @@ class OpContext:
 
         IFM_UPSCALE is applied (nearest: (y>>1, x>>1); zeros: 0 at odd y or x).  A chained
         IFM pops len(ys)*len(xs)*len(cs) values in (y, x, c) order."""
-        ys = np.atleast_1d(np.asarray(ys, dtype=np.int64))
-        xs = np.atleast_1d(np.asarray(xs, dtype=np.int64))
-        cs = np.atleast_1d(np.asarray(cs, dtype=np.int64))
         up = self.upscale
         if up != UPSCALE_NONE:
+            ys = np.atleast_1d(np.asarray(ys, dtype=np.int64))
+            xs = np.atleast_1d(np.asarray(xs, dtype=np.int64))
+            cs = np.atleast_1d(np.asarray(cs, dtype=np.int64))
             self.check(up in (UPSCALE_NEAREST, UPSCALE_ZEROS), f"read_ifm: reserved IFM_UPSCALE mode {up}")
             self.check(self.stride_x == 1 and self.stride_y == 1, "read_ifm: upscale needs stride 1")
             self.check(self.ifm.storage != Storage.CHAINED, "read_ifm: upscale of a chained IFM")
@@ -399,22 +697,40 @@ class OpContext:
             return vals
         return self._read_fm(self.ifm, "IFM", ys, xs, cs, Channel.rd_ifm)
 
-    def read_ifm_padded(self, depth: int | None = None, pad_value: int = 0) -> np.ndarray:
+    def read_ifm_padded(self, depth: int | None = None, pad_value: int = 0, dtype=None) -> np.ndarray:
         """The whole padded IFM window the kernel sweeps: int64
         [pad_top + ifm_h + pad_bottom, pad_left + ifm_w + pad_right, depth] where the IFM part
         is read_ifm(0..ifm_h-1, 0..ifm_w-1, 0..depth-1) and the padding is ``pad_value``
         (0 = the zero point, in the zero-point-subtracted domain).  ``depth`` defaults to
-        IFM_DEPTH (conv); depthwise/pool pass the OFM depth."""
+        IFM_DEPTH (conv); depthwise/pool pass the OFM depth.  ``dtype``: the result type
+        instead of int64 - the caller's promise that it holds every value exactly (float32
+        for b8/b16 IFMs); the values are then converted straight from memory."""
         d = self.ifm_depth if depth is None else int(depth)
         self.check(self.ifm_h >= 1 and self.ifm_w >= 1, "pad range: derived IFM size < 1")
         H = self.pad_top + self.ifm_h + self.pad_bottom
         W = self.pad_left + self.ifm_w + self.pad_right
-        self.budget(H * W * d, "padded IFM elements", MAX_ELEMENTS)
-        core = self.read_ifm(np.arange(self.ifm_h), np.arange(self.ifm_w), np.arange(d))
-        if H == self.ifm_h and W == self.ifm_w:
-            return core
-        out = np.full((H, W, d), np.int64(pad_value), np.int64)
-        out[self.pad_top:self.pad_top + self.ifm_h, self.pad_left:self.pad_left + self.ifm_w] = core
+        self.budget(H * W * d, "padded IFM elements", self.policy.max_op_elements)
+        ys, xs, cs = range(self.ifm_h), range(self.ifm_w), range(d)
+        if dtype is None:
+            core = self.read_ifm(ys, xs, cs)
+            if H == self.ifm_h and W == self.ifm_w:
+                return core
+            out = np.full((H, W, d), np.int64(pad_value), np.int64)
+            out[self.pad_top:self.pad_top + self.ifm_h, self.pad_left:self.pad_left + self.ifm_w] = core
+            return out
+        dt = np.dtype(dtype)
+        out = np.empty((H, W, d), dt)
+        t, l, ih, iw = self.pad_top, self.pad_left, self.ifm_h, self.ifm_w
+        pv = dt.type(pad_value)
+        out[:t] = pv                                    # the padding border only
+        out[t + ih:] = pv
+        out[t:t + ih, :l] = pv
+        out[t:t + ih, l + iw:] = pv
+        core = out[t:t + ih, l:l + iw]
+        if self.upscale != UPSCALE_NONE or self.ifm.storage == Storage.CHAINED:
+            core[...] = self.read_ifm(ys, xs, cs)
+        else:
+            self._read_fm(self.ifm, "IFM", ys, xs, cs, Channel.rd_ifm, dtype=dt, out=core)
         return out
 
     def read_ifm2(self, ys, xs, cs, read_accumulator: bool = False) -> np.ndarray:
@@ -459,7 +775,6 @@ class OpContext:
         if self._scale_cache is None:
             d = self.ofm_d
             if self.ofm.scale_mode == ScaleMode.PER_CHANNEL:
-                from ..scale_bias import channels_in_set, decode_scale_bias, stream_size
                 self.microblock_depth()
                 cis = channels_in_set(self.macs, self.microblock)
                 need = stream_size(d, cis)
@@ -472,14 +787,23 @@ class OpContext:
                 self.check(length % 16 == 0, f"SCALE_LENGTH {length} not a multiple of 16")
                 self.check(length >= need, f"scale/bias stream of {length} bytes, {need} needed "
                                            f"for {d} channels")
-                data = self.port.read(region, base, need, Channel.rd_scale_bias)
+                data = self.port.read(region, base, need, Channel.rd_scale_bias).tobytes()
                 reverse_c = self.ofm.reverse == 3
-                try:
-                    sb = decode_scale_bias(data.tobytes(), d, acc48=self.acc_format == AccFormat.I48,
-                                           set_channels=cis, reverse_c=reverse_c)
-                except Unpredictable as e:
-                    raise Unpredictable(f"{self.name}: {e}") from None
-                self._scale_cache = _Scale(sb.bias, sb.scale, sb.shift)
+                key = (data, d, self.acc_format == AccFormat.I48, cis, reverse_c)
+                sc = _SB_CACHE.get(key)
+                if sc is None:
+                    try:
+                        sb = decode_scale_bias(data, d, acc48=self.acc_format == AccFormat.I48,
+                                               set_channels=cis, reverse_c=reverse_c)
+                    except Unpredictable as e:
+                        raise Unpredictable(f"{self.name}: {e}") from None
+                    for a in sb:
+                        a.setflags(write=False)
+                    sc = _Scale(sb.bias, sb.scale, sb.shift)
+                    if len(_SB_CACHE) >= _SB_CACHE_ENTRIES:
+                        _SB_CACHE.pop(next(iter(_SB_CACHE)))
+                    _SB_CACHE[key] = sc
+                self._scale_cache = sc
             else:
                 sc = self.f("NPU_SET_OFM_SCALE", "scale")
                 sh = self.f("NPU_SET_OFM_SCALE", "shift")
@@ -545,13 +869,25 @@ class OpContext:
         except Unpredictable as e:
             raise Unpredictable(f"{self.name}: {e}") from None
 
-    def write_accumulator(self, acc, rescale_mode: int = RESCALE_NORMAL, *, divisor=None) -> None:
+    def write_accumulator(self, acc, rescale_mode: int = RESCALE_NORMAL, *, divisor=None,
+                          bound: int | None = None) -> None:
         """TRM write_accumulator for the whole OFM (acc: int64 [ofm_h, ofm_w, depth]).
 
         acc_output == enable: bias add (wrapping at the accumulator width), rescale (per
         channel / global / avgpool with the per-element ``divisor`` array), activation,
         write_ofm(allowed_perms_all).  acc_output == disable: kept in the accumulator storage
-        (block-relative coordinates asserted)."""
+        (block-relative coordinates asserted).
+
+        ``bound``: the caller passes the *unwrapped* exact sums (any integer or float array
+        holding integers, e.g. a float32 BLAS result) and a Python int >= max|acc|; they are
+        wrapped to the accumulator width here (sign_extend(sum) == the per-MAC wraps).  The
+        common case (per-channel scale, no LUT, b8/b16/b32 OFM) then runs as one fused,
+        cache-blocked pass (:func:`_fused_epilogue`) that is bit-identical to the steps
+        above."""
+        if bound is not None:
+            if self._fused_write(acc, rescale_mode, int(bound)):
+                return
+            acc = arith.sign_extend(np.asarray(acc, dtype=np.int64), self.acc_bits)
         acc = np.asarray(acc, dtype=np.int64)
         h, w, d = acc.shape
         if self.acc_output == ACC_OUT_DISABLE:
@@ -566,18 +902,78 @@ class OpContext:
         v = self.activation(v)
         self.write_ofm(v, ALLOWED_PERMS_ALL)
 
+    def _fused_write(self, acc, rescale_mode: int, bound: int) -> bool:
+        """write_accumulator's fused path (see write_accumulator); False (nothing done, no
+        state changed) when the op is not the common case or a bound does not hold, so the
+        step-by-step path runs (and raises whatever it raises)."""
+        if (self.acc_output != ACC_OUT_ENABLE or rescale_mode != RESCALE_NORMAL
+                or self.ofm.scale_mode != ScaleMode.PER_CHANNEL or acc.ndim != 3):
+            return False
+        skey = snapshot_key(self.snap)
+        prm = _FUSED_PARAMS.get(skey, False) if skey is not None else False
+        if prm is False:
+            prm = self._fused_params()
+            if skey is not None:
+                if len(_FUSED_PARAMS) >= 4096:
+                    _FUSED_PARAMS.clear()
+                _FUSED_PARAMS[skey] = prm
+        if prm is None:
+            return False
+        rm, dbl, zp, amin, amax, clamp, odt = prm
+        d = acc.shape[2]
+        self.scale_bias()                                   # raises as the step-by-step path would
+        sc = self._scale_cache
+        key = (d, rm, dbl, self.acc_bits)
+        k = sc.memo.get(key)
+        if k is None:
+            k = sc.memo[key] = _EpilogueConsts(sc, d, rm, dbl, self.acc_bits)
+        out = _fused_epilogue(acc, bound, k, zp, amin, amax, clamp, odt)
+        if out is None:
+            return False
+        self.write_ofm(out, ALLOWED_PERMS_ALL)
+        return True
+
+    def _fused_params(self):
+        """The register-only conditions and parameters of _fused_write: (round mode,
+        dbl_rnd, OFM zero point, activation min/max, clamp, OFM value type), or None when
+        the op is not the fused path's case (it then runs step by step)."""
+        f = self.f
+        fm = self.ofm
+        if (f("NPU_SET_ACTIVATION", "activation_function") != arith.ActivationFunction.LUT_NONE
+                or fm.precision not in (Precision.B8, Precision.B16, Precision.B32)):
+            return None
+        rm = f("NPU_SET_OFM_SCALE", "round_mode")
+        dbl = f("NPU_SET_OFM_SCALE", "dbl_rnd")
+        if not (0 <= rm <= 5 and 0 <= dbl <= 30):
+            return None
+        try:
+            zp, amin, amax = arith.ofm_activation_params(
+                fm.act_type, f("NPU_SET_OFM_ZERO_POINT", "zero_point"),
+                f("NPU_SET_ACTIVATION_MIN", "clip_boundary"), f("NPU_SET_ACTIVATION_MAX", "clip_boundary"))
+        except Unpredictable:
+            return None
+        clamp = f("NPU_SET_ACTIVATION", "activation_clip_range") == arith.ClipRange.B16
+        if clamp and amin > amax:
+            return None
+        odt = np.dtype(f"<{'u' if fm.act_type == ActType.UNSIGNED else 'i'}{fm.bits // 8}")
+        return rm, dbl, zp, amin, amax, clamp, odt
+
     # ---------------------------------------------------------------- OFM writes
     def write_ofm(self, values, allowed_perms: int = ALLOWED_PERMS_ALL) -> None:
         """TRM write_ofm for the whole OFM block (values: int64 [ofm_h, ofm_w, depth] after
-        activation): truncate to the OFM type, COND_STATUS.result_flag, then chained push /
+        activation, or already truncated: an array of the OFM's own type, e.g. int8 for a
+        signed b8 OFM): truncate to the OFM type, COND_STATUS.result_flag, then chained push /
         storage none / reverse+transpose+tiles memory write over wr_ofm."""
         fm = self.ofm
-        v = np.asarray(values, dtype=np.int64)
+        v = np.asarray(values)
         h, w, d = v.shape
-        if fm.precision == Precision.B64 and fm.act_type == ActType.UNSIGNED:
-            tv = v                                           # 64 bits: the bit pattern is the value
+        if (fm.precision != Precision.B64 and v.dtype.kind in "iu" and v.dtype.itemsize * 8 == fm.bits
+                and (v.dtype.kind == "u") == (fm.act_type == ActType.UNSIGNED)):
+            tv = v                                           # truncate() is the identity
+        elif fm.precision == Precision.B64 and fm.act_type == ActType.UNSIGNED:
+            tv = np.asarray(v, dtype=np.int64)               # 64 bits: the bit pattern is the value
         else:
-            tv = arith.truncate(v, fm.bits, fm.act_type)
+            tv = arith.truncate(np.asarray(v, dtype=np.int64), fm.bits, fm.act_type)
         if tv.size:
             self._set_result_flag(int(tv[-1, -1, -1]) & 1)     # last element (y, x, c order)
         if fm.storage == Storage.CHAINED:
@@ -587,13 +983,12 @@ class OpContext:
         mbd = self.microblock_depth() if fm.reverse == 3 else None
         try:
             if fm.storage == Storage.NONE:
-                from ..fmap import check_ofm_write
                 check_ofm_write(fm, allowed_perms, mbd)
                 return
             self.check(fm.storage in (Storage.TILE2X2, Storage.TILE3X1),
                        f"reserved OFM activation_storage {fm.storage}")
             mem = _RegionMem(self.port, fm.region, Channel.wr_ofm)
-            write_fmap(mem, fm, np.arange(h), np.arange(w), np.arange(d), tv,
+            write_fmap(mem, fm, range(h), range(w), range(d), tv,
                        allowed_perms=allowed_perms, microblock_depth=mbd)
         except Unpredictable as e:
             if str(e).startswith(self.name):

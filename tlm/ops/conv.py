@@ -22,7 +22,16 @@ is computed here in bulk:
   or 2**53 (float64) every partial sum is an integer the format represents exactly, so
   the float result is the exact integer sum whatever order BLAS adds in.  Larger
   reductions are split along K into pieces that satisfy the bound, summed in int64;
-* DEPTHWISE accumulates per kernel tap (a short loop over kh*kw taps) in int64.
+* DEPTHWISE accumulates per kernel tap (a short loop over kh*kw taps, each one flat
+  operation over [ofm_h, ofm_w * C]) in the narrowest exact type: float32 when every partial
+  sum is an integer below 2**24, else int32 or int64.
+* Both hand the *unwrapped* exact sums (in that type) and their bound to
+  ``OpContext.write_accumulator(..., bound=)``, whose fused epilogue applies the accumulator
+  wrap (only when the bound says it can happen), bias, rescale, activation and truncation in
+  one cache-blocked pass (tlm.ops.common._fused_epilogue), writing the OFM type directly.
+* Register-derived values (geometry, weight order) are memoised by the register snapshot's
+  contents, decoded weights by their stream bytes (compared in full on every hit), and the
+  float weight matrices by the cached tensor.
 
 The accumulator wrap: ``accumulate()`` wraps to 32 or 48 bits (ACC_FORMAT.acc_format) after
 *every* MAC.  Addition modulo 2**n is associative and commutative, and sign_extend(., n) is a
@@ -48,7 +57,7 @@ LiteRT with (x=oc, c=ic).  The prose and the compiler are followed here.
 """
 from __future__ import annotations
 
-import hashlib
+import math
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -57,25 +66,29 @@ from ..arith import AccFormat, RescaleMode, sign_extend
 from ..errors import BudgetExceeded, Unpredictable
 from .. import isa
 from ..memory import Channel
-from .common import MAX_ELEMENTS
+from ..config import Policy, policy_of
+from .common import MAX_ELEMENTS, OpContext, snapshot_key
+from ..weights import WeightOrder, decode_weight_tensor
 
 __all__ = [
-    "op_conv", "op_depthwise", "conv_sums", "depthwise_sums", "patch_view", "exact_matmul",
+    "op_conv", "op_depthwise", "conv_sums", "depthwise_sums", "conv_acc", "depthwise_acc", "patch_view", "exact_matmul",
     "wrap_acc", "read_weight_tensor",
     "MAX_MACS", "MAX_OFM_ELEMENTS", "MAX_IFM_ELEMENTS", "MAX_WEIGHTS", "MAX_WEIGHT_BYTES",
 ]
 
-# Work budget of one operation in the model (BudgetExceeded beyond these).
-MAX_MACS = 1 << 32              # multiply-accumulates
-MAX_OFM_ELEMENTS = MAX_ELEMENTS  # ofm_h * ofm_w * ofm_d (tlm.ops.common budget)
-MAX_IFM_ELEMENTS = MAX_ELEMENTS  # padded IFM elements read
-MAX_WEIGHTS = 1 << 22           # weight tensor elements
-MAX_WEIGHT_BYTES = 1 << 22      # bytes of weight stream(s) read (SWD decode is ~1.5 M weights/s)
+# Work budget of one operation in the model (BudgetExceeded beyond these): the defaults;
+# the device's Policy fields (max_op_macs, ...) apply.
+MAX_MACS = Policy.max_op_macs                 # multiply-accumulates
+MAX_OFM_ELEMENTS = MAX_ELEMENTS               # ofm_h * ofm_w * ofm_d (Policy.max_op_elements)
+MAX_IFM_ELEMENTS = MAX_ELEMENTS               # padded IFM elements read
+MAX_WEIGHTS = Policy.max_op_weights           # weight tensor elements
+MAX_WEIGHT_BYTES = Policy.max_weight_bytes    # bytes of weight stream(s) read (SWD decode ~1.5 M weights/s)
 
 # decoded-weight cache (entries): see read_weight_tensor
 _WEIGHT_CACHE: dict = {}
 _WEIGHT_CACHE_ENTRIES = 64
 _WEIGHT_CACHE_ELEMENTS = 1 << 24
+_WEIGHT_CACHE_BYTES = 1 << 26       # stream bytes kept for the hit comparison
 
 # im2col working-set size (elements of the patch matrix per chunk).
 _CHUNK_ELEMENTS = 1 << 21
@@ -146,12 +159,14 @@ def _float_plan(amax: int, bmax: int, K: int):
     return np.float64, max(1, (_F64_EXACT - 1) // per)
 
 
-def _exact_product(a: np.ndarray, b: np.ndarray, kc: int) -> np.ndarray:
+def _exact_product(a: np.ndarray, b: np.ndarray, kc: int, keep_float: bool = False) -> np.ndarray:
     """a @ b for float matrices holding integers, exact when every length-kc partial dot
-    product is (see _float_plan); K-chunks are summed in int64."""
+    product is (see _float_plan); K-chunks are summed in int64.  ``keep_float``: a
+    single-chunk product is returned as the float result itself (exact integers)."""
     K = a.shape[1]
     if kc >= K:
-        return (a @ b).astype(np.int64)
+        r = a @ b
+        return r if keep_float else r.astype(np.int64)
     out = (a[:, :kc] @ b[:kc]).astype(np.int64)
     for k0 in range(kc, K, kc):
         out += (a[:, k0:k0 + kc] @ b[k0:k0 + kc]).astype(np.int64)
@@ -176,6 +191,36 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int | None = None, bmax: in
     return _exact_product(a.astype(dt), b.astype(dt), kc)
 
 
+def _wmax(w: np.ndarray) -> int:
+    d = _derived(w)
+    if d is None:
+        return _absmax(w)
+    v = d.get("absmax")
+    if v is None:
+        v = d["absmax"] = _absmax(w)
+    return v
+
+
+def _weight_matrix(w: np.ndarray, dt, ky=None, kx=None, i0=0, i1=None) -> np.ndarray:
+    """The weight matrix [K, O] in float type dt: all taps in (ky, kx, ic) order, or one tap
+    and IFM-channel range.  Cached for read-only (decoded, cached) weight tensors."""
+    d = _derived(w)
+    key = (np.dtype(dt).char, ky, kx, i0, i1)
+    if d is not None:
+        m = d.get(key)
+        if m is not None:
+            return m
+    O, kh, kw, I = w.shape
+    if ky is None:
+        m = np.ascontiguousarray(w.reshape(O, kh * kw * I).T, dtype=dt)
+    else:
+        m = np.ascontiguousarray(w[:, ky, kx, i0:i1].T, dtype=dt)
+    if d is not None:
+        m.setflags(write=False)
+        d[key] = m
+    return m
+
+
 def _conv_parts(view, w, dt):
     """(patch view [oh, ow, L...], weight matrix [L, O]) pairs whose products sum to the conv.
     One im2col part when K = kh*kw*ifm_d fits the working set, else one part per kernel tap
@@ -183,13 +228,13 @@ def _conv_parts(view, w, dt):
     O, kh, kw, I = w.shape
     K = kh * kw * I
     if K <= _CHUNK_ELEMENTS:
-        yield view, np.ascontiguousarray(w.reshape(O, K).T, dtype=dt)          # (ky, kx, ic) order
+        yield view, _weight_matrix(w, dt)                  # (ky, kx, ic) order
         return
     L = min(I, _CHUNK_ELEMENTS)
     for ky in range(kh):
         for kx in range(kw):
             for i0 in range(0, I, L):
-                yield view[:, :, ky, kx, i0:i0 + L], np.ascontiguousarray(w[:, ky, kx, i0:i0 + L].T, dtype=dt)
+                yield view[:, :, ky, kx, i0:i0 + L], _weight_matrix(w, dt, ky, kx, i0, i0 + L)
 
 
 def conv_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilation_y: int,
@@ -202,56 +247,111 @@ def conv_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilat
     The patch matrix is built (im2col) tile by tile of output pixels, so that no temporary
     exceeds about _CHUNK_ELEMENTS elements.
     """
+    s, _ = conv_acc(xp, w, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
+    return s.astype(np.int64)
+
+
+def conv_acc(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilation_y: int,
+             dilation_x: int, ofm_h: int, ofm_w: int, amax: int | None = None):
+    """:func:`conv_sums` as ``(sums, bound)``: the sums are exact integers held in float32,
+    float64 (one BLAS product per output tile) or int64 (K-chunked products, or sums beyond
+    2**53), ``bound`` is a Python int >= max |sum| (max|x| * max|w| * K), so the caller knows
+    whether the accumulator can wrap.  ``xp`` may be any integer or float array holding
+    integers (a float32 IFM with C == ifm_d is used without a copy); ``amax``: a bound on
+    |xp| if the caller has one (computed otherwise)."""
     O, kh, kw, I = w.shape
     if xp.shape[2] < I:
         raise ValueError(f"IFM has {xp.shape[2]} channels, the weights {I}")
     K = kh * kw * I
-    amax, wmax = _absmax(xp), _absmax(w)
-    dt, kc = _float_plan(amax, wmax, K)
-    xf = xp[:, :, :I].astype(dt)                      # one conversion; patches are views of it
+    if amax is None:
+        amax = _absmax(xp)
+    wmax = _wmax(w)
+    bound = int(amax) * int(wmax) * K
+    dt, kc = _float_plan(int(amax), int(wmax), K)
+    xf = np.asarray(xp[:, :, :I] if xp.shape[2] != I else xp, dtype=dt)   # patches are views of it
     view = patch_view(xf, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
+    keep = kc >= K and bound < _F64_EXACT
     out = None
     for pv, wm in _conv_parts(view, w, dt):
         L = wm.shape[0]
         pix = max(1, _CHUNK_ELEMENTS // max(L, O))
         rows, cols = (max(1, pix // ofm_w), ofm_w) if pix >= ofm_w else (1, pix)
-        part = np.empty((ofm_h, ofm_w, O), np.int64)
-        for r0 in range(0, ofm_h, rows):
-            for c0 in range(0, ofm_w, cols):
-                blk = pv[r0:r0 + rows, c0:c0 + cols]
-                bh, bw = blk.shape[:2]
-                pm = blk.reshape(bh * bw, L)                        # im2col (copies when strided)
-                part[r0:r0 + bh, c0:c0 + bw] = _exact_product(pm, wm, kc).reshape(bh, bw, O)
+        if rows >= ofm_h and cols >= ofm_w:                 # one tile: no output copy
+            part = _exact_product(pv.reshape(ofm_h * ofm_w, L), wm, kc, keep).reshape(ofm_h, ofm_w, O)
+        else:
+            part = np.empty((ofm_h, ofm_w, O), dt if keep else np.int64)
+            for r0 in range(0, ofm_h, rows):
+                for c0 in range(0, ofm_w, cols):
+                    blk = pv[r0:r0 + rows, c0:c0 + cols]
+                    bh, bw = blk.shape[:2]
+                    pm = blk.reshape(bh * bw, L)                    # im2col (copies when strided)
+                    part[r0:r0 + bh, c0:c0 + bw] = _exact_product(pm, wm, kc, keep).reshape(bh, bw, O)
         if out is None:
             out = part
         else:
-            out += part
-    return out
+            if out.dtype != np.int64:
+                out = out.astype(np.int64)
+            out += part.astype(np.int64, copy=False)
+    return out, bound
 
 
 def depthwise_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilation_y: int,
                    dilation_x: int, ofm_h: int, ofm_w: int) -> np.ndarray:
     """Exact (mod 2**64) depthwise sums ``sum_{ky,kx} xp[..., c] * w[c, ky, kx, 0]`` as int64
-    ``[ofm_h, ofm_w, C]``; ``w``: ``[C, kh, kw, 1]``; ``xp`` has >= C channels.
+    ``[ofm_h, ofm_w, C]``; ``w``: ``[C, kh, kw, 1]``; ``xp`` has >= C channels."""
+    s, _ = depthwise_acc(xp, w, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
+    return s.astype(np.int64)
 
-    One multiply-add per kernel tap over the whole OFM, in int32 when every partial sum is
-    bounded by ``max|x| * max|w| * taps < 2**31`` (half the memory traffic), else int64."""
+
+def depthwise_acc(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilation_y: int,
+                  dilation_x: int, ofm_h: int, ofm_w: int, amax: int | None = None):
+    """:func:`depthwise_sums` as ``(sums, bound)`` (see :func:`conv_acc`).
+
+    One multiply-add per kernel tap over the whole OFM, in float32 when every partial sum is
+    an integer below 2**24 (``max|x| * max|w| * taps``: exact, whatever the order), else int32
+    (below 2**31) or int64 - the narrowest exact type; ``xp`` may be an integer or float array
+    holding integers.  Each tap is one flat operation over [ofm_h, ofm_w * C]: the IFM is
+    split into ``stride_x`` column phases (x = phase + stride_x * column, contiguous copies
+    when stride_x > 1), in which a tap's (ox, c) elements are consecutive, and the tap's
+    weights are repeated along ofm_w."""
     C, kh, kw, one = w.shape
     if one != 1:
         raise ValueError("depthwise weights must be [C, kh, kw, 1]")
     if xp.shape[2] < C:
         raise ValueError(f"IFM has {xp.shape[2]} channels, the op {C}")
-    dt = np.int32 if _absmax(xp[:, :, :C]) * _absmax(w) * kh * kw < (1 << 31) else np.int64
-    x = np.asarray(xp[:, :, :C], dtype=dt)
-    view = patch_view(x, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
-    wd = np.asarray(w[:, :, :, 0], dtype=dt)
-    acc = np.zeros((ofm_h, ofm_w, C), dt)
-    tmp = np.empty_like(acc)
+    xc = xp[:, :, :C] if xp.shape[2] != C else xp
+    patch_view(xc, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)   # size checks
+    if amax is None:
+        amax = _absmax(xc)
+    bound = int(amax) * _wmax(w) * kh * kw
+    dt = np.dtype(np.float32 if bound < _F32_EXACT else np.int32 if bound < (1 << 31) else np.int64)
+    x = np.ascontiguousarray(xc, dtype=dt)
+    d = _derived(w)
+    wkey = ("dw", dt.char, ofm_w)
+    wt = None if d is None else d.get(wkey)
+    if wt is None:                                       # [kh, kw, ofm_w * C]: w[c] at ox*C + c
+        wt = np.ascontiguousarray(np.tile(w[:, :, :, 0].transpose(1, 2, 0), (1, 1, ofm_w)), dtype=dt)
+        if d is not None:
+            wt.setflags(write=False)
+            d[wkey] = wt
+    phases = {}
+    n = ofm_w * C
+    acc = tmp = None
     for ky in range(kh):
         for kx in range(kw):
-            np.multiply(view[:, :, ky, kx, :], wd[:, ky, kx], out=tmp)
-            acc += tmp
-    return acc.astype(np.int64, copy=False)
+            ph, q = divmod(kx * dilation_x, stride_x)[::-1]
+            xph = phases.get(ph)
+            if xph is None:
+                xph = phases[ph] = x if stride_x == 1 else np.ascontiguousarray(x[:, ph::stride_x])
+            tap = xph[ky * dilation_y:, q:]
+            v = as_strided(tap, shape=(ofm_h, n), strides=(xph.strides[0] * stride_y, dt.itemsize), writeable=False)
+            if acc is None:
+                acc = np.multiply(v, wt[ky, kx])
+                tmp = np.empty_like(acc) if kh * kw > 1 else None
+            else:
+                np.multiply(v, wt[ky, kx], out=tmp)
+                acc += tmp
+    return acc.reshape(ofm_h, ofm_w, C), bound
 
 
 # ------------------------------------------------------------------------------------------
@@ -259,50 +359,111 @@ def depthwise_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, 
 # ------------------------------------------------------------------------------------------
 
 def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP_CONV",
-                       max_bytes: int = MAX_WEIGHT_BYTES) -> np.ndarray:
+                       max_bytes: "int | None" = None, policy: "Policy | None" = None) -> np.ndarray:
     """Read the weight stream(s) of the op over the DataPort (channel rd_weights, region
     WEIGHT_REGION) and decode them into the weight tensor ``[ofm_d, kh, kw, ifm_d]``
     (``[C, kh, kw, 1]`` for depthwise), int16, undilated kernel, read-only.
 
     The streams are always read (the AXI traffic is modelled); the decoded tensor is cached
     by (ordering parameters, stream contents), since Vela re-reads the same weights for
-    every stripe of a layer and decoding is the costliest part of a small op."""
-    from ..weights import WeightOrder, decode_weight_tensor
-
+    every stripe of a layer and decoding is the costliest part of a small op.  A cache hit
+    compares the stored stream bytes with the ones just read in full (no hash collision
+    can return the wrong tensor); the lookup key holds the lengths and a sample of bytes."""
     f = snap.field
-    p = WeightOrder.from_registers(snap, macs, depthwise)
-    try:
-        p.check()
-    except Unpredictable as e:
-        raise Unpredictable(f"{op}: {e.what}") from e
-    n = int(np.prod(p.shape, dtype=np.int64))
-    if n > MAX_WEIGHTS:
-        raise BudgetExceeded(f"{op}: weight tensor of {n} elements exceeds the model's budget ({MAX_WEIGHTS})")
+    skey = snapshot_key(snap)
+    p = _ORDERS.get((skey, macs, depthwise)) if skey is not None else None
+    if p is None:
+        p = WeightOrder.from_registers(snap, macs, depthwise)
+        try:
+            p.check()
+        except Unpredictable as e:
+            raise Unpredictable(f"{op}: {e.what}") from e
+        if skey is not None:                             # checked orders only
+            if len(_ORDERS) >= 4096:
+                _ORDERS.clear()
+            _ORDERS[(skey, macs, depthwise)] = p
+    n = math.prod(p.shape)
+    pol = policy if policy is not None else policy_of(None)
+    max_bytes = pol.max_weight_bytes if max_bytes is None else max_bytes
+    if n > pol.max_op_weights:
+        raise BudgetExceeded(f"{op}: weight tensor of {n} elements exceeds the model's budget ({pol.max_op_weights})")
     fwd = f("NPU_SET_WEIGHT_FORMAT", "weight_format") == _FWD
     region = f("NPU_SET_WEIGHT_REGION", "region")
     regs = _WEIGHT_STREAMS[:1] if fwd else _WEIGHT_STREAMS[:p.num_wd]
     lengths = [f(ln, "length") for _, ln in regs]
     if sum(lengths) > max_bytes:
         raise BudgetExceeded(f"{op}: weight streams of {sum(lengths)} bytes exceed the model's budget ({max_bytes})")
-    streams = [port.read(region, f(base, "addr"), length, Channel.rd_weights).tobytes()
-               for (base, _), length in zip(regs, lengths)]
-    key = (p, fwd, tuple(hashlib.blake2b(x, digest_size=20).digest() + len(x).to_bytes(5, "little")
-                         for x in streams))
-    w = _WEIGHT_CACHE.get(key)
-    if w is None:
-        try:
-            w = decode_weight_tensor(p, streams, fwd=fwd)
-        except Unpredictable as e:          # WeightStreamError: corrupt or short stream
-            raise Unpredictable(f"{op}: weight stream: {e}") from e
-        w.setflags(write=False)
-        if w.size <= _WEIGHT_CACHE_ELEMENTS:
-            _WEIGHT_CACHE[key] = w
-            while (len(_WEIGHT_CACHE) > _WEIGHT_CACHE_ENTRIES
-                   or sum(v.size for v in _WEIGHT_CACHE.values()) > _WEIGHT_CACHE_ELEMENTS):
-                _WEIGHT_CACHE.pop(next(iter(_WEIGHT_CACHE)))
-    else:
+    streams = tuple(port.read(region, f(base, "addr"), length, Channel.rd_weights).tobytes()
+                    for (base, _), length in zip(regs, lengths))
+    last = _LAST_WEIGHTS.get((skey, macs, depthwise)) if skey is not None else None
+    if last is not None and last[0] == streams:             # this op's weights, unchanged
+        return last[1]
+    key = (p, fwd, tuple(_sample(x) for x in streams))
+    hit = _WEIGHT_CACHE.get(key)
+    if hit is not None and hit[0] == streams:               # full byte comparison
         _WEIGHT_CACHE[key] = _WEIGHT_CACHE.pop(key)          # most recently used last
+        _remember(skey, macs, depthwise, hit)
+        return hit[1]
+    try:
+        w = decode_weight_tensor(p, streams, fwd=fwd, max_entries=pol.max_weight_stream_entries)
+    except Unpredictable as e:          # WeightStreamError: corrupt or short stream
+        raise Unpredictable(f"{op}: weight stream: {e}") from e
+    w.setflags(write=False)
+    if w.size <= _WEIGHT_CACHE_ELEMENTS:
+        _WEIGHT_CACHE.pop(key, None)
+        _WEIGHT_CACHE[key] = (streams, w)
+        _remember(skey, macs, depthwise, (streams, w))
+        while (len(_WEIGHT_CACHE) > _WEIGHT_CACHE_ENTRIES
+               or sum(v[1].size for v in _WEIGHT_CACHE.values()) > _WEIGHT_CACHE_ELEMENTS
+               or sum(len(x) for v in _WEIGHT_CACHE.values() for x in v[0]) > _WEIGHT_CACHE_BYTES):
+            _WEIGHT_CACHE.pop(next(iter(_WEIGHT_CACHE)))
+            _LAST_WEIGHTS.clear()                           # holds only cached entries
     return w
+
+
+_ORDERS: dict = {}        # (snapshot key, macs, depthwise) -> checked WeightOrder
+# (snapshot key, macs, depthwise) -> the (streams, tensor) entry the op used last: an op that
+# runs again with the same registers and stream bytes skips the cache-key computation
+_LAST_WEIGHTS: dict = {}
+
+
+def _remember(skey, macs: int, depthwise: bool, entry) -> None:
+    if skey is None:
+        return
+    if len(_LAST_WEIGHTS) >= _WEIGHT_CACHE_ENTRIES:
+        _LAST_WEIGHTS.pop(next(iter(_LAST_WEIGHTS)))
+    _LAST_WEIGHTS[(skey, macs, depthwise)] = entry
+
+
+def _sample(x: bytes) -> tuple:
+    """Cache-lookup fingerprint of a weight stream: its length, both ends and up to 256
+    bytes spread over it (the hit is confirmed by comparing the whole stream)."""
+    n = len(x)
+    step = max(1, n // 256)
+    return n, x[:32], x[-32:], x[::step]
+
+
+# Derived forms of read-only weight tensors (conv_sums): id(w) -> (w, {what: value}).  The
+# entry holds w itself, so the id cannot be reused while the entry exists.
+_DERIVED: dict = {}
+_DERIVED_ENTRIES = 64
+_DERIVED_BYTES = 1 << 28        # float weight matrices etc. (checked when a tensor is added)
+
+
+def _derived(w: np.ndarray) -> dict | None:
+    """A per-tensor memo for read-only weight tensors (None for writeable arrays)."""
+    if w.flags.writeable:
+        return None
+    e = _DERIVED.get(id(w))
+    if e is not None and e[0] is w:
+        return e[1]
+    d: dict = {}
+    _DERIVED[id(w)] = (w, d)
+    while len(_DERIVED) > _DERIVED_ENTRIES or (
+            len(_DERIVED) > 1 and sum(v.nbytes for _, e in _DERIVED.values() for v in e.values()
+                                      if isinstance(v, np.ndarray)) > _DERIVED_BYTES):
+        _DERIVED.pop(next(iter(_DERIVED)))
+    return d
 
 
 def _check_sparse(w: np.ndarray, op: str) -> None:
@@ -320,8 +481,24 @@ def _check_sparse(w: np.ndarray, op: str) -> None:
         raise Unpredictable(f"{op}: sparse_2_4 weights with fewer than 2 zeros in a group of 4 input channels")
 
 
+_GEOMETRY: dict = {}
+
+
+def _geometry(snap) -> "_Geometry":
+    """_Geometry(snap), memoised by the snapshot's contents (tlm.ops.common.snapshot_key)."""
+    key = snapshot_key(snap)
+    if key is None:
+        return _Geometry(snap)
+    g = _GEOMETRY.get(key)
+    if g is None:
+        if len(_GEOMETRY) >= 4096:
+            _GEOMETRY.clear()
+        g = _GEOMETRY[key] = _Geometry(snap)
+    return g
+
+
 class _Geometry:
-    """Derived values of TRM 3.10.2 / 3.10.3 straight from the registers."""
+    """Derived values of TRM 3.10.2 / 3.10.3 straight from the registers (read-only)."""
 
     def __init__(self, snap):
         f = snap.field
@@ -368,20 +545,19 @@ def _common_checks(g: _Geometry, op: str) -> None:
                             f"(precision {g.precision}, type {g.ifm_type})")
 
 
-def _budget(g: _Geometry, op: str, depthwise: bool) -> None:
+def _budget(g: _Geometry, op: str, depthwise: bool, pol: Policy) -> None:
     ofm = g.ofm_h * g.ofm_w * g.ofm_d
-    if ofm > MAX_OFM_ELEMENTS:
-        raise BudgetExceeded(f"{op}: {ofm} OFM elements exceed the model's budget ({MAX_OFM_ELEMENTS})")
+    if ofm > pol.max_op_elements:
+        raise BudgetExceeded(f"{op}: {ofm} OFM elements exceed the model's budget ({pol.max_op_elements})")
     macs = ofm * g.kh * g.kw * (1 if depthwise else g.ifm_d)
-    if macs > MAX_MACS:
-        raise BudgetExceeded(f"{op}: {macs} MACs exceed the model's budget ({MAX_MACS})")
+    if macs > pol.max_op_macs:
+        raise BudgetExceeded(f"{op}: {macs} MACs exceed the model's budget ({pol.max_op_macs})")
     ifm = (g.ifm_h + g.pad_h) * (g.ifm_w + g.pad_w) * (g.ofm_d if depthwise else g.ifm_d)
-    if ifm > MAX_IFM_ELEMENTS:
-        raise BudgetExceeded(f"{op}: padded IFM of {ifm} elements exceeds the model's budget ({MAX_IFM_ELEMENTS})")
+    if ifm > pol.max_op_elements:
+        raise BudgetExceeded(f"{op}: padded IFM of {ifm} elements exceeds the model's budget ({pol.max_op_elements})")
 
 
 def _context(snapshot, dataport, device, name):
-    from .common import OpContext
     return OpContext(snapshot, dataport, device, name)
 
 
@@ -406,7 +582,7 @@ def op_conv(snapshot, dataport, device) -> None:
     op = "NPU_OP_CONV"
     ctx = _context(snapshot, dataport, device, op)
     weights_ifm2 = int(ctx.fields.get("weights_ifm2", 0))       # payload set by the executor
-    g = _Geometry(snapshot)
+    g = _geometry(snapshot)
     use_ifm2 = bool(weights_ifm2) or g.acc_input == _ACC_INPUT_IFM2
     ctx.add_operation_to_chain(True, use_ifm2, False)
     _common_checks(g, op)
@@ -431,7 +607,7 @@ def op_conv(snapshot, dataport, device) -> None:
             raise Unpredictable(f"{op} weights_ifm2: WEIGHT_FORMAT.weight_sparsity == none")
         if g.weight_order != _DEPTH_FIRST:
             raise Unpredictable(f"{op} weights_ifm2: KERNEL_STRIDE.weight_order == depth_first")
-    _budget(g, op, depthwise=False)
+    _budget(g, op, False, ctx.policy)
 
     if weights_ifm2:
         # w = IFM2 element (y=0, x=oc, c=ic): IFM2 is the [1, ofm_depth, ifm_depth] matrix B and
@@ -440,40 +616,48 @@ def op_conv(snapshot, dataport, device) -> None:
         b = np.asarray(ctx.read_ifm2(np.arange(1), np.arange(g.ofm_d), np.arange(g.ifm_d)), dtype=np.int64)
         w = b.reshape(g.ofm_d, 1, 1, g.ifm_d)
     else:
-        w = read_weight_tensor(snapshot, dataport, _macs_of(device), False, op)
+        w = read_weight_tensor(snapshot, dataport, _macs_of(device), False, op, policy=ctx.policy)
         if g.sparsity == _SPARSE:
             _check_sparse(w, op)
     if w.shape != (g.ofm_d, g.kh, g.kw, g.ifm_d):
         raise RuntimeError(f"{op}: weight tensor {w.shape}, expected {(g.ofm_d, g.kh, g.kw, g.ifm_d)}")
-    xp = ctx.read_ifm_padded()
-    acc0 = ctx.initial_acc(0)
-    s = conv_sums(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w)
-    # acc = accumulate(acc, v*w) per MAC == one wrap of the exact total (module doc)
-    s += np.asarray(acc0, dtype=np.int64)              # s: a fresh int64 array, added in place
-    acc = wrap_acc(s, g.acc_format)
+    # b8/b16 IFM values (zero point subtracted) are exact in float32: read straight into it
+    xp = ctx.read_ifm_padded(dtype=np.float32)
+    acc0 = ctx.initial_acc(0) if g.acc_input != 0 else None   # reset: 0 (not materialised)
+    s, bound = conv_acc(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w)
     _count(device, g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw * g.ifm_d)
-    ctx.write_accumulator(acc, RescaleMode.NORMAL)
+    _finish(ctx, g, s, bound, acc0)
 
 
 def op_depthwise(snapshot, dataport, device) -> None:
     """NPU_OP_DEPTHWISE (TRM 3.10.3): channel multiplier 1, IFM channel = OFM channel."""
     op = "NPU_OP_DEPTHWISE"
     ctx = _context(snapshot, dataport, device, op)
-    g = _Geometry(snapshot)
+    g = _geometry(snapshot)
     ctx.add_operation_to_chain(True, g.acc_input == _ACC_INPUT_IFM2, False)
     _common_checks(g, op)
     if g.weight_format == _FWD:
         raise Unpredictable(f"{op}: WEIGHT_FORMAT.weight_format != fwd")
     if g.sparsity != 0:
         raise Unpredictable(f"{op}: WEIGHT_FORMAT.weight_sparsity == none")
-    _budget(g, op, depthwise=True)
-    w = read_weight_tensor(snapshot, dataport, _macs_of(device), True, op)
+    _budget(g, op, True, ctx.policy)
+    w = read_weight_tensor(snapshot, dataport, _macs_of(device), True, op, policy=ctx.policy)
     if w.shape != (g.ofm_d, g.kh, g.kw, 1):
         raise RuntimeError(f"{op}: weight tensor {w.shape}, expected {(g.ofm_d, g.kh, g.kw, 1)}")
-    xp = ctx.read_ifm_padded(depth=g.ofm_d)            # read_ifm(iy, ix, oc)
-    acc0 = ctx.initial_acc(0)
-    s = depthwise_sums(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w)
-    s += np.asarray(acc0, dtype=np.int64)              # s: a fresh int64 array, added in place
-    acc = wrap_acc(s, g.acc_format)
+    xp = ctx.read_ifm_padded(depth=g.ofm_d, dtype=np.float32)   # read_ifm(iy, ix, oc)
+    acc0 = ctx.initial_acc(0) if g.acc_input != 0 else None   # reset: 0 (not materialised)
+    s, bound = depthwise_acc(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w)
     _count(device, g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw)
-    ctx.write_accumulator(acc, RescaleMode.NORMAL)
+    _finish(ctx, g, s, bound, acc0)
+
+
+def _finish(ctx, g: _Geometry, s: np.ndarray, bound: int, acc0) -> None:
+    """acc = read_accumulator + the exact sums, wrapped once (module doc), then
+    write_accumulator.  With acc_input reset the initial value is 0 and the unwrapped sums
+    go to write_accumulator with their bound (its fused path wraps them when needed)."""
+    if g.acc_input == 0:                               # acc_input reset: acc0 is all 0
+        ctx.write_accumulator(s, RescaleMode.NORMAL, bound=bound)
+        return
+    s = s.astype(np.int64)
+    s += np.asarray(acc0, dtype=np.int64)
+    ctx.write_accumulator(wrap_acc(s, g.acc_format), RescaleMode.NORMAL)

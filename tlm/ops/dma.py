@@ -10,12 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..arith import LUT_BYTES as LUT_RAM_SIZE          # lookup_table_storage (TRM 2.6.2)
+from ..config import Policy
 from ..errors import BudgetExceeded, Unpredictable
-from ..memory import ADDR_MASK, Channel, DataPort
+from ..memory import ADDR_MASK, PAGE_BITS, Channel, DataPort
 
-DEFAULT_MAX_BYTES = 1 << 28  # work budget of one DMA in the model: bytes moved (256 MiB)
-DEFAULT_MAX_LINES = 1 << 16  # ... and 1D lines (SIZE0 x SIZE1) visited
-DEFAULT_MAX_INDEXED_LINES = 1 << 14  # ... of which indexed lines (one index read each, no batching)
+# Work budgets of one DMA in the model: the defaults of the Policy fields (config.Policy).
+DEFAULT_MAX_BYTES = Policy.dma_max_bytes                  # bytes moved
+DEFAULT_MAX_LINES = Policy.dma_max_lines                  # 1D lines (SIZE0 x SIZE1) visited
+DEFAULT_MAX_INDEXED_LINES = Policy.dma_max_indexed_lines  # ... if indexed (one index read each)
+DEFAULT_MAX_PAGES = Policy.dma_max_pages                  # distinct sparse-memory pages written
 
 # enum values (TRM dma_region_mode, dma_stride_mode, dma_idx_mode)
 EXTERNAL, INTERNAL = 0, 1
@@ -27,16 +30,24 @@ def _s40(v: int) -> int:
     return v - (1 << 40) if v >> 39 else v
 
 
-def dma_start(rf, port: DataPort, lut: np.ndarray | None = None,
-              max_bytes: int = DEFAULT_MAX_BYTES, max_lines: int = DEFAULT_MAX_LINES) -> int:
+def dma_start(rf, port: DataPort, lut: np.ndarray | None = None, policy: "Policy | None" = None, *,
+              max_bytes: "int | None" = None, max_lines: "int | None" = None,
+              max_indexed_lines: "int | None" = None, max_pages: "int | None" = None) -> int:
     """Copy as NPU_OP_DMA_START does, from the NPU_SET_DMA0_* state in `rf`.
 
     Returns the number of bytes copied. Raises BusFault (AXI error), Unpredictable (a TRM
-    assert fails) or BudgetExceeded (more than `max_bytes` would move or more than
-    `max_lines` lines would be visited). The budget and every check that does not depend
-    on index values are applied before anything moves; a BusFault, or a scattered index
-    that leaves the LUT RAM, stops mid-transfer.
+    assert fails) or BudgetExceeded. The budgets are the `policy` fields dma_max_bytes,
+    dma_max_lines, dma_max_indexed_lines and dma_max_pages (Policy() defaults), each
+    overridden by the keyword of the same meaning. They and every check that does not
+    depend on index values are applied before anything moves (the written pages of a
+    scatter are counted from the index array as memory holds it); a BusFault, or a
+    scattered index that leaves the LUT RAM, stops mid-transfer.
     """
+    pol = policy if policy is not None else Policy()
+    max_bytes = pol.dma_max_bytes if max_bytes is None else max_bytes
+    max_lines = pol.dma_max_lines if max_lines is None else max_lines
+    max_indexed_lines = pol.dma_max_indexed_lines if max_indexed_lines is None else max_indexed_lines
+    max_pages = pol.dma_max_pages if max_pages is None else max_pages
     f = rf.field
     src_region = f("NPU_SET_DMA0_SRC_REGION", "region")
     src_region_mode = f("NPU_SET_DMA0_SRC_REGION", "region_mode")
@@ -73,9 +84,10 @@ def dma_start(rf, port: DataPort, lut: np.ndarray | None = None,
     indexed = bool(src_idx_mode or dst_idx_mode)
 
     total = length * width * height
-    if total > max_bytes or width * height > max_lines or (indexed and width * height > DEFAULT_MAX_INDEXED_LINES):
-        raise BudgetExceeded(f"NPU_OP_DMA_START: {total} bytes in {width * height} lines exceeds the "
-                             f"model's budget ({max_bytes} bytes, {max_lines} lines)")
+    lines_max = max_indexed_lines if indexed else max_lines
+    if total > max_bytes or width * height > lines_max:
+        raise BudgetExceeded(f"NPU_OP_DMA_START: {total} bytes in {width * height}{' indexed' if indexed else ''} "
+                             f"lines exceeds the model's budget ({max_bytes} bytes, {lines_max} lines)")
     if internal:
         if lut is None:
             raise Unpredictable("NPU_OP_DMA_START: no internal memory to write")
@@ -85,6 +97,23 @@ def dma_start(rf, port: DataPort, lut: np.ndarray | None = None,
     src_route = port.route(src_region)
     dst_route = None if internal else port.route(dst_region)
     idx_route = port.route(idx_region) if indexed else None
+    scatter_pages = None                  # pages written so far by a scatter (safety net below)
+    if not internal and length:
+        # Sparse-memory budget: the distinct pages the writes touch (writes allocate pages;
+        # reads of unwritten memory do not), from the address pattern, before anything moves.
+        y = np.arange(height, dtype=np.int64)[:, None]
+        if dst_idx_mode:
+            idx = _peek_indices(port.memory, idx_route.base, idx_p, width, height, idx_skip_1)
+            ok = (idx >= 0) & (idx <= idx_max)
+            dst_off = (dst_p + y * dst_stride_1 + np.where(ok, idx, 0) * dst_stride_0)[ok]
+            scatter_pages = set()
+        else:
+            x = np.arange(width, dtype=np.int64)[None, :]
+            dst_off = (dst_p + x * dst_stride_0 + y * dst_stride_1).ravel()
+        pages = _page_count((dst_route.base + dst_off) & ADDR_MASK, length)
+        if pages > max_pages:
+            raise BudgetExceeded(f"NPU_OP_DMA_START: writes touch {pages} memory pages of {1 << PAGE_BITS} bytes, "
+                                 f"the model's budget is {max_pages}")
     if not internal and not indexed and length and width * height > 1:
         done = _copy_batched(port, src_route, dst_route, src_region, dst_region, length, width, height,
                              src_p, dst_p, src_stride_0, src_stride_1, dst_stride_0, dst_stride_1)
@@ -115,13 +144,47 @@ def dma_start(rf, port: DataPort, lut: np.ndarray | None = None,
                     raise Unpredictable("NPU_OP_DMA_START: internal destination outside the 2048-byte LUT RAM")
                 lut[dst_off:dst_off + length] = data
             else:
-                port.write_abs(dst_route, (dst_route.base + dst_off) & ADDR_MASK, data, Channel.wr_mem2mem)
+                dst_addr = (dst_route.base + dst_off) & ADDR_MASK
+                if scatter_pages is not None:         # the peek misses indices this DMA overwrites
+                    scatter_pages.update(range(dst_addr >> PAGE_BITS, ((dst_addr + length - 1) >> PAGE_BITS) + 1))
+                    if len(scatter_pages) > max_pages:
+                        raise BudgetExceeded(f"NPU_OP_DMA_START: scatter writes touch more than {max_pages} "
+                                             f"memory pages (the model's budget)")
+                port.write_abs(dst_route, dst_addr, data, Channel.wr_mem2mem)
             copied += length
         src_p = (src_p + src_stride_1) & ADDR_MASK
         dst_p = (dst_p + dst_stride_1) & ADDR_MASK
         if indexed:
             idx_p = (idx_p + idx_skip_1) & ADDR_MASK
     return copied
+
+
+def _page_count(starts: np.ndarray, length: int) -> int:
+    """Distinct memory pages covered by the runs [s, s + length) (s absolute, >= 0)."""
+    if not starts.size or length <= 0:
+        return 0
+    ps = starts >> PAGE_BITS
+    order = np.argsort(ps, kind="stable")
+    ps = ps[order]
+    pe = (starts[order] + (length - 1)) >> PAGE_BITS
+    reach = np.maximum.accumulate(pe)                      # last page covered by runs 0..i
+    prev = np.concatenate(([np.int64(-1)], reach[:-1]))
+    return int(np.maximum(0, pe - np.maximum(ps, prev + 1) + 1).sum())
+
+
+def _peek_indices(memory, base: int, idx_p: int, width: int, height: int, skip1: int) -> np.ndarray:
+    """The [height, width] index words the DMA will read, as memory holds them now (backdoor,
+    no transactions): only to size the page budget of a scatter."""
+    rows = np.empty((height, width), "<i4")
+    for y in range(height):
+        a = (base + idx_p + y * (4 * width + skip1)) & ADDR_MASK
+        n = 4 * width
+        head = min(n, (1 << 40) - a)
+        raw = memory.read_array(a, head)
+        if head < n:                                       # the index array wraps at 2**40
+            raw = np.concatenate((raw, memory.read_array(0, n - head)))
+        rows[y] = raw.view("<i4")
+    return rows.astype(np.int64)
 
 
 def _may_fault(memory, starts: np.ndarray, length: int) -> bool:

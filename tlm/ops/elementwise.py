@@ -50,7 +50,7 @@ import numpy as np
 from .. import arith, isa
 from ..arith import sign_extend
 from ..fmap import Storage
-from .common import ALLOWED_PERMS_RTRANS, RESCALE_GLOBAL, RESCALE_NONE, RESCALE_SHIFT_ONLY, OpContext
+from .common import ALLOWED_PERMS_RTRANS, RESCALE_GLOBAL, RESCALE_NONE, RESCALE_SHIFT_ONLY, OpContext, snapshot_key
 
 SCALAR_SUBTRACTS_ZERO_POINT = True
 SCALAR_IS_NOT_AN_IFM = True
@@ -239,11 +239,88 @@ def op_elementwise(snapshot, dataport, device) -> None:
     shape = (ctx.ofm_h, ctx.ofm_w, ctx.ofm_d)
     a = _operand(ctx, "IFM", p.bm, p.scalar)
     b = _operand(ctx, "IFM2", p.bm2, p.scalar) if not p.unary else np.zeros((1, 1, 1), np.int64)
-    acc, rm = compute(ctx, p, a, b)
-    acc = np.broadcast_to(acc, shape)
-    v = ctx.rescale(acc, rm, range_check=not (mode == MUL and rm == RESCALE_SHIFT_ONLY))
-    v = ctx.activation(v)
+    v = _by_table(ctx, p, mode, a, b, shape)
+    if v is None:
+        v = np.broadcast_to(_evaluate(ctx, p, mode, a, b), shape)
     ctx.write_ofm(v, ALLOWED_PERMS_RTRANS)
+
+
+def _evaluate(ctx: OpContext, p: _Params, mode: int, a, b) -> np.ndarray:
+    """activation(rescale(mode(a, b))) elementwise over the broadcast of a and b (no side
+    effects: the operands are already read)."""
+    acc, rm = compute(ctx, p, a, b)
+    acc = np.broadcast_to(acc, np.broadcast_shapes(np.shape(a), np.shape(b)))
+    v = ctx.rescale(acc, rm, range_check=not (mode == MUL and rm == RESCALE_SHIFT_ONLY))
+    return ctx.activation(v)
+
+
+# Result tables: the output of an elementwise op is a function of its two operand values
+# only, so for operands with few distinct values (8-bit data) it is computed once for every
+# (a, b) pair in their ranges - by _evaluate itself, hence bit for bit the same - and then
+# looked up.  Keyed by everything the function depends on: the register snapshot, the mode,
+# the LUT contents and the operand ranges.  A table whose evaluation raises (a check that
+# values outside the data could fail) is not used: the direct path decides.
+_TABLES: dict = {}
+_TABLE_ENTRIES = 64
+_TABLE_MAX = 1 << 17          # table size limit (operand value pairs)
+_TABLE_MIN_ELEMENTS = 1024    # below this the direct evaluation is as cheap
+
+
+def _domain(fm, bm: int, x) -> tuple[int, int]:
+    """(min, max) of the operand values a table must cover: all values an 8-bit operand
+    can take (raw value minus zero point) when the data lies within them (always for an
+    operand read from memory; checked for a chaining FIFO or scalar operand), so that the
+    table does not depend on the data; else the data's own range."""
+    if fm.precision == B8 and bm != SCALAR:
+        lo, hi = (-128, 127) if fm.act_type == SIGNED else (0, 255)
+        zp = arith.ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check=False)
+        lo, hi = lo - zp, hi - zp
+        if fm.storage != Storage.CHAINED:
+            return lo, hi
+        xmin, xmax = int(x.min()), int(x.max())
+        if lo <= xmin and xmax <= hi:
+            return lo, hi
+        return xmin, xmax
+    return int(x.min()), int(x.max())
+
+
+def _by_table(ctx: OpContext, p: _Params, mode: int, a, b, shape):
+    """The truncated OFM values [shape] via a result table, or None (direct path)."""
+    n = shape[0] * shape[1] * shape[2]
+    ofm = ctx.ofm
+    if n < _TABLE_MIN_ELEMENTS or ofm.precision not in (B8, B16) or a.size == 0 or b.size == 0:
+        return None
+    skey = snapshot_key(ctx.snap)
+    if skey is None:
+        return None
+    amin, amax = _domain(ctx.ifm, p.bm, a)
+    bmin, bmax = _domain(ctx.ifm2, p.bm2, b) if not p.unary else (0, 0)
+    na, nb = amax - amin + 1, bmax - bmin + 1
+    if na * nb > _TABLE_MAX:
+        return None
+    lut = getattr(ctx.device, "lut", None)
+    fn = ctx.f("NPU_SET_ACTIVATION", "activation_function")
+    key = (skey, mode, amin, na, bmin, nb, None if fn == 0 or lut is None else bytes(np.asarray(lut, np.uint8)))
+    t = _TABLES.get(key)
+    if t is None:
+        try:
+            v = _evaluate(ctx, p, mode, np.arange(amin, amax + 1, dtype=np.int64).reshape(na, 1, 1),
+                          np.arange(bmin, bmax + 1, dtype=np.int64).reshape(1, nb, 1))
+        except arith.Unpredictable:
+            return None
+        es = ofm.bits // 8
+        t = arith.truncate(v.reshape(-1), ofm.bits, ofm.act_type).astype(
+            f"<{'u' if ofm.act_type == isa.activation_type.unsigned else 'i'}{es}")
+        t.setflags(write=False)
+        if len(_TABLES) >= _TABLE_ENTRIES:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[key] = t
+    ia = a - amin if amin else a
+    if nb != 1:
+        ia = ia * nb
+    ib = b - bmin if bmin else b
+    idx = ia + ib
+    return np.broadcast_to(t[idx], shape)
 
 
 # ------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import numpy as np
 from .. import isa
 from ..arith import sign_extend
 from ..fmap import Storage
-from .common import MAX_WORK, RESCALE_AVPOOL, RESCALE_NORMAL, OpContext
+from .common import RESCALE_AVPOOL, RESCALE_NORMAL, OpContext
 
 __all__ = ["op_pool", "pool_ref", "MAX", "AVERAGE", "REDUCE_SUM", "SUM", "NONE", "MIN", "ARGMAX_X",
            "ARGMAX_Y"]
@@ -146,7 +146,7 @@ def op_pool(snapshot, dataport, device) -> None:
         ctx.write_accumulator(acc, RESCALE_NORMAL)
         return
 
-    ctx.budget(oh * ow * od * kh * kw, "pooling element-taps", MAX_WORK)
+    ctx.budget(oh * ow * od * kh * kw, "pooling element-taps", ctx.policy.max_op_work)
     ident = _identity(mode)
     acc = ctx.initial_acc(ident)
     if use_ifm:

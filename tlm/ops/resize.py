@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import isa
 from ..fmap import Storage
-from .common import ALLOWED_PERMS_ALL, MAX_ELEMENTS, RESCALE_SHIFT_ONLY, OpContext
+from .common import ALLOWED_PERMS_ALL, RESCALE_SHIFT_ONLY, OpContext
 
 __all__ = ["op_resize", "resize_ref", "resize_positions", "BILINEAR", "REPLICATE", "NEAREST"]
 
@@ -141,7 +141,7 @@ def op_resize(snapshot, dataport, device) -> None:
     # read the IFM rows/columns that are sampled, once
     rows = np.unique(np.concatenate((iy0, iy1)) if mode != REPLICATE else iy0)
     cols = np.unique(np.concatenate((ix0, ix1)) if mode != REPLICATE else ix0)
-    ctx.budget(rows.size * cols.size * od, "IFM elements read", MAX_ELEMENTS)
+    ctx.budget(rows.size * cols.size * od, "IFM elements read", ctx.policy.max_op_elements)
     ifm = ctx.read_ifm(rows, cols, np.arange(od))
     ry0, ry1 = np.searchsorted(rows, iy0), np.searchsorted(rows, iy1)
     rx0, rx1 = np.searchsorted(cols, ix0), np.searchsorted(cols, ix1)

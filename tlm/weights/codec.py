@@ -219,7 +219,21 @@ def decode_swd_slices(data, count: int | None = None, *, max_weights: int = MAX_
     return out, slices
 
 
+# Test switch: False routes decode_swd through the reference (per-symbol) decoder only.
+USE_FAST_SWD = True
+
+
 def _decode_swd(data, count, max_weights, slices_out):
+    if slices_out is None and USE_FAST_SWD:
+        out = _decode_swd_fast(data, count, max_weights)
+        if out is not None:
+            return out
+    return _decode_swd_ref(data, count, max_weights, slices_out)
+
+
+def _decode_swd_ref(data, count, max_weights, slices_out):
+    """The SWD decoder, symbol by symbol (reference for _decode_swd_fast; it also produces
+    every error report)."""
     data = bytes(data)
     nbits = len(data) * 8
     W = _windows(data)
@@ -426,6 +440,223 @@ def _decode_swd(data, count, max_weights, slices_out):
         if eos:
             raise WeightStreamError(f"stream ends after {total + pending} of {count} weights", pos - 3)
         raise WeightStreamError("stream truncated", pos)
+    return _assemble(vals_parts, gaps_parts, pending, limit if count is not None else None)
+
+
+_NZERO12 = np.array([12 - _popcount(v) for v in range(1 << 12)], np.int64)
+_NZERO = {12: [12 - _popcount(v) for v in range(1 << 12)], 8: [8 - _popcount(v) for v in range(1 << 8)]}
+_BIT12 = ((np.arange(1 << 12)[:, None] >> np.arange(12)[None, :]) & 1).astype(np.int8)   # [word, bit]
+
+
+def _bits_at(Wn: np.ndarray, pos: np.ndarray, nbits: int) -> np.ndarray:
+    """Vectorised ``(W[p >> 3] >> (p & 7)) & mask`` for every bit position p (nbits <= 56)."""
+    return ((Wn[pos >> 3] >> (pos & 7).astype(np.uint64)) & np.uint64((1 << nbits) - 1)).astype(np.int64)
+
+
+def _rem_positions(blocks: list, width: int) -> np.ndarray:
+    """Bit positions of the remainders of every block (start, count), in order."""
+    if not blocks:
+        return np.zeros(0, np.int64)
+    b = np.asarray(blocks, dtype=np.int64)
+    n = b[:, 1]
+    first = np.repeat(b[:, 0] - width * (np.cumsum(n) - n), n)
+    return first + width * np.arange(int(n.sum()), dtype=np.int64)
+
+
+def _decode_swd_fast(data, count, max_weights):
+    """decode_swd with the per-symbol work vectorised: the chunk loop (TRM 3.9.10) only
+    follows the bit positions (chunk headers are read to learn their lengths and how many
+    symbols end in them); the weight quotients (runs of unary codes), zero-run lengths and
+    all remainders are then extracted from the recorded positions with numpy.  Returns the
+    same weights as _decode_swd_ref, or None whenever anything is irregular (any condition
+    the reference reports as an error) - the caller then runs the reference, which raises."""
+    data = bytes(data)
+    nbits = len(data) * 8
+    b = np.frombuffer(data + bytes(64), dtype=np.uint8).astype(np.uint64)
+    n = len(data) + 56
+    Wn = np.zeros(n, dtype=np.uint64)
+    for k in range(8):
+        Wn |= b[k:k + n] << np.uint64(8 * k)
+    W = Wn.tolist()
+    limit = max_weights if count is None else min(count, max_weights)
+    pop12, sc6, MASK, nzero12 = _POP12, _SCATTER6, _MASK, _NZERO[12]
+
+    pos = 0
+    palette: tuple = ()
+    dirofs = 0
+    palette_bits = 2
+    lut = None
+    prev_alt = None
+    vals_parts: list = []
+    gaps_parts: list = []
+    pending = 0
+    total = 0
+    eos = False
+    while True:
+        if count is not None and total + pending >= count:
+            break
+        if pos + 3 > nbits:
+            return None
+        zdiv = (W[pos >> 3] >> (pos & 7)) & 7
+        pos += 3
+        if zdiv == ZDIV_EOS:
+            eos = True
+            break
+        if zdiv in (4, 5) or pos + 20 > nbits:
+            return None
+        hdr = (W[pos >> 3] >> (pos & 7)) & 0xFFFFF
+        pos += 20
+        slicelen = (hdr & 0x7FFF) + 1
+        wdiv = (hdr >> 15) & 7
+        wtrunc = (hdr >> 18) & 1
+        newpal = (hdr >> 19) & 1
+        if wdiv == 6:
+            return None
+        alt = zdiv < 4
+        if newpal:
+            if pos + 13 > nbits:
+                return None
+            ph = (W[pos >> 3] >> (pos & 7)) & 0x1FFF
+            pos += 13
+            dirofs = ph & 31
+            palsize = (ph >> 5) & 31
+            palette_bits = ((ph >> 10) & 7) + 2
+            psize = 0 if palsize == 0 else palsize + 1
+            if pos + psize * palette_bits > nbits:
+                return None
+            pm = MASK[palette_bits]
+            pal = []
+            for _ in range(psize):
+                pal.append((W[pos >> 3] >> (pos & 7)) & pm)
+                pos += palette_bits
+            palette = tuple(pal)
+            lut = None
+        elif prev_alt is None or prev_alt != alt:
+            return None
+        prev_alt = alt
+        if lut is None:
+            lut = _value_lut(palette, dirofs)
+        psize = len(palette)
+
+        # ---- chunk loop: positions and symbol counts only (as _decode_swd_ref) ----
+        unc = wdiv == WDIV_UNCOMPRESSED
+        ub = (psize - 1).bit_length() if psize else palette_bits
+        wrb = ub if unc else wdiv
+        per_chunk = 12 if ub <= 5 else 8
+        w_cnt = slicelen
+        z_cnt = slicelen + newpal if alt else 0
+        zlen = 12 if zdiv < 3 else 8
+        zm = MASK[zlen]
+        nzero = _NZERO[zlen]
+        w0s: list = []
+        es: list = []
+        zus: list = []
+        wrem: list = []
+        zrem: list = []
+        nw = nz = 0
+        wr_i = zr_i = 0
+        prev_w = prev_z = False
+        pwq = pzq = 0
+        while True:
+            bal = nw - nz
+            w_en = nw < w_cnt and (bal < 8 or not alt)
+            z_en = alt and bal >= 0 and nz < z_cnt
+            if w_en and not unc:
+                w0 = (W[pos >> 3] >> (pos & 7)) & 0xFFF
+                pos += 12
+            if z_en:
+                zu = (W[pos >> 3] >> (pos & 7)) & zm
+                pos += zlen
+                zus.append(zu)
+                k = z_cnt - nz
+                nz += nzero[zu] if nzero[zu] < k else k
+            if w_en:
+                k = w_cnt - nw
+                if not unc:
+                    p = pop12[w0]
+                    w1 = (W[pos >> 3] >> (pos & 7)) & MASK[p]
+                    pos += p
+                    plo = pop12[w0 & 63]
+                    e = sc6[(w0 & 63) * 64 + (w1 & MASK[plo])] | (sc6[(w0 >> 6) * 64 + (w1 >> plo)] << 6)
+                    w0s.append(w0)
+                    es.append(e)
+                    c = 12 if wtrunc else nzero12[e]
+                    nw += c if c < k else k
+                else:
+                    nw += per_chunk if per_chunk < k else k
+            if prev_w and wrb and pwq > wr_i:
+                wrem.append((pos, pwq - wr_i))
+                pos += wrb * (pwq - wr_i)
+            wr_i = pwq
+            if prev_z and zdiv and pzq > zr_i:
+                zrem.append((pos, pzq - zr_i))
+                pos += zdiv * (pzq - zr_i)
+            zr_i = pzq
+            if pos > nbits:
+                return None
+            prev_w, pwq, prev_z, pzq = w_en, nw, z_en, nz
+            if not (w_en or z_en):
+                break
+
+        # ---- weight indices ----
+        if unc:
+            ia = np.zeros(w_cnt, np.int64)
+        else:
+            codes = (_BIT12[np.asarray(w0s, np.int64)] + _BIT12[np.asarray(es, np.int64)]).ravel()
+            if wtrunc:
+                q = codes[:w_cnt].astype(np.int64)
+            else:
+                ends = np.flatnonzero(codes < 2)[:w_cnt]
+                if ends.size != w_cnt:
+                    return None
+                cum2 = np.cumsum(codes == 2)
+                before = np.concatenate(([0], cum2[ends[:-1]]))
+                q = 2 * (cum2[ends] - before) + codes[ends]
+                if q.size and int(q.max()) > 31:
+                    return None
+            ia = q << wdiv
+        if wrb:
+            rp = _rem_positions(wrem, wrb)
+            if rp.size != w_cnt:
+                return None
+            ia = ia + _bits_at(Wn, rp, wrb)
+        if ia.size and int(ia.max()) > 511:
+            return None
+        v = lut[ia]
+        if v.size and int(np.abs(v).max()) > 255:
+            return None
+        # ---- zero runs ----
+        g = np.zeros(slicelen, dtype=np.int64)
+        if alt:
+            zb = _BIT12[np.asarray(zus, np.int64)][:, :zlen].ravel()
+            zeros = np.flatnonzero(zb == 0)[:z_cnt]
+            if zeros.size != z_cnt:
+                return None
+            za = (np.diff(zeros, prepend=-1) - 1) << zdiv
+            if zdiv:
+                zp = _rem_positions(zrem, zdiv)
+                if zp.size != z_cnt:
+                    return None
+                za = za + _bits_at(Wn, zp, zdiv)
+            if newpal:
+                g[0] = pending + za[0]
+                g[1:] = za[1:slicelen]
+                pending = int(za[slicelen])
+            else:
+                g[0] = pending
+                g[1:] = za[:slicelen - 1]
+                pending = int(za[slicelen - 1])
+        else:
+            g[0] = pending
+            pending = 0
+        total += int(g.sum()) + slicelen
+        vals_parts.append(v)
+        gaps_parts.append(g)
+        if count is None and total + pending > max_weights:
+            return None
+
+    if count is not None and total + pending < count:
+        return None
     return _assemble(vals_parts, gaps_parts, pending, limit if count is not None else None)
 
 

@@ -35,6 +35,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..config import Policy
 from ..errors import BudgetExceeded, Unpredictable
 
 __all__ = [
@@ -317,11 +318,11 @@ def _slots(p: WeightOrder, kw: int, kh: int, partkernel: bool, wblk_k: int, dw_p
     return np.asarray(ys, np.int64), np.asarray(xs, np.int64)
 
 
-MAX_STREAM_ENTRIES = 1 << 24   # work budget: weight-stream positions of one op (int64 index array)
+MAX_STREAM_ENTRIES = Policy.max_weight_stream_entries   # default budget: weight-stream positions of one op
 
 
 @lru_cache(maxsize=256)
-def _stream_indices_cached(p: WeightOrder):
+def _stream_indices_cached(p: WeightOrder, max_entries: int = MAX_STREAM_ENTRIES):
     p.check()
     partkernel, ifm_block_depth, wblk_k, wblk_o, wblk_i, i_sz, dw_pad_k = p._blocking()
     nwd = p.num_wd
@@ -333,9 +334,9 @@ def _stream_indices_cached(p: WeightOrder):
         templates[(kw, kh)] = _slots(p, kw, kh, partkernel, wblk_k, dw_pad_k)
     n_slots = np.array([len(templates[(int(a), int(b))][0]) for a, b in calls[:, 4:6]], np.int64)
     entries = int(n_slots.sum()) * wblk_i * wblk_o          # all decoders, padding included
-    if entries > MAX_STREAM_ENTRIES:
+    if entries > max_entries:
         raise BudgetExceeded(f"weight order: {entries} stream positions (padding included) exceed the "
-                             f"model's budget ({MAX_STREAM_ENTRIES})")
+                             f"model's budget ({max_entries})")
     # Inner order within a slot, per decoder: IFM group, then OFM channel, then IFM channel.
     ig = np.arange(0, wblk_i, i_sz)
     o_all = np.arange(wblk_o)
@@ -366,18 +367,18 @@ def _stream_indices_cached(p: WeightOrder):
     return tuple(out)
 
 
-def stream_indices(p: WeightOrder) -> tuple:
+def stream_indices(p: WeightOrder, max_entries: int = MAX_STREAM_ENTRIES) -> tuple:
     """Per weight decoder: int64 array, one entry per stream element, holding the flat index
     into the weight tensor of shape ``p.shape`` or -1 for an inserted zero. Cached."""
-    return _stream_indices_cached(p)
+    return _stream_indices_cached(p, max_entries)
 
 
 @lru_cache(maxsize=64)
-def _fwd_cached(p: WeightOrder):
+def _fwd_cached(p: WeightOrder, max_entries: int = MAX_STREAM_ENTRIES):
     if p.depthwise:
         # TRM 2.4 / 3.9.11: the FWD supports convolution only, not depthwise.
         raise Unpredictable("FWD weight format with NPU_OP_DEPTHWISE")
-    streams = stream_indices(p)
+    streams = stream_indices(p, max_entries)
     blk = p.fwd_block
     n = streams[0].size
     if any(s.size != n for s in streams) or n % blk:
@@ -388,9 +389,9 @@ def _fwd_cached(p: WeightOrder):
     return res
 
 
-def fwd_indices(p: WeightOrder) -> np.ndarray:
+def fwd_indices(p: WeightOrder, max_entries: int = MAX_STREAM_ENTRIES) -> np.ndarray:
     """The merged FWD stream order (TRM 3.9.2 'fwd_weight_stream'), as flat indices / -1."""
-    return _fwd_cached(p)
+    return _fwd_cached(p, max_entries)
 
 
 def _scatter(p: WeightOrder, parts, values, check_padding: bool):
@@ -444,7 +445,7 @@ def fwd_from_weights(p: WeightOrder, W) -> np.ndarray:
 
 
 def decode_weight_tensor(p: WeightOrder, streams, fwd: bool = False,
-                         check_padding: bool = False) -> np.ndarray:
+                         check_padding: bool = False, max_entries: int = MAX_STREAM_ENTRIES) -> np.ndarray:
     """One call for the executor: the raw stream bytes of an op -> weight tensor.
 
     ``streams``: for SWD, ``p.num_wd`` byte strings (WEIGHT_BASE/LENGTH, WEIGHT1_..., ...);
@@ -455,10 +456,10 @@ def decode_weight_tensor(p: WeightOrder, streams, fwd: bool = False,
     if fwd:
         if len(streams) != 1:
             raise ValueError("FWD uses a single weight stream")
-        idx = fwd_indices(p)
+        idx = fwd_indices(p, max_entries)
         vals = decode_fwd(streams[0], idx.size)
         return _scatter(p, [idx], [vals], check_padding)
-    idx = stream_indices(p)
+    idx = stream_indices(p, max_entries)
     if len(streams) != len(idx):
         raise ValueError(f"{len(idx)} weight streams expected, got {len(streams)}")
     vals = []
