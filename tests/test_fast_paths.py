@@ -477,6 +477,7 @@ def test_txn_batch_pages_and_memos(rng):
         assert b.pages() == tuple(sorted(want)) == b.pages()
         assert b.total_beats() == sum(beats(x, y) for x, y in zip(a.tolist(), ln.tolist())) == b.total_beats()
         assert b.extent() == (int(a.min()), int((a + ln).max()))
+        assert b.total_bytes() == int(ln.sum()) and b.extent() == (int(a.min()), int((a + ln).max()))
         assert b.per_port() == [(0, n, b.total_beats())]
 
 

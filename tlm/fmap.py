@@ -1073,13 +1073,18 @@ def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = Fa
             if out.dtype.kind in "iu" and out.dtype.itemsize == es:
                 for p in pieces:                        # same-size integers: byte copies
                     _copy4(p.out_view(out), p.mem_view(buf, lo, dt, es))
-            elif len(pieces) == 1 and pieces[0].mem_view(buf, lo, dt, es).flags.c_contiguous:
-                np.copyto(out, pieces[0].mem_view(buf, lo, dt, es).reshape(shape), casting="unsafe")
+                return _zero_point(fm, out, subtract_zero_point, check)
+            if len(pieces) == 1 and pieces[0].mem_view(buf, lo, dt, es).flags.c_contiguous:
+                src = pieces[0].mem_view(buf, lo, dt, es).reshape(shape)
             else:                                       # gather in the memory type, then convert
-                tmp = np.empty(shape, dt)
+                src = np.empty(shape, dt)
                 for p in pieces:
-                    _copy4(p.out_view(tmp), p.mem_view(buf, lo, dt, es))
-                np.copyto(out, tmp, casting="unsafe")
+                    _copy4(p.out_view(src), p.mem_view(buf, lo, dt, es))
+            zp = ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check) if subtract_zero_point else 0
+            if zp and out.dtype.kind == "f":            # subtracted in the conversion (exact)
+                np.subtract(src, out.dtype.type(zp), out=out, casting="unsafe")
+                return out
+            np.copyto(out, src, casting="unsafe")
             return _zero_point(fm, out, subtract_zero_point, check)
     addrs = block_addresses(fm, ys, xs, cs, check=check)
     shape = addrs.shape

@@ -458,6 +458,12 @@ class Decoded:
         return (self.raw & 0xFFFFFFFF, self.raw >> 32) if self.size == 8 else (self.raw,)
 
 
+def is_cmd1_header(w0: int) -> bool:
+    """Word *w0* is a valid cmd1 header (control 01, bits [13:10] zero, a cmd1 opcode): a
+    payload word follows it."""
+    return (w0 >> 10) & 0x3F == 0b010000 and (w0 & 0x3FF) in CMD1_BY_OPCODE
+
+
 def decode_word(words: Sequence[int], index: int) -> Decoded:
     """Decode the command at word `index` (TRM Table 3-88)."""
     w0 = int(words[index])

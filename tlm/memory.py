@@ -232,13 +232,21 @@ class TxnBatch:
             return self._memo16()[0]
         return int(self.beats(width).sum()) if len(self) else 0
 
+    def total_bytes(self) -> int:
+        """Sum of the transaction lengths (memo, with the extent)."""
+        e = self._extent
+        if e is None or len(e) < 3:
+            lo, hi = self.extent()
+            e = self._extent = (lo, hi, int(self.length.sum()) if len(self) else 0)
+        return e[2]
+
     def extent(self) -> tuple[int, int]:
         """(lowest start address, highest end address) of the transactions (memo)."""
         e = self._extent
         if e is None:
             e = self._extent = ((int(self.addr.min()), int((self.addr + self.length).max())) if len(self)
                                 else (0, 0))
-        return e
+        return e[0], e[1]
 
     def pages(self, page_bits: int = PAGE_BITS) -> tuple:
         """The distinct pages (address >> page_bits) the transactions touch, ascending
@@ -316,11 +324,13 @@ class Memory:
         if off + length <= PAGE_SIZE:                       # within one page
             p = self._pages.get(addr >> PAGE_BITS)
             return np.zeros(length, np.uint8) if p is None else p[off:off + length].copy()
-        out = np.zeros(length, np.uint8)
+        out = np.empty(length, np.uint8)
         for page, off, pos, n in self._spans(addr, length):
             p = self._pages.get(page)
             if p is not None:
                 out[pos:pos + n] = p[off:off + n]
+            else:
+                out[pos:pos + n] = 0                          # unwritten bytes read as zero
         return out
 
     def read(self, addr: int, length: int) -> bytes:
@@ -477,8 +487,9 @@ class Memory:
             else:
                 p[pos[i:j] & (PAGE_SIZE - 1)] = buf[i:j]
 
-    def _write_masked(self, lo: int, mask: np.ndarray, buf: np.ndarray) -> None:
-        """Store buf[i] at lo + i for every i with mask[i] (pages created only where written)."""
+    def _write_masked(self, lo: int, mask: np.ndarray, buf: np.ndarray, full: bool = False) -> None:
+        """Store buf[i] at lo + i for every i with mask[i] (pages created only where written).
+        ``full``: the caller knows every mask bit is set."""
         n = mask.size
         pos = 0
         pages = self._pages
@@ -487,7 +498,7 @@ class Memory:
             page, off = a >> PAGE_BITS, a & (PAGE_SIZE - 1)
             k = min(PAGE_SIZE - off, n - pos)
             m = mask[pos:pos + k]
-            cnt = int(np.count_nonzero(m))
+            cnt = k if full else int(np.count_nonzero(m))
             if cnt:
                 p = pages.get(page)
                 if p is None:
@@ -495,8 +506,7 @@ class Memory:
                 if cnt == k:
                     p[off:off + k] = buf[pos:pos + k]
                 else:
-                    dst = p[off:off + k]
-                    dst[m] = buf[pos:pos + k][m]
+                    np.copyto(p[off:off + k], buf[pos:pos + k], where=m)
             pos += k
 
     def access_batch(self, b: TxnBatch, data=None, *, span=None):
@@ -510,7 +520,8 @@ class Memory:
         ``span=(lo, mask, buf)``: the transactions are ascending, disjoint and cover exactly
         the bytes lo + i with mask[i] (no wrap past 2**40); data moves through the span
         instead: a read returns the whole span lo .. lo + mask.size - 1 (bytes outside the
-        transactions are unspecified), a write stores buf[i] where mask[i]."""
+        transactions are unspecified), a write stores buf[i] where mask[i].  An optional fourth
+        element ``full`` (True) says every mask bit is set (the mask is then not scanned)."""
         n = len(b)
         if n == 0:
             return None, (np.zeros(0, np.uint8) if not b.write else None)
@@ -523,11 +534,12 @@ class Memory:
                 cb.on_batch(ok)
         if b.write and k:
             if span is not None:
-                lo, mask, sbuf = span
+                lo, mask, sbuf = span[:3]
+                full = len(span) > 3 and span[3] and k == n
                 if k < n:
                     mask = mask.copy()
                     mask[int(b.addr[k]) - lo:] = False      # transactions are ascending
-                self._write_masked(lo, mask, sbuf)
+                self._write_masked(lo, mask, sbuf, full)
             else:
                 buf = data if isinstance(data, np.ndarray) else np.frombuffer(bytes(data), np.uint8)
                 buf = buf.reshape(-1).view(np.uint8)
@@ -756,7 +768,8 @@ class DataPort:
             alo = (r.base + int(lo)) & ADDR_MASK
             if alo + mask.size <= (1 << ADDR_BITS):
                 b = self._span_batch(r, alo, st, sp, channel, True, runs)
-                err, _ = self.memory.access_batch(b, span=(alo, mask, buf))
+                full = st.size == 1 and st[0] == 0 and sp[0] == mask.size
+                err, _ = self.memory.access_batch(b, span=(alo, mask, buf, full))
                 if err is not None:
                     raise BusFault(err)
                 return

@@ -448,7 +448,7 @@ def _fused_epilogue_f64(acc: np.ndarray, bound: int, k: _EpilogueConsts, amin: i
             m = neg[:n]
             np.less(x, thr, out=m)                          # acc + bias < 0
             c = cbuf[:n]
-            np.multiply(m, diff, out=c)
+            np.multiply(m.view(np.uint8), diff, out=c)          # 0/1 times diff
             b -= c
         _clip(b, lo, hi, out=b)
         np.floor(b, out=out[i:i + n], casting="unsafe")
@@ -648,9 +648,14 @@ class OpContext:
                     f"{self.name}: reserved {which} activation_storage {fm.storage}")
             mem = _RegionMem(self.port, fm.region, channel)
             try:
-                vals = read_fmap(mem, fm, ys, xs, cs, dtype=dtype, out=out)
+                # with a float dtype the zero point is subtracted in the conversion (same
+                # check, after the read); read_fmap's errors are worded as the ones below
+                sub = subtract_zp and dtype is not None and np.dtype(dtype).kind == "f"
+                vals = read_fmap(mem, fm, ys, xs, cs, dtype=dtype, out=out, subtract_zero_point=sub)
             except Unpredictable as e:
                 raise Unpredictable(f"{self.name}: read_{which.lower()}: {e}") from None
+            if sub:
+                return vals
             if dtype is not None:
                 direct = owned = True
             else:

@@ -62,7 +62,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..arith import AccFormat, RescaleMode, sign_extend
+from ..arith import AccFormat, RescaleMode, ifm_zero_point, sign_extend
+from ..fmap import Storage
 from ..errors import BudgetExceeded, Unpredictable
 from .. import isa
 from ..memory import Channel
@@ -121,17 +122,23 @@ def wrap_acc(x, acc_format: int) -> np.ndarray:
     return sign_extend(np.asarray(x, dtype=np.int64), 32 if int(acc_format) == AccFormat.I32 else 48)
 
 
+def _check_patch(shape, kh: int, kw: int, stride_y: int, stride_x: int, dilation_y: int, dilation_x: int,
+                 ofm_h: int, ofm_w: int) -> None:
+    Hp, Wp = shape[0], shape[1]
+    if ofm_h < 1 or ofm_w < 1 or kh < 1 or kw < 1:
+        raise ValueError("empty patch view")
+    if (ofm_h - 1) * stride_y + (kh - 1) * dilation_y >= Hp or (ofm_w - 1) * stride_x + (kw - 1) * dilation_x >= Wp:
+        raise ValueError(f"padded IFM {tuple(shape)} too small for {ofm_h}x{ofm_w} outputs of a "
+                         f"{kh}x{kw} kernel, stride {stride_y}x{stride_x}, dilation {dilation_y}x{dilation_x}")
+
+
 def patch_view(xp: np.ndarray, kh: int, kw: int, stride_y: int, stride_x: int,
                dilation_y: int, dilation_x: int, ofm_h: int, ofm_w: int) -> np.ndarray:
     """Read-only view ``[ofm_h, ofm_w, kh, kw, C]`` of the padded IFM ``xp [Hp, Wp, C]``:
     element ``[oy, ox, ky, kx, c] = xp[oy*stride_y + ky*dilation_y, ox*stride_x + kx*dilation_x, c]``
     (padded coordinates, i.e. the TRM's ``iy + pad_y``)."""
     Hp, Wp, C = xp.shape
-    if ofm_h < 1 or ofm_w < 1 or kh < 1 or kw < 1:
-        raise ValueError("empty patch view")
-    if (ofm_h - 1) * stride_y + (kh - 1) * dilation_y >= Hp or (ofm_w - 1) * stride_x + (kw - 1) * dilation_x >= Wp:
-        raise ValueError(f"padded IFM {xp.shape} too small for {ofm_h}x{ofm_w} outputs of a "
-                         f"{kh}x{kw} kernel, stride {stride_y}x{stride_x}, dilation {dilation_y}x{dilation_x}")
+    _check_patch(xp.shape, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
     s0, s1, s2 = xp.strides
     return as_strided(xp, shape=(ofm_h, ofm_w, kh, kw, C),
                       strides=(s0 * stride_y, s1 * stride_x, s0 * dilation_y, s1 * dilation_x, s2),
@@ -320,7 +327,7 @@ def depthwise_acc(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, d
     if xp.shape[2] < C:
         raise ValueError(f"IFM has {xp.shape[2]} channels, the op {C}")
     xc = xp[:, :, :C] if xp.shape[2] != C else xp
-    patch_view(xc, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)   # size checks
+    _check_patch(xc.shape, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
     if amax is None:
         amax = _absmax(xc)
     bound = int(amax) * _wmax(w) * kh * kw
@@ -343,8 +350,8 @@ def depthwise_acc(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, d
             xph = phases.get(ph)
             if xph is None:
                 xph = phases[ph] = x if stride_x == 1 else np.ascontiguousarray(x[:, ph::stride_x])
-            tap = xph[ky * dilation_y:, q:]
-            v = as_strided(tap, shape=(ofm_h, n), strides=(xph.strides[0] * stride_y, dt.itemsize), writeable=False)
+            y0 = ky * dilation_y                       # rows y0 + oy*stride_y, columns q .. q+ofm_w-1
+            v = xph[y0:y0 + (ofm_h - 1) * stride_y + 1:stride_y, q:q + ofm_w].reshape(ofm_h, n)
             if acc is None:
                 acc = np.multiply(v, wt[ky, kx])
                 tmp = np.empty_like(acc) if kh * kw > 1 else None
@@ -646,9 +653,25 @@ def op_depthwise(snapshot, dataport, device) -> None:
         raise RuntimeError(f"{op}: weight tensor {w.shape}, expected {(g.ofm_d, g.kh, g.kw, 1)}")
     xp = ctx.read_ifm_padded(depth=g.ofm_d, dtype=np.float32)   # read_ifm(iy, ix, oc)
     acc0 = ctx.initial_acc(0) if g.acc_input != 0 else None   # reset: 0 (not materialised)
-    s, bound = depthwise_acc(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w)
+    s, bound = depthwise_acc(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w,
+                             amax=_ifm_domain_bound(ctx))
     _count(device, g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw)
     _finish(ctx, g, s, bound, acc0)
+
+
+def _ifm_domain_bound(ctx) -> "int | None":
+    """A bound on |read_ifm| known without looking at the data: the raw values of an IFM
+    read from memory lie in its type's range, so |raw - zero point| is at most the larger
+    distance from the zero point to that range's ends (upscale zeros and padding are 0).
+    None for a chained IFM (its values are whatever the producing op pushed) or a precision
+    without such a small range."""
+    fm = ctx.ifm
+    if fm.storage not in (Storage.TILE2X2, Storage.TILE3X1) or fm.precision not in (_B8, _B16):
+        return None
+    bits = 8 if fm.precision == _B8 else 16
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if fm.act_type == _SIGNED else (0, (1 << bits) - 1)
+    zp = ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check=False)
+    return max(abs(lo - zp), abs(hi - zp))
 
 
 def _finish(ctx, g: _Geometry, s: np.ndarray, bound: int, acc0) -> None:

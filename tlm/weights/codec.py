@@ -491,7 +491,6 @@ def _decode_swd_fast(data, count, max_weights):
     gaps_parts: list = []
     pending = 0
     total = 0
-    eos = False
     while True:
         if count is not None and total + pending >= count:
             break
@@ -500,7 +499,6 @@ def _decode_swd_fast(data, count, max_weights):
         zdiv = (W[pos >> 3] >> (pos & 7)) & 7
         pos += 3
         if zdiv == ZDIV_EOS:
-            eos = True
             break
         if zdiv in (4, 5) or pos + 20 > nbits:
             return None
