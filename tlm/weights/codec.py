@@ -449,18 +449,74 @@ _BIT12 = ((np.arange(1 << 12)[:, None] >> np.arange(12)[None, :]) & 1).astype(np
 
 
 def _bits_at(Wn: np.ndarray, pos: np.ndarray, nbits: int) -> np.ndarray:
-    """Vectorised ``(W[p >> 3] >> (p & 7)) & mask`` for every bit position p (nbits <= 56)."""
-    return ((Wn[pos >> 3] >> (pos & 7).astype(np.uint64)) & np.uint64((1 << nbits) - 1)).astype(np.int64)
+    """Vectorised ``(W[p >> 3] >> (p & 7)) & mask`` for every bit position p (``Wn``: int64
+    windows of at least nbits + 7 valid bits)."""
+    return (Wn[pos >> 3] >> (pos & 7)) & ((1 << nbits) - 1)
 
 
-def _rem_positions(blocks: list, width: int) -> np.ndarray:
-    """Bit positions of the remainders of every block (start, count), in order."""
+def _rem_positions(blocks, width: int) -> np.ndarray:
+    """Bit positions of the remainders of every block (start, count), in order; ``blocks``
+    is a list of (start, count) pairs or a pair (list of starts, list of counts)."""
     if not blocks:
         return np.zeros(0, np.int64)
-    b = np.asarray(blocks, dtype=np.int64)
-    n = b[:, 1]
-    first = np.repeat(b[:, 0] - width * (np.cumsum(n) - n), n)
+    if isinstance(blocks, tuple):
+        st = np.asarray(blocks[0], dtype=np.int64)
+        n = np.asarray(blocks[1], dtype=np.int64)
+    else:
+        b = np.asarray(blocks, dtype=np.int64)
+        st, n = b[:, 0], b[:, 1]
+    if st.size == 0:
+        return np.zeros(0, np.int64)
+    first = np.repeat(st - width * (np.cumsum(n) - n), n)
     return first + width * np.arange(int(n.sum()), dtype=np.int64)
+
+
+def _chunks_alt_unc(D, pos, nbits, w_cnt, z_cnt, zlen, zm, nzero, per_chunk, wrb, zdiv):
+    """Chunk loop (TRM 3.9.10) of an alternating slice with uncompressed weight indices:
+    returns (end position, zero-run word positions, weight remainder blocks, zero-run
+    remainder blocks); position -1 if the stream ends inside a chunk.  ``D``: the stream
+    bytes followed by at least 3 zero bytes past any position read (<= nbits + 28)."""
+    zpos: list = []
+    wpos: list = []
+    wcnt: list = []
+    zrem: list = []
+    zapp = zpos.append
+    wapp = wpos.append
+    capp = wcnt.append
+    nw = nz = 0
+    pw = pz = 0          # weights / zero runs of the previous chunk awaiting remainders
+    while True:
+        bal = nw - nz
+        z_en = bal >= 0 and nz < z_cnt
+        if nw < w_cnt and bal < 8:
+            k = w_cnt - nw
+            if k > per_chunk:
+                k = per_chunk
+        else:
+            k = 0
+        if z_en:
+            zapp(pos)
+            i = pos >> 3
+            d = nzero[((D[i] | (D[i + 1] << 8) | (D[i + 2] << 16)) >> (pos & 7)) & zm]
+            pos += zlen
+            if d > z_cnt - nz:
+                d = z_cnt - nz
+            nz += d
+        else:
+            d = 0
+        nw += k
+        if pw:
+            wapp(pos)
+            capp(pw)
+            pos += wrb * pw
+        if pz and zdiv:
+            zrem.append((pos, pz))
+            pos += zdiv * pz
+        if pos > nbits:
+            return -1, zpos, (wpos, wcnt), zrem
+        if not (k or z_en):
+            return pos, zpos, (wpos, wcnt), zrem
+        pw, pz = k, d
 
 
 def _decode_swd_fast(data, count, max_weights):
@@ -472,12 +528,12 @@ def _decode_swd_fast(data, count, max_weights):
     the reference reports as an error) - the caller then runs the reference, which raises."""
     data = bytes(data)
     nbits = len(data) * 8
-    b = np.frombuffer(data + bytes(64), dtype=np.uint8).astype(np.uint64)
+    # 30-bit windows (small Python ints): every read here is <= 20 bits at a shift <= 7.
+    b = np.frombuffer(data + bytes(64), dtype=np.uint8).astype(np.int64)
     n = len(data) + 56
-    Wn = np.zeros(n, dtype=np.uint64)
-    for k in range(8):
-        Wn |= b[k:k + n] << np.uint64(8 * k)
-    W = Wn.tolist()
+    Wn = b[:n] | (b[1:n + 1] << 8) | (b[2:n + 2] << 16) | ((b[3:n + 3] & 0x3F) << 24)
+    W = None                # Wn as a list, made for the general chunk loop only
+    padded = data + bytes(8)
     limit = max_weights if count is None else min(count, max_weights)
     pop12, sc6, MASK, nzero12 = _POP12, _SCATTER6, _MASK, _NZERO[12]
 
@@ -496,13 +552,13 @@ def _decode_swd_fast(data, count, max_weights):
             break
         if pos + 3 > nbits:
             return None
-        zdiv = (W[pos >> 3] >> (pos & 7)) & 7
+        zdiv = (int(Wn[pos >> 3]) >> (pos & 7)) & 7
         pos += 3
         if zdiv == ZDIV_EOS:
             break
         if zdiv in (4, 5) or pos + 20 > nbits:
             return None
-        hdr = (W[pos >> 3] >> (pos & 7)) & 0xFFFFF
+        hdr = (int(Wn[pos >> 3]) >> (pos & 7)) & 0xFFFFF
         pos += 20
         slicelen = (hdr & 0x7FFF) + 1
         wdiv = (hdr >> 15) & 7
@@ -514,7 +570,7 @@ def _decode_swd_fast(data, count, max_weights):
         if newpal:
             if pos + 13 > nbits:
                 return None
-            ph = (W[pos >> 3] >> (pos & 7)) & 0x1FFF
+            ph = (int(Wn[pos >> 3]) >> (pos & 7)) & 0x1FFF
             pos += 13
             dirofs = ph & 31
             palsize = (ph >> 5) & 31
@@ -525,7 +581,7 @@ def _decode_swd_fast(data, count, max_weights):
             pm = MASK[palette_bits]
             pal = []
             for _ in range(psize):
-                pal.append((W[pos >> 3] >> (pos & 7)) & pm)
+                pal.append((int(Wn[pos >> 3]) >> (pos & 7)) & pm)
                 pos += palette_bits
             palette = tuple(pal)
             lut = None
@@ -551,11 +607,22 @@ def _decode_swd_fast(data, count, max_weights):
         zus: list = []
         wrem: list = []
         zrem: list = []
+        zpos = None
         nw = nz = 0
         wr_i = zr_i = 0
         prev_w = prev_z = False
         pwq = pzq = 0
-        while True:
+        if alt and unc:
+            # The dominant mode of Vela streams: the same schedule as the general loop
+            # below with only the zero-run words read (their bit positions are kept and
+            # the words re-read with numpy afterwards).
+            pos, zpos, wrem, zrem = _chunks_alt_unc(padded, pos, nbits, w_cnt, z_cnt, zlen, zm, nzero,
+                                                    per_chunk, wrb, zdiv)
+            if pos < 0:
+                return None
+        elif W is None:
+            W = Wn.tolist()
+        while zpos is None:
             bal = nw - nz
             w_en = nw < w_cnt and (bal < 8 or not alt)
             z_en = alt and bal >= 0 and nz < z_cnt
@@ -626,6 +693,8 @@ def _decode_swd_fast(data, count, max_weights):
         # ---- zero runs ----
         g = np.zeros(slicelen, dtype=np.int64)
         if alt:
+            if zpos is not None:
+                zus = _bits_at(Wn, np.asarray(zpos, np.int64), zlen)
             zb = _BIT12[np.asarray(zus, np.int64)][:, :zlen].ravel()
             zeros = np.flatnonzero(zb == 0)[:z_cnt]
             if zeros.size != z_cnt:

@@ -330,38 +330,57 @@ def _stream_indices_cached(p: WeightOrder, max_entries: int = MAX_STREAM_ENTRIES
     calls = np.asarray(p._calls(), dtype=np.int64).reshape(-1, 6)
     # Group the calls by sub-kernel size; each group shares one slot template.
     templates = {}
-    for kw, kh in {(int(a), int(b)) for a, b in calls[:, 4:6]}:
-        templates[(kw, kh)] = _slots(p, kw, kh, partkernel, wblk_k, dw_pad_k)
-    n_slots = np.array([len(templates[(int(a), int(b))][0]) for a, b in calls[:, 4:6]], np.int64)
+    key = calls[:, 4] * 4096 + calls[:, 5]
+    n_slots = np.empty(calls.shape[0], np.int64)
+    for k in np.unique(key).tolist():
+        kw, kh = k >> 12, k & 4095
+        templates[(kw, kh)] = t = _slots(p, kw, kh, partkernel, wblk_k, dw_pad_k)
+        n_slots[key == k] = t[0].size
     entries = int(n_slots.sum()) * wblk_i * wblk_o          # all decoders, padding included
     if entries > max_entries:
         raise BudgetExceeded(f"weight order: {entries} stream positions (padding included) exceed the "
                              f"model's budget ({max_entries})")
     # Inner order within a slot, per decoder: IFM group, then OFM channel, then IFM channel.
+    # The flat index is linear in (o, y, x, i): per call a base, plus a per-slot offset,
+    # plus a per-element offset within the slot; only calls at the tensor's OFM/IFM edges
+    # and padding slots need the -1 marking.
     ig = np.arange(0, wblk_i, i_sz)
     o_all = np.arange(wblk_o)
     ii = np.arange(i_sz)
+    so, sy, sx = KH * KW * I, KW * I, I
+    base = calls[:, 2] * so + calls[:, 1] * sy + calls[:, 0] * sx + calls[:, 3]
+    edge = (calls[:, 2] + wblk_o > O) | (calls[:, 3] + wblk_i > I)
+    single = len(templates) == 1
     out = []
     for ws in range(nwd):
         o_ws = o_all[((o_all >> 2) & (nwd - 1)) == ws]
         o_in = np.broadcast_to(o_ws[None, :, None], (ig.size, o_ws.size, i_sz)).ravel()
         i_in = (ig[:, None, None] + ii[None, None, :] + 0 * o_ws[None, :, None]).ravel()
         S = o_in.size                                # = wblk_i * wblk_o / num_wd
+        inner = o_in * so + i_in
         seg = n_slots * S
         offs = np.concatenate(([0], np.cumsum(seg)[:-1]))
         res = np.empty(int(seg.sum()), np.int64)
         for (kw, kh), (ys, xs) in templates.items():
-            sel = np.flatnonzero((calls[:, 4] == kw) & (calls[:, 5] == kh))
-            c = calls[sel]
-            o = c[:, 2, None, None] + o_in[None, None, :]            # [nc, 1, S]
-            i = c[:, 3, None, None] + i_in[None, None, :]
-            y = c[:, 1, None, None] + ys[None, :, None]              # [nc, ns, 1]
-            x = c[:, 0, None, None] + xs[None, :, None]
-            idx = ((o * KH + y) * KW + x) * I + i
-            bad = (ys < 0)[None, :, None] | (o >= O) | (i >= I)
-            idx = np.where(bad, -1, idx).reshape(len(sel), -1)
-            pos = offs[sel][:, None] + np.arange(idx.shape[1])[None, :]
-            res[pos.ravel()] = idx.ravel()
+            sel = slice(None) if single else np.flatnonzero((calls[:, 4] == kw) & (calls[:, 5] == kh))
+            nc = calls.shape[0] if single else sel.size
+            tmpl = ((ys * sy + xs * sx)[:, None] + inner[None, :]).ravel()     # [ns * S]
+            idx = np.add(base[sel][:, None], tmpl[None, :])
+            pad = np.flatnonzero(ys < 0)
+            if pad.size:
+                idx.reshape(nc, ys.size, S)[:, pad, :] = -1
+            ecalls = np.flatnonzero(edge[sel])
+            if ecalls.size:
+                c = calls[sel][ecalls]
+                bad = ((c[:, 2, None] + o_in[None, :]) >= O) | ((c[:, 3, None] + i_in[None, :]) >= I)
+                sub = idx[ecalls].reshape(ecalls.size, ys.size, S)
+                sub[np.broadcast_to(bad[:, None, :], sub.shape)] = -1
+                idx[ecalls] = sub.reshape(ecalls.size, -1)
+            if single:
+                res = idx.reshape(-1)
+            else:
+                pos = offs[sel][:, None] + np.arange(idx.shape[1])[None, :]
+                res[pos.ravel()] = idx.ravel()
         res.setflags(write=False)
         out.append(res)
     return tuple(out)
@@ -383,6 +402,8 @@ def _fwd_cached(p: WeightOrder, max_entries: int = MAX_STREAM_ENTRIES):
     n = streams[0].size
     if any(s.size != n for s in streams) or n % blk:
         raise Unpredictable("FWD merge: streams not whole weight blocks")
+    if len(streams) == 1:
+        return streams[0]                # read-only already; the merge is the identity
     # TRM 3.9.2: for each block i: for each ws: block i of stream ws.
     res = np.stack([s.reshape(-1, blk) for s in streams], axis=1).ravel()
     res.setflags(write=False)
@@ -401,6 +422,9 @@ def _scatter(p: WeightOrder, parts, values, check_padding: bool):
         if v.size < idx.size:
             raise ValueError(f"weight stream {k} holds {v.size} weights, {idx.size} needed")
         v = v[:idx.size]
+        if not check_padding and idx.size and int(idx.min()) >= 0:
+            W[idx] = v                   # no padding positions (the common 1x1 case)
+            continue
         ok = idx >= 0
         W[idx[ok]] = v[ok]
         if check_padding and np.any(v[~ok] != 0):
