@@ -416,20 +416,8 @@ def _decode_swd_ref(data, count, max_weights, slices_out):
         v = lut[ia]
         if v.size and int(np.abs(v).max()) > 255:
             raise WeightStreamError("weight value outside -255..255", slice_bit)
-        g = np.zeros(slicelen, dtype=np.int64)
-        if alt:
-            za = np.asarray(zr, dtype=np.int64)
-            if newpal:
-                g[0] = pending + za[0]
-                g[1:] = za[1:slicelen]
-                pending = int(za[slicelen])
-            else:
-                g[0] = pending
-                g[1:] = za[:slicelen - 1]
-                pending = int(za[slicelen - 1])
-        else:
-            g[0] = pending
-            pending = 0
+        g, pending = _slice_gaps(np.asarray(zr, dtype=np.int64) if alt else None, slicelen,
+                                 newpal, pending)
         total += int(g.sum()) + slicelen
         vals_parts.append(v)
         gaps_parts.append(g)
@@ -446,6 +434,24 @@ def _decode_swd_ref(data, count, max_weights, slices_out):
 _NZERO12 = np.array([12 - _popcount(v) for v in range(1 << 12)], np.int64)
 _NZERO = {12: [12 - _popcount(v) for v in range(1 << 12)], 8: [8 - _popcount(v) for v in range(1 << 8)]}
 _BIT12 = ((np.arange(1 << 12)[:, None] >> np.arange(12)[None, :]) & 1).astype(np.int8)   # [word, bit]
+
+
+def _slice_gaps(za, slicelen: int, newpal: bool, pending: int):
+    """(zeros before each of a slice's *slicelen* weights, zeros pending after its last one)
+    from the slice's zero-run values *za* (None: the slice codes no zero runs). The run
+    pending from the previous slice goes before the first weight; with a new palette the
+    slice's first run value is added to it and the slice has slicelen + 1 run values."""
+    g = np.zeros(slicelen, dtype=np.int64)
+    if za is None:
+        g[0] = pending
+        return g, 0
+    if newpal:
+        g[0] = pending + za[0]
+        g[1:] = za[1:slicelen]
+        return g, int(za[slicelen])
+    g[0] = pending
+    g[1:] = za[:slicelen - 1]
+    return g, int(za[slicelen - 1])
 
 
 def _bits_at(Wn: np.ndarray, pos: np.ndarray, nbits: int) -> np.ndarray:
@@ -691,7 +697,6 @@ def _decode_swd_fast(data, count, max_weights):
         if v.size and int(np.abs(v).max()) > 255:
             return None
         # ---- zero runs ----
-        g = np.zeros(slicelen, dtype=np.int64)
         if alt:
             if zpos is not None:
                 zus = _bits_at(Wn, np.asarray(zpos, np.int64), zlen)
@@ -705,17 +710,7 @@ def _decode_swd_fast(data, count, max_weights):
                 if zp.size != z_cnt:
                     return None
                 za = za + _bits_at(Wn, zp, zdiv)
-            if newpal:
-                g[0] = pending + za[0]
-                g[1:] = za[1:slicelen]
-                pending = int(za[slicelen])
-            else:
-                g[0] = pending
-                g[1:] = za[:slicelen - 1]
-                pending = int(za[slicelen - 1])
-        else:
-            g[0] = pending
-            pending = 0
+        g, pending = _slice_gaps(za if alt else None, slicelen, newpal, pending)
         total += int(g.sum()) + slicelen
         vals_parts.append(v)
         gaps_parts.append(g)
