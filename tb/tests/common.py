@@ -133,6 +133,51 @@ def enc(*cmds) -> list:
 STRIDE_MODE = {"1d": 0, "2d": 1, "3d": 2}
 
 
+def fmap_cmds(p: str, prec: dict, region: int, bases, sx: int, sy: int, sc: int, w0m1: int,
+              h0m1: int, h1m1: int, zp: int) -> list:
+    """NPU_SET commands (for enc) of feature map *p* (IFM, IFM2 or OFM): precision fields,
+    region, BASE0..3, strides, tile sizes and zero point."""
+    c = [(f"NPU_SET_{p}_PRECISION", prec), (f"NPU_SET_{p}_REGION", dict(region=region))]
+    c += [(f"NPU_SET_{p}_BASE{i}", dict(addr=b)) for i, b in enumerate(bases)]
+    c += [(f"NPU_SET_{p}_STRIDE_X", dict(addr=sx)), (f"NPU_SET_{p}_STRIDE_Y", dict(addr=sy)),
+          (f"NPU_SET_{p}_STRIDE_C", dict(addr=sc)),
+          (f"NPU_SET_{p}_WIDTH0_M1", dict(width_m1=w0m1)),
+          (f"NPU_SET_{p}_HEIGHT0_M1", dict(height_m1=h0m1)),
+          (f"NPU_SET_{p}_HEIGHT1_M1", dict(height_m1=h1m1)),
+          (f"NPU_SET_{p}_ZERO_POINT", dict(zero_point=zp & 0xFFFF))]
+    return c
+
+
+def dma_case(rng, mode: str, min_length: int = 1) -> dict:
+    """Random DMA parameters (for dma_cmds/dma_expect): SRAM -> EXT or EXT -> SRAM,
+    unaligned, strided; *mode* 1d, 2d or 3d."""
+    if rng.random() < 0.5:
+        src_region, dst_region = rng.choice(SRAM_REGIONS), rng.choice(EXT_REGIONS)
+    else:
+        src_region, dst_region = rng.choice(EXT_REGIONS), rng.choice(SRAM_REGIONS)
+    p = dict(src_region=src_region, dst_region=dst_region, src=rng.randrange(0, 0x300),
+             dst=rng.randrange(0, 0x300), length=rng.randrange(min_length, 300), mode=mode)
+    if mode in ("2d", "3d"):
+        p["size0"] = rng.randrange(2, 5)
+        p["src_stride0"] = p["length"] + rng.randrange(0, 40)
+        p["dst_stride0"] = p["length"] + rng.randrange(0, 40)
+    if mode == "3d":
+        p["size1"] = rng.randrange(2, 4)
+        p["src_stride1"] = p["size0"] * p["src_stride0"] + rng.randrange(0, 64)
+        p["dst_stride1"] = p["size0"] * p["dst_stride0"] + rng.randrange(0, 64)
+    return p
+
+
+def span(p: dict, side: str) -> tuple[int, int]:
+    """Byte range a DMA side touches (for filling / checking)."""
+    w = p.get("size0", 1) if p["mode"] != "1d" else 1
+    h = p.get("size1", 1) if p["mode"] == "3d" else 1
+    base = REGION_BASE[p[f"{side}_region"]] + p[side]
+    s0, s1 = p.get(f"{side}_stride0", 0), p.get(f"{side}_stride1", 0)
+    hi = base + (w - 1) * s0 + (h - 1) * s1 + p["length"]
+    return base, hi
+
+
 def dma_cmds(src_region, src, dst_region, dst, length, mode="1d", size0=1, size1=1,
              src_stride0=0, src_stride1=0, dst_stride0=0, dst_stride1=0, wait=True) -> list:
     m40 = (1 << 40) - 1

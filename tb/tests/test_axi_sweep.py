@@ -29,9 +29,9 @@ import os
 import cocotb
 
 from tb.env import Env
-from tb.tests.common import (EXT_REGIONS, REGION_BASE, SRAM_REGIONS, STREAM_ADDR, ST_BUS,
-                             ST_PARSE, check_bytes, dma_cmds, dma_expect, enc, fill_random,
-                             named, program_regions, seeded_rng, status_fields)
+from tb.tests.common import (STREAM_ADDR, ST_BUS, ST_PARSE, check_bytes, dma_case, dma_cmds,
+                             dma_expect, enc, fill_random, named, program_regions, seeded_rng,
+                             span, status_fields)
 from tb.tests.netjob import run_network, vela_model
 
 SWEEP_NET = os.environ.get("AXI_SWEEP_NET", "add_bcast_relu")
@@ -105,22 +105,6 @@ async def sweep_env(dut, point: dict, seed: int) -> Env:
     return env
 
 
-def _dma_case(rng) -> dict:
-    if rng.random() < 0.5:
-        src_region, dst_region = rng.choice(SRAM_REGIONS), rng.choice(EXT_REGIONS)
-    else:
-        src_region, dst_region = rng.choice(EXT_REGIONS), rng.choice(SRAM_REGIONS)
-    length = rng.randrange(40, 300)
-    return dict(src_region=src_region, dst_region=dst_region, src=rng.randrange(0, 0x300),
-                dst=rng.randrange(0, 0x300), length=length, mode="2d", size0=rng.randrange(2, 5),
-                src_stride0=length + rng.randrange(0, 40), dst_stride0=length + rng.randrange(0, 40))
-
-
-def _span(p: dict, side: str) -> tuple:
-    base = REGION_BASE[p[f"{side}_region"]] + p[side]
-    return base, base + (p["size0"] - 1) * p[f"{side}_stride0"] + p["length"]
-
-
 @cocotb.parametrize(point=named(list(POINTS)), job=named(["dma", "net"]))
 @cocotb.test(timeout_time=2000, timeout_unit="ms")
 async def test_axi_sweep(dut, point, job):
@@ -133,10 +117,10 @@ async def test_axi_sweep(dut, point, job):
     if job == "dma":
         await program_regions(env, (rng.randrange(3), rng.randrange(3)))
         shadow: dict = {}
-        cases = [_dma_case(rng) for _ in range(2)]
+        cases = [dma_case(rng, "2d", min_length=40) for _ in range(2)]
         words = []
         for p in cases:
-            lo, hi = _span(p, "src")
+            lo, hi = span(p, "src")
             fill_random(env, rng, lo, hi - lo, shadow)
         for p in cases:
             words += dma_cmds(**p)
@@ -147,7 +131,7 @@ async def test_axi_sweep(dut, point, job):
         assert status_fields(status)["irq_raised"] and not status & (ST_BUS | ST_PARSE), \
             f"STATUS 0x{status:08x}"
         for p in cases:
-            lo, hi = _span(p, "dst")
+            lo, hi = span(p, "dst")
             check_bytes(env, shadow, lo - 16, hi + 16, f"DMA {p} under {point}")
     else:
         res = await run_network(env, vela_model(SWEEP_NET), rng)

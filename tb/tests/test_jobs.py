@@ -12,11 +12,11 @@ import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge
 
 from tb.env import Env
-from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_RD_M2M_IDX, CH_WR_M2M, EXT_REGIONS,
-                             IF_EXT, IF_SRAM, OFF, REGION_BASE, SRAM_REGIONS, ST_BUS,
+from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_RD_M2M_IDX, CH_WR_M2M,
+                             IF_EXT, IF_SRAM, OFF, REGION_BASE, ST_BUS,
                              ST_PARSE, ST_RUN, STREAM_ADDR, TIMEOUT, check_bytes,
                              dma_cmds, dma_expect, enc, fill_random, program_regions,
-                             named, seeded_rng, status_fields)
+                             dma_case, named, seeded_rng, span, status_fields)
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
 
@@ -39,35 +39,6 @@ async def clear_irq(env) -> None:
     await ClockCycles(env.clock, 2)
     await FallingEdge(env.clock)
     assert int(env.irq.value) == 0, "IRQ pin still high after CMD.clear_irq"
-
-
-def dma_case(rng, mode: str) -> dict:
-    """Random DMA parameters: SRAM -> EXT or EXT -> SRAM, unaligned, strided."""
-    if rng.random() < 0.5:
-        src_region, dst_region = rng.choice(SRAM_REGIONS), rng.choice(EXT_REGIONS)
-    else:
-        src_region, dst_region = rng.choice(EXT_REGIONS), rng.choice(SRAM_REGIONS)
-    p = dict(src_region=src_region, dst_region=dst_region, src=rng.randrange(0, 0x300),
-             dst=rng.randrange(0, 0x300), length=rng.randrange(1, 300), mode=mode)
-    if mode in ("2d", "3d"):
-        p["size0"] = rng.randrange(2, 5)
-        p["src_stride0"] = p["length"] + rng.randrange(0, 40)
-        p["dst_stride0"] = p["length"] + rng.randrange(0, 40)
-    if mode == "3d":
-        p["size1"] = rng.randrange(2, 4)
-        p["src_stride1"] = p["size0"] * p["src_stride0"] + rng.randrange(0, 64)
-        p["dst_stride1"] = p["size0"] * p["dst_stride0"] + rng.randrange(0, 64)
-    return p
-
-
-def span(p: dict, side: str) -> tuple[int, int]:
-    """Byte range a DMA side touches (for filling / checking)."""
-    w = p.get("size0", 1) if p["mode"] != "1d" else 1
-    h = p.get("size1", 1) if p["mode"] == "3d" else 1
-    base = REGION_BASE[p[f"{side}_region"]] + p[side]
-    s0, s1 = p.get(f"{side}_stride0", 0), p.get(f"{side}_stride1", 0)
-    hi = base + (w - 1) * s0 + (h - 1) * s1 + p["length"]
-    return base, hi
 
 
 @cocotb.parametrize(mode=named(["1d", "2d", "3d"]),

@@ -74,8 +74,8 @@ import cocotb
 
 from tb.env import Env
 from tb.scoreboard import IntervalSet
-from tb.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, enc, named, program_regions,
-                             rtl_unsupported, status_fields)
+from tb.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, enc, fmap_cmds, named,
+                             program_regions, rtl_unsupported, status_fields)
 from tlm import isa
 from tlm.config import get_config
 from tlm.errors import Unpredictable
@@ -202,15 +202,8 @@ class Tensor:
         prec = dict(activation_type=self.signed, activation_precision=self.prec,
                     activation_format=self.fmt, activation_storage=self.storage)
         prec.update(extra)
-        c = [(f"NPU_SET_{p}_PRECISION", prec), (f"NPU_SET_{p}_REGION", dict(region=self.region))]
-        c += [(f"NPU_SET_{p}_BASE{i}", dict(addr=b)) for i, b in enumerate(self.bases)]
-        c += [(f"NPU_SET_{p}_STRIDE_X", dict(addr=self.sx)), (f"NPU_SET_{p}_STRIDE_Y", dict(addr=self.sy)),
-              (f"NPU_SET_{p}_STRIDE_C", dict(addr=self.sc)),
-              (f"NPU_SET_{p}_WIDTH0_M1", dict(width_m1=self.w0m1)),
-              (f"NPU_SET_{p}_HEIGHT0_M1", dict(height_m1=self.h0m1)),
-              (f"NPU_SET_{p}_HEIGHT1_M1", dict(height_m1=self.h1m1)),
-              (f"NPU_SET_{p}_ZERO_POINT", dict(zero_point=self.zp & 0xFFFF))]
-        return c
+        return fmap_cmds(p, prec, self.region, self.bases, self.sx, self.sy, self.sc, self.w0m1,
+                         self.h0m1, self.h1m1, self.zp)
 
 
 class Alloc:

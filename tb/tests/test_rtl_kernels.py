@@ -44,8 +44,8 @@ import cocotb
 from cocotb.triggers import ClockCycles
 
 from tb.env import Env
-from tb.tests.common import (DUT, MEM_ATTRS, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, enc, named,
-                             program_regions, regioncfg, skip_now, status_fields)
+from tb.tests.common import (DUT, MEM_ATTRS, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, enc, fmap_cmds,
+                             named, program_regions, regioncfg, skip_now, status_fields)
 from tb.tests.netjob import run_network, vela_model
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
@@ -101,16 +101,8 @@ class Fm:
         prec = dict(activation_type=self.signed, activation_precision=0,
                     activation_format=self.fmt, activation_storage=self.storage)
         prec.update(extra_prec or {})
-        m40 = (1 << 40) - 1
-        c = [(f"NPU_SET_{p}_PRECISION", prec), (f"NPU_SET_{p}_REGION", dict(region=self.region))]
-        c += [(f"NPU_SET_{p}_BASE{i}", dict(addr=self.base & m40)) for i in range(4)]
-        c += [(f"NPU_SET_{p}_STRIDE_X", dict(addr=self.sx)), (f"NPU_SET_{p}_STRIDE_Y", dict(addr=self.sy)),
-              (f"NPU_SET_{p}_STRIDE_C", dict(addr=self.sc)),
-              (f"NPU_SET_{p}_WIDTH0_M1", dict(width_m1=self.w0m1)),
-              (f"NPU_SET_{p}_HEIGHT0_M1", dict(height_m1=self.h0m1)),
-              (f"NPU_SET_{p}_HEIGHT1_M1", dict(height_m1=self.h1m1)),
-              (f"NPU_SET_{p}_ZERO_POINT", dict(zero_point=self.zp & 0xFFFF))]
-        return c
+        return fmap_cmds(p, prec, self.region, [self.base & ((1 << 40) - 1)] * 4, self.sx, self.sy,
+                         self.sc, self.w0m1, self.h0m1, self.h1m1, self.zp)
 
 
 def zero_point(rng: random.Random, signed: int) -> int:
