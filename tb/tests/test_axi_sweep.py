@@ -69,12 +69,12 @@ def check_bursts(env, point: dict) -> dict:
     reads = [b for b in bursts if not b.write]
     writes = [b for b in bursts if b.write]
     assert reads and writes, f"{len(reads)} read and {len(writes)} write bursts seen"
-    for b in reads:
-        took = (b.end_ns - b.start_ns) / T
+    for b in reads:                     # whole cycles: sim times in ns carry float error
+        took = round((b.end_ns - b.start_ns) / T)
         assert took >= rd_min, (f"read burst took {took:.0f} cycles from AR to its last "
                                         f"beat, the latency is >= {rd_min}: {b}")
     for b in writes:
-        took = (b.end_ns - b.start_ns) / T
+        took = round((b.end_ns - b.start_ns) / T)
         assert took >= wr_min, f"write burst took {took:.0f} cycles from AW to B, latency >= {wr_min}: {b}"
     # same ARID: completion order == AR order; count overtakes across IDs
     overtakes = 0
