@@ -886,3 +886,18 @@ def test_policy_rejects_unknown_choices():
     with pytest.raises(ValueError):
         Policy(fetch_block=48)
     assert Policy().replace(on_unimplemented_op="parse_error").on_unimplemented_op == "parse_error"
+
+
+def test_set_runs_stop_at_qsize():
+    """NPU_SET commands past QSIZE are not executed, even when their words are fetched and
+    decoded before (run()'s fast path for runs of NPU_SET commands)."""
+    words = enc(*[("NPU_SET_IFM_REGION", dict(region=i % 8)) for i in range(12)])
+    d = dev(words)
+    d.start()
+    assert d.run().kind == StopKind.END                       # decodes all 12 (cache warm)
+    d2 = dev(words)
+    d2.apb_write(QSIZE, 16)                                   # only the first 4
+    d2.start()
+    r = d2.run()
+    assert (r.kind, r.steps, r.qread) == (StopKind.END, 4, 16)
+    assert d2.rf.field("NPU_SET_IFM_REGION", "region") == 3

@@ -375,3 +375,21 @@ def test_pmu_register_masks():
     assert (p.read(OFF["PMEVTYPER3"]), p.read(OFF["PMCCNTR_CFG"]), p.read(OFF["PMCAXI_CHAN"]),
             p.read(OFF["PMCLUT"]), p.read(OFF["PMCNTENCLR"])) == \
         (0xF3FF, 0xF3FFF3FF, 0x50F, 0xFFFF0001, 0x800000FF)
+
+
+def test_overflow_irq_at_the_command_that_overflows():
+    """A counter overflowing inside a run of NPU_SET commands raises the IRQ at that command
+    (QREAD seen by the irq hook), not at the end of the run."""
+    cpc = Policy().cycles_per_command
+    warm = counting(words=set_stream(12))                     # the commands decoded once
+    warm.start()
+    warm.run()
+    d = counting(words=set_stream(12), types=["cycle"])
+    w(d, "PMINTSET", 1)
+    w(d, "PMEVCNTR0", (1 << 32) - 12 * cpc)                  # wraps inside the run (the APB
+                                                             # accesses before it count too)
+    seen = []
+    d.hooks.append(lambda ev, det: ev == "irq" and det["level"] and seen.append(d.qread))
+    d.start()
+    d.run()
+    assert seen and 0 < seen[0] < 4 * 12, seen

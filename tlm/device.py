@@ -766,12 +766,15 @@ class Device:
                     self._exec_one()
                     steps += 1
                 else:
-                    # a run of NPU_SET commands, as _exec_one would execute them one by one:
-                    # they access no memory and raise no event, so no stop condition or IRQ
-                    # input changes inside the run; their cycles pass in one PMU batch
+                    # a run of NPU_SET commands inside QSIZE, as _exec_one would execute them
+                    # one by one: they access no memory and raise no event, so no stop
+                    # condition changes inside the run; their cycles pass in one PMU batch
+                    # (one command at a time while PMU counters count: overflow IRQ timing)
                     room = budget - steps
                     if work_budget is not None:
                         room = min(room, work_budget - self.work)
+                    if self.pmu.cnten and self.pmu.counting:
+                        room = 1                   # a counter may overflow (IRQ) at any command
                     n = 0
                     while d is not None and n < room:
                         self._apply_set(d)
@@ -881,12 +884,12 @@ class Device:
             return None
         w0 = int.from_bytes(data[i:i + 4], "little")
         if isa.is_cmd1_header(w0):
-            if off + 8 > (self.qsize & ~3):
-                return None
             d = _DECODE_CACHE.get((w0, int.from_bytes(data[i + 4:i + 8], "little")))
         else:
             d = _DECODE_CACHE.get(w0)
-        return None if d is None or d.cmd.is_op else d
+        if d is None or d.cmd.is_op or off + d.size > (self.qsize & ~3):
+            return None                            # (past QSIZE: end of stream or truncated)
+        return d
 
     def _apply_set(self, d: "isa.Decoded") -> None:
         """Execute the NPU_SET command *d* at QREAD."""

@@ -21,11 +21,11 @@ from cocotb.triggers import ClockCycles, FallingEdge
 
 from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_WR_M2M, EXT_REGIONS, KERNEL_OPERANDS,
                              OFF, PROT_SP, REGION_BASE, REGS, RW_REGS, SRAM_REGIONS, ST_RESET,
-                             STREAM_ADDR, PinMonitor, ResetSync, abandon_job,
+                             STREAM_ADDR, TIMEOUT, PinMonitor, ResetSync, abandon_job,
                              check_partial_output, check_reset_values, check_sticky_fault,
                              dma_cmds, dma_expect, enc, fill_random, check_bytes,
                              freeze_outstanding_limits, hold_responses, irq_pin, kernel_case,
-                             known_bug, named, permitted, program_regions, prot_after_reset_write,
+                             named, permitted, program_regions, prot_after_reset_write,
                              qconfig_interface, region_interface, rtl_unsupported, run_job_allowing,
                              run_job_counting_irq,
                              seeded_rng,
@@ -34,7 +34,6 @@ from tlm import registers as R
 from tlm.config import Policy
 from tlm.memory import Resp
 
-TIMEOUT = dict(timeout_time=5, timeout_unit="ms")
 STATUS, CMD, RESET, QSIZE, QREAD, PROT = (OFF[n] for n in ("STATUS", "CMD", "RESET", "QSIZE",
                                                               "QREAD", "PROT"))
 SRAM_STREAM = REGION_BASE[5] + 0x8000          # a 128-byte aligned stream address on SRAM
@@ -171,7 +170,6 @@ async def test_conv_fault(dut, operand, resp):
     await kernel_fault(dut, "conv", operand, resp)
 
 
-@rtl_unsupported("NPU_OP_POOL")
 @cocotb.parametrize(operand=named(["ifm", "ofm"]), resp=RESPS)
 @cocotb.test(**TIMEOUT)
 async def test_pool_fault(dut, operand, resp):
@@ -179,7 +177,6 @@ async def test_pool_fault(dut, operand, resp):
     await kernel_fault(dut, "pool", operand, resp)
 
 
-@rtl_unsupported("NPU_OP_ELEMENTWISE")
 @cocotb.parametrize(operand=named(["ifm", "ifm2", "ofm"]), resp=RESPS)
 @cocotb.test(**TIMEOUT)
 async def test_elementwise_fault(dut, operand, resp):

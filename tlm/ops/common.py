@@ -709,14 +709,15 @@ class OpContext:
         (0 = the zero point, in the zero-point-subtracted domain).  ``depth`` defaults to
         IFM_DEPTH (conv); depthwise/pool pass the OFM depth.  ``dtype``: the result type
         instead of int64 - the caller's promise that it holds every value exactly (float32
-        for b8/b16 IFMs); the values are then converted straight from memory."""
+        for b8/b16 IFMs); the values are then converted straight from memory. A chained IFM
+        (values of the producer's OFM, any width) is always int64."""
         d = self.ifm_depth if depth is None else int(depth)
         self.check(self.ifm_h >= 1 and self.ifm_w >= 1, "pad range: derived IFM size < 1")
         H = self.pad_top + self.ifm_h + self.pad_bottom
         W = self.pad_left + self.ifm_w + self.pad_right
         self.budget(H * W * d, "padded IFM elements", self.policy.max_op_elements)
         ys, xs, cs = range(self.ifm_h), range(self.ifm_w), range(d)
-        if dtype is None:
+        if dtype is None or self.ifm.storage == Storage.CHAINED:
             core = self.read_ifm(ys, xs, cs)
             if H == self.ifm_h and W == self.ifm_w:
                 return core
@@ -732,7 +733,7 @@ class OpContext:
         out[t:t + ih, :l] = pv
         out[t:t + ih, l + iw:] = pv
         core = out[t:t + ih, l:l + iw]
-        if self.upscale != UPSCALE_NONE or self.ifm.storage == Storage.CHAINED:
+        if self.upscale != UPSCALE_NONE:
             core[...] = self.read_ifm(ys, xs, cs)
         else:
             self._read_fm(self.ifm, "IFM", ys, xs, cs, Channel.rd_ifm, dtype=dt, out=core)
