@@ -26,7 +26,7 @@ memory contents, for DUT=rtl and DUT=tlm alike.
   Whole bursts are reordered; beats of different bursts are never interleaved. B responses
   stay in AW order. A manager that uses one ARID (the DUT=tlm adapter issues one
   transaction, one ID, at a time) sees no reordering. ``stats`` counts the choices.
-  The default is no extra latency and in-order service, exactly the original timing.
+  The default is no extra latency and in-order service.
 * Monitor: every burst is recorded as an ``AxiBurst`` (port, direction, ID, address,
   AxLEN/AxSIZE/AxBURST, AxPROT/AxCACHE/AxDOMAIN, response, the bytes moved, times) and
   handed to ``listeners`` (the scoreboard); AXI rule violations (4 KB crossing, AxSIZE
@@ -397,7 +397,6 @@ class AxiSubordinate(Reset):
             self._period_known.set()
         self._rng = random.Random(0)
         self._rd_lat = self._wr_lat = None
-        self.read_latency = self.write_latency = 0
         self.reorder = False
         # multi_id_picks: picks made while reads of two or more ARIDs were pending;
         # reordered: picks of a burst younger than the oldest pending one
@@ -428,7 +427,6 @@ class AxiSubordinate(Reset):
             self._rng.seed(seed)
         self._rd_lat = _latency_fn(read, self._rng)
         self._wr_lat = _latency_fn(write, self._rng)
-        self.read_latency, self.write_latency = read or 0, write or 0
 
     def set_reorder(self, enabled: bool = True, seed: "int | None" = None) -> None:
         """Serve reads out of order across ARIDs (whole bursts; same-ID order kept)."""

@@ -59,6 +59,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from tb.ports import AXI_PORTS
+
 FORMAT = "ethos-u85-tb-coverage/1"
 
 
@@ -250,9 +252,8 @@ def _point_from_dict(name: str, d: dict) -> CoverPoint:
 
 
 # ============================================================================ the bench's model
-# AXI manager ports of the bench's top (rtl_stub/ethosu85_shell.v); another port's bursts are
+# AXI manager ports of the bench's top (tb.ports.AXI_PORTS); another port's bursts are
 # tallied under "other".
-AXI_PORTS = ("SRAM0", "EXT0")
 DIRS = ("read", "write")
 # Beats of a burst (AxLEN + 1): AXI_x.max_beats limits bursts to 64/128/256 bytes = 4/8/16
 # beats of 16 bytes, so the edges 4, 8 and 16 have bins of their own.

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import tool_missing
 
 REPO = Path(__file__).resolve().parents[1]
 HAVE_ICARUS = bool(shutil.which("iverilog") and shutil.which("vvp"))
@@ -42,8 +43,9 @@ def test_sim_flags_are_exclusive():
 
 
 @pytest.mark.sim
-@pytest.mark.skipif(not HAVE_ICARUS, reason="Icarus Verilog not installed")
 def test_loopback_icarus(tmp_path):
+    if not HAVE_ICARUS:
+        tool_missing("Icarus Verilog not installed (apt-get install -y iverilog)")
     out = tmp_path / "lb.json"
     p = _run(["-m", "tb.loopback.run", "--sim", "icarus", "--beats", "64", "--out", str(out)])
     summary = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("tb.loopback:")]
@@ -55,9 +57,9 @@ def test_loopback_icarus(tmp_path):
 
 
 @pytest.mark.sim
-@pytest.mark.skipif(not HAVE_ICARUS, reason="Icarus Verilog not installed")
 def test_bench_sim_only_icarus():
-    pytest.importorskip("ethosu.vela")
+    if not HAVE_ICARUS:
+        tool_missing("Icarus Verilog not installed (apt-get install -y iverilog)")
     p = _run(["tools/bench.py", "--sim-only", "--sims", "icarus", "--sim-net",
               "maxpool_2x2_s2_valid"], timeout=900)
     assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]

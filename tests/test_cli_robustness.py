@@ -6,9 +6,6 @@ for `run`, bad inputs (wrong count/shape/dtype, unreadable .npy, unwritable outp
 with exactly one stderr line starting ``npu-tlm: error: ``, a non-zero exit status and no
 traceback. Most cases call `tlm.cli.main` in-process (fast); a few run the `npu-tlm`
 console script as a subprocess (real exit status, real stderr, pipes, resource limits).
-
-Known bugs are `xfail(strict=True)` with the bug in the reason: they flip to failures
-when fixed, so the marker gets removed.
 """
 from __future__ import annotations
 
@@ -36,9 +33,6 @@ def _subcommands() -> set:
 
 
 SUBCOMMANDS = _subcommands()
-HAS_RUN = "run" in SUBCOMMANDS
-needs_run = pytest.mark.skipif(not HAS_RUN, reason="`npu-tlm run` is not in tlm/cli.py yet (another engineer "
-                                                   "is adding it); its robustness cases are skipped")
 COPY_STREAM = (isa.encode("NPU_SET_DMA0_SRC_REGION", region=1) + isa.encode("NPU_SET_DMA0_DST_REGION", region=1)
                + isa.encode("NPU_SET_DMA0_SRC", addr=1024) + isa.encode("NPU_SET_DMA0_DST", addr=0)
                + isa.encode("NPU_SET_DMA0_LEN", addr=1024) + isa.encode("NPU_OP_DMA_START")
@@ -206,7 +200,7 @@ def _argv(sub: str, model: Path, tmp_path: Path) -> list:
 
 
 def _subs():
-    return [pytest.param(s, marks=needs_run) if s == "run" else s for s in sorted(SUBCOMMANDS | {"run"})]
+    return sorted(SUBCOMMANDS)
 
 
 @pytest.mark.parametrize("sub", _subs())
@@ -263,11 +257,6 @@ def _real_models():
     return out
 
 
-# Escapes with a known cause ('Type: message' prefix -> the strict-xfail test that pins it):
-# the mutation tests report them as xfail instead of failing, and fail on anything else.
-KNOWN_ESCAPES: dict = {}      # none left: every escape found so far is fixed
-
-
 def _escape(argv) -> "str | None":
     """Run cli.main; the escaping exception as 'Type: message', or None."""
     try:
@@ -280,19 +269,17 @@ def _escape(argv) -> "str | None":
 
 
 def _mutation_run(capsys, argvs):
-    known, unknown = [], []
+    escaped = []
     for argv in argvs:
         esc = _escape(argv)
         out, err = capsys.readouterr()
         if esc is not None:
-            (known if any(esc.startswith(k) for k in KNOWN_ESCAPES) else unknown).append(f"{argv[1]}: {esc}")
+            escaped.append(f"{argv[1]}: {esc}")
             continue
         lines = err.splitlines()
         assert "Traceback" not in out + err
         assert err == "" or (len(lines) == 1 and lines[0].startswith(PREFIX)), f"{argv}: {err!r}"
-    assert not unknown, "exceptions escaped cli.main:\n" + "\n".join(unknown[:10])
-    if known:
-        pytest.xfail(f"{len(known)} mutants hit known bugs ({'; '.join(sorted(set(KNOWN_ESCAPES.values())))})")
+    assert not escaped, "exceptions escaped cli.main:\n" + "\n".join(escaped[:10])
 
 
 def test_disasm_mutated_vela_outputs(tmp_path, capsys):
@@ -333,7 +320,6 @@ _FIELD_VALUES = {
 }
 
 
-@needs_run
 def test_run_npz_field_fuzz(tmp_path, capsys):
     """Seeded random values in the .npz tensor/size fields of a DMA-copy model (the stream
     stays bounded): `run` succeeds or prints one error line, never a traceback."""
@@ -351,7 +337,6 @@ def test_run_npz_field_fuzz(tmp_path, capsys):
     _mutation_run(capsys, argvs)
 
 
-@needs_run
 def test_run_model_with_negative_output_dimension(tmp_path, capsys):
     model = copy_model(tmp_path / "neg_vela.npz", output_shape=np.array([[1, 1, 1, -8, 8, 16]]))
     rc, out, err = invoke(capsys, "run", model, "--input", good_input(tmp_path), "--output", tmp_path / "o.npz")
@@ -413,7 +398,6 @@ def open_npy_bytes() -> bytes:
     return f.getvalue()
 
 
-@needs_run
 @pytest.mark.parametrize("case", BAD_INPUTS)
 def test_run_bad_inputs_one_error_line(tmp_path, capsys, case):
     make, count, message = BAD_INPUTS[case]
@@ -429,7 +413,6 @@ def test_run_bad_inputs_one_error_line(tmp_path, capsys, case):
     assert not (tmp_path / "out.npz").exists()
 
 
-@needs_run
 def test_run_input_npy_declaring_huge_shape(tmp_path, capsys):
     inp = tmp_path / "huge.npy"
     _npy_header((1 << 40,))(inp)
@@ -438,7 +421,6 @@ def test_run_input_npy_declaring_huge_shape(tmp_path, capsys):
     assert_one_error(rc, out, err)
 
 
-@needs_run
 def test_run_model_declaring_huge_output(tmp_path, capsys):
     model = copy_model(tmp_path / "huge_vela.npz", scratch_size=np.array(1 << 39),
                        output_shape=np.array([[1, 1, 1, 1 << 13, 1 << 13, 1 << 10]]))
@@ -446,7 +428,6 @@ def test_run_model_declaring_huge_output(tmp_path, capsys):
     assert_one_error(rc, out, err)
 
 
-@needs_run
 @pytest.mark.parametrize("case", ["directory", "missing_dir", "dev_full"])
 def test_run_unwritable_output(tmp_path, capsys, case):
     out_path = {"directory": tmp_path, "missing_dir": tmp_path / "no" / "such" / "out.npz",
@@ -458,7 +439,6 @@ def test_run_unwritable_output(tmp_path, capsys, case):
     assert_one_error(rc, out, err)
 
 
-@needs_run
 @pytest.mark.parametrize("config", ["ethos-u85-3", "bogus", "", "ethos-u85-"])
 def test_run_bad_config(tmp_path, capsys, config):
     rc, out, err = invoke(capsys, "run", copy_model(tmp_path / "copy_vela.npz"), "--input", good_input(tmp_path),
@@ -466,7 +446,6 @@ def test_run_bad_config(tmp_path, capsys, config):
     assert_one_error(rc, out, err)
 
 
-@needs_run
 @pytest.mark.parametrize("stream, what", [
     (isa.encode("NPU_OP_BRANCH", branch_target=0x1000), "branch_fault"),
     (isa.encode("NPU_SET_DMA0_SRC_REGION", region=6) + isa.encode("NPU_SET_DMA0_LEN", addr=16)
@@ -481,7 +460,6 @@ def test_run_faulting_stream_one_error_line(tmp_path, capsys, stream, what):
     assert_one_error(rc, out, err, what)
 
 
-@needs_run
 def test_run_op_index_out_of_range(tmp_path, capsys):
     pytest.importorskip("ethosu.vela")
     import nets
@@ -496,8 +474,8 @@ def test_run_op_index_out_of_range(tmp_path, capsys):
 # Usage errors (argparse): usage text, then one 'npu-tlm: error:' line, exit status 2
 # ============================================================================================
 @pytest.mark.parametrize("argv", [[], ["frobnicate"], ["disasm"], ["disasm", "x.bin", "--op-index", "abc"],
-                                  pytest.param(["run", "x_vela.npz"], marks=needs_run),
-                                  pytest.param(["run", "x_vela.npz", "--output"], marks=needs_run)])
+                                  ["run", "x_vela.npz"],
+                                  ["run", "x_vela.npz", "--output"]])
 def test_usage_errors(capsys, argv):
     """argparse's convention: usage text, then 'npu-tlm[ SUBCOMMAND]: error: ...', exit 2.
     (A subcommand's usage error names the subcommand: 'npu-tlm run: error: ...'.)"""
@@ -528,7 +506,6 @@ def test_script_missing_file():
     assert r.stdout == "" and r.stderr == "npu-tlm: error: /nonexistent/x_vela.npz: no such file\n"
 
 
-@needs_run
 def test_script_run_random_model_and_bad_input(tmp_path):
     bad = tmp_path / "r_vela.npz"
     bad.write_bytes(_rand(3000, 9))
@@ -562,7 +539,6 @@ def test_script_character_device_model():
     _check_proc(r)
 
 
-@needs_run
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
 def test_script_fifo_input(tmp_path):
     fifo = tmp_path / "in0.npy"

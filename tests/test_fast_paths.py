@@ -102,11 +102,9 @@ def _expected_counters(log):
 def _run_net(monkeypatch, name, config, pins, reference):
     import nets
 
+    pytest.importorskip("ethosu.vela")
     tfl = nets.build(name)
-    try:
-        npz = nets.compiled(name, config)
-    except Exception as e:  # noqa: BLE001 - no vela / compile problem: not this test's subject
-        pytest.skip(f"vela: {e}")
+    npz = nets.compiled(name, config)
     from tlm import vela
     vm = vela.load(npz)
     inputs = nets.make_inputs(tfl, 1235)
@@ -476,7 +474,6 @@ def test_txn_batch_pages_and_memos(rng):
             want.update(range(x >> memory.PAGE_BITS, ((x + y - 1) >> memory.PAGE_BITS) + 1))
         assert b.pages() == tuple(sorted(want)) == b.pages()
         assert b.total_beats() == sum(beats(x, y) for x, y in zip(a.tolist(), ln.tolist())) == b.total_beats()
-        assert b.extent() == (int(a.min()), int((a + ln).max()))
         assert b.total_bytes() == int(ln.sum()) and b.extent() == (int(a.min()), int((a + ln).max()))
         assert b.per_port() == [(0, n, b.total_beats())]
 

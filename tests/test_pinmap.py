@@ -17,6 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import tool_missing
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -147,12 +148,12 @@ def test_agents_bind_through_the_map():
 
 
 @pytest.mark.sim
-@pytest.mark.skipif(not (shutil.which("iverilog") and shutil.which("vvp")),
-                    reason="Icarus Verilog not installed (apt-get install -y iverilog)")
 def test_wrapped_standin_registers():
     """The stand-in behind other port names (and IRQ read through a hierarchical path):
     register tests and an IRQ job pass with the map; without it the bench names the missing
     pin."""
+    if not (shutil.which("iverilog") and shutil.which("vvp")):
+        tool_missing("Icarus Verilog not installed (apt-get install -y iverilog)")
     script = REPO / "tests" / "pinmap_fixture" / "run_wrapped.py"
     p = subprocess.run([sys.executable, str(script), "--sim", "icarus"], cwd=REPO,
                        capture_output=True, text=True, timeout=600)

@@ -103,7 +103,7 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
     cycles = (get_sim_time("ns") - sim0) / env.clk_period_ns
     beats = env.axi.beats() - beats0
     f = status_fields(status)
-    faults = [b for b in ("bus_status", "cmd_parse_error", "branch_fault", "ecc_fault") if f[b]]
+    faults = [b for b in runner.FAULT_BITS if f[b]]
     assert not faults, f"{path.name}: stopped with {faults} (STATUS 0x{status:08x})"
     qread = await env.read_ok(QREAD, driver.pprot)
     assert f["cmd_end_reached"] or qread == 4 * len(model.command_words), \

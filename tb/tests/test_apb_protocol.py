@@ -17,19 +17,19 @@ from cocotb.types import LogicArray
 
 from tb.apb import PROT_NONSECURE_PRIV, PROT_SECURE_PRIV, PROT_SECURE_USER
 from tb.env import Env
-from tb.tests.common import DUT, seeded_rng, skip_now
+from tb.tests.common import DUT, OFF, TIMEOUT, seeded_rng, skip_now
+from tlm import registers as R
 
-TIMEOUT = dict(timeout_time=5, timeout_unit="ms")
-ID, STATUS, CONFIG = 0x000, 0x004, 0x028
-ID_RESET = 0x20007001
+ID, STATUS, CONFIG = OFF["ID"], OFF["STATUS"], OFF["CONFIG"]
+ID_RESET = R.reset_word(R.get("ID"))
 
 
 def BASEP_LO(n: int) -> int:
-    return 0x080 + 8 * n
+    return OFF[f"BASEP{n}_LO"]
 
 
 def BASEP_HI(n: int) -> int:
-    return 0x084 + 8 * n
+    return OFF[f"BASEP{n}_HI"]
 
 
 class PinDriver:

@@ -78,6 +78,7 @@ from tb.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, enc, fmap_cmds,
                              program_regions, rtl_unsupported, status_fields)
 from tlm import isa
 from tlm.config import get_config
+from tlm.device import KERNEL_OP_NAMES
 from tlm.errors import Unpredictable
 from tlm.scale_bias import channels_in_set, encode_scale_bias
 from tlm.weights import WeightOrder, encode_fwd, encode_swd, fwd_from_weights, streams_from_weights
@@ -105,7 +106,6 @@ RTL_POOL = ("max", "min", "average", "sum")
 # region offsets the generator may use in one job (REGION_BASE spacing is >= 0x30000)
 REGION_LIMIT = 0x2_F000
 MAX_WEIGHT_BYTES = 6144             # weight streams of one operation (bounds the AXI traffic)
-KERNEL_OPS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE", "NPU_OP_RESIZE")
 
 
 def seeded(name: str) -> random.Random:
@@ -1076,7 +1076,7 @@ class RefWatch:
         self.bad.clear()
 
     def __call__(self, event: str, details: dict) -> None:
-        if event == "op" and details.get("name") in KERNEL_OPS:
+        if event == "op" and details.get("name") in KERNEL_OP_NAMES:
             self.ops.append(details.get("name"))
         elif event in ("unpredictable", "op_unimplemented", "internal_error"):
             self.bad.append((event, details))

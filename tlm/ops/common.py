@@ -57,26 +57,22 @@ import numpy as np
 from .. import arith
 from .. import isa as _isa
 from ..arith import AccFormat, ActType, Precision, RescaleMode, ScaleMode
-from ..config import Policy, policy_of
+from ..config import policy_of
 from ..errors import BudgetExceeded, Unpredictable
 from ..fmap import AllowedPerms, FeatureMap, Storage, check_ofm_write, read_fmap, write_fmap
 from ..memory import Channel
 from ..scale_bias import channels_in_set, decode_scale_bias, stream_size
 
 __all__ = [
-    "OpState", "OpContext", "get_op_state", "op_fields", "MAX_ELEMENTS", "MAX_WORK",
+    "OpState", "OpContext", "get_op_state", "op_fields",
     "NUM_CHAINING_FIFO", "RESCALE_NONE", "RESCALE_NORMAL", "RESCALE_GLOBAL", "RESCALE_SHIFT_ONLY",
     "RESCALE_AVPOOL", "ALLOWED_PERMS_RTRANS", "ALLOWED_PERMS_ALL",
 ]
 
 NUM_CHAINING_FIFO = 3
 MAX_CHAIN_LENGTH = 4
-# Work budgets of one operation in the model (a model limit, not an architectural one: beyond
-# them the op stops with cmd_parse_error, event 'model_limit'). They bound the host time of any
-# command stream; Vela stripes real layers far below them.
-# These are the defaults; the device's Policy (max_op_elements, max_op_work) applies.
-MAX_ELEMENTS = Policy.max_op_elements   # budget: OFM elements / IFM elements read by one operation
-MAX_WORK = Policy.max_op_work           # budget: element-taps of one operation (pool kernels)
+# Work budgets of one operation (model limits, not architectural: beyond them the op stops
+# with cmd_parse_error, event 'model_limit') are the device's Policy fields (config.Policy).
 
 RESCALE_NONE = RescaleMode.NONE
 RESCALE_NORMAL = RescaleMode.NORMAL

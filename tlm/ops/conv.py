@@ -68,22 +68,13 @@ from ..errors import BudgetExceeded, Unpredictable
 from .. import isa
 from ..memory import Channel
 from ..config import Policy, policy_of
-from .common import MAX_ELEMENTS, OpContext, snapshot_key
+from .common import OpContext, snapshot_key
 from ..weights import WeightOrder, decode_weight_tensor
 
 __all__ = [
     "op_conv", "op_depthwise", "conv_sums", "depthwise_sums", "conv_acc", "depthwise_acc", "patch_view", "exact_matmul",
     "wrap_acc", "read_weight_tensor",
-    "MAX_MACS", "MAX_OFM_ELEMENTS", "MAX_IFM_ELEMENTS", "MAX_WEIGHTS", "MAX_WEIGHT_BYTES",
 ]
-
-# Work budget of one operation in the model (BudgetExceeded beyond these): the defaults;
-# the device's Policy fields (max_op_macs, ...) apply.
-MAX_MACS = Policy.max_op_macs                 # multiply-accumulates
-MAX_OFM_ELEMENTS = MAX_ELEMENTS               # ofm_h * ofm_w * ofm_d (Policy.max_op_elements)
-MAX_IFM_ELEMENTS = MAX_ELEMENTS               # padded IFM elements read
-MAX_WEIGHTS = Policy.max_op_weights           # weight tensor elements
-MAX_WEIGHT_BYTES = Policy.max_weight_bytes    # bytes of weight stream(s) read (SWD decode ~1.5 M weights/s)
 
 # decoded-weight cache (entries): see read_weight_tensor
 _WEIGHT_CACHE: dict = {}
@@ -366,7 +357,7 @@ def depthwise_acc(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, d
 # ------------------------------------------------------------------------------------------
 
 def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP_CONV",
-                       max_bytes: "int | None" = None, policy: "Policy | None" = None) -> np.ndarray:
+                       policy: "Policy | None" = None) -> np.ndarray:
     """Read the weight stream(s) of the op over the DataPort (channel rd_weights, region
     WEIGHT_REGION) and decode them into the weight tensor ``[ofm_d, kh, kw, ifm_d]``
     (``[C, kh, kw, 1]`` for depthwise), int16, undilated kernel, read-only.
@@ -391,7 +382,7 @@ def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP
             _ORDERS[(skey, macs, depthwise)] = p
     n = math.prod(p.shape)
     pol = policy if policy is not None else policy_of(None)
-    max_bytes = pol.max_weight_bytes if max_bytes is None else max_bytes
+    max_bytes = pol.max_weight_bytes
     if n > pol.max_op_weights:
         raise BudgetExceeded(f"{op}: weight tensor of {n} elements exceeds the model's budget ({pol.max_op_weights})")
     fwd = f("NPU_SET_WEIGHT_FORMAT", "weight_format") == _FWD

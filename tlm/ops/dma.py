@@ -9,20 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import isa
 from ..arith import LUT_BYTES as LUT_RAM_SIZE          # lookup_table_storage (TRM 2.6.2)
 from ..config import Policy
 from ..errors import BudgetExceeded, Unpredictable
 from ..memory import ADDR_MASK, PAGE_BITS, Channel, DataPort
 
-# Work budgets of one DMA in the model: the defaults of the Policy fields (config.Policy).
-DEFAULT_MAX_BYTES = Policy.dma_max_bytes                  # bytes moved
-DEFAULT_MAX_LINES = Policy.dma_max_lines                  # 1D lines (SIZE0 x SIZE1) visited
-DEFAULT_MAX_INDEXED_LINES = Policy.dma_max_indexed_lines  # ... if indexed (one index read each)
-DEFAULT_MAX_PAGES = Policy.dma_max_pages                  # distinct sparse-memory pages written
-
-# enum values (TRM dma_region_mode, dma_stride_mode, dma_idx_mode)
-EXTERNAL, INTERNAL = 0, 1
-D1, D2, D3 = 0, 1, 2
+EXTERNAL, INTERNAL = isa.dma_region_mode.external, isa.dma_region_mode.internal
+D1, D2, D3 = isa.dma_stride_mode.d1, isa.dma_stride_mode.d2, isa.dma_stride_mode.d3
 
 
 def _s40(v: int) -> int:
@@ -30,24 +24,20 @@ def _s40(v: int) -> int:
     return v - (1 << 40) if v >> 39 else v
 
 
-def dma_start(rf, port: DataPort, lut: np.ndarray | None = None, policy: "Policy | None" = None, *,
-              max_bytes: "int | None" = None, max_lines: "int | None" = None,
-              max_indexed_lines: "int | None" = None, max_pages: "int | None" = None) -> int:
+def dma_start(rf, port: DataPort, lut: np.ndarray | None = None, policy: "Policy | None" = None) -> int:
     """Copy as NPU_OP_DMA_START does, from the NPU_SET_DMA0_* state in `rf`.
 
     Returns the number of bytes copied. Raises BusFault (AXI error), Unpredictable (a TRM
     assert fails) or BudgetExceeded. The budgets are the `policy` fields dma_max_bytes,
-    dma_max_lines, dma_max_indexed_lines and dma_max_pages (Policy() defaults), each
-    overridden by the keyword of the same meaning. They and every check that does not
-    depend on index values are applied before anything moves (the written pages of a
+    dma_max_lines, dma_max_indexed_lines and dma_max_pages (Policy() defaults). They and
+    every check that does not depend on index values are applied before anything moves (the
+    written pages of a
     scatter are counted from the index array as memory holds it); a BusFault, or a
     scattered index that leaves the LUT RAM, stops mid-transfer.
     """
     pol = policy if policy is not None else Policy()
-    max_bytes = pol.dma_max_bytes if max_bytes is None else max_bytes
-    max_lines = pol.dma_max_lines if max_lines is None else max_lines
-    max_indexed_lines = pol.dma_max_indexed_lines if max_indexed_lines is None else max_indexed_lines
-    max_pages = pol.dma_max_pages if max_pages is None else max_pages
+    max_bytes, max_lines = pol.dma_max_bytes, pol.dma_max_lines
+    max_indexed_lines, max_pages = pol.dma_max_indexed_lines, pol.dma_max_pages
     f = rf.field
     src_region = f("NPU_SET_DMA0_SRC_REGION", "region")
     src_region_mode = f("NPU_SET_DMA0_SRC_REGION", "region_mode")
