@@ -721,7 +721,11 @@ async def test_kernel_stop_and_reset(dut):
         skip_now("stop_request and soft reset mid-job are checked against the stand-in")
     rng = rng_for("test_kernel_stop_and_reset")
     env = await kernel_env(dut, reference=False)
-    op1 = pool_op(rng, (5, 1), "average", ofm_none=False)       # it must write
+    # op1 must still run when the stop lands: a pooling op whose OFM takes many bursts (a
+    # one-burst OFM can complete before the APB write, and the NPU then legally goes on)
+    op1 = pool_op(rng, (5, 1), "average", ofm_none=False)
+    while op1.ofm.h * op1.ofm.w * op1.ofm.d < 128:
+        op1 = pool_op(rng, (5, 1), "average", ofm_none=False)
     op2 = elementwise_op(rng, (2, 4, 3), scalars=False, ofm_none=False)
     for op in (op1, op2):
         for fm in op.reads:
