@@ -888,6 +888,37 @@ def test_policy_rejects_unknown_choices():
     assert Policy().replace(on_unimplemented_op="parse_error").on_unimplemented_op == "parse_error"
 
 
+def test_set_runs_equal_command_by_command():
+    """run() applies a fetch buffer's run of NPU_SET commands at once (cached by the bytes):
+    the registers, QREAD, cycles and step counts are those of step() command by command, and
+    a step budget that ends inside a run ends it at the same command."""
+    rnd = random.Random(7)
+    cmds = []
+    for _ in range(40):
+        if rnd.random() < 0.5:
+            cmds.append(("NPU_SET_IFM_REGION", dict(region=rnd.randrange(8))))
+        else:
+            cmds.append(("NPU_SET_IFM_BASE0", dict(addr=rnd.randrange(1 << 32))))
+        if rnd.random() < 0.1:
+            cmds.append(("NPU_OP_KERNEL_WAIT", dict(n=0)))
+    words = enc(*cmds, ("NPU_OP_STOP", dict(mask=1)))
+    ref = dev(words)
+    ref.start()
+    trace = []                                                # (qread, cycle) after each command
+    while ref.step() is None:
+        trace.append((ref.qread, ref.cycle, dict(ref.rf._raw)))
+    assert ref.qread == 4 * len(words)
+    for budget in (None, 1, 2, 5, 9, 17, 30):
+        d = dev(words)
+        d.start()
+        r = d.run(max_steps=budget)
+        if budget is None:
+            assert (r.kind, r.qread, d.cycle, d.rf) == (StopKind.STOP, ref.qread, ref.cycle, ref.rf)
+        else:
+            assert r.kind == StopKind.BUDGET and r.steps == budget
+            assert (d.qread, d.cycle, dict(d.rf._raw)) == trace[budget - 1]
+
+
 def test_set_runs_stop_at_qsize():
     """NPU_SET commands past QSIZE are not executed, even when their words are fetched and
     decoded before (run()'s fast path for runs of NPU_SET commands)."""

@@ -1133,3 +1133,31 @@ def test_throughput_large_conv(capsys):
         print(f"\n  conv 56x56x64->64 3x3: {macs / dt / 1e9:.2f} GMAC/s whole op, "
               f"{macs / dk / 1e9:.2f} GMAC/s kernel")
     assert macs / dt > 2e8
+
+
+@pytest.mark.parametrize("stream,resp", [("weights", "SLVERR"), ("scale_bias", "DECERR")])
+def test_bus_fault_on_weight_and_scale_streams(stream, resp):
+    """An AXI error response on the weight stream (rd_weights) or the scale/bias stream
+    (rd_scale_bias) stops the job: STATUS.bus_status with the faulting channel and
+    interface, IRQ, QREAD at the faulting operation; the OFM is not written."""
+    from tlm.memory import Channel, Resp
+
+    rng = np.random.default_rng(5)
+    s = Spec(ifm=rng.integers(-5, 5, (3, 3, 4)).astype(np.int8), w=rng.integers(-3, 3, (3, 1, 1, 4)),
+             ofm_hw=(3, 3), per_channel=True, bias=np.array([1, 2, 3]), scale=np.array([1, 1, 1]),
+             shift=np.array([0, 0, 0]), ofm_prec=0)
+    words, mem = build(s)
+    lo = REGION_BASE[W_REGION] + W_OFF if stream == "weights" else REGION_BASE[S_REGION] + S_OFF
+    dev = make_device(s.config)
+    for addr, data in mem.items():
+        dev.memory.write(addr, data)
+    dev.memory.inject_fault(lo + 4, lo + 5, Resp[resp], kind="r")
+    dev.load_stream(CMD_ADDR, words + _enc("NPU_OP_STOP", mask=0))
+    dev.start()
+    stop = dev.run()
+    st = dev.status
+    want = Channel.rd_weights if stream == "weights" else Channel.rd_scale_bias
+    assert stop.error == "bus_status" and st.bus_status and st.faulting_channel == want
+    assert dev.irq and stop.qread == 4 * len(words) - 4               # the NPU_OP_CONV (one word)
+    ofm = dev.memory.read(REGION_BASE[OFM_REGION] + OFM_OFF, 27)
+    assert ofm == bytes(27), "the faulting operation wrote its OFM"

@@ -45,6 +45,7 @@ from . import isa
 from . import registers as R
 from .arith import LUT_BYTES as LUT_RAM_SIZE
 from .config import NpuConfig, Pins, Policy, get_config
+from .memo import Memo
 from .errors import BudgetExceeded, Unpredictable
 from .memory import ADDR_MASK, PAGE_BITS, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
 from .ops import KERNEL_OPS
@@ -55,8 +56,10 @@ from .pmu import Pmu, beats
 
 # isa.decode_word results by command words (a pure function of the words; Decoded records
 # are shared, never modified).  Bounded: cleared when full.
-_DECODE_CACHE: dict = {}
-_DECODE_CACHE_MAX = 1 << 14
+_DECODE_CACHE = Memo(1 << 14)
+# Runs of NPU_SET commands in a fetch buffer: (buffer bytes, index) -> (register values,
+# bytes, commands) (see Device._peek_run; a pure function of the bytes).  Cleared when full.
+_SET_RUNS = Memo(1 << 14)
 
 KERNEL_OP_NAMES = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE",
                    "NPU_OP_RESIZE")
@@ -775,11 +778,18 @@ class Device:
                         room = min(room, work_budget - self.work)
                     if self.pmu.cnten and self.pmu.counting:
                         room = 1                   # a counter may overflow (IRQ) at any command
-                    n = 0
-                    while d is not None and n < room:
-                        self._apply_set(d)
-                        n += 1
-                        d = self._peek_set()
+                    run = self._peek_run()
+                    if run is not None and run[2] <= room:    # the fetch buffer's whole run at once
+                        self.rf.set_values(run[0])
+                        self._snap = None
+                        self.qread += run[1]
+                        n = run[2]
+                    else:
+                        n = 0
+                        while d is not None and n < room:
+                            self._apply_set(d)
+                            n += 1
+                            d = self._peek_set()
                     self.cycle += n * cpc
                     self.work += n
                     self.pmu.advance(n * cpc, True, ())
@@ -891,6 +901,35 @@ class Device:
             return None                            # (past QSIZE: end of stream or truncated)
         return d
 
+    def _peek_run(self) -> "tuple[dict, int, int] | None":
+        """The run of NPU_SET commands from QREAD to the next operation or the end of the
+        fetch buffer, each decoded before, as (register values, bytes, commands); None when
+        the run would pass QSIZE (the command-by-command path then stops there)."""
+        lo, data, qbase = self._fetch_buf             # _peek_set returned a command: a buffer
+        i = ((qbase + self.qread) & ADDR_MASK) - lo
+        run = _SET_RUNS.get((data, i))
+        if run is None:
+            values, j, n, d = {}, i, 0, None
+            while j + 4 <= len(data):
+                w0 = int.from_bytes(data[j:j + 4], "little")
+                if isa.is_cmd1_header(w0):
+                    if j + 8 > len(data):
+                        break
+                    d = _DECODE_CACHE.get((w0, int.from_bytes(data[j + 4:j + 8], "little")))
+                else:
+                    d = _DECODE_CACHE.get(w0)
+                if d is None or d.cmd.is_op:
+                    break
+                values[d.cmd.name] = isa.register_value(d)
+                j += d.size
+                n += 1
+            run = (values, j - i, n)
+            if d is not None:                         # complete (not cut by a decode-cache miss)
+                _SET_RUNS.put((data, i), run)
+        if self.qread + run[1] > (self.qsize & ~3):
+            return None
+        return run
+
     def _apply_set(self, d: "isa.Decoded") -> None:
         """Execute the NPU_SET command *d* at QREAD."""
         self.rf.set(d)
@@ -914,9 +953,7 @@ class Device:
         try:
             if d is None:
                 d = isa.decode_word(words, 0)
-                if len(_DECODE_CACHE) >= _DECODE_CACHE_MAX:
-                    _DECODE_CACHE.clear()
-                _DECODE_CACHE[key] = d
+                _DECODE_CACHE.put(key, d)
         except isa.IsaError as e:
             if self.policy.parse_error_on_reserved:
                 self._raise_error("cmd_parse_error", e.reason, offset=off, word=w0)

@@ -48,6 +48,7 @@ from .arith import (ActType, Precision, Unpredictable, ifm_zero_point, number_of
                     truncate)
 from . import isa
 from .isa import upper_enum
+from .memo import Memo
 from .memory import SpanRuns, mask_runs as _mask_runs
 
 __all__ = [
@@ -193,10 +194,7 @@ class FeatureMap:
             if key is not None:
                 fm = _FM_CACHE.get(key)
                 if fm is None:
-                    fm = cls._from_registers(regs, w, None)
-                    if len(_FM_CACHE) >= 4096:
-                        _FM_CACHE.clear()
-                    _FM_CACHE[key] = fm
+                    fm = _FM_CACHE.put(key, cls._from_registers(regs, w, None))
                 return fm
         return cls._from_registers(regs, w, basep)
 
@@ -256,7 +254,7 @@ def _fm_regs(w: str) -> tuple:
 
 # The NPU_SET commands FeatureMap.from_registers reads (the memo key: their raw payloads).
 _FM_REGS = {w: _fm_regs(w) for w in ("IFM", "IFM2", "OFM")}
-_FM_CACHE: dict = {}
+_FM_CACHE = Memo(4096)
 
 
 # ----------------------------------------------------------------------------------------
@@ -873,10 +871,15 @@ class _Piece:
                           buffer=mask, offset=self.addr - lo, strides=(self.sy, self.sx, self.sb, 1))
 
     def out_view(self, out: np.ndarray) -> np.ndarray:
+        """[rh, rw, nb, k] view of the block array ``out`` [h, w, d]."""
+        shape = (self.oy1 - self.oy0, self.ox1 - self.ox0, self.nb, self.k)
+        s = out.strides
+        if out.flags.c_contiguous and out.size:             # (np.ndarray is cheaper than as_strided)
+            return np.ndarray(shape, out.dtype, buffer=out, strides=(s[0], s[1], self.k * s[2], s[2]),
+                              offset=self.oy0 * s[0] + self.ox0 * s[1] + self.oc0 * s[2])
         o = out[self.oy0:self.oy1, self.ox0:self.ox1, self.oc0:self.oc0 + self.nb * self.k]
         s = o.strides
-        return np.lib.stride_tricks.as_strided(o, shape=(o.shape[0], o.shape[1], self.nb, self.k),
-                                               strides=(s[0], s[1], self.k * s[2], s[2]))
+        return np.lib.stride_tricks.as_strided(o, shape=shape, strides=(s[0], s[1], self.k * s[2], s[2]))
 
 
 def _pieces(fm: FeatureMap, yr, xr, cr):

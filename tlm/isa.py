@@ -534,6 +534,11 @@ _SET_FIELDS: Mapping[str, Mapping[str, Field]] = MappingProxyType(
 _PAYLOAD = ~0xFFFF   # the register value is the command without its header half-word
 
 
+def register_value(d: "Decoded") -> int:
+    """The value an NPU_SET command leaves in its register (RegisterFile.set)."""
+    return d.raw & _PAYLOAD
+
+
 class CommandFields(Mapping):
     """Read-only field view of one command value: `v.addr`, `v['addr']`, `dict(v)`."""
     __slots__ = ("cmd", "raw")
@@ -599,11 +604,13 @@ class _RegisterState:
 
 
 class RegisterSnapshot(_RegisterState):
-    """Immutable copy of the NPU_SET state (captured at each NPU_OP)."""
-    __slots__ = ()
+    """Immutable copy of the NPU_SET state (captured at each NPU_OP).  ``key``: a hashable
+    key of the contents (see tlm.ops.common.snapshot_key), given by RegisterFile.snapshot."""
+    __slots__ = ("key",)
 
-    def __init__(self, raw: Mapping[str, int]):
+    def __init__(self, raw: Mapping[str, int], key: "tuple | None" = None):
         object.__setattr__(self, "_raw", MappingProxyType(dict(raw)))
+        object.__setattr__(self, "key", key)
 
     def __setattr__(self, name, value):
         raise AttributeError("RegisterSnapshot is immutable")
@@ -624,7 +631,15 @@ class RegisterFile(_RegisterState):
         name = d.cmd.name
         if name not in self._raw:
             raise ValueError(f"{name} is an operation, not an NPU_SET command")
-        self._raw[name] = d.raw & _PAYLOAD
+        self._raw[name] = register_value(d)
+
+    def set_values(self, values: Mapping[str, int]) -> None:
+        """The effect of a run of NPU_SET commands: register name -> register_value() of
+        the run's last command setting it."""
+        if not values.keys() <= self._raw.keys():
+            raise ValueError(f"not NPU_SET commands: {sorted(values.keys() - self._raw.keys())}")
+        self._raw.update(values)
 
     def snapshot(self) -> RegisterSnapshot:
-        return RegisterSnapshot(self._raw)
+        """The state now; its key is the register values in the register file's fixed order."""
+        return RegisterSnapshot(self._raw, tuple(self._raw.values()))

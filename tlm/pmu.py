@@ -70,6 +70,7 @@ from typing import Callable, Iterable
 
 from . import registers as R
 from .config import NpuConfig, Policy, get_config
+from .memo import Memo
 
 CNT_MASK = 0x8000_00FF            # PMCNTEN/PMOVS/PMINT bits: E0..E7, CC
 CYCLE_BIT = 1 << 31
@@ -179,7 +180,7 @@ def _port_of_name(name) -> tuple[str, int]:
 
 
 _NO_EXTRA: Counter = Counter()
-_IDLE_BATCHES: dict = {}
+_IDLE_BATCHES = Memo(256)
 _TOTAL_KEYS: dict = {}        # (group, port, write) -> the totals' transaction and beat keys
 
 
@@ -211,6 +212,7 @@ class Pmu:
         self.on_irq = on_irq
         self._totals: Counter = Counter()     # model-wide event totals (ungated), for the bench
         self._idle = [0, 0]                   # pending (active, idle) cycles of the fast path
+        self._unsummed: list = []             # batches whose transactions are not in _totals yet
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -231,12 +233,14 @@ class Pmu:
         self._pending_extra: Counter = Counter()
         self._totals.clear()
         self._idle = [0, 0]
+        self._unsummed.clear()
 
     @property
     def totals(self) -> Counter:
         """Model-wide event totals (ungated, for the bench): a Counter of event name ->
         occurrences ('cycle', 'npu_active', 'npu_idle', '<group><port>_<rd|wr>_<trans|beats>',
         reported events)."""
+        self._sum_batches()
         a, i = self._idle
         if a or i:
             t = self._totals
@@ -247,6 +251,22 @@ class Pmu:
                 t["npu_idle"] += i
             self._idle = [0, 0]
         return self._totals
+
+    def _sum_batches(self) -> None:
+        """Add the transactions of the batches not summed yet to the totals (summarising a
+        batch's transactions costs more than the rest of advance(); nothing but `totals`
+        needs them when no counter counts)."""
+        totals = self._totals
+        for b in self._unsummed:
+            for key, (n, nb) in b.summary.items():
+                kt = _TOTAL_KEYS.get(key[:3])
+                if kt is None:
+                    grp, port, w = key[:3]
+                    kind = "wr" if w else "rd"
+                    kt = _TOTAL_KEYS[key[:3]] = (f"{grp}{port}_{kind}_trans", f"{grp}{port}_{kind}_beats")
+                totals[kt[0]] += n
+                totals[kt[1]] += nb
+        self._unsummed.clear()
 
     @property
     def counting(self) -> bool:
@@ -436,9 +456,7 @@ class Pmu:
             if not counting:
                 b = _IDLE_BATCHES.get((cycles, running))
                 if b is None:
-                    if len(_IDLE_BATCHES) > 256:
-                        _IDLE_BATCHES.clear()
-                    b = _IDLE_BATCHES[(cycles, running)] = Batch(cycles, running, [], _NO_EXTRA, {})
+                    b = _IDLE_BATCHES.put((cycles, running), Batch(cycles, running, [], _NO_EXTRA, {}))
                 return b
             b = Batch(cycles, running, [], _NO_EXTRA, {})
         else:
@@ -451,17 +469,12 @@ class Pmu:
             # model-wide totals (for the bench; independent of enables)
             if cycles > 0:
                 self._idle[0 if running else 1] += cycles
-            totals = self._totals
-            for key, (n, nb) in b.summary.items():
-                kt = _TOTAL_KEYS.get(key[:3])
-                if kt is None:
-                    grp, port, w = key[:3]
-                    kind = "wr" if w else "rd"
-                    kt = _TOTAL_KEYS[key[:3]] = (f"{grp}{port}_{kind}_trans", f"{grp}{port}_{kind}_beats")
-                totals[kt[0]] += n
-                totals[kt[1]] += nb
+            if txns:
+                self._unsummed.append(b)          # its transactions join the totals lazily
+                if len(self._unsummed) >= 256:
+                    self._sum_batches()
             for ev, c in extra.items():
-                totals[R.PMU_EVENTS.get(ev, (f"event_{ev}",))[0]] += c
+                self._totals[R.PMU_EVENTS.get(ev, (f"event_{ev}",))[0]] += c
             if not self.counting:
                 return b
         new_ovs = 0

@@ -58,6 +58,7 @@ from .. import arith
 from .. import isa as _isa
 from ..arith import AccFormat, ActType, Precision, RescaleMode, ScaleMode
 from ..config import policy_of
+from ..memo import Memo
 from ..errors import BudgetExceeded, Unpredictable
 from ..fmap import AllowedPerms, FeatureMap, Storage, check_ofm_write, read_fmap, write_fmap
 from ..memory import Channel
@@ -233,8 +234,7 @@ class _Scale:
 # Decoded per-channel scale/bias streams, keyed by (stream bytes, depth, acc48, channels per
 # set, reverse C): the stream is read over the DataPort every time, decoded once.  The
 # arrays are read-only.
-_SB_CACHE: dict = {}
-_SB_CACHE_ENTRIES = 512
+_SB_CACHE = Memo(512)
 
 
 # =========================================================================== fused epilogue
@@ -363,7 +363,7 @@ def _fused_epilogue(acc: np.ndarray, bound: int, k: _EpilogueConsts, zp: int, am
         lo, hi = np.int64(amin - zp), np.int64(amax - zp)
         tmin, tmax = _TYPE_RANGE[odt.char]
         if (not wrap and tmin <= amin and amax <= tmax and k.scale.size
-                and A * k.smax + k.rmax + (abs(zp) << k.shmax) < (1 << 53)):
+                and A * k.smax + k.rmax + (max(abs(zp), abs(zp - amin)) << k.shmax) < (1 << 53)):
             return _fused_epilogue_f64(acc, bound, k, amin, amax, zp, odt)
     h, w, d = acc.shape
     M = h * w
@@ -409,7 +409,8 @@ def _fused_epilogue_f64(acc: np.ndarray, bound: int, k: _EpilogueConsts, amin: i
                         odt: np.dtype) -> np.ndarray:
     """_fused_epilogue in float64 (SIMD multiplies instead of int64 multiplies and
     per-channel shifts), for the case the caller has checked: no wrap, a clamp whose bounds
-    lie in odt's range and, per channel, |acc + bias| * scale + R + |zp| * 2**shift < 2**53.
+    lie in odt's range and, per channel,
+    |acc + bias| * scale + R + max(|zp|, |zp - amin|) * 2**shift < 2**53.
     Every value below is then an integer times a power of two with fewer than 53
     significant bits, so each operation is exact:
     ``acc * (scale * 2**-shift) + ((bias * scale + rp) * 2**-shift + zp)`` is
@@ -417,19 +418,22 @@ def _fused_epilogue_f64(acc: np.ndarray, bound: int, k: _EpilogueConsts, amin: i
     where p < 0 (acc < -bias, scale != 0) it is ``y = (p + R) * 2**-shift + zp``, and
     ``floor(y) = ((p + R) >> shift) + zp``.  The clamp comes before the floor:
     ``floor(clip(y, amin, nextafter(amax + 1, -inf))) == clip(floor(y), amin, amax)`` for
-    integer bounds, and the floor is stored straight into odt (in range: exact)."""
+    integer bounds.  The path computes y - amin (amin folded into the constant), clamps it to
+    [0, amax - amin + 1), where truncation is the floor (one cast into the unsigned type of
+    odt's width), and adds amin back modulo 2**bits: the bit pattern of the odt value."""
     h, w, d = acc.shape
     M = h * w
     a2 = acc.reshape(M, d)
-    out = np.empty((M, d), odt)
+    udt = np.dtype(f"<u{odt.itemsize}")
+    out = np.empty((M, d), udt)
     rows = min(max(1, _EPI_BLOCK // max(d, 1)), M)
     buf = np.empty((rows, d), np.float64)
-    tthr32, tthr64, tsc, tc, tdiff = k.ftiles(rows, zp)
+    tthr32, tthr64, tsc, tc, tdiff = k.ftiles(rows, zp - amin)           # y - amin
     tthr = tthr32 if acc.dtype == np.float32 and bound < (1 << 24) else tthr64
     if tdiff is not None:
         neg = np.empty((rows, d), np.bool_)
         cbuf = np.empty((rows, d), np.float64)
-    lo, hi = float(amin), float(np.nextafter(float(amax) + 1.0, -np.inf))
+    hi = float(np.nextafter(float(amax - amin) + 1.0, -np.inf))
     for i in range(0, M, rows):
         x = a2[i:i + rows]
         n = x.shape[0]
@@ -446,35 +450,37 @@ def _fused_epilogue_f64(acc: np.ndarray, bound: int, k: _EpilogueConsts, amin: i
             c = cbuf[:n]
             np.multiply(m.view(np.uint8), diff, out=c)          # 0/1 times diff
             b -= c
-        _clip(b, lo, hi, out=b)
-        np.floor(b, out=out[i:i + n], casting="unsafe")
-    return out.reshape(h, w, d)
+        _clip(b, 0.0, hi, out=b)
+        np.copyto(out[i:i + n], b, casting="unsafe")        # truncation: the floor (b >= 0)
+    if amin % (1 << (8 * odt.itemsize)):
+        out += udt.type(amin % (1 << (8 * odt.itemsize)))   # + amin, modulo 2**bits
+    return out.view(odt).reshape(h, w, d)
 
 
 # =========================================================================== snapshot memo
 _STD_ORDER = tuple(_isa.RegisterFile()._raw)
-_LAST_SNAP: list = [None, None]
 
 
 def snapshot_key(snap):
     """A hashable key of an immutable register snapshot's contents (the raw NPU_SET
     payloads), or None when ``snap`` is not a tlm.isa.RegisterSnapshot.  Register-derived
     values (geometry, feature maps, weight order) are memoised under it: an op that runs
-    again with the same registers skips the decoding."""
-    if _LAST_SNAP[0] is snap:
-        return _LAST_SNAP[1]
+    again with the same registers skips the decoding.  (RegisterFile.snapshot gives its
+    snapshots the key: the values in the fixed register order.)"""
     if type(snap) is not _isa.RegisterSnapshot:
         return None
-    raw = snap._raw
-    key = tuple(raw.values())
-    if tuple(raw) != _STD_ORDER:
-        key = (tuple(raw), key)
-    _LAST_SNAP[0], _LAST_SNAP[1] = snap, key
+    key = snap.key
+    if key is None:
+        raw = snap._raw
+        key = tuple(raw.values())
+        if tuple(raw) != _STD_ORDER:
+            key = (tuple(raw), key)
+        object.__setattr__(snap, "key", key)
     return key
 
 
-_CTX_STATIC: dict = {}
-_FUSED_PARAMS: dict = {}      # snapshot key -> OpContext._fused_params()
+_CTX_STATIC = Memo(4096)     # (snapshot key, macs) -> OpContext attributes from the registers
+_FUSED_PARAMS = Memo(4096)   # snapshot key -> OpContext._fused_params()
 _CTX_STATIC_ATTRS = ("ofm_h", "ofm_w", "ofm_d", "ifm_depth", "stride_y", "stride_x", "dilation_y", "dilation_x",
                      "pad_top", "pad_left", "pad_bottom", "pad_right", "kernel_h", "kernel_w", "ifm_h", "ifm_w",
                      "upscale", "acc_format", "acc_input", "acc_output", "microblock", "ifm", "ofm", "macs",
@@ -512,9 +518,7 @@ class OpContext:
         else:
             self._decode(f, snap, name, macs)
             if key is not None:
-                if len(_CTX_STATIC) >= 4096:
-                    _CTX_STATIC.clear()
-                _CTX_STATIC[(key, macs)] = {a: self.__dict__[a] for a in _CTX_STATIC_ATTRS}
+                _CTX_STATIC.put((key, macs), {a: self.__dict__[a] for a in _CTX_STATIC_ATTRS})
         self._scale_cache: _Scale | None = None
         n = self.ofm_h * self.ofm_w * self.ofm_d
         if n > self.policy.max_op_elements:
@@ -802,9 +806,7 @@ class OpContext:
                     for a in sb:
                         a.setflags(write=False)
                     sc = _Scale(sb.bias, sb.scale, sb.shift)
-                    if len(_SB_CACHE) >= _SB_CACHE_ENTRIES:
-                        _SB_CACHE.pop(next(iter(_SB_CACHE)))
-                    _SB_CACHE[key] = sc
+                    _SB_CACHE.put(key, sc)
                 self._scale_cache = sc
             else:
                 sc = self.f("NPU_SET_OFM_SCALE", "scale")
@@ -916,9 +918,7 @@ class OpContext:
         if prm is False:
             prm = self._fused_params()
             if skey is not None:
-                if len(_FUSED_PARAMS) >= 4096:
-                    _FUSED_PARAMS.clear()
-                _FUSED_PARAMS[skey] = prm
+                _FUSED_PARAMS.put(skey, prm)
         if prm is None:
             return False
         rm, dbl, zp, amin, amax, clamp, odt = prm

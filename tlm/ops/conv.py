@@ -68,6 +68,7 @@ from ..errors import BudgetExceeded, Unpredictable
 from .. import isa
 from ..memory import Channel
 from ..config import Policy, policy_of
+from ..memo import Memo
 from .common import OpContext, snapshot_key
 from ..weights import WeightOrder, decode_weight_tensor
 
@@ -78,7 +79,8 @@ __all__ = [
 
 # decoded-weight cache (entries): see read_weight_tensor
 _WEIGHT_CACHE: dict = {}
-_WEIGHT_CACHE_ENTRIES = 64
+_WEIGHT_CACHE_SIZE = [0, 0]         # weight elements, stream bytes held by _WEIGHT_CACHE
+_WEIGHT_CACHE_ENTRIES = 1024        # (a network has one entry per weight tensor)
 _WEIGHT_CACHE_ELEMENTS = 1 << 24
 _WEIGHT_CACHE_BYTES = 1 << 26       # stream bytes kept for the hit comparison
 
@@ -131,9 +133,12 @@ def patch_view(xp: np.ndarray, kh: int, kw: int, stride_y: int, stride_x: int,
     Hp, Wp, C = xp.shape
     _check_patch(xp.shape, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
     s0, s1, s2 = xp.strides
-    return as_strided(xp, shape=(ofm_h, ofm_w, kh, kw, C),
-                      strides=(s0 * stride_y, s1 * stride_x, s0 * dilation_y, s1 * dilation_x, s2),
-                      writeable=False)
+    shape, strides = (ofm_h, ofm_w, kh, kw, C), (s0 * stride_y, s1 * stride_x, s0 * dilation_y, s1 * dilation_x, s2)
+    if xp.flags.c_contiguous:                            # (np.ndarray is cheaper than as_strided)
+        v = np.ndarray(shape, xp.dtype, buffer=xp, strides=strides)
+        v.flags.writeable = False
+        return v
+    return as_strided(xp, shape=shape, strides=strides, writeable=False)
 
 
 def _absmax(a: np.ndarray) -> int:
@@ -377,9 +382,7 @@ def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP
         except Unpredictable as e:
             raise Unpredictable(f"{op}: {e.what}") from e
         if skey is not None:                             # checked orders only
-            if len(_ORDERS) >= 4096:
-                _ORDERS.clear()
-            _ORDERS[(skey, macs, depthwise)] = p
+            _ORDERS.put((skey, macs, depthwise), p)
     n = math.prod(p.shape)
     pol = policy if policy is not None else policy_of(None)
     max_bytes = pol.max_weight_bytes
@@ -408,29 +411,37 @@ def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP
         raise Unpredictable(f"{op}: weight stream: {e}") from e
     w.setflags(write=False)
     if w.size <= _WEIGHT_CACHE_ELEMENTS:
-        _WEIGHT_CACHE.pop(key, None)
+        _cache_drop(key)
         _WEIGHT_CACHE[key] = (streams, w)
+        _cache_size(streams, w, +1)
         _remember(skey, macs, depthwise, (streams, w))
-        while (len(_WEIGHT_CACHE) > _WEIGHT_CACHE_ENTRIES
-               or sum(v[1].size for v in _WEIGHT_CACHE.values()) > _WEIGHT_CACHE_ELEMENTS
-               or sum(len(x) for v in _WEIGHT_CACHE.values() for x in v[0]) > _WEIGHT_CACHE_BYTES):
-            _WEIGHT_CACHE.pop(next(iter(_WEIGHT_CACHE)))
+        while (len(_WEIGHT_CACHE) > _WEIGHT_CACHE_ENTRIES or _WEIGHT_CACHE_SIZE[0] > _WEIGHT_CACHE_ELEMENTS
+               or _WEIGHT_CACHE_SIZE[1] > _WEIGHT_CACHE_BYTES):
+            _cache_drop(next(iter(_WEIGHT_CACHE)))
             _LAST_WEIGHTS.clear()                           # holds only cached entries
     return w
 
 
-_ORDERS: dict = {}        # (snapshot key, macs, depthwise) -> checked WeightOrder
+def _cache_size(streams: tuple, w: np.ndarray, sign: int) -> None:
+    _WEIGHT_CACHE_SIZE[0] += sign * w.size
+    _WEIGHT_CACHE_SIZE[1] += sign * sum(len(x) for x in streams)
+
+
+def _cache_drop(key) -> None:
+    e = _WEIGHT_CACHE.pop(key, None)
+    if e is not None:
+        _cache_size(e[0], e[1], -1)
+
+
+_ORDERS = Memo(4096)      # (snapshot key, macs, depthwise) -> checked WeightOrder
 # (snapshot key, macs, depthwise) -> the (streams, tensor) entry the op used last: an op that
 # runs again with the same registers and stream bytes skips the cache-key computation
-_LAST_WEIGHTS: dict = {}
+_LAST_WEIGHTS = Memo(_WEIGHT_CACHE_ENTRIES)
 
 
 def _remember(skey, macs: int, depthwise: bool, entry) -> None:
-    if skey is None:
-        return
-    if len(_LAST_WEIGHTS) >= _WEIGHT_CACHE_ENTRIES:
-        _LAST_WEIGHTS.pop(next(iter(_LAST_WEIGHTS)))
-    _LAST_WEIGHTS[(skey, macs, depthwise)] = entry
+    if skey is not None:
+        _LAST_WEIGHTS.put((skey, macs, depthwise), entry)
 
 
 def _sample(x: bytes) -> tuple:
@@ -444,7 +455,7 @@ def _sample(x: bytes) -> tuple:
 # Derived forms of read-only weight tensors (conv_sums): id(w) -> (w, {what: value}).  The
 # entry holds w itself, so the id cannot be reused while the entry exists.
 _DERIVED: dict = {}
-_DERIVED_ENTRIES = 64
+_DERIVED_ENTRIES = 1024
 _DERIVED_BYTES = 1 << 28        # float weight matrices etc. (checked when a tensor is added)
 
 
@@ -479,7 +490,7 @@ def _check_sparse(w: np.ndarray, op: str) -> None:
         raise Unpredictable(f"{op}: sparse_2_4 weights with fewer than 2 zeros in a group of 4 input channels")
 
 
-_GEOMETRY: dict = {}
+_GEOMETRY = Memo(4096)
 
 
 def _geometry(snap) -> "_Geometry":
@@ -489,9 +500,7 @@ def _geometry(snap) -> "_Geometry":
         return _Geometry(snap)
     g = _GEOMETRY.get(key)
     if g is None:
-        if len(_GEOMETRY) >= 4096:
-            _GEOMETRY.clear()
-        g = _GEOMETRY[key] = _Geometry(snap)
+        g = _GEOMETRY.put(key, _Geometry(snap))
     return g
 
 

@@ -153,6 +153,9 @@ def _page_count(starts: np.ndarray, length: int) -> int:
     """Distinct memory pages covered by the runs [s, s + length) (s absolute, >= 0)."""
     if not starts.size or length <= 0:
         return 0
+    if starts.size == 1:                                   # one line (a 1D DMA)
+        s = int(starts[0])
+        return ((s + length - 1) >> PAGE_BITS) - (s >> PAGE_BITS) + 1
     ps = starts >> PAGE_BITS
     order = np.argsort(ps, kind="stable")
     ps = ps[order]

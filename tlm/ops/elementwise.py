@@ -50,6 +50,7 @@ import numpy as np
 from .. import arith, isa
 from ..arith import sign_extend
 from ..fmap import Storage
+from ..memo import Memo
 from .common import ALLOWED_PERMS_RTRANS, RESCALE_GLOBAL, RESCALE_NONE, RESCALE_SHIFT_ONLY, OpContext, snapshot_key
 
 SCALAR_SUBTRACTS_ZERO_POINT = True
@@ -260,8 +261,7 @@ def _evaluate(ctx: OpContext, p: _Params, mode: int, a, b) -> np.ndarray:
 # looked up.  Keyed by everything the function depends on: the register snapshot, the mode,
 # the LUT contents and the operand ranges.  A table whose evaluation raises (a check that
 # values outside the data could fail) is not used: the direct path decides.
-_TABLES: dict = {}
-_TABLE_ENTRIES = 64
+_TABLES = Memo(64)
 _TABLE_MAX = 1 << 17          # table size limit (operand value pairs)
 _TABLE_MIN_ELEMENTS = 1024    # below this the direct evaluation is as cheap
 
@@ -312,9 +312,7 @@ def _by_table(ctx: OpContext, p: _Params, mode: int, a, b, shape):
         t = arith.truncate(v.reshape(-1), ofm.bits, ofm.act_type).astype(
             f"<{'u' if ofm.act_type == isa.activation_type.unsigned else 'i'}{es}")
         t.setflags(write=False)
-        if len(_TABLES) >= _TABLE_ENTRIES:
-            _TABLES.pop(next(iter(_TABLES)))
-        _TABLES[key] = t
+        _TABLES.put(key, t)
     ia = a - amin if amin else a
     if nb != 1:
         ia = ia * nb
