@@ -97,6 +97,12 @@ module npu_apb_regs #(
     wire is_pmu    = (PADDR >= NPU_PAGE_PMU) && (PADDR < NPU_PAGE_PMU + 13'h0080)
                   || (PADDR >= NPU_PAGE_PMU_COUNTERS) && (PADDR < NPU_PAGE_PMU_COUNTERS + 13'h0100);
     wire a_cmd     = (PADDR == NPU_REG_CMD);
+    // BASEP0..7 (indexed): BASEPn_LO at NPU_REG_BASEP0_LO + 8n, BASEPn_HI 4 bytes above, the
+    // same masks for every n (the layout of gen/npu_regs.vh; tests/test_rtl_lint.py checks it)
+    wire       a_basep = (PADDR >= NPU_REG_BASEP0_LO) && (PADDR <= NPU_REG_BASEP7_HI);
+    wire [3:0] bp_word = PADDR[5:2] - NPU_REG_BASEP0_LO[5:2];   // word in the 64-byte block
+    wire [2:0] bp_n    = bp_word[3:1];
+    wire       bp_hi   = bp_word[0];
     wire a_reset   = (PADDR == NPU_REG_RESET);
 
     // error and write enable of the transfer being performed
@@ -166,23 +172,11 @@ module npu_apb_regs #(
                 NPU_REG_MEM_ATTR1:   mattr_f[8 +: 8] <= wd[7:0] & NPU_WMASK_MEM_ATTR1[7:0];
                 NPU_REG_MEM_ATTR2:   mattr_f[16 +: 8] <= wd[7:0] & NPU_WMASK_MEM_ATTR2[7:0];
                 NPU_REG_MEM_ATTR3:   mattr_f[24 +: 8] <= wd[7:0] & NPU_WMASK_MEM_ATTR3[7:0];
-                NPU_REG_BASEP0_LO:   bp_f[0 +: 32]  <= wd & NPU_WMASK_BASEP0_LO;
-                NPU_REG_BASEP0_HI:   bp_f[32 +: 8] <= wd[7:0] & NPU_WMASK_BASEP0_HI[7:0];
-                NPU_REG_BASEP1_LO:   bp_f[40 +: 32]  <= wd & NPU_WMASK_BASEP1_LO;
-                NPU_REG_BASEP1_HI:   bp_f[72 +: 8] <= wd[7:0] & NPU_WMASK_BASEP1_HI[7:0];
-                NPU_REG_BASEP2_LO:   bp_f[80 +: 32]  <= wd & NPU_WMASK_BASEP2_LO;
-                NPU_REG_BASEP2_HI:   bp_f[112 +: 8] <= wd[7:0] & NPU_WMASK_BASEP2_HI[7:0];
-                NPU_REG_BASEP3_LO:   bp_f[120 +: 32]  <= wd & NPU_WMASK_BASEP3_LO;
-                NPU_REG_BASEP3_HI:   bp_f[152 +: 8] <= wd[7:0] & NPU_WMASK_BASEP3_HI[7:0];
-                NPU_REG_BASEP4_LO:   bp_f[160 +: 32]  <= wd & NPU_WMASK_BASEP4_LO;
-                NPU_REG_BASEP4_HI:   bp_f[192 +: 8] <= wd[7:0] & NPU_WMASK_BASEP4_HI[7:0];
-                NPU_REG_BASEP5_LO:   bp_f[200 +: 32]  <= wd & NPU_WMASK_BASEP5_LO;
-                NPU_REG_BASEP5_HI:   bp_f[232 +: 8] <= wd[7:0] & NPU_WMASK_BASEP5_HI[7:0];
-                NPU_REG_BASEP6_LO:   bp_f[240 +: 32]  <= wd & NPU_WMASK_BASEP6_LO;
-                NPU_REG_BASEP6_HI:   bp_f[272 +: 8] <= wd[7:0] & NPU_WMASK_BASEP6_HI[7:0];
-                NPU_REG_BASEP7_LO:   bp_f[280 +: 32]  <= wd & NPU_WMASK_BASEP7_LO;
-                NPU_REG_BASEP7_HI:   bp_f[312 +: 8] <= wd[7:0] & NPU_WMASK_BASEP7_HI[7:0];
-                default: ;
+                default:
+                    if (a_basep) begin
+                        if (bp_hi) bp_f[40 * bp_n + 32 +: 8] <= wd[7:0] & NPU_WMASK_BASEP0_HI[7:0];
+                        else       bp_f[40 * bp_n +: 32]     <= wd & NPU_WMASK_BASEP0_LO;
+                    end
             endcase
         end
     end
@@ -229,22 +223,6 @@ module npu_apb_regs #(
             NPU_REG_CFG_SRAM_HASH0_HI: begin rv = {24'd0, cfg_sram_hash0[39:32]}; rmask = NPU_RMASK_CFG_SRAM_HASH0_HI; end
             // CFG_SRAM_HASH1 and CFG_EXT_HASH0: this stand-in has one SRAM and one EXT port,
             // so the CFGSRAMHASH1 / CFGEXTHASH0 pins do not exist and the registers read 0.
-            NPU_REG_BASEP0_LO:      begin rv = bp_f[0 +: 32];          rmask = NPU_RMASK_BASEP0_LO; end
-            NPU_REG_BASEP0_HI:      begin rv = {24'd0, bp_f[32 +: 8]}; rmask = NPU_RMASK_BASEP0_HI; end
-            NPU_REG_BASEP1_LO:      begin rv = bp_f[40 +: 32];          rmask = NPU_RMASK_BASEP1_LO; end
-            NPU_REG_BASEP1_HI:      begin rv = {24'd0, bp_f[72 +: 8]}; rmask = NPU_RMASK_BASEP1_HI; end
-            NPU_REG_BASEP2_LO:      begin rv = bp_f[80 +: 32];          rmask = NPU_RMASK_BASEP2_LO; end
-            NPU_REG_BASEP2_HI:      begin rv = {24'd0, bp_f[112 +: 8]}; rmask = NPU_RMASK_BASEP2_HI; end
-            NPU_REG_BASEP3_LO:      begin rv = bp_f[120 +: 32];          rmask = NPU_RMASK_BASEP3_LO; end
-            NPU_REG_BASEP3_HI:      begin rv = {24'd0, bp_f[152 +: 8]}; rmask = NPU_RMASK_BASEP3_HI; end
-            NPU_REG_BASEP4_LO:      begin rv = bp_f[160 +: 32];          rmask = NPU_RMASK_BASEP4_LO; end
-            NPU_REG_BASEP4_HI:      begin rv = {24'd0, bp_f[192 +: 8]}; rmask = NPU_RMASK_BASEP4_HI; end
-            NPU_REG_BASEP5_LO:      begin rv = bp_f[200 +: 32];          rmask = NPU_RMASK_BASEP5_LO; end
-            NPU_REG_BASEP5_HI:      begin rv = {24'd0, bp_f[232 +: 8]}; rmask = NPU_RMASK_BASEP5_HI; end
-            NPU_REG_BASEP6_LO:      begin rv = bp_f[240 +: 32];          rmask = NPU_RMASK_BASEP6_LO; end
-            NPU_REG_BASEP6_HI:      begin rv = {24'd0, bp_f[272 +: 8]}; rmask = NPU_RMASK_BASEP6_HI; end
-            NPU_REG_BASEP7_LO:      begin rv = bp_f[280 +: 32];          rmask = NPU_RMASK_BASEP7_LO; end
-            NPU_REG_BASEP7_HI:      begin rv = {24'd0, bp_f[312 +: 8]}; rmask = NPU_RMASK_BASEP7_HI; end
             NPU_REG_PID4:           begin rv = NPU_RST_PID4;         rmask = NPU_RMASK_PID4; end
             NPU_REG_PID5:           begin rv = NPU_RST_PID5;         rmask = NPU_RMASK_PID5; end
             NPU_REG_PID6:           begin rv = NPU_RST_PID6;         rmask = NPU_RMASK_PID6; end
@@ -258,7 +236,12 @@ module npu_apb_regs #(
             NPU_REG_CID2:           begin rv = NPU_RST_CID2;         rmask = NPU_RMASK_CID2; end
             NPU_REG_CID3:           begin rv = NPU_RST_CID3;         rmask = NPU_RMASK_CID3; end
             default: begin
-                rv = is_pmu ? pmu_rdata : 32'd0;     // npu_pmu applies its read masks
+                if (a_basep) begin
+                    rv    = bp_hi ? {24'd0, bp_f[40 * bp_n + 32 +: 8]} : bp_f[40 * bp_n +: 32];
+                    rmask = bp_hi ? NPU_RMASK_BASEP0_HI : NPU_RMASK_BASEP0_LO;
+                end else begin
+                    rv = is_pmu ? pmu_rdata : 32'd0;     // npu_pmu applies its read masks
+                end
             end
         endcase
     end

