@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import cocotb
-from cocotb.triggers import FallingEdge, Lock, RisingEdge
+from cocotb.triggers import Event, FallingEdge, Lock, RisingEdge
 
 # PPROT encodings (APB5): bit 0 privileged, bit 1 non-secure, bit 2 instruction.
 PROT_SECURE_PRIV = 0b001
@@ -263,7 +263,12 @@ class ApbMonitor:
     """Passive APB5 monitor and protocol checker (binds by TRM names, drives nothing).
 
     Every CLK cycle it samples the pins at the falling edge (the values the next rising edge
-    will see); an edge counts for APB only when PCLKEN was high (TRM 5.9). It rebuilds each
+    will see); an edge counts for APB only when PCLKEN was high (TRM 5.9). While the bus is
+    idle (no transfer in flight, PSEL low, PCLKEN high) it does not sample every edge: it
+    sleeps until PSEL, PENABLE, PSLVERR, PCLKEN or the reset pin changes and samples again at
+    the next falling edge. Samples of unchanged pins in that state give no new record (see
+    ``_quiet``), so the checks and transfers are those of sampling every edge; with PCLKEN
+    low it samples every edge (``sleep_when_idle = False``: always). It rebuilds each
     completed transfer -- setup phase (PSEL high, PENABLE low), access phase, wait states
     (qualified access edges with PREADY low) -- as an ``ApbResult`` equal to the one the
     manager that drove it returns, appends it to ``transfers`` and calls every ``listeners``
@@ -345,6 +350,10 @@ class ApbMonitor:
         self.count = 0                   # completed transfers seen
         self._warned: set = set()
         self._task = None
+        self.sleep_when_idle = True      # see the class docstring
+        self._watchers: list = []        # tasks counting changes of the pins _quiet relies on
+        self._changes = 0
+        self._wake = Event()
         self._reset_state()
 
     @classmethod
@@ -369,6 +378,10 @@ class ApbMonitor:
         """Start watching (idempotent); returns the task."""
         if self._task is None or self._task.done():
             self._reset_state()
+            self._stop_watchers()
+            self._watchers = [cocotb.start_soon(self._watch(h))
+                              for h in (self.psel, self.penable, self.pslverr, self.pclken,
+                                        self.reset) if h is not None]
             self._task = cocotb.start_soon(self._run())
         return self._task
 
@@ -376,6 +389,13 @@ class ApbMonitor:
         if self._task is not None and not self._task.done():
             self._task.cancel()
         self._task = None
+        self._stop_watchers()
+
+    def _stop_watchers(self) -> None:
+        for t in self._watchers:
+            if not t.done():
+                t.cancel()
+        self._watchers = []
 
     @property
     def idle(self) -> bool:
@@ -456,9 +476,31 @@ class ApbMonitor:
                 _raw(self.prdata))
 
     async def _run(self) -> None:
+        fall = FallingEdge(self.clock)
         while True:
-            await FallingEdge(self.clock)
+            await fall
+            seen = self._changes
             self._sample()
+            if self.sleep_when_idle and self._quiet():
+                self._wake.clear()
+                if self._changes == seen:
+                    await self._wake.wait()
+
+    async def _watch(self, handle) -> None:
+        while True:
+            await handle.value_change
+            self._changes += 1
+            self._wake.set()
+
+    def _quiet(self) -> bool:
+        """No transfer in flight, PSEL low and PCLKEN high: until PSEL, PENABLE, PSLVERR,
+        PCLKEN or the reset pin changes, every further sample reads the same values on these
+        pins and can only repeat what this one found (the level checks - X/Z on PSEL or
+        PCLKEN, PENABLE without PSEL, PSLVERR outside completion - report once per
+        appearance; PREADY and PRDATA are not read on an idle edge with PCLKEN high, and the
+        pclken-hold check starts at a sample with PCLKEN low)."""
+        return (self._state == "idle" and _read(self.psel) == 0
+                and (self.pclken is None or _read(self.pclken) == 1))
 
     def _sample(self) -> None:
         if self.reset is not None and _read(self.reset) != self._reset_inactive:

@@ -7,7 +7,10 @@
   back to back with PSEL held high, which the manager never does;
 * the checker has teeth: deliberately bad manager sequences driven on the pins, and (DUT=tlm)
   completer faults through the adapter's test-only ``apb_fault`` hook, are each reported
-  under their rule; the test then takes those records so ``env.finish()`` passes.
+  under their rule; the test then takes those records so ``env.finish()`` passes;
+* the monitor's sleep while the bus is idle loses nothing: in these tests two more monitors
+  watch the same pins, one sampling every edge and one sleeping when idle (``Twins``), and
+  must end with identical transfers, errors and warnings.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 from cocotb.types import LogicArray
 
-from tb.apb import PROT_NONSECURE_PRIV, PROT_SECURE_PRIV, PROT_SECURE_USER
+from tb.apb import PROT_NONSECURE_PRIV, PROT_SECURE_PRIV, PROT_SECURE_USER, ApbMonitor
 from tb.env import Env
 from tb.tests.common import DUT, OFF, TIMEOUT, seeded_rng, skip_now
 from tlm import registers as R
@@ -93,6 +96,39 @@ class PinDriver:
         return out
 
 
+class Twins:
+    """Two more monitors on the bench's APB pins, one sampling every edge
+    (``sleep_when_idle = False``) and one sleeping while the bus is idle (the default). The
+    test never takes records from them, so at its end they must hold the same transfers,
+    errors and warnings: the idle sleep loses no check and no transfer."""
+
+    def __init__(self, env: Env):
+        self.every, self.sleepy = (
+            ApbMonitor.from_entity(env.dut, env.clock, pinmap=env.pinmap, max_records=100_000,
+                                   max_wait_states=env.apb_monitor.max_wait_states,
+                                   name=f"apb_twin_{n}") for n in ("every", "sleepy"))
+        self.every.sleep_when_idle = False
+        for m in (self.every, self.sleepy):
+            m.start()
+
+    def set_max_wait_states(self, n: "int | None") -> None:
+        self.every.max_wait_states = self.sleepy.max_wait_states = n
+
+    def check(self) -> None:
+        def rec(vs):
+            return [(v.time_ns, v.rule, v.message) for v in vs]
+        a, b = self.every, self.sleepy
+        assert a.count == b.count and list(a.transfers) == list(b.transfers), \
+            f"transfers: every edge {a.count}, sleeping {b.count}"
+        for what in ("errors", "warnings"):
+            ra, rb = rec(getattr(a, what)), rec(getattr(b, what))
+            assert ra == rb, (f"{what} differ (every edge / sleeping when idle): "
+                              f"{[x for x in ra if x not in rb][:2]} / {[x for x in rb if x not in ra][:2]}")
+        for m in (a, b):
+            m.stop()
+        cocotb.log.info("twin monitors agree: %s", b.summary())
+
+
 def _rules(mon) -> set[str]:
     return {v.rule for v in mon.errors}
 
@@ -107,6 +143,7 @@ async def test_monitor_matches_manager(dut):
     await env.start()
     mon = env.apb_monitor
     assert mon is not None, "Env builds the monitor by default"
+    twins = Twins(env)
     patterns = [None, [1, 0], [0, 0, 1], [1, 1, 0, 1, 0, 0, 0],
                 [rng.choice((0, 1, 1)) for _ in range(rng.randint(3, 11))] + [1]]
     prots = (PROT_SECURE_PRIV, PROT_SECURE_PRIV, PROT_SECURE_USER, PROT_NONSECURE_PRIV, 0b101)
@@ -136,6 +173,7 @@ async def test_monitor_matches_manager(dut):
     if env.tlm is not None:
         assert waits > 0, "the adapter inserted no wait states"
     assert not mon.errors, f"protocol errors on legal traffic: {mon.errors[:3]}"
+    twins.check()
     env.finish()
 
 
@@ -147,6 +185,7 @@ async def test_monitor_feeds_scoreboard(dut):
     env = Env(dut, apb_source="monitor", apb_wait_states=lambda: rng.choice((0, 1, 3)))
     await env.start()
     mon, sb = env.apb_monitor, env.scoreboard
+    twins = Twins(env)
     drv = PinDriver(env)
     env.set_pclken([1, 1, 0, 1, 0])
     values = {BASEP_LO(n): rng.getrandbits(32) for n in range(8)}
@@ -167,6 +206,7 @@ async def test_monitor_feeds_scoreboard(dut):
     if env._scoreboard_on:                # DUT=rtl: the reference model checked every one
         assert sb.checked - checked0 >= len(seq), (sb.checked, checked0)
     assert not mon.errors, mon.errors[:3]
+    twins.check()
     env.finish()
 
 
@@ -177,6 +217,7 @@ async def test_checker_catches_bad_manager(dut):
     env = Env(dut)
     await env.start()
     mon = env.apb_monitor
+    twins = Twins(env)
     drv = PinDriver(env)
     await drv.idle(2)
     assert not mon.errors
@@ -281,6 +322,7 @@ async def test_checker_catches_bad_manager(dut):
         mon.take("unstable")
         await expect("x-control", "X on PADDR in the setup phase")
     assert not mon.errors
+    twins.check()
     env.finish()
 
 
@@ -295,6 +337,7 @@ async def test_checker_catches_bad_completer(dut):
     env = Env(dut)
     await env.start()
     mon, tlm = env.apb_monitor, env.tlm
+    twins = Twins(env)
 
     # 1. PSLVERR left high after a completion: a warning only (APB recommends low)
     tlm.apb_fault = lambda pins, phase: (setattr(pins.pslverr, "value", 1)
@@ -353,10 +396,12 @@ async def test_checker_catches_bad_completer(dut):
 
     # 5. PREADY later than the bound
     mon.max_wait_states = 3
+    twins.set_max_wait_states(3)
     tlm.wait_states = lambda: 6
     r = await env.read(ID)
     tlm.wait_states = lambda: 0
     mon.max_wait_states = env.apb.timeout_cycles
+    twins.set_max_wait_states(env.apb.timeout_cycles)
     assert r.wait_states >= 6 and mon.transfers[-1] == r
     found = mon.take("pready-timeout")
     assert len(found) == 1, found
@@ -364,4 +409,5 @@ async def test_checker_catches_bad_completer(dut):
     assert not mon.errors, mon.errors[:3]
     r = await env.read(ID)
     assert (r.data, r.slverr) == (ID_RESET, False) and mon.transfers[-1] == r
+    twins.check()
     env.finish()
