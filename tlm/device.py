@@ -58,8 +58,21 @@ from .pmu import Pmu, beats
 # are shared, never modified).  Bounded: cleared when full.
 _DECODE_CACHE = Memo(1 << 14)
 # Runs of NPU_SET commands in a fetch buffer: (buffer bytes, index) -> (register values,
-# bytes, commands) (see Device._peek_run; a pure function of the bytes).  Cleared when full.
+# bytes, commands) (see Device._peek_run; a pure function of the bytes).
 _SET_RUNS = Memo(1 << 14)
+
+
+def _decoded_at(data: bytes, i: int) -> "isa.Decoded | bool | None":
+    """The command at byte i of a fetch buffer if it was decoded before (its _DECODE_CACHE
+    entry); None if not; False if its words are not all in the buffer."""
+    if i < 0 or i + 4 > len(data):
+        return False
+    w0 = int.from_bytes(data[i:i + 4], "little")
+    if not isa.is_cmd1_header(w0):
+        return _DECODE_CACHE.get(w0)
+    if i + 8 > len(data):
+        return False
+    return _DECODE_CACHE.get((w0, int.from_bytes(data[i + 4:i + 8], "little")))
 
 KERNEL_OP_NAMES = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE",
                    "NPU_OP_RESIZE")
@@ -889,15 +902,8 @@ class Device:
             return None
         lo, data, qbase = buf
         off = self.qread
-        i = ((qbase + off) & ADDR_MASK) - lo
-        if i < 0 or i + 8 > len(data):
-            return None
-        w0 = int.from_bytes(data[i:i + 4], "little")
-        if isa.is_cmd1_header(w0):
-            d = _DECODE_CACHE.get((w0, int.from_bytes(data[i + 4:i + 8], "little")))
-        else:
-            d = _DECODE_CACHE.get(w0)
-        if d is None or d.cmd.is_op or off + d.size > (self.qsize & ~3):
+        d = _decoded_at(data, ((qbase + off) & ADDR_MASK) - lo)
+        if not d or d.cmd.is_op or off + d.size > (self.qsize & ~3):
             return None                            # (past QSIZE: end of stream or truncated)
         return d
 
@@ -909,22 +915,15 @@ class Device:
         i = ((qbase + self.qread) & ADDR_MASK) - lo
         run = _SET_RUNS.get((data, i))
         if run is None:
-            values, j, n, d = {}, i, 0, None
-            while j + 4 <= len(data):
-                w0 = int.from_bytes(data[j:j + 4], "little")
-                if isa.is_cmd1_header(w0):
-                    if j + 8 > len(data):
-                        break
-                    d = _DECODE_CACHE.get((w0, int.from_bytes(data[j + 4:j + 8], "little")))
-                else:
-                    d = _DECODE_CACHE.get(w0)
-                if d is None or d.cmd.is_op:
-                    break
+            values, j, n = {}, i, 0
+            d = _decoded_at(data, j)
+            while d and not d.cmd.is_op:
                 values[d.cmd.name] = isa.register_value(d)
                 j += d.size
                 n += 1
+                d = _decoded_at(data, j)
             run = (values, j - i, n)
-            if d is not None:                         # complete (not cut by a decode-cache miss)
+            if d is not None:                  # complete: an op or the buffer's end (no cache miss)
                 _SET_RUNS.put((data, i), run)
         if self.qread + run[1] > (self.qsize & ~3):
             return None

