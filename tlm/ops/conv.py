@@ -631,7 +631,12 @@ def op_conv(snapshot, dataport, device) -> None:
     # b8/b16 IFM values (zero point subtracted) are exact in float32: read straight into it
     xp = ctx.read_ifm_padded(dtype=np.float32)
     acc0 = ctx.initial_acc(0) if g.acc_input != 0 else None   # reset: 0 (not materialised)
-    s, bound = conv_acc(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w)
+    # the IFM's domain bound saves two passes over the data when it already allows one float32
+    # product; otherwise the data's own maximum may allow a cheaper plan than the domain's
+    amax = _ifm_domain_bound(ctx)
+    if amax is not None and amax * _wmax(w) * g.kh * g.kw * g.ifm_d >= _F32_EXACT:
+        amax = None
+    s, bound = conv_acc(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w, amax=amax)
     _count(device, g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw * g.ifm_d)
     _finish(ctx, g, s, bound, acc0)
 
