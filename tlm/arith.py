@@ -254,6 +254,20 @@ def _round_term(neg, s1u, mode: int, dbl_rnd: int):
     return np.asarray(R, dtype=np.uint64)
 
 
+def round_terms(shift, mode: int, dbl_rnd: int):
+    """The rounding terms (R for a >= 0, R for a < 0) of rounded_shift_right per shift, as
+    uint64 arrays (0 where the shift is 0: no rounding)."""
+    s = np.asarray(shift)
+    s1u = np.maximum(s, 1).astype(np.uint64)
+    rp = _round_term(False, s1u, mode, dbl_rnd)
+    rn = _round_term(True, s1u, mode, dbl_rnd)
+    zero = s == 0
+    if zero.any():
+        rp = np.where(zero, _U64(0), rp)
+        rn = np.where(zero, _U64(0), rn)
+    return rp, rn
+
+
 def _check_rsr_args(shift, mode, dbl_rnd, check):
     _unpred(0 <= int(dbl_rnd) <= 30, f"rounded_shift_right: dbl_rnd {dbl_rnd} outside 0..30")
     if check:
@@ -275,13 +289,7 @@ def _rsr_int64(a: np.ndarray, s: np.ndarray, mode: int, dbl_rnd: int, amax: "int
     bound of a.max() if the caller knows one; ``inplace``: a may be overwritten."""
     if a.size == 0 or (a.ndim == 0 and s.ndim == 0):
         return None
-    s1u = np.maximum(s, 1).astype(np.uint64)
-    rp = _round_term(False, s1u, mode, dbl_rnd)
-    rn = _round_term(True, s1u, mode, dbl_rnd)
-    zero = s == 0
-    if zero.any():
-        rp = np.where(zero, _U64(0), rp)
-        rn = np.where(zero, _U64(0), rn)
+    rp, rn = round_terms(s, mode, dbl_rnd)
     rmax = max(int(rp.max()), int(rn.max())) if rp.size else 0
     if amax is None:
         amax = int(a.max())
@@ -417,13 +425,7 @@ def _rescale_blocked(a, sc, s, mode: int, dbl_rnd: int, pmax: int):
     c = a.shape[-1]
     if sc.size not in (1, c) or s.size not in (1, c) or not a.flags.c_contiguous:
         return None
-    s1u = np.maximum(s, 1).astype(np.uint64)
-    rp = _round_term(False, s1u, mode, dbl_rnd)
-    rn = _round_term(True, s1u, mode, dbl_rnd)
-    zero = s == 0
-    if zero.any():
-        rp = np.where(zero, _U64(0), rp)
-        rn = np.where(zero, _U64(0), rn)
+    rp, rn = round_terms(s, mode, dbl_rnd)
     if pmax + max(int(rp.max()), int(rn.max())) >= (1 << 63):
         return None
     rp = rp.astype(np.int64)

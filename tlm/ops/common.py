@@ -248,7 +248,7 @@ _clip = getattr(getattr(np, "_core", None) or getattr(np, "core", None), "umath"
 class _EpilogueConsts:
     """Per (scale/bias stream, depth, round mode, dbl_rnd, accumulator width) constants of
     the fused epilogue: the per-channel bias/scale/shift, the rounding terms R for a
-    non-negative and a negative product (arith._round_term), and their bounds."""
+    non-negative and a negative product (arith.round_terms), and their bounds."""
     __slots__ = ("bias", "scale", "shift", "rp", "diff", "bmax", "smax", "rmax", "bits", "rtot", "shmax", "qmax",
                  "rqmax")
 
@@ -257,13 +257,7 @@ class _EpilogueConsts:
         self.bias = np.ascontiguousarray(sc.bias[:d])
         self.scale = np.ascontiguousarray(sc.scale[:d])
         self.shift = np.ascontiguousarray(sc.shift[:d])
-        s1u = np.maximum(self.shift, 1).astype(np.uint64)
-        rp = arith._round_term(False, s1u, mode, dbl)
-        rn = arith._round_term(True, s1u, mode, dbl)
-        zero = self.shift == 0
-        if zero.any():
-            rp = np.where(zero, np.uint64(0), rp)
-            rn = np.where(zero, np.uint64(0), rn)
+        rp, rn = arith.round_terms(self.shift, mode, dbl)
         self.rmax = max(int(rp.max()), int(rn.max())) if d else 0
         self.rp = rp.astype(np.int64)
         rn = rn.astype(np.int64)
