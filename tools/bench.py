@@ -77,7 +77,6 @@ np = None  # numpy is imported by main() after the BLAS thread count is set (see
 
 DEFAULT_MODEL = "mobilenet_v2_0p5_224"
 DEFAULT_SIM_NET = "avgpool_5x5_s1_same_relu6"
-DEFAULT_SIMS = ("verilator", "icarus")
 DEFAULT_CONFIG = "ethos-u85-256"
 
 
@@ -502,11 +501,11 @@ def _run_json(cmd: list, out: Path, env_extra: dict, timeout: int) -> "tuple[dic
 def sim_section(args) -> int:
     """Section 7 of the module docstring. Returns 0, or 1 if a run failed."""
     import nets
-    from tb.simtools import sim_problem
-    sims = [s.strip() for s in args.sims.split(",") if s.strip()]
-    bad = [s for s in sims if s not in DEFAULT_SIMS]
+    from tb.simtools import SIMS, sim_problem
+    sims = [s.strip() for s in args.sims.split(",") if s.strip()] if args.sims else list(SIMS)
+    bad = [s for s in sims if s not in SIMS]
     if bad:
-        raise BenchError(f"bench: unknown simulator(s) {bad} (verilator, icarus)")
+        raise BenchError(f"bench: unknown simulator(s) {bad} ({', '.join(SIMS)})")
     try:
         npz = Path(nets.compiled(args.sim_net, "ethos-u85-256", "default", "raw"))
     except Exception as e:  # noqa: BLE001 - vela failure, one line
@@ -575,8 +574,8 @@ def main(argv=None) -> int:
     sim.add_argument("--no-sim", action="store_true",
                      help="skip the bench-throughput section (cocotb bench vs bare AXI loopback)")
     sim.add_argument("--sim-only", action="store_true", help="run only the bench-throughput section")
-    ap.add_argument("--sims", default=",".join(DEFAULT_SIMS),
-                    help="simulators of the throughput section (default verilator,icarus)")
+    ap.add_argument("--sims", default="",
+                    help="simulators of the throughput section, comma-separated (default: all, tb.simtools.SIMS)")
     ap.add_argument("--sim-net", default=DEFAULT_SIM_NET,
                     help=f"catalog network of the throughput section (default {DEFAULT_SIM_NET})")
     ap.add_argument("--sim-dut", default="rtl", choices=("rtl", "tlm"),
