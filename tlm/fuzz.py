@@ -1721,7 +1721,8 @@ class _Runner:
             self.res.violation(f"RESET changed {where}: {d.reset_word:#x}, expected {self.reset_word:#x}")
             self.reset_word = d.reset_word
         if not d.in_reset:                    # the registers as software sees them (reads give 0 in reset)
-            for off, name, want in ((PROT, "PROT", self.prot[0] | self.prot[1] << 1), (RESET, "RESET", self.reset_word)):
+            prot = self.prot[0] | self.prot[1] << 1
+            for off, name, want in ((PROT, "PROT", prot), (RESET, "RESET", self.reset_word)):
                 data, err = self.call("Device.apb_read", d.apb_read, off, SP)
                 if err or data != want:
                     self.res.violation(f"APB read of {name} {where} gave {data:#x} (PSLVERR={err}), expected {want:#x}")
