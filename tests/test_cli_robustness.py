@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import zipfile
@@ -111,14 +110,25 @@ def _evil_pickle(p: Path):
     copy_model(p, input_quantization=np.array([Path("/etc/passwd")], dtype=object))
 
 
+def _needs(module: str):
+    """Import a test-flow dependency (pyproject [test]): skip locally without it, fail under CI."""
+    import importlib
+
+    from conftest import tool_missing
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        tool_missing(f"{module} ({e})")
+
+
 def _nonvela_tflite(p: Path):
-    nets = pytest.importorskip("nets")
-    pytest.importorskip("flatbuffers")
+    nets = _needs("nets")
+    _needs("flatbuffers")
     p.write_bytes(nets.build("add_8x8x16"))
 
 
 def _vela_tflite_cut(p: Path):
-    pytest.importorskip("ethosu.vela")
+    _needs("ethosu.vela")
     import nets
 
     data = nets.compiled("add_8x8x16", "ethos-u85-256", output_format="tflite").read_bytes()
@@ -235,8 +245,8 @@ def _mutants(data: bytes, n: int, seed: int):
 
 
 def _real_models():
-    """(label, bytes, suffix) of real Vela outputs, when the Vela compile cache is usable."""
-    pytest.importorskip("ethosu.vela")
+    """(label, bytes, suffix) of real Vela outputs (tinynet)."""
+    _needs("ethosu.vela")
     import nets
 
     out = []
@@ -257,8 +267,9 @@ def _escape(argv) -> "str | None":
     return None
 
 
-def _mutation_run(capsys, argvs):
-    escaped = []
+def _mutation_run(capsys, argvs) -> int:
+    """Runs every argv; returns how many succeeded (empty stderr)."""
+    escaped, ok = [], 0
     for argv in argvs:
         esc = _escape(argv)
         out, err = capsys.readouterr()
@@ -268,7 +279,9 @@ def _mutation_run(capsys, argvs):
         lines = err.splitlines()
         assert "Traceback" not in out + err
         assert err == "" or (len(lines) == 1 and lines[0].startswith(PREFIX)), f"{argv}: {err!r}"
+        ok += err == ""
     assert not escaped, "exceptions escaped cli.main:\n" + "\n".join(escaped[:10])
+    return ok
 
 
 def test_disasm_mutated_vela_outputs(tmp_path, capsys):
@@ -281,6 +294,41 @@ def test_disasm_mutated_vela_outputs(tmp_path, capsys):
             path.write_bytes(blob)
             argvs.append(["disasm", path])
     _mutation_run(capsys, argvs)
+
+
+def test_run_mutated_vela_outputs(tmp_path, capsys):
+    """The same byte mutants given to `run` (with an input of the unmutated model's shape and
+    a bounded budget): it succeeds or prints one error line; never a traceback."""
+    from tlm.vela import load
+
+    argvs = []
+    for fmt, data, suffix in _real_models():
+        good = tmp_path / f"good{suffix}"
+        good.write_bytes(data)
+        t = load(good).inputs[0]
+        x = tmp_path / f"in_{fmt}.npy"
+        np.save(x, np.random.default_rng(7).integers(-128, 128, t.shape).astype(t.dtype))
+        rng = np.random.default_rng(505)
+        for i, blob in enumerate(_mutants(data, 30, seed=303 if fmt == "raw" else 404)):
+            path = tmp_path / f"r{fmt}{i}{suffix}"
+            if fmt == "raw":                # the zip would not load: mutate the stream / weights inside it
+                with np.load(good, allow_pickle=True) as z:
+                    arrays = {k: z[k] for k in z.files}
+                if i % 3:                   # bit flips in the command words (length kept: whole words)
+                    b = bytearray(arrays["cmd_data"].item())
+                    for _ in range(int(rng.integers(1, 5))):
+                        b[int(rng.integers(16, len(b)))] ^= 1 << int(rng.integers(8))
+                    arrays["cmd_data"] = np.array(bytes(b))
+                else:
+                    arrays["weight_data"] = np.array(next(_mutants(arrays["weight_data"].item(), 1,
+                                                                   seed=int(rng.integers(1 << 30)))))
+                with open(path, "wb") as f:
+                    np.savez(f, **arrays)
+            else:
+                path.write_bytes(blob)
+            argvs.append(["run", path, "--input", x, "--output", tmp_path / "o.npz", "--max-steps", "20000",
+                          "--max-work", str(1 << 22)])
+    assert _mutation_run(capsys, argvs) >= 5            # some mutants run to the end
 
 
 @pytest.mark.parametrize("sub", _subs())
@@ -449,7 +497,7 @@ def test_run_faulting_stream_one_error_line(tmp_path, capsys, stream, what):
 
 
 def test_run_op_index_out_of_range(tmp_path, capsys):
-    pytest.importorskip("ethosu.vela")
+    _needs("ethosu.vela")
     import nets
 
     model = nets.compiled("add_8x8x16", "ethos-u85-256", output_format="tflite")
@@ -459,19 +507,28 @@ def test_run_op_index_out_of_range(tmp_path, capsys):
 
 
 # ============================================================================================
-# Usage errors (argparse): usage text, then one 'npu-tlm: error:' line, exit status 2
+# Usage errors (argparse): one 'npu-tlm: error:' line that points to --help, exit status 2
 # ============================================================================================
 @pytest.mark.parametrize("argv", [[], ["frobnicate"], ["disasm"], ["disasm", "x.bin", "--op-index", "abc"],
                                   ["run", "x_vela.npz"],
                                   ["run", "x_vela.npz", "--output"]])
 def test_usage_errors(capsys, argv):
-    """argparse's convention: usage text, then 'npu-tlm[ SUBCOMMAND]: error: ...', exit 2.
-    (A subcommand's usage error names the subcommand: 'npu-tlm run: error: ...'.)"""
+    """No usage text: one line 'npu-tlm: error: [SUBCOMMAND: ]... (see 'npu-tlm[ SUBCOMMAND] --help')',
+    exit status 2."""
     rc, out, err = invoke(capsys, *argv)
-    lines = err.splitlines()
-    assert rc == 2 and lines and lines[0].startswith("usage: npu-tlm")
-    assert re.match(r"npu-tlm( [a-z]+)?: error: ", lines[-1]), lines[-1]
-    assert "Traceback" not in err + out and out == ""
+    assert rc == 2 and out == "" and "Traceback" not in err
+    assert_one_error(rc, out, err)
+    sub = argv[0] if argv and argv[0] in SUBCOMMANDS else ""
+    assert err.startswith(PREFIX + (f"{sub}: " if sub else "")), err
+    assert err.rstrip().endswith(f"(see 'npu-tlm{' ' + sub if sub else ''} --help')"), err
+
+
+def test_script_usage_error_is_one_line():
+    r = subprocess.run([sys.executable, "-m", "tlm.cli", "run", "x_vela.npz"], capture_output=True, text=True,
+                       timeout=60, cwd=Path(cli.__file__).parents[1])       # this checkout's tlm
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == ("npu-tlm: error: run: the following arguments are required: --output "
+                        "(see 'npu-tlm run --help')\n"), r.stderr
 
 
 # ============================================================================================

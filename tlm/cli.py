@@ -3,7 +3,8 @@
 Subcommands register themselves in `SUBCOMMANDS` as (add_parser, handler) pairs; a handler
 takes the parsed arguments and returns the exit status. Expected failures (bad files, bad
 streams) are raised as `CliError`, `VelaFormatError` or `IsaError` and become one line
-`npu-tlm: error: ...` on stderr with exit status 1, never a traceback.
+`npu-tlm: error: ...` on stderr with exit status 1, never a traceback; a usage error is one
+such line too, with exit status 2.
 """
 from __future__ import annotations
 
@@ -149,8 +150,17 @@ SUBCOMMANDS: list[tuple[Callable, Callable[[argparse.Namespace], int]]] = [
 ]
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line, `npu-tlm: error: [SUBCOMMAND: ]...` with a pointer to
+    --help (exit status 2), instead of argparse's usage text plus the error."""
+
+    def error(self, message: str):
+        sub = self.prog[len(PROG):].strip()
+        self.exit(2, f"{PROG}: error: {sub + ': ' if sub else ''}{message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Arm Ethos-U85 transaction-level model")
+    parser = _Parser(prog=PROG, description="Arm Ethos-U85 transaction-level model")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add, handler in SUBCOMMANDS:
         add(sub).set_defaults(handler=handler)

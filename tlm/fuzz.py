@@ -76,13 +76,15 @@ Invariants (checked on every case; a failure is a *violation*)
   addresses the TRM DMA pseudocode gives (independent oracle, which also checks the
   rd_mem2mem and rd_mem2mem_idx addresses, each channel's transactions as contiguous runs
   in their order, not interleaved with the other channels': the model may batch all line
-  reads before all line writes; a failed DMA produces a prefix, a DMA cut by the model's
-  budget moves nothing); wr_ofm only inside a kernel operation whose OFM
+  reads before all line writes; a failed DMA produces a prefix; a transfer of more than
+  ORACLE_MAX_LINES lines is only bounded: its writes lie inside the box of its destination
+  lines; a DMA cut by the model's budget moves nothing); wr_ofm only inside a kernel operation whose OFM
   storage is tile2x2/tile3x1, inside the window spanned by OFM_BASE0..3 + BASEP[OFM_REGION]
   and the OFM dimensions/strides. Control operations (STOP, IRQ, waits, PMU_MASK, BRANCH)
   and NPU_SET commands make no data transactions. So the command stream and every region
   no executed operation names as a write destination stay unchanged.
-* RESET and PROT change only through permitted APB RESET writes (PROT at the end of the
+* RESET and PROT (the device's state and their APB read-back, outside a reset sequence)
+  change only through permitted APB RESET writes (PROT at the end of the
   reset sequence: CPL = min(PPROT[0], pending_CPL), CSL = pending_CSL | PPROT[1]); a
   non-permitted, unaligned or sub-word APB access answers PSLVERR; APB never raises.
 * After the case: ID reads over APB, a RESET write enters reset_status=1, STATUS polling
@@ -99,6 +101,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 import zlib
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -196,7 +199,7 @@ class CorpusEntry:
 def corpus() -> tuple:
     """The Vela streams of CORPUS_SPEC (compiled or taken from the tests/nets cache). Empty
     when neither tests/nets nor a cache is available: the 'vela' generator then falls back
-    to 'isa'."""
+    to 'isa', the report says EMPTY, and under CI (CI=true) `main` refuses to run."""
     from .vela import load
 
     paths = []
@@ -1057,36 +1060,61 @@ def _s40(v: int) -> int:
     return v - TOP if v >> 39 else v
 
 
+def _dma_params(snap, basep) -> "types.SimpleNamespace | None":
+    """The NPU_OP_DMA_START registers the oracles use (lines per mode resolved, strides as
+    signed 40-bit values); None when the transfer is UNPREDICTABLE (nothing may move)."""
+    F = snap.field
+    p = types.SimpleNamespace(
+        src_region=F("NPU_SET_DMA0_SRC_REGION", "region"), src_mode=F("NPU_SET_DMA0_SRC_REGION", "region_mode"),
+        stride_mode=F("NPU_SET_DMA0_SRC_REGION", "stride_mode"), src_idx=F("NPU_SET_DMA0_SRC_REGION", "idx_mode"),
+        dst_region=F("NPU_SET_DMA0_DST_REGION", "region"),
+        internal=F("NPU_SET_DMA0_DST_REGION", "region_mode") == 1, dst_idx=F("NPU_SET_DMA0_DST_REGION", "idx_mode"),
+        length=F("NPU_SET_DMA0_LEN", "addr") & ADDR_MASK,
+        width=F("NPU_SET_DMA0_SIZE0", "size"), height=F("NPU_SET_DMA0_SIZE1", "size"),
+        src_p=F("NPU_SET_DMA0_SRC", "addr") & ADDR_MASK, dst_p=F("NPU_SET_DMA0_DST", "addr") & ADDR_MASK,
+        idx_p=F("NPU_SET_DMA0_IDX", "addr") & ADDR_MASK,
+        idx_region=F("NPU_SET_DMA0_IDX_REGION", "region"), idx_max=F("NPU_SET_DMA0_IDX_MAX", "idx_max"),
+        s0=_s40(F("NPU_SET_DMA0_SRC_STRIDE0", "addr")), s1=_s40(F("NPU_SET_DMA0_SRC_STRIDE1", "addr")),
+        d0=_s40(F("NPU_SET_DMA0_DST_STRIDE0", "addr")), d1=_s40(F("NPU_SET_DMA0_DST_STRIDE1", "addr")),
+        skip1=_s40(F("NPU_SET_DMA0_IDX_SKIP1", "addr")))
+    if p.src_mode != 0 or (p.src_idx and p.dst_idx) or p.stride_mode not in (0, 1, 2) \
+            or (p.internal and (p.dst_p & 15 or p.length & 15)):
+        return None
+    if p.stride_mode == 0:
+        p.width = 1
+    if p.stride_mode != 2:
+        p.height = 1
+    return p
+
+
+def dma_write_box(snap, basep) -> "tuple | None":
+    """[lo, hi) (lo < 2**40, unwrapped hi) that bounds every wr_mem2mem byte of the DMA
+    (BASEP[DST_REGION] + DST plus every line's destination offset, indexed lines up to
+    IDX_MAX), for a transfer too large for `dma_oracle`; None: no write may be made (LUT
+    destination or UNPREDICTABLE)."""
+    p = _dma_params(snap, basep)
+    if p is None or p.internal:
+        return None
+    xs = max(p.width - 1, p.idx_max if p.dst_idx else 0) * p.d0
+    ys = (p.height - 1) * p.d1
+    lo = basep[p.dst_region] + p.dst_p + min(0, xs) + min(0, ys)
+    return lo & ADDR_MASK, (lo & ADDR_MASK) + abs(xs) + abs(ys) + p.length
+
+
 def dma_oracle(snap, basep) -> "tuple | None":
     """Independent NPU_OP_DMA_START address generator (TRM 3.10.4 as in the digest 4.7, E-18
     resolved per slice). Returns a generator function of the index values, or None when
-    the transfer is too large to enumerate. The function returns (src reads, dst writes,
-    idx reads, complete) as lists of (addr, length)."""
-    F = snap.field
-    src_region = F("NPU_SET_DMA0_SRC_REGION", "region")
-    src_mode = F("NPU_SET_DMA0_SRC_REGION", "region_mode")
-    stride_mode = F("NPU_SET_DMA0_SRC_REGION", "stride_mode")
-    src_idx = F("NPU_SET_DMA0_SRC_REGION", "idx_mode")
-    dst_region = F("NPU_SET_DMA0_DST_REGION", "region")
-    internal = F("NPU_SET_DMA0_DST_REGION", "region_mode") == 1
-    dst_idx = F("NPU_SET_DMA0_DST_REGION", "idx_mode")
-    length = F("NPU_SET_DMA0_LEN", "addr") & ADDR_MASK
-    width, height = F("NPU_SET_DMA0_SIZE0", "size"), F("NPU_SET_DMA0_SIZE1", "size")
-    src_p, dst_p = F("NPU_SET_DMA0_SRC", "addr") & ADDR_MASK, F("NPU_SET_DMA0_DST", "addr") & ADDR_MASK
-    idx_p = F("NPU_SET_DMA0_IDX", "addr") & ADDR_MASK
-    idx_region, idx_max = F("NPU_SET_DMA0_IDX_REGION", "region"), F("NPU_SET_DMA0_IDX_MAX", "idx_max")
-    s0, s1 = _s40(F("NPU_SET_DMA0_SRC_STRIDE0", "addr")), _s40(F("NPU_SET_DMA0_SRC_STRIDE1", "addr"))
-    d0, d1 = _s40(F("NPU_SET_DMA0_DST_STRIDE0", "addr")), _s40(F("NPU_SET_DMA0_DST_STRIDE1", "addr"))
-    skip1 = _s40(F("NPU_SET_DMA0_IDX_SKIP1", "addr"))
-    if src_mode != 0 or (src_idx and dst_idx) or stride_mode not in (0, 1, 2) \
-            or (internal and (dst_p & 15 or length & 15)):
+    the transfer is too large to enumerate (`dma_write_box` then bounds its writes). The
+    function returns (src reads, dst writes, idx reads, complete) as lists of (addr, length)."""
+    p = _dma_params(snap, basep)
+    if p is None:
         return lambda idx_values: ([], [], [], True)          # UNPREDICTABLE: nothing may move
-    if stride_mode == 0:
-        width = 1
-    if stride_mode != 2:
-        height = 1
-    if width * height > ORACLE_MAX_LINES:
+    if p.width * p.height > ORACLE_MAX_LINES:
         return None
+    src_idx, dst_idx, internal, length, idx_max = p.src_idx, p.dst_idx, p.internal, p.length, p.idx_max
+    width, height, s0, s1, d0, d1, skip1 = p.width, p.height, p.s0, p.s1, p.d0, p.d1, p.skip1
+    src_p, dst_p, idx_p = p.src_p, p.dst_p, p.idx_p
+    src_region, dst_region, idx_region = p.src_region, p.dst_region, p.idx_region
     idx_on = bool(src_idx or dst_idx)
     sb, db, ib = basep[src_region], basep[dst_region], basep[idx_region]
 
@@ -1533,17 +1561,18 @@ class _Tracker:
                                             f"({t.channel.name} @{int(np.min(t.addr)):#x})")
 
     def _check_dma(self, op: _Op) -> None:
+        if op.failed == "model_limit" and op.txns:
+            self.once("dma_limit", f"DMA at {op.offset:#x} cut by the model budget moved data first "
+                                   f"({len(op.txns)} transactions)")
         gen = dma_oracle(op.snap, op.basep)
         if gen is None:
-            self.res.events["oracle: DMA too large to enumerate"] += 1
+            self.res.events["oracle: DMA too large to enumerate (writes checked against a bounding box)"] += 1
+            self._check_dma_box(op)
             return
         raw = bytes(op.idx_raw[: len(op.idx_raw) & ~3])
         rd, wr, ix, complete = gen(np.frombuffer(raw, "<i4").tolist())
         got = {ch: _runs(_pieces(op.txns, ch)) for ch in DMA_CHANNELS}
         want = {Channel.rd_mem2mem: _runs(rd), Channel.wr_mem2mem: _runs(wr), Channel.rd_mem2mem_idx: _runs(ix)}
-        if op.failed == "model_limit" and op.txns:
-            self.once("dma_limit", f"DMA at {op.offset:#x} cut by the model budget moved data first "
-                                   f"({len(op.txns)} transactions)")
         for ch in DMA_CHANNELS:
             g, w = got[ch], want[ch]
             ok = g == w if (not op.failed and complete) else _is_prefix(g, w)
@@ -1554,6 +1583,16 @@ class _Tracker:
                 self.once(f"dma_{ch}", f"DMA at {op.offset:#x} ({'failed: ' + op.failed if op.failed else 'completed'})"
                                        f": {ch.name} run {k} is {gi}, TRM pseudocode gives {wi} "
                                        f"({len(g)} vs {len(w)} runs)")
+
+    def _check_dma_box(self, op: _Op) -> None:
+        """A DMA too large for the oracle: its writes lie inside `dma_write_box`."""
+        box = dma_write_box(op.snap, op.basep)
+        for a, n in _pieces(op.txns, Channel.wr_mem2mem):
+            if box is None or not _in_window_v(np.array([a], np.int64), np.array([n], np.int64), box)[0]:
+                where = "none allowed (LUT destination)" if box is None else f"[{box[0]:#x}, {box[1]:#x})"
+                self.once("dma_box", f"DMA at {op.offset:#x} wrote @{a:#x}+{n} outside the destination's bounding "
+                                     f"box (BASEP[DST_REGION] + DST + strides): {where}")
+                return
 
     def _check_kernel(self, op: _Op) -> None:
         win = ofm_window(op.snap, op.basep)
@@ -1681,6 +1720,12 @@ class _Runner:
         if d.reset_word != self.reset_word:
             self.res.violation(f"RESET changed {where}: {d.reset_word:#x}, expected {self.reset_word:#x}")
             self.reset_word = d.reset_word
+        if not d.in_reset:                    # the registers as software sees them (reads give 0 in reset)
+            prot = self.prot[0] | self.prot[1] << 1
+            for off, name, want in ((PROT, "PROT", prot), (RESET, "RESET", self.reset_word)):
+                data, err = self.call("Device.apb_read", d.apb_read, off, SP)
+                if err or data != want:
+                    self.res.violation(f"APB read of {name} {where} gave {data:#x} (PSLVERR={err}), expected {want:#x}")
         q, qs = d.qread, d.qsize
         if qread and not self.q_unpred and (q & 3 or q > qs):
             self.res.violation(f"QREAD {q:#x} not a multiple of 4 or > QSIZE {qs:#x} {where}")
@@ -2077,7 +2122,8 @@ def run(seed: int, cases: int, start: int = 0, jobs: int = 1, cpu_limit: float =
     corpus()
     t0 = time.perf_counter()
     total = Summary(seed)
-    total.notes.append(f"Vela corpus: {corpus_fingerprint()}; kernel ops registered: "
+    total.notes.append(f"Vela corpus: {corpus_fingerprint()}{' (EMPTY: vela cases run isa)' if not corpus() else ''}; "
+                       f"kernel ops registered: "
                        f"{', '.join(sorted(KERNEL_OPS)) or 'none'}")
     if bad:
         total.notes.append("kernel op modules that failed to import: " + "; ".join(bad))
@@ -2192,6 +2238,10 @@ def main(argv: "list[str] | None" = None) -> int:
         res = run_case(case, a.cpu_limit, a.abort_cpu, a.wall_limit)
         print(describe(case, res))
         return 1 if res.violations else 0
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes") and not corpus():
+        print("tlm.fuzz: error: the Vela corpus is empty (ethos-u-vela missing or failing); CI needs the "
+              "'vela' generator", file=sys.stderr)
+        return 2
     print(f"tlm.fuzz: seed {seed}, cases {a.start}..{a.start + a.cases - 1}, {a.jobs} job(s)", flush=True)
     last = [time.perf_counter()]
 

@@ -1,5 +1,6 @@
-"""Hostile input through the pins: AXI error responses, resets in the middle of a job, bad
-QSIZE, the full PROT matrix, APB accesses during the reset sequence.
+"""Hostile input through the pins: AXI error responses (command fetch, kernel operands, DMA
+source/destination/index list), resets in the middle of a job (DMA, command stream, POOL,
+ELEMENTWISE), bad QSIZE, the full PROT matrix, APB accesses during the reset sequence.
 
 Every test runs with the scoreboard's reference TLM (tb/scoreboard.py, for DUT=tlm too):
 APB responses, STATUS at each stop, IRQ edges, AXI attributes and memory are compared with
@@ -19,7 +20,7 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge
 
-from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_WR_M2M, EXT_REGIONS, KERNEL_OPERANDS,
+from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_RD_M2M_IDX, CH_WR_M2M, EXT_REGIONS, KERNEL_OPERANDS,
                              OFF, PROT_SP, REGION_BASE, REGS, RW_REGS, SRAM_REGIONS, ST_RESET,
                              STREAM_ADDR, TIMEOUT, PinMonitor, ResetSync,
                              check_partial_output, check_reset_values, check_sticky_fault,
@@ -226,6 +227,57 @@ async def test_dma_fault(dut, where, iface, resp):
     env.finish()
 
 
+@cocotb.parametrize(iface=named(["sram", "ext"]), resp=RESPS)
+@cocotb.test(**TIMEOUT)
+async def test_dma_index_fault(dut, iface, resp):
+    """Indexed NPU_OP_DMA_START (gather or scatter) whose index list, on the SRAM or EXT
+    port group, gets an error response at a random index word (channel rd_mem2mem_idx): the
+    fault checks of test_fetch_fault; destination rows of indices read before the error may
+    have been written, each with its fault-free value."""
+    rng = seeded_rng()
+    env = await start_env(dut)
+    mon = PinMonitor(env)
+    await program_regions(env, (rng.randrange(3), rng.randrange(3)))
+    idx_r = rng.choice(SRAM_REGIONS if iface == "sram" else EXT_REGIONS)
+    src_r, dst_r = rng.sample([r for r in range(8) if r != idx_r], 2)
+    gather = (resp == "SLVERR") != (iface == "ext")     # each port group: a gather and a scatter
+    idx_max, length = 15, rng.randrange(4, 40)
+    idx = rng.sample(range(-2, idx_max + 4), rng.randrange(6, 18))     # distinct: rows written once
+    ioff, soff, doff = (0x40 * rng.randrange(1, 8) for _ in range(3))
+    ilo = REGION_BASE[idx_r] + ioff
+    image = {ilo: b"".join(i.to_bytes(4, "little", signed=True) for i in idx),
+             REGION_BASE[src_r] + soff: bytes(rng.getrandbits(8) for _ in range(length * max(len(idx), idx_max + 1)))}
+    dlo = REGION_BASE[dst_r] + doff
+    dn = length * max(len(idx), idx_max + 1)
+    image[dlo] = bytes(rng.getrandbits(8) for _ in range(dn))             # old contents
+    words = irq(0x0010) + enc(
+        ("NPU_SET_DMA0_SRC_REGION", dict(region=src_r, stride_mode=1, idx_mode=int(gather))),
+        ("NPU_SET_DMA0_DST_REGION", dict(region=dst_r, idx_mode=int(not gather))),
+        ("NPU_SET_DMA0_IDX_REGION", dict(region=idx_r)), ("NPU_SET_DMA0_IDX", dict(addr=ioff)),
+        ("NPU_SET_DMA0_IDX_MAX", dict(idx_max=idx_max)), ("NPU_SET_DMA0_SRC", dict(addr=soff)),
+        ("NPU_SET_DMA0_DST", dict(addr=doff)), ("NPU_SET_DMA0_LEN", dict(addr=length)),
+        ("NPU_SET_DMA0_SIZE0", dict(size=len(idx))), ("NPU_SET_DMA0_SRC_STRIDE0", dict(addr=length)),
+        ("NPU_SET_DMA0_DST_STRIDE0", dict(addr=length)), "NPU_OP_DMA_START", ("NPU_OP_DMA_WAIT", dict(k=0))) + \
+        irq(0x0020) + stop(0x0040)
+    g = (ilo + 4 * rng.randrange(len(idx))) & ~15
+    dev, ref = tlm_run(words, image)                  # fault-free, and it reads the index at g
+    assert ref.kind.name == "STOP" and not status_fields(ref.status)["bus_status"], ref
+    assert any(t.channel == CH_RD_M2M_IDX and t.addr < g + 16 and t.addr + t.length > g
+               for t in dev.memory.log), f"no index read at 0x{g:x}"
+    correct = dev.memory.read(dlo, dn)
+    for a, d in image.items():
+        env.memory.write(a, d)
+    await env.load_stream(STREAM_ADDR, words)
+    env.axi.inject_fault(g, g + 16, resp, kind="r")
+    tag = f"DMA index read {iface} {resp} ({'gather' if gather else 'scatter'})"
+    status = await run_job_allowing(env, [(dlo, dlo + dn)])
+    assert status_fields(status)["irq_history_mask"] == 0x0010, f"{tag}: STATUS 0x{status:08x}"
+    n = check_partial_output(env, dlo, image[dlo], correct, (), tag)
+    dut._log.info("%s: %d of %d destination bytes written", tag, n, dn)
+    await check_sticky_fault(env, mon, status, 0 if iface == "sram" else 1, CH_RD_M2M_IDX, tag)
+    env.finish()
+
+
 # ====================================================================== 2. soft reset mid-job
 async def start_long_job(env, rng, kind: str, mon: PinMonitor) -> None:
     """Start a long job and return once it is well under way (AXI traffic flowing)."""
@@ -239,14 +291,23 @@ async def start_long_job(env, rng, kind: str, mon: PinMonitor) -> None:
         words = dma_cmds(**p) + stop(0x0001)
         await env.load_stream(STREAM_ADDR, words)
         key, need = "b", 3
-    else:                      # a 6 KB stream of NPU_SET commands
+    elif kind == "stream":     # a 6 KB stream of NPU_SET commands
         words = filler(rng, 1536) + stop(0x0001)
         await env.load_stream(STREAM_ADDR, words)
         key, need = "rlast", 6
+    else:                      # one kernel op (pool, elementwise), its IFM on SRAM (the stream is on EXT)
+        case = kernel_case(kind, rng)
+        while region_interface(case.operands["ifm"][0]) != 0:
+            case = kernel_case(kind, rng)
+        for a, d in case.image.items():
+            env.memory.write(a, d)
+        await env.load_stream(STREAM_ADDR, case.words + stop(0x0001))
+        key, need = "ar", 1    # the op's first SRAM read
+    ports = [p for p in mon.count if kind not in ("pool", "elementwise") or p.startswith("SRAM")]
     await env.start_npu()
     for _ in range(20_000):
         await FallingEdge(env.clock)
-        if sum(c[key] for c in mon.count.values()) >= need:
+        if sum(mon.count[p][key] for p in ports) >= need:
             return
     raise TimeoutError(f"the {kind} job did not get under way")
 
@@ -265,10 +326,11 @@ async def hold_mid_job(env, rng, kind: str, mon: PinMonitor):
     return freeze_outstanding_limits(env)
 
 
-@cocotb.parametrize(kind=named(["dma", "stream"]))
+@cocotb.parametrize(kind=named(["dma", "stream", "pool", "elementwise"]))
 @cocotb.test(**TIMEOUT)
 async def test_soft_reset_mid_job(dut, kind):
-    """RESET written while a long DMA (or a long command stream) has AXI transactions
+    """RESET written while a long DMA, a long command stream or a kernel operation (int8
+    POOL / ELEMENTWISE, in the middle of its IFM read) has AXI transactions
     outstanding (R and B responses withheld): STATUS shows only reset_status until they have
     all completed and the sequence is over (TRM 3.3.1.4: halted in an AXI-safe way); no IRQ
     (TRM 3.5.2); no VALID dropped, no burst left incomplete; then every register at its reset
@@ -463,7 +525,8 @@ async def test_prot_matrix_full(dut):
     """Every register of tlm.registers x the 4 CPL/CSL states (reached with PORPL/PORSL at a
     hard reset or with a soft reset, seeded) x the 4 PPROT[1:0] values (PPROT[2] random, it is
     not used): a permitted read returns the register, a refused one PSLVERR and 0; a permitted
-    write to a rw register takes effect, a refused one (PSLVERR) none - checked by reading back
+    write to a rw register takes effect, a refused one (PSLVERR) none, and a permitted write to
+    a read-only register is ignored without PSLVERR (TRM 3.4.1) - checked by reading back
     with secure privileged PPROT, which every state permits (TRM 3.1.1, 3.4). RESET is only
     written by refused requesters (a permitted write is the soft reset that changes state)
     and must then leave PROT alone; a refused CMD write with transition_to_running_state must
@@ -507,8 +570,8 @@ async def test_prot_matrix_full(dut):
                 refused += not ok
                 assert r.slverr == (not ok), f"{tag} read {reg.ident} PPROT={pprot:03b}: {r}"
                 assert r.data == (want if ok else 0), f"{tag} read {reg.ident} PPROT={pprot:03b}: {r}"
-        # writes: every rw register (CMD first: QSIZE is still 0 if a refused start leaks)
-        regs = sorted(RW_REGS, key=lambda g: g.name != "CMD")
+        # writes: every register (CMD first: QSIZE is still 0 if a refused start leaks)
+        regs = sorted(REGS, key=lambda g: g.name != "CMD")
         for reg in regs:
             for pp in rng.sample(range(4), 4):
                 pprot = pp | rng.randrange(2) << 2
@@ -521,8 +584,9 @@ async def test_prot_matrix_full(dut):
                 writes += 1
                 assert r.slverr == (not ok), f"{tag} write {reg.ident} PPROT={pprot:03b}: {r}"
                 got = await env.read_ok(reg.offset, PROT_SP)
-                if not ok:
-                    assert got == before, (f"{tag}: refused write of 0x{v:08x} to {reg.ident} "
+                if not ok or reg.access != R.RW:
+                    what = "refused write" if not ok else "write to the read-only register"
+                    assert got == before, (f"{tag}: {what} of 0x{v:08x} to {reg.ident} "
                                            f"(PPROT={pprot:03b}) changed it 0x{before:08x} -> 0x{got:08x}")
                 elif reg.behaviour == "store" and reg.page in ("BASE", "BASE_POINTERS"):
                     assert got == v & reg.write_mask & reg.read_mask, \
