@@ -25,10 +25,23 @@
   - bytes of a write transaction that faulted in the reference are "don't care" (a burst
     of it that the subordinate accepted before the faulting one may have landed).
 * **AXI bursts** (from tb/axi.py's monitor), as they happen: a write outside a job is an
-  error; a burst that crosses a multiple of the reference's ``burst_boundary`` for its port
-  group (AXI_SRAM/AXI_EXT max_beats, 4 KB) is an error; a burst that starts inside a
-  reference transaction of the same port and direction must carry its AxPROT, AxCACHE and
-  AxDOMAIN.
+  error, so is a read issued outside one (a read issued before the job ended is the job's);
+  a burst that crosses a multiple of the reference's ``burst_boundary`` for its port group
+  (AXI_SRAM/AXI_EXT max_beats, 4 KB) is an error. Every burst must carry AxPROT from the
+  PROT state (CPL/CSL) and the port group, AxCACHE and AxDOMAIN of the route by which the
+  reference accesses those bytes (the TLM's rules: REGIONCFG -> MEM_ATTR, ``Device.route``,
+  ``tlm.memory.axcache``), or, outside its footprint, of some region's or the command
+  stream's route; the port of a striped group follows ``RegionRoute.port_of``. A read must
+  lie inside the reference's read footprint on that route, widened to whole 16-byte beats,
+  plus the command stream's window (QBASE up to the next multiple of 128 bytes past QBASE +
+  QSIZE, TRM 3.3.1.8) - unless the reference stopped at a fault (the DUT may have run ahead).
+* **IRQ** outside jobs: at every APB transfer (not ``ignore``d) the pin's level must be the
+  reference's before or after that transfer, and a rising edge since the previous transfer
+  needs the reference's IRQ high (a CMD.clear_irq that does not drop the pin fails one
+  transfer later at the latest).
+* **Context**: the reference's transactions are tagged with the command (offset, operation)
+  that made them; memory, footprint and attribute mismatches name the model's access at the
+  first bad byte or burst (command offset, operation, channel, port, address).
 
 * **Functional coverage** (tb/coverage.py): every APB transfer and AXI burst the scoreboard
   listens to is sampled, and a ``JobRecorder`` on the reference device samples the commands
