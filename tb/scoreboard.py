@@ -626,18 +626,20 @@ class Scoreboard:
                 self._mismatch(f"{what}: port group/AxCACHE/AxDOMAIN {_fmt(got)}, the model's "
                                f"route for these bytes gives {_fmt(want)} ({ctx()})")
                 return
+            route = next((r for _, r in job.ref_routes if r.interface == got[0]), None)
+            if route is not None and route.port_of(b.addr) != b.port:
+                self._mismatch(f"{what}: on {b.port}, the striping hash gives "
+                               f"{route.port_of(b.addr)} ({ctx()})")
         elif job.ref_routes:
-            cands = {(r.interface, axcache(r.memtype, b.write), r.domain): n
-                     for n, r in job.ref_routes}
-            if got not in cands:
-                self._mismatch(f"{what}: port group/AxCACHE/AxDOMAIN {_fmt(got)} is the route "
-                               f"of no region or of the command stream "
-                               f"({', '.join(f'{n}: {_fmt(k)}' for k, n in cands.items())})")
-                return
-        route = next((r for _, r in job.ref_routes if r.interface == got[0]), None)
-        if route is not None and route.port_of(b.addr) != b.port:
-            self._mismatch(f"{what}: on {b.port}, the striping hash gives "
-                           f"{route.port_of(b.addr)} ({ctx()})")
+            cands = {}
+            for n, r in job.ref_routes:
+                port, _, cache, domain = r.axi_attrs(b.addr, b.write)
+                cands.setdefault((port, cache, domain), n)
+            if (b.port, b.cache, b.domain) not in cands:
+                self._mismatch(f"{what}: port/AxCACHE/AxDOMAIN {b.port}/cache={b.cache:04b}/"
+                               f"domain={b.domain} is the route of no region nor of the command "
+                               "stream (" + ", ".join(f"{n}: {p}/cache={c:04b}/domain={d}"
+                                                      for (p, c, d), n in cands.items()) + ")")
         if b.write or job.ref_status & FAULT_STOP:
             return
         stray = IntervalSet([(lo, hi)]) - hit.get(got, IntervalSet())
