@@ -25,10 +25,23 @@
   - bytes of a write transaction that faulted in the reference are "don't care" (a burst
     of it that the subordinate accepted before the faulting one may have landed).
 * **AXI bursts** (from tb/axi.py's monitor), as they happen: a write outside a job is an
-  error; a burst that crosses a multiple of the reference's ``burst_boundary`` for its port
-  group (AXI_SRAM/AXI_EXT max_beats, 4 KB) is an error; a burst that starts inside a
-  reference transaction of the same port and direction must carry its AxPROT, AxCACHE and
-  AxDOMAIN.
+  error, so is a read issued outside one (a read issued before the job ended is the job's);
+  a burst that crosses a multiple of the reference's ``burst_boundary`` for its port group
+  (AXI_SRAM/AXI_EXT max_beats, 4 KB) is an error. Every burst must carry AxPROT from the
+  PROT state (CPL/CSL) and the port group, AxCACHE and AxDOMAIN of the route by which the
+  reference accesses those bytes (the TLM's rules: REGIONCFG -> MEM_ATTR, ``Device.route``,
+  ``tlm.memory.axcache``), or, outside its footprint, of some region's or the command
+  stream's route; the port of a striped group follows ``RegionRoute.port_of``. A read must
+  lie inside the reference's read footprint on that route, widened to whole 16-byte beats,
+  plus the command stream's window (QBASE up to the next multiple of 128 bytes past QBASE +
+  QSIZE, TRM 3.3.1.8) - unless the reference stopped at a fault (the DUT may have run ahead).
+* **IRQ** outside jobs: at every APB transfer (not ``ignore``d) the pin's level must be the
+  reference's before or after that transfer, and a rising edge since the previous transfer
+  needs the reference's IRQ high (a CMD.clear_irq that does not drop the pin fails one
+  transfer later at the latest).
+* **Context**: the reference's transactions are tagged with the command (offset, operation)
+  that made them; memory, footprint and attribute mismatches name the model's access at the
+  first bad byte or burst (command offset, operation, channel, port, address).
 
 * **Functional coverage** (tb/coverage.py): every APB transfer and AXI burst the scoreboard
   listens to is sampled, and a ``JobRecorder`` on the reference device samples the commands
@@ -50,7 +63,7 @@ import numpy as np
 
 from tb import coverage as _coverage
 from tlm import registers as R
-from tlm.memory import Resp
+from tlm.memory import Interface, Resp, axcache
 
 _O = {r.ident: r.offset for r in R.iter_registers()}
 CMD, STATUS, QREAD = _O["CMD"], _O["STATUS"], _O["QREAD"]
@@ -60,6 +73,27 @@ ST_STATE, ST_IRQ, ST_BUS, ST_PARSE, ST_END, ST_ECC, ST_BRANCH = 0, 1, 2, 4, 5, 8
 # (CMD.clear_irq) before starting a job, or a STATUS read before the DUT reaches RUNNING
 # would end the job early.
 STOP_EVIDENCE = (1 << ST_IRQ) | (1 << ST_BUS) | (1 << ST_PARSE) | (1 << ST_ECC) | (1 << ST_BRANCH)
+# The reference stopped at a fault: an NPU that runs ahead (DMA behind the command stream) may
+# have read what the reference never reached.
+FAULT_STOP = STOP_EVIDENCE & ~(1 << ST_IRQ)
+BEAT = 16                                  # bytes of a 128-bit AXI data beat (TRM 5.8)
+
+
+def _beat_floor(a: int) -> int:
+    return a - a % BEAT
+
+
+def _beat_ceil(a: int) -> int:
+    return -(-a // BEAT) * BEAT
+
+
+def _iface(port: str) -> Interface:
+    return Interface.ext if port.startswith("EXT") else Interface.sram
+
+
+def _fmt(attrs) -> str:
+    iface, cache, domain = attrs
+    return f"{Interface(iface).name.upper()}/cache={cache:04b}/domain={domain}"
 
 
 class IntervalSet:
@@ -123,6 +157,10 @@ class IntervalSet:
     def __and__(self, other: "IntervalSet") -> "IntervalSet":
         return self - (self - other)
 
+    def overlaps(self, lo: int, hi: int) -> bool:
+        i = bisect.bisect_right(self._hi, lo)
+        return i < len(self._lo) and self._lo[i] < hi
+
     def contains(self, lo: int, hi: int) -> bool:
         i = bisect.bisect_right(self._lo, lo) - 1
         return i >= 0 and self._hi[i] >= hi
@@ -145,8 +183,13 @@ class Job:
     ref_irq: bool = False
     ref_writes: dict = field(default_factory=dict)      # port -> IntervalSet (OKAY writes)
     ref_dontcare: IntervalSet = field(default_factory=IntervalSet)
-    ref_txns: dict = field(default_factory=dict)        # (port, write) -> sorted [(addr, end, txn)]
     ref_txn_count: int = 0
+    ref_log: list = field(default_factory=list)         # the reference's transactions, in order
+    ref_ops: list = field(default_factory=list)         # [(index of its first txn, offset, name)]
+    ref_prot: "int | None" = None                       # AxPROT from PROT (CPL/CSL) at the start
+    ref_routes: list = field(default_factory=list)      # [(what, RegionRoute)]: regions, stream
+    ref_fp: dict = field(default_factory=dict)          # (write, iface, cache, domain) -> IntervalSet
+    end_ns: "float | None" = None                       # when the job was closed / abandoned
     dut_writes: dict = field(default_factory=dict)      # port -> IntervalSet (OKAY writes)
     dut_bursts: int = 0
     dut_irq_rises: int = 0
@@ -198,11 +241,15 @@ class Scoreboard:
         self.irq_level = irq_level
         self.max_report = 200
         self.stray_reads = 0
+        self._dut_idle_rises = 0                     # pin rises since the last transfer, no job
 
     # ------------------------------------------------------------------ plumbing
     def set_reference(self, device) -> None:
         self.ref = device
+        if self.job is not None and self.job.end_ns is None:
+            self.job.end_ns = self._now()           # dropped by a reset, unchecked
         self.job = None
+        self._dut_idle_rises = 0
         if self.coverage is not None and isinstance(getattr(device, "hooks", None), list):
             device.hooks.append(_coverage.JobRecorder(device, self.coverage))
 
@@ -231,6 +278,35 @@ class Scoreboard:
         ref = self.ref
         if not self.enabled or ref is None:
             return
+        idle = not self.in_flight
+        before = bool(ref.irq)
+        self._apb(r)
+        if idle and self.in_flight:
+            # an edge after the previous transfer: the DUT acted on the CMD write before the
+            # transfer completed, the edge is the job's
+            self.job.dut_irq_rises += self._dut_idle_rises
+            self._dut_idle_rises = 0
+        elif idle and not self.in_flight and not self.ignore(r):
+            self._check_irq(r, before, bool(ref.irq))
+        elif not self.in_flight:
+            self._dut_idle_rises = 0
+
+    def _check_irq(self, r, before, after) -> None:
+        """Outside jobs the IRQ pin follows the reference: at each APB transfer its level is
+        the reference's before or after that transfer (which one depends on when the pin is
+        sampled; the next transfer pins it down), so a CMD.clear_irq that does not drop the
+        IRQ fails at the latest one transfer later; and a rising edge seen since the last
+        transfer needs the reference's IRQ high before or after it."""
+        lvl = self.irq_level() if self.irq_level is not None else None
+        if lvl is not None and bool(lvl) not in (before, after):
+            self._mismatch(f"IRQ pin {int(bool(lvl))} at {r}, the model's IRQ is {int(after)}"
+                           + (f" (was {int(before)})" if before != after else ""))
+        if self._dut_idle_rises and not (before or after):
+            self._mismatch(f"rising IRQ edge before {r}, the model's IRQ stayed low")
+        self._dut_idle_rises = 0
+
+    def _apb(self, r) -> None:
+        ref = self.ref
         if r.write:
             data = r.data
             if self.in_flight and r.addr == CMD:
@@ -307,12 +383,15 @@ class Scoreboard:
         mem.log.clear()
         rises = [0]
         level = [bool(ref.irq)]
+        ops = job.ref_ops
 
         def hook(event, details):
             if event == "irq":
                 if details.get("level") and not level[0]:
                     rises[0] += 1
                 level[0] = bool(details.get("level"))
+            elif event == "op":                     # tag what follows with the command
+                ops.append((len(mem.log), details.get("offset"), details.get("name")))
         ref.hooks.append(hook)
         try:
             job.ref_stop = ref.run()
@@ -323,23 +402,69 @@ class Scoreboard:
         job.ref_irq = bool(ref.irq)
         job.ref_status = ref.status_word
         job.ref_qread = ref.qread
-        txns = list(mem.log)
+        txns = job.ref_log = list(mem.log)
         mem.log.clear()
         job.ref_txn_count = len(txns)
+        self._job_routes(job)
         for t in txns:
-            key = (t.port, t.write)
-            job.ref_txns.setdefault(key, []).append((t.addr, t.addr + t.length, t))
             if t.write:
                 if t.resp == Resp.OKAY:
                     job.ref_writes.setdefault(t.port, IntervalSet()).add(t.addr, t.addr + t.length)
                 else:
                     job.ref_dontcare.add(t.addr, t.addr + t.length)
-        for v in job.ref_txns.values():
-            v.sort(key=lambda e: e[0])
+                lo, hi = t.addr, t.addr + t.length
+            else:                                   # a read may move whole bus beats
+                lo, hi = _beat_floor(t.addr), _beat_ceil(t.addr + t.length)
+            key = (t.write, _iface(t.port), t.cache & 0xF, t.domain & 3)
+            job.ref_fp.setdefault(key, IntervalSet()).add(lo, hi)
         self.jobs.append(job)
         self.job = job
         self.log.info("job %d: reference ran %s; %d transactions, writes %s", job.index,
                       job.ref_stop, len(txns), job.ref_all_writes().describe())
+
+    def _job_routes(self, job: Job) -> None:
+        """The routes the reference gives the job's accesses, by the TLM's own rules
+        (``Device.route``: REGIONCFG -> MEM_ATTR -> port group, AxCACHE, AxDOMAIN; AxPROT from
+        PROT), and the command stream's read window (QBASE to the next multiple of 128 bytes
+        past QBASE + QSIZE, TRM 3.3.1.8) as part of the read footprint."""
+        ref = self.ref
+        if hasattr(ref, "prot_word"):
+            job.ref_prot = ref.prot_word & 7
+        elif job.ref_log:
+            job.ref_prot = job.ref_log[0].prot & 7
+        if not (hasattr(ref, "route") and hasattr(ref, "_attr_route")):
+            return
+        for region in range(8):
+            try:
+                job.ref_routes.append((f"region {region}", ref.route(region)))
+            except Exception:  # noqa: BLE001 - an unroutable region: not a candidate
+                pass
+        cmd = ref._attr_route(ref.qconfig, 0)
+        job.ref_routes.append(("command stream", cmd))
+        end = ref.qbase + (ref.qsize & ~3)
+        if ref.qsize:
+            key = (False, cmd.interface, axcache(cmd.memtype, False), cmd.domain)
+            job.ref_fp.setdefault(key, IntervalSet()).add(_beat_floor(ref.qbase), -(-end // 128) * 128)
+
+    def _context(self, job: Job, addr: int, write: bool) -> str:
+        """Which reference access covers *addr*: command offset and operation, channel, port."""
+        for i in range(len(job.ref_log) - 1, -1, -1):
+            t = job.ref_log[i]
+            if t.write == write and t.addr <= addr < t.addr + t.length:
+                break
+        else:
+            return "no model access there"
+        k = bisect.bisect_right([o[0] for o in job.ref_ops], i) - 1
+        chan = getattr(t.channel, "name", t.channel)
+        if chan == "rd_cmd":
+            what = "command fetch"
+        elif k >= 0:
+            _, off, name = job.ref_ops[k]
+            what = f"{name} at command offset 0x{off:x}"
+        else:
+            what = "before the first operation"
+        return (f"{what}, channel {chan}, model {t.port} {'W' if t.write else 'R'} "
+                f"0x{t.addr:010x}+{t.length}")
 
     def close_job(self) -> "Job | None":
         """End the job in flight and run the end-of-job checks (see the module docstring)."""
@@ -347,6 +472,7 @@ class Scoreboard:
         if job is None or job.closed:
             return job
         job.closed = True
+        job.end_ns = self._now()
         tag = f"job {job.index}"
         if job.dut_irq_rises != job.ref_irq_rises:
             self._mismatch(f"{tag}: {job.dut_irq_rises} rising IRQ edge(s) on the pin, the model "
@@ -358,10 +484,11 @@ class Scoreboard:
         ref_all, dut_all = self._check_footprint(job, tag)
         missing = ref_all - dut_all - job.ref_dontcare
         if missing:
+            first = next(iter(missing))[0]
             self._mismatch(f"{tag}: the DUT never wrote {missing.describe()} that the model "
-                           "writes")
+                           f"writes; first byte 0x{first:010x}: {self._context(job, first, True)}")
         if self.memory is not None:
-            self._compare_memory(tag, (ref_all | dut_all) - job.ref_dontcare)
+            self._compare_memory(job, tag, (ref_all | dut_all) - job.ref_dontcare)
         n = len(self.mismatches) - job.mismatches_before
         job._mismatch_count = n
         self.log.info("%s closed: %d DUT write bursts, IRQ edges %d/%d, %s", tag, job.dut_bursts,
@@ -379,10 +506,11 @@ class Scoreboard:
         job = self.job
         assert job is not None and not job.closed, "no job in flight to abandon"
         job.closed = True
+        job.end_ns = self._now()
         tag = f"job {job.index} ({what})"
         ref_all, dut_all = self._check_footprint(job, tag)
         if self.memory is not None:
-            self._compare_memory(tag, dut_all - job.ref_dontcare)
+            self._compare_memory(job, tag, dut_all - job.ref_dontcare)
         if job.dut_irq_rises:
             self._mismatch(f"{tag}: {job.dut_irq_rises} rising IRQ edge(s) before the reset")
         job._mismatch_count = len(self.mismatches) - job.mismatches_before
@@ -403,11 +531,12 @@ class Scoreboard:
         for port, s in job.dut_writes.items():
             wrong = (s & ref_all) - job.ref_writes.get(port, IntervalSet()) - job.ref_dontcare
             if wrong:
+                first = next(iter(wrong))[0]
                 self._mismatch(f"{tag}: the DUT wrote {wrong.describe()} on {port}; the model "
-                               "writes it on another port")
+                               f"writes it on another port ({self._context(job, first, True)})")
         return ref_all, dut_all
 
-    def _compare_memory(self, tag: str, span: IntervalSet) -> None:
+    def _compare_memory(self, job: Job, tag: str, span: IntervalSet) -> None:
         mirror = self.ref.memory
         bad = 0
         first = None
@@ -423,7 +552,8 @@ class Scoreboard:
         if bad:
             addr, got, want = first
             self._mismatch(f"{tag}: {bad} byte(s) of memory differ from the model; first at "
-                           f"0x{addr:010x}: 0x{got:02x}, model 0x{want:02x}")
+                           f"0x{addr:010x}: 0x{got:02x}, model 0x{want:02x} "
+                           f"({self._context(job, addr, True)})")
 
     # ------------------------------------------------------------------ AXI / IRQ monitors
     def on_burst(self, b) -> None:
@@ -434,8 +564,16 @@ class Scoreboard:
         if job is None or job.closed:
             if b.write:
                 self._mismatch(f"AXI write with the NPU not running a job: {b}")
-            else:
-                self.stray_reads += 1
+                return
+            # a read issued before the job ended (the STATUS read that saw the stop, or a
+            # reset) may complete after it
+            # (its shape was checked by the limits of then: a reset may have changed them)
+            if job is not None and job.end_ns is not None and b.start_ns <= job.end_ns:
+                self._check_attributes(job, b)
+                return
+            self.stray_reads += 1
+            if self.enabled and self.ref is not None:
+                self._mismatch(f"AXI read with the NPU not running a job: {b}")
             return
         job.dut_bursts += 1
         if b.write and b.resp == Resp.OKAY:
@@ -459,36 +597,55 @@ class Scoreboard:
             self._mismatch(f"AXI burst crosses the {bb}-byte burst boundary of "
                            f"{iface.name.upper()} (AXI_x.max_beats): {b}")
 
-    def _check_attributes(self, job: Job, b) -> None:
-        entries = job.ref_txns.get((b.port, b.write))
-        start = b.runs[0][0] if b.runs else b.addr
-        t = None
-        if entries:
-            i = self._find(entries, start)
-            if 0 <= i < len(entries) and entries[i][0] <= start < entries[i][1]:
-                t = entries[i][2]
-        if t is None:
-            return
-        want = (t.prot & 7, t.cache & 0xF, t.domain & 3)
-        got = (b.prot, b.cache, b.domain)
-        if want != got:
-            self._mismatch(f"AXI {b}: attributes prot/cache/domain {got}, the model's "
-                           f"{t.channel.name} transaction has {want}")
-
     @staticmethod
-    def _find(entries, start: int) -> int:
-        lo, hi = 0, len(entries)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if entries[mid][0] <= start:
-                lo = mid + 1
-            else:
-                hi = mid
-        # the covering entry may start earlier than the last one starting <= start
-        i = lo - 1
-        while i >= 0 and entries[i][1] <= start and i > lo - 64:
-            i -= 1
-        return i
+    def _span(b) -> "tuple[int, int]":
+        """Bytes a burst moved (strobed for a write, addressed for a read)."""
+        if b.runs:
+            return min(a for a, _ in b.runs), max(a + len(d) for a, d in b.runs)
+        nbytes = 1 << b.size
+        return b.addr, b.addr - b.addr % nbytes + nbytes * b.beats
+
+    def _check_attributes(self, job: Job, b) -> None:
+        """Every burst: AxPROT from the PROT state; port group, AxCACHE and AxDOMAIN of the
+        route (REGIONCFG -> MEM_ATTR) by which the reference accesses those bytes, the port of
+        a striped group by the address (``RegionRoute.port_of``); a read must lie inside the
+        reference's read footprint of that route (whole bus beats, plus the command stream's
+        read window), unless the reference stopped at a fault and the DUT may have run ahead."""
+        lo, hi = self._span(b)
+        ctx = lambda: self._context(job, lo, b.write)  # noqa: E731
+        what = f"AXI {b} bytes 0x{lo:010x}..0x{hi:010x}"
+        if job.ref_prot is not None and b.prot != job.ref_prot:
+            self._mismatch(f"{what}: AxPROT {b.prot:03b}, PROT gives {job.ref_prot:03b} "
+                           f"({ctx()})")
+        got = (_iface(b.port), b.cache, b.domain)
+        hit = {k[1:]: s for k, s in job.ref_fp.items()
+               if k[0] == b.write and s.overlaps(lo, hi)}
+        if hit:
+            if got not in hit:
+                want = next(iter(hit))
+                self._mismatch(f"{what}: port group/AxCACHE/AxDOMAIN {_fmt(got)}, the model's "
+                               f"route for these bytes gives {_fmt(want)} ({ctx()})")
+                return
+            route = next((r for _, r in job.ref_routes if r.interface == got[0]), None)
+            if route is not None and route.port_of(b.addr) != b.port:
+                self._mismatch(f"{what}: on {b.port}, the striping hash gives "
+                               f"{route.port_of(b.addr)} ({ctx()})")
+        elif job.ref_routes:
+            cands = {}
+            for n, r in job.ref_routes:
+                port, _, cache, domain = r.axi_attrs(b.addr, b.write)
+                cands.setdefault((port, cache, domain), n)
+            if (b.port, b.cache, b.domain) not in cands:
+                self._mismatch(f"{what}: port/AxCACHE/AxDOMAIN {b.port}/cache={b.cache:04b}/"
+                               f"domain={b.domain} is the route of no region nor of the command "
+                               "stream (" + ", ".join(f"{n}: {p}/cache={c:04b}/domain={d}"
+                                                      for (p, c, d), n in cands.items()) + ")")
+        if b.write or job.ref_status & FAULT_STOP:
+            return
+        stray = IntervalSet([(lo, hi)]) - hit.get(got, IntervalSet())
+        if stray:
+            self._mismatch(f"{what}: read outside the model's read footprint on this route: "
+                           f"{stray.describe()} ({ctx()})")
 
     def outstanding_limit(self, port: str, write: bool) -> "int | None":
         """The reference's limit on outstanding bursts of a port (Device.max_outstanding)."""
@@ -501,8 +658,11 @@ class Scoreboard:
         return wr if write else rd
 
     def on_irq_rise(self) -> None:
+        """Feed of the IRQ pin's rising edges (``Env`` awaits ``RisingEdge(IRQ)``)."""
         if self.job is not None and not self.job.closed:
             self.job.dut_irq_rises += 1
+        elif self.enabled:
+            self._dut_idle_rises += 1
 
     # ------------------------------------------------------------------ end of test
     def check(self, allow_open_job: bool = False) -> None:
@@ -511,6 +671,7 @@ class Scoreboard:
         if self.in_flight and not allow_open_job:
             self._mismatch(f"job {self.job.index} never seen to finish (no STATUS read showed "
                            "the DUT stopped)")
+
         assert not self.mismatches, (f"{len(self.mismatches)} scoreboard mismatch(es), "
                                      f"first: {self.mismatches[0]}")
 

@@ -626,13 +626,10 @@ class Device:
 
     # ================================================================== routing
     def _attr_route(self, attr_index: int, base: int) -> RegionRoute:
-        attr = self.mem_attr(attr_index & 3)
-        ext = (attr >> 2) & 1
-        if ext:
-            return RegionRoute(base, Interface.ext, (attr >> 4) & 0xF, attr & 3, self.prot_word,
-                               self.cfg_ext_hash0, 0, self.config.ext_ports)
-        return RegionRoute(base, Interface.sram, (attr >> 4) & 0xF, attr & 3, self.prot_word,
-                           self.cfg_sram_hash0, self.cfg_sram_hash1, self.config.sram_ports)
+        return RegionRoute.from_mem_attr(self.mem_attr(attr_index & 3), base, self.prot_word,
+                                         (self.cfg_sram_hash0, self.cfg_sram_hash1),
+                                         self.cfg_ext_hash0, self.config.sram_ports,
+                                         self.config.ext_ports)
 
     def route(self, region: int) -> RegionRoute:
         """Region n -> BASEP[n], MEM_ATTR[REGIONCFG.region<n>] (TRM 3.3.1.13-14, 3.3.2, 2.3.3);

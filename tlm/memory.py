@@ -583,6 +583,21 @@ class RegionRoute:
     hash1: int = 0       # CFGSRAMHASH1 (SRAM only)
     nports: int = 1      # ports present in this group
 
+    @classmethod
+    def from_mem_attr(cls, attr: int, base: int, prot: int, sram_hash: "tuple[int, int]" = (0, 0),
+                      ext_hash: int = 0, sram_ports: int = 1, ext_ports: int = 1) -> "RegionRoute":
+        """The route of a MEM_ATTR word (TRM 3.3.1.14): axi_port (bit 2) picks the port group,
+        memtype (bits 7:4) the AxCACHE (``axcache``), mem_domain (bits 1:0) AxDOMAIN; AxPROT
+        is *prot* (from PROT, TRM 2.2); the striping hash and port count of the group."""
+        if (attr >> 2) & 1:
+            return cls(base, Interface.ext, (attr >> 4) & 0xF, attr & 3, prot, ext_hash, 0, ext_ports)
+        return cls(base, Interface.sram, (attr >> 4) & 0xF, attr & 3, prot, sram_hash[0],
+                   sram_hash[1], sram_ports)
+
+    def axi_attrs(self, addr: int, write: bool) -> "tuple[str, int, int, int]":
+        """(port, AxPROT, AxCACHE, AxDOMAIN) of an access at *addr* by this route."""
+        return self.port_of(addr), self.prot & 7, axcache(self.memtype, write), self.domain & 3
+
     def port_of(self, addr: int) -> str:
         sel = 0
         if self.nports > 1:

@@ -22,7 +22,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from tb.apb import Apb5Manager
 from tlm import isa
-from tlm.memory import MEMTYPE_AXCACHE, Fault, Memory, Resp
+from tlm.memory import Fault, Memory, RegionRoute, Resp
 
 SKIP = os.environ.get("TB_DUT", "rtl").lower() != "rtl"
 TIMEOUT = dict(timeout_time=5, timeout_unit="ms", skip=SKIP)
@@ -536,7 +536,6 @@ async def _dma_case(b: Bench, rng: random.Random, bases, groups) -> None:
         for burst in port.log:
             want_id = CH_WR_M2M if burst.write else (CH_RD_M2M if burst.addr < 0x100_0000 else CH_RD_CMD)
             assert burst.id == want_id, f"{port.port} burst id {burst.id} for 0x{burst.addr:x}"
-            assert burst.prot == b.prot_axi, f"AxPROT {burst.prot}"
             region = None
             for r in range(8):
                 if bases[r] <= burst.addr < bases[r] + 0x8000:
@@ -545,10 +544,9 @@ async def _dma_case(b: Bench, rng: random.Random, bases, groups) -> None:
                 attr = groups["attr"][0]
             else:
                 attr = groups["attr"][(groups["regioncfg"] >> (2 * region)) & 3]
-            assert port.port.startswith("EXT" if attr >> 2 & 1 else "SRAM"), f"port of {burst}"
-            rd, wr = MEMTYPE_AXCACHE[attr >> 4]
-            assert burst.cache == (wr if burst.write else rd), f"AxCACHE of {burst}"
-            assert burst.domain == attr & 3, f"AxDOMAIN of {burst}"
+            want = RegionRoute.from_mem_attr(attr, 0, b.prot_axi).axi_attrs(burst.addr, burst.write)
+            got = (port.port, burst.prot, burst.cache, burst.domain)
+            assert got == want, f"{burst}: port/AxPROT/AxCACHE/AxDOMAIN {got}, MEM_ATTR 0x{attr:x} gives {want}"
         port.log.clear()
 
 

@@ -6,7 +6,9 @@ AXI side or in what the device shows on APB/IRQ, and asserts that the scoreboard
 a mismatch naming it: wrong write data, a write outside the model's footprint, a missing
 write, a write on the wrong port, wrong AxCACHE, a burst longer than AXI_x.max_beats allows,
 a wrong STATUS.faulting_channel, a missing IRQ edge, more bursts in flight than
-AXI_x.max_outstanding allows. A clean run of the same job must
+AXI_x.max_outstanding allows, wrong AxPROT or AxDOMAIN, the DMA source read on the wrong
+port, a read outside the model's read footprint, a burst across a 4 KB line, an IRQ that
+CMD.clear_irq does not drop. A clean run of the same job must
 report nothing. Only DUT=tlm: the bugs are planted in the TLM adapter.
 
 ``test_coverage_sampled`` (both DUTs) checks the functional-coverage sampling of the
@@ -25,7 +27,7 @@ from tb.env import Env
 from tb.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, dma_cmds, enc, named,
                              program_regions, skip_now)
 from tlm import isa
-from tlm.memory import Resp
+from tlm.memory import Channel, Resp
 
 SKIP = DUT != "tlm"
 SKIP_REASON = "bench self-check: the bugs are planted in the TLM adapter (DUT=tlm only)"
@@ -37,12 +39,34 @@ BUGS = {
     "stray_write": "outside the model's write footprint",
     "dropped_write": "never wrote",
     "wrong_port": "on another port",
-    "wrong_cache": "attributes",
+    "wrong_cache": "port group/AxCACHE/AxDOMAIN",
     "long_burst": "burst boundary",
     "status": "APB R 0x0004",
     "irq_pin": "rising IRQ edge",
     "outstanding": "bursts outstanding",          # reported by the AXI subordinate
+    "wrong_prot": "AxPROT",
+    "wrong_domain": "port group/AxCACHE/AxDOMAIN",
+    "wrong_port_read": "port group/AxCACHE/AxDOMAIN",
+    "stray_read": "outside the model's read footprint",
+    "cross_4k": "4 KB boundary",                 # reported by the AXI subordinate
+    "irq_stuck": "IRQ pin 1",
 }
+
+
+class _StuckHigh:
+    """An IRQ driver that, once high, ignores being driven low (CMD.clear_irq does nothing)."""
+
+    def __init__(self, pin):
+        self.pin = pin
+
+    @property
+    def value(self):
+        return self.pin.value
+
+    @value.setter
+    def value(self, v):
+        if int(v) or not int(self.pin.value):
+            self.pin.value = v
 
 
 def plant(env: Env, bug: str) -> None:
@@ -52,6 +76,16 @@ def plant(env: Env, bug: str) -> None:
     async def transfer(txn, data, boundary, max_reads=1, max_writes=1, **kw):
         if bug == "outstanding":
             max_reads = max_writes = 64                   # ignores AXI_x.max_outstanding
+        elif bug == "wrong_prot":
+            txn = dataclasses.replace(txn, prot=txn.prot ^ 0x2)
+        elif bug == "wrong_domain":
+            txn = dataclasses.replace(txn, domain=txn.domain ^ 0x1)
+        if not txn.write and txn.channel != Channel.rd_cmd:
+            if bug == "wrong_port_read":                  # the DMA source read on the other port
+                txn = dataclasses.replace(txn, port="SRAM0" if txn.port == "EXT0" else "EXT0")
+            elif bug == "stray_read":                     # and 64 bytes nobody asked for
+                await orig(dataclasses.replace(txn, addr=txn.addr + 0x1000, length=64), None,
+                           boundary, max_reads, max_writes)
         if txn.write:
             if bug == "corrupt_data":
                 buf = bytearray(bytes(data))
@@ -65,6 +99,9 @@ def plant(env: Env, bug: str) -> None:
                 txn = dataclasses.replace(txn, cache=txn.cache ^ 0x2)
             elif bug == "long_burst":
                 boundary = 4096
+            elif bug == "cross_4k":                       # one burst over the 4 KB line
+                mgr.split = lambda addr, length, boundary: [(addr, length)]
+                txn = dataclasses.replace(txn, addr=(txn.addr | 0xFFF) - 0x2F)
             elif bug == "stray_write":
                 r = await orig(txn, data, boundary, max_reads, max_writes, **kw)
                 await orig(dataclasses.replace(txn, addr=txn.addr + 0x800, length=16), bytes(16),
@@ -75,6 +112,8 @@ def plant(env: Env, bug: str) -> None:
     mgr.transfer = transfer
     if bug == "irq_pin":
         env.tlm.irq = types.SimpleNamespace(value=0)          # the pin never rises
+    if bug == "irq_stuck":
+        env.tlm.irq = _StuckHigh(env.tlm.irq)
     if bug == "status":
         def patch(dev):
             read = dev.apb_read
@@ -107,6 +146,8 @@ async def test_scoreboard_catches(dut, bug):
     await env.load_stream(STREAM_ADDR, words)
     await env.run_job()
     await env.read_ok(OFF["QREAD"])
+    await env.write_ok(OFF["CMD"], 0xC | 0x2)                # CMD.clear_irq
+    await env.read_ok(OFF["STATUS"])
     found = env.scoreboard.mismatches + env.axi.errors
     want = BUGS[bug]
     if want is None:
