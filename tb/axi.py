@@ -1,4 +1,4 @@
-"""AXI subordinate memories on the NPU's AXI5 manager ports (TRM 5.8), with a monitor.
+"""AXI subordinate memories on the NPU's AXI5 manager ports (TRM 5.8), and a passive monitor.
 
 The bench's system memory is one sparse 40-bit byte store, ``BenchMemory`` (a
 ``tlm.memory.Memory``), served on every AXI manager port of the design (SRAM0, EXT0, ...) by
@@ -27,11 +27,15 @@ memory contents, for DUT=rtl and DUT=tlm alike.
   stay in AW order. A manager that uses one ARID (the DUT=tlm adapter issues one
   transaction, one ID, at a time) sees no reordering. ``stats`` counts the choices.
   The default is no extra latency and in-order service.
-* Monitor: every burst is recorded as an ``AxiBurst`` (port, direction, ID, address,
+* Record: every burst is recorded as an ``AxiBurst`` (port, direction, ID, address,
   AxLEN/AxSIZE/AxBURST, AxPROT/AxCACHE/AxDOMAIN, response, the bytes moved, times) and
   handed to ``listeners`` (the scoreboard); AXI rule violations (4 KB crossing, AxSIZE
   wider than the bus, WLAST, strobes outside the beat, illegal WRAP) are collected in
   ``errors``.
+
+``AxiMonitor(dut, port, clock, reset)`` is the passive monitor of one port: it rebuilds the
+same ``AxiBurst`` records from the pins alone (whoever serves the port), counts handshakes
+and checks the manager's VALID/payload stability (tb/env.py starts one on every port).
 
 Faults: a fault covers ``[lo, hi)`` for reads, writes or both, on some ports or all. A read
 beat answers the fault's response when the bytes it addresses (from the burst address on the
@@ -74,13 +78,13 @@ from tlm.memory import ADDR_MASK, Memory, Resp, Transaction
 BURST_FIXED, BURST_INCR, BURST_WRAP = 0, 1, 2
 
 # AW and AR with the AXI5 AxDOMAIN captured (cocotbext-axi's AXI4 definitions lack it).
-NpuAxiAWBus, NpuAxiAWTransaction, _AWSource, NpuAxiAWSink, _AWMonitor = define_stream(
+NpuAxiAWBus, NpuAxiAWTransaction, _AWSource, NpuAxiAWSink, _ = define_stream(
     "NpuAxiAW",
     signals=["awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "awready"],
     optional_signals=["awcache", "awprot", "awdomain", "awlock", "awqos"],
     signal_widths={"awlen": 8, "awsize": 3, "awburst": 2, "awcache": 4, "awprot": 3,
                    "awdomain": 2})
-NpuAxiARBus, NpuAxiARTransaction, _ARSource, NpuAxiARSink, _ARMonitor = define_stream(
+NpuAxiARBus, NpuAxiARTransaction, _ARSource, NpuAxiARSink, _ = define_stream(
     "NpuAxiAR",
     signals=["arid", "araddr", "arlen", "arsize", "arburst", "arvalid", "arready"],
     optional_signals=["arcache", "arprot", "ardomain", "arlock", "arqos"],
