@@ -1,4 +1,4 @@
-"""AXI subordinate memories on the NPU's AXI5 manager ports (TRM 5.8), with a monitor.
+"""AXI subordinate memories on the NPU's AXI5 manager ports (TRM 5.8), and a passive monitor.
 
 The bench's system memory is one sparse 40-bit byte store, ``BenchMemory`` (a
 ``tlm.memory.Memory``), served on every AXI manager port of the design (SRAM0, EXT0, ...) by
@@ -27,11 +27,15 @@ memory contents, for DUT=rtl and DUT=tlm alike.
   stay in AW order. A manager that uses one ARID (the DUT=tlm adapter issues one
   transaction, one ID, at a time) sees no reordering. ``stats`` counts the choices.
   The default is no extra latency and in-order service.
-* Monitor: every burst is recorded as an ``AxiBurst`` (port, direction, ID, address,
+* Record: every burst is recorded as an ``AxiBurst`` (port, direction, ID, address,
   AxLEN/AxSIZE/AxBURST, AxPROT/AxCACHE/AxDOMAIN, response, the bytes moved, times) and
   handed to ``listeners`` (the scoreboard); AXI rule violations (4 KB crossing, AxSIZE
   wider than the bus, WLAST, strobes outside the beat, illegal WRAP) are collected in
   ``errors``.
+
+``AxiMonitor(dut, port, clock, reset)`` is the passive monitor of one port: it rebuilds the
+same ``AxiBurst`` records from the pins alone (whoever serves the port), counts handshakes
+and checks the manager's VALID/payload stability (tb/env.py starts one on every port).
 
 Faults: a fault covers ``[lo, hi)`` for reads, writes or both, on some ports or all. A read
 beat answers the fault's response when the bytes it addresses (from the burst address on the
@@ -63,7 +67,7 @@ from typing import Callable, Iterable
 
 import cocotb
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import Event, RisingEdge
+from cocotb.triggers import Event, FallingEdge, First, RisingEdge
 from cocotbext.axi.axi_channels import AxiBBus, AxiBSource, AxiRBus, AxiRSource, AxiWBus, AxiWSink
 from cocotbext.axi.reset import Reset
 from cocotbext.axi.stream import define_stream
@@ -74,13 +78,13 @@ from tlm.memory import ADDR_MASK, Memory, Resp, Transaction
 BURST_FIXED, BURST_INCR, BURST_WRAP = 0, 1, 2
 
 # AW and AR with the AXI5 AxDOMAIN captured (cocotbext-axi's AXI4 definitions lack it).
-NpuAxiAWBus, NpuAxiAWTransaction, _AWSource, NpuAxiAWSink, _AWMonitor = define_stream(
+NpuAxiAWBus, NpuAxiAWTransaction, _AWSource, NpuAxiAWSink, _ = define_stream(
     "NpuAxiAW",
     signals=["awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "awready"],
     optional_signals=["awcache", "awprot", "awdomain", "awlock", "awqos"],
     signal_widths={"awlen": 8, "awsize": 3, "awburst": 2, "awcache": 4, "awprot": 3,
                    "awdomain": 2})
-NpuAxiARBus, NpuAxiARTransaction, _ARSource, NpuAxiARSink, _ARMonitor = define_stream(
+NpuAxiARBus, NpuAxiARTransaction, _ARSource, NpuAxiARSink, _ = define_stream(
     "NpuAxiAR",
     signals=["arid", "araddr", "arlen", "arsize", "arburst", "arvalid", "arready"],
     optional_signals=["arcache", "arprot", "ardomain", "arlock", "arqos"],
@@ -315,6 +319,46 @@ def _int(v, default=0) -> int:
         return default
 
 
+# ----------------------------------------------------------------------------- beats
+def beat_addr(addr: int, aligned: int, n: int, nbytes: int, beats: int, burst: int) -> int:
+    """Address of beat *n* of a burst (AXI A3.4.1): FIXED, WRAP or INCR."""
+    if burst == BURST_FIXED:
+        return addr
+    if burst == BURST_WRAP:
+        total = nbytes * beats
+        lo = addr - addr % total
+        return lo + (addr - lo + n * nbytes) % total if n else addr
+    return addr if n == 0 else aligned + n * nbytes
+
+
+def beat_span(addr: int, n: int, size: int, beats: int, burst: int, lanes: int):
+    """Beat *n* of a burst on a *lanes*-byte bus: (first addressed byte, end of the
+    transfer's container, address of the bus word)."""
+    nbytes = min(1 << size, lanes)
+    baddr = beat_addr(addr, addr - addr % nbytes, n, nbytes, beats, burst) & ADDR_MASK
+    return baddr, baddr - baddr % nbytes + nbytes, baddr - baddr % lanes
+
+
+def lane_mask(lo: int, hi: int, word: int) -> int:
+    """WSTRB bits of the bytes [lo, hi) in the bus word at *word*."""
+    return ((1 << (hi - word)) - 1) & ~((1 << (lo - word)) - 1)
+
+
+def strobe_runs(word: int, data: bytes, strb: int) -> list:
+    """(address, bytes) runs of the strobed bytes of one W beat."""
+    runs, i, lanes = [], 0, len(data)
+    while i < lanes:
+        if strb >> i & 1:
+            j = i
+            while j < lanes and strb >> j & 1:
+                j += 1
+            runs.append((word + i, data[i:j]))
+            i = j
+        else:
+            i += 1
+    return runs
+
+
 # ----------------------------------------------------------------------------- subordinate
 # cocotbext-axi's channel models log every reset edge at INFO; the bench's own AXI messages
 # (rule violations) are errors and still show.
@@ -526,16 +570,6 @@ class AxiSubordinate(Reset):
             self._error(f"{kind} addr=0x{addr:x}: reserved AxBURST={burst}")
         return aligned
 
-    @staticmethod
-    def _beat_addr(addr, aligned, n, nbytes, beats, burst):
-        if burst == BURST_FIXED:
-            return addr
-        if burst == BURST_WRAP:
-            total = nbytes * beats
-            lo = addr - addr % total
-            return lo + (addr - lo + n * nbytes) % total if n else addr
-        return addr if n == 0 else aligned + n * nbytes
-
     # ------------------------------------------------------------------ read
     def _read_burst(self, ar) -> AxiBurst:
         return AxiBurst(self.port, False, _int(ar.arid), _int(ar.araddr), _int(ar.arlen),
@@ -608,14 +642,10 @@ class AxiSubordinate(Reset):
     async def _serve_read(self, rec: AxiBurst) -> None:
         lanes = self.byte_lanes
         arid, addr, length, size, burst = rec.id, rec.addr, rec.len, rec.size, rec.burst
-        aligned = self._check_shape("AR", addr, length, size, burst)
-        nbytes = min(1 << size, lanes)
+        self._check_shape("AR", addr, length, size, burst)
         beats = length + 1
         for n in range(beats):
-            baddr = self._beat_addr(addr, aligned, n, nbytes, beats, burst) & ADDR_MASK
-            lane_lo = baddr - baddr % nbytes      # the transfer's container in the beat
-            lo, hi = baddr, lane_lo + nbytes
-            word = baddr - baddr % lanes
+            lo, hi, word = beat_span(addr, n, size, beats, burst, lanes)
             r = self.r._transaction_obj()
             r.rid = arid
             r.rlast = int(n == length)
@@ -651,14 +681,11 @@ class AxiSubordinate(Reset):
             rec = AxiBurst(self.port, True, awid, addr, length, size, burst,
                            _int(getattr(aw, "awprot", 0)), _int(getattr(aw, "awcache", 0)),
                            _int(getattr(aw, "awdomain", 0)), start_ns=start)
-            aligned = self._check_shape("AW", addr, length, size, burst)
-            nbytes = min(1 << size, lanes)
+            self._check_shape("AW", addr, length, size, burst)
             beats = length + 1
             ops = []                                  # (addr, bytes) strobed runs
             for n in range(beats):
-                baddr = self._beat_addr(addr, aligned, n, nbytes, beats, burst) & ADDR_MASK
-                lane_lo = baddr - baddr % nbytes
-                word = baddr - baddr % lanes
+                baddr, end, word = beat_span(addr, n, size, beats, burst, lanes)
                 self._check_outstanding(True)
                 w = await self.w.recv()
                 self.counts["w_beats"] += 1
@@ -671,23 +698,12 @@ class AxiSubordinate(Reset):
                 if last != int(n == length):
                     self._error(f"AW addr=0x{addr:x} len={length}: WLAST={last} on beat {n}")
                 # strobes may only cover the lanes of this transfer (and not below the address)
-                allowed = 0
-                for i in range(baddr - word, lane_lo + nbytes - word):
-                    allowed |= 1 << i
+                allowed = lane_mask(baddr, end, word)
                 if strb & ~allowed:
                     self._error(f"AW addr=0x{addr:x} beat {n}: WSTRB 0x{strb:04x} outside the "
                                 f"beat's lanes 0x{allowed:04x}")
                     strb &= allowed
-                i = 0
-                while i < lanes:
-                    if strb >> i & 1:
-                        j = i
-                        while j < lanes and strb >> j & 1:
-                            j += 1
-                        ops.append((word + i, data[i:j]))
-                        i = j
-                    else:
-                        i += 1
+                ops += strobe_runs(word, data, strb)
             resp = None
             for a, d in ops:
                 resp = self.memory.fault_for(self.port, a, len(d), True)
@@ -825,3 +841,226 @@ class AxiMemory:
             for k in out:
                 out[k] += s.stats[k]
         return out
+
+
+# ----------------------------------------------------------------------------- monitor
+# (channel, VALID, READY, LAST, payload the manager must hold while VALID waits for READY)
+AXI_CHANNELS = (
+    ("ar", "ARVALID", "ARREADY", None, ("ARID", "ARADDR", "ARLEN", "ARSIZE", "ARBURST", "ARPROT",
+                                        "ARCACHE")),
+    ("r", "RVALID", "RREADY", "RLAST", ()),
+    ("aw", "AWVALID", "AWREADY", None, ("AWID", "AWADDR", "AWLEN", "AWSIZE", "AWBURST", "AWPROT",
+                                        "AWCACHE")),
+    ("w", "WVALID", "WREADY", "WLAST", ("WDATA", "WSTRB", "WLAST")),
+    ("b", "BVALID", "BREADY", None, ()),
+)
+MANAGER_CHANNELS = ("ar", "aw", "w")
+
+
+def _pin(handle, default=0) -> int:
+    try:
+        return int(handle.value)
+    except ValueError:
+        return default
+
+
+class AxiMonitor:
+    """Passive monitor of one AXI manager port (TRM 5.8 names through the pin map): it only
+    reads the pins, so it works whoever serves the port (the bench's ``AxiSubordinate`` or
+    another bench's memory model).
+
+    It samples at every falling edge of CLK while anything is in flight and sleeps until a
+    VALID rises or nRESET falls otherwise (VALIDs change with the rising edge, as AXI
+    drives them). Per handshake it counts (``count``: ``ar``, ``r``, ``rlast``, ``aw``,
+    ``w``, ``wlast``, ``b``; zeroed while nRESET is low) and rebuilds bursts: AR + its R beats
+    (per ID, in order), AW + its W beats (in AW order, W may lead AW) + B (per ID) become
+    ``AxiBurst`` records with the same fields, byte runs and response as the subordinate
+    records (``listeners`` get each at its last R beat / B; ``bursts`` keeps them). It checks
+    the manager's rule that a VALID, once raised, stays high with a stable payload until
+    READY (AR, AW, W), and that every R/B answers an outstanding request; violations go to
+    ``errors``. ``outstanding()`` is (reads without their last R beat, writes without
+    their B, AW without their WLAST)."""
+
+    def __init__(self, dut, port: str, clock, reset=None, pinmap=None, keep: int = 10_000,
+                 log: "logging.Logger | None" = None):
+        from tb.tlm_pins import axi_port_signals
+        self.port = port
+        self.clock = clock
+        self.reset = reset
+        self.sigs = axi_port_signals(dut, port, pinmap)
+        if self.sigs is None:
+            raise ValueError(f"the design has no AXI port {port}")
+        self.lanes = len(self.sigs["WDATA"]) // 8
+        self.log = log or logging.getLogger(f"cocotb.tb.axi.{port}")
+        self.count = {k: 0 for k in ("ar", "r", "rlast", "aw", "w", "wlast", "b")}
+        self.errors: list[str] = []
+        self.listeners: list[Callable[[AxiBurst], None]] = []
+        self.bursts: deque = deque(maxlen=keep)
+        self.cycle = 0
+        self.resets = 0                     # times the counts were zeroed by nRESET
+        self._pend: dict = {}               # channel -> payload held while VALID waits
+        self._clear()
+        self._task = None
+
+    def start(self) -> "AxiMonitor":
+        if self._task is None:
+            self._task = cocotb.start_soon(self._run())
+        return self
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    def _clear(self) -> None:
+        for k in self.count:
+            self.count[k] = 0
+        self._pend.clear()
+        self._reads: dict = {}              # ARID -> deque of [AxiBurst, beats seen]
+        self._aws: deque = deque()          # [AxiBurst, beats seen] waiting for W beats
+        self._wbuf: deque = deque()         # W beats ahead of their AW
+        self._writes: dict = {}             # AWID -> deque of AxiBurst waiting for B
+
+    def _error(self, msg: str) -> None:
+        msg = f"cycle {self.cycle} {self.port}: {msg}"
+        if len(self.errors) < 50:
+            self.log.error("AXI monitor: %s", msg)
+        self.errors.append(msg)
+
+    # ------------------------------------------------------------------ sampling
+    def _idle(self) -> bool:
+        return not self._pend and not any(self.outstanding()) and not self._wbuf
+
+    async def _run(self) -> None:
+        fall = FallingEdge(self.clock)
+        valids = [self.sigs[v] for _, v, _, _, _ in AXI_CHANNELS]
+        while True:
+            await fall
+            self.cycle += 1
+            if self.reset is not None and _pin(self.reset, 0) != 1:
+                if self.handshakes() or self._pend or self._wbuf:
+                    self.resets += 1
+                    self._clear()
+                continue
+            if not self._sample() and self._idle():
+                wake = [RisingEdge(v) for v in valids]
+                if self.reset is not None:
+                    wake.append(FallingEdge(self.reset))
+                await First(*wake)
+
+    def _sample(self) -> bool:
+        """One falling edge; True if any VALID is high."""
+        sigs, pend = self.sigs, self._pend
+        en = _pin(sigs["ACLKEN"], 1) if "ACLKEN" in sigs else 1
+        any_valid = False
+        for name, v, rdy, last, payload in AXI_CHANNELS:
+            valid = _pin(sigs[v])
+            held = pend.get(name)
+            now = None
+            if held is not None or (valid and payload):
+                now = tuple(_pin(sigs[s], -1) for s in payload if s in sigs)
+            if held is not None and (not valid or now != held):
+                self._error(f"{v} dropped or payload changed before {rdy} (AXI: a manager "
+                            "keeps VALID and the payload stable)")
+            if not valid:
+                pend.pop(name, None)
+                continue
+            any_valid = True
+            if _pin(sigs[rdy]) and en:
+                self.count[name] += 1
+                if last is not None and _pin(sigs[last]):
+                    self.count[name + "last"] += 1
+                pend.pop(name, None)
+                getattr(self, "_on_" + name)()
+            elif name in MANAGER_CHANNELS:
+                pend[name] = now
+        return any_valid
+
+    # ------------------------------------------------------------------ bursts
+    def _request(self, d: str) -> AxiBurst:
+        s = self.sigs
+
+        def g(n, default=0):
+            h = s.get(d + n)
+            return default if h is None else _pin(h, default)
+        return AxiBurst(self.port, d == "AW", g("ID"), g("ADDR"), g("LEN"),
+                        g("SIZE", (self.lanes - 1).bit_length()), g("BURST", BURST_INCR),
+                        g("PROT"), g("CACHE"), g("DOMAIN"), start_ns=get_sim_time("ns"))
+
+    def _publish(self, b: AxiBurst) -> None:
+        b.end_ns = get_sim_time("ns")
+        self.bursts.append(b)
+        for fn in self.listeners:
+            fn(b)
+
+    def _on_ar(self) -> None:
+        rec = self._request("AR")
+        self._reads.setdefault(rec.id, deque()).append([rec, 0])
+
+    def _on_r(self) -> None:
+        s = self.sigs
+        rid = _pin(s["RID"]) if "RID" in s else 0
+        q = self._reads.get(rid)
+        if not q:
+            self._error(f"R beat with RID={rid} and no read outstanding")
+            return
+        entry = q[0]
+        rec, n = entry
+        lo, hi, word = beat_span(rec.addr, n, rec.size, rec.beats, rec.burst, self.lanes)
+        resp = Resp(_pin(s["RRESP"], 3)) if "RRESP" in s else Resp.OKAY
+        if resp == Resp.OKAY:
+            data, _ = _lanes(s["RDATA"].value, self.lanes)
+            rec.runs.append((lo, data[lo - word:hi - word]))
+        elif rec.resp == Resp.OKAY:
+            rec.resp = resp
+        entry[1] = n + 1
+        if entry[1] == rec.beats:
+            q.popleft()
+            self._publish(rec)
+
+    def _on_aw(self) -> None:
+        self._aws.append([self._request("AW"), 0])
+        self._match_w()
+
+    def _on_w(self) -> None:
+        s = self.sigs
+        full = (1 << self.lanes) - 1
+        strb = _pin(s["WSTRB"], full) if "WSTRB" in s else full
+        self._wbuf.append((_lanes(s["WDATA"].value, self.lanes)[0], strb))
+        self._match_w()
+
+    def _match_w(self) -> None:
+        while self._aws and self._wbuf:
+            entry = self._aws[0]
+            rec, n = entry
+            data, strb = self._wbuf.popleft()
+            baddr, end, word = beat_span(rec.addr, n, rec.size, rec.beats, rec.burst, self.lanes)
+            rec.runs += strobe_runs(word, data, strb & lane_mask(baddr, end, word))
+            entry[1] = n + 1
+            if entry[1] == rec.beats:
+                self._aws.popleft()
+                self._writes.setdefault(rec.id, deque()).append(rec)
+
+    def _on_b(self) -> None:
+        s = self.sigs
+        bid = _pin(s["BID"]) if "BID" in s else 0
+        q = self._writes.get(bid)
+        if not q:
+            self._error(f"B with BID={bid} and no write burst complete")
+            return
+        rec = q.popleft()
+        rec.resp = Resp(_pin(s["BRESP"], 3)) if "BRESP" in s else Resp.OKAY
+        self._publish(rec)
+
+    # ------------------------------------------------------------------ queries
+    def outstanding(self) -> tuple:
+        c = self.count
+        return c["ar"] - c["rlast"], c["aw"] - c["b"], c["aw"] - c["wlast"]
+
+    @property
+    def busy(self) -> bool:
+        return any(self.outstanding()) or bool(self._pend)
+
+    def handshakes(self) -> int:
+        c = self.count
+        return c["ar"] + c["r"] + c["aw"] + c["w"] + c["b"]

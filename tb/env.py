@@ -32,11 +32,20 @@ hierarchy needs only a map; ``env.pin("IRQ")`` is the handle of a TRM-named pin.
   ``tlm.memory.Memory``): ``env.axi`` (tb/axi.py) serves it on every AXI manager port of the
   design (SRAM0, EXT0), with fault injection (``env.axi.inject_fault``), optional random
   backpressure, response latency and read reordering by ID (``env.axi.configure(...)``), and
-  a burst monitor. For DUT=tlm the device behind the pins performs every
+  a burst record. For DUT=tlm the device behind the pins performs every
   memory access on those pins (``tb.tlm_pins.axi_execute``), so that memory is the only one.
+* ``env.axi_monitors`` (``Env(dut, axi_monitor=False)`` to leave them out) has a passive
+  ``tb.axi.AxiMonitor`` on every AXI port: it rebuilds the bursts from the pins alone and
+  checks that a VALID stays high with a stable payload until READY; ``finish()`` fails on
+  its errors. The scoreboard and coverage take bursts from the subordinates
+  (``axi_source="subordinate"``, the default) or from the monitors (``"monitor"``), so a
+  bench with its own memory model can feed them from the pins.
 * ``env.scoreboard`` (tb/scoreboard.py) replays APB on the reference model, runs each job on
   a mirror of the memory, and checks STATUS, QREAD, IRQ edges and every AXI write against it.
-  ``env.load_stream``, ``env.start_npu``, ``env.wait_stopped`` and ``env.run_job`` drive a job.
+* ``env.driver`` (tb/driver.py ``HostDriver``) issues the Ethos-U core driver's sequences
+  (soft reset, AXI set-up, load a job, run, wait for the IRQ, clear it, fault check, PMU);
+  ``env.load_stream``, ``env.start_npu``, ``env.wait_stopped``, ``env.run_job`` and
+  ``env.wait_reset_done`` are shortcuts to it.
 
 Which DUT is under the pins comes from ``TB_DUT`` (set by tb/run.py), the configuration from
 ``NPU_CONFIG``.
@@ -52,18 +61,12 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from tb.apb import PROT_SECURE_PRIV, Apb5Manager, ApbMonitor, ApbResult
-from tb.axi import AxiMemory, BenchMemory
+from tb.axi import AxiMemory, AxiMonitor, BenchMemory
 from tb.pinmap import PinMap
-from tb.scoreboard import STOP_EVIDENCE, ApbScoreboard, Scoreboard  # noqa: F401 - old name
+from tb.driver import HostDriver
+from tb.scoreboard import ApbScoreboard, Scoreboard  # noqa: F401 - old name
 from tb.tlm_pins import (AXI_PORT_NAMES, AXI_PORT_SIGNALS, TlmPins, _val, axi_execute,
                          axi_port_signals)
-
-from tlm import registers as _R
-
-# Register offsets used by the job helpers (from the register map).
-_STATUS, _CMD, _QBASE_LO, _QBASE_HI, _QSIZE, _QCONFIG, _QREAD = (
-    _R.get(n).offset for n in ("STATUS", "CMD", "QBASE_LO", "QBASE_HI", "QSIZE", "QCONFIG",
-                               "QREAD"))
 
 # Inputs tied to their inactive level (TRM 5.1, 5.2, 5.6, 5.7, 5.10).
 STATIC_INPUTS = {"nMBISTRESET": 1, "DBGEN": 0, "SPIDEN": 0, "WRSTQREQ": 0, "DBGHALTREQ": 0,
@@ -124,7 +127,8 @@ class Env:
                  clk_period_ns: float = 10, dut_kind: str | None = None,
                  apb_wait_states: Callable[[], int] | None = None, memory=None,
                  scoreboard: bool = True, reference_model: bool | None = None, pinmap=None,
-                 apb_monitor: bool = True, apb_source: str = "manager"):
+                 apb_monitor: bool = True, apb_source: str = "manager",
+                 axi_monitor: bool = True, axi_source: str = "subordinate"):
         self.dut = dut
         self.pinmap = pm = PinMap.coerce(pinmap)
         self.log = logging.getLogger("cocotb.tb.env")
@@ -155,6 +159,16 @@ class Env:
         self.clkq = QChannelController.bind(dut, "CLK", self.clock, pm)   # None if not present
         self.pwrq = QChannelController.bind(dut, "PWR", self.clock, pm)
         self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := axi_port_signals(dut, p, pm))}
+        # Passive AXI monitors, one a port (tb.axi.AxiMonitor): handshake counts, VALID/payload
+        # stability, bursts rebuilt from the pins.
+        self.axi_monitors: dict = ({p: AxiMonitor(dut, p, self.clock, self.nreset, pinmap=pm,
+                                                  log=self.log) for p in self.axi_ports}
+                                   if axi_monitor else {})
+        if axi_source not in ("subordinate", "monitor") or (axi_source == "monitor"
+                                                            and not axi_monitor):
+            raise ValueError(f"axi_source={axi_source!r}: 'subordinate', or 'monitor' with "
+                             "axi_monitor=True")
+        self.axi_source = axi_source
         self.tlm: TlmPins | None = None
         if self.dut_kind == "tlm":
             self.tlm = TlmPins(dut, config=self.config, memory=self.memory, clock=self.clock,
@@ -169,6 +183,7 @@ class Env:
             apb_feed.listeners.append(self.scoreboard)
         elif self.scoreboard.coverage is not None:     # no reference: still sample coverage
             apb_feed.listeners.append(self.scoreboard.coverage.sample_apb)
+        self.driver = HostDriver(self)
         self._pins: dict = {}
         self._irq_task = None
         self._clock_task = None
@@ -194,6 +209,11 @@ class Env:
             return self.pinmap.get(self.dut, name, required=True)
         return h
 
+    def add_monitor_listener(self, fn: Callable) -> None:
+        """*fn(AxiBurst)* for every burst the AXI monitors rebuild, on every port."""
+        for mon in self.axi_monitors.values():
+            mon.listeners.append(fn)
+
     # ------------------------------------------------------------------ bring-up
     def _drive(self, name: str, value: int) -> None:
         h = self.pin(name, required=False)
@@ -218,14 +238,18 @@ class Env:
         self.axi = AxiMemory(self.dut, self.memory, clock=self.clock, reset=self.nreset,
                              ports=list(self.axi_ports), pinmap=self.pinmap,
                              clock_period_ns=self.clk_period_ns)
+        for mon in self.axi_monitors.values():
+            mon.start()
+        add_listener = (self.axi.add_listener if self.axi_source == "subordinate"
+                        else self.add_monitor_listener)
         if self._scoreboard_on:
-            self.axi.add_listener(self.scoreboard.on_burst)
+            add_listener(self.scoreboard.on_burst)
             for sub in self.axi.ports.values():
                 sub.outstanding_limit = self.scoreboard.outstanding_limit
             if self.irq is not None:
                 self._irq_task = cocotb.start_soon(self._irq_monitor())
         elif self.scoreboard.coverage is not None:
-            self.axi.add_listener(self.scoreboard.coverage.sample_burst)
+            add_listener(self.scoreboard.coverage.sample_burst)
         if self.tlm is not None:
             self.tlm.start()
         if reset:
@@ -257,17 +281,8 @@ class Env:
             self.scoreboard.set_reference(self._ref)
 
     async def wait_reset_done(self, max_reads: int = 256) -> list[int]:
-        """Poll STATUS (secure privileged) until reset_status (bit 3) is 0; return the
-        values read. STATUS is readable during the reset sequence (TRM 3.1.1)."""
-        seen = []
-        for _ in range(max_reads):
-            r = await self.apb.read(0x004, PROT_SECURE_PRIV)
-            assert not r.slverr, "STATUS read (secure privileged) got PSLVERR"
-            seen.append(r.data)
-            if not r.data & 0x8:
-                self.scoreboard.enabled = True
-                return seen
-        raise TimeoutError(f"STATUS.reset_status still set after {max_reads} reads")
+        """``driver.wait_reset``: poll STATUS until reset_status clears; the values read."""
+        return await self.driver.wait_reset(max_reads)
 
     def set_pclken(self, pattern: Iterable[int] | None) -> None:
         """Drive PCLKEN from *pattern* (one value per CLK cycle, cycled); None ties it to 1."""
@@ -310,45 +325,22 @@ class Env:
             await RisingEdge(self.irq)
             self.scoreboard.on_irq_rise()
 
+    # job shortcuts: the host driver's sequences (tb/driver.py)
     async def load_stream(self, addr: int, words, qconfig: int | None = None,
                           prot: int = PROT_SECURE_PRIV) -> None:
-        """Write a command stream (32-bit words) into memory by the back door and program
-        QBASE/QSIZE (and QCONFIG) over APB."""
-        data = b"".join((int(w) & 0xFFFFFFFF).to_bytes(4, "little") for w in words)
-        self.memory.write(addr, data)
-        await self.write_ok(_QBASE_LO, addr & 0xFFFFFFFF, prot)
-        await self.write_ok(_QBASE_HI, (addr >> 32) & 0xFF, prot)
-        await self.write_ok(_QSIZE, len(data), prot)
-        if qconfig is not None:
-            await self.write_ok(_QCONFIG, qconfig, prot)
+        await self.driver.load_job(addr, words, qconfig, prot=prot)
 
     async def start_npu(self, prot: int = PROT_SECURE_PRIV) -> None:
-        """CMD = (CMD & 0xC) | transition_to_running_state, as the driver does."""
-        cmd = await self.read_ok(_CMD, prot)
-        await self.write_ok(_CMD, (cmd & 0xC) | 1, prot)
+        await self.driver.run(prot)
 
     async def wait_stopped(self, max_cycles: int = 20_000, poll: int = 8,
                            prot: int = PROT_SECURE_PRIV) -> int:
-        """Poll STATUS every *poll* cycles until the NPU shows it stopped (state 0 with
-        irq_raised or a fault bit: clear the IRQ before a job); then read QREAD (so the
-        scoreboard compares both with the reference); return that STATUS."""
-        from cocotb.simtime import get_sim_time
-        t0 = get_sim_time("ns")
-        limit = max_cycles * self.clk_period_ns
-        while True:
-            status = await self.read_ok(_STATUS, prot)
-            if not status & 1 and status & STOP_EVIDENCE:
-                await self.read_ok(_QREAD, prot)
-                return status
-            if get_sim_time("ns") - t0 > limit:
-                raise TimeoutError(f"the NPU did not stop within {max_cycles} cycles "
-                                   f"(STATUS 0x{status:08x})")
-            await ClockCycles(self.clock, poll)
+        return await self.driver.wait_stopped(max_cycles, poll, prot)
 
-    async def run_job(self, max_cycles: int = 20_000, poll: int = 8) -> int:
-        """Start the NPU and wait until it stops; return STATUS."""
-        await self.start_npu()
-        return await self.wait_stopped(max_cycles, poll)
+    async def run_job(self, max_cycles: int = 20_000, poll: int = 8,
+                      use_irq: bool = False) -> int:
+        """Start the NPU and wait until it stops (polling STATUS, or by the IRQ); STATUS."""
+        return await self.driver.run_job(max_cycles, poll, use_irq)
 
     def finish(self) -> None:
         """End-of-test checks: adapter protocol errors, APB protocol errors seen by the
@@ -363,4 +355,6 @@ class Env:
         if self.axi is not None:
             errs = self.axi.errors
             assert not errs, f"{len(errs)} AXI rule violation(s), first: {errs[0]}"
+        errs = [e for m in self.axi_monitors.values() for e in m.errors]
+        assert not errs, f"{len(errs)} AXI pin rule violation(s) seen by the monitors, first: {errs[0]}"
         self.scoreboard.check()

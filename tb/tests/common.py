@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge
 
+from tb.axi import _pin
 from tlm import isa
 from tlm import registers as R
 from tlm.memory import Channel
@@ -104,21 +105,17 @@ def regioncfg() -> int:
 
 
 async def program_regions(env, max_beats: "tuple[int, int] | None" = None, qconfig: int = 2) -> None:
-    """MEM_ATTR0..3, REGIONCFG, BASEP0..7, QCONFIG and AXI_SRAM/AXI_EXT (max_beats for SRAM
-    and EXT: 0 = 64 B, 1 = 128 B, 2 = 256 B bursts) over APB."""
-    for n, v in enumerate(MEM_ATTRS):
-        await env.write_ok(OFF[f"MEM_ATTR{n}"], v)
-    await env.write_ok(OFF["REGIONCFG"], regioncfg())
-    for r, base in REGION_BASE.items():
-        await env.write_ok(OFF[f"BASEP{r}_LO"], base & 0xFFFFFFFF)
-        await env.write_ok(OFF[f"BASEP{r}_HI"], base >> 32)
-    await env.write_ok(OFF["QCONFIG"], qconfig)
+    """The bench's memory map through the host driver's AXI set-up: MEM_ATTR0..3, REGIONCFG,
+    BASEP0..7, AXI_SRAM/AXI_EXT (max_beats for SRAM and EXT: 0 = 64 B, 1 = 128 B,
+    2 = 256 B bursts), then QCONFIG."""
     mb_s, mb_e = max_beats if max_beats is not None else (2, 2)
     axi = R.get("AXI_SRAM")
-    await env.write_ok(OFF["AXI_SRAM"], axi.encode(max_outstanding_read_m1=7,
-                                                   max_outstanding_write_m1=7, max_beats=mb_s))
-    await env.write_ok(OFF["AXI_EXT"], axi.encode(max_outstanding_read_m1=15,
-                                                  max_outstanding_write_m1=15, max_beats=mb_e))
+    await env.driver.setup_axi(
+        MEM_ATTRS, regioncfg(),
+        axi_sram=axi.encode(max_outstanding_read_m1=7, max_outstanding_write_m1=7, max_beats=mb_s),
+        axi_ext=axi.encode(max_outstanding_read_m1=15, max_outstanding_write_m1=15, max_beats=mb_e),
+        basep=REGION_BASE)
+    await env.write_ok(OFF["QCONFIG"], qconfig)
 
 
 def enc(*cmds) -> list:
@@ -305,109 +302,58 @@ async def irq_pin(env) -> int:
 
 
 # ---------------------------------------------------------------- pin monitor
-# (channel, VALID, READY, LAST, payload the manager must hold while VALID waits for READY)
-_AXI_CHANNELS = (
-    ("ar", "ARVALID", "ARREADY", None, ("ARID", "ARADDR", "ARLEN", "ARSIZE", "ARBURST", "ARPROT",
-                                        "ARCACHE")),
-    ("r", "RVALID", "RREADY", "RLAST", ()),
-    ("aw", "AWVALID", "AWREADY", None, ("AWID", "AWADDR", "AWLEN", "AWSIZE", "AWBURST", "AWPROT",
-                                        "AWCACHE")),
-    ("w", "WVALID", "WREADY", "WLAST", ("WDATA", "WSTRB", "WLAST")),
-    ("b", "BVALID", "BREADY", None, ()),
-)
-_MANAGER_CHANNELS = ("ar", "aw", "w")
-
-
-def _pin(handle, default=0):
-    try:
-        return int(handle.value)
-    except ValueError:
-        return default
-
-
 class PinMonitor:
-    """Watches the NPU's pins at every falling edge of CLK (the bench samples there, see
-    tb/apb.py): counts AXI handshakes per port and channel (``ar``, ``r``, ``rlast``, ``aw``,
-    ``w``, ``wlast``, ``b``), checks the manager's AXI rule that a VALID, once raised, stays
-    high with a stable payload until READY (AR, AW, W: a transaction abandoned mid-burst breaks
-    it, or leaves the counts unbalanced), and counts rising edges of IRQ.
+    """The test_faults view of the Env's passive AXI monitors (``env.axi_monitors``,
+    tb.axi.AxiMonitor: handshake counts and the VALID/payload-stability rule per port) plus
+    a count of IRQ rising edges (sampled at falling edges of CLK from construction on).
 
-    ``outstanding()`` gives, per port, (reads without their last R beat, writes without their
-    B response, AW without their WLAST); ``busy`` is true while anything is outstanding or a
-    VALID is waiting."""
+    ``count`` is per port and channel (``ar``, ``r``, ``rlast``, ``aw``, ``w``, ``wlast``,
+    ``b``) since construction or the last nRESET; ``outstanding()`` gives, per port, (reads without their last R beat, writes
+    without their B response, AW without their WLAST); ``busy`` is true while anything is
+    outstanding or a VALID is waiting; ``errors`` are the monitors' errors."""
 
     def __init__(self, env):
         self.env = env
-        self.ports = dict(env.axi_ports)
-        self.count = {p: {k: 0 for k in ("ar", "r", "rlast", "aw", "w", "wlast", "b")}
-                      for p in self.ports}
-        self.errors: list[str] = []
+        self.monitors = env.axi_monitors
+        assert self.monitors or not env.axi_ports, "PinMonitor needs Env(axi_monitor=True)"
+        self._base = {p: (m.resets, dict(m.count)) for p, m in self.monitors.items()}
         self.irq_rises = 0
-        self._pend = {p: {} for p in self.ports}
         self._irq = 0
         self._task = cocotb.start_soon(self._run())
+
+    @property
+    def count(self) -> dict:
+        """Handshakes per port and channel since construction (or the last nRESET)."""
+        out = {}
+        for p, m in self.monitors.items():
+            resets, base = self._base[p]
+            out[p] = {k: v - (base[k] if m.resets == resets else 0) for k, v in m.count.items()}
+        return out
+
+    @property
+    def errors(self) -> list:
+        return [e for m in self.monitors.values() for e in m.errors]
 
     def stop(self) -> None:
         self._task.cancel()
 
-    def _reset(self) -> None:
-        for p in self.ports:
-            for k in self.count[p]:
-                self.count[p][k] = 0
-            self._pend[p].clear()
-
     async def _run(self) -> None:
-        cycle = 0
         while True:
             await FallingEdge(self.env.clock)
-            cycle += 1
-            if _pin(self.env.nreset, 0) != 1:
-                self._reset()
-                self._irq = 0
-                continue
-            irq = _pin(self.env.irq, 0)
+            irq = _pin(self.env.irq, 0) if _pin(self.env.nreset, 0) == 1 else 0
             if irq and not self._irq:
                 self.irq_rises += 1
             self._irq = irq
-            for port, sigs in self.ports.items():
-                en = _pin(sigs["ACLKEN"], 1) if "ACLKEN" in sigs else 1
-                cnt, pend = self.count[port], self._pend[port]
-                for name, v, rdy, last, payload in _AXI_CHANNELS:
-                    valid = _pin(sigs[v])
-                    held = pend.get(name)
-                    now = None
-                    if held is not None or (valid and payload):
-                        now = tuple(_pin(sigs[s], -1) for s in payload if s in sigs)
-                    if held is not None and (not valid or now != held):
-                        self._error(f"cycle {cycle} {port}: {v} dropped or payload changed before "
-                                    f"{rdy} (AXI: a manager keeps VALID and the payload stable)")
-                    if not valid:
-                        pend.pop(name, None)
-                        continue
-                    if _pin(sigs[rdy]) and en:
-                        cnt[name] += 1
-                        if last is not None and _pin(sigs[last]):
-                            cnt[name + "last"] += 1
-                        pend.pop(name, None)
-                    elif name in _MANAGER_CHANNELS:
-                        pend[name] = now
-
-    def _error(self, msg: str) -> None:
-        if len(self.errors) < 50:
-            self.env.log.error("pin monitor: %s", msg)
-        self.errors.append(msg)
 
     def outstanding(self) -> dict:
-        return {p: (c["ar"] - c["rlast"], c["aw"] - c["b"], c["aw"] - c["wlast"])
-                for p, c in self.count.items()}
+        return {p: m.outstanding() for p, m in self.monitors.items()}
 
     @property
     def busy(self) -> bool:
-        return any(any(o) for o in self.outstanding().values()) or \
-            any(bool(p) for p in self._pend.values())
+        return any(m.busy for m in self.monitors.values())
 
     def handshakes(self) -> int:
-        return sum(c["ar"] + c["r"] + c["aw"] + c["w"] + c["b"] for c in self.count.values())
+        return sum(m.handshakes() for m in self.monitors.values())
 
     async def wait_idle(self, limit: int = 20_000, settle: int = 4) -> int:
         """Wait until nothing is outstanding for *settle* cycles; return the cycles waited."""
@@ -425,8 +371,8 @@ class PinMonitor:
         quiet = 0
         for _ in range(limit):
             await FallingEdge(self.env.clock)
-            ok = all(c["aw"] == c["wlast"] for c in self.count.values()) and \
-                not any(("aw" in p or "w" in p) for p in self._pend.values())
+            ok = all(m.count["aw"] == m.count["wlast"] for m in self.monitors.values()) and \
+                not any(("aw" in m._pend or "w" in m._pend) for m in self.monitors.values())
             quiet = quiet + 1 if ok else 0
             if quiet >= settle:
                 return
@@ -584,30 +530,17 @@ class ResetSync:
 
 
 async def wait_reset_clear(env, max_reads: int = 2000, prot: int = PROT_SP) -> list:
-    """Poll STATUS until reset_status is 0; every read before must be exactly 0x8 (TRM 3.1.1:
-    STATUS is readable in the sequence and shows reset_status; every other field is cleared
-    by the reset). Returns the values read."""
+    """``HostDriver.wait_reset`` (strict: every read before the end is exactly 0x8) with the
+    scoreboard's reference kept in step (``ResetSync``). Returns the values read."""
     ResetSync.attach(env)
-    seen = []
-    for _ in range(max_reads):
-        r = await env.read(OFF["STATUS"], prot)
-        assert not r.slverr, f"STATUS read got PSLVERR during/after a reset: {r}"
-        seen.append(r.data)
-        if not r.data & ST_RESET:
-            assert all(v == ST_RESET for v in seen[:-1]), \
-                f"STATUS during the reset sequence: {[hex(v) for v in seen]}"
-            env.scoreboard.enabled = True
-            return seen
-    raise TimeoutError(f"STATUS.reset_status still set after {max_reads} reads")
+    return await env.driver.wait_reset(max_reads, strict=True, prot=prot)
 
 
 async def soft_reset(env, pending: int, prot: int = PROT_SP) -> list:
-    """A RESET write (pending_CPL = bit 0, pending_CSL = bit 1) and the wait for the end of
-    the reset sequence; returns the STATUS values read."""
+    """``HostDriver.soft_reset`` (strict) with the reference kept in step (``ResetSync``);
+    returns the STATUS values read."""
     ResetSync.attach(env)
-    r = await env.write(OFF["RESET"], pending, prot)
-    assert not r.slverr, f"RESET write with PPROT={prot:03b} got PSLVERR"
-    return await wait_reset_clear(env)
+    return await env.driver.soft_reset(pending, prot, strict=True)
 
 
 def expected_reset_value(reg, env, prot_word: int, reset_word: int = 0) -> int:
@@ -653,7 +586,7 @@ async def check_sticky_fault(env, mon: "PinMonitor", status: int, iface: int, ch
     await mon.assert_silent(64, what)
     sticky = status & ~0x42            # clear_irq clears irq_raised and pmu_irq_raised only
     # CMD.clear_irq: the IRQ drops, the fault stays
-    await env.write_ok(OFF["CMD"], 0xC | 0x2)
+    await env.driver.clear_irq()
     await ClockCycles(env.clock, 2)
     assert await irq_pin(env) == 0, f"{what}: IRQ pin still high after CMD.clear_irq"
     st = await env.read_ok(OFF["STATUS"])

@@ -6,9 +6,10 @@ Not a test module (tb.run collects ``test_*.py`` only).
 ``tlm.runner.run_model`` does, with the runner's own code: ``plan_memory`` places the areas
 and binds the regions (guard bands and unbound regions answer DECERR, injected into the
 bench's AXI subordinates), ``check_inputs`` checks random inputs, ``load_memory`` fills
-memory by the back door and ``program`` yields the APB register sequence (MEM_ATTR, QCONFIG,
-REGIONCFG, AXI limits, QBASE/QSIZE, BASEP, CMD), replayed on the APB pins. It waits for the
-NPU to stop, checks STATUS (no fault, end of stream reached), closes the scoreboard's job
+memory by the back door. The host driver (tb/driver.py) then programs what the runner's
+``program`` does with the runner's ``DriverConfig`` values (MEM_ATTR, REGIONCFG, AXI limits,
+QBASE/QSIZE/QCONFIG, BASEP), starts the NPU, waits for the IRQ and checks the fault bits
+(no fault, end of stream reached), closes the scoreboard's job
 (every AXI write, STATUS, QREAD and IRQ against the reference TLM on a mirror of memory) and
 compares every output byte with the reference's. Returns a ``NetResult``.
 """
@@ -21,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tb.tests.common import OFF, status_fields
+from tb.driver import HostDriver
+from tb.tests.common import OFF
 
-CMD, QREAD = OFF["CMD"], OFF["QREAD"]
+QREAD = OFF["QREAD"]
 
 
 def vela_model(name: str, config: str = "ethos-u85-256", mode: str = "default") -> Path:
@@ -33,22 +35,6 @@ def vela_model(name: str, config: str = "ethos-u85-256", mode: str = "default") 
         sys.path.insert(0, str(repo / "tests"))
     import nets
     return Path(nets.compiled(name, config, mode, "raw"))
-
-
-class ApbRecorder:
-    """Stands in for a Device in ``tlm.runner.program``: records its APB writes (the
-    runner's register sequence) so that they can be replayed on the pins."""
-
-    def __init__(self, reads: dict):
-        self.reads = reads
-        self.writes: list = []
-
-    def apb_read(self, addr: int, pprot: int = 0b01):
-        return self.reads.get(addr, 0), 0
-
-    def apb_write(self, addr: int, data: int, pprot: int = 0b01, pstrb: int = 0xF) -> int:
-        self.writes.append((addr, data, pprot))
-        return 0
 
 
 @dataclass
@@ -91,22 +77,23 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
     for lo, hi in mmap.faults:
         env.axi.inject_fault(lo, hi, "DECERR")
     n_events = len(env.model.events) if env.use_reference else 0
-    cmd = await env.read_ok(CMD, driver.pprot)
-    await env.write_ok(CMD, (cmd & 0xC) | 0x2, driver.pprot)         # clear_irq
-    rec = ApbRecorder({CMD: cmd})
-    runner.program(rec, mmap, driver)
+    host = HostDriver(env, prot=driver.pprot)
+    await host.clear_irq()
+    await host.wait_reset()
     beats0, t0, sim0 = env.axi.beats(), time.perf_counter(), get_sim_time("ns")
-    for addr, data, pprot in rec.writes:
-        await env.write_ok(addr, data, pprot)
-    status = await env.wait_stopped(max_cycles=max_cycles, poll=64, prot=driver.pprot)
+    await host.setup_axi(driver.mem_attr, driver.regioncfg, driver.axi_sram, driver.axi_ext)
+    cs = mmap.area("command_stream")
+    await host.load_job(cs.address, qconfig=driver.qconfig, size=cs.size)
+    await host.setup_axi(basep=mmap.basep)
+    await host.run()
+    status = await host.wait_done(max_cycles=max_cycles, use_irq=True, poll=64)
     wall = time.perf_counter() - t0
     cycles = (get_sim_time("ns") - sim0) / env.clk_period_ns
     beats = env.axi.beats() - beats0
-    f = status_fields(status)
-    faults = [b for b in runner.FAULT_BITS if f[b]]
-    assert not faults, f"{path.name}: stopped with {faults} (STATUS 0x{status:08x})"
+    report = host.check_faults(status)
+    assert not report, f"{path.name}: stopped with {report}"
     qread = await env.read_ok(QREAD, driver.pprot)
-    assert f["cmd_end_reached"] or qread == 4 * len(model.command_words), \
+    assert report.fields["cmd_end_reached"] or qread == 4 * len(model.command_words), \
         f"{path.name}: stopped early at QREAD 0x{qread:x}"
     outputs = []
     for t in model.outputs:

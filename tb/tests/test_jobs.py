@@ -9,7 +9,7 @@ hand-expected results: DMA destinations against a byte-loop model of the TRM pse
 from __future__ import annotations
 
 import cocotb
-from cocotb.triggers import ClockCycles, FallingEdge
+from cocotb.triggers import FallingEdge
 
 from tb.env import Env
 from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_RD_M2M_IDX, CH_WR_M2M,
@@ -35,10 +35,7 @@ async def job_env(dut, backpressure: "float | None" = None, seed: int = 0, **kw)
 
 
 async def clear_irq(env) -> None:
-    await env.write_ok(CMD, 0xC | 0x2)
-    await ClockCycles(env.clock, 2)
-    await FallingEdge(env.clock)
-    assert int(env.irq.value) == 0, "IRQ pin still high after CMD.clear_irq"
+    await env.driver.clear_irq(check_pin=True)
 
 
 @cocotb.parametrize(mode=named(["1d", "2d", "3d"]),
