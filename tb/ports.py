@@ -53,15 +53,21 @@ AXI_PORT_SIGNALS = tuple((p.name, "out" if p.direction == "output" else "in")
                          for p in axi_manager_signals())
 
 
-def port_groups() -> list:
-    """[(heading, (Port, ...)), ...] in TRM chapter 5 order."""
+def port_groups(axi_ports: tuple = AXI_PORTS) -> list:
+    """[(heading, (Port, ...)), ...] in TRM chapter 5 order, for a top level with the AXI
+    manager ports *axi_ports* (CFGSRAMHASH1 with more than two SRAM ports, CFGEXTHASH0 with
+    more than one EXT port: TRM 5.2, "not present in all configurations")."""
+    hashes = (("CFGSRAMHASH1", "input", 40),) if sum(p.startswith("SRAM") for p in axi_ports) > 2 \
+        else ()
+    hashes += (("CFGEXTHASH0", "input", 40),) if sum(p.startswith("EXT") for p in axi_ports) > 1 \
+        else ()
     groups = [
         ("Clock and reset (TRM 5.1)",
          _group(("CLK", "input"), ("nRESET", "input"), ("nMBISTRESET", "input"))),
         ("Configuration (TRM 5.2); sampled at hard reset, CFG* also at soft reset",
          _group(("PORPL", "input"), ("PORSL", "input"), ("DBGEN", "input"), ("SPIDEN", "input"),
                 ("CFGSRAMCAP", "input", 32), ("CFGEXTCAP", "input", 32),
-                ("CFGSRAMHASH0", "input", 40))),
+                ("CFGSRAMHASH0", "input", 40), *hashes)),
         ("Interrupt (TRM 5.3), level", _group(("IRQ", "output"))),
         ("Power Q-Channel (TRM 5.4)",
          _group(("PWRQACTIVE", "output"), ("PWRQREQn", "input"), ("PWRQACCEPTn", "output"),
@@ -73,7 +79,7 @@ def port_groups() -> list:
         ("Debug cross-trigger (TRM 5.7)",
          _group(("DBGHALTREQ", "input"), ("DBGRESTARTREQ", "input"), ("DBGHALTACK", "output"))),
     ]
-    for port in AXI_PORTS:
+    for port in axi_ports:
         groups.append((f"AXI5 manager port {port} (TRM 5.8)",
                        tuple(Port(p.name + port, p.direction, p.width)
                              for p in axi_manager_signals())))
@@ -90,6 +96,6 @@ def port_groups() -> list:
     return groups
 
 
-def ports() -> list:
+def ports(axi_ports: tuple = AXI_PORTS) -> list:
     """Every top-level port, in declaration order."""
-    return [p for _, group in port_groups() for p in group]
+    return [p for _, group in port_groups(axi_ports) for p in group]

@@ -282,12 +282,12 @@ def _range(width: int) -> str:
     return f"[{width - 1}:0]" if width > 1 else ""
 
 
-def gen_ports() -> str:
-    from tb.ports import port_groups
+def gen_ports(axi_ports: "tuple | None" = None) -> str:
+    from tb.ports import AXI_PORTS, port_groups
 
     out = [HEADER.format(name="ethosu85_ports.vh", sources="tb/ports.py"),
            "// The port list of module ethosu85 (included between its parentheses)."]
-    groups = port_groups()
+    groups = port_groups(axi_ports or AXI_PORTS)
     for g, (heading, ports) in enumerate(groups):
         out.append(f"// ---- {heading} ----")
         for k, p in enumerate(ports):
@@ -296,10 +296,10 @@ def gen_ports() -> str:
     return "\n".join(out) + "\n"
 
 
-def gen_shell() -> str:
-    from tb.ports import ports
+def gen_shell(axi_ports: "tuple | None" = None) -> str:
+    from tb.ports import AXI_PORTS, ports
 
-    outs = [p for p in ports() if p.direction == "output"]
+    outs = [p for p in ports(axi_ports or AXI_PORTS) if p.direction == "output"]
     out = [HEADER.format(name="ethosu85_shell.vh", sources="tb/ports.py"),
            "// Body of the DUT=tlm shell: every output <PORT> copies a variable tlm_<PORT> that",
            "// tb/tlm_pins.py writes through VPI."]
