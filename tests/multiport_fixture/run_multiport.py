@@ -12,7 +12,6 @@ rtl_stub/gen/ethosu85_shell.vh into ``sim_build/<sim>-multiport/ethosu85.v``. Pr
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -41,31 +40,10 @@ def main(argv=None) -> int:
     ap.add_argument("--sim", choices=("icarus", "verilator"), default="icarus")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(REPO))
-    os.environ.pop("PYTEST_CURRENT_TEST", None)
     from tb import simtools
-    build_args = simtools.prepare_build(a.sim, os.environ)
-    from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
-
-    build_dir = REPO / "sim_build" / f"{a.sim}-multiport"
-    build_dir.mkdir(parents=True, exist_ok=True)
-    shell = write_shell(build_dir / "ethosu85.v")
-    runner = get_runner(a.sim)
-    runner.build(sources=[shell], hdl_toplevel="ethosu85", build_dir=build_dir,
-                 timescale=simtools.TIMESCALE, build_args=build_args)
-    results = build_dir / "results.xml"
-    results.unlink(missing_ok=True)
-    extra = {"TB_DUT": "tlm", "NPU_CONFIG": CONFIG, "TB_PINMAP": ""}
-    try:
-        runner.test(test_module="tb.tests.multiport", hdl_toplevel="ethosu85",
-                    build_dir=build_dir, test_dir=build_dir, seed=1, extra_env=extra,
-                    results_xml=str(results), timescale=simtools.TIMESCALE)
-    except SystemExit:
-        pass
-    try:
-        n, failed = get_results(results)
-    except RuntimeError:
-        n, failed = 0, 0
+    n, failed = simtools.run_fixture(a.sim, "multiport", [], "ethosu85", "tb.tests.multiport",
+                                     {"TB_DUT": "tlm", "NPU_CONFIG": CONFIG, "TB_PINMAP": ""},
+                                     write_top=lambda d: write_shell(d / "ethosu85.v"))
     print(f"multiport-run: {n} tests, {failed} failed (sim {a.sim}, ports {'/'.join(PORTS)})",
           flush=True)
     return 0 if n and not failed else 1

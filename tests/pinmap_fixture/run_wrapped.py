@@ -12,7 +12,6 @@ Prints one ``pinmap-run:`` summary line; exit 0 when tests ran and none failed.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -29,33 +28,13 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     sys.path.insert(0, str(REPO))
     sys.path.insert(0, str(HERE))
-    os.environ.pop("PYTEST_CURRENT_TEST", None)
     from tb import simtools
     from wrapper import MAP, write_wrapper
-    build_args = simtools.prepare_build(a.sim, os.environ)
-    from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
-
-    build_dir = REPO / "sim_build" / f"{a.sim}-pinmap"
-    build_dir.mkdir(parents=True, exist_ok=True)
-    wrapper = write_wrapper(build_dir / "npu_wrap.v")
-    sources = simtools.dut_sources("rtl") + [wrapper]
-    runner = get_runner(a.sim)
-    runner.build(sources=sources, hdl_toplevel="npu_wrap", build_dir=build_dir,
-                 timescale=simtools.TIMESCALE, build_args=build_args, includes=[simtools.RTL])
-    results = build_dir / "results.xml"
-    results.unlink(missing_ok=True)
     extra = {"TB_DUT": "rtl", "NPU_CONFIG": "ethos-u85-256", "TB_PINMAP": "" if a.no_map else str(MAP)}
-    try:
-        runner.test(test_module="tb.tests.test_registers", hdl_toplevel="npu_wrap",
-                    build_dir=build_dir, test_dir=build_dir, test_filter=a.tests, seed=1,
-                    extra_env=extra, results_xml=str(results), timescale=simtools.TIMESCALE)
-    except SystemExit:
-        pass
-    try:
-        n, failed = get_results(results)
-    except RuntimeError:
-        n, failed = 0, 0
+    n, failed = simtools.run_fixture(a.sim, "pinmap", simtools.dut_sources("rtl"), "npu_wrap",
+                                     "tb.tests.test_registers", extra,
+                                     write_top=lambda d: write_wrapper(d / "npu_wrap.v"),
+                                     test_filter=a.tests, includes=[simtools.RTL])
     print(f"pinmap-run: {n} tests, {failed} failed (sim {a.sim}, map "
           f"{'none' if a.no_map else MAP.name})", flush=True)
     return 0 if n and not failed else 1
