@@ -17,6 +17,9 @@
 //                    destination (channels rd_mem2mem, rd_mem2mem_idx, wr_mem2mem)
 //   npu_kernel       NPU_OP_ELEMENTWISE / NPU_OP_POOL on 8-bit tensors (channels rd_ifm,
 //                    rd_ifm_stream, wr_ofm); npu_kernel_alu, npu_rsr: its arithmetic
+//   npu_wfetch       NPU_OP_CONV / NPU_OP_DEPTHWISE: weight and scale/bias stream reads
+//                    (channels rd_weights, rd_scale_bias); the op then stops with
+//                    cmd_parse_error (no weight decoder or MAC datapath yet)
 //   npu_region_route region -> BASEP, MEM_ATTR (port group, AxCACHE, AxDOMAIN)
 //   npu_axi_rd/wr    one AXI manager port side each; npu_axi_addr: their AR/AW channel
 //                    (arbitration, address register, outstanding limit)
@@ -25,8 +28,8 @@
 // outstanding-transaction maxima (TRM Table 2-2); default ethos-u85-256. RESET_CYCLES is
 // the length of the reset sequence (STATUS.reset_status = 1).
 //
-// AXI IDs: ARID/AWID = {2'b00, pmu_axi_channel} (rd_cmd 0, rd_ifm 1, rd_mem2mem 4,
-// rd_ifm_stream 5, rd_mem2mem_idx 6, wr_ofm 8, wr_mem2mem 9), so every burst of one channel
+// AXI IDs: ARID/AWID = {2'b00, pmu_axi_channel} (rd_cmd 0, rd_ifm 1, rd_weights 2,
+// rd_scale_bias 3, rd_mem2mem 4, rd_ifm_stream 5, rd_mem2mem_idx 6, wr_ofm 8, wr_mem2mem 9), so every burst of one channel
 // keeps its order and an error response names its channel.
 // AxPROT = {1'b0 (data), CSL, CPL} from PROT. AxCACHE/AxDOMAIN from the MEM_ATTR entry of
 // the region (QCONFIG for the command stream). With one port per group the CFG*HASH
@@ -70,6 +73,8 @@ module ethosu85 #(
     localparam [5:0] ID_RD_IFM = {2'b00, NPU_CH_RD_IFM};
     localparam [5:0] ID_RD_IFM2 = {2'b00, NPU_CH_RD_IFM_STREAM};
     localparam [5:0] ID_WR_OFM = {2'b00, NPU_CH_WR_OFM};
+    localparam [5:0] ID_RD_W = {2'b00, NPU_CH_RD_WEIGHTS};
+    localparam [5:0] ID_RD_SB = {2'b00, NPU_CH_RD_SCALE_BIAS};
 
     // ================================================================ nets
     // CPM
@@ -161,7 +166,8 @@ module ethosu85 #(
 
     // ================================================================ AXI read ports
     // client 0: command fetch (rd_cmd), 1: DMA data (rd_mem2mem), 2: DMA index (rd_mem2mem_idx),
-    // 3: kernel IFM (rd_ifm), 4: kernel IFM2 (rd_ifm_stream)
+    // 3: kernel IFM (rd_ifm), 4: kernel IFM2 (rd_ifm_stream), 5: weight or scale/bias stream
+    // (rd_weights / rd_scale_bias)
     wire        f_rq_valid, f_rq_ready;
     wire [39:0] f_rq_addr;
     wire [7:0]  f_rq_len;
@@ -178,6 +184,11 @@ module ethosu85 #(
     wire [39:0] ka_rq_addr, kb_rq_addr;
     wire [3:0]  ka_rq_cache, kb_rq_cache;
     wire [1:0]  ka_rq_domain, kb_rq_domain;
+    wire        w_rq_valid, w_rq_ext, w_rq_ready, w_rq_scale;
+    wire [39:0] w_rq_addr;
+    wire [7:0]  w_rq_len;
+    wire [3:0]  w_rq_cache;
+    wire [1:0]  w_rq_domain;
     wire [39:0] unused_qbase_route;
     wire        q_ext;
     wire [3:0]  q_arcache, unused_q_awcache;
@@ -187,31 +198,36 @@ module ethosu85 #(
         .mem_attr(mem_attr), .base(unused_qbase_route), .ext(q_ext), .arcache(q_arcache),
         .awcache(unused_q_awcache), .domain(q_domain));
 
-    wire [4:0]  s_rq_ready, e_rq_ready;
+    wire [5:0]  s_rq_ready, e_rq_ready;
     wire        s_rb_valid, e_rb_valid, s_rb_last, e_rb_last;
     wire [5:0]  s_rb_id, e_rb_id;
     wire [127:0] s_rb_data, e_rb_data;
     wire [1:0]  s_rb_resp, e_rb_resp;
     wire [15:0] s_rd_ev, e_rd_ev, s_wr_ev, e_wr_ev;
-    wire [4:0]   s_rq_valid = {kb_rq_valid && !kb_rq_ext, ka_rq_valid && !ka_rq_ext,
-                               i_rq_valid && !i_rq_ext, d_rq_valid && !d_rq_ext, f_rq_valid && !q_ext};
-    wire [4:0]   e_rq_valid = {kb_rq_valid && kb_rq_ext, ka_rq_valid && ka_rq_ext,
-                               i_rq_valid && i_rq_ext, d_rq_valid && d_rq_ext, f_rq_valid && q_ext};
-    wire [199:0] rq_addr5   = {kb_rq_addr, ka_rq_addr, i_rq_addr, d_rq_addr, f_rq_addr};
-    wire [39:0]  rq_len5    = {8'd0, 8'd0, 8'd0, d_rq_len, f_rq_len};
-    wire [29:0]  rq_id5     = {ID_RD_IFM2, ID_RD_IFM, ID_RD_IDX, ID_RD_M2M, ID_RD_CMD};
-    wire [19:0]  rq_cache5  = {kb_rq_cache, ka_rq_cache, i_rq_cache, d_rq_cache, q_arcache};
-    wire [9:0]   rq_dom5    = {kb_rq_domain, ka_rq_domain, i_rq_domain, d_rq_domain, q_domain};
+    wire [5:0]   s_rq_valid = {w_rq_valid && !w_rq_ext, kb_rq_valid && !kb_rq_ext,
+                               ka_rq_valid && !ka_rq_ext, i_rq_valid && !i_rq_ext,
+                               d_rq_valid && !d_rq_ext, f_rq_valid && !q_ext};
+    wire [5:0]   e_rq_valid = {w_rq_valid && w_rq_ext, kb_rq_valid && kb_rq_ext,
+                               ka_rq_valid && ka_rq_ext, i_rq_valid && i_rq_ext,
+                               d_rq_valid && d_rq_ext, f_rq_valid && q_ext};
+    wire [239:0] rq_addr6   = {w_rq_addr, kb_rq_addr, ka_rq_addr, i_rq_addr, d_rq_addr, f_rq_addr};
+    wire [47:0]  rq_len6    = {w_rq_len, 8'd0, 8'd0, 8'd0, d_rq_len, f_rq_len};
+    wire [35:0]  rq_id6     = {w_rq_scale ? ID_RD_SB : ID_RD_W, ID_RD_IFM2, ID_RD_IFM, ID_RD_IDX,
+                               ID_RD_M2M, ID_RD_CMD};
+    wire [23:0]  rq_cache6  = {w_rq_cache, kb_rq_cache, ka_rq_cache, i_rq_cache, d_rq_cache, q_arcache};
+    wire [11:0]  rq_dom6    = {w_rq_domain, kb_rq_domain, ka_rq_domain, i_rq_domain, d_rq_domain,
+                               q_domain};
     assign f_rq_ready = q_ext ? e_rq_ready[0] : s_rq_ready[0];
     assign d_rq_ready = d_rq_ext ? e_rq_ready[1] : s_rq_ready[1];
     assign i_rq_ready = i_rq_ext ? e_rq_ready[2] : s_rq_ready[2];
     assign ka_rq_ready = ka_rq_ext ? e_rq_ready[3] : s_rq_ready[3];
     assign kb_rq_ready = kb_rq_ext ? e_rq_ready[4] : s_rq_ready[4];
+    assign w_rq_ready = w_rq_ext ? e_rq_ready[5] : s_rq_ready[5];
 
-    npu_axi_rd #(.NC(5), .HW_MAX_OUT(SRAM_MAX_RD)) u_sram_rd (
+    npu_axi_rd #(.NC(6), .HW_MAX_OUT(SRAM_MAX_RD)) u_sram_rd (
         .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENSRAM0), .max_out_m1(s_rd_m1), .axprot(axprot),
-        .rq_valid(s_rq_valid), .rq_ready(s_rq_ready), .rq_addr(rq_addr5), .rq_len(rq_len5),
-        .rq_id(rq_id5), .rq_cache(rq_cache5), .rq_domain(rq_dom5),
+        .rq_valid(s_rq_valid), .rq_ready(s_rq_ready), .rq_addr(rq_addr6), .rq_len(rq_len6),
+        .rq_id(rq_id6), .rq_cache(rq_cache6), .rq_domain(rq_dom6),
         .rb_valid(s_rb_valid), .rb_id(s_rb_id), .rb_data(s_rb_data), .rb_resp(s_rb_resp),
         .rb_last(s_rb_last), .idle(s_rd_idle), .pmu_ev(s_rd_ev),
         .ARVALID(ARVALIDSRAM0), .ARID(ARIDSRAM0), .ARADDR(ARADDRSRAM0), .ARLEN(ARLENSRAM0),
@@ -219,10 +235,10 @@ module ethosu85 #(
         .ARDOMAIN(ARDOMAINSRAM0), .ARPROT(ARPROTSRAM0), .ARREADY(ARREADYSRAM0),
         .RVALID(RVALIDSRAM0), .RID(RIDSRAM0), .RDATA(RDATASRAM0), .RRESP(RRESPSRAM0),
         .RLAST(RLASTSRAM0), .RREADY(RREADYSRAM0));
-    npu_axi_rd #(.NC(5), .HW_MAX_OUT(EXT_MAX_RD)) u_ext_rd (
+    npu_axi_rd #(.NC(6), .HW_MAX_OUT(EXT_MAX_RD)) u_ext_rd (
         .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENEXT0), .max_out_m1(e_rd_m1), .axprot(axprot),
-        .rq_valid(e_rq_valid), .rq_ready(e_rq_ready), .rq_addr(rq_addr5), .rq_len(rq_len5),
-        .rq_id(rq_id5), .rq_cache(rq_cache5), .rq_domain(rq_dom5),
+        .rq_valid(e_rq_valid), .rq_ready(e_rq_ready), .rq_addr(rq_addr6), .rq_len(rq_len6),
+        .rq_id(rq_id6), .rq_cache(rq_cache6), .rq_domain(rq_dom6),
         .rb_valid(e_rb_valid), .rb_id(e_rb_id), .rb_data(e_rb_data), .rb_resp(e_rb_resp),
         .rb_last(e_rb_last), .idle(e_rd_idle), .pmu_ev(e_rd_ev),
         .ARVALID(ARVALIDEXT0), .ARID(ARIDEXT0), .ARADDR(ARADDREXT0), .ARLEN(ARLENEXT0),
@@ -242,6 +258,8 @@ module ethosu85 #(
     wire e_hit_ka = e_rb_valid && (e_rb_id == ID_RD_IFM);
     wire s_hit_kb = s_rb_valid && (s_rb_id == ID_RD_IFM2);
     wire e_hit_kb = e_rb_valid && (e_rb_id == ID_RD_IFM2);
+    wire s_hit_w = s_rb_valid && (s_rb_id == ID_RD_W || s_rb_id == ID_RD_SB);
+    wire e_hit_w = e_rb_valid && (e_rb_id == ID_RD_W || e_rb_id == ID_RD_SB);
 
     // ================================================================ AXI write ports
     // client 0: DMA (wr_mem2mem), 1: kernel OFM (wr_ofm)
@@ -338,6 +356,7 @@ module ethosu85 #(
     wire              dma_push, dma_full, dma_abort, dma_idle;
     wire              st_we, st_kind, k_op_pool, k_op_ew, k_unsup, k_unpred, k_start, k_busy;
     wire              k_flag;
+    wire              w_start, w_no_weights, w_busy, w_done;
     wire [9:0]        st_opc;
     wire [63:0]       st_raw;
     wire [5:0]        k_op_mode;
@@ -360,6 +379,7 @@ module ethosu85 #(
         .k_op_pool(k_op_pool), .k_op_ew(k_op_ew), .k_op_mode(k_op_mode),
         .k_unsupported(k_unsup), .k_unpredictable(k_unpred), .k_start(k_start), .k_busy(k_busy),
         .k_flag(k_flag),
+        .w_start(w_start), .w_no_weights(w_no_weights), .w_busy(w_busy), .w_done(w_done),
         .pmu_mask_we(pmu_mask_we), .pmu_mask_val(pmu_mask_val),
         .status_word(status_core), .running(running), .qread(qread),
         .cond_result_flag(cond_flag), .irq(npu_irq));
@@ -407,6 +427,18 @@ module ethosu85 #(
         .wq_domain(k_wq_domain), .wq_ready(k_wq_ready),
         .wd_valid(k_wd_valid), .wd_data(k_wd_data), .wd_strb(k_wd_strb), .wd_ready(k_wd_ready),
         .wb_valid((s_wb_valid && s_wb_id == ID_WR_OFM) || (e_wb_valid && e_wb_id == ID_WR_OFM)));
+
+    // ================================================================ CONV / DEPTHWISE streams
+    npu_wfetch #(.MACS(MACS), .NUM_WD_LOG2(CONFIG_WORD[NPU_F_CONFIG_NUM_WD +: 2])) u_wfetch (
+        .CLK(CLK), .rst_n(core_rst_n),
+        .set_we(st_we), .set_kind(st_kind), .set_opc(st_opc), .set_raw(st_raw),
+        .start(w_start), .no_weights(w_no_weights), .clear(fetch_restart), .abort(dma_abort),
+        .pause(pause), .busy(w_busy), .done(w_done),
+        .basep(basep), .regioncfg(regioncfg), .mem_attr(mem_attr), .sram_mb(s_mb), .ext_mb(e_mb),
+        .rq_valid(w_rq_valid), .rq_ext(w_rq_ext), .rq_addr(w_rq_addr), .rq_len(w_rq_len),
+        .rq_scale(w_rq_scale), .rq_cache(w_rq_cache), .rq_domain(w_rq_domain),
+        .rq_ready(w_rq_ready),
+        .rb_valid(s_hit_w || e_hit_w), .rb_resp(s_hit_w ? s_rb_resp : e_rb_resp));
 
     // ================================================================ PMU
     npu_pmu u_pmu (

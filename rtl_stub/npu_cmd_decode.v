@@ -29,8 +29,12 @@
 //     answered), so the kernel unit sees stable NPU_SET state.
 //   - NPU_OP_KERNEL_WAIT: operations complete before the next command: completes at once.
 //   - NPU_OP_PMU_MASK: passed to the PMU (which applies it if PMCR.mask_en = 1).
-//   - NPU_OP_CONV, DEPTHWISE, RESIZE: not implemented: cmd_parse_error (the NPU stops with
-//     IRQ, QREAD at the operation).
+//   - NPU_OP_CONV, DEPTHWISE: the weight and scale/bias streams are read (npu_wfetch.v);
+//     when every read has completed the operation stops with cmd_parse_error (the
+//     arithmetic is not implemented; QREAD at the operation, IRQ). An error response on
+//     those reads stops the NPU as every bus fault does, QREAD at the operation.
+//   - NPU_OP_RESIZE: not implemented: cmd_parse_error (the NPU stops with IRQ, QREAD at the
+//     operation).
 // * Stops: NPU_OP_STOP, QREAD reaching QSIZE (cmd_end_reached), CMD.stop_request, errors.
 //   STATUS.state reads RUNNING until every outstanding command fetch, DMA transfer, kernel
 //   operation and AXI transaction has completed; then the NPU is STOPPED and irq_raised is
@@ -94,6 +98,11 @@ module npu_cmd_decode #(
     output wire              k_start,
     input  wire              k_busy,
     input  wire              k_flag,
+    // weight / scale-bias stream fetch of CONV and DEPTHWISE (npu_wfetch.v)
+    output wire              w_start,
+    output wire              w_no_weights,   // NPU_OP_CONV weights_ifm2
+    input  wire              w_busy,
+    input  wire              w_done,
     // PMU
     output wire              pmu_mask_we,
     output wire              pmu_mask_val,
@@ -144,6 +153,7 @@ module npu_cmd_decode #(
     wire is_pmask  = !is1 && (opc == OPC0_NPU_OP_PMU_MASK);
     wire is_pool   = !is1 && (opc == OPC0_NPU_OP_POOL);
     wire is_ew     = !is1 && (opc == OPC0_NPU_OP_ELEMENTWISE);
+    wire is_conv   = !is1 && (opc == OPC0_NPU_OP_CONV || opc == OPC0_NPU_OP_DEPTHWISE);
     wire is_branch = is1 && (opc == OPC1_NPU_OP_BRANCH);
 
     wire [15:0] mask16 = w0[31:16];
@@ -189,16 +199,16 @@ module npu_cmd_decode #(
 
     // ---------------------------------------------------------------- execute
     wire exec = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_req_pend
-                && !k_busy && (qread_q < qsize_al) && have;
+                && !k_busy && !w_busy && (qread_q < qsize_al) && have;
 
     logic        adv4, adv8, do_stop, do_irq, do_perr, do_bfault, do_branch, do_push;
-    logic        do_pmu, do_kstart;
+    logic        do_pmu, do_kstart, do_wstart;
     wire [31:0]  br_target = w1;
     wire         br_taken = (w0[16] == NPU_E_BRANCH_COND_ALWAYS[0]) || cond_result_flag;
     always @(*) begin
         adv4 = 1'b0; adv8 = 1'b0; do_stop = 1'b0; do_irq = 1'b0; do_perr = 1'b0;
         do_bfault = 1'b0; do_branch = 1'b0; do_push = 1'b0; do_pmu = 1'b0; set_we = 1'b0;
-        do_kstart = 1'b0;
+        do_kstart = 1'b0; do_wstart = 1'b0;
         if (exec) begin
             if (bad) begin
                 do_perr = 1'b1;
@@ -242,8 +252,10 @@ module npu_cmd_decode #(
                     do_kstart = 1'b1;
                     adv4 = 1'b1;
                 end
+            end else if (is_conv && !w_done) begin
+                do_wstart = 1'b1;                   // read the weight and scale/bias streams
             end else begin
-                // NPU_OP_CONV, DEPTHWISE, RESIZE: not implemented
+                // NPU_OP_CONV, DEPTHWISE once their streams are read, RESIZE: not implemented
                 do_perr = 1'b1;
             end
         end
@@ -263,12 +275,14 @@ module npu_cmd_decode #(
     assign k_op_ew = is_ew;
     assign k_op_mode = w0[21:16];
     assign k_start = do_kstart;
+    assign w_start = do_wstart;
+    assign w_no_weights = (opc == OPC0_NPU_OP_CONV) && w0[16];
 
     // ---------------------------------------------------------------- control
     wire start_ok = (fsm == S_STOPPED) && cmd_start && !sticky && !reset_halt;
     wire [31:0] start_off = resume_ok ? qread_q : 32'd0;
     wire fault_new = fault_valid && !bus_status;
-    wire drained = fetch_idle && dma_idle && !k_busy && ports_idle;
+    wire drained = fetch_idle && dma_idle && !k_busy && !w_busy && ports_idle;
 
     assign fetch_restart = start_ok || do_branch;
     assign fetch_off = do_branch ? br_target : start_off;

@@ -204,17 +204,7 @@ module npu_dma #(
     logic [5:0]   b_pend;
 
     // ---- chunk size: stay inside one max_beats window on both sides
-    function [8:0] room;                 // bytes from addr to the end of its window
-        input [1:0] mb;
-        input [7:0] lo;                  // addr[7:0]
-        begin
-            case (mb)
-                2'd0:    room = 9'd64  - {3'd0, lo[5:0]};
-                2'd1:    room = 9'd128 - {2'd0, lo[6:0]};
-                default: room = 9'd256 - {1'd0, lo[7:0]};
-            endcase
-        end
-    endfunction
+`include "npu_axi_room.vh"
     wire [8:0] s_room = room(a_sext ? ext_mb : sram_mb, cur_s[7:0]);
     wire [8:0] d_room = room(a_dint ? 2'd2 : (a_dext ? ext_mb : sram_mb), cur_d[7:0]);
     wire [8:0] rem9   = (rem > 40'd256) ? 9'd256 : rem[8:0];

@@ -4,10 +4,11 @@
 // The sticky NPU_SET state (TRM 3.5.5): one register per NPU_SET command, holding
 // exactly the command's fields packed in table order (first field at bit 0; a field
 // made of several parts, such as the 40-bit addr, is concatenated low part first).
-// Included inside npu_cmd_decode (which reads the DMA fields) and npu_kernel (which
-// reads the kernel-operation fields); each provides CLK, rst_n and the write port
+// Included inside npu_cmd_decode (which reads the DMA fields), npu_kernel (the
+// kernel-operation fields) and npu_wfetch (the weight and scale/bias stream fields);
+// each provides CLK, rst_n and the write port
 //   set_we (1 = store), set_kind (0 = cmd0, 1 = cmd1), set_opc[9:0], set_raw[63:0]
-//   (word0 | word1 << 32), driven by the decoder for both copies.
+//   (word0 | word1 << 32), driven by the decoder for every copy.
 // f_<command>__<field> is the stored value of one field (raw bits; signed fields are
 // two's complement). Each copy keeps only the registers it reads (synthesis removes
 // the others), hence the lint waiver.

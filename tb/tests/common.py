@@ -681,8 +681,10 @@ def _kernel_cmds(kh: int, kw: int, stride: int = 1) -> list:
 # op may come on rd_ifm or rd_ifm_stream (TRM 2.3.4: "IFMS reads IFMs for the AO unit
 # (elementwise operands) ... twice for binary ones"; the TLM reads it on rd_ifm).
 KERNEL_OPERANDS = {"ifm": ((CH_RD_IFM,), "r"), "ifm2": ((CH_RD_IFM_STREAM,), "r"),
-                   "weights": ((CH_RD_WEIGHTS,), "r"), "ofm": ((CH_WR_OFM,), "w")}
-KERNEL_OP_NAMES = {"conv": "NPU_OP_CONV", "pool": "NPU_OP_POOL", "elementwise": "NPU_OP_ELEMENTWISE"}
+                   "weights": ((CH_RD_WEIGHTS,), "r"), "scale": ((CH_RD_SCALE,), "r"),
+                   "ofm": ((CH_WR_OFM,), "w")}
+KERNEL_OP_NAMES = {"conv": "NPU_OP_CONV", "depthwise": "NPU_OP_DEPTHWISE", "pool": "NPU_OP_POOL",
+                   "elementwise": "NPU_OP_ELEMENTWISE"}
 
 
 @dataclass
@@ -703,8 +705,9 @@ class KernelCase:
 
 
 def kernel_case(op: str, rng: random.Random) -> KernelCase:
-    """CONV (1x1, SWD weights, global scale), POOL (2x2 max, stride 2) or ELEMENTWISE (add)
-    on int8 NHWC 4x4x8 maps, operands in distinct regions picked by *rng* (SRAM and EXT)."""
+    """CONV or DEPTHWISE (1x1, SWD weights, per-channel scale/bias stream), POOL (2x2 max,
+    stride 2) or ELEMENTWISE (add) on int8 NHWC 4x4x8 maps, operands in distinct regions
+    picked by *rng* (SRAM and EXT)."""
     import numpy as np
     nrng = np.random.default_rng(rng.getrandbits(32))
     H, W, C = 4, 4, 8
@@ -735,30 +738,46 @@ def kernel_case(op: str, rng: random.Random) -> KernelCase:
                      ("NPU_SET_IFM2_BROADCAST", dict(broadcast_mode=0)),
                      ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=1)))
         opw = enc(("NPU_OP_ELEMENTWISE", dict(elementwise_mode=0)))          # add
-    elif op == "conv":
+    elif op in ("conv", "depthwise"):
         from tlm.config import get_config
+        from tlm.scale_bias import channels_in_set, encode_scale_bias
         from tlm.weights import WeightOrder, encode_swd, streams_from_weights
+        dw = op == "depthwise"
         od = 8
         oshape = (H, W, od)
         macs = get_config(os.environ.get("NPU_CONFIG", "ethos-u85-256")).macs
         mb = 1 if macs == 128 else 3                  # u1x2 / u2x2: every configuration takes it
-        wts = nrng.integers(-20, 21, (od, 1, 1, C), dtype=np.int8)
-        order = WeightOrder(macs=macs, microblock=mb, depthwise=False, part_kernel_first=False,
+        wts = nrng.integers(-20, 21, (od, 1, 1, 1 if dw else C), dtype=np.int8)
+        order = WeightOrder(macs=macs, microblock=mb, depthwise=dw, part_kernel_first=False,
                             sparse=False, ifm16bit=False, ofm_depth=od, ifm_depth=C,
                             ofm_block_depth=od, kernel_height=1, kernel_width=1, dilation_x=0,
                             dilation_y=0, stride_x=1, stride_y=1, d8x8=True)
-        blobs = [bytes(encode_swd(s)) for s in streams_from_weights(order, wts)]
-        assert len(blobs) == 1, "one weight decoder stream expected"
-        image[REGION_BASE[x_r] + offs[2]] = blobs[0]
-        operands["weights"] = (x_r, REGION_BASE[x_r] + offs[2], REGION_BASE[x_r] + offs[2] + len(blobs[0]))
+        # one stream per weight decoder (num_wd), back to back (multiples of 16 bytes)
+        wcmds, a = [], offs[2]
+        for n, blob in enumerate(bytes(encode_swd(s)) for s in streams_from_weights(order, wts)):
+            image[REGION_BASE[x_r] + a] = blob
+            wcmds += [(f"NPU_SET_WEIGHT{n or ''}_BASE", dict(addr=a)),
+                      (f"NPU_SET_WEIGHT{n or ''}_LENGTH", dict(length=len(blob)))]
+            a += len(blob)
+        operands["weights"] = (x_r, REGION_BASE[x_r] + offs[2], REGION_BASE[x_r] + a)
+        # per-channel scale/bias stream (TRM 3.7) in the fourth region
+        s_r, s_off = regions[3], 0x40 * rng.randrange(1, 16)
+        sb = encode_scale_bias(nrng.integers(-64, 65, od), nrng.integers(1 << 14, 1 << 15, od),
+                               nrng.integers(18, 21, od), acc48=False,
+                               set_channels=channels_in_set(macs, mb))
+        image[REGION_BASE[s_r] + s_off] = sb
+        operands["scale"] = (s_r, REGION_BASE[s_r] + s_off, REGION_BASE[s_r] + s_off + len(sb))
         words += _fmap_cmds("OFM", oshape, ofm_r, offs[1]) + _kernel_cmds(1, 1)
-        words += enc(("NPU_SET_OFM_SCALE", dict(scale=1, shift=4, round_mode=1)),
+        words += enc(("NPU_SET_OFM_PRECISION", dict(activation_type=1, activation_precision=0,
+                                                    activation_format=0, scale_mode=0)),
+                     ("NPU_SET_SCALE_REGION", dict(region=s_r)),
+                     ("NPU_SET_SCALE_BASE", dict(addr=s_off)),
+                     ("NPU_SET_SCALE_LENGTH", dict(length=len(sb))),
+                     ("NPU_SET_OFM_SCALE", dict(scale=1, shift=4, round_mode=1)),
                      ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=mb)),
                      ("NPU_SET_WEIGHT_FORMAT", dict(weight_format=0, weight_sparsity=0)),
-                     ("NPU_SET_WEIGHT_REGION", dict(region=x_r)),
-                     ("NPU_SET_WEIGHT_BASE", dict(addr=offs[2])),
-                     ("NPU_SET_WEIGHT_LENGTH", dict(length=len(blobs[0]))))
-        opw = enc(("NPU_OP_CONV", dict(weights_ifm2=0)))
+                     ("NPU_SET_WEIGHT_REGION", dict(region=x_r)), *wcmds)
+        opw = enc(("NPU_OP_DEPTHWISE", {})) if dw else enc(("NPU_OP_CONV", dict(weights_ifm2=0)))
     else:
         raise ValueError(op)
     n_ofm = oshape[0] * oshape[1] * oshape[2]

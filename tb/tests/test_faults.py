@@ -162,13 +162,31 @@ async def kernel_fault(dut, op: str, operand: str, resp: str) -> None:
     env.finish()
 
 
-@rtl_unsupported("NPU_OP_CONV")
-@cocotb.parametrize(operand=named(["weights", "ifm", "ofm"]), resp=RESPS)
+@cocotb.parametrize(operand=named(["weights", "scale"]), resp=RESPS)
 @cocotb.test(**TIMEOUT)
 async def test_conv_fault(dut, operand, resp):
-    """NPU_OP_CONV (1x1, SWD weights): error response on the weight read (rd_weights), the IFM
-    read (rd_ifm) or the OFM write (wr_ofm)."""
+    """NPU_OP_CONV (1x1, SWD weights, per-channel scale): error response on the weight stream
+    read (rd_weights) or the scale/bias stream read (rd_scale_bias). Every DUT: the stand-in
+    reads both streams (rtl_stub/npu_wfetch.v) before it stops with cmd_parse_error. The TLM
+    reads the weights, the IFM, then the scale/bias stream; with only that stream faulted the
+    IFM reads are OKAY and nothing is written before the fault, so both DUTs end alike."""
     await kernel_fault(dut, "conv", operand, resp)
+
+
+@rtl_unsupported("NPU_OP_CONV")
+@cocotb.parametrize(operand=named(["ifm", "ofm"]), resp=RESPS)
+@cocotb.test(**TIMEOUT)
+async def test_conv_fault_datapath(dut, operand, resp):
+    """NPU_OP_CONV: error response on the IFM read (rd_ifm) or the OFM write (wr_ofm)."""
+    await kernel_fault(dut, "conv", operand, resp)
+
+
+@cocotb.parametrize(operand=named(["weights", "scale"]), resp=RESPS)
+@cocotb.test(**TIMEOUT)
+async def test_depthwise_fault(dut, operand, resp):
+    """NPU_OP_DEPTHWISE (1x1, SWD weights, per-channel scale): error response on the weight
+    or the scale/bias stream read, as test_conv_fault."""
+    await kernel_fault(dut, "depthwise", operand, resp)
 
 
 @cocotb.parametrize(operand=named(["ifm", "ofm"]), resp=RESPS)

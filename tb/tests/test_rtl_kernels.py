@@ -20,6 +20,10 @@ vacuously.
 * ``test_kernel_unsupported`` (DUT=rtl only): each refused feature stops with
   cmd_parse_error + IRQ, QREAD at the operation, nothing written.
 * ``test_kernel_bus_error``: an error response on the IFM, IFM2 or OFM channel.
+* ``test_conv_streams`` (DUT=rtl only): NPU_OP_CONV / NPU_OP_DEPTHWISE read exactly their
+  weight streams (rd_weights) and then their scale/bias stream (rd_scale_bias), in legal
+  bursts, before they stop with cmd_parse_error (rtl_stub/npu_wfetch.v); the faults on those
+  streams against the TLM are in tb/tests/test_faults.py.
 * ``test_kernel_stop_and_reset`` (DUT=rtl only): CMD.stop_request and a soft reset while an
   operation runs.
 * ``test_vela_networks``: catalog networks made only of elementwise and pooling operations
@@ -670,6 +674,98 @@ async def test_kernel_bus_error(dut, where):
     assert f["bus_status"] and f["irq_raised"] and not f["state"], f"STATUS 0x{status:08x}"
     assert f["faulting_channel"] == chan, f"faulting_channel {f['faulting_channel']}"
     assert f["faulting_interface"] == iface, f"faulting_interface {f['faulting_interface']}"
+    env.finish()
+
+
+CH_WEIGHTS, CH_SCALE = 2, 3
+
+
+@cocotb.parametrize(op=named(["conv", "depthwise"]),
+                    backpressure=named([None, 0.3], lambda v: "bp" if v else "none"))
+@cocotb.test(**TIMEOUT)
+async def test_conv_streams(dut, op, backpressure):
+    """NPU_OP_CONV / NPU_OP_DEPTHWISE on the stand-in: the weight streams (num_wd of CONFIG
+    with SWD, one with FWD, none for weights_ifm2) and the per-channel scale/bias stream
+    (align_up(OFM depth, channels_in_set) * 10 bytes, TRM 3.7) are read, nothing else, and the
+    operation stops with cmd_parse_error (QREAD at it, IRQ, nothing written). Random regions,
+    byte-aligned weight bases and lengths, max_beats, depth and microblock: every rd_weights
+    burst lies in a stream on its region's port group inside one max_beats window, together
+    they cover every stream byte; the rd_scale_bias bursts likewise, all after the last
+    weight beat (the TLM reads weights before the scale stream). No scoreboard: the TLM
+    computes the operation."""
+    from tlm.memory import Resp
+    from tlm.scale_bias import channels_in_set, stream_size
+    if DUT != "rtl":
+        skip_now("the TLM computes the operation")
+    rng = rng_for(f"test_conv_streams[{op}]")
+    env = await kernel_env(dut, reference=False, backpressure=backpressure,
+                           seed=rng.getrandbits(16))
+    mb = (rng.randrange(3), rng.randrange(3))
+    await program_regions(env, max_beats=mb)
+    cfg = await env.read_ok(OFF["CONFIG"])
+    macs, num_wd = 1 << (cfg & 0xF), 1 << ((cfg >> 12) & 3)
+    ifm2 = op == "conv" and rng.random() < 0.2
+    fwd = op == "conv" and rng.random() < 0.3
+    wr, sr = rng.randrange(8), rng.randrange(8)
+    cmds = [("NPU_SET_WEIGHT_FORMAT", dict(weight_format=int(fwd), weight_sparsity=0)),
+            ("NPU_SET_WEIGHT_REGION", dict(region=wr))]
+    streams, off = [], rng.randrange(0x1000)
+    for n in range(4):
+        length = rng.randrange(1, 1500)
+        cmds += [(f"NPU_SET_WEIGHT{n or ''}_BASE", dict(addr=off)),
+                 (f"NPU_SET_WEIGHT{n or ''}_LENGTH", dict(length=length))]
+        if not ifm2 and n < (1 if fwd else num_wd):
+            streams.append((REGION_BASE[wr] + off, REGION_BASE[wr] + off + length))
+        off += length + rng.randrange(100)
+    depth, micro = rng.randrange(1, 300), rng.randrange(6)
+    need = stream_size(depth, channels_in_set(macs, micro))
+    sbase = 0x8000 + 16 * rng.randrange(256)
+    cmds += [("NPU_SET_OFM_DEPTH_M1", dict(depth_m1=depth - 1)),
+             ("NPU_SET_OFM_PRECISION", dict(activation_type=1, activation_precision=0,
+                                            activation_format=0, scale_mode=0)),
+             ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=micro)),
+             ("NPU_SET_SCALE_REGION", dict(region=sr)), ("NPU_SET_SCALE_BASE", dict(addr=sbase)),
+             ("NPU_SET_SCALE_LENGTH", dict(length=need + 16 * rng.randrange(4))),
+             ("NPU_OP_DEPTHWISE", {}) if op == "depthwise" else ("NPU_OP_CONV", dict(weights_ifm2=int(ifm2)))]
+    words = enc(("NPU_OP_IRQ", dict(mask=0x0004))) + enc(*cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
+    op_at = 4 * (len(words) - 2)
+    await env.load_stream(STREAM_ADDR, words)
+    cocotb.log.info("%s: %d weight stream(s) %s, scale %d bytes, max_beats %s", op, len(streams),
+                    [hi - lo for lo, hi in streams], need, mb)
+    status = await env.run_job(max_cycles=100_000)
+    f = status_fields(status)
+    assert f["cmd_parse_error"] and f["irq_raised"] and not (f["state"] or f["bus_status"]), \
+        f"STATUS 0x{status:08x}"
+    assert f["irq_history_mask"] == 0x0004, "the NPU_OP_STOP after the operation ran"
+    assert await env.read_ok(QREAD) == op_at, "QREAD is not at the operation"
+
+    def check(ch: int, region: int, spans: list, what: str) -> list:
+        bursts = [b for b in env.kbursts if b.id == ch]
+        port = "SRAM0" if region in (2, 3, 5, 7) else "EXT0"
+        win = 64 << mb[port != "SRAM0"]
+        got = set()
+        for b in bursts:
+            assert not b.write and b.port == port and b.size == 4 and b.burst == 1 \
+                and b.resp == Resp.OKAY, f"{what}: {b}"
+            a0 = b.addr & ~15
+            assert a0 // win == (a0 + 16 * b.beats - 1) // win, f"{what}: crosses {win} bytes: {b}"
+            for a, d in b.runs:
+                got.update(range(a, a + len(d)))
+        want = set().union(*(range(lo, hi) for lo, hi in spans))
+        allowed = set().union(*(range(lo, (hi + 15) & ~15) for lo, hi in spans))
+        assert want <= got, f"{what}: {len(want - got)} stream byte(s) not read"
+        assert got <= allowed, f"{what}: read 0x{min(got - allowed):x} outside the streams"
+        return bursts
+
+    wb = check(CH_WEIGHTS, wr, streams, "rd_weights")
+    sb = check(CH_SCALE, sr, [(REGION_BASE[sr] + sbase, REGION_BASE[sr] + sbase + need)], "rd_scale_bias")
+    others = [b for b in env.kbursts if b.id not in (CH_CMD, CH_WEIGHTS, CH_SCALE) or b.write]
+    assert not others, f"other bursts: {others[0]}"
+    if wb:
+        assert min(b.start_ns for b in sb) >= max(b.end_ns for b in wb), "scale read before the weights"
+    env.kbursts.clear()
+    await env.write_ok(CMD, 0xC | 0x2)
+    assert status_fields(await env.read_ok(STATUS))["cmd_parse_error"], "cmd_parse_error not sticky"
     env.finish()
 
 
