@@ -109,13 +109,15 @@ def _coverage(p: subprocess.CompletedProcess) -> dict:
 
 
 # tb/tests/test_faults.py: number of tests and a few that must be among them
-FAULT_TESTS = 54
+FAULT_TESTS = 60
 FAULT_NAMES = (
     "test_dma_index_fault/iface=sram/resp=SLVERR", "test_dma_index_fault/iface=ext/resp=DECERR",
     "test_soft_reset_mid_job/kind=pool", "test_soft_reset_mid_job/kind=elementwise",
     "test_fetch_fault/where=mid_stream/resp=DECERR/iface=sram",
     "test_fetch_fault/where=cmd1_payload/resp=SLVERR/iface=ext",
-    "test_conv_fault/operand=weights/resp=SLVERR", "test_pool_fault/operand=ifm/resp=DECERR",
+    "test_conv_fault/operand=weights/resp=SLVERR", "test_conv_fault/operand=scale/resp=DECERR",
+    "test_depthwise_fault/operand=weights/resp=DECERR", "test_depthwise_fault/operand=scale/resp=SLVERR",
+    "test_conv_fault_datapath/operand=ifm/resp=SLVERR", "test_pool_fault/operand=ifm/resp=DECERR",
     "test_elementwise_fault/operand=ofm/resp=SLVERR",
     "test_dma_fault/where=write/iface=sram/resp=DECERR", "test_soft_reset_mid_job/kind=dma",
     "test_soft_reset_mid_job/kind=stream", "test_qsize/case=past_end", "test_qsize/case=zero",
@@ -152,7 +154,7 @@ def check_xfails(stdout: str, dut: str) -> list:
 
 def test_check_xfails_allows_only_rtl_unsupported_tests():
     marked = rtl_unsupported_tests()
-    assert "test_faults.test_conv_fault" in marked or "test_random_ops.test_random_conv" in marked, marked
+    assert "test_faults.test_conv_fault_datapath" in marked or "test_random_ops.test_random_conv" in marked, marked
     name = sorted(marked)[0]
     line = f"  tb.tests.{name}/x=1 passed: failed as expected\n"
     assert check_xfails(line, "rtl") == [f"{name}/x=1"]
