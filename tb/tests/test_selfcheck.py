@@ -8,7 +8,8 @@ write, a write on the wrong port, wrong AxCACHE, a burst longer than AXI_x.max_b
 a wrong STATUS.faulting_channel, a missing IRQ edge, more bursts in flight than
 AXI_x.max_outstanding allows, wrong AxPROT or AxDOMAIN, the DMA source read on the wrong
 port, a read outside the model's read footprint, a burst across a 4 KB line, an IRQ that
-CMD.clear_irq does not drop. A clean run of the same job must
+CMD.clear_irq does not drop, a write to a read-only register (CONFIG) that takes effect.
+A clean run of the same job must
 report nothing. Only DUT=tlm: the bugs are planted in the TLM adapter.
 
 ``test_coverage_sampled`` (both DUTs) checks the functional-coverage sampling of the
@@ -50,6 +51,7 @@ BUGS = {
     "stray_read": "outside the model's read footprint",
     "cross_4k": "4 KB boundary",                 # reported by the AXI subordinate
     "irq_stuck": "IRQ pin 1",
+    "ro_write": f"APB R 0x{OFF['CONFIG']:04x}",
 }
 
 
@@ -125,6 +127,20 @@ def plant(env: Env, bug: str) -> None:
                 return data, err
             dev.apb_read = apb_read
         env.tlm.on_reset.append(patch)
+    if bug == "ro_write":
+        def patch_ro(dev):
+            write, read, held = dev.apb_write, dev.apb_read, {}
+
+            def apb_write(addr, data, pprot=0b01, pstrb=0xF):
+                if addr == OFF["CONFIG"]:
+                    held[addr] = data                         # the bug: a read-only word changes
+                return write(addr, data, pprot, pstrb)
+
+            def apb_read(addr, pprot=0b01):
+                data, err = read(addr, pprot)
+                return (held.get(addr, data), err)
+            dev.apb_write, dev.apb_read = apb_write, apb_read
+        env.tlm.on_reset.append(patch_ro)
 
 
 @cocotb.parametrize(bug=named(BUGS))
@@ -148,6 +164,8 @@ async def test_scoreboard_catches(dut, bug):
     await env.read_ok(OFF["QREAD"])
     await env.write_ok(OFF["CMD"], 0xC | 0x2)                # CMD.clear_irq
     await env.read_ok(OFF["STATUS"])
+    await env.write_ok(OFF["CONFIG"], 0x12345678)            # read-only: ignored
+    await env.read_ok(OFF["CONFIG"])
     found = env.scoreboard.mismatches + env.axi.errors
     want = BUGS[bug]
     if want is None:
