@@ -1061,6 +1061,11 @@ class AxiMonitor:
     def busy(self) -> bool:
         return any(self.outstanding()) or bool(self._pend)
 
+    @property
+    def writes_sending(self) -> bool:
+        """An AW without its WLAST yet, or an AW/W VALID waiting for READY."""
+        return self.count["aw"] != self.count["wlast"] or "aw" in self._pend or "w" in self._pend
+
     def handshakes(self) -> int:
         c = self.count
         return c["ar"] + c["r"] + c["aw"] + c["w"] + c["b"]

@@ -371,9 +371,7 @@ class PinMonitor:
         quiet = 0
         for _ in range(limit):
             await FallingEdge(self.env.clock)
-            ok = all(m.count["aw"] == m.count["wlast"] for m in self.monitors.values()) and \
-                not any(("aw" in m._pend or "w" in m._pend) for m in self.monitors.values())
-            quiet = quiet + 1 if ok else 0
+            quiet = quiet + 1 if not any(m.writes_sending for m in self.monitors.values()) else 0
             if quiet >= settle:
                 return
         raise TimeoutError(f"write data still flowing after {limit} cycles: {self.outstanding()}")
@@ -683,8 +681,6 @@ def _kernel_cmds(kh: int, kw: int, stride: int = 1) -> list:
 KERNEL_OPERANDS = {"ifm": ((CH_RD_IFM,), "r"), "ifm2": ((CH_RD_IFM_STREAM,), "r"),
                    "weights": ((CH_RD_WEIGHTS,), "r"), "scale": ((CH_RD_SCALE,), "r"),
                    "ofm": ((CH_WR_OFM,), "w")}
-KERNEL_OP_NAMES = {"conv": "NPU_OP_CONV", "depthwise": "NPU_OP_DEPTHWISE", "pool": "NPU_OP_POOL",
-                   "elementwise": "NPU_OP_ELEMENTWISE"}
 
 
 @dataclass
