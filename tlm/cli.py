@@ -144,9 +144,46 @@ def cmd_run(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------
 # Subcommand registry
 # --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------
+# replay
+# --------------------------------------------------------------------------------------------
+def _add_replay(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("replay", help="replay a register-and-memory trace on a device's TLM",
+                       description="Run a trace (docs/trace-format.md) on the TLM of the device it "
+                                   "names. Prints one line per failed check, then 'replay: N checks "
+                                   "passed, M failed'. Exit 0: every check passed; 1: a check failed "
+                                   "or the device faulted; 2: malformed trace.")
+    p.add_argument("trace", help="trace file")
+    p.add_argument("--config", help="device configuration (default: the trace's 'config', else "
+                                    "the device's default)")
+    return p
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .core import registry, trace
+    try:
+        tr = trace.parse(args.trace)
+        try:
+            info = registry.get(tr.device)
+        except registry.UnknownDevice as e:
+            raise trace.TraceFormatError(tr.path, tr.device_line, str(e)) from None
+        try:
+            target = info.make_target(args.config or tr.config)
+        except registry.UnknownDevice as e:
+            raise trace.TraceFormatError(tr.path, 0 if args.config else tr.config_line, str(e)) from None
+        res = trace.replay(tr, target, on_line=print)
+    except trace.TraceFormatError as e:
+        sys.stdout.flush()
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    print(res.summary)
+    return res.exit_status
+
+
 SUBCOMMANDS: list[tuple[Callable, Callable[[argparse.Namespace], int]]] = [
     (_add_disasm, cmd_disasm),
     (_add_run, cmd_run),
+    (_add_replay, cmd_replay),
 ]
 
 

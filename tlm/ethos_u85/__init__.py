@@ -1,0 +1,14 @@
+"""The Arm Ethos-U85 (TRM r0p0 issue 05): registry entry.
+
+The device's modules still live at the top of `tlm/` (device.py, isa.py, ...); the layout
+of docs/architecture.md moves them here."""
+from ..core.registry import DeviceInfo
+
+DEVICE = DeviceInfo(
+    name="ethos-u85",
+    title="Arm Ethos-U85 NPU (APB5 + AXI5, Vela command streams)",
+    configs=tuple(f"ethos-u85-{n}" for n in (128, 256, 512, 1024, 2048)),
+    default_config="ethos-u85-256",
+    trace_target="tlm.ethos_u85.trace_target:U85TraceTarget",
+    registers="tlm.registers:REGISTERS",
+)
