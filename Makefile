@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 sim: $(STAMP)
-	$(PY) -m tb.run --sim $(SIM) --dut $(DUT) --waves $(WAVES) \
+	$(PY) -m tb.core.run --sim $(SIM) --dut $(DUT) --waves $(WAVES) \
 	    $(if $(SEED),--seed $(SEED)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)') $(if $(NPU_MODEL_REF),--npu-model-ref '$(NPU_MODEL_REF)')
 
 test: $(STAMP)
@@ -43,7 +43,7 @@ fuzz: $(STAMP)
 
 # TLM vs LiteRT (BUILTIN_REF, XNNPACK) on a MobileNet-sized net; BENCH_ARGS e.g. --config ethos-u85-512 --profile
 bench: $(STAMP)
-	$(PY) tools/bench.py $(BENCH_ARGS)
+	$(PY) -m tools.bench $(BENCH_ARGS)
 
 clean:
 	rm -rf sim_build build .pytest_cache results.xml *.vcd *.fst

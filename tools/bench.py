@@ -38,7 +38,7 @@ What it does:
 7. Bench throughput (``--no-sim`` skips it, ``--sim-only`` runs only it): on each simulator
    (``--sims``, default verilator,icarus) runs one Vela network (``--sim-net``, default
    ``avgpool_5x5_s1_same_relu6``: a pooling network the RTL stand-in implements) through
-   the cocotb bench (``python -m tb.run --npu-model ... --dut rtl``: APB driver flow, AXI
+   the cocotb bench (``python -m tb.core.run --npu-model ... --dut rtl``: APB driver flow, AXI
    subordinates, scoreboard with its reference TLM) and counts the AXI beats (R + W, every
    port) moved between the first register write and the stop, per wall-clock second of
    that phase. Next to it, in the same run, the bare loopback (tb/loopback: a Verilog
@@ -69,9 +69,6 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-for _p in (REPO, REPO / "tests"):
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
 
 np = None  # numpy is imported by main() after the BLAS thread count is set (see --blas-threads)
 
@@ -292,8 +289,8 @@ def table(rows, header, aligns):
 
 # ============================================================================ main
 def run(args) -> int:
-    import nets
-    from nets import catalog
+    from tests.ethos_u85 import nets
+    from tests.ethos_u85.nets import catalog
 
     if args.model not in catalog.MODELS:
         raise BenchError(f"bench: unknown model {args.model!r} (bench models: "
@@ -493,15 +490,15 @@ def _run_json(cmd: list, out: Path, env_extra: dict, timeout: int) -> "tuple[dic
     if p.returncode != 0 or not out.is_file():
         text = (p.stdout + p.stderr).splitlines()
         errs = [ln.strip() for ln in text if "Error:" in ln or "error:" in ln]
-        lines = errs or [ln.strip() for ln in text if ln.startswith(("tb.run", "tb.loopback"))]
+        lines = errs or [ln.strip() for ln in text if ln.startswith(("tb.core.run", "tb.agents.loopback"))]
         return None, (lines[0] if errs else lines[-1]) if lines else f"exit {p.returncode}", dt
     return json.loads(out.read_text()), "", dt
 
 
 def sim_section(args) -> int:
     """Section 7 of the module docstring. Returns 0, or 1 if a run failed."""
-    import nets
-    from tb.simtools import SIMS, sim_problem
+    from tests.ethos_u85 import nets
+    from tb.core.simtools import SIMS, sim_problem
     sims = [s.strip() for s in args.sims.split(",") if s.strip()] if args.sims else list(SIMS)
     bad = [s for s in sims if s not in SIMS]
     if bad:
@@ -522,7 +519,7 @@ def sim_section(args) -> int:
                 continue
             out = Path(tmp) / f"net-{sim}.json"
             net, err, t_net = _run_json(
-                [sys.executable, "-m", "tb.run", "--sim", sim, "--dut", args.sim_dut,
+                [sys.executable, "-m", "tb.core.run", "--sim", sim, "--dut", args.sim_dut,
                  "--npu-model", str(npz), "--seed", "1"],
                 out, {"TB_BENCH_OUT": str(out)}, timeout=900)
             if net is None:
@@ -532,7 +529,7 @@ def sim_section(args) -> int:
             beats = int(net["beats"])
             out = Path(tmp) / f"loop-{sim}.json"
             lb, err, t_lb = _run_json(
-                [sys.executable, "-m", "tb.loopback.run", "--sim", sim, "--tests",
+                [sys.executable, "-m", "tb.agents.loopback.run", "--sim", sim, "--tests",
                  "test_loopback_throughput", "--beats", str(beats), "--out", str(out)],
                 out, {}, timeout=900)
             if lb is None:
@@ -575,7 +572,7 @@ def main(argv=None) -> int:
                      help="skip the bench-throughput section (cocotb bench vs bare AXI loopback)")
     sim.add_argument("--sim-only", action="store_true", help="run only the bench-throughput section")
     ap.add_argument("--sims", default="",
-                    help="simulators of the throughput section, comma-separated (default: all, tb.simtools.SIMS)")
+                    help="simulators of the throughput section, comma-separated (default: all, tb.core.simtools.SIMS)")
     ap.add_argument("--sim-net", default=DEFAULT_SIM_NET,
                     help=f"catalog network of the throughput section (default {DEFAULT_SIM_NET})")
     ap.add_argument("--sim-dut", default="rtl", choices=("rtl", "tlm"),

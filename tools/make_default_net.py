@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Write the default network of `make sim` into tests/data/ (run again after changing it).
+"""Write the default network of `make sim` into tests/ethos_u85/data/ (run again after changing it).
 
-    python tools/make_default_net.py
+    python -m tools.make_default_net
 
 * ``sim_default_vela.npz``: catalog network ``sim_default`` (tests/nets/catalog.py)
   compiled by Vela for ethos-u85-256, raw format;
@@ -15,16 +15,15 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
 
 NAME, CONFIG = "sim_default", "ethos-u85-256"
-OUT = REPO / "tests" / "data"
+OUT = REPO / "tests" / "ethos_u85" / "data"
 
 
 def main() -> int:
     import numpy as np
 
-    import nets
+    from tests.ethos_u85 import nets
     OUT.mkdir(parents=True, exist_ok=True)
     model = OUT / f"{NAME}_vela.npz"
     shutil.copyfile(nets.compiled(NAME, CONFIG, "default", "raw"), model)

@@ -1,0 +1,115 @@
+"""Run a Vela network through the pins as the Arm driver would (shared by the network tests).
+
+Not a test module (tb.core.run collects ``test_*.py`` only).
+
+``await run_network(env, path, rng)`` loads the Vela output (raw ``.npz``) the way
+``tlm.runner.run_model`` does, with the runner's own code: ``plan_memory`` places the areas
+and binds the regions (guard bands and unbound regions answer DECERR, injected into the
+bench's AXI subordinates), ``check_inputs`` checks random inputs, ``load_memory`` fills
+memory by the back door. The host driver (tb/driver.py) then programs what the runner's
+``program`` does with the runner's ``DriverConfig`` values (MEM_ATTR, REGIONCFG, AXI limits,
+QBASE/QSIZE/QCONFIG, BASEP), starts the NPU, waits for the IRQ and checks the fault bits
+(no fault, end of stream reached), closes the scoreboard's job
+(every AXI write, STATUS, QREAD and IRQ against the reference TLM on a mirror of memory) and
+compares every output byte with the reference's. Returns a ``NetResult``.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tb.ethos_u85.driver import HostDriver
+from tb.ethos_u85.tests.common import OFF
+
+QREAD = OFF["QREAD"]
+
+
+def vela_model(name: str, config: str = "ethos-u85-256", mode: str = "default") -> Path:
+    """Vela output (raw .npz) of catalog network *name* (tests/nets; cached in build/)."""
+    from tests.ethos_u85 import nets
+    return Path(nets.compiled(name, config, mode, "raw"))
+
+
+@dataclass
+class NetResult:
+    name: str
+    status: int
+    output_bytes: int
+    beats: int                  # AXI R + W beats of the job, every port
+    wall_s: float               # wall-clock seconds from the first APB write to the stop
+    cycles: float = 0.0         # CLK cycles from the first APB write to the stop
+    ops: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)     # the DUT's output tensors (numpy)
+
+
+def random_inputs(model, rng) -> list:
+    """Random input tensors of *model* in their dtypes, from the random.Random *rng*."""
+    inputs = []
+    for t in model.inputs:
+        info = np.iinfo(np.dtype(t.dtype))
+        inputs.append(np.random.default_rng(rng.getrandbits(32)).integers(
+            info.min, int(info.max) + 1, size=t.shape).astype(t.dtype))
+    return inputs
+
+
+async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) -> NetResult:
+    """Run the Vela output *path* on the DUT of *env* (started); see the module docstring.
+    *inputs*: the input tensors (default: random from *rng*)."""
+    from cocotb.simtime import get_sim_time
+
+    from tlm import isa, runner
+    from tlm.vela import load
+
+    path = Path(path)
+    model = load(path)
+    arrays = runner.check_inputs(model, random_inputs(model, rng) if inputs is None else inputs)
+    driver = runner.DRIVER_DEFAULTS
+    mmap = runner.plan_memory(model, driver)
+    runner.load_memory(env.memory, model, mmap, arrays)
+    env.axi.clear_faults()
+    for lo, hi in mmap.faults:
+        env.axi.inject_fault(lo, hi, "DECERR")
+    n_events = len(env.model.events) if env.use_reference else 0
+    host = HostDriver(env, prot=driver.pprot)
+    await host.clear_irq()
+    await host.wait_reset()
+    beats0, t0, sim0 = env.axi.beats(), time.perf_counter(), get_sim_time("ns")
+    await host.setup_axi(driver.mem_attr, driver.regioncfg, driver.axi_sram, driver.axi_ext)
+    cs = mmap.area("command_stream")
+    await host.load_job(cs.address, qconfig=driver.qconfig, size=cs.size)
+    await host.setup_axi(basep=mmap.basep)
+    await host.run()
+    status = await host.wait_done(max_cycles=max_cycles, use_irq=True, poll=64)
+    wall = time.perf_counter() - t0
+    cycles = (get_sim_time("ns") - sim0) / env.clk_period_ns
+    beats = env.axi.beats() - beats0
+    report = host.check_faults(status)
+    assert not report, f"{path.name}: stopped with {report}"
+    qread = await env.read_ok(QREAD, driver.pprot)
+    assert report.fields["cmd_end_reached"] or qread == 4 * len(model.command_words), \
+        f"{path.name}: stopped early at QREAD 0x{qread:x}"
+    outputs = []
+    for t in model.outputs:
+        dt = np.dtype(t.dtype).newbyteorder("<")
+        outputs.append(np.frombuffer(env.memory.read(mmap.basep[t.region] + t.offset, t.nbytes), dt))
+    if env.use_reference:
+        job = env.scoreboard.close_job()
+        assert job.mismatches_in_job == 0, f"{path.name}: {env.scoreboard.mismatches[-3:]}"
+        skipped = [e for e in list(env.model.events)[n_events:]
+                   if e[0] in ("unpredictable", "op_unimplemented")]
+        assert not skipped, f"{path.name}: the TLM skipped an operation: {skipped[:2]}"
+        mirror = env.scoreboard.ref.memory
+        for i, (t, got) in enumerate(zip(model.outputs, outputs)):
+            want = np.frombuffer(mirror.read(mmap.basep[t.region] + t.offset, t.nbytes), got.dtype)
+            bad = np.flatnonzero(got != want)
+            assert bad.size == 0, (f"{path.name} output{i} ({t.name}): {bad.size} of {got.size} "
+                                   f"elements differ from the TLM reference, first at {bad[0]}: "
+                                   f"{got[bad[0]]} vs {want[bad[0]]}")
+    ops = sorted({d.cmd.name for d in isa.decode(model.command_words)
+                  if d.cmd.name.startswith("NPU_OP_") and d.cmd.name != "NPU_OP_STOP"})
+    return NetResult(path.name, status, sum(t.nbytes for t in model.outputs), beats, wall,
+                     cycles, ops, outputs)

@@ -1,0 +1,109 @@
+"""A Vela-compiled network through the pins: ``make sim NPU_MODEL=path/x_vela.npz``.
+
+Without NPU_MODEL, ``make sim`` (tb/run.py) gives this test the shipped default network
+``tests/data/sim_default_vela.npz`` with its LiteRT reference ``sim_default_ref.npz``.
+
+The network is loaded the way ``tlm.runner.run_model`` (the Arm driver flow) loads it, with
+the runner's own code: ``plan_memory`` places the areas and binds the regions (guard bands
+and unbound regions answer DECERR: injected into the bench's AXI subordinates),
+``check_inputs`` checks the inputs and ``program`` yields the APB register sequence
+(MEM_ATTR, QCONFIG, REGIONCFG, AXI limits, QBASE/QSIZE, BASEP, CMD), which is replayed on the
+APB pins. The job then runs on the DUT with the scoreboard's reference TLM on a mirror of
+memory: every AXI write, STATUS, QREAD and the IRQ are checked, and every output byte is
+compared with the reference's and, with ``NPU_MODEL_REF=ref.npz`` (``input0..``,
+``output0..``, e.g. LiteRT BUILTIN_REF outputs), with those.
+
+Inputs: ``input<i>`` of NPU_MODEL_REF if present, else random in the model's dtype (seeded
+from the test seed). The configuration: NPU_CONFIG if given to tb.core.run, else the one Vela
+embedded in the model.
+
+Throughput: the test logs the AXI beats (R + W, every port) the job moved and the wall-clock
+seconds from the first register write to the stop; with ``TB_BENCH_OUT=path.json`` it also
+writes them there (``tools/bench.py`` reads it for its bench-vs-loopback figure).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+import cocotb
+
+from tb.ethos_u85.env import Env
+from tb.ethos_u85.tests.common import DUT, rtl_unsupported, seeded_rng, skip_now
+from tb.ethos_u85.tests.netjob import random_inputs, run_network
+
+NPU_MODEL = os.environ.get("NPU_MODEL") or None
+NPU_MODEL_REF = os.environ.get("NPU_MODEL_REF") or None
+# Kernel operations the stand-in does not implement (POOL and ELEMENTWISE int8 it does; a
+# network using their unsupported modes still stops with cmd_parse_error and fails loudly).
+KERNEL_OPS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_RESIZE")
+
+
+def _ops_in_model() -> set:
+    if not NPU_MODEL:
+        return set()
+    try:
+        from tlm import isa
+        from tlm.vela import load
+        return {d.cmd.name for d in isa.decode(load(NPU_MODEL).command_words)}
+    except Exception:  # noqa: BLE001 - the test itself reports a bad model
+        return set()
+
+
+_OPS = _ops_in_model()
+_USES_KERNELS = bool(_OPS & set(KERNEL_OPS))
+
+
+def _load_ref(path: str) -> dict:
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+@cocotb.skipif(NPU_MODEL is None, reason="no network given (make sim NPU_MODEL=path/x_vela.npz)")
+@rtl_unsupported("kernel_ops", condition=_USES_KERNELS)
+@cocotb.test(timeout_time=500, timeout_unit="ms")
+async def test_npu_model(dut):
+    """Run NPU_MODEL through the pins; check every output byte against the scoreboard's TLM
+    reference (and NPU_MODEL_REF when given)."""
+    if NPU_MODEL is None:
+        skip_now("no network given (make sim NPU_MODEL=path/x_vela.npz)")
+    from tlm import runner
+    from tlm.vela import load
+
+    model = load(NPU_MODEL)
+    cfg = os.environ.get("NPU_CONFIG_EXPLICIT") and os.environ.get("NPU_CONFIG")
+    npu = runner.resolve_config(model, cfg or None)
+    ref_npz = _load_ref(NPU_MODEL_REF) if NPU_MODEL_REF else {}
+    rng = seeded_rng()
+    inputs = [ref_npz[f"input{i}"] if f"input{i}" in ref_npz else rand
+              for i, rand in enumerate(random_inputs(model, rng))]
+    mmap = runner.plan_memory(model, runner.DRIVER_DEFAULTS)
+    cocotb.log.info("network %s on %s (%s): ops %s", os.path.basename(NPU_MODEL), DUT, npu.name,
+                    sorted(o for o in _OPS if o.startswith("NPU_OP")))
+    for a in mmap.areas:
+        cocotb.log.info("  area %-14s 0x%010x +0x%x (%s) regions %s", a.name, a.address, a.size,
+                        a.interface.name, a.regions)
+
+    env = Env(dut, config=npu.name, reference_model=True)
+    await env.start()
+    res = await run_network(env, NPU_MODEL, rng, inputs=inputs)
+    cocotb.log.info("throughput: %d AXI beats in %.3f s wall, %d cycles: %.0f beats/s", res.beats,
+                    res.wall_s, res.cycles, res.beats / res.wall_s if res.wall_s > 0 else 0.0)
+    if os.environ.get("TB_BENCH_OUT"):
+        with open(os.environ["TB_BENCH_OUT"], "w") as fh:
+            json.dump({"model": os.path.basename(NPU_MODEL), "dut": DUT, "beats": res.beats,
+                       "wall_s": res.wall_s, "cycles": res.cycles,
+                       "beats_per_s": res.beats / res.wall_s if res.wall_s > 0 else 0.0}, fh)
+    cocotb.log.info("stopped: STATUS 0x%08x, reference: %s", res.status, env.scoreboard.jobs[-1].ref_stop)
+    for i, (t, got) in enumerate(zip(model.outputs, res.outputs)):
+        if f"output{i}" in ref_npz:
+            lit = np.asarray(ref_npz[f"output{i}"]).reshape(-1).astype(got.dtype)
+            assert lit.size == got.size, f"output{i}: NPU_MODEL_REF has {lit.size} elements, model {got.size}"
+            bad = np.flatnonzero(got != lit)
+            assert bad.size == 0, (f"output{i} ({t.name}): {bad.size} of {got.size} elements differ "
+                                   f"from NPU_MODEL_REF, first at {bad[0]}: {got[bad[0]]} vs {lit[bad[0]]}")
+        cocotb.log.info("output%d (%s, %s %s): %d bytes match the TLM%s", i, t.name, t.dtype,
+                        list(t.shape), t.nbytes, " and NPU_MODEL_REF" if f"output{i}" in ref_npz else "")
+    env.finish()

@@ -1,0 +1,899 @@
+"""Kernel operations of the RTL stand-in (rtl_stub/npu_kernel.v) against the TLM.
+
+NPU_OP_ELEMENTWISE (mul, add, sub, min, max) and NPU_OP_POOL (max, min, average, sum) on
+8-bit tensors, streams built with tlm.isa.encode from seeded random parameters (shapes,
+signedness, zero points, IFM/IFM2/OFM scales with every rounding mode and dbl_rnd,
+activation clipping, broadcast and scalar operands, NHWC / NHCWB16, tile2x2 / tile3x1
+single-tile storage, strides, padding, kernels). Every job runs with the scoreboard (the
+reference TLM runs the same stream on a mirror of memory: STATUS, QREAD, IRQ edges and every
+AXI write are compared); the tests also compare every OFM byte with the TLM's and check that
+the TLM really executed the operation (no UNPREDICTABLE event), so a case never passes
+vacuously.
+
+* ``test_elementwise`` / ``test_pool``: random operations, several per job, with and
+  without random AXI back-pressure (``KERNEL_CASES`` scales the count, default 12 / 10
+  operations without back-pressure; ``KERNEL_SEED`` fixes the seed).
+* ``test_pool_large_kernels``: max/min with kernels up to 256x1, 2x70, 16x16.
+* ``test_kernel_round_modes``: every OFM round_mode with dbl_rnd 0, 15, 30.
+* ``test_kernel_unpredictable``: register-only TRM asserts: the command has no effect, as in
+  the TLM (policy on_unpredictable='continue').
+* ``test_kernel_unsupported`` (DUT=rtl only): each refused feature stops with
+  cmd_parse_error + IRQ, QREAD at the operation, nothing written.
+* ``test_kernel_bus_error``: an error response on the IFM, IFM2 or OFM channel.
+* ``test_conv_streams`` (DUT=rtl only): NPU_OP_CONV / NPU_OP_DEPTHWISE read exactly their
+  weight streams (rd_weights) and then their scale/bias stream (rd_scale_bias), in legal
+  bursts, before they stop with cmd_parse_error (rtl_stub/npu_wfetch.v); the faults on those
+  streams against the TLM are in tb/tests/test_faults.py.
+* ``test_kernel_stop_and_reset`` (DUT=rtl only): CMD.stop_request and a soft reset while an
+  operation runs.
+* ``test_vela_networks``: catalog networks made only of elementwise and pooling operations
+  (tests/nets, Vela for ethos-u85-256, memory modes default and sram_only) through the
+  driver flow of tlm.runner (regions, guard bands, APB sequence), outputs against the TLM;
+  a quick list by default, every one with ``KERNEL_NETS=all``.
+
+Every burst of a kernel job is also checked: channel ID (rd_ifm 1, rd_ifm_stream 5, wr_ofm
+8) inside that channel's tensor, on its region's port group, one 16-byte beat (DUT=rtl).
+
+On DUT=tlm the same tests run against the TLM behind the pins (a check of the bench).
+"""
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import cocotb
+from cocotb.triggers import ClockCycles
+
+from tb.ethos_u85.env import Env
+from tb.ethos_u85.tests.common import (DUT, MEM_ATTRS, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, enc, fmap_cmds,
+                             named, program_regions, regioncfg, skip_now, status_fields)
+from tb.ethos_u85.tests.netjob import run_network, vela_model
+
+STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
+CASES = int(os.environ.get("KERNEL_CASES", "0") or 0)
+SEED = os.environ.get("KERNEL_SEED")
+LONG_TIMEOUT = dict(timeout_time=200, timeout_unit="ms")
+
+NHWC, NHCWB16 = 0, 1
+TILE2X2, TILE3X1, CHAINED, NONE = 0, 1, 2, 3
+EW_MODES = {"mul": 0, "add": 1, "sub": 2, "min": 3, "max": 4}
+POOL_MODES = {"max": 0, "average": 1, "sum": 3, "min": 5}
+SCALAR = 8
+
+
+def rng_for(name: str) -> random.Random:
+    seed = int(SEED) if SEED else random.getrandbits(32)
+    cocotb.log.info("%s: seed %d (KERNEL_SEED=%d reproduces)", name, seed, seed)
+    return random.Random(seed)
+
+
+# ============================================================================ tensors
+@dataclass
+class Fm:
+    """One feature map as its NPU_SET_<p>_* registers describe it (8-bit elements)."""
+    region: int
+    base: int
+    fmt: int
+    signed: int
+    h: int                       # extent addressed (1 on a broadcast axis)
+    w: int
+    d: int
+    sx: int = 0
+    sy: int = 0
+    sc: int = 0
+    storage: int = TILE2X2
+    w0m1: int = 0
+    h0m1: int = 0
+    h1m1: int = 0
+    zp: int = 0                  # raw 16 bits
+
+    def span(self) -> tuple[int, int]:
+        """Region offsets [lo, hi) of every byte the tensor can address."""
+        if self.storage == NONE:
+            return self.base, self.base
+        ys, xs, cs = self.h - 1, self.w - 1, self.d - 1
+        if self.fmt == NHWC:
+            hi = self.base + ys * self.sy + xs * self.sx + cs + 1
+        else:
+            hi = self.base + ys * self.sy + (cs >> 4) * self.sc + 16 * xs + 16
+        return self.base, hi
+
+    def cmds(self, p: str, extra_prec: dict | None = None) -> list:
+        prec = dict(activation_type=self.signed, activation_precision=0,
+                    activation_format=self.fmt, activation_storage=self.storage)
+        prec.update(extra_prec or {})
+        return fmap_cmds(p, prec, self.region, [self.base & ((1 << 40) - 1)] * 4, self.sx, self.sy,
+                         self.sc, self.w0m1, self.h0m1, self.h1m1, self.zp)
+
+
+def zero_point(rng: random.Random, signed: int) -> int:
+    if rng.random() < 0.25:
+        return 0
+    return rng.randint(-128, 127) & 0xFFFF if signed else rng.randint(0, 255)
+
+
+def make_fm(rng: random.Random, region: int, h: int, w: int, d: int, *, signed=None,
+            fmt=None, storage=None) -> Fm:
+    """Random layout: NHWC (any base alignment, gaps) or NHCWB16 (16-byte aligned); tile2x2
+    or tile3x1 with tile 0 covering the tensor."""
+    fmt = rng.choice((NHWC, NHWC, NHCWB16)) if fmt is None else fmt
+    signed = rng.randint(0, 1) if signed is None else signed
+    if fmt == NHWC:
+        base = rng.randrange(0, 0x200)
+        sx = d + rng.choice((0, 0, 0, 1, 5, 16))
+        sy = w * sx + rng.choice((0, 0, 3, 32))
+        sc = rng.randrange(0, 64)                       # ignored for NHWC
+    else:
+        base = 16 * rng.randrange(0, 0x20)
+        sc = 16 * w + 16 * rng.choice((0, 0, 1, 3))
+        sy = ((d + 15) // 16) * sc + 16 * rng.choice((0, 0, 2))
+        sx = rng.randrange(0, 64)                       # ignored for NHCWB16
+    if storage is None:
+        storage = TILE2X2 if rng.random() < 0.8 else TILE3X1
+    w0m1 = w - 1 + rng.choice((0, 0, 0, 2, 100))
+    h0m1 = h - 1 + rng.choice((0, 0, 0, 1, 7))
+    h1m1 = h0m1 if rng.random() < 0.7 else h - 1 + rng.choice((0, 4))
+    return Fm(region, base, fmt, signed, h, w, d, sx, sy, sc, storage, w0m1, h0m1, h1m1,
+              zero_point(rng, signed))
+
+
+def scale_fields(rng: random.Random, ofm: bool, typical_shift: int) -> dict:
+    """A scale register: realistic (Vela-like) or wild values; every rounding mode."""
+    if rng.random() < 0.9:
+        scale = rng.randrange(1 << 29, 1 << 31)
+        shift = max(0, min(63, typical_shift + rng.randint(-2, 2)))
+    else:
+        scale = rng.choice((0, 1, rng.randrange(0, 1 << 31), (1 << 31) - 1))
+        shift = rng.randrange(0, 64)
+    rnd = rng.randrange(0, 6) if ofm else rng.randrange(0, 2)
+    dbl = rng.choice((0, 0, rng.randrange(0, 31), 30, 20))
+    return dict(scale=scale, shift=shift, round_mode=rnd, dbl_rnd=dbl)
+
+
+def activation_cmds(rng: random.Random, ofm_signed: int) -> list:
+    """ACTIVATION (lut_none) with clip_range b16 and ACTIVATION_MIN/MAX: mostly the OFM type's
+    range, sometimes a narrower window, clip_range none, or min > max (the literal order)."""
+    r = rng.random()
+    tlo, thi = (-128, 127) if ofm_signed else (0, 255)
+    clip, lo, hi = 0, tlo, thi
+    if r < 0.25:
+        lo = rng.randint(tlo - 20, tlo + 60)
+        hi = rng.randint(max(lo, thi - 60), thi + 40)
+    elif r < 0.35:
+        clip = 1                                         # none: the result wraps to 8 bits
+    elif r < 0.38:
+        lo, hi = hi, lo                                  # min > max
+    return [("NPU_SET_ACTIVATION", dict(activation_function=0, table=0, activation_clip_range=clip)),
+            ("NPU_SET_ACTIVATION_MIN", dict(clip_boundary=lo & 0xFFFF)),
+            ("NPU_SET_ACTIVATION_MAX", dict(clip_boundary=hi & 0xFFFF))]
+
+
+def ofm_cmds(ofm: Fm, h: int, w: int, d: int, **prec) -> list:
+    p = dict(scale_mode=1, activation_reverse=0, activation_transpose=0)
+    p.update(prec)
+    return ofm.cmds("OFM", p) + [
+        ("NPU_SET_OFM_HEIGHT_M1", dict(height_m1=h - 1)), ("NPU_SET_OFM_WIDTH_M1", dict(width_m1=w - 1)),
+        ("NPU_SET_OFM_DEPTH_M1", dict(depth_m1=d - 1)),
+        ("NPU_SET_OFM_BLK_HEIGHT_M1", dict(height_m1=min(h, 64) - 1)),
+        ("NPU_SET_OFM_BLK_WIDTH_M1", dict(width_m1=min(w, 64) - 1)),
+        ("NPU_SET_OFM_BLK_DEPTH_M1", dict(depth_m1=min(d, 512) - 1))]
+
+
+@dataclass
+class Op:
+    """One kernel operation: its commands and the tensors it reads and writes."""
+    name: str
+    cmds: list
+    reads: list = field(default_factory=list)      # Fm
+    ofm: Fm | None = None
+    desc: str = ""
+    ifm2: Fm | None = None                         # elementwise: the IFM2 (if read)
+
+
+# ============================================================================ operations
+def elementwise_op(rng: random.Random, regions=(2, 4, 3), scalars: bool = True,
+                   ofm_none: bool = True) -> Op:
+    mode = rng.choice(list(EW_MODES))
+    H, W, D = rng.randint(1, 4), rng.randint(1, 5), rng.choice((1, 3, 8, 16, 17, 24, 33, 40))
+    r = rng.random() if scalars else 0.22 + 0.78 * rng.random()
+    bm, bm2 = 0, 0
+    if r < 0.15:
+        bm2 = SCALAR
+    elif r < 0.22:
+        bm = SCALAR
+    elif r < 0.6:
+        bm2 = rng.randrange(1, 8)
+        if rng.random() < 0.3:
+            bm = rng.randrange(0, 8)
+    def dims(b):
+        return (1 if b & 1 else H, 1 if b & 2 else W, 1 if b & 4 else D)
+    ifm = make_fm(rng, regions[0], *dims(bm))
+    ifm2 = make_fm(rng, regions[1], *dims(bm2))
+    reads = []
+    if bm == SCALAR:
+        ifm.storage = NONE
+    else:
+        reads.append(ifm)
+    if bm2 == SCALAR:
+        ifm2.storage = NONE
+    else:
+        reads.append(ifm2)
+    ofm = make_fm(rng, regions[2], H, W, D, storage=NONE if ofm_none and rng.random() < 0.04 else None)
+    scalar = 0
+    if SCALAR in (bm, bm2):
+        zp = (ifm if bm == SCALAR else ifm2).zp
+        zps = zp - 0x10000 if (zp & 0x8000 and (ifm if bm == SCALAR else ifm2).signed) else zp
+        # OP_SCALAR - zp must fit int16 for add/sub/min/max (scale_a/b assert); mul: any int32
+        scalar = rng.randint(-200, 200) + zps if mode != "mul" or rng.random() < 0.7 \
+            else rng.randint(-(1 << 31), (1 << 31) - 1)
+    in_shift = rng.randint(18, 34)
+    cmds = ifm.cmds("IFM") + ifm2.cmds("IFM2")
+    cmds += [("NPU_SET_IFM_BROADCAST", dict(broadcast_mode=bm)),
+             ("NPU_SET_IFM2_BROADCAST", dict(broadcast_mode=bm2)),
+             ("NPU_SET_OP_SCALAR", dict(scalar=scalar)),
+             ("NPU_SET_IFM_SCALE", scale_fields(rng, False, in_shift)),
+             ("NPU_SET_IFM2_SCALE", scale_fields(rng, False, in_shift)),
+             ("NPU_SET_IFM_UPSCALE", dict(mode=0))]
+    # output scale: bring the result back to about 8 bits
+    if mode == "mul":
+        out_shift = rng.randint(36, 39)
+    else:
+        out_shift = max(0, 62 - in_shift + rng.randint(-1, 1))
+    cmds += [("NPU_SET_OFM_SCALE", scale_fields(rng, True, out_shift))]
+    cmds += ofm_cmds(ofm, H, W, D) + activation_cmds(rng, ofm.signed)
+    cmds += [("NPU_SET_ACC_FORMAT", dict(acc_format=rng.randint(0, 1), acc_input=0, acc_output=0,
+                                         microblock=1)),
+             ("NPU_OP_ELEMENTWISE", dict(elementwise_mode=EW_MODES[mode]))]
+    desc = (f"{mode} {H}x{W}x{D} bcast {bm}/{bm2} fmt {ifm.fmt}{ifm2.fmt}{ofm.fmt} "
+            f"signed {ifm.signed}{ifm2.signed}{ofm.signed}")
+    return Op("elementwise", cmds, reads, ofm, desc, ifm2 if bm2 != SCALAR else None)
+
+
+def pool_op(rng: random.Random, regions=(5, 1), mode: str | None = None, big: bool = False,
+            ofm_none: bool = True) -> Op:
+    mode = mode or rng.choice(list(POOL_MODES))
+    if mode == "average":
+        kh, kw = rng.choice((1, 2, 3, 3, 4, 5, 8)), rng.choice((1, 2, 3, 3, 4, 7, 8))
+    elif mode == "sum":
+        kh, kw = rng.randint(1, 3), rng.randint(1, 3)
+    else:
+        kh, kw = rng.choice((1, 2, 3, 3, 5, 9)), rng.choice((1, 2, 3, 3, 4, 13))
+        if big:
+            kh, kw = rng.choice(((40, 3), (2, 70), (256, 1), (16, 16)))
+    sy, sx = rng.choice((1, 1, 2, 2, 3, 3, 4)), rng.choice((1, 1, 2, 2, 3, 3, 4))
+    oh, ow, od = rng.randint(1, 4), rng.randint(1, 4), rng.choice((1, 2, 5, 16, 19, 32, 35))
+    if big:
+        oh, ow, od = rng.randint(1, 2), rng.randint(1, 2), rng.choice((1, 5, 17))
+    if mode == "average":
+        pt, pb = rng.randrange(0, kh), rng.randrange(0, kh)
+        pl, pr = rng.randrange(0, kw), rng.randrange(0, kw)
+    else:
+        pt, pb = rng.randint(0, min(kh, 4)), rng.randint(0, min(kh, 4))
+        pl, pr = rng.randint(0, min(kw, 4)), rng.randint(0, min(kw, 4))
+    ih = (oh - 1) * sy + kh - pt - pb
+    iw = (ow - 1) * sx + kw - pl - pr
+    while ih < 1:
+        pb = max(0, pb - 1) if pb else pb
+        pt = max(0, pt - 1) if not pb else pt
+        ih = (oh - 1) * sy + kh - pt - pb
+    while iw < 1:
+        pr = max(0, pr - 1) if pr else pr
+        pl = max(0, pl - 1) if not pr else pl
+        iw = (ow - 1) * sx + kw - pl - pr
+    ifm = make_fm(rng, regions[0], ih, iw, od)
+    ofm = make_fm(rng, regions[1], oh, ow, od, storage=NONE if ofm_none and rng.random() < 0.04 else None)
+    cmds = ifm.cmds("IFM") + [("NPU_SET_IFM_DEPTH_M1", dict(depth_m1=rng.randrange(0, 64))),
+                              ("NPU_SET_IFM_UPSCALE", dict(mode=0)),
+                              ("NPU_SET_IFM_PAD_TOP", dict(pad=pt)), ("NPU_SET_IFM_PAD_BOTTOM", dict(pad=pb)),
+                              ("NPU_SET_IFM_PAD_LEFT", dict(pad=pl)), ("NPU_SET_IFM_PAD_RIGHT", dict(pad=pr)),
+                              ("NPU_SET_KERNEL_HEIGHT_M1", dict(height_m1=kh - 1)),
+                              ("NPU_SET_KERNEL_WIDTH_M1", dict(width_m1=kw - 1)),
+                              ("NPU_SET_KERNEL_STRIDE", dict(stride_y_lsb=(sy - 1) & 1, stride_y_msb=(sy - 1) >> 1,
+                                                             stride_x_lsb=(sx - 1) & 1, stride_x_msb=(sx - 1) >> 1))]
+    if mode == "average":
+        sc = dict(scale=rng.randrange(0, 1 << 31), shift=rng.randrange(0, 64),
+                  round_mode=rng.randrange(0, 6), dbl_rnd=rng.choice((0, rng.randrange(0, 31))))
+    elif mode == "sum":
+        sc = scale_fields(rng, True, 31 + (kh * kw).bit_length() // 2)
+    else:
+        sc = scale_fields(rng, True, 31)
+    cmds += [("NPU_SET_OFM_SCALE", sc)]
+    cmds += ofm_cmds(ofm, oh, ow, od) + activation_cmds(rng, ofm.signed)
+    cmds += [("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=1)),
+             ("NPU_OP_POOL", dict(pooling_mode=POOL_MODES[mode]))]
+    desc = (f"{mode} k{kh}x{kw} s{sy}x{sx} pad {pt},{pl},{pb},{pr} ofm {oh}x{ow}x{od} "
+            f"fmt {ifm.fmt}{ofm.fmt} signed {ifm.signed}{ofm.signed}")
+    return Op("pool", cmds, [ifm], ofm, desc)
+
+
+# ============================================================================ jobs
+async def kernel_env(dut, reference: bool = True, backpressure: float | None = None,
+                     seed: int = 0) -> Env:
+    env = Env(dut, reference_model=reference)
+    await env.start()
+    if backpressure:
+        env.axi.random_backpressure(seed, backpressure)
+    env.kbursts = []
+    env.axi.add_listener(env.kbursts.append)
+    await program_regions(env)
+    return env
+
+
+CH_IFM, CH_IFM2, CH_OFM, CH_CMD = 1, 5, 8, 0
+
+
+def check_bursts(env: Env, ops: list) -> None:
+    """Every AXI burst of a kernel job: channel ID (rd_ifm 1, rd_ifm_stream 5, wr_ofm 8, or
+    the command fetch) inside the tensor of that channel, on the port group of its region,
+    one 16-byte beat (the stand-in's shape; DUT=rtl)."""
+    spans = {CH_IFM: [], CH_IFM2: [], CH_OFM: []}
+    for op in ops:
+        for i, fm in enumerate(op.reads):
+            ch = CH_IFM2 if (op.name == "elementwise" and fm is op.ifm2) else CH_IFM
+            spans[ch].append(fm)
+        if op.ofm is not None:
+            spans[CH_OFM].append(op.ofm)
+    for b in env.kbursts:
+        if b.id == CH_CMD and not b.write:
+            continue
+        assert b.id in spans and b.write == (b.id == CH_OFM), f"burst with ID {b.id}: {b}"
+        if DUT == "rtl":
+            assert b.len == 0 and b.size == 4, f"not a single 16-byte beat: {b}"
+        ok = False
+        for fm in spans[b.id]:
+            lo, hi = (REGION_BASE[fm.region] + x for x in fm.span())
+            port = "SRAM0" if fm.region in (2, 3, 5, 7) else "EXT0"
+            if (b.addr & ~15) < hi and b.addr >= (lo & ~15) and b.port == port:
+                ok = True
+        assert ok, f"burst ID {b.id} outside its tensors or on the wrong port: {b}"
+    env.kbursts.clear()
+
+
+def fill(env: Env, rng: random.Random, fm: Fm) -> None:
+    lo, hi = fm.span()
+    if hi > lo:
+        base = REGION_BASE[fm.region]
+        env.memory.write(base + lo, bytes(rng.getrandbits(8) for _ in range(hi - lo)))
+
+
+async def run_ops(env: Env, rng: random.Random, ops: list, *, expect_written: bool = True,
+                  max_cycles: int = 400_000) -> None:
+    """Run *ops* as one job (one stream, NPU_OP_STOP at the end); compare with the TLM."""
+    for op in ops:
+        for fm in op.reads:
+            fill(env, rng, fm)
+        if op.ofm is not None:
+            fill(env, rng, op.ofm)
+    words = []
+    for op in ops:
+        words += enc(*op.cmds)
+    words += enc(("NPU_OP_STOP", dict(mask=0x0001)))
+    await env.write_ok(CMD, 0xC | 0x2)                          # clear_irq
+    await env.load_stream(STREAM_ADDR, words)
+    model = env.model
+    n_events = len(model.events) if model is not None else 0
+    env.kbursts.clear()
+    status = await env.run_job(max_cycles=max_cycles, poll=32)
+    check_bursts(env, ops)
+    f = status_fields(status)
+    for op in ops:
+        cocotb.log.info("  %s %s", op.name, op.desc)
+    assert not (f["cmd_parse_error"] or f["bus_status"]), f"STATUS 0x{status:08x}"
+    assert await env.read_ok(QREAD) == 4 * len(words), "the job did not run to its NPU_OP_STOP"
+    if model is None:
+        return
+    # the reference executed every operation (a skipped one would make the case vacuous)
+    bad = [e for e in list(model.events)[n_events:] if e[0] in ("unpredictable", "op_unimplemented")]
+    assert not bad, f"the TLM did not execute an operation: {bad[:2]}"
+    job = env.scoreboard.close_job()
+    assert job is not None and job.mismatches_in_job == 0, env.scoreboard.mismatches[-3:]
+    mirror = model.memory
+    for op in ops:
+        if op.ofm is None or op.ofm.storage == NONE:
+            continue
+        lo, hi = op.ofm.span()
+        a = REGION_BASE[op.ofm.region] + lo
+        got = np.frombuffer(env.memory.read(a, hi - lo), np.uint8)
+        want = np.frombuffer(mirror.read(a, hi - lo), np.uint8)
+        diff = np.flatnonzero(got != want)
+        assert diff.size == 0, (f"{op.desc}: {diff.size} OFM bytes differ from the TLM, first at "
+                                f"+{diff[0]}: 0x{got[diff[0]]:02x} vs 0x{want[diff[0]]:02x}")
+    if expect_written and any(op.ofm is not None and op.ofm.storage != NONE for op in ops):
+        assert job.ref_all_writes(), "the reference wrote nothing"
+
+
+def n_cases(default: int) -> int:
+    return CASES if CASES > 0 else default
+
+
+# ============================================================================ tests
+@cocotb.parametrize(backpressure=named([None, 0.3], lambda v: "bp" if v else "none"))
+@cocotb.test(**LONG_TIMEOUT)
+async def test_elementwise(dut, backpressure):
+    """Random 8-bit mul/add/sub/min/max with scales, zero points, clipping, broadcast and
+    scalar operands, NHWC/NHCWB16, tile storage; several operations a job."""
+    rng = rng_for("test_elementwise")
+    env = await kernel_env(dut, backpressure=backpressure, seed=rng.getrandbits(16))
+    total = n_cases(12 if backpressure is None else 4)
+    done = 0
+    while done < total:
+        k = min(3, total - done)
+        regions = [(2, 4, 3), (4, 4, 1), (3, 2, 7), (1, 5, 6)]
+        ops = [elementwise_op(rng, regions[(done + i) % 4]) for i in range(k)]
+        await run_ops(env, rng, ops)
+        done += k
+    env.finish()
+
+
+@cocotb.parametrize(backpressure=named([None, 0.3], lambda v: "bp" if v else "none"))
+@cocotb.test(**LONG_TIMEOUT)
+async def test_pool(dut, backpressure):
+    """Random 8-bit max/min/average/sum pooling: kernels, strides 1-3, padding, NHWC/NHCWB16."""
+    rng = rng_for("test_pool")
+    env = await kernel_env(dut, backpressure=backpressure, seed=rng.getrandbits(16))
+    total = n_cases(10 if backpressure is None else 3)
+    done = 0
+    modes = list(POOL_MODES)
+    while done < total:
+        k = min(3, total - done)
+        regions = [(5, 1), (0, 7), (6, 2)]
+        ops = [pool_op(rng, regions[(done + i) % 3], modes[(done + i) % 4]) for i in range(k)]
+        await run_ops(env, rng, ops)
+        done += k
+    env.finish()
+
+
+@cocotb.test(**LONG_TIMEOUT)
+async def test_pool_large_kernels(dut):
+    """Max and min pooling with large kernels (40x3, 2x70, 256x1, 16x16) and padding."""
+    rng = rng_for("test_pool_large_kernels")
+    env = await kernel_env(dut)
+    for i in range(n_cases(4)):
+        ops = [pool_op(rng, (5, 1), ("max", "min")[i % 2], big=True)]
+        await run_ops(env, rng, ops)
+    env.finish()
+
+
+@cocotb.test(**LONG_TIMEOUT)
+async def test_kernel_round_modes(dut):
+    """Every OFM round_mode (and IFM round_mode) with dbl_rnd 0, 15, 30 on an add whose
+    results land on rounding ties; a pooling max with each OFM round_mode."""
+    rng = rng_for("test_kernel_round_modes")
+    env = await kernel_env(dut)
+    for rnd in range(6):
+        ops = []
+        for dbl in (0, 15, 30):
+            op = elementwise_op(rng)
+            cmds = []
+            for name, f in op.cmds:
+                if name == "NPU_SET_OFM_SCALE":
+                    f = dict(scale=(1 << 30) + rng.randrange(0, 3), shift=rng.choice((1, 2, 31, 33, 36)),
+                             round_mode=rnd, dbl_rnd=dbl)
+                elif name in ("NPU_SET_IFM_SCALE", "NPU_SET_IFM2_SCALE"):
+                    f = dict(scale=(1 << 30) + rng.randrange(0, 5), shift=rng.choice((29, 30, 31)),
+                             round_mode=rnd & 1, dbl_rnd=dbl)
+                cmds.append((name, f))
+            op.cmds = cmds
+            ops.append(op)
+        p = pool_op(rng, mode="max")
+        p.cmds = [(n, dict(f, round_mode=rnd) if n == "NPU_SET_OFM_SCALE" else f) for n, f in p.cmds]
+        ops.append(p)
+        await run_ops(env, rng, ops)
+    env.finish()
+
+
+def _patch(op: Op, changes: dict) -> Op:
+    """Replace fields of commands: {command: {field: value}} (added at the end if absent)."""
+    cmds, seen = [], set()
+    for name, f in op.cmds:
+        if name in changes:
+            f = dict(f, **changes[name])
+            seen.add(name)
+        cmds.append((name, f))
+    last = cmds.pop()                      # the NPU_OP stays last
+    for name, f in changes.items():
+        if name not in seen:
+            cmds.append((name, f))
+    cmds.append(last)
+    op.cmds = cmds
+    return op
+
+
+UNPREDICTABLE_CASES = {
+    # elementwise
+    "ew_precision_mismatch": ("ew", {"NPU_SET_IFM2_PRECISION": dict(activation_precision=1)}),
+    "ew_reserved_mode": ("ew", {"NPU_OP_ELEMENTWISE": dict(elementwise_mode=12)}),
+    "ew_per_channel_scale": ("ew", {"NPU_SET_OFM_PRECISION": dict(scale_mode=0)}),
+    "ew_reverse": ("ew", {"NPU_SET_OFM_PRECISION": dict(activation_reverse=1)}),
+    "ew_upscale": ("ew", {"NPU_SET_IFM_UPSCALE": dict(mode=1)}),
+    "ew_ifm_zero_point": ("ew", {"NPU_SET_IFM_PRECISION": dict(activation_type=1),
+                                 "NPU_SET_IFM_ZERO_POINT": dict(zero_point=300)}),
+    "ew_ofm_zero_point": ("ew", {"NPU_SET_OFM_PRECISION": dict(activation_type=0),
+                                 "NPU_SET_OFM_ZERO_POINT": dict(zero_point=0x1FF)}),
+    "ew_round_mode": ("ew", {"NPU_SET_OFM_SCALE": dict(round_mode=6)}),
+    "ew_dbl_rnd": ("ew", {"NPU_SET_OFM_SCALE": dict(dbl_rnd=31)}),
+    "ew_acc_format": ("ew", {"NPU_SET_ACC_FORMAT": dict(acc_format=2)}),
+    "ew_nhcwb16_align": ("ew", {"NPU_SET_OFM_PRECISION": dict(activation_format=1),
+                                "NPU_SET_OFM_STRIDE_Y": dict(addr=0x108)}),
+    "ew_both_scalar": ("ew", {"NPU_SET_IFM_BROADCAST": dict(broadcast_mode=8),
+                              "NPU_SET_IFM2_BROADCAST": dict(broadcast_mode=8),
+                              "NPU_SET_IFM_PRECISION": dict(activation_storage=3),
+                              "NPU_SET_IFM2_PRECISION": dict(activation_storage=3)}),
+    "ew_scalar_storage": ("ew", {"NPU_SET_IFM2_BROADCAST": dict(broadcast_mode=8),
+                                 "NPU_SET_IFM2_PRECISION": dict(activation_storage=0)}),
+    "ew_reserved_activation": ("ew", {"NPU_SET_ACTIVATION": dict(activation_function=2)}),
+    # pooling
+    "pool_dilation": ("pool", {"NPU_SET_KERNEL_STRIDE": dict(dilation_x=1)}),
+    "pool_avg_kernel": ("pool_avg", {"NPU_SET_KERNEL_WIDTH_M1": dict(width_m1=8)}),
+    "pool_avg_padding": ("pool_avg", {"NPU_SET_IFM_PAD_TOP": dict(pad=9)}),
+    "pool_acc_format": ("pool", {"NPU_SET_ACC_FORMAT": dict(acc_format=1)}),
+    "pool_ifm_storage_none": ("pool", {"NPU_SET_IFM_PRECISION": dict(activation_storage=3)}),
+    "pool_no_ifm": ("pool", {"NPU_SET_IFM_PAD_TOP": dict(pad=100), "NPU_SET_IFM_PAD_BOTTOM": dict(pad=100)}),
+    "pool_max_upscale_zeros": ("pool", {"NPU_SET_IFM_UPSCALE": dict(mode=2)}),
+    "pool_acc_input_reserved": ("pool", {"NPU_SET_ACC_FORMAT": dict(acc_input=3)}),
+}
+
+
+@cocotb.parametrize(case=named(list(UNPREDICTABLE_CASES)))
+@cocotb.test(**TIMEOUT)
+async def test_kernel_unpredictable(dut, case):
+    """A failed register-only TRM assert: the operation completes without effect (the TLM's
+    on_unpredictable='continue'); the next operation of the job still runs."""
+    rng = rng_for(f"test_kernel_unpredictable[{case}]")
+    env = await kernel_env(dut)
+    kind, changes = UNPREDICTABLE_CASES[case]
+    if kind == "ew":
+        bad = elementwise_op(rng, scalars=False, ofm_none=False)
+    else:
+        bad = pool_op(rng, mode="average" if kind == "pool_avg" else "max", ofm_none=False)
+    bad = _patch(bad, changes)
+    good = pool_op(rng, regions=(0, 7), mode="max", ofm_none=False)   # regions the bad op does not use
+    model = env.model
+    n0 = len(model.events) if model is not None else 0
+    for op in (bad, good):
+        for fm in op.reads:
+            fill(env, rng, fm)
+        fill(env, rng, op.ofm)
+    olo, ohi = (REGION_BASE[bad.ofm.region] + x for x in bad.ofm.span())
+    before = env.memory.read(olo, ohi - olo)
+    words = enc(*bad.cmds) + enc(*good.cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
+    await env.write_ok(CMD, 0xC | 0x2)
+    await env.load_stream(STREAM_ADDR, words)
+    status = await env.run_job(max_cycles=200_000, poll=32)
+    f = status_fields(status)
+    assert not (f["cmd_parse_error"] or f["bus_status"]), f"STATUS 0x{status:08x}"
+    assert await env.read_ok(QREAD) == 4 * len(words)
+    if model is not None:
+        ev = [e for e in list(model.events)[n0:] if e[0] == "unpredictable"]
+        assert ev, f"{case}: the TLM found no UNPREDICTABLE condition (the case is wrong)"
+        cocotb.log.info("TLM: %s", ev[0][1].get("what"))
+    assert env.memory.read(olo, ohi - olo) == before, f"{case}: the skipped operation wrote its OFM"
+    env.finish()
+
+
+UNSUPPORTED_CASES = {
+    "ew_abs": ("ew", {"NPU_OP_ELEMENTWISE": dict(elementwise_mode=6)}),
+    "ew_shl": ("ew", {"NPU_OP_ELEMENTWISE": dict(elementwise_mode=9)}),
+    "ew_int16": ("ew", {"NPU_SET_IFM_PRECISION": dict(activation_precision=1),
+                        "NPU_SET_IFM2_PRECISION": dict(activation_precision=1)}),
+    "ew_ofm_int16": ("ew", {"NPU_SET_OFM_PRECISION": dict(activation_precision=1)}),
+    "ew_ofm_chained": ("ew", {"NPU_SET_OFM_PRECISION": dict(activation_storage=2)}),
+    "ew_transpose_hcw": ("ew", {"NPU_SET_OFM_PRECISION": dict(activation_transpose=2)}),
+    "ew_lut": ("ew", {"NPU_SET_ACTIVATION": dict(activation_function=4)}),
+    # tile2x2 forced: with tile3x1 (chosen at random) WIDTH0 is unused and the OFM is one tile
+    "ew_two_tiles": ("ew", {"NPU_SET_OFM_WIDTH0_M1": dict(width_m1=0),
+                            "NPU_SET_OFM_WIDTH_M1": dict(width_m1=3),
+                            "NPU_SET_OFM_PRECISION": dict(activation_storage=0)}),
+    "pool_reduce_sum": ("pool", {"NPU_OP_POOL": dict(pooling_mode=2)}),
+    "pool_none": ("pool", {"NPU_OP_POOL": dict(pooling_mode=4)}),
+    "pool_argmax": ("pool", {"NPU_OP_POOL": dict(pooling_mode=6)}),
+    "pool_per_channel": ("pool", {"NPU_SET_OFM_PRECISION": dict(scale_mode=0)}),
+    "pool_acc_keep": ("pool", {"NPU_SET_ACC_FORMAT": dict(acc_input=1)}),
+    "pool_acc_disable": ("pool", {"NPU_SET_ACC_FORMAT": dict(acc_output=1)}),
+    "pool_sum_i48": ("pool_sum", {"NPU_SET_ACC_FORMAT": dict(acc_format=1)}),
+    "pool_upscale": ("pool", {"NPU_SET_IFM_UPSCALE": dict(mode=1)}),
+    "pool_ifm_int16": ("pool", {"NPU_SET_IFM_PRECISION": dict(activation_precision=1, activation_type=1)}),
+    "pool_reverse": ("pool", {"NPU_SET_OFM_PRECISION": dict(activation_reverse=2)}),
+    "pool_transpose": ("pool", {"NPU_SET_OFM_PRECISION": dict(activation_transpose=1)}),
+    "pool_max_kernel_300": ("pool", {"NPU_SET_KERNEL_WIDTH_M1": dict(width_m1=299),
+                                     "NPU_SET_IFM_PAD_LEFT": dict(pad=100),
+                                     "NPU_SET_IFM_PAD_RIGHT": dict(pad=190)}),
+    "pool_ifm_chained": ("pool", {"NPU_SET_IFM_PRECISION": dict(activation_storage=2)}),
+    "conv": ("conv", {}),
+    "resize": ("resize", {}),
+}
+
+
+@cocotb.parametrize(case=named(list(UNSUPPORTED_CASES)))
+@cocotb.test(**TIMEOUT)
+async def test_kernel_unsupported(dut, case):
+    """A configuration the stand-in does not implement: cmd_parse_error + IRQ, QREAD at the
+    operation, nothing read for it and nothing written (no scoreboard: the TLM implements
+    these)."""
+    if DUT != "rtl":
+        skip_now("the TLM implements every kernel operation")
+    rng = rng_for(f"test_kernel_unsupported[{case}]")
+    env = await kernel_env(dut, reference=False)
+    kind, changes = UNSUPPORTED_CASES[case]
+    if kind == "ew":
+        op = elementwise_op(rng, ofm_none=False)
+    elif kind in ("conv", "resize"):
+        op = Op(kind, [("NPU_SET_IFM_PAD_TOP", dict(pad=0)),
+                       ("NPU_OP_CONV" if kind == "conv" else "NPU_OP_RESIZE", {})])
+    else:
+        op = pool_op(rng, mode="sum" if kind == "pool_sum" else "max", ofm_none=False)
+    op = _patch(op, changes)
+    words = enc(("NPU_OP_IRQ", dict(mask=0x0004))) + enc(*op.cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
+    op_at = 4 * (len(words) - 2)
+    await env.load_stream(STREAM_ADDR, words)
+    n_bursts = sum(s.counts["w"] for s in env.axi.ports.values())
+    status = await env.run_job(max_cycles=50_000)
+    f = status_fields(status)
+    assert f["cmd_parse_error"] and f["irq_raised"] and not f["state"], f"STATUS 0x{status:08x}"
+    assert f["irq_history_mask"] == 0x0004, "the NPU_OP_STOP after the operation ran"
+    assert await env.read_ok(QREAD) == op_at, "QREAD is not at the refused operation"
+    assert sum(s.counts["w"] for s in env.axi.ports.values()) == n_bursts, "something was written"
+    await env.write_ok(CMD, 0xC | 0x2)
+    assert status_fields(await env.read_ok(STATUS))["cmd_parse_error"], "cmd_parse_error not sticky"
+    env.finish()
+
+
+@cocotb.parametrize(where=named(["ifm", "ifm2", "ofm"]))
+@cocotb.test(**TIMEOUT)
+async def test_kernel_bus_error(dut, where):
+    """SLVERR on the first IFM read (rd_ifm), the first IFM2 read (rd_ifm_stream) or on the OFM
+    write (wr_ofm) of an elementwise add: bus_status, faulting channel and interface, IRQ;
+    nothing written from a failed read."""
+    rng = rng_for(f"test_kernel_bus_error[{where}]")
+    env = await kernel_env(dut)
+    while True:
+        op = elementwise_op(rng, regions=(2, 4, 1), ofm_none=False)
+        bm = [f["broadcast_mode"] for n, f in op.cmds if n == "NPU_SET_IFM_BROADCAST"][0]
+        bm2 = [f["broadcast_mode"] for n, f in op.cmds if n == "NPU_SET_IFM2_BROADCAST"][0]
+        if bm == 0 and bm2 == 0 and op.ofm.fmt == NHWC and op.ofm.sx == op.ofm.d \
+                and op.ofm.sy == op.ofm.w * op.ofm.d:
+            break
+    ifm, ifm2 = op.reads
+    for fm in op.reads:
+        fill(env, rng, fm)
+    fill(env, rng, op.ofm)
+    target = {"ifm": ifm, "ifm2": ifm2, "ofm": op.ofm}[where]
+    lo = REGION_BASE[target.region] + target.base
+    lo16 = lo & ~15
+    env.axi.inject_fault(lo16, lo16 + 16, "SLVERR", kind="w" if where == "ofm" else "r")
+    words = enc(*op.cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
+    await env.write_ok(CMD, 0xC | 0x2)
+    await env.load_stream(STREAM_ADDR, words)
+    status = await env.run_job(max_cycles=100_000, poll=16)
+    f = status_fields(status)
+    chan = {"ifm": 1, "ifm2": 5, "ofm": 8}[where]
+    iface = 0 if target.region in (2, 3, 5, 7) else 1
+    assert f["bus_status"] and f["irq_raised"] and not f["state"], f"STATUS 0x{status:08x}"
+    assert f["faulting_channel"] == chan, f"faulting_channel {f['faulting_channel']}"
+    assert f["faulting_interface"] == iface, f"faulting_interface {f['faulting_interface']}"
+    env.finish()
+
+
+CH_WEIGHTS, CH_SCALE = 2, 3
+
+
+@cocotb.parametrize(op=named(["conv", "depthwise"]),
+                    backpressure=named([None, 0.3], lambda v: "bp" if v else "none"))
+@cocotb.test(**TIMEOUT)
+async def test_conv_streams(dut, op, backpressure):
+    """NPU_OP_CONV / NPU_OP_DEPTHWISE on the stand-in: the weight streams (num_wd of CONFIG
+    with SWD, one with FWD, none for weights_ifm2) and the per-channel scale/bias stream
+    (align_up(OFM depth, channels_in_set) * 10 bytes, TRM 3.7) are read, nothing else, and the
+    operation stops with cmd_parse_error (QREAD at it, IRQ, nothing written). Random regions,
+    byte-aligned weight bases and lengths, max_beats, depth and microblock: every rd_weights
+    burst lies in a stream on its region's port group inside one max_beats window, together
+    they cover every stream byte; the rd_scale_bias bursts likewise, all after the last
+    weight beat (the TLM reads weights before the scale stream). No scoreboard: the TLM
+    computes the operation."""
+    from tlm.memory import Resp
+    from tlm.scale_bias import channels_in_set, stream_size
+    if DUT != "rtl":
+        skip_now("the TLM computes the operation")
+    rng = rng_for(f"test_conv_streams[{op}]")
+    env = await kernel_env(dut, reference=False, backpressure=backpressure,
+                           seed=rng.getrandbits(16))
+    mb = (rng.randrange(3), rng.randrange(3))
+    await program_regions(env, max_beats=mb)
+    cfg = await env.read_ok(OFF["CONFIG"])
+    macs, num_wd = 1 << (cfg & 0xF), 1 << ((cfg >> 12) & 3)
+    ifm2 = op == "conv" and rng.random() < 0.2
+    fwd = op == "conv" and rng.random() < 0.3
+    wr, sr = rng.randrange(8), rng.randrange(8)
+    cmds = [("NPU_SET_WEIGHT_FORMAT", dict(weight_format=int(fwd), weight_sparsity=0)),
+            ("NPU_SET_WEIGHT_REGION", dict(region=wr))]
+    streams, off = [], rng.randrange(0x1000)
+    for n in range(4):
+        length = rng.randrange(1, 1500)
+        cmds += [(f"NPU_SET_WEIGHT{n or ''}_BASE", dict(addr=off)),
+                 (f"NPU_SET_WEIGHT{n or ''}_LENGTH", dict(length=length))]
+        if not ifm2 and n < (1 if fwd else num_wd):
+            streams.append((REGION_BASE[wr] + off, REGION_BASE[wr] + off + length))
+        off += length + rng.randrange(100)
+    depth, micro = rng.randrange(1, 300), rng.randrange(6)
+    need = stream_size(depth, channels_in_set(macs, micro))
+    sbase = 0x8000 + 16 * rng.randrange(256)
+    cmds += [("NPU_SET_OFM_DEPTH_M1", dict(depth_m1=depth - 1)),
+             ("NPU_SET_OFM_PRECISION", dict(activation_type=1, activation_precision=0,
+                                            activation_format=0, scale_mode=0)),
+             ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=micro)),
+             ("NPU_SET_SCALE_REGION", dict(region=sr)), ("NPU_SET_SCALE_BASE", dict(addr=sbase)),
+             ("NPU_SET_SCALE_LENGTH", dict(length=need + 16 * rng.randrange(4))),
+             ("NPU_OP_DEPTHWISE", {}) if op == "depthwise" else ("NPU_OP_CONV", dict(weights_ifm2=int(ifm2)))]
+    words = enc(("NPU_OP_IRQ", dict(mask=0x0004))) + enc(*cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
+    op_at = 4 * (len(words) - 2)
+    await env.load_stream(STREAM_ADDR, words)
+    cocotb.log.info("%s: %d weight stream(s) %s, scale %d bytes, max_beats %s", op, len(streams),
+                    [hi - lo for lo, hi in streams], need, mb)
+    status = await env.run_job(max_cycles=100_000)
+    f = status_fields(status)
+    assert f["cmd_parse_error"] and f["irq_raised"] and not (f["state"] or f["bus_status"]), \
+        f"STATUS 0x{status:08x}"
+    assert f["irq_history_mask"] == 0x0004, "the NPU_OP_STOP after the operation ran"
+    assert await env.read_ok(QREAD) == op_at, "QREAD is not at the operation"
+
+    def check(ch: int, region: int, spans: list, what: str) -> list:
+        bursts = [b for b in env.kbursts if b.id == ch]
+        port = "SRAM0" if region in (2, 3, 5, 7) else "EXT0"
+        win = 64 << mb[port != "SRAM0"]
+        got = set()
+        for b in bursts:
+            assert not b.write and b.port == port and b.size == 4 and b.burst == 1 \
+                and b.resp == Resp.OKAY, f"{what}: {b}"
+            a0 = b.addr & ~15
+            assert a0 // win == (a0 + 16 * b.beats - 1) // win, f"{what}: crosses {win} bytes: {b}"
+            for a, d in b.runs:
+                got.update(range(a, a + len(d)))
+        want = set().union(*(range(lo, hi) for lo, hi in spans))
+        allowed = set().union(*(range(lo, (hi + 15) & ~15) for lo, hi in spans))
+        assert want <= got, f"{what}: {len(want - got)} stream byte(s) not read"
+        assert got <= allowed, f"{what}: read 0x{min(got - allowed):x} outside the streams"
+        return bursts
+
+    wb = check(CH_WEIGHTS, wr, streams, "rd_weights")
+    sb = check(CH_SCALE, sr, [(REGION_BASE[sr] + sbase, REGION_BASE[sr] + sbase + need)], "rd_scale_bias")
+    others = [b for b in env.kbursts if b.id not in (CH_CMD, CH_WEIGHTS, CH_SCALE) or b.write]
+    assert not others, f"other bursts: {others[0]}"
+    if wb:
+        assert min(b.start_ns for b in sb) >= max(b.end_ns for b in wb), "scale read before the weights"
+    env.kbursts.clear()
+    await env.write_ok(CMD, 0xC | 0x2)
+    assert status_fields(await env.read_ok(STATUS))["cmd_parse_error"], "cmd_parse_error not sticky"
+    env.finish()
+
+
+def tlm_expect(env: Env, words: list):
+    """The TLM (tlm.device.Device) run of *words* on a copy of the bench memory, with the
+    regions of program_regions; returns the device (its memory holds the expected result)."""
+    from tlm.device import Device
+    dev = Device(config=env.config, memory=env.memory.snapshot())
+    dev.wait_reset()
+    for n, v in enumerate(MEM_ATTRS):
+        dev.apb_write(OFF[f"MEM_ATTR{n}"], v)
+    dev.apb_write(OFF["REGIONCFG"], regioncfg())
+    for r, base in REGION_BASE.items():
+        dev.apb_write(OFF[f"BASEP{r}_LO"], base & 0xFFFFFFFF)
+        dev.apb_write(OFF[f"BASEP{r}_HI"], base >> 32)
+    dev.apb_write(OFF["QCONFIG"], 2)
+    data = b"".join((w & 0xFFFFFFFF).to_bytes(4, "little") for w in words)
+    dev.memory.write(STREAM_ADDR, data)
+    dev.apb_write(OFF["QBASE_LO"], STREAM_ADDR & 0xFFFFFFFF)
+    dev.apb_write(OFF["QBASE_HI"], STREAM_ADDR >> 32)
+    dev.apb_write(OFF["QSIZE"], len(data))
+    dev.apb_write(OFF["CMD"], 1)
+    dev.run()
+    return dev
+
+
+def ofm_bytes(mem, fm: Fm) -> bytes:
+    lo, hi = (REGION_BASE[fm.region] + x for x in fm.span())
+    return bytes(mem.read(lo, hi - lo))
+
+
+async def wait_ofm_write(env: Env, limit: int = 20_000) -> None:
+    """Wait until the running operation has written OFM data (an AWID 8 burst)."""
+    for _ in range(limit):
+        await ClockCycles(env.clock, 1)
+        if any(b.write and b.id == CH_OFM for b in env.kbursts):
+            return
+    raise TimeoutError("no OFM write")
+
+
+@cocotb.test(**LONG_TIMEOUT)
+async def test_kernel_stop_and_reset(dut):
+    """CMD.stop_request while a pooling operation runs: the operation completes (its OFM is
+    the TLM's), the NPU stops before the next one (QREAD after the operation, irq_raised).
+    Then a soft reset (RESET write) in the middle of an operation: the AXI transactions on
+    the bus complete, STATUS comes back clean, and a following job is right. DUT=rtl: the
+    scoreboard does not model stop_request."""
+    if DUT != "rtl":
+        skip_now("stop_request and soft reset mid-job are checked against the stand-in")
+    rng = rng_for("test_kernel_stop_and_reset")
+    env = await kernel_env(dut, reference=False)
+    # op1 must still run when the stop lands: a pooling op whose OFM takes many bursts (a
+    # one-burst OFM can complete before the APB write, and the NPU then legally goes on)
+    op1 = pool_op(rng, (5, 1), "average", ofm_none=False)
+    while op1.ofm.h * op1.ofm.w * op1.ofm.d < 128:
+        op1 = pool_op(rng, (5, 1), "average", ofm_none=False)
+    op2 = elementwise_op(rng, (2, 4, 3), scalars=False, ofm_none=False)
+    for op in (op1, op2):
+        for fm in op.reads:
+            fill(env, rng, fm)
+        fill(env, rng, op.ofm)
+    w1 = enc(*op1.cmds)
+    words = w1 + enc(*op2.cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
+    want1 = ofm_bytes(tlm_expect(env, w1 + enc(("NPU_OP_STOP", dict(mask=1)))).memory, op1.ofm)
+    before2 = ofm_bytes(env.memory, op2.ofm)
+    await env.load_stream(STREAM_ADDR, words)
+    env.kbursts.clear()
+    await env.start_npu()
+    await wait_ofm_write(env)
+    await env.write_ok(CMD, 0xC | 0x10)                          # stop_request
+    status = await env.wait_stopped(max_cycles=200_000, poll=16)
+    f = status_fields(status)
+    assert f["irq_raised"] and not (f["cmd_parse_error"] or f["bus_status"]), f"STATUS 0x{status:08x}"
+    assert await env.read_ok(QREAD) == 4 * len(w1), "the NPU did not stop right after the operation"
+    if op1.ofm.storage != NONE:
+        assert ofm_bytes(env.memory, op1.ofm) == want1, "the stopped operation's OFM is not the TLM's"
+    assert ofm_bytes(env.memory, op2.ofm) == before2, "the operation after the stop ran"
+
+    # soft reset while the pooling operation runs
+    await env.write_ok(CMD, 0xC | 0x2)
+    await env.load_stream(STREAM_ADDR, words)
+    env.kbursts.clear()
+    await env.start_npu()
+    await wait_ofm_write(env)
+    await env.write_ok(OFF["RESET"], 0b01)
+    await env.wait_reset_done()
+    assert await env.read_ok(STATUS) == 0, "STATUS after the soft reset"
+    await ClockCycles(env.clock, 50)
+    await program_regions(env)
+    words2 = enc(*op2.cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
+    want2 = ofm_bytes(tlm_expect(env, words2).memory, op2.ofm)
+    await env.load_stream(STREAM_ADDR, words2)
+    status = await env.run_job(max_cycles=200_000, poll=16)
+    f = status_fields(status)
+    assert f["irq_raised"] and not (f["cmd_parse_error"] or f["bus_status"]), f"STATUS 0x{status:08x}"
+    assert ofm_bytes(env.memory, op2.ofm) == want2, "the job after the soft reset is wrong"
+    env.finish()
+
+
+# ============================================================================ networks
+VELA_NETS = ("add_8x8x16", "add_bcast_relu", "add_bcast_row", "add_const_scalar", "add_relu_n1_to_1",
+             "sub_8x8x16", "sub_bcast_relu6", "mul_8x8x16", "mul_bcast_relu", "mul_bcast_hw",
+             "mul_const_scalar", "maximum_8x8x16", "minimum_bcast",
+             "maxpool_2x2_s2_valid", "maxpool_3x3_s1_same", "maxpool_3x3_s2_same",
+             "maxpool_3x3_s2_valid_c21", "avgpool_2x2_s2_valid", "avgpool_3x3_s1_same",
+             "avgpool_3x3_s2_same", "avgpool_5x5_s1_same_relu6", "avgpool_global_7x7",
+             "avgpool_2x3_s2x3_c7", "relu_standalone", "relu6_standalone", "requantize_int8",
+             "pad_hw", "pad_c", "concat_axis1", "concat_axis3")
+VELA_QUICK = ("add_bcast_relu", "add_const_scalar", "mul_bcast_hw", "minimum_bcast",
+              "maxpool_3x3_s2_same", "avgpool_3x3_s1_same", "avgpool_2x3_s2x3_c7", "pad_c")
+VELA_ALL = os.environ.get("KERNEL_NETS", "") == "all"
+
+
+@cocotb.parametrize(mode=named(["default", "sram_only"]))
+@cocotb.test(timeout_time=2000, timeout_unit="ms")
+async def test_vela_networks(dut, mode):
+    """Vela networks of elementwise and pooling operations only (tests/nets catalog,
+    ethos-u85-256), loaded and started as tlm.runner does; outputs against the TLM. The
+    quick list by default, every one with KERNEL_NETS=all."""
+    names = VELA_NETS if VELA_ALL else VELA_QUICK
+    if mode == "sram_only" and not VELA_ALL:
+        names = names[:4]
+    rng = rng_for(f"test_vela_networks[{mode}]")
+    env = Env(dut, reference_model=True)
+    await env.start()
+    for name in names:
+        res = await run_network(env, vela_model(name, "ethos-u85-256", mode), rng)
+        cocotb.log.info("%s (%s): %d output bytes match the TLM; ops %s", name, mode,
+                        res.output_bytes, res.ops)
+        await ClockCycles(env.clock, 4)
+    env.finish()

@@ -1,0 +1,256 @@
+"""Unit tests of the bench's functional-coverage model (tb/coverage.py) and of the report
+that tb/run.py prints and writes; no simulator needed."""
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+
+from tb.core import coverage as C
+from tb.core.coverage import BenchCoverage, Coverage, CoverPoint, Cross, JobRecorder
+from tlm import isa
+from tlm.device import Device
+from tlm.memory import Memory, Resp
+
+
+# ------------------------------------------------------------------ points and crosses
+def test_point_bins_goal_other():
+    p = CoverPoint("p", ["a", "b", "c"], goal=2)
+    for v in ("a", "a", "b", "zz", "zz"):
+        p.sample(v)
+    assert p.hits == {"a": 2, "b": 1, "c": 0}
+    assert p.other == {"zz": 2}                      # tallied, never covered
+    assert p.covered == 1 and p.bins == 3 and p.samples == 5
+    assert p.percent == pytest.approx(100 / 3)
+    assert p.uncovered() == ["b", "c"]
+    with pytest.raises(ValueError):
+        CoverPoint("empty", [])
+    with pytest.raises(ValueError):
+        CoverPoint("nogoal", ["a"], goal=0)
+
+
+def test_cross_product_and_exclude():
+    x = Cross("x", (("s8", "s16"), ("nhwc", "nhcwb16"), (1, 2)),
+              exclude=lambda c: c == ("s16", "nhwc", "2"), axis_names=("p", "f", "n"))
+    assert x.bins == 7 and "s16/nhwc/2" not in x.hits
+    x.sample("s8", "nhcwb16", 1)
+    x.sample("s16", "nhwc", 2)                        # excluded: other
+    assert x.hits["s8/nhcwb16/1"] == 1 and x.other == {"s16/nhwc/2": 1}
+    assert x.covered == 1
+    assert x.to_dict()["axes"] == ["p", "f", "n"] and x.to_dict()["kind"] == "cross"
+
+
+def _model() -> Coverage:
+    cov = Coverage("m")
+    cov.point("p", ["a", "b"])
+    cov.cross("x", (("0", "1"), ("r", "w")))
+    return cov
+
+
+def test_roundtrip_and_merge(tmp_path):
+    a, b = _model(), _model()
+    a["p"].sample("a")
+    a["x"].sample(0, "r")
+    b["p"].sample("a")
+    b["p"].sample("q")
+    b["x"].sample(1, "w")
+    pa = a.save(tmp_path / "a.json")
+    assert not list(tmp_path.glob("*.tmp"))          # written atomically
+    back = Coverage.load(pa)
+    assert back.to_dict() == a.to_dict()
+    assert isinstance(back["x"], Cross)
+    back.merge(b)
+    assert back["p"].hits == {"a": 2, "b": 0} and back["p"].other == {"q": 1}
+    assert back["x"].hits == {"0/r": 1, "0/w": 0, "1/r": 0, "1/w": 1}
+    assert back["x"].covered == 2
+    # a point only the other side knows is added
+    c = Coverage("m")
+    c.point("new", ["z"]).sample("z")
+    back.merge(c.to_dict())
+    assert back["new"].covered == 1
+    with pytest.raises(ValueError):
+        Coverage.from_dict({"format": "something-else", "points": {}})
+    with pytest.raises(ValueError):
+        back.point("p", ["a"])                       # defined twice
+
+
+def test_report_and_summary():
+    cov = _model()
+    cov["p"].sample("a")
+    cov["x"].sample(0, "r")
+    cov["x"].sample(0, "bogus")
+    rep = cov.report(sim="icarus")
+    json.dumps(rep)                                  # machine-readable
+    assert rep["sim"] == "icarus" and rep["format"] == C.FORMAT + "-report"
+    assert rep["bins"] == 6 and rep["covered"] == 2
+    assert rep["total_percent"] == pytest.approx((50 + 25) / 2)
+    assert rep["points"]["p"]["uncovered"] == ["b"]
+    assert rep["points"]["x"]["uncovered"] == ["0/w", "1/r", "1/w"]
+    assert rep["points"]["x"]["other"] == {"0/bogus": 1}
+    lines = cov.summary()
+    assert len(lines) == 3
+    assert lines[0].split()[:3] == ["p", "1/2", "50.0%"]
+    assert "1 other" in lines[1]
+    assert lines[-1].startswith("total") and "37.5%" in lines[-1]
+
+
+# ------------------------------------------------------------------ the bench's model
+def test_bench_bins_come_from_the_tables():
+    cov = BenchCoverage()
+    assert set(cov.opcode.hits) == {c.name for c in isa.COMMANDS}
+    assert set(cov.activation.hits) == {m.name for m in isa.activation_function}
+    assert set(cov.ofm_round.hits) == {m.name for m in isa.round_mode_ofm}
+    assert "NPU_OP_ELEMENTWISE.and_not" in cov.kernel_op_mode.hits
+    assert "NPU_OP_CONV" in cov.kernel_op_mode.hits
+    assert "uint16/nhcwb16" in cov.ifm.hits and cov.ifm.bins == 10   # no uint32 IFM
+    assert cov.bus_fault.bins == 2 * 9
+
+
+def test_sample_apb_and_burst():
+    cov = BenchCoverage()
+    cov.sample_apb(types.SimpleNamespace(prot=0b011, write=True, slverr=True))
+    cov.sample_apb(types.SimpleNamespace(prot=0b001, write=False, slverr=False))
+    cov.sample_apb(types.SimpleNamespace(prot=0b110, write=False, slverr=False))  # PPROT[2] ignored
+    assert cov.apb.hits["nonsecure_priv/write/PSLVERR"] == 1
+    assert cov.apb.hits["secure_priv/read/OKAY"] == 1
+    assert cov.apb.hits["nonsecure_user/read/OKAY"] == 1
+
+    def burst(port="SRAM0", write=False, len=0, size=4, prot=0b001, resp=Resp.OKAY):
+        return types.SimpleNamespace(port=port, write=write, len=len, size=size, prot=prot, resp=resp)
+    cov.sample_burst(burst(len=3))
+    cov.sample_burst(burst(port="EXT0", write=True, len=15, resp=Resp.DECERR, prot=0b010))
+    cov.sample_burst(burst(len=6, size=2))           # narrow beats: other
+    cov.sample_burst(burst(len=31))                  # beyond 16 beats: other
+    cov.sample_burst(burst(port="SRAM1"))            # a port the bench does not bin
+    assert cov.burst_len.hits["SRAM0/read/3-4"] == 1
+    assert cov.burst_len.hits["SRAM0/read/5-7"] == 1
+    assert cov.burst_len.hits["EXT0/write/16"] == 1
+    assert cov.burst_len.other == {"SRAM0/read/32": 1, "SRAM1/read/1": 1}
+    assert cov.burst_size.other == {"SRAM0/read/4B": 1, "SRAM1/read/16B": 1}
+    assert cov.resp.hits["EXT0/write/DECERR"] == 1
+    assert cov.axi_prot.hits["EXT0/nonsecure_user"] == 1
+
+
+# ------------------------------------------------------------------ the job recorder
+STREAM = 0x1000
+
+
+def _device():
+    dev = Device("ethos-u85-256", memory=Memory())
+    dev.wait_reset()
+    cov = BenchCoverage()
+    dev.hooks.append(JobRecorder(dev, cov))
+    return dev, cov
+
+
+def _run(dev, words):
+    dev.load_stream(STREAM, words)
+    dev.start()
+    return dev.run()
+
+
+def _names(cov):
+    return {k: v for k, v in cov.opcode.hits.items() if v}
+
+
+def test_recorder_follows_branches_and_counts_commands():
+    dev, cov = _device()
+    words = (isa.encode("NPU_SET_IFM_PRECISION", activation_type=1)        # 0x00
+             + isa.encode("NPU_SET_DMA0_LEN", addr=4)                       # 0x04
+             + isa.encode("NPU_OP_BRANCH", branch_cond=0, branch_target=0x18)  # 0x0c
+             + isa.encode("NPU_OP_IRQ", mask=1)                             # 0x14 skipped
+             + isa.encode("NPU_SET_OFM_REGION", region=1)                   # 0x18
+             + isa.encode("NPU_OP_STOP", mask=2)                            # 0x1c
+             + isa.encode("NPU_SET_IFM_REGION", region=2))                  # 0x20
+    stop = _run(dev, words)
+    assert stop.kind.value == "npu_op_stop"
+    assert _names(cov) == {"NPU_SET_IFM_PRECISION": 1, "NPU_SET_DMA0_LEN": 1, "NPU_OP_BRANCH": 1,
+                           "NPU_SET_OFM_REGION": 1, "NPU_OP_STOP": 1}
+    assert cov.job_end.hits["npu_op_stop"] == 1
+    # resume after STOP up to the end of the queue: the trailing SET counts
+    dev.apb_write(0x008, 0x2)                       # CMD.clear_irq
+    dev.start()
+    assert dev.run().kind.value == "cmd_end_reached"
+    assert cov.opcode.hits["NPU_SET_IFM_REGION"] == 1 and cov.opcode.hits["NPU_OP_STOP"] == 1
+    assert cov.opcode.hits["NPU_SET_IFM_PRECISION"] == 1
+    assert cov.job_end.hits["cmd_end_reached"] == 1
+
+
+def test_recorder_samples_kernel_op_configuration():
+    dev, cov = _device()
+    words = (isa.encode("NPU_SET_IFM_PRECISION", activation_type=1, activation_precision=1,
+                        activation_format=1)
+             + isa.encode("NPU_SET_OFM_PRECISION", activation_type=0, activation_precision=0)
+             + isa.encode("NPU_SET_ACTIVATION", activation_function="lut_tanh")
+             + isa.encode("NPU_SET_OFM_SCALE", round_mode="truncate_to_zero", scale=1)
+             + isa.encode("NPU_SET_IFM_SCALE", round_mode="natural", scale=1)
+             + isa.encode("NPU_SET_ACC_FORMAT", acc_format="i48")
+             + isa.encode("NPU_OP_ELEMENTWISE", elementwise_mode="max")
+             + isa.encode("NPU_OP_POOL", pooling_mode="average")
+             + isa.encode("NPU_OP_STOP", mask=1))
+    _run(dev, words)                                # the ops may fail: sampled at issue
+    assert cov.kernel_op_mode.hits["NPU_OP_ELEMENTWISE.max"] == 1
+    assert cov.ifm.hits["int16/nhcwb16"] >= 1
+    assert cov.ofm.hits["uint8/nhwc"] >= 1
+    assert cov.activation.hits["lut_tanh"] >= 1
+    assert cov.ofm_round.hits["truncate_to_zero"] >= 1
+    assert cov.ifm_round.hits["natural"] == 1       # elementwise only
+    assert cov.acc_format.hits["i48"] >= 1
+    assert sum(cov.job_end.hits.values()) == 1
+
+
+def test_recorder_bus_fault_and_parse_error():
+    dev, cov = _device()
+    dev.memory.inject_fault(STREAM, STREAM + 0x1000, Resp.SLVERR)
+    stop = _run(dev, isa.encode("NPU_OP_STOP", mask=1))
+    assert stop.error == "bus_status"
+    assert cov.job_end.hits["bus_status"] == 1
+    assert sum(v for k, v in cov.bus_fault.hits.items() if k.endswith("/rd_cmd")) == 1
+    assert not _names(cov)                          # nothing was executed
+    dev2, cov2 = _device()
+    stop = _run(dev2, isa.encode("NPU_SET_OFM_REGION", region=1) + [0x3FF])   # reserved opcode
+    assert stop.error == "cmd_parse_error" and cov2.job_end.hits["cmd_parse_error"] == 1
+    assert _names(cov2) == {"NPU_SET_OFM_REGION": 1}
+
+
+# ------------------------------------------------------------------ files and the run report
+def test_flush_writes_the_process_file(tmp_path, monkeypatch):
+    monkeypatch.setenv(C.ENV_DIR, str(tmp_path / "cov"))
+    monkeypatch.setattr(C, "_CURRENT", None)
+    cov = C.current()
+    cov.opcode.sample("NPU_OP_STOP")
+    path = C.flush()
+    assert path is not None and path.parent == tmp_path / "cov"
+    assert Coverage.load(path)["opcode"].hits["NPU_OP_STOP"] == 1
+    monkeypatch.delenv(C.ENV_DIR)
+    assert C.flush() is None                        # no folder: nothing written
+
+
+def test_run_merges_prints_and_writes_report(tmp_path, capsys):
+    from tb.core.run import report_coverage
+    folder = tmp_path / "coverage"
+    folder.mkdir()
+    for i, (op, port) in enumerate((("NPU_OP_STOP", "SRAM0"), ("NPU_OP_IRQ", "EXT0"))):
+        cov = BenchCoverage()
+        cov.opcode.sample(op)
+        cov.sample_burst(types.SimpleNamespace(port=port, write=False, len=0, size=4, prot=1,
+                                               resp=Resp.OKAY))
+        cov.save(folder / f"coverage-{100 + i}.json")
+    out = tmp_path / "coverage.json"
+    assert report_coverage(folder, out, {"sim": "icarus", "dut": "tlm"}) == out
+    text = capsys.readouterr().out
+    assert "functional coverage (2 process file(s)" in text
+    assert "coverage report:" in text
+    lines = [ln for ln in text.splitlines() if ln.startswith("  ")]
+    assert len(lines) == len(BenchCoverage().points) + 1     # one a point, and the total
+    rep = json.loads(out.read_text())
+    assert rep["dut"] == "tlm"
+    assert rep["points"]["opcode"]["covered"] == 2
+    assert rep["points"]["axi_burst_len"]["hits"]["SRAM0/read/1"] == 1
+    assert "NPU_OP_CONV" in rep["points"]["opcode"]["uncovered"]
+    # no file at all: a note, no report
+    empty = tmp_path / "none"
+    empty.mkdir()
+    assert report_coverage(empty, tmp_path / "c2.json", {}) is None
+    assert "no coverage file" in capsys.readouterr().out

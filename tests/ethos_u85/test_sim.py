@@ -1,0 +1,285 @@
+"""pytest entries for the cocotb regression: build and run tb/tests through tb.core.run.
+
+Each case runs ``python -m tb.core.run`` in a subprocess (the simulator embeds its own Python, and
+the run must not inherit pytest's state), exactly as ``make sim`` does, and reuses the
+build folders under sim_build/ (tb.core.run serialises runs that share a build folder).
+
+* ``test_cocotb_regression[sim-dut]``: the whole regression, Verilator and Icarus, DUT=tlm
+  and DUT=rtl (rtl_stub/ethosu85.v must lint with Verilator). Tests of features the
+  stand-in lacks are expected failures there. A missing simulator skips locally and fails
+  under CI (conftest.tool_missing).
+  Expected failures: none on DUT=tlm, on DUT=rtl only tests marked ``rtl_unsupported``
+  (found in tb/tests by `rtl_unsupported_tests`). The default network (test_npu_model with
+  tests/data/sim_default_vela.npz) must have run and passed.
+  Each run must print the functional-coverage summary (tb/coverage.py) and write its JSON
+  report with hits in every key cover point.
+* ``test_npu_model_through_pins[sim]``: ``make sim NPU_MODEL=... NPU_MODEL_REF=...`` on the
+  catalog network maxpool_2x2_s2_valid (Vela for ethos-u85-256, LiteRT BUILTIN_REF
+  reference), DUT=tlm: every output byte against the TLM scoreboard and LiteRT.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.support import tool_missing
+
+REPO = Path(__file__).resolve().parents[2]
+from tb.core import simtools
+
+STANDIN = REPO / "rtl_stub" / "ethos_u85" / "ethosu85.v"
+POOL_NET = "maxpool_2x2_s2_valid"
+
+pytestmark = pytest.mark.sim
+
+
+@functools.lru_cache(maxsize=1)
+def _standin_problem() -> str | None:
+    """None if the RTL stand-in exists and Verilator lints it without error."""
+    if not STANDIN.is_file():
+        return "RTL stand-in rtl_stub/ethosu85.v is not built yet"
+    env = dict(os.environ)
+    try:
+        exe = simtools.verilator_exe(env)
+        srcs = simtools.dut_sources("rtl")
+    except simtools.SetupError as e:
+        return f"cannot lint the stand-in: {e}"
+    p = subprocess.run([exe, "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+                        f"-I{STANDIN.parent}", "--top-module", "ethosu85",
+                        *map(str, srcs)], capture_output=True, text=True, env=env, timeout=300)
+    if p.returncode != 0:
+        first = next((ln for ln in p.stderr.splitlines() if "%Error" in ln), p.stderr[:200])
+        return f"rtl_stub/ethosu85.v does not lint: {first}"
+    return None
+
+
+def run_sim(*args: str, timeout: int = 900, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "tb.core.run", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _explain(p: subprocess.CompletedProcess) -> str:
+    out = (p.stdout + p.stderr).splitlines()
+    keep = [ln for ln in out if ln.startswith("tb.run") or " FAIL " in ln or "Error" in ln
+            or "assert" in ln.lower() or "mismatch" in ln]
+    return "\n".join(keep[-40:] or out[-40:])
+
+
+def _summary(p: subprocess.CompletedProcess) -> tuple[int, int, int]:
+    m = re.search(r"tb\.run: (\d+) tests, (\d+) failed(?:, (\d+) skipped)?", p.stdout)
+    assert m, _explain(p)
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+# cover points of tb/coverage.py that the regression must hit (on both DUTs: the scoreboard's
+# reference model samples the commands and kernel-op configurations)
+KEY_COVER_POINTS = ("opcode", "kernel_op_mode", "ifm_precision x ifm_format",
+                    "ofm_precision x ofm_format", "activation_function", "ofm_round_mode",
+                    "acc_format", "axi_burst_len", "axi_burst_size", "axi_resp", "axi_prot",
+                    "job_end", "bus_fault", "apb_prot")
+
+
+def _coverage(p: subprocess.CompletedProcess) -> dict:
+    """The coverage summary tb.core.run printed (one line a cover point) and its JSON report."""
+    assert "tb.run: functional coverage" in p.stdout, _explain(p)
+    m = re.search(r"tb\.run: coverage report: (\S+)", p.stdout)
+    assert m, f"no coverage report path printed:\n{_explain(p)}"
+    path = REPO / m.group(1)
+    assert path.is_file(), f"coverage report {path} missing"
+    rep = json.loads(path.read_text())
+    assert rep["format"] == "ethos-u85-tb-coverage/1-report"
+    for name, pt in rep["points"].items():
+        assert re.search(rf"^  {re.escape(name)} +{pt['covered']}/{pt['bins']} ", p.stdout, re.M), \
+            f"no summary line for cover point {name}"
+    assert re.search(r"^  total +\d+/\d+ ", p.stdout, re.M)
+    return rep
+
+
+# tb/tests/test_faults.py: number of tests and a few that must be among them
+FAULT_TESTS = 60
+FAULT_NAMES = (
+    "test_dma_index_fault/iface=sram/resp=SLVERR", "test_dma_index_fault/iface=ext/resp=DECERR",
+    "test_soft_reset_mid_job/kind=pool", "test_soft_reset_mid_job/kind=elementwise",
+    "test_fetch_fault/where=mid_stream/resp=DECERR/iface=sram",
+    "test_fetch_fault/where=cmd1_payload/resp=SLVERR/iface=ext",
+    "test_conv_fault/operand=weights/resp=SLVERR", "test_conv_fault/operand=scale/resp=DECERR",
+    "test_depthwise_fault/operand=weights/resp=DECERR", "test_depthwise_fault/operand=scale/resp=SLVERR",
+    "test_conv_fault_datapath/operand=ifm/resp=SLVERR", "test_pool_fault/operand=ifm/resp=DECERR",
+    "test_elementwise_fault/operand=ofm/resp=SLVERR",
+    "test_dma_fault/where=write/iface=sram/resp=DECERR", "test_soft_reset_mid_job/kind=dma",
+    "test_soft_reset_mid_job/kind=stream", "test_qsize/case=past_end", "test_qsize/case=zero",
+    "test_qsize/case=unaligned_cmd1", "test_prot_matrix_full",
+    "test_apb_in_reset_sequence/after=nreset", "test_apb_in_reset_sequence/after=soft_reset",
+    "test_reset_write_in_nreset_sequence", "test_apb_in_reset_drain")
+
+
+@functools.lru_cache(maxsize=1)
+def rtl_unsupported_tests() -> frozenset:
+    """'module.function' of every cocotb test in tb/tests marked ``@rtl_unsupported(...)``
+    (read from the source): the only tests that may fail as expected on DUT=rtl."""
+    import ast
+
+    out = set()
+    for path in sorted((REPO / "tb" / "ethos_u85" / "tests").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.AsyncFunctionDef, ast.FunctionDef)) and any(
+                    isinstance(d, ast.Call) and getattr(d.func, "id", None) == "rtl_unsupported"
+                    for d in node.decorator_list):
+                out.add(f"{path.stem}.{node.name}")
+    return frozenset(out)
+
+
+def check_xfails(stdout: str, dut: str) -> list:
+    """The expected failures of a regression run ('module.function/params'): none on
+    DUT=tlm (the TLM has every feature), on DUT=rtl only tests marked rtl_unsupported."""
+    xfails = re.findall(r"tb\.ethos_u85\.tests\.(\w+\.\w+)(\S*) passed: failed as expected", stdout)
+    allowed = rtl_unsupported_tests() if dut == "rtl" else frozenset()
+    stray = sorted(f"{t}{params}" for t, params in xfails if t not in allowed)
+    assert not stray, f"expected failures on DUT={dut} of tests not marked rtl_unsupported there: {stray}"
+    return [f"{t}{params}" for t, params in xfails]
+
+
+def test_check_xfails_allows_only_rtl_unsupported_tests():
+    marked = rtl_unsupported_tests()
+    assert "test_faults.test_conv_fault_datapath" in marked or "test_random_ops.test_random_conv" in marked, marked
+    name = sorted(marked)[0]
+    line = f"  tb.ethos_u85.tests.{name}/x=1 passed: failed as expected\n"
+    assert check_xfails(line, "rtl") == [f"{name}/x=1"]
+    with pytest.raises(AssertionError, match="DUT=tlm"):
+        check_xfails(line, "tlm")
+    with pytest.raises(AssertionError, match="test_faults.test_qsize/case=zero"):
+        check_xfails("  tb.ethos_u85.tests.test_faults.test_qsize/case=zero passed: failed as expected\n", "rtl")
+
+
+def _cases():
+    for dut in ("tlm", "rtl"):
+        for sim in ("verilator", "icarus"):
+            yield pytest.param(sim, dut, id=f"{sim}-{dut}")
+
+
+@pytest.mark.parametrize("sim,dut", list(_cases()))
+def test_cocotb_regression(sim, dut):
+    reason = simtools.sim_problem(sim) or (simtools.sim_problem("verilator") if dut == "rtl" else None)
+    if reason:
+        tool_missing(reason)
+    if dut == "rtl":
+        problem = _standin_problem()
+        assert problem is None, problem
+    p = run_sim("--sim", sim, "--dut", dut, "--waves", "0")
+    assert p.returncode == 0, f"tb.core.run --sim {sim} --dut {dut} failed:\n{_explain(p)}"
+    n, failed, skipped = _summary(p)
+    assert n > 0 and failed == 0, _explain(p)
+    ran = n - skipped
+    # the job tests (DMA, stop/resume, end of queue, reserved opcode, bus errors) must run
+    assert ran >= 30, f"only {ran} tests ran on {sim}-{dut}:\n{_explain(p)}"
+    for name in ("test_dma/mode=3d", "test_stop_and_resume", "test_end_of_queue",
+                 "test_reserved_opcode", "test_bus_error/where=dma_write"):
+        assert f"{name}" in p.stdout, f"{name} did not run on {sim}-{dut}"
+    if dut == "tlm":
+        assert "test_scoreboard_catches/bug=stray_write passed" in p.stdout
+    # the hostile-input tests (tb/tests/test_faults.py) ran and passed (or, for a kernel op the
+    # stand-in lacks, failed as expected) on this simulator and DUT
+    faults = re.findall(r"tb\.ethos_u85\.tests\.test_faults\.(\S+) passed", p.stdout)
+    assert len(faults) >= FAULT_TESTS, (f"only {len(faults)} of the {FAULT_TESTS} test_faults "
+                                        f"tests passed on {sim}-{dut}:\n{_explain(p)}")
+    for name in FAULT_NAMES:
+        assert name in faults, f"test_faults.{name} did not pass on {sim}-{dut}"
+    # expected failures: none on DUT=tlm; on DUT=rtl only the tests marked rtl_unsupported
+    check_xfails(p.stdout, dut)
+    # the shipped default network ran through the pins and passed (not skipped, not an
+    # expected failure: it uses only POOL and ELEMENTWISE, which the stand-in has)
+    assert (REPO / "tests" / "ethos_u85" / "data" / "sim_default_vela.npz").is_file(), \
+        "tests/ethos_u85/data/sim_default_vela.npz missing"
+    assert re.search(r"tb\.ethos_u85\.tests\.test_network\.test_npu_model passed(?!: failed as expected)", p.stdout), \
+        f"test_npu_model did not run and pass on {sim}-{dut}:\n{_explain(p)}"
+    # functional coverage: summary printed, report written, every key point hit
+    assert "test_coverage_sampled passed" in p.stdout, f"test_coverage_sampled on {sim}-{dut}"
+    rep = _coverage(p)
+    empty = [k for k in KEY_COVER_POINTS if rep["points"][k]["covered"] == 0]
+    assert not empty, f"no coverage on {sim}-{dut} for {empty}"
+    pts = rep["points"]
+    assert pts["opcode"]["hits"]["NPU_OP_DMA_START"] > 0 and pts["job_end"]["hits"]["bus_status"] > 0
+    assert pts["apb_prot"]["hits"]["nonsecure_user/write/PSLVERR"] > 0     # the PROT matrix
+    assert pts["axi_resp"]["covered"] == pts["axi_resp"]["bins"]          # every port/dir/resp
+
+
+@pytest.fixture(scope="module")
+def pool_net(tmp_path_factory):
+    """The Vela output of the catalog pooling network and a LiteRT reference npz."""
+    if shutil.which("vela") is None and not (Path(sys.executable).parent / "vela").exists():
+        tool_missing("vela not installed (pip install -e '.[test]')")
+    if importlib.util.find_spec("ai_edge_litert") is None:
+        tool_missing("LiteRT (ai-edge-litert) not installed")
+    from tests.ethos_u85 import nets
+    model = nets.compiled(POOL_NET, "ethos-u85-256", "default", "raw")
+    inputs, outputs = nets.reference(nets.build(POOL_NET))
+    ref = tmp_path_factory.mktemp("npu_model") / f"{POOL_NET}_ref.npz"
+    np.savez(ref, **{f"input{i}": x for i, x in enumerate(inputs)},
+             **{f"output{i}": y for i, y in enumerate(outputs)})
+    return model, ref
+
+
+@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+def test_npu_model_through_pins(sim, pool_net):
+    reason = simtools.sim_problem(sim)
+    if reason:
+        tool_missing(reason)
+    model, ref = pool_net
+    p = run_sim("--sim", sim, "--dut", "tlm", "--npu-model", str(model),
+                env_extra={"NPU_MODEL_REF": str(ref)})
+    assert p.returncode == 0, f"NPU_MODEL run failed:\n{_explain(p)}"
+    assert _summary(p)[:2] == (1, 0), _explain(p)
+    text = p.stdout + p.stderr
+    assert "test_npu_model passed" in text
+    assert re.search(r"output0 .*bytes match the TLM and NPU_MODEL_REF", text), _explain(p)
+    rep = _coverage(p)
+    assert rep["points"]["kernel_op_mode"]["hits"]["NPU_OP_POOL.max"] > 0, rep["points"]["kernel_op_mode"]
+
+
+def test_run_options_seed_filter_waves():
+    """SEED reaches cocotb, TESTS filters, WAVES writes a waveform (Icarus: quick build)."""
+    reason = simtools.sim_problem("icarus")
+    if reason:
+        tool_missing(reason)
+    p = run_sim("--sim", "icarus", "--dut", "tlm", "--waves", "1", "--seed", "4242",
+                "--tests", "test_reset_values$")
+    text = p.stdout + p.stderr
+    assert p.returncode == 0, _explain(p)
+    assert "Seeding Python random module with 4242" in text
+    assert re.search(r"tb\.run: 1 tests, 0 failed", p.stdout), _explain(p)
+    assert "running tb.ethos_u85.tests.test_registers.test_reset_values" in text
+    assert "test_prot_matrix" not in text
+    m = re.search(r"waves: (\S+)", p.stdout)
+    assert m and (REPO / m.group(1)).is_file() and (REPO / m.group(1)).stat().st_size > 0
+
+
+def test_run_no_test_matched_fails():
+    reason = simtools.sim_problem("icarus")
+    if reason:
+        tool_missing(reason)
+    p = run_sim("--sim", "icarus", "--dut", "tlm", "--tests", "no_such_test_xyz")
+    assert p.returncode != 0
+    assert "no test ran" in p.stdout
+
+
+def test_run_bad_npu_model_is_one_clear_line(tmp_path):
+    reason = simtools.sim_problem("icarus")
+    if reason:
+        tool_missing(reason)
+    bad = tmp_path / "x_vela.npz"
+    bad.write_bytes(b"not an npz")
+    p = run_sim("--sim", "icarus", "--dut", "tlm", "--npu-model", str(bad))
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "NPU_MODEL" in lines[0], p.stderr
