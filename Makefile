@@ -1,17 +1,21 @@
-# Ethos-U85 TLM, cocotb bench and RTL stand-in.
-#   make sim   run the cocotb regression (SIM=verilator|icarus DUT=rtl|tlm WAVES=1 SEED=n TESTS=pattern NPU_MODEL=x_vela.npz)
-#   make test  everything CI runs; make lint: RTL checks; make bench; make fuzz N=...
+# NPU TLMs, cocotb benches and RTL stand-ins (devices: tlm/<device>/, registry in tlm/core/registry.py).
+#   make sim   run a device's cocotb regression (DEVICE=ethos-u85 SIM=verilator|icarus DUT=rtl|tlm
+#              WAVES=1 SEED=n TESTS=pattern CONFIG=name TRACE=path NPU_MODEL=x_vela.npz)
+#   make test  everything CI runs; make lint: ruff + RTL checks; make bench; make fuzz N=...
 SHELL   := /bin/bash
 PYTHON  ?= python3
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
+DEVICE  ?= ethos-u85
 SIM     ?= verilator
 DUT     ?= rtl
 WAVES   ?= 0
 SEED    ?=
 TESTS   ?=
+CONFIG  ?=
+TRACE   ?=
 NPU_MODEL ?=
 NPU_MODEL_REF ?=
 N       ?= 20000
@@ -27,8 +31,8 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 sim: $(STAMP)
-	$(PY) -m tb.core.run --sim $(SIM) --dut $(DUT) --waves $(WAVES) \
-	    $(if $(SEED),--seed $(SEED)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)') $(if $(NPU_MODEL_REF),--npu-model-ref '$(NPU_MODEL_REF)')
+	$(PY) -m tb.core.run $(if $(TRACE),,--device $(DEVICE)) --sim $(SIM) --dut $(DUT) --waves $(WAVES) \
+	    $(if $(TRACE),--trace '$(TRACE)') $(if $(CONFIG),--config '$(CONFIG)') $(if $(SEED),--seed $(SEED)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)') $(if $(NPU_MODEL_REF),--npu-model-ref '$(NPU_MODEL_REF)')
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests

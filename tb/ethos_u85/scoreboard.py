@@ -43,7 +43,7 @@
   that made them; memory, footprint and attribute mismatches name the model's access at the
   first bad byte or burst (command offset, operation, channel, port, address).
 
-* **Functional coverage** (tb/coverage.py): every APB transfer and AXI burst the scoreboard
+* **Functional coverage** (tb/ethos_u85/coverage.py): every APB transfer and AXI burst the scoreboard
   listens to is sampled, and a ``JobRecorder`` on the reference device samples the commands
   it executes, the kernel-op configuration and how each job ends; ``check()`` writes the
   process's coverage file (``coverage=None`` turns sampling off).
@@ -61,7 +61,8 @@ from typing import Callable
 
 import numpy as np
 
-from tb.core import coverage as _coverage
+from tb.core import coverage as engine
+from tb.ethos_u85 import coverage as bench_coverage
 from tlm import registers as R
 from tlm.memory import Interface, Resp, axcache
 
@@ -225,10 +226,10 @@ class Scoreboard:
 
     def __init__(self, memory=None, log: "logging.Logger | None" = None,
                  irq_level: "Callable[[], int | None] | None" = None,
-                 coverage: "_coverage.BenchCoverage | None | bool" = True):
+                 coverage: "bench_coverage.BenchCoverage | None | bool" = True):
         self.memory = memory
-        # functional coverage: True = this process's model (tb.core.coverage.current())
-        self.coverage = _coverage.current() if coverage is True else (coverage or None)
+        # functional coverage: True = this process's model (tb.ethos_u85.coverage.current())
+        self.coverage = bench_coverage.current() if coverage is True else (coverage or None)
         self.log = log or logging.getLogger("cocotb.tb.ethos_u85.scoreboard")
         self.ref = None
         self.enabled = True
@@ -251,7 +252,7 @@ class Scoreboard:
         self.job = None
         self._dut_idle_rises = 0
         if self.coverage is not None and isinstance(getattr(device, "hooks", None), list):
-            device.hooks.append(_coverage.JobRecorder(device, self.coverage))
+            device.hooks.append(bench_coverage.JobRecorder(device, self.coverage))
 
     def _mismatch(self, msg: str) -> None:
         if len(self.mismatches) < self.max_report:
@@ -667,7 +668,7 @@ class Scoreboard:
     # ------------------------------------------------------------------ end of test
     def check(self, allow_open_job: bool = False) -> None:
         if self.coverage is not None:
-            _coverage.flush()
+            engine.flush()
         if self.in_flight and not allow_open_job:
             self._mismatch(f"job {self.job.index} never seen to finish (no STATUS read showed "
                            "the DUT stopped)")

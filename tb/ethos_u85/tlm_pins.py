@@ -57,71 +57,24 @@ from typing import Awaitable, Callable
 import cocotb
 from cocotb.triggers import FallingEdge, RisingEdge
 
-from tb.ethos_u85.ports import AXI_PORT_NAMES, AXI_PORT_SIGNALS  # noqa: F401 (re-exported)
+from tb.agents.axi import AXI5_SIGNALS, pin_int, port_drivers
+from tb.core.pinmap import PinMap
+from tb.ethos_u85.ports import AXI_PORT_NAMES
+from tlm import registers as R
+
 CONFIG_PINS = ("PORPL", "PORSL", "CFGSRAMCAP", "CFGEXTCAP", "CFGSRAMHASH0", "CFGSRAMHASH1",
                "CFGEXTHASH0")
-
-def _pinmap(pinmap):
-    from tb.core.pinmap import PinMap
-    return PinMap.coerce(pinmap)
-
-
-def axi_port_signals(dut, port: str, pinmap=None) -> dict | None:
-    """``{"ARADDR": handle, ...}`` for the AXI manager port *port* (TRM 5.8 names, e.g.
-    ``ARADDRSRAM0``, looked up through the pin map, tb/pinmap.py), or None when the design has
-    no such port."""
-    pm = _pinmap(pinmap)
-    if pm.axi(dut, "ARVALID", port) is None:
-        return None
-    sigs = {name: pm.axi(dut, name, port) for name, _ in AXI_PORT_SIGNALS}
-    return {k: v for k, v in sigs.items() if v is not None}
-
-
-def driver(dut, name: str, pinmap=None):
-    """The writable variable behind output port *name* of the shell (``tlm_<name>``).
-
-    Verilator does not keep a value written through VPI into a top-level output port, so
-    the shell copies each output from a variable ``tlm_<name>``; on any other design the
-    port itself is returned. *name* goes through the pin map (``tlm_<leaf>`` is looked up
-    next to the mapped pin)."""
-    return _pinmap(pinmap).driver(dut, name)
-
-
-def axi_port_drivers(dut, port: str, pinmap=None) -> dict | None:
-    """Like ``axi_port_signals``, but outputs are their writable ``tlm_*`` drivers: what a
-    pin-level executor uses to act as the AXI manager of port *port*."""
-    pm = _pinmap(pinmap)
-    sigs = axi_port_signals(dut, port, pm)
-    if sigs is None:
-        return None
-    return {name: (pm.axi_driver(dut, name, port) if direction == "out" else sigs[name])
-            for name, direction in AXI_PORT_SIGNALS if name in sigs}
-
-
-def _val(handle, default=None):
-    """Integer value of a pin, or *default* when it holds X/Z (or is absent)."""
-    if handle is None:
-        return default
-    try:
-        return int(handle.value)
-    except ValueError:
-        return default
-
-
-STATUS_FIELDS = (("state", 0, 1), ("irq_raised", 1, 1), ("bus_status", 2, 1),
-                 ("reset_status", 3, 1), ("cmd_parse_error", 4, 1), ("cmd_end_reached", 5, 1),
-                 ("pmu_irq_raised", 6, 1), ("ecc_fault", 8, 1), ("branch_fault", 9, 1),
-                 ("faulting_interface", 11, 1), ("faulting_channel", 12, 4),
-                 ("irq_history_mask", 16, 16))
+STATUS = R.get("STATUS")
 
 
 def status_fields(status) -> dict:
-    """STATUS as ``{field: int}`` from a word, a mapping or an object with attributes."""
+    """STATUS as ``{field: int}`` (the register table's fields) from a word, a mapping or an
+    object with attributes."""
     if isinstance(status, int):
-        return {n: (status >> lsb) & ((1 << w) - 1) for n, lsb, w in STATUS_FIELDS}
+        return STATUS.decode(status)
     if hasattr(status, "items"):
         return {k: int(v) for k, v in status.items()}
-    return {n: int(getattr(status, n, 0)) for n, _, _ in STATUS_FIELDS}
+    return {f.name: int(getattr(status, f.name, 0)) for f in STATUS.fields}
 
 
 def default_device_factory() -> Callable:
@@ -236,7 +189,7 @@ class TlmAxiManager:
 
     @staticmethod
     def _idle(sigs) -> None:
-        for name, direction in AXI_PORT_SIGNALS:
+        for name, direction in AXI5_SIGNALS:
             if direction == "out" and name in sigs:
                 sigs[name].value = 0
 
@@ -311,12 +264,12 @@ class TlmAxiManager:
                 sigs["ARVALID"].value = 1
                 ar_valid = True
             await FallingEdge(self.clock)
-            en = _val(aclken, 1)
-            arready = _val(sigs["ARREADY"], 0)
-            rvalid = _val(sigs["RVALID"], 0)
+            en = pin_int(aclken, 1)
+            arready = pin_int(sigs["ARREADY"], 0)
+            rvalid = pin_int(sigs["RVALID"], 0)
             if rvalid:
-                rdata, rresp = sigs["RDATA"].value, _val(sigs["RRESP"], 3)
-                rlast, rid = _val(sigs["RLAST"], 0), _val(sigs["RID"])
+                rdata, rresp = sigs["RDATA"].value, pin_int(sigs["RRESP"], 3)
+                rlast, rid = pin_int(sigs["RLAST"], 0), pin_int(sigs["RID"], None)
             await RisingEdge(self.clock)
             if not en:
                 continue
@@ -397,12 +350,12 @@ class TlmAxiManager:
                 sigs["WVALID"].value = 1
                 w_valid = True
             await FallingEdge(self.clock)
-            en = _val(aclken, 1)
-            awready = _val(sigs["AWREADY"], 0)
-            wready = _val(sigs["WREADY"], 0)
-            bvalid = _val(sigs["BVALID"], 0)
+            en = pin_int(aclken, 1)
+            awready = pin_int(sigs["AWREADY"], 0)
+            wready = pin_int(sigs["WREADY"], 0)
+            bvalid = pin_int(sigs["BVALID"], 0)
             if bvalid:
-                bresp, bid = _val(sigs["BRESP"], 3), _val(sigs["BID"])
+                bresp, bid = pin_int(sigs["BRESP"], 3), pin_int(sigs["BID"], None)
             await RisingEdge(self.clock)
             if not en:
                 continue
@@ -489,7 +442,7 @@ class _QChannel:
     RUN, STOPPED, DENIED = "Q_RUN", "Q_STOPPED", "Q_DENIED"
 
     def __init__(self, dut, prefix: str, pinmap=None):
-        pm = _pinmap(pinmap)
+        pm = PinMap.coerce(pinmap)
         self.name = prefix
         self.qreqn = pm.get(dut, f"{prefix}QREQn")
         self.qacceptn = pm.driver(dut, f"{prefix}QACCEPTn")
@@ -538,7 +491,7 @@ class TlmPins:
                  execute: Callable[["TlmPins"], Awaitable[None]] | None = None,
                  clock=None, name: str = "tlm_pins", pinmap=None):
         self.dut = dut
-        self.pinmap = pm = _pinmap(pinmap)
+        self.pinmap = pm = PinMap.coerce(pinmap)
         self.clock = clock if clock is not None else pm.get(dut, "CLK", required=True)
         self.config = config
         self.memory = memory
@@ -558,7 +511,7 @@ class TlmPins:
         self.apb_fault: Callable[["TlmPins", str], None] | None = None
         self.clkq = _QChannel(dut, "CLK", pm)
         self.pwrq = _QChannel(dut, "PWR", pm)
-        self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := axi_port_drivers(dut, p, pm))}
+        self.axi_ports = {p: s for p in AXI_PORT_NAMES if (s := port_drivers(dut, p, pm))}
         self.pready, self.pslverr, self.prdata = (pm.driver(dut, n) for n in ("PREADY", "PSLVERR",
                                                                               "PRDATA"))
         self.irq = pm.driver(dut, "IRQ")
@@ -606,7 +559,7 @@ class TlmPins:
 
     def axi_idle(self) -> None:
         for sigs in self.axi_ports.values():
-            for name, direction in AXI_PORT_SIGNALS:
+            for name, direction in AXI5_SIGNALS:
                 if direction == "out" and name in sigs:
                     sigs[name].value = 0
 
@@ -657,15 +610,15 @@ class TlmPins:
         self.axi_idle()
 
     def _sample(self) -> dict:
-        s = {n: _val(h) for n, h in self._inputs.items()}
-        s["CLKQREQn"] = _val(self.clkq.qreqn)
-        s["PWRQREQn"] = _val(self.pwrq.qreqn)
+        s = {n: pin_int(h, None) for n, h in self._inputs.items()}
+        s["CLKQREQn"] = pin_int(self.clkq.qreqn, None)
+        s["PWRQREQn"] = pin_int(self.pwrq.qreqn, None)
         return s
 
     def _config_pins(self) -> dict:
         pins = {}
         for n, h in self._cfg_pins.items():
-            v = _val(h)
+            v = pin_int(h, None)
             if v is not None:
                 pins[n] = v
         return pins

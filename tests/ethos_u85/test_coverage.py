@@ -1,4 +1,4 @@
-"""Unit tests of the bench's functional-coverage model (tb/coverage.py) and of the report
+"""Unit tests of the bench's functional-coverage model (tb/core/coverage.py, tb/ethos_u85/coverage.py) and of the report
 that tb/run.py prints and writes; no simulator needed."""
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import types
 import pytest
 
 from tb.core import coverage as C
-from tb.core.coverage import BenchCoverage, Coverage, CoverPoint, Cross, JobRecorder
+from tb.core.coverage import Coverage, CoverPoint, Cross
+from tb.ethos_u85 import coverage as U
+from tb.ethos_u85.coverage import BenchCoverage, JobRecorder
 from tlm import isa
 from tlm.device import Device
 from tlm.memory import Memory, Resp
@@ -217,8 +219,8 @@ def test_recorder_bus_fault_and_parse_error():
 # ------------------------------------------------------------------ files and the run report
 def test_flush_writes_the_process_file(tmp_path, monkeypatch):
     monkeypatch.setenv(C.ENV_DIR, str(tmp_path / "cov"))
-    monkeypatch.setattr(C, "_CURRENT", None)
-    cov = C.current()
+    C.reset()
+    cov = U.current()
     cov.opcode.sample("NPU_OP_STOP")
     path = C.flush()
     assert path is not None and path.parent == tmp_path / "cov"

@@ -122,11 +122,11 @@ def test_agents_bind_through_the_map():
     pytest.importorskip("cocotb")
     from tb.agents.apb import Apb5Manager
     from tb.agents.axi import PortView, port_present
-    from tb.ethos_u85.tlm_pins import AXI_PORT_SIGNALS, axi_port_signals
+    from tb.agents.axi import AXI5_SIGNALS, port_signals
     widths = {"paddr": 13, "pwdata": 32, "prdata": 32}
     apb = ["paddr", "psel", "penable", "pwrite", "pwdata", "prdata", "pready", "pslverr",
            "pstrb", "pprot"]
-    axi = [f"m_sram0_{n.lower()}" for n, _ in AXI_PORT_SIGNALS]
+    axi = [f"m_sram0_{n.lower()}" for n, _ in AXI5_SIGNALS]
     dut = fake(["aclk"] + apb + axi, widths)
     pm = PinMap.from_dict({"pattern": "{lname}", "axi_pattern": "m_{lport}_{lname}",
                            "pins": {"CLK": "aclk"}})
@@ -138,9 +138,9 @@ def test_agents_bind_through_the_map():
     view = PortView(dut, "SRAM0", pm)
     assert view.arvalid is dut.m_sram0_arvalid and view.rdata is dut.m_sram0_rdata
     assert port_present(dut, "SRAM0", pm) and not port_present(dut, "EXT0", pm)
-    sigs = axi_port_signals(dut, "SRAM0", pm)
-    assert set(sigs) == {n for n, _ in AXI_PORT_SIGNALS} and sigs["WDATA"] is dut.m_sram0_wdata
-    assert axi_port_signals(dut, "SRAM0") is None
+    sigs = port_signals(dut, "SRAM0", pm)
+    assert set(sigs) == {n for n, _ in AXI5_SIGNALS} and sigs["WDATA"] is dut.m_sram0_wdata
+    assert port_signals(dut, "SRAM0") is None
 
 
 @pytest.mark.sim

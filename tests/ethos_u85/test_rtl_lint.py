@@ -38,7 +38,7 @@ from tb.core import simtools
 def sources() -> list[Path]:
     """The stand-in's sources, in the order tb/run.py compiles them (top last)."""
     assert TOP.is_file(), "rtl_stub/ethosu85.v is missing"
-    return simtools.dut_sources("rtl")
+    return simtools.dut_sources("ethos-u85", "rtl")
 
 
 def _verilator() -> tuple[str, dict]:

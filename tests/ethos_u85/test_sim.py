@@ -11,7 +11,7 @@ build folders under sim_build/ (tb.core.run serialises runs that share a build f
   Expected failures: none on DUT=tlm, on DUT=rtl only tests marked ``rtl_unsupported``
   (found in tb/tests by `rtl_unsupported_tests`). The default network (test_npu_model with
   tests/data/sim_default_vela.npz) must have run and passed.
-  Each run must print the functional-coverage summary (tb/coverage.py) and write its JSON
+  Each run must print the functional-coverage summary (tb/ethos_u85/coverage.py) and write its JSON
   report with hits in every key cover point.
 * ``test_npu_model_through_pins[sim]``: ``make sim NPU_MODEL=... NPU_MODEL_REF=...`` on the
   catalog network maxpool_2x2_s2_valid (Vela for ethos-u85-256, LiteRT BUILTIN_REF
@@ -50,7 +50,7 @@ def _standin_problem() -> str | None:
     env = dict(os.environ)
     try:
         exe = simtools.verilator_exe(env)
-        srcs = simtools.dut_sources("rtl")
+        srcs = simtools.dut_sources("ethos-u85", "rtl")
     except simtools.SetupError as e:
         return f"cannot lint the stand-in: {e}"
     p = subprocess.run([exe, "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style",
@@ -82,7 +82,7 @@ def _summary(p: subprocess.CompletedProcess) -> tuple[int, int, int]:
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
-# cover points of tb/coverage.py that the regression must hit (on both DUTs: the scoreboard's
+# cover points of tb/ethos_u85/coverage.py that the regression must hit (on both DUTs: the scoreboard's
 # reference model samples the commands and kernel-op configurations)
 KEY_COVER_POINTS = ("opcode", "kernel_op_mode", "ifm_precision x ifm_format",
                     "ofm_precision x ofm_format", "activation_function", "ofm_round_mode",
@@ -98,7 +98,7 @@ def _coverage(p: subprocess.CompletedProcess) -> dict:
     path = REPO / m.group(1)
     assert path.is_file(), f"coverage report {path} missing"
     rep = json.loads(path.read_text())
-    assert rep["format"] == "ethos-u85-tb-coverage/1-report"
+    assert rep["format"] == "tb-coverage/1-report"
     for name, pt in rep["points"].items():
         assert re.search(rf"^  {re.escape(name)} +{pt['covered']}/{pt['bins']} ", p.stdout, re.M), \
             f"no summary line for cover point {name}"

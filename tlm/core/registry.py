@@ -3,13 +3,23 @@
 A device package `tlm/<package>/__init__.py` defines `DEVICE = DeviceInfo(...)`; the registry
 finds it by scanning the subpackages of `tlm` (nothing device-specific is listed here).
 Heavy parts are named as "module:attribute" strings and imported only when used, so
-listing the devices stays cheap and `tlm` never imports the bench.
+listing the devices stays cheap and `tlm` never imports the bench (`BenchInfo` names bench
+modules; only `tb` resolves them).
+
+What a device provides (docs/architecture.md, "How to add a device"):
+
+* `DeviceInfo`: name (the trace / CLI / `make sim DEVICE=` name), title, configurations and
+  the default one, the trace target (its TLM behind `tlm.core.trace.TraceTarget`), the
+  register table, the TLM factory, and `bench` if it has a cocotb bench;
+* `BenchInfo`: the cocotb test modules, the HDL top level and sources of the port-only shell
+  (DUT=tlm) and of the open stand-in (DUT=rtl, optional), include folders, the bench env, the
+  pin-level trace adapter (`make sim TRACE=`) and optional runner options.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -28,13 +38,30 @@ def resolve(ref: str) -> Any:
 
 @dataclass(frozen=True)
 class BenchInfo:
-    """How the cocotb bench builds and runs a device (all paths relative to the repository)."""
-    test_modules: tuple[str, ...]              # cocotb test modules ("tb.<device>.tests.test_x")
-    tlm_toplevel: str                          # port-only shell with the TLM behind it (DUT=tlm)
+    """How the cocotb bench builds and runs a device; paths are relative to the repository.
+
+    `test_modules` are cocotb test modules; an entry ending in ".*" ("tb.ne16.tests.*")
+    stands for every `test_*.py` module of that package. The shell (DUT=tlm) is the device's
+    port list with the TLM driven from Python behind it; the stand-in (DUT=rtl) is optional.
+    `rtl_sources` is a folder (every *.v/*.sv in it except the shell's files, the file named
+    after the top level last) or a file list (`.f`: one path a line, relative to its folder);
+    a `sources.f` inside the folder overrides the folder scan. `includes` default to the
+    folders of the sources.
+
+    `env` ("module:Class") is the bench env the device's tests build; `trace_adapter`
+    ("module:callable(dut, config) -> adapter") drives a trace through the pins
+    (tb/core/trace_player.py says what an adapter offers); `options` ("module:attr") adds
+    device-specific runner options (tb/core/run.py, `RunOptions`)."""
+    test_modules: tuple[str, ...]
+    tlm_toplevel: str
     tlm_sources: tuple[str, ...]
-    rtl_toplevel: "str | None" = None          # the open stand-in (DUT=rtl), if there is one
-    rtl_sources: "str | None" = None           # folder of *.v, or a sources.f file list
-    extra: dict = field(default_factory=dict)  # device-specific runner settings
+    rtl_toplevel: "str | None" = None
+    rtl_sources: "str | None" = None
+    includes: tuple[str, ...] = ()
+    env: "str | None" = None
+    trace_adapter: "str | None" = None
+    options: "str | None" = None
+    extra: dict = field(default_factory=dict)   # device-specific runner settings
 
 
 @dataclass(frozen=True)
@@ -47,13 +74,24 @@ class DeviceInfo:
     registers: "str | None" = None             # "module:attr" of the register table
     bench: "BenchInfo | None" = None
     package: str = ""                          # filled in by discovery
+    tlm_factory: "str | None" = None           # "module:callable(config, **kw)": the device model
 
-    def make_target(self, config: "str | None" = None):
+    def check_config(self, config: "str | None") -> str:
+        """`config` (default: the default configuration) if this device has it."""
         cfg = config or self.default_config
         if cfg not in self.configs:
             raise UnknownDevice(f"{self.name} has no configuration {cfg!r} (configurations: "
                                 f"{', '.join(self.configs)})")
-        return resolve(self.trace_target)(cfg)
+        return cfg
+
+    def make_target(self, config: "str | None" = None):
+        return resolve(self.trace_target)(self.check_config(config))
+
+    def make_model(self, config: "str | None" = None, **kw):
+        """The device's TLM (`tlm_factory`) in configuration `config`."""
+        if self.tlm_factory is None:
+            raise UnknownDevice(f"{self.name} registers no TLM factory")
+        return resolve(self.tlm_factory)(self.check_config(config), **kw)
 
 
 _DEVICES: "dict[str, DeviceInfo] | None" = None
@@ -73,7 +111,7 @@ def devices() -> dict[str, DeviceInfo]:
                 if info.name in found:
                     raise RuntimeError(f"device name {info.name!r} registered twice "
                                        f"(tlm.{m.name} and {found[info.name].package})")
-                found[info.name] = DeviceInfo(**{**info.__dict__, "package": f"tlm.{m.name}"})
+                found[info.name] = replace(info, package=f"tlm.{m.name}")
         _DEVICES = dict(sorted(found.items()))
     return _DEVICES
 

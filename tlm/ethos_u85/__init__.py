@@ -2,7 +2,7 @@
 
 The device's modules still live at the top of `tlm/` (device.py, isa.py, ...); the layout
 of docs/architecture.md moves them here."""
-from ..core.registry import DeviceInfo
+from ..core.registry import BenchInfo, DeviceInfo
 
 DEVICE = DeviceInfo(
     name="ethos-u85",
@@ -11,4 +11,16 @@ DEVICE = DeviceInfo(
     default_config="ethos-u85-256",
     trace_target="tlm.ethos_u85.trace_target:U85TraceTarget",
     registers="tlm.registers:REGISTERS",
+    tlm_factory="tlm.device:Device",
+    bench=BenchInfo(
+        test_modules=("tb.ethos_u85.tests.*",),
+        tlm_toplevel="ethosu85",
+        tlm_sources=("rtl_stub/ethos_u85/ethosu85_shell.v",),
+        rtl_toplevel="ethosu85",
+        rtl_sources="rtl_stub/ethos_u85",
+        includes=("rtl_stub/ethos_u85",),          # the stand-in includes "gen/*.vh"
+        env="tb.ethos_u85.env:Env",
+        trace_adapter="tb.ethos_u85.trace_adapter:U85PinTarget",
+        options="tb.ethos_u85.run_options:U85RunOptions",
+    ),
 )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge
 
-from tb.agents.axi import _pin
+from tb.agents.axi import pin_int
 from tlm import isa
 from tlm import registers as R
 from tlm.memory import Channel
@@ -340,7 +340,7 @@ class PinMonitor:
     async def _run(self) -> None:
         while True:
             await FallingEdge(self.env.clock)
-            irq = _pin(self.env.irq, 0) if _pin(self.env.nreset, 0) == 1 else 0
+            irq = pin_int(self.env.irq, 0) if pin_int(self.env.nreset, 0) == 1 else 0
             if irq and not self._irq:
                 self.irq_rises += 1
             self._irq = irq

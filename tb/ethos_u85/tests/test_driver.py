@@ -19,7 +19,6 @@ from tb.ethos_u85.driver import HostDriver, pmu_event
 from tb.ethos_u85.env import Env
 from tb.ethos_u85.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, dma_cmds, enc,
                              program_regions, seeded_rng, skip_now, soft_reset)
-from tb.ethos_u85.tlm_pins import driver as pin_driver
 
 DMA = dict(src_region=2, src=0x10, dst_region=1, dst=0x30, length=200)   # SRAM -> EXT
 
@@ -191,7 +190,7 @@ async def test_monitor_catches(dut):
     await dma_job(env)
     sram = env.axi.ports["SRAM0"]
     sram.ar.set_pause_generator(iter([1] * 10_000))           # ARREADY low on SRAM0
-    araddr = pin_driver(dut, "ARADDRSRAM0", env.pinmap)
+    araddr = env.pinmap.driver(dut, "ARADDRSRAM0")
     await env.driver.run()
     for _ in range(5000):
         await FallingEdge(env.clock)

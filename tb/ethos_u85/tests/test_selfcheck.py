@@ -13,7 +13,7 @@ A clean run of the same job must
 report nothing. Only DUT=tlm: the bugs are planted in the TLM adapter.
 
 ``test_coverage_sampled`` (both DUTs) checks the functional-coverage sampling of the
-scoreboard (tb/coverage.py) on the same job: every command of the stream counted once,
+scoreboard (tb/ethos_u85/coverage.py) on the same job: every command of the stream counted once,
 the job's end, the AXI bursts per port and direction, the APB transfers.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import types
 
 import cocotb
 
-from tb.core import coverage
+from tb.ethos_u85 import coverage
 from tb.ethos_u85.env import Env
 from tb.ethos_u85.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, dma_cmds, enc, named,
                              program_regions, skip_now)

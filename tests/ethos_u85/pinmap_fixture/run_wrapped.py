@@ -27,10 +27,10 @@ def main(argv=None) -> int:
     from tb.core import simtools
     from tests.ethos_u85.pinmap_fixture.wrapper import MAP, write_wrapper
     extra = {"TB_DUT": "rtl", "NPU_CONFIG": "ethos-u85-256", "TB_PINMAP": "" if a.no_map else str(MAP)}
-    n, failed = simtools.run_fixture(a.sim, "pinmap", simtools.dut_sources("rtl"), "npu_wrap",
+    n, failed = simtools.run_fixture(a.sim, "pinmap", simtools.dut_sources("ethos-u85", "rtl"), "npu_wrap",
                                      "tb.ethos_u85.tests.test_registers", extra,
                                      write_top=lambda d: write_wrapper(d / "npu_wrap.v"),
-                                     test_filter=a.tests, includes=[simtools.RTL])
+                                     test_filter=a.tests, includes=simtools.dut_includes("ethos-u85", "rtl"))
     print(f"pinmap-run: {n} tests, {failed} failed (sim {a.sim}, map "
           f"{'none' if a.no_map else MAP.name})", flush=True)
     return 0 if n and not failed else 1
