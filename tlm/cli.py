@@ -114,8 +114,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runner import RunError, run_model
 
     model = load(args.model, op_index=args.op_index)
+    inputs = _load_inputs(args.input)
+    try:
+        result = run_model(model, inputs, config=args.config, max_steps=args.max_steps, max_work=args.max_work)
+    except RunError as e:
+        raise CliError(f"{args.model}: {e}") from None
+    try:
+        with open(args.output, "wb") as f:   # np.savez(name) would append '.npz'
+            np.savez(f, **{f"output{i}": x for i, x in enumerate(result.outputs)})
+    except OSError as e:
+        raise CliError(f"{args.output}: cannot write ({e.strerror or e})") from None
+    return 0
+
+
+def _load_inputs(paths) -> list:
+    """One array per .npy path (one clear CliError for a missing or unreadable file)."""
+    import numpy as np
     inputs = []
-    for path in args.input:
+    for path in paths:
         try:
             if not stat.S_ISREG(os.stat(path).st_mode):
                 raise CliError(f"{path}: not a regular file")
@@ -129,15 +145,45 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not isinstance(x, np.ndarray):
             raise CliError(f"{path}: holds several arrays; give one .npy per input")
         inputs.append(np.array(x))
+    return inputs
+
+
+# --------------------------------------------------------------------------------------------
+# trace
+# --------------------------------------------------------------------------------------------
+def _add_trace(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("trace", help="turn a Vela run on the TLM into a portable trace",
+                       description="Run the network as the Ethos-U driver would and write the "
+                                   "host's actions as a trace (docs/trace-format.md): DIR/trace.txt "
+                                   "and its memory images, with the outputs the TLM computed as "
+                                   "check_mem expectations. Replay it with 'npu-tlm replay' or "
+                                   "'make sim TRACE=DIR/trace.txt'.")
+    p.add_argument("model", help="*_vela.npz or *_vela.tflite")
+    p.add_argument("--input", action="append", default=[], metavar="IN.npy",
+                   help="one .npy per model input, in the model's input order (NHWC)")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for trace.txt and its files")
+    p.add_argument("--config", metavar="ethos-u85-N",
+                   help="accelerator configuration (default: the CONFIG word in the model)")
+    p.add_argument("--op-index", type=int, default=0,
+                   help="which 'ethos-u' operator of a .tflite (default 0)")
+    p.add_argument("--max-steps", type=_budget, default=None, metavar="N",
+                   help="device steps the job may take before the run is an error")
+    return p
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from .ethos_u85.vela_trace import write_trace
+    from .runner import RunError
+
+    model = load(args.model, op_index=args.op_index)
+    inputs = _load_inputs(args.input)
     try:
-        result = run_model(model, inputs, config=args.config, max_steps=args.max_steps, max_work=args.max_work)
+        path = write_trace(model, inputs, args.out, config=args.config, max_steps=args.max_steps)
     except RunError as e:
         raise CliError(f"{args.model}: {e}") from None
-    try:
-        with open(args.output, "wb") as f:   # np.savez(name) would append '.npz'
-            np.savez(f, **{f"output{i}": x for i, x in enumerate(result.outputs)})
     except OSError as e:
-        raise CliError(f"{args.output}: cannot write ({e.strerror or e})") from None
+        raise CliError(f"{args.out}: cannot write ({e.strerror or e})") from None
+    print(f"{PROG}: wrote {path}")
     return 0
 
 
@@ -184,6 +230,7 @@ SUBCOMMANDS: list[tuple[Callable, Callable[[argparse.Namespace], int]]] = [
     (_add_disasm, cmd_disasm),
     (_add_run, cmd_run),
     (_add_replay, cmd_replay),
+    (_add_trace, cmd_trace),
 ]
 
 

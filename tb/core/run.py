@@ -50,9 +50,19 @@ import sys
 import time
 from pathlib import Path
 
-from tb.core.simtools import (REPO, TIMESCALE, SetupError, bench_of, dut_includes, dut_sources,
-                              dut_toplevel, fst_supported, setup_icarus, setup_verilator,
-                              verilator_makeflags)
+from tb.core.simtools import (
+    REPO,
+    TIMESCALE,
+    SetupError,
+    bench_of,
+    dut_includes,
+    dut_sources,
+    dut_toplevel,
+    fst_supported,
+    setup_icarus,
+    setup_verilator,
+    verilator_makeflags,
+)
 
 DEFAULT_DEVICE = os.environ.get("DEVICE") or "ethos-u85"
 TRACE_MODULE = "tb.core.trace_test"

@@ -61,12 +61,11 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from tb.agents.apb import PROT_SECURE_PRIV, Apb5Manager, ApbMonitor, ApbResult
-from tb.agents.axi import AxiMemory, AxiMonitor, BenchMemory
+from tb.agents.axi import AXI5_SIGNALS, AxiMemory, AxiMonitor, BenchMemory, pin_int, port_signals
 from tb.core.pinmap import PinMap
 from tb.ethos_u85.driver import HostDriver
-from tb.ethos_u85.scoreboard import ApbScoreboard, Scoreboard  # noqa: F401 - old name
-from tb.agents.axi import AXI5_SIGNALS, pin_int, port_signals
 from tb.ethos_u85.ports import AXI_PORT_NAMES
+from tb.ethos_u85.scoreboard import ApbScoreboard, Scoreboard  # noqa: F401 - old name
 from tb.ethos_u85.tlm_pins import TlmPins, axi_execute
 
 # Inputs tied to their inactive level (TRM 5.1, 5.2, 5.6, 5.7, 5.10).

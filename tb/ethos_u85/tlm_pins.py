@@ -215,6 +215,7 @@ class TlmAxiManager:
         result is then meaningless and SLVERR)."""
         self._abort = abort or (lambda: False)
         import numpy as np
+
         from tlm.memory import Resp
         sigs = self.ports.get(txn.port)
         if sigs is None or txn.length <= 0:

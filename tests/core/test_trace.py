@@ -7,8 +7,7 @@ import sys
 import pytest
 
 from tlm.core import registry
-from tlm.core.trace import (RecordingTarget, TraceFormatError, TraceTarget, TraceWriter, parse,
-                            parse_text, replay)
+from tlm.core.trace import RecordingTarget, TraceFormatError, TraceTarget, TraceWriter, parse, parse_text, replay
 
 
 class FakeTarget(TraceTarget):
@@ -221,3 +220,52 @@ def test_cli_malformed_is_one_line_exit_2(tmp_path, body, what):
 def test_cli_missing_trace_file(tmp_path):
     r = _cli(tmp_path / "nope.txt")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "cannot read trace" in r.stderr
+
+
+# ------------------------------------------------------------------ the pin-level player
+class AsyncFake:
+    """FakeTarget behind the pin-level player's async interface (tb/core/trace_player.py)."""
+    wait_default = 100
+
+    def __init__(self):
+        self.t = FakeTarget()
+        self.device, self.reg_bits, self.addr_bits, self.reg_align = "fake", 64, 16, 4
+
+    async def write_reg(self, offset, value):
+        self.t.write_reg(offset, value)
+
+    async def read_reg(self, offset):
+        return self.t.read_reg(offset)
+
+    def load_mem(self, addr, data):
+        self.t.load_mem(addr, data)
+
+    def read_mem(self, addr, length):
+        return self.t.read_mem(addr, length)
+
+    async def wait_irq(self, n):
+        return self.t.wait_irq(n)
+
+    async def idle(self):
+        self.t.idle()
+
+    def faults(self):
+        return self.t.faults()
+
+
+def test_pin_player_judges_like_replay(tmp_path):
+    """tb.core.trace_player.play gives the same verdicts and lines as replay (steps -> cycles
+    in the wait_irq message: the pins count clock cycles)."""
+    import asyncio
+
+    from tb.core.trace_player import play
+    body = GOOD.replace("read_reg 0x8 0xD0\n", "read_reg 0x8 0xD1\n") + "write_reg 0xfc 0\n"
+    tr = parse(_trace(tmp_path, body))
+    (tmp_path / "out.bin").write_bytes(b"\x01\x09\x03\x05")
+    want = replay(tr, FakeTarget())
+    got = asyncio.run(play(tr, AsyncFake()))
+    assert (got.passed, got.failed, got.faulted) == (want.passed, want.failed, want.faulted) == (3, 2, True)
+    assert got.messages == want.messages
+    tr = parse(_trace(tmp_path, GOOD.replace("wait_irq 10", "wait_irq 2"), "t2.txt"))
+    got = asyncio.run(play(tr, AsyncFake()))
+    assert got.messages[0].endswith("t2.txt:6: wait_irq: interrupt not raised within 2 cycles")

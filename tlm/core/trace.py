@@ -193,7 +193,7 @@ def validate(trace: Trace, target: TraceTarget) -> None:
     anything runs, so a malformed trace changes nothing (TraceFormatError)."""
     rmax, amax = 1 << target.reg_bits, 1 << target.addr_bits
     for s in trace.steps:
-        def bad(what: str) -> TraceFormatError:
+        def bad(what: str, s: Step = s) -> TraceFormatError:
             return TraceFormatError(trace.path, s.line, what)
         if s.op in ("write_reg", "read_reg", "poll_reg"):
             off = s.args[0]
@@ -262,58 +262,100 @@ def poll(read: Callable[[], int], idle: Callable[[], None], expect: int, mask: i
     return False, v, max_reads
 
 
+def step_bytes(s: Step) -> bytes:
+    """The bytes of a load_mem / fill_mem (to write) or check_mem (expected) step."""
+    if s.op == "fill_mem":
+        return bytes([s.args[2]]) * s.args[1]
+    return s.args[1].read_bytes()
+
+
+def poll_max(s: Step) -> int:
+    return s.args[3] if len(s.args) > 3 else POLL_MAX
+
+
+def wait_max(s: Step, target) -> int:
+    return s.args[0] if s.args else target.wait_default
+
+
+class Verdicts:
+    """The verdicts of one replay, shared by `replay` (a TLM) and the pin-level player
+    (tb/core/trace_player.py): each check step is judged here from what the target
+    returned, so a failure reads the same on the model and through the pins."""
+
+    def __init__(self, trace: Trace, reg_bits: int, device: str,
+                 on_line: "Callable[[str], None] | None" = None):
+        self.trace, self.reg_bits, self.device, self.on_line = trace, reg_bits, device, on_line
+        self.result = ReplayResult()
+
+    def _emit(self, line: str) -> None:
+        self.result.messages.append(line)
+        if self.on_line:
+            self.on_line(line)
+
+    def _judge(self, s: Step, bad: "str | None") -> None:
+        if bad:
+            self.result.failed += 1
+            self._emit(f"{self.trace.path}:{s.line}: {s.op}: {bad}")
+        else:
+            self.result.passed += 1
+
+    def read(self, s: Step, value: int) -> None:
+        a = s.args
+        bad = read_mismatch(value, a[1], a[2] if len(a) > 2 else None, self.reg_bits)
+        self._judge(s, bad and f"offset 0x{a[0]:x}: {bad}")
+
+    def poll(self, s: Step, matched: bool, last: int, reads: int) -> None:
+        a = s.args
+        self._judge(s, None if matched else
+                    f"offset 0x{a[0]:x}: never read 0x{a[1]:x} under mask 0x{a[2]:x} in {reads} reads "
+                    f"(last 0x{last:x})")
+
+    def wait(self, s: Step, raised: bool, limit: int, unit: str = "steps") -> None:
+        self._judge(s, None if raised else f"interrupt not raised within {limit} {unit}")
+
+    def mem(self, s: Step, actual: bytes) -> None:
+        bad = mem_mismatch(s.args[0], actual, step_bytes(s))
+        self._judge(s, bad and f"{s.args[1].name}: {bad}")
+
+    def faults(self, s: Step, lines: list) -> None:
+        for f in lines:
+            self.result.faulted = True
+            self._emit(f"{self.trace.path}:{s.line}: device fault after {s.op}: {f}")
+
+    def internal(self, s: "Step | None", e: BaseException) -> None:
+        """A bug of the model or the bench: reported as a fault line, never a traceback."""
+        self.result.faulted = True
+        where = f"{self.trace.path}:{s.line}: {s.op}" if s else self.trace.path
+        self._emit(f"{where}: internal error in the {self.device} model: {type(e).__name__}: {e}")
+
+
 def replay(trace: Trace, target: TraceTarget, on_line: "Callable[[str], None] | None" = None) -> ReplayResult:
     """Run every step of `trace` on `target`. `on_line` gets each failure line as it
     happens (the CLI prints them). Raises TraceFormatError before running anything if a
     value does not fit the target."""
     validate(trace, target)
-    res = ReplayResult()
-
-    def emit(line: str) -> None:
-        res.messages.append(line)
-        if on_line:
-            on_line(line)
-
+    v = Verdicts(trace, target.reg_bits, target.device, on_line)
     s = None
     try:
         for s in trace.steps:
-            a, bad = s.args, None
-            if s.op == "load_mem":
-                target.load_mem(a[0], a[1].read_bytes())
-            elif s.op == "fill_mem":
-                target.load_mem(a[0], bytes([a[2]]) * a[1])
+            a = s.args
+            if s.op in ("load_mem", "fill_mem"):
+                target.load_mem(a[0], step_bytes(s))
             elif s.op == "write_reg":
                 target.write_reg(a[0], a[1])
             elif s.op == "read_reg":
-                bad = read_mismatch(target.read_reg(a[0]), a[1], a[2] if len(a) > 2 else None, target.reg_bits)
-                bad = bad and f"offset 0x{a[0]:x}: {bad}"
+                v.read(s, target.read_reg(a[0]))
             elif s.op == "poll_reg":
-                ok, v, n = poll(lambda: target.read_reg(a[0]), target.idle, a[1], a[2],
-                                a[3] if len(a) > 3 else POLL_MAX)
-                if not ok:
-                    bad = (f"offset 0x{a[0]:x}: never read 0x{a[1]:x} under mask 0x{a[2]:x} in {n} reads "
-                           f"(last 0x{v:x})")
+                v.poll(s, *poll(lambda a=a: target.read_reg(a[0]), target.idle, a[1], a[2], poll_max(s)))
             elif s.op == "wait_irq":
-                n = a[0] if a else target.wait_default
-                if not target.wait_irq(n):
-                    bad = f"interrupt not raised within {n} steps"
+                n = wait_max(s, target)
+                v.wait(s, target.wait_irq(n), n)
             elif s.op == "check_mem":
-                expect = a[1].read_bytes()
-                bad = mem_mismatch(a[0], target.read_mem(a[0], len(expect)), expect)
-                bad = bad and f"{a[1].name}: {bad}"
-            if bad:
-                res.failed += 1
-                emit(f"{trace.path}:{s.line}: {s.op}: {bad}")
-            elif s.op in CHECKS:
-                res.passed += 1
-            for f in target.faults():
-                res.faulted = True
-                emit(f"{trace.path}:{s.line}: device fault after {s.op}: {f}")
+                v.mem(s, target.read_mem(a[0], len(step_bytes(s))))
+            v.faults(s, target.faults())
     except Exception as e:      # noqa: BLE001 - a model bug is reported, never a traceback
-        res.faulted = True
-        where = f"{trace.path}:{s.line}: {s.op}" if s else trace.path
-        emit(f"{where}: internal error in the {target.device} model: {type(e).__name__}: {e}")
-    return res
+        v.internal(s, e)
+    return v.result
 
 
 # ------------------------------------------------------------------------------------------
@@ -323,10 +365,16 @@ class TraceWriter:
     """Builds a trace: call the commands in order, then `save(folder)`. Memory images go
     to files `mem_NNN.bin` beside the trace."""
 
-    def __init__(self, device: str, config: "str | None" = None, reg_bits: int = 32):
+    def __init__(self, device: str, config: "str | None" = None, reg_bits: int = 32,
+                 reg_name: "Callable[[int], str | None] | None" = None):
         self.device, self.config, self.reg_bits = device, config, reg_bits
+        self.reg_name = reg_name          # offset -> register name, written as a comment
         self.lines: list[str] = [f"device {device}"] + ([f"config {config}"] if config else [])
         self.blobs: list[bytes] = []
+
+    def _reg(self, line: str, offset: int) -> str:
+        name = self.reg_name(offset) if self.reg_name else None
+        return f"{line:<40} # {name}" if name else line
 
     def _hex(self, v: int) -> str:
         return f"0x{v:0{(self.reg_bits + 3) // 4}x}"
@@ -349,15 +397,15 @@ class TraceWriter:
         self.lines.append(f"fill_mem 0x{addr:x} {length} 0x{byte & 0xFF:02x}")
 
     def write_reg(self, offset: int, value: int) -> None:
-        self.lines.append(f"write_reg 0x{offset:x} {self._hex(value)}")
+        self.lines.append(self._reg(f"write_reg 0x{offset:x} {self._hex(value)}", offset))
 
     def read_reg(self, offset: int, expect: int, mask: "int | None" = None) -> None:
         m = f" {self._hex(mask)}" if mask is not None else ""
-        self.lines.append(f"read_reg 0x{offset:x} {self._hex(expect)}{m}")
+        self.lines.append(self._reg(f"read_reg 0x{offset:x} {self._hex(expect)}{m}", offset))
 
     def poll_reg(self, offset: int, expect: int, mask: int, max_reads: "int | None" = None) -> None:
         n = f" {max_reads}" if max_reads is not None else ""
-        self.lines.append(f"poll_reg 0x{offset:x} {self._hex(expect)} {self._hex(mask)}{n}")
+        self.lines.append(self._reg(f"poll_reg 0x{offset:x} {self._hex(expect)} {self._hex(mask)}{n}", offset))
 
     def wait_irq(self, max_steps: "int | None" = None) -> None:
         self.lines.append("wait_irq" + (f" {max_steps}" if max_steps is not None else ""))
@@ -384,9 +432,9 @@ class RecordingTarget(TraceTarget):
     `wait_irq` as issued. Add `check_mem(addr, length)` for the results to check."""
 
     def __init__(self, target: TraceTarget, writer: "TraceWriter | None" = None,
-                 config: "str | None" = None):
+                 config: "str | None" = None, reg_name: "Callable[[int], str | None] | None" = None):
         self.target = target
-        self.writer = writer or TraceWriter(target.device, config, target.reg_bits)
+        self.writer = writer or TraceWriter(target.device, config, target.reg_bits, reg_name)
         self.device, self.reg_bits = target.device, target.reg_bits
         self.addr_bits, self.reg_align = target.addr_bits, target.reg_align
         self.wait_default = target.wait_default

@@ -308,8 +308,8 @@ class PinMonitor:
     a count of IRQ rising edges (sampled at falling edges of CLK from construction on).
 
     ``count`` is per port and channel (``ar``, ``r``, ``rlast``, ``aw``, ``w``, ``wlast``,
-    ``b``) since construction or the last nRESET; ``outstanding()`` gives, per port, (reads without their last R beat, writes
-    without their B response, AW without their WLAST); ``busy`` is true while anything is
+    ``b``) since construction or the last nRESET; ``outstanding()`` gives, per port, (reads
+    without their last R beat, writes without their B response, AW without their WLAST); ``busy`` is true while anything is
     outstanding or a VALID is waiting; ``errors`` are the monitors' errors."""
 
     def __init__(self, env):

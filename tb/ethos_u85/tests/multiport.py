@@ -14,7 +14,7 @@ from __future__ import annotations
 import cocotb
 
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import REGION_BASE, OFF, TIMEOUT, program_regions, skip_now
+from tb.ethos_u85.tests.common import OFF, REGION_BASE, TIMEOUT, program_regions, skip_now
 from tb.ethos_u85.tests.test_driver import DMA, burst_key, dma_job
 
 PORTS = ("SRAM0", "SRAM1", "EXT0", "EXT1")

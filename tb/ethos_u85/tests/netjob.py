@@ -15,7 +15,6 @@ compares every output byte with the reference's. Returns a ``NetResult``.
 """
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path

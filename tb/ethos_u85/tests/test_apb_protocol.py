@@ -200,7 +200,7 @@ async def test_monitor_feeds_scoreboard(dut):
         assert (r.addr, r.write, r.slverr) == (addr, write, err), f"{r} vs driver {addr:#x}"
         assert r.data == (data if write else rdata), f"{r}: data vs driver"
     reads = {a: d for (a, w, _), (d, _) in zip(seq, got) if not w}
-    for a, v in values.items():
+    for a, _v in values.items():
         assert reads[a] == await env.read_ok(a), f"0x{a:x}: driver and manager disagree"
     assert reads[ID] == ID_RESET and got[-1] == (0, True), "ID / unaligned read"
     if env._scoreboard_on:                # DUT=rtl: the reference model checked every one

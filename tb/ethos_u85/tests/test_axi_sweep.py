@@ -29,9 +29,22 @@ import os
 import cocotb
 
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import (STREAM_ADDR, ST_BUS, ST_PARSE, check_bytes, dma_case, dma_cmds,
-                             dma_expect, enc, fill_random, named, program_regions, seeded_rng,
-                             span, status_fields)
+from tb.ethos_u85.tests.common import (
+    ST_BUS,
+    ST_PARSE,
+    STREAM_ADDR,
+    check_bytes,
+    dma_case,
+    dma_cmds,
+    dma_expect,
+    enc,
+    fill_random,
+    named,
+    program_regions,
+    seeded_rng,
+    span,
+    status_fields,
+)
 from tb.ethos_u85.tests.netjob import run_network, vela_model
 
 SWEEP_NET = os.environ.get("AXI_SWEEP_NET", "add_bcast_relu")

@@ -17,8 +17,19 @@ from cocotb.triggers import ClockCycles, FallingEdge
 
 from tb.ethos_u85.driver import HostDriver, pmu_event
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, dma_cmds, enc,
-                             program_regions, seeded_rng, skip_now, soft_reset)
+from tb.ethos_u85.tests.common import (
+    DUT,
+    OFF,
+    REGION_BASE,
+    STREAM_ADDR,
+    TIMEOUT,
+    dma_cmds,
+    enc,
+    program_regions,
+    seeded_rng,
+    skip_now,
+    soft_reset,
+)
 
 DMA = dict(src_region=2, src=0x10, dst_region=1, dst=0x30, length=200)   # SRAM -> EXT
 

@@ -12,11 +12,32 @@ import cocotb
 from cocotb.triggers import FallingEdge
 
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_RD_M2M_IDX, CH_WR_M2M,
-                             IF_EXT, IF_SRAM, OFF, REGION_BASE, ST_BUS,
-                             ST_PARSE, ST_RUN, STREAM_ADDR, TIMEOUT, check_bytes,
-                             dma_cmds, dma_expect, enc, fill_random, program_regions,
-                             dma_case, named, seeded_rng, span, status_fields)
+from tb.ethos_u85.tests.common import (
+    CH_RD_CMD,
+    CH_RD_M2M,
+    CH_RD_M2M_IDX,
+    CH_WR_M2M,
+    IF_EXT,
+    IF_SRAM,
+    OFF,
+    REGION_BASE,
+    ST_BUS,
+    ST_PARSE,
+    ST_RUN,
+    STREAM_ADDR,
+    TIMEOUT,
+    check_bytes,
+    dma_case,
+    dma_cmds,
+    dma_expect,
+    enc,
+    fill_random,
+    named,
+    program_regions,
+    seeded_rng,
+    span,
+    status_fields,
+)
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
 

@@ -26,9 +26,8 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
-
 import cocotb
+import numpy as np
 
 from tb.ethos_u85.env import Env
 from tb.ethos_u85.tests.common import DUT, rtl_unsupported, seeded_rng, skip_now

@@ -68,14 +68,23 @@ import os
 import random
 from dataclasses import dataclass, field
 
-import numpy as np
-
 import cocotb
+import numpy as np
 
 from tb.ethos_u85.env import Env
 from tb.ethos_u85.scoreboard import IntervalSet
-from tb.ethos_u85.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, enc, fmap_cmds, named,
-                             program_regions, rtl_unsupported, status_fields)
+from tb.ethos_u85.tests.common import (
+    DUT,
+    OFF,
+    REGION_BASE,
+    STREAM_ADDR,
+    enc,
+    fmap_cmds,
+    named,
+    program_regions,
+    rtl_unsupported,
+    status_fields,
+)
 from tlm import isa
 from tlm.config import get_config
 from tlm.device import KERNEL_OP_NAMES

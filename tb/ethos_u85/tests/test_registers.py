@@ -5,7 +5,6 @@ from the manual, not taken from the TLM: the TLM is what these tests check when 
 """
 from __future__ import annotations
 
-import os
 import random
 
 import cocotb

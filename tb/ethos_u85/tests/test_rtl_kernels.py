@@ -42,14 +42,26 @@ import os
 import random
 from dataclasses import dataclass, field
 
-import numpy as np
-
 import cocotb
+import numpy as np
 from cocotb.triggers import ClockCycles
 
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import (DUT, MEM_ATTRS, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, enc, fmap_cmds,
-                             named, program_regions, regioncfg, skip_now, status_fields)
+from tb.ethos_u85.tests.common import (
+    DUT,
+    MEM_ATTRS,
+    OFF,
+    REGION_BASE,
+    STREAM_ADDR,
+    TIMEOUT,
+    enc,
+    fmap_cmds,
+    named,
+    program_regions,
+    regioncfg,
+    skip_now,
+    status_fields,
+)
 from tb.ethos_u85.tests.netjob import run_network, vela_model
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
@@ -331,7 +343,7 @@ def check_bursts(env: Env, ops: list) -> None:
     one 16-byte beat (the stand-in's shape; DUT=rtl)."""
     spans = {CH_IFM: [], CH_IFM2: [], CH_OFM: []}
     for op in ops:
-        for i, fm in enumerate(op.reads):
+        for _i, fm in enumerate(op.reads):
             ch = CH_IFM2 if (op.name == "elementwise" and fm is op.ifm2) else CH_IFM
             spans[ch].append(fm)
         if op.ofm is not None:

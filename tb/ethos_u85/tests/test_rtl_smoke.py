@@ -563,7 +563,7 @@ async def test_smoke_dma_random(dut):
         b.mem.write(bases[r], bytes(rng.getrandbits(8) for _ in range(0x8000)))
     for n in range(8):
         await b.wr(BASEP_LO(n), bases[n])
-    for case in range(12):
+    for _case in range(12):
         attrs = [rng.choice((0x00, 0x03, 0x14, 0x33, 0x46, 0x91, 0xB7, 0x25)) for _ in range(4)]
         attrs[0] &= ~0x4                     # the command stream stays on SRAM
         regioncfg = rng.getrandbits(16)

@@ -25,8 +25,18 @@ import cocotb
 
 from tb.ethos_u85 import coverage
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, TIMEOUT, dma_cmds, enc, named,
-                             program_regions, skip_now)
+from tb.ethos_u85.tests.common import (
+    DUT,
+    OFF,
+    REGION_BASE,
+    STREAM_ADDR,
+    TIMEOUT,
+    dma_cmds,
+    enc,
+    named,
+    program_regions,
+    skip_now,
+)
 from tlm import isa
 from tlm.memory import Channel, Resp
 
