@@ -43,7 +43,7 @@ lint: $(STAMP)
 
 # Hostile-input stream fuzzer: N cases (default 20000), SEED=s to reproduce, JOBS=j workers
 fuzz: $(STAMP)
-	$(PY) -m tlm.fuzz --cases $(N) $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS))
+	$(PY) -m tlm.core.fuzz --device $(DEVICE) --cases $(N) $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS))
 
 # TLM vs LiteRT (BUILTIN_REF, XNNPACK) on a MobileNet-sized net; BENCH_ARGS e.g. --config ethos-u85-512 --profile
 bench: $(STAMP)

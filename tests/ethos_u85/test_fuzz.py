@@ -1,11 +1,12 @@
-"""The hostile-input stream fuzzer (tlm.fuzz) in the normal suite.
+"""The hostile-input stream fuzzer (tlm/core/fuzz.py with the U85 target, tlm/ethos_u85/fuzz.py)
+in the normal suite.
 
 * A fixed-seed run of 1,000 cases must have zero invariant violations (`make fuzz N=...`
   runs more; a failure prints the report with a one-line reproduction per case).
 * The fuzzer is reproducible from (seed, index).
 * Its checks have teeth: planted bugs (a kernel op that writes outside its OFM, swallows a
   bus error, writes memory behind the transaction log or changes PROT; a DMA that writes
-  one byte off; an exception escaping run(); and one per invariant of tlm.fuzz: RESET,
+  one byte off; an exception escaping run(); and one per invariant of tlm.ethos_u85.fuzz: RESET,
   PROT/RESET read-back, max_steps, IRQ, sticky bits, faulting channel, AxPROT, port,
   transactions after an error or while stopped, PSLVERR, decode, DMA bounding box and
   budget cut) are each reported as a violation.
@@ -16,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tlm import fuzz, isa
+from tlm import isa
+from tlm.ethos_u85 import fuzz
 from tlm.device import Device
 from tlm.memory import BusFault, Channel, Resp, Transaction
 
@@ -33,7 +35,7 @@ def test_fixed_seed_run_has_no_violations():
 def test_cases_are_reproducible():
     for i in (0, 1, 17, 999):
         a, b = fuzz.make_case(SEED, i), fuzz.make_case(SEED, i)
-        assert a == b and a.repro == f"python -m tlm.fuzz --seed {SEED} --case {i}"
+        assert a == b and a.repro == f"python -m tlm.core.fuzz --device ethos-u85 --seed {SEED} --case {i}"
     assert fuzz.make_case(SEED, 1) != fuzz.make_case(SEED + 1, 1)
     for gen in fuzz.GENERATORS:
         c = fuzz.make_case(SEED, 3, gen)
@@ -426,7 +428,7 @@ def test_vela_corpus_is_not_empty():
     from tests.support import tool_missing
     if not fuzz.corpus() and importlib.util.find_spec("ethosu.vela") is None:
         tool_missing("ethos-u-vela (the fuzzer's Vela corpus)")
-    assert fuzz.corpus(), "the Vela corpus is empty although Vela is installed (see tlm.fuzz.corpus)"
+    assert fuzz.corpus(), "the Vela corpus is empty although Vela is installed (see tlm.ethos_u85.fuzz.corpus)"
 
 
 def test_main_refuses_an_empty_corpus_under_ci(monkeypatch, capsys):

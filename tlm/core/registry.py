@@ -10,7 +10,8 @@ What a device provides (docs/architecture.md, "How to add a device"):
 
 * `DeviceInfo`: name (the trace / CLI / `make sim DEVICE=` name), title, configurations and
   the default one, the trace target (its TLM behind `tlm.core.trace.TraceTarget`), the
-  register table, the TLM factory, and `bench` if it has a cocotb bench;
+  register table, the TLM factory, its fuzz target (optional), and `bench` if it has a cocotb
+  bench;
 * `BenchInfo`: the cocotb test modules, the HDL top level and sources of the port-only shell
   (DUT=tlm) and of the open stand-in (DUT=rtl, optional), include folders, the bench env, the
   pin-level trace adapter (`make sim TRACE=`) and optional runner options.
@@ -75,6 +76,7 @@ class DeviceInfo:
     bench: "BenchInfo | None" = None
     package: str = ""                          # filled in by discovery
     tlm_factory: "str | None" = None           # "module:callable(config, **kw)": the device model
+    fuzz: "str | None" = None                  # "module:attr" of its FuzzTarget (tlm/core/fuzz.py)
 
     def check_config(self, config: "str | None") -> str:
         """`config` (default: the default configuration) if this device has it."""

@@ -12,6 +12,7 @@ DEVICE = DeviceInfo(
     trace_target="tlm.ethos_u85.trace_target:U85TraceTarget",
     registers="tlm.registers:REGISTERS",
     tlm_factory="tlm.device:Device",
+    fuzz="tlm.ethos_u85.fuzz:TARGET",
     bench=BenchInfo(
         test_modules=("tb.ethos_u85.tests.*",),
         tlm_toplevel="ethosu85",

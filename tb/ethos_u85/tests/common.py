@@ -19,6 +19,7 @@ from cocotb.triggers import ClockCycles, FallingEdge
 from tb.agents.axi import pin_int
 from tlm import isa
 from tlm import registers as R
+from tlm.ethos_u85.dma_reference import DictMemory, DmaParams, dma_copy
 from tlm.memory import Channel
 
 DUT = os.environ.get("TB_DUT", "rtl").lower()
@@ -195,21 +196,13 @@ def dma_cmds(src_region, src, dst_region, dst, length, mode="1d", size0=1, size1
 
 def dma_expect(mem: dict, src_region, src, dst_region, dst, length, mode="1d", size0=1,
                size1=1, src_stride0=0, src_stride1=0, dst_stride0=0, dst_stride1=0) -> dict:
-    """The DMA copy as the TRM 3.10.4 pseudocode states it (STRIDE1 steps once per 2D
-    slice), byte by byte on a dict address -> byte (*mem*, changed in place and returned).
-    Written independently of tlm.ops.dma."""
-    width = 1 if mode == "1d" else size0
-    height = size1 if mode == "3d" else 1
-    sb, db = REGION_BASE[src_region], REGION_BASE[dst_region]
-    for _y in range(height):
-        for x in range(width):
-            s = sb + src + x * src_stride0
-            d = db + dst + x * dst_stride0
-            line = [mem.get(s + i, 0) for i in range(length)]
-            for i, v in enumerate(line):
-                mem[d + i] = v
-        src += src_stride1
-        dst += dst_stride1
+    """The DMA copy of the TRM 3.10.4 pseudocode (the one DMA reference,
+    tlm/ethos_u85/dma_reference.py, independent of tlm.ops.dma) on a dict address -> byte
+    (*mem*, changed in place and returned)."""
+    p = DmaParams.of(src_region, src, dst_region, dst, length, mode, size0, size1,
+                     src_stride0=src_stride0, src_stride1=src_stride1, dst_stride0=dst_stride0,
+                     dst_stride1=dst_stride1)
+    dma_copy(DictMemory(mem), p, REGION_BASE)
     return mem
 
 
@@ -309,8 +302,9 @@ class PinMonitor:
 
     ``count`` is per port and channel (``ar``, ``r``, ``rlast``, ``aw``, ``w``, ``wlast``,
     ``b``) since construction or the last nRESET; ``outstanding()`` gives, per port, (reads
-    without their last R beat, writes without their B response, AW without their WLAST); ``busy`` is true while anything is
-    outstanding or a VALID is waiting; ``errors`` are the monitors' errors."""
+    without their last R beat, writes without their B response, AW without their WLAST);
+    ``busy`` is true while anything is outstanding or a VALID is waiting; ``errors`` are the
+    monitors' errors."""
 
     def __init__(self, env):
         self.env = env

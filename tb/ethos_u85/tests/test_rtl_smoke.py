@@ -22,6 +22,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from tb.agents.apb import Apb5Manager
 from tlm import isa
+from tlm.ethos_u85.dma_reference import DmaParams, dma_copy
 from tlm.memory import Fault, Memory, RegionRoute, Resp
 
 SKIP = os.environ.get("TB_DUT", "rtl").lower() != "rtl"
@@ -326,32 +327,16 @@ def dma_cmds(src, dst, length, src_region=0, dst_region=0, mode=0, size0=0, size
 
 def dma_reference(mem: Memory, bases, src, dst, length, src_region, dst_region, mode, size0,
                   size1, ss0, ss1, ds0, ds1, idx=None) -> None:
-    """TRM 3.10.4 pseudocode (STRIDE1 / IDX_SKIP1 per 2D slice), on a Python Memory.
-    idx = (gather, idx_addr, idx_max, idx_skip1) for indexed transfers (absolute idx_addr)."""
-    width = 1 if mode == 0 else size0
-    height = size1 if mode == 2 else 1
-    m = (1 << 40) - 1
-    sp, dp = src, dst
-    ip = idx[1] if idx else 0
-    for _y in range(height):
-        for x in range(width):
-            si = di = x
-            if idx:
-                v = int.from_bytes(mem.read(ip, 4), "little", signed=True)
-                ip += 4
-                if v < 0 or v > idx[2]:
-                    continue
-                if idx[0]:
-                    si = v
-                else:
-                    di = v
-            if length:
-                a = (bases[src_region] + sp + si * ss0) & m
-                b = (bases[dst_region] + dp + di * ds0) & m
-                mem.write(b, mem.read(a, length))
-        sp, dp = (sp + ss1) & m, (dp + ds1) & m
-        if idx:
-            ip += idx[3]
+    """The TRM 3.10.4 pseudocode (tlm/ethos_u85/dma_reference.py) on a Python Memory; idx =
+    (gather, idx_addr, idx_max, idx_skip1) for indexed transfers (absolute idx_addr)."""
+    kw = {}
+    if idx:
+        gather, idx_addr, idx_max, skip1 = idx
+        kw = dict(src_idx=bool(gather), dst_idx=not gather, idx_region=src_region,
+                  idx=idx_addr - bases[src_region], idx_max=idx_max, idx_skip1=skip1)
+    p = DmaParams.of(src_region, src, dst_region, dst, length, mode, size0, size1, src_stride0=ss0,
+                     src_stride1=ss1, dst_stride0=ds0, dst_stride1=ds1, **kw)
+    dma_copy(mem, p, bases)
 
 
 # ============================================================================ tests

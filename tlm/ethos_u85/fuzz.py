@@ -1,9 +1,10 @@
-"""Hostile-input fuzzer for the device model: stream generators, invariants, report.
+"""The Ethos-U85's hostile-input fuzzing: stream generators and invariants, registered with
+the device-neutral engine (tlm/core/fuzz.py) as `TARGET`.
 
 Usage::
 
-    python -m tlm.fuzz --cases 20000 [--seed S] [--jobs J]   # report; exit status 1 on violations
-    python -m tlm.fuzz --seed S --case I                      # replay one case, verbosely
+    python -m tlm.core.fuzz --cases 20000 [--seed S] [--jobs J]   # report; exit status 1 on violations
+    python -m tlm.core.fuzz --seed S --case I                      # replay one case, verbosely
     make fuzz N=20000 [SEED=S] [JOBS=J]
 
 Every case is a pure function of ``(seed, index)`` (and of the Vela corpus, whose
@@ -31,7 +32,7 @@ Generators (`GENERATORS`)
 ``fault``          SLVERR/DECERR injected on the stream, weights, scale, IFM/IFM2, OFM and
                    DMA source/destination/index ranges the stream names.
 ``vela``           real Vela streams (catalog networks x accelerator configs x memory modes,
-                   via ``tests/nets``) with bit flips, word swaps, truncation, reserved
+                   via ``tests/ethos_u85/nets``) with bit flips, word swaps, truncation, reserved
                    encodings, huge or random field values, deleted/duplicated commands,
                    inserted loops and STOPs.
 Orthogonally, any case may get random configuration, pins (PORPL/PORSL, hashes, caps),
@@ -92,31 +93,25 @@ Invariants (checked on every case; a failure is a *violation*)
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import os
-import re
-import signal
-import sys
-import threading
 import time
-import traceback
-import types
 import zlib
-from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from . import isa
-from . import registers as R
-from .config import CONFIGS, Policy
-from .device import KERNEL_OP_NAMES, KERNEL_OPS, STICKY_FAULTS, Device, StopKind, StopReason
-from .memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, Memory, Resp, axcache
+from .. import isa
+from .. import registers as R
+from ..config import CONFIGS, Policy
+from ..core import fuzz as engine
+from ..core.fuzz import CaseResult, norm, pick
+from ..device import KERNEL_OP_NAMES, KERNEL_OPS, STICKY_FAULTS, Device, StopKind, StopReason
+from ..memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, Memory, Resp, axcache
+from .dma_reference import DmaParams, dma_lines, s40
 
-__all__ = ["Case", "CaseResult", "Summary", "GENERATORS", "make_case", "run_case", "run", "main"]
+__all__ = ["Case", "GENERATORS", "TARGET", "make_case", "run_case", "run", "main"]
 
 OFF = {r.ident: r.offset for r in R.iter_registers()}
 ID, STATUS, CMD, RESET, PROT = OFF["ID"], OFF["STATUS"], OFF["CMD"], OFF["RESET"], OFF["PROT"]
@@ -125,7 +120,6 @@ QBASE_LO, QBASE_HI, QSIZE, QCONFIG, QREAD = (OFF[k] for k in ("QBASE_LO", "QBASE
 QREGS = (QBASE_LO, QBASE_HI, QSIZE, QCONFIG)
 SP = 0b01                       # secure privileged: permitted whatever PROT is
 TOP = 1 << 40
-DEFAULT_SEED_ENV = "FUZZ_SEED"
 DEFAULT_BUDGET = 2000           # steps per case
 ORACLE_MAX_LINES = 200_000      # DMA oracle: skip larger transfers
 FOOTPRINT_LIMIT = 1 << 30       # sparse-memory pages a case may create (bytes)
@@ -146,17 +140,6 @@ STOP_WORD = isa.encode("NPU_OP_STOP")[0]
 def _u(rng, lo: int, hi: int) -> int:
     """Uniform integer in [lo, hi]."""
     return int(rng.integers(lo, hi + 1)) if hi > lo else int(lo)
-
-
-def _pick(rng, items, p=None):
-    return items[int(rng.choice(len(items), p=p))]
-
-
-def _norm(s: str, n: int = 96) -> str:
-    """Event text with numbers blanked, for counting by kind."""
-    s = re.sub(r"0x[0-9a-fA-F]+", "X", str(s))
-    s = re.sub(r"-?\d+", "N", s)
-    return s[:n]
 
 
 # ============================================================================================
@@ -200,15 +183,13 @@ def corpus() -> tuple:
     """The Vela streams of CORPUS_SPEC (compiled or taken from the tests/nets cache). Empty
     when neither tests/nets nor a cache is available: the 'vela' generator then falls back
     to 'isa', the report says EMPTY, and under CI (CI=true) `main` refuses to run."""
-    from .vela import load
+    from ..vela import load
 
     paths = []
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     try:
         import importlib
         nets = importlib.import_module("tests.ethos_u85.nets")   # test-side catalog, optional
-
-
         for name, accel, mode in CORPUS_SPEC:
             try:
                 paths.append((f"{name}/{accel}/{mode}", accel, nets.compiled(name, accel, mode)))
@@ -249,7 +230,7 @@ def load_kernel_ops() -> list[str]:
 
     bad = []
     try:
-        from . import ops
+        from .. import ops
     except Exception as e:  # noqa: BLE001 - a half-written op must not stop the fuzzer
         return [f"tlm.ops: {type(e).__name__}: {e}"]
     for m in pkgutil.iter_modules(ops.__path__):
@@ -290,7 +271,7 @@ class Case:
 
     @property
     def repro(self) -> str:
-        return f"python -m tlm.fuzz --seed {self.seed} --case {self.index}"
+        return f"python -m tlm.core.fuzz --device ethos-u85 --seed {self.seed} --case {self.index}"
 
 
 class _Stream:
@@ -318,8 +299,8 @@ class _Stream:
             here = 4 * (wi - 1)
             back = [o for o in self.offsets if o <= here] or [0]
             fwd = [o for o in self.offsets if o > here] or [size]
-            t = {"back": lambda: _pick(rng, back), "fwd": lambda: _pick(rng, fwd),
-                 "mis": lambda: _pick(rng, back) + _u(rng, 1, 3),
+            t = {"back": lambda b=back: pick(rng, b), "fwd": lambda f=fwd: pick(rng, f),
+                 "mis": lambda b=back: pick(rng, b) + _u(rng, 1, 3),
                  "end": lambda: size, "out": lambda: size + 4 * _u(rng, 1, 1 << 20),
                  "any": lambda: _u(rng, 0, 0xFFFFFFFF)}[spec]()
             self.words[wi] = t & 0xFFFFFFFF
@@ -332,7 +313,7 @@ def _rand_field(rng, f: isa.Field, huge: float = 0.1) -> int:
     if f.untyped:
         lo = 0
     if f.enum is not None and rng.random() < 0.85:
-        return int(_pick(rng, [int(m) for m in f.enum]))
+        return int(pick(rng, [int(m) for m in f.enum]))
     if f.name == "region":
         return _u(rng, 0, 7) if rng.random() < 0.3 else _u(rng, 0, 4)
     p = rng.random()
@@ -373,7 +354,7 @@ def _regions(rng, c: Case, hostile: float = 0.0) -> list[int]:
     basep = []
     for n in range(8):
         if rng.random() < hostile:
-            v = _pick(rng, [0, ADDR_MASK & ~0xF, TOP - 0x1000 * _u(rng, 1, 16), _u(rng, 0, ADDR_MASK),
+            v = pick(rng, [0, ADDR_MASK & ~0xF, TOP - 0x1000 * _u(rng, 1, 16), _u(rng, 0, ADDR_MASK),
                             c.qbase, 1 << 39, basep[-1] if basep else 0, TOP - _u(rng, 1, 64)])
         else:
             v = ((n + 1) << 28) + 0x1000 * _u(rng, 0, 0xFFF)
@@ -400,7 +381,7 @@ def _fill(rng, c: Case, basep, n_max: int = 4096) -> None:
 
 def _common(rng, c: Case) -> None:
     """Configuration, pins, policy and stream placement shared by all generators."""
-    c.config = _pick(rng, CONFIG_NAMES, p=[0.15, 0.4, 0.15, 0.15, 0.15])
+    c.config = pick(rng, CONFIG_NAMES, p=[0.15, 0.4, 0.15, 0.15, 0.15])
     pins = {}
     if rng.random() < 0.3:
         pins["PORPL"] = _u(rng, 0, 1)
@@ -408,7 +389,7 @@ def _common(rng, c: Case) -> None:
         pins["PORSL"] = _u(rng, 0, 1)
     if rng.random() < 0.3:
         for k in ("CFGSRAMHASH0", "CFGSRAMHASH1", "CFGEXTHASH0"):
-            pins[k] = _pick(rng, [1 << _u(rng, 6, 20), _u(rng, 0, ADDR_MASK) & ~0x3F, 0x40])
+            pins[k] = pick(rng, [1 << _u(rng, 6, 20), _u(rng, 0, ADDR_MASK) & ~0x3F, 0x40])
     if rng.random() < 0.15:
         pins["CFGSRAMCAP"] = _u(rng, 0, 0x3FFFF)
         pins["CFGEXTCAP"] = _u(rng, 0, 0x3FFFF)
@@ -416,14 +397,14 @@ def _common(rng, c: Case) -> None:
     if rng.random() < 0.25:
         c.policy_kw.update(
             parse_error_on_reserved=bool(rng.random() < 0.6),
-            on_unpredictable=_pick(rng, ["continue", "parse_error"]),
-            on_model_limit=_pick(rng, ["continue", "parse_error"]),
-            on_unimplemented_op=_pick(rng, ["continue", "parse_error"]),
-            branch_misaligned=_pick(rng, ["parse_error", "align", "branch_fault"]),
-            fetch_block=_pick(rng, [4, 16, 64, 256]),
-            run_with_sticky_fault=_pick(rng, ["ignore", "run"], p=[0.8, 0.2]),
+            on_unpredictable=pick(rng, ["continue", "parse_error"]),
+            on_model_limit=pick(rng, ["continue", "parse_error"]),
+            on_unimplemented_op=pick(rng, ["continue", "parse_error"]),
+            branch_misaligned=pick(rng, ["parse_error", "align", "branch_fault"]),
+            fetch_block=pick(rng, [4, 16, 64, 256]),
+            run_with_sticky_fault=pick(rng, ["ignore", "run"], p=[0.8, 0.2]),
             resume_after_stop_request=bool(rng.random() < 0.5),
-            running_unpredictable=_pick(rng, ["slverr", "ignore", "allow"]))
+            running_unpredictable=pick(rng, ["slverr", "ignore", "allow"]))
     c.qbase = 0x1000 * _u(rng, 1, 0x7FFF)
     c.result_flag = _u(rng, 0, 1)
 
@@ -432,28 +413,28 @@ def _common(rng, c: Case) -> None:
 def _dma_len(rng, huge: float) -> int:
     p = rng.random()
     if p < huge:
-        return _pick(rng, [(1 << 22) + 1, 1 << 28, ADDR_MASK, _u(rng, 1 << 20, ADDR_MASK), 1 << 39])
-    return _pick(rng, [0, _u(rng, 1, 16), _u(rng, 17, 512), _u(rng, 513, 8192)], p=[0.05, 0.35, 0.4, 0.2])
+        return pick(rng, [(1 << 22) + 1, 1 << 28, ADDR_MASK, _u(rng, 1 << 20, ADDR_MASK), 1 << 39])
+    return pick(rng, [0, _u(rng, 1, 16), _u(rng, 17, 512), _u(rng, 513, 8192)], p=[0.05, 0.35, 0.4, 0.2])
 
 
 def _dma_size(rng, huge: float) -> int:
     if rng.random() < huge:
-        return _pick(rng, [0xFFFF, _u(rng, 1024, 0xFFFF), 4096])
-    return _pick(rng, [0, _u(rng, 1, 8), _u(rng, 9, 64), _u(rng, 65, 300)], p=[0.08, 0.5, 0.3, 0.12])
+        return pick(rng, [0xFFFF, _u(rng, 1024, 0xFFFF), 4096])
+    return pick(rng, [0, _u(rng, 1, 8), _u(rng, 9, 64), _u(rng, 65, 300)], p=[0.08, 0.5, 0.3, 0.12])
 
 
 def _stride(rng, length: int, huge: float) -> int:
     p = rng.random()
     if p < huge:
-        return _pick(rng, [(1 << 39) - 1, -(1 << 39), _u(rng, -(1 << 39), (1 << 39) - 1)])
-    return _pick(rng, [0, length, length + _u(rng, 1, 64), -max(length, 1), 16 * _u(rng, 0, 256),
+        return pick(rng, [(1 << 39) - 1, -(1 << 39), _u(rng, -(1 << 39), (1 << 39) - 1)])
+    return pick(rng, [0, length, length + _u(rng, 1, 64), -max(length, 1), 16 * _u(rng, 0, 256),
                        -16 * _u(rng, 1, 256)], p=[0.1, 0.3, 0.2, 0.1, 0.2, 0.1])
 
 
 def _dma_program(rng, s: _Stream, c: Case, basep, huge: float = 0.05, wait: bool = True) -> dict:
     """SET_DMA0_* + NPU_OP_DMA_START (+ DMA_WAIT). Preloads source data and index arrays."""
     src_r, dst_r, idx_r = _u(rng, 0, 7), _u(rng, 0, 7), _u(rng, 0, 7)
-    stride_mode = _pick(rng, [0, 1, 2, 3], p=[0.38, 0.29, 0.29, 0.04])
+    stride_mode = pick(rng, [0, 1, 2, 3], p=[0.38, 0.29, 0.29, 0.04])
     src_idx = rng.random() < 0.15
     dst_idx = rng.random() < (0.03 if src_idx else 0.12)
     internal = rng.random() < 0.12
@@ -465,9 +446,9 @@ def _dma_program(rng, s: _Stream, c: Case, basep, huge: float = 0.05, wait: bool
         if rng.random() < 0.85 and length < (1 << 20):
             length = 16 * _u(rng, 1, 32) + (_u(rng, 1, 15) if rng.random() < 0.1 else 0)
     if rng.random() < huge:
-        src, dst = _pick(rng, [ADDR_MASK - _u(rng, 0, 4096), _u(rng, 0, ADDR_MASK)]), \
-            _pick(rng, [ADDR_MASK - _u(rng, 0, 4096), _u(rng, 0, ADDR_MASK)])
-    idx, idx_max = 16 * _u(rng, 0, 256), _pick(rng, [_u(rng, 0, 16), _u(rng, 0, 300), 0x7FFFFFFF])
+        src, dst = pick(rng, [ADDR_MASK - _u(rng, 0, 4096), _u(rng, 0, ADDR_MASK)]), \
+            pick(rng, [ADDR_MASK - _u(rng, 0, 4096), _u(rng, 0, ADDR_MASK)])
+    idx, idx_max = 16 * _u(rng, 0, 256), pick(rng, [_u(rng, 0, 16), _u(rng, 0, 300), 0x7FFFFFFF])
     s.cmd("NPU_SET_DMA0_SRC_REGION", region=src_r, region_mode=int(rng.random() < 0.04),
           stride_mode=stride_mode, idx_mode=int(src_idx))
     s.cmd("NPU_SET_DMA0_DST_REGION", region=dst_r, region_mode=int(internal), idx_mode=int(dst_idx))
@@ -476,17 +457,17 @@ def _dma_program(rng, s: _Stream, c: Case, basep, huge: float = 0.05, wait: bool
     s.cmd("NPU_SET_DMA0_LEN", addr=length)
     if stride_mode or src_idx or dst_idx or rng.random() < 0.3:
         s.cmd("NPU_SET_DMA0_SIZE0", size=size0)
-        s.cmd("NPU_SET_DMA0_SRC_STRIDE0", addr=_s40(_stride(rng, length, huge)))
-        s.cmd("NPU_SET_DMA0_DST_STRIDE0", addr=_s40(_stride(rng, length, huge)))
+        s.cmd("NPU_SET_DMA0_SRC_STRIDE0", addr=s40(_stride(rng, length, huge)))
+        s.cmd("NPU_SET_DMA0_DST_STRIDE0", addr=s40(_stride(rng, length, huge)))
     if stride_mode == 2 or rng.random() < 0.2:
         s.cmd("NPU_SET_DMA0_SIZE1", size=size1)
-        s.cmd("NPU_SET_DMA0_SRC_STRIDE1", addr=_s40(_stride(rng, length * max(size0, 1), huge)))
-        s.cmd("NPU_SET_DMA0_DST_STRIDE1", addr=_s40(_stride(rng, length * max(size0, 1), huge)))
+        s.cmd("NPU_SET_DMA0_SRC_STRIDE1", addr=s40(_stride(rng, length * max(size0, 1), huge)))
+        s.cmd("NPU_SET_DMA0_DST_STRIDE1", addr=s40(_stride(rng, length * max(size0, 1), huge)))
     if src_idx or dst_idx:
         s.cmd("NPU_SET_DMA0_IDX_REGION", region=idx_r)
         s.cmd("NPU_SET_DMA0_IDX", addr=idx)
         s.cmd("NPU_SET_DMA0_IDX_MAX", idx_max=idx_max)
-        s.cmd("NPU_SET_DMA0_IDX_SKIP1", addr=_pick(rng, [0, 4 * _u(rng, 0, 64), -4 * _u(rng, 1, 64)]))
+        s.cmd("NPU_SET_DMA0_IDX_SKIP1", addr=pick(rng, [0, 4 * _u(rng, 0, 64), -4 * _u(rng, 1, 64)]))
         n = min(max(size0, 1) * max(size1, 1), 4096)
         vals = rng.integers(-3, min(idx_max, 1 << 20) + 4, n).astype("<i4")
         c.preload.append(((basep[idx_r] + idx) & ADDR_MASK, vals.tobytes()))
@@ -508,12 +489,12 @@ def _kernel_program(rng, s: _Stream, huge: float = 0.0) -> None:
 
     h, w, cin, cout = _u(rng, 1, 16), _u(rng, 1, 16), _u(rng, 1, 32), _u(rng, 1, 32)
     kh, kw = _u(rng, 1, 3), _u(rng, 1, 3)
-    prec = _pick(rng, [0, 1], p=[0.8, 0.2])
+    prec = pick(rng, [0, 1], p=[0.8, 0.2])
     es = 1 << prec
     for pre, ch in (("IFM", cin), ("IFM2", cin)):
         s.cmd(f"NPU_SET_{pre}_PRECISION", activation_type=1, activation_precision=prec,
               activation_format=_u(rng, 0, 1) if rng.random() < 0.2 else 0,
-              activation_storage=_pick(rng, [0, 1, 2, 3], p=[0.85, 0.05, 0.05, 0.05]))
+              activation_storage=pick(rng, [0, 1, 2, 3], p=[0.85, 0.05, 0.05, 0.05]))
         s.cmd(f"NPU_SET_{pre}_REGION", region=_u(rng, 0, 4))
         for t in range(4):
             s.cmd(f"NPU_SET_{pre}_BASE{t}", addr=big(64 * _u(rng, 0, 64), ADDR_MASK - 15))
@@ -531,9 +512,9 @@ def _kernel_program(rng, s: _Stream, huge: float = 0.0) -> None:
         s.cmd(f"NPU_SET_IFM_PAD_{side}", pad=big(_u(rng, 0, 1), 255))
     s.cmd("NPU_SET_OFM_PRECISION", activation_type=1, activation_precision=prec,
           activation_format=_u(rng, 0, 1) if rng.random() < 0.2 else 0,
-          activation_storage=_pick(rng, [0, 1, 2, 3], p=[0.8, 0.08, 0.06, 0.06]),
+          activation_storage=pick(rng, [0, 1, 2, 3], p=[0.8, 0.08, 0.06, 0.06]),
           activation_reverse=_u(rng, 0, 3) if rng.random() < 0.1 else 0,
-          activation_transpose=_pick(rng, [0, 1, 2, 3, 6, 7]) if rng.random() < 0.1 else 0)
+          activation_transpose=pick(rng, [0, 1, 2, 3, 6, 7]) if rng.random() < 0.1 else 0)
     s.cmd("NPU_SET_OFM_REGION", region=_u(rng, 0, 4))
     for t in range(4):
         s.cmd(f"NPU_SET_OFM_BASE{t}", addr=big(64 * _u(rng, 0, 64), ADDR_MASK - 15))
@@ -569,10 +550,10 @@ def _kernel_program(rng, s: _Stream, huge: float = 0.0) -> None:
     if rng.random() < 0.5:
         s.cmd("NPU_SET_ACTIVATION_MIN", clip_boundary=0x8000 if prec else 0xFF80)
         s.cmd("NPU_SET_ACTIVATION_MAX", clip_boundary=0x7FFF if prec else 0x7F)
-    op = _pick(rng, list(KERNEL_OP_NAMES))
+    op = pick(rng, list(KERNEL_OP_NAMES))
     f = {"NPU_OP_CONV": dict(weights_ifm2=int(rng.random() < 0.1)),
          "NPU_OP_POOL": dict(pooling_mode=_u(rng, 0, 7)),
-         "NPU_OP_ELEMENTWISE": dict(elementwise_mode=int(_pick(rng, [int(m) for m in isa.elementwise_mode]))),
+         "NPU_OP_ELEMENTWISE": dict(elementwise_mode=int(pick(rng, [int(m) for m in isa.elementwise_mode]))),
          "NPU_OP_RESIZE": dict(resize_mode=_u(rng, 0, 2))}.get(op, {})
     s.cmd(op, **f)
 
@@ -581,11 +562,11 @@ def _random_cmds(rng, s: _Stream, n: int, huge: float = 0.1) -> None:
     for _ in range(n):
         p = rng.random()
         if p < 0.65:
-            s.add(_rand_command(rng, _pick(rng, _SETS), huge=huge))
+            s.add(_rand_command(rng, pick(rng, _SETS), huge=huge))
         else:
-            name = _pick(rng, _OP_NAMES, p=_OP_P)
+            name = pick(rng, _OP_NAMES, p=_OP_P)
             if name == "NPU_OP_BRANCH":
-                s.branch(int(rng.random() < 0.2), _pick(rng, ["back", "fwd", "mis", "end", "out", "any"],
+                s.branch(int(rng.random() < 0.2), pick(rng, ["back", "fwd", "mis", "end", "out", "any"],
                                                         p=[0.35, 0.35, 0.08, 0.08, 0.07, 0.07]))
             else:
                 s.add(_rand_command(rng, isa.BY_NAME[name], huge=huge))
@@ -602,7 +583,7 @@ def gen_random_words(rng, c: Case) -> None:
         if rng.random() < 0.5:
             words.append(_u(rng, 0, 0xFFFFFFFF))
         else:     # header-shaped: control 0/1 (sometimes 2/3), bits [13:10] mostly 0
-            ctrl = _pick(rng, [0, 1, 2, 3], p=[0.45, 0.45, 0.05, 0.05])
+            ctrl = pick(rng, [0, 1, 2, 3], p=[0.45, 0.45, 0.05, 0.05])
             mid = _u(rng, 1, 15) if rng.random() < 0.1 else 0
             words.append(_u(rng, 0, 0xFFFF) << 16 | ctrl << 14 | mid << 10 | _u(rng, 0, 0x3FF))
     c.stream = words
@@ -685,12 +666,12 @@ def gen_branch(rng, c: Case) -> None:
     if p < 0.6:
         s.branch(0, "back")
     elif p < 0.75:
-        s.branch(1, _pick(rng, ["back", "fwd"]))
+        s.branch(1, pick(rng, ["back", "fwd"]))
     else:
-        s.branch(_u(rng, 0, 1), _pick(rng, ["mis", "end", "out", "any"]))
+        s.branch(_u(rng, 0, 1), pick(rng, ["mis", "end", "out", "any"]))
     _random_cmds(rng, s, _u(rng, 0, 3), huge=0.0)
     c.stream = s.finish(rng)
-    c.chunks = [_pick(rng, [300, 1000])]
+    c.chunks = [pick(rng, [300, 1000])]
     c.notes.append("BRANCH loop / target edge case")
 
 
@@ -702,9 +683,9 @@ def gen_queue(rng, c: Case) -> None:
     if p < 0.15:
         c.qsize, what = 0, "QSIZE 0"
     elif p < 0.35:
-        c.qsize, what = max(0, n + _pick(rng, [-3, -2, -1, 1, 2, 3])), "QSIZE not a multiple of 4"
+        c.qsize, what = max(0, n + pick(rng, [-3, -2, -1, 1, 2, 3])), "QSIZE not a multiple of 4"
     elif p < 0.5:
-        c.qsize, what = _pick(rng, [(1 << 24) + 4, 0xFFFFFFFC, 0xFFFFFFFF, (1 << 24) + 2]), "QSIZE > 16 MB"
+        c.qsize, what = pick(rng, [(1 << 24) + 4, 0xFFFFFFFC, 0xFFFFFFFF, (1 << 24) + 2]), "QSIZE > 16 MB"
     elif p < 0.6:
         c.qsize, what = max(0, n - 4 * _u(rng, 1, 3)), "QSIZE shorter than the stream"
     elif p < 0.85:
@@ -728,23 +709,23 @@ def _apb_ops(rng, n: int, reset_p: float = 0.02) -> list:
         p = rng.random()
         pprot = SP if rng.random() < 0.6 else _u(rng, 0, 7)
         if p < 0.25:
-            ops.append(("r", _pick(rng, [STATUS, QREAD, PROT, ID, CMD, RESET, QBASE_LO, QSIZE,
-                                         OFF["COND_STATUS"], _pick(rng, regs)]), pprot))
+            ops.append(("r", pick(rng, [STATUS, QREAD, PROT, ID, CMD, RESET, QBASE_LO, QSIZE,
+                                         OFF["COND_STATUS"], pick(rng, regs)]), pprot))
         elif p < 0.45:
-            data = (0xC if rng.random() < 0.8 else _u(rng, 0, 0xF)) | _pick(rng, [0, 1, 2, 0x10, 0x11, 0x12, 0x13])
+            data = (0xC if rng.random() < 0.8 else _u(rng, 0, 0xF)) | pick(rng, [0, 1, 2, 0x10, 0x11, 0x12, 0x13])
             if rng.random() < 0.2:
                 data |= _u(rng, 0, 0xFFFF) << 16
             ops.append(("w", CMD, data, pprot, 0xF))
         elif p < 0.45 + reset_p:
-            ops.append(("w", RESET, _pick(rng, [0, 1, 2, 3, _u(rng, 0, 0xFFFFFFFF)]), pprot, 0xF))
+            ops.append(("w", RESET, pick(rng, [0, 1, 2, 3, _u(rng, 0, 0xFFFFFFFF)]), pprot, 0xF))
         elif p < 0.62:
-            ops.append(("w", _pick(rng, list(QREGS)), _pick(rng, [0, 4, _u(rng, 0, 0xFFFFFFFF), 0x1000]), pprot, 0xF))
+            ops.append(("w", pick(rng, list(QREGS)), pick(rng, [0, 4, _u(rng, 0, 0xFFFFFFFF), 0x1000]), pprot, 0xF))
         elif p < 0.75:
-            reg = _pick(rng, [OFF["REGIONCFG"], OFF[f"MEM_ATTR{_u(rng, 0, 3)}"], OFF[f"BASEP{_u(rng, 0, 7)}_LO"],
+            reg = pick(rng, [OFF["REGIONCFG"], OFF[f"MEM_ATTR{_u(rng, 0, 3)}"], OFF[f"BASEP{_u(rng, 0, 7)}_LO"],
                               OFF[f"BASEP{_u(rng, 0, 7)}_HI"], OFF["POWER_CTRL"], OFF["AXI_EXT"]])
             ops.append(("w", reg, _u(rng, 0, 0xFFFFFFFF), pprot, 0xF))
         elif p < 0.85:
-            reg = _pick(rng, [r.offset for r in R.iter_registers("PMU")] + [OFF["PMEVTYPER0"], OFF["PMEVCNTR0"]])
+            reg = pick(rng, [r.offset for r in R.iter_registers("PMU")] + [OFF["PMEVTYPER0"], OFF["PMEVCNTR0"]])
             ops.append(("w", reg, _u(rng, 0, 0xFFFFFFFF), pprot, 0xF))
         else:
             addr = 4 * _u(rng, 0, 0x7FF) + (_u(rng, 1, 3) if rng.random() < 0.1 else 0)
@@ -765,7 +746,7 @@ def _interleave(rng, c: Case, storm: bool) -> None:
 
 
 def gen_apb(rng, c: Case) -> None:
-    _pick(rng, [gen_isa, gen_dma, gen_branch, gen_vela_mutant], p=[0.3, 0.3, 0.2, 0.2])(rng, c)
+    pick(rng, [gen_isa, gen_dma, gen_branch, gen_vela_mutant], p=[0.3, 0.3, 0.2, 0.2])(rng, c)
     c.gen = "apb"
     _interleave(rng, c, storm=True)
     c.notes.append("APB storm")
@@ -783,12 +764,15 @@ def _targets(words, basep) -> list:
             F = rf.field
             if d.name == "NPU_OP_DMA_START":
                 n = max(1, min(F("NPU_SET_DMA0_LEN", "addr"), 1 << 16))
-                out.append(("dma_src", basep[F("NPU_SET_DMA0_SRC_REGION", "region")] + F("NPU_SET_DMA0_SRC", "addr"), n, "r"))
-                out.append(("dma_dst", basep[F("NPU_SET_DMA0_DST_REGION", "region")] + F("NPU_SET_DMA0_DST", "addr"), n, "w"))
-                out.append(("dma_idx", basep[F("NPU_SET_DMA0_IDX_REGION", "region")] + F("NPU_SET_DMA0_IDX", "addr"), 64, "r"))
+                for what, region, addr, size, kind in (("src", "SRC_REGION", "SRC", n, "r"),
+                                                       ("dst", "DST_REGION", "DST", n, "w"),
+                                                       ("idx", "IDX_REGION", "IDX", 64, "r")):
+                    out.append((f"dma_{what}", basep[F(f"NPU_SET_DMA0_{region}", "region")]
+                                + F(f"NPU_SET_DMA0_{addr}", "addr"), size, kind))
             elif d.name in KERNEL_OP_NAMES:
                 out.append(("ifm", basep[F("NPU_SET_IFM_REGION", "region")] + F("NPU_SET_IFM_BASE0", "addr"), 256, "r"))
-                out.append(("ifm2", basep[F("NPU_SET_IFM2_REGION", "region")] + F("NPU_SET_IFM2_BASE0", "addr"), 256, "r"))
+                out.append(("ifm2", basep[F("NPU_SET_IFM2_REGION", "region")] + F("NPU_SET_IFM2_BASE0", "addr"),
+                            256, "r"))
                 out.append(("weights", basep[F("NPU_SET_WEIGHT_REGION", "region")] + F("NPU_SET_WEIGHT_BASE", "addr"),
                             max(1, min(F("NPU_SET_WEIGHT_LENGTH", "length"), 1 << 16)), "r"))
                 out.append(("scale", basep[F("NPU_SET_SCALE_REGION", "region")] + F("NPU_SET_SCALE_BASE", "addr"),
@@ -813,22 +797,22 @@ def _basep_of(c: Case) -> list[int]:
 def _add_faults(rng, c: Case, n: int) -> None:
     targets = _targets(c.stream, _basep_of(c))
     for _ in range(n):
-        resp = _pick(rng, [Resp.SLVERR, Resp.DECERR])
+        resp = pick(rng, [Resp.SLVERR, Resp.DECERR])
         if targets and rng.random() < 0.7:
-            what, a, length, kind = _pick(rng, targets)
+            what, a, length, kind = pick(rng, targets)
             lo = (a + _u(rng, 0, max(0, min(length, 4096) - 1))) & ADDR_MASK
             kind = kind if rng.random() < 0.7 else "rw"
         else:
-            what, kind = "stream", _pick(rng, ["r", "rw"])
+            what, kind = "stream", pick(rng, ["r", "rw"])
             lo = (c.qbase & ~3) + 4 * _u(rng, 0, max(0, len(c.stream) + 8))
             lo &= ADDR_MASK
-        hi = min(lo + _pick(rng, [1, 4, _u(rng, 1, 64), _u(rng, 64, 4096)]), TOP)
+        hi = min(lo + pick(rng, [1, 4, _u(rng, 1, 64), _u(rng, 64, 4096)]), TOP)
         c.faults.append((lo, hi, int(resp), kind))
         c.notes.append(f"fault {Resp(resp).name} {kind} on {what} [{lo:#x}, {hi:#x})")
 
 
 def gen_fault(rng, c: Case) -> None:
-    _pick(rng, [gen_dma, gen_isa, gen_vela_mutant, gen_huge], p=[0.35, 0.2, 0.35, 0.1])(rng, c)
+    pick(rng, [gen_dma, gen_isa, gen_vela_mutant, gen_huge], p=[0.35, 0.2, 0.35, 0.1])(rng, c)
     c.gen = "fault"
     _add_faults(rng, c, _u(rng, 1, 3))
 
@@ -867,7 +851,7 @@ def _mutate(rng, words: list, notes: list) -> list:
             dec = isa.decode(words)
         except isa.IsaError as e:
             dec = isa.decode(words[: e.offset // 4]) if e.offset else []
-        m = _pick(rng, ["bitflip", "swap", "truncate", "reserved", "huge", "random_field", "delete",
+        m = pick(rng, ["bitflip", "swap", "truncate", "reserved", "huge", "random_field", "delete",
                         "duplicate", "loop", "stop"],
                   p=[0.18, 0.1, 0.08, 0.12, 0.16, 0.12, 0.07, 0.06, 0.06, 0.05])
         if not words:
@@ -889,48 +873,48 @@ def _mutate(rng, words: list, notes: list) -> list:
             notes.append(f"truncate to {k} words")
         elif m == "reserved":
             i = _u(rng, 0, n)
-            w = _pick(rng, [_u(rng, 0, 0xFFFF) << 16 | _u(rng, 1, 15) << 10 | _u(rng, 0, 0x3FF),
+            w = pick(rng, [_u(rng, 0, 0xFFFF) << 16 | _u(rng, 1, 15) << 10 | _u(rng, 0, 0x3FF),
                             _u(rng, 0, 0xFFFF) << 16 | _u(rng, 2, 3) << 14 | _u(rng, 0, 0x3FF),
-                            _u(rng, 0, 0xFFFF) << 16 | _pick(rng, [0x004, 0x008, 0x00F, 0x014, 0x106, 0x1FF]),
-                            _u(rng, 0, 0xFFFF) << 16 | 1 << 14 | _pick(rng, [0x007, 0x040, 0x0FF, 0x101, 0x3FF])])
+                            _u(rng, 0, 0xFFFF) << 16 | pick(rng, [0x004, 0x008, 0x00F, 0x014, 0x106, 0x1FF]),
+                            _u(rng, 0, 0xFFFF) << 16 | 1 << 14 | pick(rng, [0x007, 0x040, 0x0FF, 0x101, 0x3FF])])
             words.insert(i, w)
             notes.append(f"insert reserved word {w:#010x} at {i}")
         elif m in ("huge", "random_field") and dec:
             if m == "huge":
                 cands = [(d, f) for d in dec for (cn, f) in _HUGE_FIELDS if d.name == cn]
                 if cands:
-                    d, f = _pick(rng, cands)
+                    d, f = pick(rng, cands)
                     fld = d.cmd.field(f)
-                    v = _pick(rng, [fld.range[1], fld.range[1] - 1, 1 << (fld.width - 1), 0,
+                    v = pick(rng, [fld.range[1], fld.range[1] - 1, 1 << (fld.width - 1), 0,
                                     _u(rng, 0, fld.range[1])])
                     _set_field(rng, words, d, f, v)
                     notes.append(f"{d.name}.{f} = {v:#x} at {d.offset:#x}")
             else:
                 sets = [d for d in dec if d.cmd.fields and not d.cmd.is_op]
                 if sets:
-                    d = _pick(rng, sets)
-                    fld = _pick(rng, list(d.cmd.fields))
+                    d = pick(rng, sets)
+                    fld = pick(rng, list(d.cmd.fields))
                     v = _rand_field(rng, fld, 0.3)
                     _set_field(rng, words, d, fld.name, v)
                     notes.append(f"{d.name}.{fld.name} = {v} at {d.offset:#x}")
         elif m == "delete" and dec:
-            d = _pick(rng, dec)
+            d = pick(rng, dec)
             del words[d.offset // 4: d.offset // 4 + d.size // 4]
             notes.append(f"delete {d.name} at {d.offset:#x}")
         elif m == "duplicate" and dec:
-            a = _pick(rng, dec)
+            a = pick(rng, dec)
             k = _u(rng, 1, 20)
             seg = [x for d in dec if a.offset <= d.offset < a.offset + 4 * k for x in d.words]
             words[a.offset // 4: a.offset // 4] = seg
             notes.append(f"duplicate {len(seg)} words at {a.offset:#x}")
         elif m == "loop" and dec:
-            d = _pick(rng, dec)
-            tgt = _pick(rng, [x.offset for x in dec if x.offset <= d.offset])
+            d = pick(rng, dec)
+            tgt = pick(rng, [x.offset for x in dec if x.offset <= d.offset])
             at = d.offset // 4 + d.size // 4
             words[at:at] = isa.encode("NPU_OP_BRANCH", branch_cond=int(rng.random() < 0.2), branch_target=tgt)
             notes.append(f"insert BRANCH -> {tgt:#x} after {d.offset:#x}")
         elif m == "stop" and dec:
-            d = _pick(rng, dec)
+            d = pick(rng, dec)
             words[d.offset // 4: d.offset // 4] = isa.encode("NPU_OP_STOP", mask=_u(rng, 0, 0xFFFF))
             notes.append(f"insert STOP at {d.offset:#x}")
     return words
@@ -943,7 +927,7 @@ def gen_vela_mutant(rng, c: Case) -> None:
         c.notes.append("(no Vela corpus: isa instead)")
         return
     _common(rng, c)
-    e = _pick(rng, entries)
+    e = pick(rng, entries)
     c.gen = "vela"
     if rng.random() < 0.8:
         c.config = e.accel
@@ -974,52 +958,21 @@ GENERATORS = {
     "fault": (gen_fault, 0.12),
     "vela": (gen_vela_mutant, 0.16),
 }
-_GEN_NAMES = list(GENERATORS)
-_GEN_P = np.array([w for _, w in GENERATORS.values()]) / sum(w for _, w in GENERATORS.values())
 
 
-def make_case(seed: int, index: int, gen: "str | None" = None) -> Case:
-    """The case (seed, index): deterministic."""
-    rng = np.random.default_rng([seed & 0xFFFF_FFFF_FFFF_FFFF, index])
-    name = gen or _pick(rng, _GEN_NAMES, p=_GEN_P)
-    c = Case(seed, index, name)
-    GENERATORS[name][0](rng, c)
+def extend_case(rng, c: Case) -> None:
+    """Orthogonal extras of any case: APB traffic, a fault, Memory's per-transaction path."""
     if rng.random() < 0.15 and not c.apb:
         _interleave(rng, c, storm=False)
         c.notes.append("APB traffic")
     if rng.random() < 0.15 and not c.faults:
         _add_faults(rng, c, 1)
     c.per_txn_path = bool(rng.random() < 0.1)
-    return c
 
 
 # ============================================================================================
 # Running and checking
 # ============================================================================================
-class _Hang(BaseException):
-    """Raised by the watchdog; BaseException so the device's `except Exception` lets it by."""
-
-
-@dataclass
-class CaseResult:
-    seed: int
-    index: int
-    gen: str
-    outcome: str = ""
-    steps: int = 0
-    cpu: float = 0.0
-    wall: float = 0.0
-    faults: Counter = field(default_factory=Counter)
-    events: Counter = field(default_factory=Counter)       # "kind: text" -> n
-    violations: list = field(default_factory=list)
-    slowest_op: tuple = (0.0, "")
-    crossing: set = field(default_factory=set)              # channels seen crossing 4 KB
-
-    def violation(self, msg: str) -> None:
-        if len(self.violations) < 8 and msg not in self.violations:
-            self.violations.append(msg)
-
-
 @dataclass
 class _Op:
     name: str
@@ -1054,99 +1007,45 @@ _DMA_CHANNEL_REGIONS = {
 }
 
 
-def _s40(v: int) -> int:
-    v &= ADDR_MASK
-    return v - TOP if v >> 39 else v
-
-
-def _dma_params(snap, basep) -> "types.SimpleNamespace | None":
-    """The NPU_OP_DMA_START registers the oracles use (lines per mode resolved, strides as
-    signed 40-bit values); None when the transfer is UNPREDICTABLE (nothing may move)."""
-    F = snap.field
-    p = types.SimpleNamespace(
-        src_region=F("NPU_SET_DMA0_SRC_REGION", "region"), src_mode=F("NPU_SET_DMA0_SRC_REGION", "region_mode"),
-        stride_mode=F("NPU_SET_DMA0_SRC_REGION", "stride_mode"), src_idx=F("NPU_SET_DMA0_SRC_REGION", "idx_mode"),
-        dst_region=F("NPU_SET_DMA0_DST_REGION", "region"),
-        internal=F("NPU_SET_DMA0_DST_REGION", "region_mode") == 1, dst_idx=F("NPU_SET_DMA0_DST_REGION", "idx_mode"),
-        length=F("NPU_SET_DMA0_LEN", "addr") & ADDR_MASK,
-        width=F("NPU_SET_DMA0_SIZE0", "size"), height=F("NPU_SET_DMA0_SIZE1", "size"),
-        src_p=F("NPU_SET_DMA0_SRC", "addr") & ADDR_MASK, dst_p=F("NPU_SET_DMA0_DST", "addr") & ADDR_MASK,
-        idx_p=F("NPU_SET_DMA0_IDX", "addr") & ADDR_MASK,
-        idx_region=F("NPU_SET_DMA0_IDX_REGION", "region"), idx_max=F("NPU_SET_DMA0_IDX_MAX", "idx_max"),
-        s0=_s40(F("NPU_SET_DMA0_SRC_STRIDE0", "addr")), s1=_s40(F("NPU_SET_DMA0_SRC_STRIDE1", "addr")),
-        d0=_s40(F("NPU_SET_DMA0_DST_STRIDE0", "addr")), d1=_s40(F("NPU_SET_DMA0_DST_STRIDE1", "addr")),
-        skip1=_s40(F("NPU_SET_DMA0_IDX_SKIP1", "addr")))
-    if p.src_mode != 0 or (p.src_idx and p.dst_idx) or p.stride_mode not in (0, 1, 2) \
-            or (p.internal and (p.dst_p & 15 or p.length & 15)):
-        return None
-    if p.stride_mode == 0:
-        p.width = 1
-    if p.stride_mode != 2:
-        p.height = 1
-    return p
-
-
 def dma_write_box(snap, basep) -> "tuple | None":
     """[lo, hi) (lo < 2**40, unwrapped hi) that bounds every wr_mem2mem byte of the DMA
-    (BASEP[DST_REGION] + DST plus every line's destination offset, indexed lines up to
-    IDX_MAX), for a transfer too large for `dma_oracle`; None: no write may be made (LUT
-    destination or UNPREDICTABLE)."""
-    p = _dma_params(snap, basep)
-    if p is None or p.internal:
-        return None
-    xs = max(p.width - 1, p.idx_max if p.dst_idx else 0) * p.d0
-    ys = (p.height - 1) * p.d1
-    lo = basep[p.dst_region] + p.dst_p + min(0, xs) + min(0, ys)
-    return lo & ADDR_MASK, (lo & ADDR_MASK) + abs(xs) + abs(ys) + p.length
+    (dma_reference.DmaParams.write_box), for a transfer too large for `dma_oracle`; None: no
+    write may be made (LUT destination or UNPREDICTABLE)."""
+    p = DmaParams.from_snapshot(snap)
+    return None if p is None else p.write_box(basep)
 
 
 def dma_oracle(snap, basep) -> "tuple | None":
-    """Independent NPU_OP_DMA_START address generator (TRM 3.10.4 as in the digest 4.7, E-18
-    resolved per slice). Returns a generator function of the index values, or None when
-    the transfer is too large to enumerate (`dma_write_box` then bounds its writes). The
-    function returns (src reads, dst writes, idx reads, complete) as lists of (addr, length)."""
-    p = _dma_params(snap, basep)
+    """Independent NPU_OP_DMA_START address generator (the one DMA reference,
+    tlm/ethos_u85/dma_reference.py). Returns a generator function of the index values, or
+    None when the transfer is too large to enumerate (`dma_write_box` then bounds its
+    writes). The function returns (src reads, dst writes, idx reads, complete) as lists of
+    (addr, length)."""
+    p = DmaParams.from_snapshot(snap)
     if p is None:
         return lambda idx_values: ([], [], [], True)          # UNPREDICTABLE: nothing may move
-    if p.width * p.height > ORACLE_MAX_LINES:
+    if p.lines > ORACLE_MAX_LINES:
         return None
-    src_idx, dst_idx, internal, length, idx_max = p.src_idx, p.dst_idx, p.internal, p.length, p.idx_max
-    width, height, s0, s1, d0, d1, skip1 = p.width, p.height, p.s0, p.s1, p.d0, p.d1, p.skip1
-    src_p, dst_p, idx_p = p.src_p, p.dst_p, p.idx_p
-    src_region, dst_region, idx_region = p.src_region, p.dst_region, p.idx_region
-    idx_on = bool(src_idx or dst_idx)
-    sb, db, ib = basep[src_region], basep[dst_region], basep[idx_region]
 
     def gen(idx_values):
         rd, wr, ix = [], [], []
-        k = 0
-        sp, dp, ip = src_p, dst_p, idx_p
-        for _y in range(height):
-            for x in range(width):
-                si = di = x
-                if idx_on:
-                    ix.append(((ib + ip) & ADDR_MASK, 4))
-                    if k >= len(idx_values):
-                        return rd, wr, ix, False
-                    v = idx_values[k]
-                    k += 1
-                    ip += 4
-                    if v < 0 or v > idx_max:
-                        continue
-                    if src_idx:
-                        si = v
-                    else:
-                        di = v
-                if length == 0:
-                    continue
-                rd.append(((sb + sp + si * s0) & ADDR_MASK, length))
-                if not internal:
-                    wr.append(((db + dp + di * d0) & ADDR_MASK, length))
-            sp += s1
-            dp += d1
-            if idx_on:
-                ip += skip1
-        return rd, wr, ix, True
+        values = iter(idx_values)
+        complete = True
+
+        def idx_at(_addr):
+            nonlocal complete
+            v = next(values, None)
+            complete = complete and v is not None
+            return v
+        for ln in dma_lines(p, basep, idx_at):
+            if ln.idx is not None:
+                ix.append((ln.idx, 4))
+            if ln.src is None or ln.length == 0:
+                continue
+            rd.append((ln.src, ln.length))
+            if ln.dst is not None:
+                wr.append((ln.dst, ln.length))
+        return rd, wr, ix, complete
     return gen
 
 
@@ -1239,7 +1138,7 @@ class _Tracker:
     """Memory listener + device hook: attributes every transaction to the command that made
     it and checks the per-transaction and per-event invariants."""
 
-    def __init__(self, runner: "_Runner"):
+    def __init__(self, runner: "Session"):
         self.r = runner
         self.d = runner.d
         self.res = runner.res
@@ -1452,7 +1351,7 @@ class _Tracker:
                     self.once("bus_chan", f"faulting_channel/interface {d.faulting_channel}/{d.faulting_interface} "
                                           f"!= faulting transaction {t.channel.name}/{t.interface.name}")
             else:
-                res.faults[f"{bit}: {_norm(det.get('detail', ''), 60)}"] += 1
+                res.faults[f"{bit}: {norm(det.get('detail', ''), 60)}"] += 1
                 self._check_fault_cause(bit, det)
                 if self.err_txn is not None:
                     t = self.err_txn
@@ -1460,18 +1359,18 @@ class _Tracker:
                                                f"not bus_status ({det.get('detail', '')[:80]})")
             self.err_txn = None
         elif ev == "model_limit":
-            res.events[f"model_limit: {_norm(det.get('error', ''))}"] += 1
+            res.events[f"model_limit: {norm(det.get('error', ''))}"] += 1
             if str(det.get("error", "")).startswith("MemoryError"):     # the host, not a model budget
                 self.once("model_oom", f"memory: an operation ran the host out of memory (address space capped at "
                                        f"--mem-limit in the fuzzer) at offset {off}: {det.get('error')}")
         elif ev == "unpredictable":
-            res.events[f"unpredictable: {_norm(det.get('what', ''))}"] += 1
+            res.events[f"unpredictable: {norm(det.get('what', ''))}"] += 1
         elif ev == "internal_error":
             tb = [ln.strip() for ln in str(det.get("tb", "")).strip().splitlines() if ln.strip()]
             where = next((ln for ln in reversed(tb) if ln.startswith("File ")), "")
-            self.once(f"internal_{_norm(det.get('error', ''), 40)}",
+            self.once(f"internal_{norm(det.get('error', ''), 40)}",
                       f"internal_error ({det.get('where', 'op')} at offset {off}): {det.get('error')} [{where[:160]}]")
-            res.events[f"internal_error: {_norm(det.get('error', ''))}"] += 1
+            res.events[f"internal_error: {norm(det.get('error', ''))}"] += 1
         elif ev == "op_unimplemented":
             res.events[f"op_unimplemented: {det.get('name')}"] += 1
         elif ev == "reset":
@@ -1672,37 +1571,34 @@ def _uncovered_changes(before: dict, mem: Memory, writes: list) -> "tuple | None
     return None if first is None else (first, total)
 
 
-class _Runner:
-    def __init__(self, case: Case, res: CaseResult, kernel_ops=None):
+class Session:
+    """One case on a fresh Device (engine `FuzzTarget.session`): device calls through the
+    engine's `Guard`."""
+
+    def __init__(self, case: Case, res: CaseResult, guard: engine.Guard, kernel_ops=None):
         self.c = case
         self.res = res
+        self.call = guard.call
         self.kernel_ops = kernel_ops
         self.d: "Device | None" = None
+        self.tr: "_Tracker | None" = None
         self.prot = (0, 0)
         self.pending_prot = None
         self.reset_word = 0
-        self.cpu = 0.0
         self.q_unpred = False    # an UNPREDICTABLE QBASE/QSIZE write took effect while RUNNING
-        self.abort_cpu = 0.0     # CPU watchdog armed around device calls (set by run_case)
         self.work_left = CASE_WORK
 
-    def call(self, what: str, fn, *a, **kw):
-        """A device call: timed, under the CPU watchdog; an escaping exception is a violation
-        (re-raised to abort the case)."""
-        if self.abort_cpu:
-            signal.setitimer(signal.ITIMER_PROF, max(0.001, self.abort_cpu - self.cpu))
-        t0 = time.process_time()
-        try:
-            return fn(*a, **kw)
-        except Exception as e:
-            tb = traceback.extract_tb(e.__traceback__)
-            where = f"{Path(tb[-1].filename).name}:{tb[-1].lineno} {tb[-1].name}" if tb else "?"
-            self.res.violation(f"exception escaped {what}: {type(e).__name__}: {e} [{where}]")
-            raise _Abort() from e
-        finally:
-            self.cpu += time.process_time() - t0
-            if self.abort_cpu:
-                signal.setitimer(signal.ITIMER_PROF, 0)
+    def close(self) -> None:
+        tr = self.tr
+        if tr is not None:
+            if tr.cur is not None and tr.op_t0 is not None:        # aborted inside an operation
+                tr.close_op()
+            self.res.slowest_op = tr.slowest
+
+    def where(self) -> str:
+        tr = self.tr
+        op = f" in {_op_summary(tr.cur)}" if tr is not None and tr.cur is not None else ""
+        return f"{op} (QREAD {getattr(self.d, 'qread', -1):#x})"
 
     def permitted(self, pprot: int) -> bool:
         cpl, csl = self.prot
@@ -1913,264 +1809,6 @@ class _Runner:
             res.violation(f"after the final reset a one-command STOP stream ended {r}")
 
 
-class _Abort(Exception):
-    """A device call raised: stop the case (the violation is already recorded)."""
-
-
-def _alarm(_sig, _frame):
-    raise _Hang()
-
-
-def run_case(case: Case, cpu_limit: float = 5.0, abort_cpu: float = 15.0, wall_limit: float = 120.0,
-             kernel_ops=None) -> CaseResult:
-    """Run one case on a fresh Device and check every invariant. A case whose device calls
-    take more than `cpu_limit` CPU seconds is a violation ('slow'); a watchdog aborts it when
-    its device calls have used `abort_cpu` CPU seconds (SIGPROF; a single long numpy call
-    is only interrupted when it returns) or after `wall_limit` wall seconds (SIGALRM) and
-    reports a hang. The watchdogs need the main thread (else only the 'slow' check applies)."""
-    res = CaseResult(case.seed, case.index, case.gen)
-    runner = _Runner(case, res, kernel_ops)
-    use_alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    old = {}
-    hung = False
-    t0 = time.perf_counter()
-    try:
-        if use_alarm:
-            if abort_cpu:                     # armed by _Runner.call around each device call
-                old[signal.SIGPROF] = (signal.ITIMER_PROF, signal.signal(signal.SIGPROF, _alarm))
-                runner.abort_cpu = abort_cpu
-            if wall_limit:
-                old[signal.SIGALRM] = (signal.ITIMER_REAL, signal.signal(signal.SIGALRM, _alarm))
-                signal.setitimer(signal.ITIMER_REAL, wall_limit)
-        runner.go()
-    except _Abort:
-        pass
-    except _Hang:
-        hung = True
-    except MemoryError as e:
-        res.violation(f"out of memory outside the device calls (fuzzer checks; the process address space is "
-                      f"exhausted): {e}")
-    except Exception as e:  # noqa: BLE001 - a fuzzer bug: report it as such
-        res.violation(f"fuzzer error: {type(e).__name__}: {e} "
-                      f"[{traceback.extract_tb(e.__traceback__)[-1].name}]")
-    finally:
-        for sig, (timer, handler) in old.items():
-            signal.setitimer(timer, 0)
-            signal.signal(sig, handler)
-    res.wall = time.perf_counter() - t0
-    res.cpu = runner.cpu
-    tr = getattr(runner, "tr", None)
-    if tr is not None:
-        if tr.cur is not None and tr.op_t0 is not None:        # aborted inside an operation
-            tr.close_op()
-        res.slowest_op = tr.slowest
-    if hung:
-        where = f" in {tr.cur and _op_summary(tr.cur)}" if tr is not None and tr.cur is not None else ""
-        res.violation(f"hang: case aborted after {res.wall:.1f} s wall / {abort_cpu:g} s CPU{where} "
-                      f"(QREAD {getattr(runner.d, 'qread', -1):#x})")
-    if res.cpu > cpu_limit:
-        worst = f"; slowest command {res.slowest_op[1]}: {res.slowest_op[0]:.2f} s" if res.slowest_op[1] else ""
-        res.violation(f"slow: the device took {res.cpu:.2f} s CPU (limit {cpu_limit:g} s), {res.steps} steps{worst}")
-    if not res.outcome:
-        res.outcome = "ABORTED"
-    return res
-
-
-# ============================================================================================
-# Summary and report
-# ============================================================================================
-@dataclass
-class Summary:
-    seed: int
-    cases: int = 0
-    wall: float = 0.0
-    outcomes: Counter = field(default_factory=Counter)
-    gens: Counter = field(default_factory=Counter)
-    faults: Counter = field(default_factory=Counter)
-    events: Counter = field(default_factory=Counter)
-    violations: list = field(default_factory=list)     # (index, gen, message)
-    violating_cases: int = 0
-    violation_kinds: Counter = field(default_factory=Counter)
-    slowest: tuple = (0.0, -1)
-    recycled: int = 0
-    notes: list = field(default_factory=list)
-
-    def add(self, r: CaseResult) -> None:
-        self.cases += 1
-        self.outcomes[r.outcome] += 1
-        self.gens[r.gen] += 1
-        self.faults.update(r.faults)
-        self.events.update(r.events)
-        if r.violations:
-            self.violating_cases += 1
-            self.violation_kinds.update(_norm(v.split(":")[0] if v.startswith(("slow", "hang")) else v, 70)
-                                        for v in r.violations)
-            for v in r.violations:
-                if len(self.violations) < 200:
-                    self.violations.append((r.index, r.gen, v))
-        if r.cpu > self.slowest[0]:
-            self.slowest = (r.cpu, r.index)
-
-    def merge(self, o: "Summary") -> None:
-        self.cases += o.cases
-        for a in ("outcomes", "gens", "faults", "events", "violation_kinds"):
-            getattr(self, a).update(getattr(o, a))
-        self.violating_cases += o.violating_cases
-        self.violations += o.violations[: max(0, 200 - len(self.violations))]
-        if o.slowest[0] > self.slowest[0]:
-            self.slowest = o.slowest
-
-    def format_violations(self, n: int = 10) -> str:
-        out = []
-        shown, seen = [], set()                 # the first case of each kind first
-        for v in sorted(self.violations):
-            k = _norm(v[2], 40)
-            if k not in seen:
-                seen.add(k)
-                shown.append(v)
-        shown += [v for v in sorted(self.violations) if v not in shown]
-        shown = list(dict.fromkeys(shown))
-        for index, gen, msg in shown[:n]:
-            out.append(f"  [seed {self.seed} case {index} {gen}] {msg}\n"
-                       f"      reproduce: python -m tlm.fuzz --seed {self.seed} --case {index}")
-        return "\n".join(out)
-
-    def report(self) -> str:
-        def table(title, counter, limit=40):
-            lines = [f"{title}:"]
-            items = counter.most_common()
-            for k, v in items[:limit]:
-                lines.append(f"  {v:8d}  {k}")
-            if len(items) > limit:
-                lines.append(f"  ... {len(items) - limit} more kinds")
-            if not items:
-                lines.append("  (none)")
-            return lines
-
-        ev = self.events
-        lim = Counter({k[len("model_limit: "):]: v for k, v in ev.items() if k.startswith("model_limit: ")})
-        unp = Counter({k[len("unpredictable: "):]: v for k, v in ev.items() if k.startswith("unpredictable: ")})
-        other = Counter({k: v for k, v in ev.items() if not k.startswith(("model_limit: ", "unpredictable: "))})
-        rate = self.wall / max(1, self.cases) * 1e3
-        lines = [f"cases run: {self.cases} (seed {self.seed}) in {self.wall:.1f} s wall "
-                 f"({rate:.1f} ms/case); slowest case {self.slowest[1]}: {self.slowest[0]:.2f} s device CPU"]
-        lines += self.notes
-        lines += table("generators", self.gens)
-        lines += table("run outcomes (first stop of each case)", self.outcomes)
-        lines += table("faults (STATUS bit: cause)", self.faults)
-        lines += table("model-limit events", lim)
-        lines += table("unpredictable events", unp)
-        lines += table("other events", other)
-        lines.append(f"invariant violations: {sum(self.violation_kinds.values())} in {self.violating_cases} cases")
-        if self.violations:
-            lines += table("  by kind", self.violation_kinds)[1:]
-            ids = sorted({i for i, _, _ in self.violations})
-            lines.append(f"  cases: {' '.join(map(str, ids[:100]))}{' ...' if len(ids) > 100 else ''}")
-            lines.append("  first case of each kind, then the others:")
-            lines.append(self.format_violations(max(10, len(self.violation_kinds))))
-        return "\n".join(lines)
-
-
-def _vm_size() -> int:
-    """The process's address-space size in bytes (Linux), else 0."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def _worker_init(mem_limit: float) -> None:
-    """Pool worker: cap the address space (RLIMIT_AS), so that a stream that makes the model
-    allocate too much fails inside the device instead of taking the machine down."""
-    if mem_limit > 0:
-        try:
-            import resource
-
-            lim = int(mem_limit * (1 << 30))
-            _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-            resource.setrlimit(resource.RLIMIT_AS, (lim if hard < 0 else min(lim, hard), hard))
-        except (ImportError, ValueError, OSError):
-            pass
-
-
-def _run_range(args) -> tuple:
-    """Run cases lo..hi-1; returns (Summary, index to resume at or None). A worker whose
-    address space has grown past half its limit stops early: freed heap memory stays
-    mapped, and the next cases would fail for want of memory that another case used. The
-    rest of the range is then rerun in a fresh process."""
-    seed, lo, hi, cpu_limit, abort_cpu, wall_limit, mem_limit = args
-    load_kernel_ops()
-    s = Summary(seed)
-    for i in range(lo, hi):
-        s.add(run_case(make_case(seed, i), cpu_limit, abort_cpu, wall_limit))
-        if mem_limit > 0 and i + 1 < hi and _vm_size() > mem_limit * (1 << 30) / 2:
-            return s, i + 1
-    return s, None
-
-
-def run(seed: int, cases: int, start: int = 0, jobs: int = 1, cpu_limit: float = 5.0,
-        abort_cpu: float = 15.0, wall_limit: float = 120.0, progress=None, mem_limit: float = 0.0) -> Summary:
-    """Run cases start..start+cases-1 of `seed`; returns the Summary. With jobs > 1 or a
-    `mem_limit` (GiB per process), the cases run in worker processes (fresh ones for every
-    range of cases); else in this process."""
-    bad = load_kernel_ops()
-    corpus()
-    t0 = time.perf_counter()
-    total = Summary(seed)
-    total.notes.append(f"Vela corpus: {corpus_fingerprint()}{' (EMPTY: vela cases run isa)' if not corpus() else ''}; "
-                       f"kernel ops registered: "
-                       f"{', '.join(sorted(KERNEL_OPS)) or 'none'}")
-    if bad:
-        total.notes.append("kernel op modules that failed to import: " + "; ".join(bad))
-    step = 100
-    ranges = [(seed, i, min(i + step, start + cases), cpu_limit, abort_cpu, wall_limit, mem_limit)
-              for i in range(start, start + cases, step)]
-    if jobs > 1 or mem_limit > 0:
-        from concurrent.futures import FIRST_COMPLETED, wait
-
-        import multiprocessing as mp
-
-        kw = {}
-        if sys.version_info >= (3, 11):        # a fresh worker per range ('fork' cannot do that)
-            method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-            ctx = mp.get_context(method)
-            if method == "forkserver":
-                ctx.set_forkserver_preload(["tlm.ops"])
-            kw = {"max_tasks_per_child": 1, "mp_context": ctx}
-        with ProcessPoolExecutor(max_workers=max(1, jobs), initializer=_worker_init, initargs=(mem_limit,),
-                                 **kw) as ex:
-            pending = {ex.submit(_run_range, rg): rg for rg in ranges}
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    rg = pending.pop(fut)
-                    s, resume = fut.result()
-                    total.merge(s)
-                    if resume is not None:
-                        total.recycled += 1
-                        nxt = (rg[0], resume) + rg[2:]
-                        pending[ex.submit(_run_range, nxt)] = nxt
-                    if progress:
-                        progress(total)
-    else:
-        for rg in ranges:
-            lo = rg[1]
-            while lo is not None:
-                s, lo = _run_range((rg[0], lo) + rg[2:6] + (0.0,))
-                total.merge(s)
-            if progress:
-                progress(total)
-    total.wall = time.perf_counter() - t0
-    if total.recycled:
-        total.notes.append(f"worker processes recycled after a case grew the address space past "
-                           f"{mem_limit / 2:g} GiB: {total.recycled}")
-    return total
-
-
 def describe(case: Case, res: "CaseResult | None" = None, max_lines: int = 80) -> str:
     lines = [f"case {case.index} of seed {case.seed}: generator {case.gen}, config {case.config}"]
     lines += [f"  note: {n}" for n in case.notes]
@@ -2210,50 +1848,58 @@ def describe(case: Case, res: "CaseResult | None" = None, max_lines: int = 80) -
     return "\n".join(lines)
 
 
+class U85FuzzTarget:
+    """The Ethos-U85 as a target of the fuzz engine (tlm/core/fuzz.py)."""
+    device = "ethos-u85"
+    generators = GENERATORS
+
+    def prepare(self) -> list:
+        corpus()
+        return load_kernel_ops()
+
+    def notes(self) -> list:
+        return [f"Vela corpus: {corpus_fingerprint()}{' (EMPTY: vela cases run isa)' if not corpus() else ''}; "
+                f"kernel ops registered: {', '.join(sorted(KERNEL_OPS)) or 'none'}"]
+
+    def new_case(self, seed: int, index: int, gen: str) -> "Case":
+        return Case(seed, index, gen)
+
+    def extend_case(self, rng, case: "Case") -> None:
+        extend_case(rng, case)
+
+    def session(self, case: "Case", res: CaseResult, guard: engine.Guard, kernel_ops=None) -> "Session":
+        return Session(case, res, guard, kernel_ops)
+
+    def describe(self, case: "Case", res: "CaseResult | None" = None) -> str:
+        return describe(case, res)
+
+    def ci_problem(self) -> "str | None":
+        return None if corpus() else ("the Vela corpus is empty (ethos-u-vela missing or failing); CI needs the "
+                                      "'vela' generator")
+
+
+TARGET = U85FuzzTarget()
+
+
+def make_case(seed: int, index: int, gen: "str | None" = None) -> "Case":
+    """The case (seed, index): deterministic."""
+    return engine.make_case(TARGET, seed, index, gen)
+
+
+def run_case(case: "Case", cpu_limit: float = 5.0, abort_cpu: float = 15.0, wall_limit: float = 120.0,
+             kernel_ops=None) -> CaseResult:
+    """One case on a fresh Device with every invariant checked (engine.run_case)."""
+    return engine.run_case(TARGET, case, cpu_limit, abort_cpu, wall_limit, kernel_ops=kernel_ops)
+
+
+def run(seed: int, cases: int, start: int = 0, jobs: int = 1, **kw) -> engine.Summary:
+    return engine.run(TARGET.device, seed, cases, start, jobs, **kw)
+
+
 def main(argv: "list[str] | None" = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tlm.fuzz", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", "-n", type=int, default=1000, help="number of cases (default 1000)")
-    ap.add_argument("--seed", type=int, default=None, help="seed (default: random; printed)")
-    ap.add_argument("--start", type=int, default=0, help="first case index")
-    ap.add_argument("--case", type=int, default=None, help="replay this one case verbosely")
-    ap.add_argument("--gen", choices=list(GENERATORS), default=None, help="with --case: force a generator")
-    ap.add_argument("--jobs", "-j", type=int, default=min(4, os.cpu_count() or 1),
-                    help="worker processes (default: CPUs, at most 4); results do not depend on it")
-    ap.add_argument("--cpu-limit", type=float, default=5.0, help="device CPU seconds per case (default 5)")
-    ap.add_argument("--mem-limit", type=float, default=6.0,
-                    help="address-space limit per worker process in GiB (RLIMIT_AS; 0: none, and with "
-                         "--jobs 1 the cases run in this process). A stream that makes the model allocate more "
-                         "fails with MemoryError inside the device: a violation")
-    ap.add_argument("--abort-cpu", type=float, default=15.0, help="CPU watchdog per case (default 15 s)")
-    ap.add_argument("--wall-limit", type=float, default=120.0, help="wall-time watchdog per case (default 120 s)")
-    a = ap.parse_args(argv)
-    seed = a.seed
-    if seed is None:
-        seed = int(os.environ.get(DEFAULT_SEED_ENV) or np.random.SeedSequence().entropy % (1 << 32))
-    if a.case is not None:
-        _worker_init(a.mem_limit)
-        load_kernel_ops()
-        case = make_case(seed, a.case, a.gen)
-        res = run_case(case, a.cpu_limit, a.abort_cpu, a.wall_limit)
-        print(describe(case, res))
-        return 1 if res.violations else 0
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes") and not corpus():
-        print("tlm.fuzz: error: the Vela corpus is empty (ethos-u-vela missing or failing); CI needs the "
-              "'vela' generator", file=sys.stderr)
-        return 2
-    print(f"tlm.fuzz: seed {seed}, cases {a.start}..{a.start + a.cases - 1}, {a.jobs} job(s)", flush=True)
-    last = [time.perf_counter()]
-
-    def progress(s: Summary) -> None:
-        if time.perf_counter() - last[0] > 15:
-            last[0] = time.perf_counter()
-            print(f"  ... {s.cases} cases, {len(s.violations)} violations", file=sys.stderr, flush=True)
-
-    s = run(seed, a.cases, a.start, a.jobs, a.cpu_limit, a.abort_cpu, a.wall_limit, progress, a.mem_limit)
-    print(s.report())
-    print(f"result: {'FAIL' if s.violations else 'PASS'} (seed {seed})")
-    return 1 if s.violations else 0
+    return engine.main(argv, device=TARGET.device)
 
 
 if __name__ == "__main__":
+    import sys
     sys.exit(main())
