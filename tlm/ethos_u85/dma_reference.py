@@ -117,7 +117,8 @@ def dma_lines(p: DmaParams, bases, idx_at: "Callable[[int], int | None] | None" 
     region r; `idx_at(addr)` the signed 32-bit index at an absolute address (None: unknown,
     the generator stops there). Lines of length 0 move nothing but still consume an index."""
     indexed = p.src_idx or p.dst_idx
-    sb, db, ib = bases[p.src_region], bases[p.dst_region], bases[p.idx_region]
+    sb, db = bases[p.src_region], bases[p.dst_region]
+    ib = bases[p.idx_region] if indexed else 0
     sp, dp, ip = p.src, p.dst, p.idx
     for _y in range(p.height):
         for x in range(p.width):
