@@ -490,7 +490,7 @@ def _run_json(cmd: list, out: Path, env_extra: dict, timeout: int) -> "tuple[dic
     if p.returncode != 0 or not out.is_file():
         text = (p.stdout + p.stderr).splitlines()
         errs = [ln.strip() for ln in text if "Error:" in ln or "error:" in ln]
-        lines = errs or [ln.strip() for ln in text if ln.startswith(("tb.core.run", "tb.agents.loopback"))]
+        lines = errs or [ln.strip() for ln in text if ln.startswith(("tb.run", "tb.agents.loopback"))]
         return None, (lines[0] if errs else lines[-1]) if lines else f"exit {p.returncode}", dt
     return json.loads(out.read_text()), "", dt
 
@@ -519,7 +519,7 @@ def sim_section(args) -> int:
                 continue
             out = Path(tmp) / f"net-{sim}.json"
             net, err, t_net = _run_json(
-                [sys.executable, "-m", "tb.core.run", "--sim", sim, "--dut", args.sim_dut,
+                [sys.executable, "-m", "tb.core.run", "--device", "ethos-u85", "--sim", sim, "--dut", args.sim_dut,
                  "--npu-model", str(npz), "--seed", "1"],
                 out, {"TB_BENCH_OUT": str(out)}, timeout=900)
             if net is None:

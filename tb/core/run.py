@@ -5,7 +5,8 @@ behind ``make sim`` (device-neutral; the device comes from the registry, tlm/cor
                           [--seed N] [--tests PATTERN] [--config NAME] [--trace PATH]
                           [device options, e.g. --npu-model PATH for ethos-u85]
 
-* ``--device`` (``DEVICE``, default ``ethos-u85``) names a registered device; its
+* ``--device`` (``DEVICE``; ``make sim`` defaults it to ``ethos-u85``; without it: the only
+  registered device with a bench, or the trace's device) names a registered device; its
   ``BenchInfo`` gives the test modules, the HDL top level and the sources. ``--dut tlm``
   simulates the port-only shell with the Python TLM behind its pins; ``--dut rtl`` the
   device's RTL stand-in (an error line if the device has none).
@@ -64,7 +65,6 @@ from tb.core.simtools import (
     verilator_makeflags,
 )
 
-DEFAULT_DEVICE = os.environ.get("DEVICE") or "ethos-u85"
 TRACE_MODULE = "tb.core.trace_test"
 
 
@@ -127,7 +127,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     known, _ = pre.parse_known_args(argv)
     ap = argparse.ArgumentParser(prog="python -m tb.core.run", description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None,
-                    help=f"registered device (default {DEFAULT_DEVICE}, or the trace's device)")
+                    help="registered device (default: the trace's device, or the only one with a bench)")
     ap.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
     ap.add_argument("--dut", choices=("rtl", "tlm"), default="rtl")
     ap.add_argument("--waves", type=int, choices=(0, 1), default=0)
@@ -142,10 +142,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     if device is None and known.trace:
         device = _trace_device(known.trace)
     try:
-        _options(device or DEFAULT_DEVICE).add_arguments(ap)
+        _options(device or _default_device()).add_arguments(ap)
     except SetupError:
         pass                    # reported by run() with the rest of the set-up
     return ap.parse_args(argv)
+
+
+def _default_device() -> str:
+    from tlm.core.registry import UnknownDevice, default_device
+    try:
+        return default_device("bench")
+    except UnknownDevice as e:
+        raise SetupError(str(e)) from None
 
 
 def _trace_device(path: str) -> "str | None":
@@ -179,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
             raise SetupError(f"TRACE {e}") from None
         if args.device and args.device != trace.device:
             raise SetupError(f"TRACE {args.trace} is for device {trace.device}, not {args.device}")
-    device = args.device or (trace.device if trace else DEFAULT_DEVICE)
+    device = args.device or (trace.device if trace else _default_device())
     from tlm.core.registry import UnknownDevice, get
     try:
         info = get(device)

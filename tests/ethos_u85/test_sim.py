@@ -65,7 +65,7 @@ def _standin_problem() -> str | None:
 def run_sim(*args: str, timeout: int = 900, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "tb.core.run", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "tb.core.run", "--device", "ethos-u85", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 

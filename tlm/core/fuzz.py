@@ -393,17 +393,19 @@ def run(device: str, seed: int, cases: int, start: int = 0, jobs: int = 1, cpu_l
 
 
 def main(argv: "list[str] | None" = None, device: "str | None" = None) -> int:
-    from .registry import UnknownDevice
+    from .registry import UnknownDevice, default_device
     pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--device", default=device or os.environ.get("DEVICE") or "ethos-u85")
+    pre.add_argument("--device", default=device or os.environ.get("DEVICE"))
     known, _ = pre.parse_known_args(argv)
     try:
+        known.device = known.device or default_device("fuzz")
         target = target_of(known.device)
     except (UnknownDevice, LookupError) as e:
         print(f"tlm.fuzz: error: {e}", file=sys.stderr)
         return 2
     ap = argparse.ArgumentParser(prog="python -m tlm.core.fuzz", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--device", default=known.device, help="registered device (default ethos-u85)")
+    ap.add_argument("--device", default=known.device,
+                    help="registered device (default: the only one with a fuzz target)")
     ap.add_argument("--cases", "-n", type=int, default=1000, help="number of cases (default 1000)")
     ap.add_argument("--seed", type=int, default=None, help="seed (default: random; printed)")
     ap.add_argument("--start", type=int, default=0, help="first case index")

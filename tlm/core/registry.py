@@ -118,6 +118,15 @@ def devices() -> dict[str, DeviceInfo]:
     return _DEVICES
 
 
+def default_device(need: str = "") -> str:
+    """The device to use when none is named: the only registered one (with attribute `need`
+    set, e.g. "bench" or "fuzz"); UnknownDevice when there is a choice to make."""
+    names = [n for n, d in devices().items() if not need or getattr(d, need)]
+    if len(names) != 1:
+        raise UnknownDevice(f"name a device ({', '.join(names) or 'none registered'})")
+    return names[0]
+
+
 def get(name: str) -> DeviceInfo:
     d = devices()
     if name not in d:
