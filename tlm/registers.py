@@ -31,10 +31,9 @@ register description. PMCR.mask_en has no access class in the TRM; it is taken a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterator, Mapping
 
-RO, RW, WO = "ro", "rw", "wo"
+from .core.regtable import RO, RW, WO, Field, Page, Register, RegisterMap  # noqa: F401 - the table's types
 
 # ----------------------------------------------------------------------------------------
 # Enumerations (TRM names)
@@ -123,117 +122,8 @@ ENUMS: Mapping[str, tuple] = {
 
 
 # ----------------------------------------------------------------------------------------
-# Data classes
+# Data classes: tlm/core/regtable.py (device-neutral)
 # ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Field:
-    name: str
-    lsb: int
-    width: int
-    access: str = RW
-    reset: "int | None" = 0
-    enum: "str | None" = None        # key into ENUMS
-    abbr: str = ""
-    part_lsb: int = 0
-
-    @property
-    def msb(self) -> int:
-        return self.lsb + self.width - 1
-
-    @property
-    def mask(self) -> int:
-        return ((1 << self.width) - 1) << self.lsb
-
-    def get(self, word: int) -> int:
-        return (word >> self.lsb) & ((1 << self.width) - 1)
-
-    def put(self, word: int, value: int) -> int:
-        return (word & ~self.mask) | ((value << self.lsb) & self.mask)
-
-
-@dataclass(frozen=True)
-class Page:
-    name: str
-    offset: int
-    size: int
-    description: str
-
-    def contains(self, offset: int) -> bool:
-        return self.offset <= offset < self.offset + self.size
-
-
-@dataclass(frozen=True)
-class Register:
-    name: str
-    offset: int
-    page: str
-    access: str
-    reset: "int | None"
-    fields: tuple
-    description: str = ""
-    word: "int | None" = None
-    reset_source: str = "const"
-    behaviour: str = "store"
-    shared: str = ""                 # set/clr pairs: name of the shared state
-    stopped_only: str = ""           # '' | 'rw' (any access UNPREDICTABLE in RUNNING) | 'w'
-
-    @property
-    def ident(self) -> str:
-        if self.word is None:
-            return self.name
-        return f"{self.name}_{'LO' if self.word == 0 else 'HI'}"
-
-    @property
-    def width64(self) -> bool:
-        return self.word is not None
-
-    def field(self, name: str) -> Field:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise KeyError(f"{self.ident} has no field {name!r}")
-
-    def mask(self, *access: str) -> int:
-        """OR of the masks of the fields whose access class is in `access`."""
-        m = 0
-        for f in self.fields:
-            if f.access in access:
-                m |= f.mask
-        return m
-
-    @property
-    def defined_mask(self) -> int:
-        return self.mask(RO, RW, WO)
-
-    @property
-    def write_mask(self) -> int:
-        """Bits a permitted write can change (0 for an ro register)."""
-        return 0 if self.access == RO else self.mask(RW, WO)
-
-    @property
-    def read_mask(self) -> int:
-        """Bits a permitted read can return non-zero (wo fields and wo registers read 0)."""
-        return 0 if self.access == WO else self.mask(RO, RW)
-
-    def decode(self, word: int) -> dict:
-        return {f.name: f.get(word) for f in self.fields}
-
-    def encode(self, **values) -> int:
-        w = 0
-        for k, v in values.items():
-            w = self.field(k).put(w, v)
-        return w
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "ident": self.ident, "offset": self.offset, "page": self.page,
-                "access": self.access, "reset": self.reset, "reset_source": self.reset_source,
-                "behaviour": self.behaviour, "shared": self.shared, "word": self.word,
-                "stopped_only": self.stopped_only, "description": self.description,
-                "fields": [dict(name=f.name, lsb=f.lsb, width=f.width, access=f.access,
-                                reset=f.reset, enum=f.enum, abbr=f.abbr, part_lsb=f.part_lsb)
-                           for f in self.fields]}
-
-
 # ----------------------------------------------------------------------------------------
 # Pages (TRM Table 3-1, 3-2)
 # ----------------------------------------------------------------------------------------
@@ -411,8 +301,10 @@ def _build() -> tuple:
 
 
 REGISTERS: tuple = _build()
-BY_OFFSET: Mapping[int, Register] = {r.offset: r for r in REGISTERS}
-BY_IDENT: Mapping[str, Register] = {r.ident: r for r in REGISTERS}
+REGS = RegisterMap(REGISTERS, PAGES)          # accessors by TRM name: REGS.STATUS.bus_status.mask
+BY_OFFSET: Mapping[int, Register] = REGS.by_offset
+BY_IDENT: Mapping[str, Register] = REGS.by_ident
+OFFSET: Mapping[str, int] = REGS.OFFSET      # ident -> offset
 
 
 # ----------------------------------------------------------------------------------------
@@ -432,25 +324,15 @@ def by_offset(offset: int) -> "Register | None":
 
 def get(name: str, word: "int | None" = None) -> Register:
     """Look up by ident ('QBASE_HI') or by TRM name plus word ('QBASE', 1)."""
-    if word is None:
-        if name in BY_IDENT:
-            return BY_IDENT[name]
-        word = 0
-    for r in REGISTERS:
-        if r.name == name and (r.word == word or (r.word is None and word == 0)):
-            return r
-    raise KeyError(name)
+    return REGS.get(name, word)
 
 
 def offset_of(name: str, word: "int | None" = None) -> int:
-    return get(name, word).offset
+    return REGS.offset(name, word)
 
 
 def page_of(offset: int) -> "Page | None":
-    for p in PAGES:
-        if p.contains(offset):
-            return p
-    return None
+    return REGS.page_of(offset)
 
 
 def enum_values(name: str) -> dict:

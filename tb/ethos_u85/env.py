@@ -16,7 +16,7 @@ hierarchy needs only a map; ``env.pin("IRQ")`` is the handle of a TRM-named pin.
   ``tb.agents.apb.ApbMonitor`` on the same pins: it rebuilds every transfer, whoever drives it, and
   checks the APB/TRM pin rules; ``finish()`` fails on its first errors. The scoreboard and
   coverage listen to the manager (``apb_source="manager"``, the default: listeners such as
-  tb/tests/common.py's ``ResetSync`` go ahead of it on ``env.apb.listeners``); with
+  tb/ethos_u85/testlib/hostile.py's ``ResetSync`` go ahead of it on ``env.apb.listeners``); with
   ``apb_source="monitor"`` they listen to the monitor instead, so another bench's APB driver
   can run the same checks on the same pins (add such listeners to the monitor then).
 * ``env.clkq`` / ``env.pwrq`` are Q-Channel controllers (request / exit).

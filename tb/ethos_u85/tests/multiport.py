@@ -14,8 +14,10 @@ from __future__ import annotations
 import cocotb
 
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import OFF, REGION_BASE, TIMEOUT, program_regions, skip_now
-from tb.ethos_u85.tests.test_driver import DMA, burst_key, dma_job
+from tb.ethos_u85.testlib.jobs import DMA, burst_key, dma_job
+from tb.ethos_u85.testlib.marks import TIMEOUT, skip_now
+from tb.ethos_u85.testlib.memmap import REGION_BASE, program_regions
+from tb.ethos_u85.testlib.regs import OFF
 
 PORTS = ("SRAM0", "SRAM1", "EXT0", "EXT1")
 STRIPE = 0x100                               # address bit 8 selects the port of a group

@@ -20,7 +20,8 @@ from cocotb.types import LogicArray
 
 from tb.agents.apb import PROT_NONSECURE_PRIV, PROT_SECURE_PRIV, PROT_SECURE_USER, ApbMonitor
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import DUT, OFF, TIMEOUT, seeded_rng, skip_now
+from tb.ethos_u85.testlib.marks import DUT, TIMEOUT, seeded_rng, skip_now
+from tb.ethos_u85.testlib.regs import OFF
 from tlm import registers as R
 
 ID, STATUS, CONFIG = OFF["ID"], OFF["STATUS"], OFF["CONFIG"]

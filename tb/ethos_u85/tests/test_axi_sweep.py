@@ -7,7 +7,7 @@ different ARIDs served out of order) and runs two jobs through the pins with the
 on (reference TLM, every AXI write, STATUS, QREAD, IRQ):
 
 * ``dma``: two random 2D DMA copies SRAM <-> EXT; destination bytes against the TRM
-  pseudocode (tb/tests/common.py);
+  pseudocode (tlm/ethos_u85/dma_reference.py);
 * ``net``: a Vela network (catalog ``add_bcast_relu``: ELEMENTWISE with two IFMs, so the RTL
   stand-in reads on two ARIDs at once), every output byte against the reference TLM.
 
@@ -29,23 +29,11 @@ import os
 import cocotb
 
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import (
-    ST_BUS,
-    ST_PARSE,
-    STREAM_ADDR,
-    check_bytes,
-    dma_case,
-    dma_cmds,
-    dma_expect,
-    enc,
-    fill_random,
-    named,
-    program_regions,
-    seeded_rng,
-    span,
-    status_fields,
-)
-from tb.ethos_u85.tests.netjob import run_network, vela_model
+from tb.ethos_u85.testlib.marks import named, seeded_rng
+from tb.ethos_u85.testlib.memmap import STREAM_ADDR, program_regions
+from tb.ethos_u85.testlib.netjob import run_network, vela_model
+from tb.ethos_u85.testlib.regs import ST_BUS, ST_PARSE, status_fields
+from tb.ethos_u85.testlib.streams import check_bytes, dma_case, dma_cmds, dma_expect, enc, fill_random, span
 
 SWEEP_NET = os.environ.get("AXI_SWEEP_NET", "add_bcast_relu")
 

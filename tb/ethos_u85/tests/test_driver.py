@@ -17,31 +17,11 @@ from cocotb.triggers import ClockCycles, FallingEdge
 
 from tb.ethos_u85.driver import HostDriver, pmu_event
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import (
-    DUT,
-    OFF,
-    REGION_BASE,
-    STREAM_ADDR,
-    TIMEOUT,
-    dma_cmds,
-    enc,
-    program_regions,
-    seeded_rng,
-    skip_now,
-    soft_reset,
-)
-
-DMA = dict(src_region=2, src=0x10, dst_region=1, dst=0x30, length=200)   # SRAM -> EXT
-
-
-async def dma_job(env: Env, p: dict = DMA, stream: int = STREAM_ADDR, qconfig=None) -> list:
-    """A DMA job (random source bytes) loaded through the driver; returns its words."""
-    rng = seeded_rng()
-    env.memory.write(REGION_BASE[p["src_region"]] + p["src"],
-                     bytes(rng.getrandbits(8) for _ in range(p["length"])))
-    words = dma_cmds(**p) + enc(("NPU_OP_STOP", dict(mask=1)))
-    await env.driver.load_job(stream, words, qconfig)
-    return words
+from tb.ethos_u85.testlib.hostile import soft_reset
+from tb.ethos_u85.testlib.jobs import DMA, burst_key, dma_job
+from tb.ethos_u85.testlib.marks import DUT, TIMEOUT, seeded_rng, skip_now
+from tb.ethos_u85.testlib.memmap import REGION_BASE, program_regions
+from tb.ethos_u85.testlib.regs import OFF
 
 
 def apb_counter(env: Env, addr: int) -> list:
@@ -149,9 +129,6 @@ async def test_pmu(dut):
     env.finish()
 
 
-def burst_key(b) -> tuple:
-    return (b.port, b.write, b.id, b.addr, b.len, b.size, b.burst, b.prot, b.cache, b.domain,
-            b.resp, tuple(b.runs))
 
 
 @cocotb.test(**TIMEOUT)
@@ -193,7 +170,7 @@ async def test_monitor_catches(dut):
     the pins is caught by a scoreboard fed only by the monitors."""
     if DUT != "tlm":
         skip_now("the pins are overridden through the TLM adapter (DUT=tlm only)")
-    from tb.ethos_u85.tests.test_selfcheck import plant
+    from tb.ethos_u85.testlib.bugs import plant
     env = Env(dut, reference_model=True, axi_source="monitor")
     plant(env, "corrupt_data")
     await env.start()

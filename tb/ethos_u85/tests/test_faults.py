@@ -5,7 +5,7 @@ ELEMENTWISE), bad QSIZE, the full PROT matrix, APB accesses during the reset seq
 Every test runs with the scoreboard's reference TLM (tb/scoreboard.py, for DUT=tlm too):
 APB responses, STATUS at each stop, IRQ edges, AXI attributes and memory are compared with
 it, and the tests also check what the TRM (digest u85-regs-and-interfaces.md) says,
-independently of it. A pin monitor (tb.ethos_u85.tests.common.PinMonitor) checks that the NPU keeps
+independently of it. A pin monitor (tb.ethos_u85.testlib.hostile.PinMonitor) checks that the NPU keeps
 the AXI rules (VALID held until READY, every burst completed) and counts IRQ edges.
 
 Where the TRM leaves the NPU a choice and the stand-in and the TLM choose differently, the
@@ -20,51 +20,54 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge
 
-from tb.ethos_u85.tests.common import (
+from tb.ethos_u85.testlib.hostile import (
+    PinMonitor,
+    ResetSync,
+    check_partial_output,
+    check_reset_values,
+    check_sticky_fault,
+    freeze_outstanding_limits,
+    hold_responses,
+    irq_pin,
+    run_job_allowing,
+    run_job_counting_irq,
+    soft_reset,
+    start_env,
+    wait_reset_clear,
+)
+from tb.ethos_u85.testlib.marks import TIMEOUT, named, rtl_unsupported, seeded_rng
+from tb.ethos_u85.testlib.memmap import (
+    EXT_REGIONS,
+    REGION_BASE,
+    SRAM_REGIONS,
+    STREAM_ADDR,
+    program_regions,
+    qconfig_interface,
+    region_interface,
+    tlm_run,
+)
+from tb.ethos_u85.testlib.regs import (
     CH_RD_CMD,
     CH_RD_M2M,
     CH_RD_M2M_IDX,
     CH_WR_M2M,
-    EXT_REGIONS,
-    KERNEL_OPERANDS,
     OFF,
     PROT_SP,
-    REGION_BASE,
     REGS,
     RW_REGS,
-    SRAM_REGIONS,
     ST_RESET,
-    STREAM_ADDR,
-    TIMEOUT,
-    PinMonitor,
-    ResetSync,
+    permitted,
+    prot_after_reset_write,
+    status_fields,
+)
+from tb.ethos_u85.testlib.streams import (
+    KERNEL_OPERANDS,
     check_bytes,
-    check_partial_output,
-    check_reset_values,
-    check_sticky_fault,
     dma_cmds,
     dma_expect,
     enc,
     fill_random,
-    freeze_outstanding_limits,
-    hold_responses,
-    irq_pin,
     kernel_case,
-    named,
-    permitted,
-    program_regions,
-    prot_after_reset_write,
-    qconfig_interface,
-    region_interface,
-    rtl_unsupported,
-    run_job_allowing,
-    run_job_counting_irq,
-    seeded_rng,
-    soft_reset,
-    start_env,
-    status_fields,
-    tlm_run,
-    wait_reset_clear,
 )
 from tlm import registers as R
 from tlm.config import Policy

@@ -4,7 +4,7 @@ reserved opcode, AXI error responses on command fetch and DMA.
 Streams are built with tlm.isa.encode. Every test runs with the scoreboard (APB replay, a
 reference TLM run per job, STATUS/QREAD/IRQ and every AXI write checked), and also checks
 hand-expected results: DMA destinations against a byte-loop model of the TRM pseudocode
-(tb/tests/common.py), STATUS bits, QREAD and irq_history_mask as the TRM defines them.
+(tlm/ethos_u85/dma_reference.py), STATUS bits, QREAD and irq_history_mask as the TRM defines them.
 """
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import cocotb
 from cocotb.triggers import FallingEdge
 
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import (
+from tb.ethos_u85.testlib.marks import TIMEOUT, named, seeded_rng
+from tb.ethos_u85.testlib.memmap import REGION_BASE, STREAM_ADDR, program_regions
+from tb.ethos_u85.testlib.regs import (
     CH_RD_CMD,
     CH_RD_M2M,
     CH_RD_M2M_IDX,
@@ -20,24 +22,12 @@ from tb.ethos_u85.tests.common import (
     IF_EXT,
     IF_SRAM,
     OFF,
-    REGION_BASE,
     ST_BUS,
     ST_PARSE,
     ST_RUN,
-    STREAM_ADDR,
-    TIMEOUT,
-    check_bytes,
-    dma_case,
-    dma_cmds,
-    dma_expect,
-    enc,
-    fill_random,
-    named,
-    program_regions,
-    seeded_rng,
-    span,
     status_fields,
 )
+from tb.ethos_u85.testlib.streams import check_bytes, dma_case, dma_cmds, dma_expect, enc, fill_random, span
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
 

@@ -30,8 +30,8 @@ import cocotb
 import numpy as np
 
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import DUT, rtl_unsupported, seeded_rng, skip_now
-from tb.ethos_u85.tests.netjob import random_inputs, run_network
+from tb.ethos_u85.testlib.marks import DUT, rtl_unsupported, seeded_rng, skip_now
+from tb.ethos_u85.testlib.netjob import random_inputs, run_network
 
 NPU_MODEL = os.environ.get("NPU_MODEL") or None
 NPU_MODEL_REF = os.environ.get("NPU_MODEL_REF") or None

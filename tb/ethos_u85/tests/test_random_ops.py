@@ -73,18 +73,10 @@ import numpy as np
 
 from tb.ethos_u85.env import Env
 from tb.ethos_u85.scoreboard import IntervalSet
-from tb.ethos_u85.tests.common import (
-    DUT,
-    OFF,
-    REGION_BASE,
-    STREAM_ADDR,
-    enc,
-    fmap_cmds,
-    named,
-    program_regions,
-    rtl_unsupported,
-    status_fields,
-)
+from tb.ethos_u85.testlib.marks import DUT, named, rtl_unsupported
+from tb.ethos_u85.testlib.memmap import REGION_BASE, STREAM_ADDR, program_regions
+from tb.ethos_u85.testlib.regs import OFF, status_fields
+from tb.ethos_u85.testlib.streams import enc, fmap_cmds
 from tlm import isa
 from tlm.config import get_config
 from tlm.device import KERNEL_OP_NAMES

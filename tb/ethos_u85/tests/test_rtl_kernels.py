@@ -47,22 +47,11 @@ import numpy as np
 from cocotb.triggers import ClockCycles
 
 from tb.ethos_u85.env import Env
-from tb.ethos_u85.tests.common import (
-    DUT,
-    MEM_ATTRS,
-    OFF,
-    REGION_BASE,
-    STREAM_ADDR,
-    TIMEOUT,
-    enc,
-    fmap_cmds,
-    named,
-    program_regions,
-    regioncfg,
-    skip_now,
-    status_fields,
-)
-from tb.ethos_u85.tests.netjob import run_network, vela_model
+from tb.ethos_u85.testlib.marks import DUT, TIMEOUT, named, skip_now
+from tb.ethos_u85.testlib.memmap import MEM_ATTRS, REGION_BASE, STREAM_ADDR, program_regions, regioncfg
+from tb.ethos_u85.testlib.netjob import run_network, vela_model
+from tb.ethos_u85.testlib.regs import OFF, status_fields
+from tb.ethos_u85.testlib.streams import enc, fmap_cmds
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
 CASES = int(os.environ.get("KERNEL_CASES", "0") or 0)

@@ -231,7 +231,7 @@ class AxiSubordinate:
 class Bench:
     def __init__(self, dut, seed: int | None = None):
         if SKIP:      # cocotb ignores test(skip=...) for a test a TESTS filter selects
-            from tb.ethos_u85.tests.common import skip_now
+            from tb.ethos_u85.testlib.marks import skip_now
             skip_now("smoke tests drive the RTL stand-in's pins (DUT=rtl only)")
         self.dut = dut
         self.seed = random.getrandbits(32) if seed is None else seed

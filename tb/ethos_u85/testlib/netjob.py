@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from tb.ethos_u85.driver import HostDriver
-from tb.ethos_u85.tests.common import OFF
+from tb.ethos_u85.testlib.regs import OFF
 
 QREAD = OFF["QREAD"]
 
