@@ -34,14 +34,14 @@ from tb.ethos_u85.scoreboard import STOP_EVIDENCE
 from tlm import registers as R
 from tlm.runner import FAULT_BITS
 
-OFF = {r.ident: r.offset for r in R.iter_registers()}
+OFF = R.OFFSET
 _STATUS, _CMD, _PMCR = R.get("STATUS"), R.get("CMD"), R.get("PMCR")
-CMD_KEEP = 0xC                        # CMD clock_q_enable | power_q_enable
+CMD_KEEP = _CMD.encode(clock_q_enable=1, power_q_enable=1)      # kept by every CMD write
 CMD_RUN = _CMD.encode(transition_to_running_state=1)
 CMD_CLEAR_IRQ = _CMD.encode(clear_irq=1)
 ST_RESET = _STATUS.encode(reset_status=1)
-PMU_COUNTERS = 8                      # PMEVCNTR0..7 (PMCR.num_event_cnt)
-PMU_CYCLE_BIT = 1 << 31               # PMCNTENSET.CYCLE_CNT
+PMU_COUNTERS = _PMCR.field("num_event_cnt").reset           # PMEVCNTR0..7
+PMU_CYCLE_BIT = R.get("PMCNTENSET").field("CYCLE_CNT").mask
 
 
 def _name(table: tuple, value: int) -> str:
@@ -266,4 +266,4 @@ def _high(handle) -> bool:
 
 
 def _stopped(status: int) -> bool:
-    return not status & 1 and bool(status & STOP_EVIDENCE)
+    return not _STATUS.field("state").get(status) and bool(status & STOP_EVIDENCE)

@@ -67,6 +67,7 @@ from tb.ethos_u85.driver import HostDriver
 from tb.ethos_u85.ports import AXI_PORT_NAMES
 from tb.ethos_u85.scoreboard import ApbScoreboard, Scoreboard  # noqa: F401 - old name
 from tb.ethos_u85.tlm_pins import TlmPins, axi_execute
+from tlm import registers as R
 
 # Inputs tied to their inactive level (TRM 5.1, 5.2, 5.6, 5.7, 5.10).
 STATIC_INPUTS = {"nMBISTRESET": 1, "DBGEN": 0, "SPIDEN": 0, "WRSTQREQ": 0, "DBGHALTREQ": 0,
@@ -75,7 +76,8 @@ STATIC_INPUTS = {"nMBISTRESET": 1, "DBGEN": 0, "SPIDEN": 0, "WRSTQREQ": 0, "DBGH
 
 # Configuration pins and the bench's defaults: PROT comes up secure privileged; the CAP
 # pins do not limit (64 reads, 32 writes, 256-byte bursts); no striping (one port a group).
-DEFAULT_PINS = {"PORPL": 1, "PORSL": 0, "CFGSRAMCAP": 0x0002_1F3F, "CFGEXTCAP": 0x0002_1F3F,
+_CAP = R.get("CFG_SRAM_CAP").encode(max_outstanding_read_m1=0x3F, max_outstanding_write_m1=0x1F, max_beats=2)
+DEFAULT_PINS = {"PORPL": 1, "PORSL": 0, "CFGSRAMCAP": _CAP, "CFGEXTCAP": _CAP,
                 "CFGSRAMHASH0": 0, "CFGSRAMHASH1": 0, "CFGEXTHASH0": 0}
 
 

@@ -66,17 +66,17 @@ from tb.ethos_u85 import coverage as bench_coverage
 from tlm import registers as R
 from tlm.memory import Interface, Resp, axcache
 
-_O = {r.ident: r.offset for r in R.iter_registers()}
-CMD, STATUS, QREAD = _O["CMD"], _O["STATUS"], _O["QREAD"]
-ST_STATE, ST_IRQ, ST_BUS, ST_PARSE, ST_END, ST_ECC, ST_BRANCH = 0, 1, 2, 4, 5, 8, 9
+CMD, STATUS, QREAD = R.OFFSET["CMD"], R.OFFSET["STATUS"], R.OFFSET["QREAD"]
+_ST = R.get("STATUS")
 # A stopped NPU has raised its IRQ (every stop but a reset does) or holds a fault bit;
 # cmd_end_reached is not evidence: it stays set until QBASE/QSIZE are written. Clear the IRQ
 # (CMD.clear_irq) before starting a job, or a STATUS read before the DUT reaches RUNNING
 # would end the job early.
-STOP_EVIDENCE = (1 << ST_IRQ) | (1 << ST_BUS) | (1 << ST_PARSE) | (1 << ST_ECC) | (1 << ST_BRANCH)
+STOP_EVIDENCE = sum(_ST.field(f).mask for f in ("irq_raised", "bus_status", "cmd_parse_error", "ecc_fault",
+                                                 "branch_fault"))
 # The reference stopped at a fault: an NPU that runs ahead (DMA behind the command stream) may
 # have read what the reference never reached.
-FAULT_STOP = STOP_EVIDENCE & ~(1 << ST_IRQ)
+FAULT_STOP = STOP_EVIDENCE & ~_ST.field("irq_raised").mask
 BEAT = 16                                  # bytes of a 128-bit AXI data beat (TRM 5.8)
 
 
@@ -349,7 +349,7 @@ class Scoreboard:
         behind the command stream reports the fault where the stream has got to (the TRM
         does not pin this down). Accept model QREAD <= QREAD <= QSIZE there."""
         job = self.jobs[-1] if self.jobs else None
-        if job is None or not job.closed or not job.ref_status & (1 << ST_BUS) or exp_err:
+        if job is None or not job.closed or not _ST.field("bus_status").get(job.ref_status) or exp_err:
             return False
         self.checked += 1
         if r.slverr or not exp_data <= r.data <= self.ref.qsize:
@@ -362,7 +362,7 @@ class Scoreboard:
 
     @staticmethod
     def _stopped(status: int) -> bool:
-        return not status & 1 and bool(status & STOP_EVIDENCE)
+        return not _ST.field("state").get(status) and bool(status & STOP_EVIDENCE)
 
     def _compare(self, r, exp_data: int, exp_err: bool) -> None:
         self.checked += 1

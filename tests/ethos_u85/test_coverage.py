@@ -12,6 +12,7 @@ from tb.core.coverage import Coverage, CoverPoint, Cross
 from tb.ethos_u85 import coverage as U
 from tb.ethos_u85.coverage import BenchCoverage, JobRecorder
 from tlm import isa
+from tlm import registers as R
 from tlm.device import Device
 from tlm.memory import Memory, Resp
 
@@ -171,7 +172,7 @@ def test_recorder_follows_branches_and_counts_commands():
                            "NPU_SET_OFM_REGION": 1, "NPU_OP_STOP": 1}
     assert cov.job_end.hits["npu_op_stop"] == 1
     # resume after STOP up to the end of the queue: the trailing SET counts
-    dev.apb_write(0x008, 0x2)                       # CMD.clear_irq
+    dev.apb_write(R.OFFSET["CMD"], R.get("CMD").encode(clear_irq=1))
     dev.start()
     assert dev.run().kind.value == "cmd_end_reached"
     assert cov.opcode.hits["NPU_SET_IFM_REGION"] == 1 and cov.opcode.hits["NPU_OP_STOP"] == 1

@@ -3,6 +3,7 @@ independent reference for 1D/2D/3D strided and indexed copies."""
 import numpy as np
 import pytest
 
+from tlm import registers as R
 from tlm.errors import BudgetExceeded, Unpredictable
 from tlm.memory import BusFault, Channel, DataPort, Interface, Memory, RegionRoute, Resp
 from tlm.ops.dma import dma_start
@@ -220,7 +221,7 @@ def _run_stream(words, src):
     d = Device("ethos-u85-256", settle=True)
     d.memory.write(SRC_BASE, src)
     for n, base in ((1, SRC_BASE), (2, DST_BASE), (3, IDX_BASE)):   # BASEP1..3 over APB
-        assert d.apb_write(0x80 + 8 * n, base) == 0
+        assert d.apb_write(R.OFFSET[f"BASEP{n}_LO"], base) == 0
     d.load_stream(0x8000, words + _stream(("NPU_OP_STOP", dict(mask=0))))
     d.start()
     r = d.run()
@@ -286,7 +287,7 @@ def test_dma_only_stream_indexed_gather_with_negative_skip():
         d.memory.write(IDX_BASE + a, int(v).to_bytes(4, "little", signed=True))
     d.memory.write(SRC_BASE, src)
     for n, base in ((1, SRC_BASE), (2, DST_BASE), (3, IDX_BASE)):
-        d.apb_write(0x80 + 8 * n, base)
+        d.apb_write(R.OFFSET[f"BASEP{n}_LO"], base)
     d.load_stream(0x8000, words + _stream(("NPU_OP_STOP", dict(mask=0))))
     d.start()
     assert not d.run().error

@@ -121,7 +121,10 @@ def scan(text: str, path: str, offsets: dict) -> list:
 def tracked_python() -> list:
     files = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True,
                            check=True).stdout.split()
-    return [f for f in files if f not in TABLES and (REPO / f).is_file()]
+    # tests/core uses fake devices of its own; device packages of other NPUs have their own tables
+    return [f for f in files if f not in TABLES and (REPO / f).is_file() and not f.startswith("tests/core/")
+            and (not f.startswith(("tlm/", "tb/", "tests/")) or f.split("/")[1] in ("ethos_u85", "core", "agents")
+                 or f.count("/") == 1)]
 
 
 def test_no_register_offset_or_bit_position_outside_the_tables():

@@ -5,9 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.ethos_u85.support.stream_state import kernel_op_states
+from tlm import isa
 from tlm.errors import Unpredictable
-from tlm.scale_bias import (RECORD_BYTES, ScaleBiasError, channels_in_set, decode_scale_bias,
-                            encode_scale_bias, stream_size)
+from tlm.scale_bias import (
+    RECORD_BYTES,
+    ScaleBiasError,
+    channels_in_set,
+    decode_scale_bias,
+    encode_scale_bias,
+    stream_size,
+)
 
 
 def test_channels_in_set_table():
@@ -117,23 +125,6 @@ MODELS = {
 }
 
 
-def _ops(cmd_data: bytes):
-    words = np.frombuffer(cmd_data, "<u4")[8:]          # after the 8-word COP1 header
-    i, st, ops = 0, {}, []
-    while i < len(words):
-        w0 = int(words[i])
-        op, ctrl, par = w0 & 0x3FF, (w0 >> 14) & 3, w0 >> 16
-        if ctrl:
-            st[(1, op)] = (par, int(words[i + 1]))
-            i += 2
-        else:
-            if op in (2, 3):
-                ops.append(dict(st))
-            st[(0, op)] = par
-            i += 1
-    return ops
-
-
 @pytest.mark.vela
 @pytest.mark.parametrize("cfg", CONFIGS)
 @pytest.mark.parametrize("name", list(MODELS))
@@ -152,18 +143,18 @@ def test_vela_scale_bias(name, cfg):
     z = np.load(p, allow_pickle=True)
     region0 = z["weight_data"].tobytes()
     macs = int(cfg.rsplit("-", 1)[1])
-    ops = _ops(z["cmd_data"].tobytes())
+    ops = kernel_op_states(z["cmd_data"].tobytes())
     assert ops
-    for st in ops:
-        acc = st.get((0, 0x124), 0)                       # NPU_SET_ACC_FORMAT
-        acc48 = (acc & 3) == 1
+    for _, st in ops:
+        F = st.field
+        acc48 = F("NPU_SET_ACC_FORMAT", "acc_format") == isa.acc_format.i48
         assert acc48 == ("i16" in name)
-        assert (st.get((0, 0x114), 0) >> 8) & 1 == 0      # OFM_PRECISION.scale_mode per_channel
-        reverse_c = ((st.get((0, 0x114), 0) >> 9) & 3) == 3
-        n = st[(0, 0x113)] + 1
-        cis = channels_in_set(macs, (acc >> 8) & 7)
-        base = ((st[(1, 0x022)][0] & 0xFF) << 32) | st[(1, 0x022)][1]
-        length = st[(1, 0x023)][1]
+        assert F("NPU_SET_OFM_PRECISION", "scale_mode") == isa.ofm_scale_mode.per_channel
+        reverse_c = F("NPU_SET_OFM_PRECISION", "activation_reverse") == isa.activation_reverse.C
+        n = F("NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1
+        cis = channels_in_set(macs, F("NPU_SET_ACC_FORMAT", "microblock"))
+        base = F("NPU_SET_SCALE_BASE", "addr")
+        length = F("NPU_SET_SCALE_LENGTH", "length")
         assert length == stream_size(n, cis)
         data = region0[base:base + length]
         sb = decode_scale_bias(data, n, acc48=acc48, set_channels=cis, reverse_c=reverse_c)

@@ -9,14 +9,31 @@ import time
 import numpy as np
 import pytest
 
+from tests.ethos_u85.support.stream_state import kernel_op_states
 from tlm.errors import Unpredictable
-from tlm.weights import (NUM_WD, WeightOrder, WeightStreamError, decode_fwd, decode_swd,
-                         decode_weight_tensor,
-                         decode_swd_slices, encode_fwd, encode_swd, fold, fwd_from_weights,
-                         fwd_indices, microblock_depth, parse_fwd_header, reference_order,
-                         stream_indices, streams_from_weights, unfold, weights_from_fwd,
-                         weights_from_streams)
-from tlm.weights import codec
+from tlm.weights import (
+    NUM_WD,
+    WeightOrder,
+    WeightStreamError,
+    codec,
+    decode_fwd,
+    decode_swd,
+    decode_swd_slices,
+    decode_weight_tensor,
+    encode_fwd,
+    encode_swd,
+    fold,
+    fwd_from_weights,
+    fwd_indices,
+    microblock_depth,
+    parse_fwd_header,
+    reference_order,
+    stream_indices,
+    streams_from_weights,
+    unfold,
+    weights_from_fwd,
+    weights_from_streams,
+)
 from tlm.weights.codec import _BitWriter
 
 mlw = pytest.importorskip("ethosu.mlw_codec")
@@ -614,46 +631,38 @@ def build_vela_model(name, seed=11):
 
 
 def parse_ops(cmd_data: bytes):
-    """Minimal command-stream walk (COP1 header of 8 words): returns the sticky state at
-    each NPU_OP_CONV / NPU_OP_DEPTHWISE as {(ctrl, opcode): payload}."""
-    words = np.frombuffer(cmd_data, "<u4")
-    assert words[0] == int.from_bytes(b"COP1", "little")
-    words = words[8:]
-    i, st, ops = 0, {}, []
-    while i < len(words):
-        w0 = int(words[i])
-        op, ctrl, par = w0 & 0x3FF, (w0 >> 14) & 3, w0 >> 16
-        if ctrl:
-            st[(1, op)] = (par, int(words[i + 1]))
-            i += 2
-        else:
-            if op in (2, 3):
-                ops.append((op, dict(st)))
-            st[(0, op)] = par
-            i += 1
-    return ops
-
-
-def addr40(st, op):
-    hi, lo = st.get((1, op), (0, 0))
-    return ((hi & 0xFF) << 32) | lo
+    """The sticky NPU_SET state at each NPU_OP_CONV / NPU_OP_DEPTHWISE of a COP1 payload."""
+    return kernel_op_states(cmd_data)
 
 
 def order_from_state(kind, st, macs):
-    r = lambda o: st.get((0, o), 0)      # noqa: E731
-    ks = r(0x122)                        # NPU_SET_KERNEL_STRIDE
+    """The WeightOrder of an operation, read field by field (TRM names) from its state."""
+    F = st.field
+
+    def ks(f):
+        return F("NPU_SET_KERNEL_STRIDE", f)
     return WeightOrder(
-        macs=macs, microblock=(r(0x124) >> 8) & 7, depthwise=(kind == 3),
-        part_kernel_first=bool(ks >> 2 & 1), sparse=bool(r(0x12E) >> 4 & 1),
-        ifm16bit=((r(0x105) >> 2) & 3) == 1, ofm_depth=r(0x113) + 1, ifm_depth=r(0x104) + 1,
-        ofm_block_depth=r(0x117) + 1, kernel_height=r(0x121) + 1, kernel_width=r(0x120) + 1,
-        dilation_x=ks >> 3 & 1, dilation_y=ks >> 4 & 1,
-        stride_x=2 * (ks >> 6 & 1) + (ks & 1) + 1, stride_y=2 * (ks >> 9 & 1) + (ks >> 1 & 1) + 1,
-        d8x8=not (ks >> 5 & 1))
+        macs=macs, microblock=F("NPU_SET_ACC_FORMAT", "microblock"), depthwise=(kind == "NPU_OP_DEPTHWISE"),
+        part_kernel_first=bool(ks("weight_order")), sparse=bool(F("NPU_SET_WEIGHT_FORMAT", "weight_sparsity")),
+        ifm16bit=F("NPU_SET_IFM_PRECISION", "activation_precision") == 1,
+        ofm_depth=F("NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1, ifm_depth=F("NPU_SET_IFM_DEPTH_M1", "depth_m1") + 1,
+        ofm_block_depth=F("NPU_SET_OFM_BLK_DEPTH_M1", "depth_m1") + 1,
+        kernel_height=F("NPU_SET_KERNEL_HEIGHT_M1", "height_m1") + 1,
+        kernel_width=F("NPU_SET_KERNEL_WIDTH_M1", "width_m1") + 1,
+        dilation_x=ks("dilation_x"), dilation_y=ks("dilation_y"),
+        stride_x=2 * ks("stride_x_msb") + ks("stride_x_lsb") + 1,
+        stride_y=2 * ks("stride_y_msb") + ks("stride_y_lsb") + 1,
+        d8x8=not ks("decomposition"))
 
 
-WEIGHT_BASE = (0x020, 0x090, 0x092, 0x094)
-WEIGHT_LENGTH = (0x021, 0x091, 0x093, 0x095)
+WEIGHT_BASE = ("NPU_SET_WEIGHT_BASE", "NPU_SET_WEIGHT1_BASE", "NPU_SET_WEIGHT2_BASE", "NPU_SET_WEIGHT3_BASE")
+WEIGHT_LENGTH = ("NPU_SET_WEIGHT_LENGTH", "NPU_SET_WEIGHT1_LENGTH", "NPU_SET_WEIGHT2_LENGTH",
+                 "NPU_SET_WEIGHT3_LENGTH")
+
+
+def stream_at(st, k: int) -> tuple:
+    """(base, length) of weight stream k."""
+    return st.field(WEIGHT_BASE[k], "addr"), st.field(WEIGHT_LENGTH[k], "length")
 
 
 def compile_model(tfl, cfg, extra=()):
@@ -676,12 +685,12 @@ def test_vela_weights(name, cfg, fwd):
     assert ops
     for kind, st in ops:
         p = order_from_state(kind, st, macs)
-        assert st.get((0, 0x128), 0) == 0                     # WEIGHT_REGION 0
-        weight_format = st.get((0, 0x12E), 0) & 1
+        assert st.field("NPU_SET_WEIGHT_REGION", "region") == 0
+        weight_format = st.field("NPU_SET_WEIGHT_FORMAT", "weight_format")
         if not fwd:
             assert weight_format == 0
         if weight_format == 1:                                # FWD: one stream
-            base, n = addr40(st, 0x020), st[(1, 0x021)][1]
+            base, n = stream_at(st, 0)
             vals = decode_fwd(region0[base:base + n], fwd_indices(p).size)
             W = weights_from_fwd(p, vals, check_padding=True)
             # Our FWD encoder on the same weights decodes to the same stream.
@@ -690,7 +699,7 @@ def test_vela_weights(name, cfg, fwd):
         else:
             streams = []
             for k in range(p.num_wd):
-                base, n = addr40(st, WEIGHT_BASE[k]), st[(1, WEIGHT_LENGTH[k])][1]
+                base, n = stream_at(st, k)
                 assert n > 0 and n % 16 == 0
                 data = region0[base:base + n]
                 s = decode_swd(data)
@@ -698,7 +707,7 @@ def test_vela_weights(name, cfg, fwd):
                 assert s.size >= stream_indices(p)[k].size
                 streams.append(s)
             for k in range(p.num_wd, 4):                          # unused decoders: no stream
-                assert st.get((1, WEIGHT_LENGTH[k]), (0, 0))[1] == 0
+                assert stream_at(st, k)[1] == 0
             W = weights_from_streams(p, streams, check_padding=True)
             # Our encoder's streams decode to the same weights through Arm's decoder.
             for k, s in enumerate(streams_from_weights(p, wt)):
@@ -706,11 +715,7 @@ def test_vela_weights(name, cfg, fwd):
         assert W.shape == wt.shape
         assert np.array_equal(W, wt), f"{name} {cfg}: weights differ"
         # The executor's one-call path gives the same tensor.
-        if weight_format == 1:
-            raw = [region0[addr40(st, 0x020):addr40(st, 0x020) + st[(1, 0x021)][1]]]
-        else:
-            raw = [region0[addr40(st, WEIGHT_BASE[k]):addr40(st, WEIGHT_BASE[k]) + st[(1, WEIGHT_LENGTH[k])][1]]
-                   for k in range(p.num_wd)]
+        raw = [region0[b:b + n] for b, n in (stream_at(st, k) for k in range(1 if weight_format == 1 else p.num_wd))]
         assert np.array_equal(decode_weight_tensor(p, raw, fwd=weight_format == 1), wt)
 
 

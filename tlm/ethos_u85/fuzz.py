@@ -113,7 +113,10 @@ from .dma_reference import DmaParams, dma_lines, s40
 
 __all__ = ["Case", "GENERATORS", "TARGET", "make_case", "run_case", "run", "main"]
 
-OFF = {r.ident: r.offset for r in R.iter_registers()}
+OFF = R.OFFSET
+_ST, _CMD, _MA, _RC = R.get("STATUS"), R.get("CMD"), R.get("MEM_ATTR0"), R.get("REGIONCFG")
+CMD_KEEP = _CMD.encode(clock_q_enable=1, power_q_enable=1)
+CMD_RUN = CMD_KEEP | _CMD.encode(transition_to_running_state=1)
 ID, STATUS, CMD, RESET, PROT = OFF["ID"], OFF["STATUS"], OFF["CMD"], OFF["RESET"], OFF["PROT"]
 QBASE_LO, QBASE_HI, QSIZE, QCONFIG, QREAD = (OFF[k] for k in ("QBASE_LO", "QBASE_HI", "QSIZE", "QCONFIG",
                                                                "QREAD"))
@@ -363,7 +366,8 @@ def _regions(rng, c: Case, hostile: float = 0.0) -> list[int]:
         c.setup += [(OFF[f"BASEP{n}_LO"], v & 0xFFFFFFFF), (OFF[f"BASEP{n}_HI"], v >> 32)]
     if rng.random() < 0.7:
         for k in range(4):
-            c.setup.append((OFF[f"MEM_ATTR{k}"], _u(rng, 0, 0xB) << 4 | _u(rng, 0, 1) << 2 | _u(rng, 0, 3)))
+            c.setup.append((OFF[f"MEM_ATTR{k}"], _MA.encode(memtype=_u(rng, 0, 0xB), axi_port=_u(rng, 0, 1),
+                                                         mem_domain=_u(rng, 0, 3))))
         c.setup.append((OFF["REGIONCFG"], _u(rng, 0, 0xFFFF)))
     if rng.random() < 0.3:
         c.setup.append((OFF["AXI_SRAM"], _u(rng, 0, 0xFFFFFFFF)))
@@ -712,9 +716,11 @@ def _apb_ops(rng, n: int, reset_p: float = 0.02) -> list:
             ops.append(("r", pick(rng, [STATUS, QREAD, PROT, ID, CMD, RESET, QBASE_LO, QSIZE,
                                          OFF["COND_STATUS"], pick(rng, regs)]), pprot))
         elif p < 0.45:
-            data = (0xC if rng.random() < 0.8 else _u(rng, 0, 0xF)) | pick(rng, [0, 1, 2, 0x10, 0x11, 0x12, 0x13])
+            rs, cq, sq = (_CMD.field(f).mask for f in ("transition_to_running_state", "clear_irq", "stop_request"))
+            data = (CMD_KEEP if rng.random() < 0.8 else _u(rng, 0, CMD_KEEP | rs | cq)) \
+                | pick(rng, [0, rs, cq, sq, sq | rs, sq | cq, sq | rs | cq])
             if rng.random() < 0.2:
-                data |= _u(rng, 0, 0xFFFF) << 16
+                data |= _CMD.field("clear_irq_history").put(0, _u(rng, 0, 0xFFFF))
             ops.append(("w", CMD, data, pprot, 0xF))
         elif p < 0.45 + reset_p:
             ops.append(("w", RESET, pick(rng, [0, 1, 2, 3, _u(rng, 0, 0xFFFFFFFF)]), pprot, 0xF))
@@ -989,8 +995,8 @@ class _Op:
 
 def _route(op: _Op, region: int) -> tuple[int, int, int]:
     """(interface, memtype, domain) of a region at the op's issue."""
-    a = op.attrs[(op.regioncfg >> (2 * region)) & 3]
-    return (a >> 2) & 1, (a >> 4) & 0xF, a & 3
+    a = op.attrs[_RC.field(f"region{region}").get(op.regioncfg)]
+    return _MA.field("axi_port").get(a), _MA.field("memtype").get(a), _MA.field("mem_domain").get(a)
 
 
 _KERNEL_CHANNEL_REGIONS = {
@@ -1291,7 +1297,8 @@ class _Tracker:
         tdesc = self._desc(t)
         d = self.d
         attr = d.mem_attr(d.qconfig)
-        if t.interface != (attr >> 2) & 1 or t.cache != axcache((attr >> 4) & 0xF, False) or t.domain != attr & 3:
+        if t.interface != _MA.field("axi_port").get(attr) or t.cache != axcache(_MA.field("memtype").get(attr), False) \
+                or t.domain != _MA.field("mem_domain").get(attr):
             self.once("fetch_attr", f"command fetch {tdesc} does not follow MEM_ATTR[QCONFIG={d.qconfig}]={attr:#x}")
         qb = d.qbase & ~3
         end = d.qbase + (d.qsize & ~3)
@@ -1663,7 +1670,7 @@ class Session:
                 res.violation("run() of a RUNNING NPU returned not_running")
         else:
             self.note_stop("ERROR/" + r.error if r.kind == StopKind.ERROR else r.kind.name)
-            if d.running or st & 1:
+            if d.running or _ST.field("state").get(st):
                 res.violation(f"{r.kind.value} stop but STATUS.state is running")
             if r.kind != StopKind.RESET and not (d.irq_raised and d.irq):
                 res.violation(f"{r.kind.value} stop without irq_raised/IRQ (STATUS {st:#010x})")
@@ -1749,7 +1756,7 @@ class Session:
         before = _pages(mem)
         d.set_result_flag(c.result_flag)
         self.check_regs("before start")
-        if self.call("Device.apb_write", d.apb_write, CMD, 0xC | 1, SP) != 0 or not d.running:
+        if self.call("Device.apb_write", d.apb_write, CMD, CMD_RUN, SP) != 0 or not d.running:
             res.violation("CMD.transition_to_running_state=1 did not start a fresh NPU")
         for i, budget in enumerate(c.chunks):
             if d.running:
@@ -1777,7 +1784,7 @@ class Session:
         d.memory.clear_faults()
         for _ in range(1000):                 # a reset the case started may still be running
             st, err = self.call("Device.apb_read", d.apb_read, STATUS, SP)
-            if err or not st & 8:
+            if err or not _ST.field("reset_status").get(st):
                 break
         data, err = self.call("Device.apb_read", d.apb_read, ID, SP)
         if err or data != R.get("ID").reset:
@@ -1789,8 +1796,8 @@ class Session:
         seen_reset = False
         for _ in range(1000):
             st, err = self.call("Device.apb_read", d.apb_read, STATUS, SP)
-            seen_reset |= bool(st & 8)
-            if not st & 8:
+            seen_reset |= bool(_ST.field("reset_status").get(st))
+            if not _ST.field("reset_status").get(st):
                 break
         else:
             res.violation("STATUS.reset_status still 1 after 1000 APB polls")
@@ -1803,7 +1810,7 @@ class Session:
         d.memory.write(addr, STOP_WORD.to_bytes(4, "little"))
         self.call("Device.apb_write", d.apb_write, QBASE_LO, addr, SP)
         self.call("Device.apb_write", d.apb_write, QSIZE, 4, SP)
-        self.call("Device.apb_write", d.apb_write, CMD, 0xD, SP)
+        self.call("Device.apb_write", d.apb_write, CMD, CMD_RUN, SP)
         r = self.call("Device.run", d.run, max_steps=10)
         if r.kind != StopKind.STOP:
             res.violation(f"after the final reset a one-command STOP stream ended {r}")

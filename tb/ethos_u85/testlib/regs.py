@@ -4,6 +4,7 @@ of TRM 3.1.1. Nothing here is typed twice: every number comes from a table."""
 from __future__ import annotations
 
 from tlm import registers as R
+from tlm.device import STICKY_FAULTS
 from tlm.memory import Channel, Interface
 
 OFF = R.OFFSET                          # ident -> offset
@@ -19,6 +20,7 @@ CH_RD_CMD, CH_RD_IFM, CH_RD_WEIGHTS, CH_RD_SCALE, CH_RD_M2M, CH_RD_IFM_STREAM, C
     CH_WR_M2M = (int(Channel[c]) for c in ("rd_cmd", "rd_ifm", "rd_weights", "rd_scale_bias", "rd_mem2mem",
                                            "rd_ifm_stream", "rd_mem2mem_idx", "wr_ofm", "wr_mem2mem"))
 IF_SRAM, IF_EXT = int(Interface.sram), int(Interface.ext)
+FAULT_FIELDS = STICKY_FAULTS           # the sticky STATUS fault fields (bus_status, ...)
 
 PROT_SP = 0b001                         # APB PPROT secure privileged: permitted in every CPL/CSL state
 REGS = tuple(R.iter_registers())

@@ -156,7 +156,7 @@ async def test_monitor_matches_manager(dut):
             if rng.random() < 0.1:
                 addr += rng.randint(1, 3)                       # unaligned: PSLVERR
             prot = rng.choice(prots)
-            if rng.random() < 0.5 and addr >= 0x080:
+            if rng.random() < 0.5 and addr >= OFF["BASEP0_LO"]:
                 strb = 0xF if rng.random() < 0.85 else rng.randrange(16)   # sub-word: PSLVERR
                 await env.write(addr, rng.getrandbits(32), prot, strb)
             else:

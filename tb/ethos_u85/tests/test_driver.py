@@ -21,7 +21,7 @@ from tb.ethos_u85.testlib.hostile import soft_reset
 from tb.ethos_u85.testlib.jobs import DMA, burst_key, dma_job
 from tb.ethos_u85.testlib.marks import DUT, TIMEOUT, seeded_rng, skip_now
 from tb.ethos_u85.testlib.memmap import REGION_BASE, program_regions
-from tb.ethos_u85.testlib.regs import OFF
+from tb.ethos_u85.testlib.regs import OFF, ST_IRQ
 
 
 def apb_counter(env: Env, addr: int) -> list:
@@ -193,7 +193,7 @@ async def test_monitor_catches(dut):
     sram.ar.set_pause_generator(None)
     sram.ar.pause = False
     status = await env.driver.wait_done()
-    assert status & 2
+    assert status & ST_IRQ
     assert any("differ from the model" in m for m in env.scoreboard.mismatches), \
         env.scoreboard.mismatches[:3]
     mon.errors.clear()
@@ -212,5 +212,5 @@ async def test_driver_standalone(dut):
     await program_regions(env)
     await dma_job(env)
     status = await drv.run_job(use_irq=True)
-    assert not drv.check_faults(status) and status & 2, str(drv.check_faults(status))
+    assert not drv.check_faults(status) and status & ST_IRQ, str(drv.check_faults(status))
     env.finish()

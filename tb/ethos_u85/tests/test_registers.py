@@ -1,7 +1,9 @@
 """Register tests through the APB5 pins.
 
-Expected values are the TRM's (Arm Ethos-U85 TRM r0p0 issue 05, chapter 3), typed here
-from the manual, not taken from the TLM: the TLM is what these tests check when DUT=tlm.
+Expected reset values are the TRM's (Arm Ethos-U85 TRM r0p0 issue 05, chapter 3), typed here
+from the manual, not taken from the TLM or the table: the TLM is what these tests check when
+DUT=tlm, and they check the register table too. Offsets and field positions come from the
+table (tlm/registers.py), the one source of truth.
 """
 from __future__ import annotations
 
@@ -12,45 +14,46 @@ from cocotb.triggers import ClockCycles, FallingEdge
 
 from tb.agents.apb import PROT_SECURE_PRIV
 from tb.ethos_u85.env import Env
+from tb.ethos_u85.testlib.regs import OFF, permitted
+from tlm import isa
+from tlm import registers as R
 
-# ---------------------------------------------------------------- TRM register facts
+# ---------------------------------------------------------------- register offsets (table)
 ID, STATUS, CMD, RESET, QBASE_LO, QBASE_HI, QREAD, QCONFIG, QSIZE, PROT, CONFIG = (
-    0x000, 0x004, 0x008, 0x00C, 0x010, 0x014, 0x018, 0x01C, 0x020, 0x024, 0x028)
-REGIONCFG = 0x03C
-PMCR = 0x1180
+    OFF[n] for n in ("ID", "STATUS", "CMD", "RESET", "QBASE_LO", "QBASE_HI", "QREAD", "QCONFIG", "QSIZE",
+                     "PROT", "CONFIG"))
+REGIONCFG, PMCR = OFF["REGIONCFG"], OFF["PMCR"]
+ST, CMD_F = R.get("STATUS"), R.get("CMD")
 
 
 def BASEP_LO(n: int) -> int:
-    return 0x080 + 8 * n
+    return OFF[f"BASEP{n}_LO"]
 
 
 def BASEP_HI(n: int) -> int:
-    return 0x084 + 8 * n
+    return OFF[f"BASEP{n}_HI"]
 
 
+# ---------------------------------------------------------------- TRM reset values (manual)
 ID_RESET = 0x20007001
-CMD_RESET = 0x0000000C                     # clock_q_enable = power_q_enable = 1
+RESET_CMD = 0x0000000C                     # clock_q_enable = power_q_enable = 1
 PMCR_RESET = 0x00004000                    # num_event_cnt = 8
 CONFIG_RESET = {                           # TRM 3.3.1.10 fields for each ETHOSU85_<macs>
     "ethos-u85-128": 0x20000117, "ethos-u85-256": 0x20000118, "ethos-u85-512": 0x20001119,
     "ethos-u85-1024": 0x2000251A, "ethos-u85-2048": 0x2000261B}
-ID_PAGE = {                                # PID4..7, PID0..3, CID0..3
-    0xFD0: 0x04, 0xFD4: 0x00, 0xFD8: 0x00, 0xFDC: 0x00,
-    0xFE0: 0x82, 0xFE4: 0xB5, 0xFE8: 0x0B, 0xFEC: 0x00,
-    0xFF0: 0x0D, 0xFF4: 0xF0, 0xFF8: 0x05, 0xFFC: 0xB1}
-ZERO_AT_RESET = (                          # rw/ro registers whose reset value is 0
-    [RESET, QBASE_LO, QBASE_HI, QREAD, QCONFIG, QSIZE, 0x030, 0x038, REGIONCFG,
-     0x040, 0x044, 0x048, 0x04C, 0x050, 0x054]
-    + [BASEP_LO(n) for n in range(8)] + [BASEP_HI(n) for n in range(8)]
-    + list(range(0x1184, 0x119C, 4)) + [0x11A0, 0x11A4, 0x11A8, 0x11AC, 0x11B0]
-    + list(range(0x1300, 0x1320, 4)) + list(range(0x1380, 0x13A0, 4)))
+ID_PAGE = {OFF[n]: v for n, v in (         # PID4..7, PID0..3, CID0..3
+    ("PID4", 0x04), ("PID5", 0x00), ("PID6", 0x00), ("PID7", 0x00),
+    ("PID0", 0x82), ("PID1", 0xB5), ("PID2", 0x0B), ("PID3", 0x00),
+    ("CID0", 0x0D), ("CID1", 0xF0), ("CID2", 0x05), ("CID3", 0xB1))}
+ZERO_AT_RESET = [OFF[n] for n in (         # rw/ro registers whose reset value is 0
+    "RESET", "QBASE_LO", "QBASE_HI", "QREAD", "QCONFIG", "QSIZE", "COND_STATUS", "POWER_CTRL", "REGIONCFG",
+    "MEM_ATTR0", "MEM_ATTR1", "MEM_ATTR2", "MEM_ATTR3", "AXI_SRAM", "AXI_EXT",
+    *(f"BASEP{n}_{w}" for n in range(8) for w in ("LO", "HI")),
+    "PMCNTENSET", "PMCNTENCLR", "PMOVSSET", "PMOVSCLR", "PMINTSET", "PMINTCLR",
+    "PMCCNTR_LO", "PMCCNTR_HI", "PMCCNTR_CFG", "PMCAXI_CHAN", "PMCLUT",
+    *(f"PMEVCNTR{n}" for n in range(8)), *(f"PMEVTYPER{n}" for n in range(8)))]
 
 TIMEOUT = dict(timeout_time=2, timeout_unit="ms")
-
-
-def permitted(pprot: int, cpl: int, csl: int) -> bool:
-    """TRM 3.1.1: PPROT[0] >= CPL and PPROT[1] <= CSL (PPROT[2] is not used)."""
-    return (pprot & 1) >= cpl and ((pprot >> 1) & 1) <= csl
 
 
 async def started_env(dut, **kw) -> Env:
@@ -69,14 +72,15 @@ async def test_reset_values(dut):
     seen = await env.wait_reset_done()
     dut._log.info("STATUS during the reset sequence: %s", [hex(v) for v in seen])
     # Only reset_status may be set while the sequence runs; once clear it stays clear.
-    assert all(v in (0x8, 0x0) for v in seen), f"STATUS during reset: {[hex(v) for v in seen]}"
-    assert seen[0] == 0x8, "reset_status not set in the first STATUS read after nRESET"
+    in_reset = ST.encode(reset_status=1)
+    assert all(v in (in_reset, 0) for v in seen), f"STATUS during reset: {[hex(v) for v in seen]}"
+    assert seen[0] == in_reset, "reset_status not set in the first STATUS read after nRESET"
     assert seen[-1] == 0
     for _ in range(3):
         assert await env.read_ok(STATUS) == 0, "STATUS after the reset sequence"
 
     assert await env.read_ok(ID) == ID_RESET
-    assert await env.read_ok(CMD) == CMD_RESET
+    assert await env.read_ok(CMD) == RESET_CMD
     assert await env.read_ok(CONFIG) == CONFIG_RESET[env.config], env.config
     assert await env.read_ok(PMCR) == PMCR_RESET
     assert await env.read_ok(PROT) == 0b01          # {PORSL, PORPL} = {0, 1}
@@ -87,8 +91,8 @@ async def test_reset_values(dut):
         got = await env.read_ok(addr)
         assert got == 0, f"0x{addr:04x} resets to 0, read 0x{got:08x}"
     # CFG_SRAM_CAP / CFG_EXT_CAP mirror the CFG*CAP pins.
-    assert await env.read_ok(0x060) == env.pins["CFGSRAMCAP"]
-    assert await env.read_ok(0x064) == env.pins["CFGEXTCAP"]
+    assert await env.read_ok(OFF["CFG_SRAM_CAP"]) == env.pins["CFGSRAMCAP"]
+    assert await env.read_ok(OFF["CFG_EXT_CAP"]) == env.pins["CFGEXTCAP"]
     env.finish()
 
 
@@ -101,14 +105,15 @@ async def test_prot_matrix(dut):
     for cpl, csl in ((1, 0), (0, 0), (1, 1), (0, 1)):
         await env.hard_reset(PORPL=cpl, PORSL=csl)
         await env.wait_reset_done()
-        assert await env.read_ok(PROT) == (csl << 1 | cpl), f"PROT after reset with {cpl=} {csl=}"
+        assert await env.read_ok(PROT) == R.get("PROT").encode(active_CPL=cpl, active_CSL=csl), \
+            f"PROT after reset with {cpl=} {csl=}"
         shadow = {QBASE_LO: 0, BASEP_LO(3): 0, REGIONCFG: 0}
-        width = {QBASE_LO: 0xFFFFFFFC, BASEP_LO(3): 0xFFFFFFFF, REGIONCFG: 0xFFFF}
+        width = {a: R.BY_OFFSET[a].write_mask for a in (QBASE_LO, BASEP_LO(3), REGIONCFG)}
         for pprot in range(8):
             ok = permitted(pprot, cpl, csl)
             tag = f"CPL={cpl} CSL={csl} PPROT={pprot:03b}"
             for addr, value in ((ID, ID_RESET), (CONFIG, CONFIG_RESET[env.config]),
-                                (PMCR, PMCR_RESET), (0xFFC, 0xB1), (STATUS, 0)):
+                                (PMCR, PMCR_RESET), (OFF["CID3"], 0xB1), (STATUS, 0)):
                 r = await env.read(addr, prot=pprot)
                 assert r.slverr == (not ok), f"{tag} read 0x{addr:03x}: PSLVERR={int(r.slverr)}"
                 assert r.data == (value if ok else 0), f"{tag} read 0x{addr:03x}: 0x{r.data:x}"
@@ -139,7 +144,7 @@ async def test_pslverr_subword_and_misaligned(dut):
             assert r.slverr, f"write 0x{addr:03x} PSTRB={strb:04b} without PSLVERR"
             got = await env.read_ok(addr)
             assert got == value, f"write 0x{addr:03x} PSTRB={strb:04b} changed it to 0x{got:x}"
-    for addr in (ID, STATUS, QBASE_LO, BASEP_LO(0), PMCR, 0xFE0, 0xFFC):
+    for addr in (ID, STATUS, QBASE_LO, BASEP_LO(0), PMCR, OFF["PID0"], OFF["CID3"]):
         for low in (1, 2, 3):
             r = await env.read(addr + low)
             assert r.slverr and r.data == 0, f"read 0x{addr + low:04x}: {r}"
@@ -238,12 +243,12 @@ async def test_qchannel_accept_deny(dut):
     await env.clkq.exit()
     assert await env.pwrq.request() == "accepted"
     await env.pwrq.exit()
-    await env.write_ok(CMD, 0x8)             # clock_q_enable = 0, power_q_enable = 1
+    await env.write_ok(CMD, CMD_F.encode(clock_q_enable=0, power_q_enable=1))
     assert await env.clkq.request() == "denied"
     await env.clkq.exit()
     assert await env.pwrq.request() == "accepted"
     await env.pwrq.exit()
-    await env.write_ok(CMD, 0x4)             # clock_q_enable = 1, power_q_enable = 0
+    await env.write_ok(CMD, CMD_F.encode(clock_q_enable=1, power_q_enable=0))
     assert await env.pwrq.request() == "denied"
     await env.pwrq.exit()
     assert await env.clkq.request() == "accepted"
@@ -252,41 +257,38 @@ async def test_qchannel_accept_deny(dut):
     env.finish()
 
 
-# Hand-encoded command stream (TRM 3.5.3 cmd0: opcode [9:0], [15:14] = 00, payload [31:16]).
-NPU_OP_IRQ = 0x001
-NPU_OP_STOP = 0x000
-
-
 @cocotb.test(**TIMEOUT)
 async def test_irq_pin_stop_and_clear(dut):
     """NPU_OP_IRQ + NPU_OP_STOP raise the IRQ pin and STATUS bits; CMD.clear_irq and
     CMD.clear_irq_history clear them (TRM 3.3.1.2, 3.3.1.3, 3.10)."""
     env = await started_env(dut)
-    stream = [0x005A << 16 | NPU_OP_IRQ, 0x0081 << 16 | NPU_OP_STOP]
+    stream = isa.encode("NPU_OP_IRQ", mask=0x005A) + isa.encode("NPU_OP_STOP", mask=0x0081)
     env.memory.write(0x2000, b"".join(w.to_bytes(4, "little") for w in stream))
     await env.write_ok(QBASE_LO, 0x2000)
     await env.write_ok(QBASE_HI, 0)
     await env.write_ok(QSIZE, 4 * len(stream))
     await FallingEdge(env.clock)
     assert int(env.irq.value) == 0
-    await env.write_ok(CMD, 0xC | 0x1)                  # transition_to_running_state
+    keep = CMD_F.encode(clock_q_enable=1, power_q_enable=1)
+    await env.write_ok(CMD, keep | CMD_F.encode(transition_to_running_state=1))
     for _ in range(50):
-        status = await env.read_ok(STATUS)
-        if not status & 1:
+        f = ST.decode(await env.read_ok(STATUS))
+        if not f["state"]:
             break
-    assert status & 1 == 0, "the NPU did not stop"
-    assert status & 0x2, f"STATUS.irq_raised not set: 0x{status:08x}"
-    assert status >> 16 == 0x005A | 0x0081, f"irq_history_mask: 0x{status >> 16:04x}"
-    assert status & 0x394 == 0, f"fault bits set: 0x{status:08x}"
+    assert f["state"] == 0, "the NPU did not stop"
+    assert f["irq_raised"], f"STATUS.irq_raised not set: {f}"
+    assert f["irq_history_mask"] == 0x005A | 0x0081, f"irq_history_mask: 0x{f['irq_history_mask']:04x}"
+    assert not any(f[b] for b in ("bus_status", "cmd_parse_error", "ecc_fault", "branch_fault")), \
+        f"fault bits set: {f}"
     assert await env.read_ok(QREAD) == 8
     await FallingEdge(env.clock)
     assert int(env.irq.value) == 1, "IRQ pin low with STATUS.irq_raised set"
-    await env.write_ok(CMD, 0xC | 0x2)                  # clear_irq
+    await env.write_ok(CMD, keep | CMD_F.encode(clear_irq=1))
     await ClockCycles(env.clock, 2)
     await FallingEdge(env.clock)
     assert int(env.irq.value) == 0, "IRQ pin still high after CMD.clear_irq"
-    status = await env.read_ok(STATUS)
-    assert status & 0x2 == 0 and status >> 16 == 0x00DB
-    await env.write_ok(CMD, 0xC | 0x00DB << 16)         # clear_irq_history
-    assert await env.read_ok(STATUS) >> 16 == 0
+    f = ST.decode(await env.read_ok(STATUS))
+    assert f["irq_raised"] == 0 and f["irq_history_mask"] == 0x00DB
+    await env.write_ok(CMD, keep | CMD_F.encode(clear_irq_history=0x00DB))
+    assert ST.decode(await env.read_ok(STATUS))["irq_history_mask"] == 0
     env.finish()

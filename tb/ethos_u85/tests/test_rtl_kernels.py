@@ -52,6 +52,7 @@ from tb.ethos_u85.testlib.memmap import MEM_ATTRS, REGION_BASE, STREAM_ADDR, pro
 from tb.ethos_u85.testlib.netjob import run_network, vela_model
 from tb.ethos_u85.testlib.regs import OFF, status_fields
 from tb.ethos_u85.testlib.streams import enc, fmap_cmds
+from tlm.memory import Channel
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
 CASES = int(os.environ.get("KERNEL_CASES", "0") or 0)
@@ -323,7 +324,7 @@ async def kernel_env(dut, reference: bool = True, backpressure: float | None = N
     return env
 
 
-CH_IFM, CH_IFM2, CH_OFM, CH_CMD = 1, 5, 8, 0
+CH_IFM, CH_IFM2, CH_OFM, CH_CMD = (int(Channel[c]) for c in ("rd_ifm", "rd_ifm_stream", "wr_ofm", "rd_cmd"))
 
 
 def check_bursts(env: Env, ops: list) -> None:
@@ -678,7 +679,7 @@ async def test_kernel_bus_error(dut, where):
     env.finish()
 
 
-CH_WEIGHTS, CH_SCALE = 2, 3
+CH_WEIGHTS, CH_SCALE = int(Channel.rd_weights), int(Channel.rd_scale_bias)
 
 
 @cocotb.parametrize(op=named(["conv", "depthwise"]),

@@ -22,30 +22,37 @@ from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from tb.agents.apb import Apb5Manager
 from tlm import isa
+from tlm import registers as R
 from tlm.ethos_u85.dma_reference import DmaParams, dma_copy
-from tlm.memory import Fault, Memory, RegionRoute, Resp
+from tlm.memory import Channel, Fault, Memory, RegionRoute, Resp
 
 SKIP = os.environ.get("TB_DUT", "rtl").lower() != "rtl"
 TIMEOUT = dict(timeout_time=5, timeout_unit="ms", skip=SKIP)
 
-# TRM register offsets (digest D3.1)
+# register offsets and STATUS bits from the table (tlm/registers.py)
 ID, STATUS, CMD, RESET, QBASE_LO, QBASE_HI, QREAD, QCONFIG, QSIZE, PROT, CONFIG = (
-    0x000, 0x004, 0x008, 0x00C, 0x010, 0x014, 0x018, 0x01C, 0x020, 0x024, 0x028)
-REGIONCFG, MEM_ATTR0, AXI_SRAM, AXI_EXT = 0x03C, 0x040, 0x050, 0x054
+    R.OFFSET[n] for n in ("ID", "STATUS", "CMD", "RESET", "QBASE_LO", "QBASE_HI", "QREAD", "QCONFIG", "QSIZE",
+                          "PROT", "CONFIG"))
+REGIONCFG, MEM_ATTR0, AXI_SRAM, AXI_EXT = (R.OFFSET[n] for n in ("REGIONCFG", "MEM_ATTR0", "AXI_SRAM", "AXI_EXT"))
 PMCR, PMCNTENSET, PMOVSSET, PMINTSET, PMCCNTR_LO, PMEVCNTR0, PMEVTYPER0 = (
-    0x1180, 0x1184, 0x118C, 0x1194, 0x11A0, 0x1300, 0x1380)
+    R.OFFSET[n] for n in ("PMCR", "PMCNTENSET", "PMOVSSET", "PMINTSET", "PMCCNTR_LO", "PMEVCNTR0", "PMEVTYPER0"))
 
 
 def BASEP_LO(n):
-    return 0x080 + 8 * n
+    return R.OFFSET[f"BASEP{n}_LO"]
 
 
-# STATUS bits (TRM 3.3.1.2)
+_ST = R.get("STATUS")
 ST_RUN, ST_IRQ, ST_BUS, ST_RESET, ST_PARSE, ST_END, ST_PMUIRQ, ST_BRANCH = (
-    1, 2, 4, 8, 16, 32, 64, 0x200)
-CH_RD_CMD, CH_RD_M2M, CH_WR_M2M = 0, 4, 9
+    _ST.field(f).mask for f in ("state", "irq_raised", "bus_status", "reset_status", "cmd_parse_error",
+                                "cmd_end_reached", "pmu_irq_raised", "branch_fault"))
+CH_RD_CMD, CH_RD_M2M, CH_WR_M2M = int(Channel.rd_cmd), int(Channel.rd_mem2mem), int(Channel.wr_mem2mem)
+_CAP = R.get("CFG_SRAM_CAP").encode(max_outstanding_read_m1=0x3F, max_outstanding_write_m1=0x1F, max_beats=2)
+_CMD, _AXI, _MA, _RC, _PMCR = (R.get(n) for n in ("CMD", "AXI_SRAM", "MEM_ATTR0", "REGIONCFG", "PMCR"))
+KEEP = _CMD.encode(clock_q_enable=1, power_q_enable=1)          # CMD bits every write keeps
+RUN, CLEAR_IRQ = _CMD.encode(transition_to_running_state=1), _CMD.encode(clear_irq=1)
 
-PINS = dict(PORPL=1, PORSL=0, CFGSRAMCAP=0x0002_1F3F, CFGEXTCAP=0x0002_1F3F, CFGSRAMHASH0=0)
+PINS = dict(PORPL=1, PORSL=0, CFGSRAMCAP=_CAP, CFGEXTCAP=_CAP, CFGSRAMHASH0=0)
 TIE = dict(nMBISTRESET=1, DBGEN=0, SPIDEN=0, WRSTQREQ=0, DBGHALTREQ=0, DBGRESTARTREQ=0,
            DFTCGEN=0, DFTRSTDISABLE=0, DFTRAMHOLD=0, MBISTREQ=0, PWRQREQn=1, CLKQREQn=1,
            PCLKEN=1, PWAKEUP=0, ACLKENSRAM0=1, ACLKENEXT0=1)
@@ -282,7 +289,7 @@ class Bench:
         await self.wr(QSIZE, len(data))
         await self.wr(QCONFIG, qconfig)
         if start:
-            await self.wr(CMD, 0xC | 1)
+            await self.wr(CMD, KEEP | RUN)
 
     async def wait_stopped(self, max_cycles: int = 200_000) -> int:
         for _ in range(max_cycles // 20):
@@ -347,48 +354,44 @@ async def test_smoke_reset_and_registers(dut):
     await b.start(PORPL=1, PORSL=0)
     assert await b.rd(ID) == 0x20007001
     assert await b.rd(STATUS) == 0
-    assert await b.rd(CMD) == 0xC
+    assert await b.rd(CMD) == KEEP
     assert await b.rd(CONFIG) == 0x20000118
     assert await b.rd(PROT) == 0b01
     assert await b.rd(PMCR) == 0x4000
-    assert await b.rd(0x060) == PINS["CFGSRAMCAP"]
-    assert await b.rd(0xFF0) == 0x0D and await b.rd(0xFFC) == 0xB1
-    # write masks: MEM_ATTR [7:4,2:0], AXI_SRAM [17:16,12:8,5:0], REGIONCFG [15:0]
-    await b.wr(MEM_ATTR0, 0xFFFFFFFF)
-    assert await b.rd(MEM_ATTR0) == 0xF7
-    await b.wr(AXI_SRAM, 0xFFFFFFFF)
-    assert await b.rd(AXI_SRAM) == 0x31F3F
-    await b.wr(REGIONCFG, 0xFFFFFFFF)
-    assert await b.rd(REGIONCFG) == 0xFFFF
-    await b.wr(BASEP_LO(3) + 4, 0xFFFFFFFF)
-    assert await b.rd(BASEP_LO(3) + 4) == 0xFF
+    assert await b.rd(R.OFFSET["CFG_SRAM_CAP"]) == PINS["CFGSRAMCAP"]
+    assert await b.rd(R.OFFSET["CID0"]) == 0x0D and await b.rd(R.OFFSET["CID3"]) == 0xB1
+    # write masks (the table's): MEM_ATTR, AXI_SRAM, REGIONCFG, BASEP_HI
+    for reg in ("MEM_ATTR0", "AXI_SRAM", "REGIONCFG", "BASEP3_HI"):
+        await b.wr(R.OFFSET[reg], 0xFFFFFFFF)
+        assert await b.rd(R.OFFSET[reg]) == R.get(reg).write_mask, reg
     # ro write ignored, reserved offsets RAZ/WI, wo fields read 0
     await b.wr(ID, 0)
     assert await b.rd(ID) == 0x20007001
-    await b.wr(0x02C, 0x1234)
-    assert await b.rd(0x02C) == 0
-    await b.wr(PMCR, 0x7)
-    assert await b.rd(PMCR) == 0x4001
+    reserved = next(o for o in range(0, R.APB_WINDOW, 4) if R.by_offset(o) is None)
+    await b.wr(reserved, 0x1234)
+    assert await b.rd(reserved) == 0
+    await b.wr(PMCR, _PMCR.encode(cnt_en=1, event_cnt_rst=1, cycle_cnt_rst=1))
+    assert await b.rd(PMCR) == _PMCR.encode(cnt_en=1, num_event_cnt=8)
     # PSLVERR: unaligned, sub-word write, privilege, security
     r = await b.apb.read(ID + 2, 0b01)
     assert r.slverr and r.data == 0
     r = await b.apb.write(MEM_ATTR0, 0, 0b01, strb=0x3)
-    assert r.slverr and await b.rd(MEM_ATTR0) == 0xF7
+    assert r.slverr and await b.rd(MEM_ATTR0) == _MA.write_mask
     r = await b.apb.read(ID, 0b00)                     # user access, NPU privileged
     assert r.slverr and r.data == 0
     r = await b.apb.write(MEM_ATTR0, 0, 0b11)          # non-secure access, NPU secure
-    assert r.slverr and await b.rd(MEM_ATTR0) == 0xF7
+    assert r.slverr and await b.rd(MEM_ATTR0) == _MA.write_mask
     # soft reset from S+P to (NS, U): registers cleared, PROT applied at the end
-    await b.wr(RESET, 0b10)
+    await b.wr(RESET, R.get("RESET").encode(pending_CPL=0, pending_CSL=1))
     st = await b.apb.read(STATUS, 0b01)
     assert st.data == ST_RESET
     r = await b.apb.write(MEM_ATTR0, 1, 0b01)           # any write but CMD/RESET: PSLVERR
     assert r.slverr
     await b.wait_reset()
-    assert await b.rd(PROT, 0b11) == 0b10
-    assert await b.rd(RESET, 0b10) == 0b10
+    assert await b.rd(PROT, 0b11) == R.get("PROT").encode(active_CPL=0, active_CSL=1)
+    assert await b.rd(RESET, 0b10) == R.get("RESET").encode(pending_CPL=0, pending_CSL=1)
     assert await b.rd(MEM_ATTR0, 0b10) == 0
-    assert await b.rd(CMD, 0b10) == 0xC
+    assert await b.rd(CMD, 0b10) == KEEP
     b.check_axi()
 
 
@@ -403,21 +406,22 @@ async def test_smoke_stop_irq_end(dut):
                    enc("NPU_SET_OFM_REGION", region=2))
     await b.run_stream(words, qbase=0x2004)
     st = await b.wait_stopped()
-    assert st == (ST_IRQ | (0x0311 << 16)), hex(st)
+    assert st == (ST_IRQ | _ST.encode(irq_history_mask=0x0311)), hex(st)
     assert int(dut.IRQ.value) == 1
     assert await b.rd(QREAD) == 20                    # after the STOP (4+4+8+4)
-    await b.wr(CMD, 0xC | 0x2 | (0x0100 << 16))      # clear_irq and history bit 8
+    await b.wr(CMD, KEEP | CLEAR_IRQ | _CMD.encode(clear_irq_history=0x0100))   # and history bit 8
     assert int(dut.IRQ.value) == 0
-    assert await b.rd(STATUS) == (0x0211 << 16)
-    assert await b.rd(CMD) == 0x0100000E               # reads back the last written word
-    await b.wr(CMD, 0xC | 1)                           # resume at QREAD
+    assert await b.rd(STATUS) == _ST.encode(irq_history_mask=0x0211)
+    assert await b.rd(CMD) == KEEP | CLEAR_IRQ | _CMD.encode(clear_irq_history=0x0100)  # the last word
+    await b.wr(CMD, KEEP | RUN)                        # resume at QREAD
+
     st = await b.wait_stopped()
     assert st & ST_END and st & ST_IRQ, hex(st)
     assert await b.rd(QREAD) == len(words) * 4
-    await b.wr(CMD, 0xC | 2)
+    await b.wr(CMD, KEEP | CLEAR_IRQ)
     await b.wr(QSIZE, len(words) * 4)                  # clears cmd_end_reached
     assert not (await b.rd(STATUS)) & ST_END
-    await b.wr(CMD, 0xC | 1)                           # restart at 0 (QSIZE written)
+    await b.wr(CMD, KEEP | RUN)                           # restart at 0 (QSIZE written)
     st = await b.wait_stopped()
     assert await b.rd(QREAD) == 20 and st & ST_IRQ
     # running: QBASE write is UNPREDICTABLE -> PSLVERR (policy of the TLM); CMD RS no effect
@@ -451,11 +455,11 @@ async def test_smoke_parse_errors(dut):
         st = await b.wait_stopped()
         assert st & ST_PARSE and st & ST_IRQ, f"{[hex(w) for w in words]}: STATUS 0x{st:x}"
         assert await b.rd(QREAD) == qread
-        await b.wr(CMD, 0xC | 2)
+        await b.wr(CMD, KEEP | CLEAR_IRQ)
         assert (await b.rd(STATUS)) & ST_PARSE                # sticky
-        await b.wr(CMD, 0xC | 1)                              # ignored while faulted
+        await b.wr(CMD, KEEP | RUN)                              # ignored while faulted
         assert not (await b.rd(STATUS)) & ST_RUN
-        await b.wr(RESET, 0b01)
+        await b.wr(RESET, R.get("RESET").encode(pending_CPL=1))
         await b.wait_reset()
         assert await b.rd(STATUS) == 0
     b.check_axi()
@@ -472,9 +476,9 @@ async def test_smoke_branch(dut):
                    enc("NPU_OP_STOP", mask=0x0001))                          # 24
     await b.run_stream(words)
     st = await b.wait_stopped()
-    assert st == (ST_IRQ | (0x0001 << 16)), hex(st)
+    assert st == (ST_IRQ | _ST.encode(irq_history_mask=0x0001)), hex(st)
     assert await b.rd(QREAD) == 28
-    await b.wr(RESET, 0b01)
+    await b.wr(RESET, R.get("RESET").encode(pending_CPL=1))
     await b.wait_reset()
     words = stream(enc("NPU_SET_IFM_PAD_TOP", pad=1),
                    enc("NPU_OP_BRANCH", branch_cond=1, branch_target=64),   # >= QSIZE
@@ -550,14 +554,14 @@ async def test_smoke_dma_random(dut):
         await b.wr(BASEP_LO(n), bases[n])
     for _case in range(12):
         attrs = [rng.choice((0x00, 0x03, 0x14, 0x33, 0x46, 0x91, 0xB7, 0x25)) for _ in range(4)]
-        attrs[0] &= ~0x4                     # the command stream stays on SRAM
+        attrs[0] &= ~_MA.field("axi_port").mask      # the command stream stays on SRAM
         regioncfg = rng.getrandbits(16)
         for n, a in enumerate(attrs):
-            await b.wr(MEM_ATTR0 + 4 * n, a)
+            await b.wr(R.OFFSET[f"MEM_ATTR{n}"], a)
         await b.wr(REGIONCFG, regioncfg)
         for group, reg, port in (("sram", AXI_SRAM, b.sram), ("ext", AXI_EXT, b.ext)):
             rd, wr, beats = rng.randint(0, 7), rng.randint(0, 7), rng.randint(0, 3)
-            await b.wr(reg, rd | wr << 8 | beats << 16)
+            await b.wr(reg, _AXI.encode(max_outstanding_read_m1=rd, max_outstanding_write_m1=wr, max_beats=beats))
             b.set_limits(group, rd + 1, wr + 1, min(beats, 2))
             port.ready_p = rng.choice((1.0, 0.7, 0.3))
             port.rvalid_p = rng.choice((1.0, 0.6))
@@ -572,8 +576,8 @@ async def test_smoke_dma_random(dut):
 async def test_smoke_outstanding_limits_reached(dut):
     """A long DMA with slow responses reaches, and never exceeds, the programmed limits."""
     b = Bench(dut)
-    await b.start(CFGSRAMCAP=0x0002_0203)    # pins cap: 4 reads, 3 writes, B256
-    await b.wr(AXI_SRAM, 0x0002_0707)        # register asks 8/8: min() -> 4 reads, 3 writes
+    await b.start(CFGSRAMCAP=_AXI.encode(max_outstanding_read_m1=3, max_outstanding_write_m1=2, max_beats=2))
+    await b.wr(AXI_SRAM, _AXI.encode(max_outstanding_read_m1=7, max_outstanding_write_m1=7, max_beats=2))
     b.set_limits("sram", 4, 3, 2)
     b.sram.latency = (10, 30)
     b.mem.write(0x20000, bytes(range(256)) * 16)
@@ -598,15 +602,16 @@ async def test_smoke_bus_errors(dut):
     await b.run_stream(words)
     st = await b.wait_stopped()
     assert st & ST_BUS and st & ST_IRQ, hex(st)
-    assert (st >> 11) & 1 == 0 and (st >> 12) & 0xF == CH_RD_CMD, hex(st)
+    f = _ST.decode(st)
+    assert f["faulting_interface"] == 0 and f["faulting_channel"] == CH_RD_CMD, hex(st)
     assert await b.rd(QREAD) <= 64
-    await b.wr(RESET, 0b01)
+    await b.wr(RESET, R.get("RESET").encode(pending_CPL=1))
     await b.wait_reset()
     b.mem.faults.clear()
     assert await b.rd(STATUS) == 0
     # DMA write to an EXT region that faults
-    await b.wr(MEM_ATTR0 + 4, 0x04)          # MEM_ATTR1: EXT
-    await b.wr(REGIONCFG, 0x1 << 2)          # region 1 -> MEM_ATTR1
+    await b.wr(R.OFFSET["MEM_ATTR1"], _MA.encode(axi_port=1))          # MEM_ATTR1: EXT
+    await b.wr(REGIONCFG, _RC.encode(region1=1))                        # region 1 -> MEM_ATTR1
     await b.wr(BASEP_LO(1), 0x80000)
     b.mem.faults.append(Fault(0x80000, 0x80100, Resp.DECERR, "w"))
     words = stream(dma_cmds(0x3000, 0x40, 64, src_region=0, dst_region=1),
@@ -614,8 +619,9 @@ async def test_smoke_bus_errors(dut):
     await b.run_stream(words)
     st = await b.wait_stopped()
     assert st & ST_BUS and st & ST_IRQ, hex(st)
-    assert (st >> 11) & 1 == 1 and (st >> 12) & 0xF == CH_WR_M2M, hex(st)
-    await b.wr(CMD, 0xC | 2)
+    f = _ST.decode(st)
+    assert f["faulting_interface"] == 1 and f["faulting_channel"] == CH_WR_M2M, hex(st)
+    await b.wr(CMD, KEEP | CLEAR_IRQ)
     assert (await b.rd(STATUS)) & ST_BUS
     b.check_axi()
 
@@ -631,11 +637,11 @@ async def test_smoke_soft_reset_during_dma(dut):
     await b.run_stream(words)
     await ClockCycles(dut.CLK, 100)
     assert (await b.rd(STATUS)) & ST_RUN
-    await b.wr(RESET, 0b11)                  # pending (P, NS) from S+P
+    await b.wr(RESET, R.get("RESET").encode(pending_CPL=1, pending_CSL=1))   # pending (P, NS) from S+P
     st = await b.apb.read(STATUS, 0b01)
     assert st.data == ST_RESET, hex(st.data)
     await b.wait_reset()
-    assert await b.rd(PROT, 0b11) == 0b11
+    assert await b.rd(PROT, 0b11) == R.get("PROT").encode(active_CPL=1, active_CSL=1)
     assert await b.rd(STATUS, 0b11) == 0
     assert await b.rd(QSIZE, 0b11) == 0
     assert int(dut.IRQ.value) == 0
@@ -687,20 +693,20 @@ async def test_smoke_qchannels(dut):
     # stopped with the IRQ pending: clock yes, power no
     assert await request("PWR") == "deny"
     await release("PWR")
-    await b.wr(CMD, 0xC | 2)
+    await b.wr(CMD, KEEP | CLEAR_IRQ)
     assert await request("PWR") == "accept"
     await release("PWR")
     # power_q_enable = 0 keeps power
-    await b.wr(CMD, 0x4)
+    await b.wr(CMD, _CMD.encode(clock_q_enable=1))
     assert await request("PWR") == "deny"
     await release("PWR")
     # after RESET power stays masked until the next CMD write
-    await b.wr(RESET, 0b01)
+    await b.wr(RESET, R.get("RESET").encode(pending_CPL=1))
     await b.wait_reset()
-    assert await b.rd(CMD) == 0xC
+    assert await b.rd(CMD) == KEEP
     assert await request("PWR") == "deny"
     await release("PWR")
-    await b.wr(CMD, 0xC)
+    await b.wr(CMD, KEEP)
     assert await request("PWR") == "accept"
     await release("PWR")
     # an APB transfer while the clock is stopped waits for the clock
@@ -721,18 +727,18 @@ async def test_smoke_pmu(dut):
     b = Bench(dut)
     await b.start()
     await b.wr(PMEVTYPER0, 35)               # npu_active
-    await b.wr(PMEVTYPER0 + 4, 0x202)        # sram0_rd_data_beat_received
-    await b.wr(PMEVTYPER0 + 8, 32)           # npu_idle
-    await b.wr(PMCNTENSET, 0x8000_0007)
-    await b.wr(PMCR, 0x1 | 0x2 | 0x4)        # enable, reset counters
+    await b.wr(R.OFFSET["PMEVTYPER1"], R.PMU_EVENT_BY_NAME["sram0_rd_data_beat_received"])
+    await b.wr(R.OFFSET["PMEVTYPER2"], R.PMU_EVENT_BY_NAME["npu_idle"])
+    await b.wr(PMCNTENSET, R.get("PMCNTENSET").encode(CYCLE_CNT=1, EVENT_CNT_0=1, EVENT_CNT_1=1, EVENT_CNT_2=1))
+    await b.wr(PMCR, _PMCR.encode(cnt_en=1, event_cnt_rst=1, cycle_cnt_rst=1))   # enable, reset counters
     words = stream(dma_cmds(0x20000, 0x60000, 1024), enc("NPU_OP_DMA_WAIT", k=0), enc("NPU_OP_STOP"))
     await b.run_stream(words)
     await b.wait_stopped()
     await b.wr(PMCR, 0)                       # freeze
     cyc = await b.rd(PMCCNTR_LO)
     active = await b.rd(PMEVCNTR0)
-    beats = await b.rd(PMEVCNTR0 + 4)
-    idle = await b.rd(PMEVCNTR0 + 8)
+    beats = await b.rd(R.OFFSET["PMEVCNTR1"])
+    idle = await b.rd(R.OFFSET["PMEVCNTR2"])
     dut._log.info("PMU: cycles %d active %d idle %d sram read beats %d", cyc, active, idle, beats)
     assert 0 < active < cyc and 0 < idle < cyc
     assert active + idle == cyc
@@ -740,14 +746,14 @@ async def test_smoke_pmu(dut):
     fetch_beats = 4 * -(-stream_bytes // 64)  # 64-byte fetch blocks from QBASE = 0x1000
     assert beats == 1024 // 16 + fetch_beats, (beats, fetch_beats)
     # overflow of counter 2 with its interrupt enabled
-    await b.wr(PMEVCNTR0 + 8, 0xFFFF_FFF0)
-    await b.wr(PMINTSET, 0x4)
-    await b.wr(PMCR, 0x1)
+    await b.wr(R.OFFSET["PMEVCNTR2"], 0xFFFF_FFF0)
+    await b.wr(PMINTSET, R.get("PMINTSET").encode(EVENT_CNT_2_INT=1))
+    await b.wr(PMCR, _PMCR.encode(cnt_en=1))
     await ClockCycles(dut.CLK, 40)
     st = await b.rd(STATUS)
     assert st & ST_PMUIRQ and int(dut.IRQ.value) == 1, hex(st)
-    assert (await b.rd(PMOVSSET)) & 0x4
-    await b.wr(CMD, 0xC | 2)
+    assert R.get("PMOVSSET").field("EVENT_CNT_2_OVF").get(await b.rd(PMOVSSET))
+    await b.wr(CMD, KEEP | CLEAR_IRQ)
     assert not (await b.rd(STATUS)) & ST_PMUIRQ
     b.check_axi()
 
@@ -763,8 +769,8 @@ async def test_smoke_dma_indexed(dut):
     for r in range(8):
         b.mem.write(bases[r], bytes(rng.getrandbits(8) for _ in range(0x4000)))
         await b.wr(BASEP_LO(r), bases[r])
-    await b.wr(MEM_ATTR0 + 4, 0x24)          # MEM_ATTR1: EXT, memtype 2
-    await b.wr(REGIONCFG, 0x1 << 6 | 0x1 << 10)   # regions 3 and 5 on EXT
+    await b.wr(R.OFFSET["MEM_ATTR1"], _MA.encode(axi_port=1, memtype=2))   # MEM_ATTR1: EXT, memtype 2
+    await b.wr(REGIONCFG, _RC.encode(region3=1, region5=1))              # regions 3 and 5 on EXT
     b.set_limits("sram", 1, 1, 0)
     b.set_limits("ext", 1, 1, 0)
     for case in range(6):
@@ -868,10 +874,11 @@ async def test_smoke_aclken(dut):
     for r in range(8):
         b.mem.write(bases[r], bytes(rng.getrandbits(8) for _ in range(0x2000)))
         await b.wr(BASEP_LO(r), bases[r])
-    await b.wr(MEM_ATTR0 + 4, 0x04)
-    await b.wr(REGIONCFG, 0x1 << 2)          # region 1 on EXT
-    await b.wr(AXI_SRAM, 0x0001_0303)
-    await b.wr(AXI_EXT, 0x0002_0202)
+    await b.wr(R.OFFSET["MEM_ATTR1"], _MA.encode(axi_port=1))
+    await b.wr(REGIONCFG, _RC.encode(region1=1))                           # region 1 on EXT
+    await b.wr(AXI_SRAM, _AXI.encode(max_outstanding_read_m1=3, max_outstanding_write_m1=3, max_beats=1))
+    await b.wr(AXI_EXT, _AXI.encode(max_outstanding_read_m1=2, max_outstanding_write_m1=2, max_beats=2))
+
     b.set_limits("sram", 4, 4, 1)
     b.set_limits("ext", 3, 3, 2)
     for src_region, dst_region in ((0, 1), (1, 2)):
@@ -902,16 +909,16 @@ async def test_smoke_stop_request_and_warm_reset(dut):
                    enc("NPU_OP_IRQ", mask=0x4), enc("NPU_OP_STOP", mask=0x1))
     await b.run_stream(words)
     await ClockCycles(dut.CLK, 60)
-    await b.wr(CMD, 0xC | 0x10)                        # stop_request
+    await b.wr(CMD, KEEP | _CMD.encode(stop_request=1))                        # stop_request
     st = await b.wait_stopped()
     assert st & ST_IRQ and not st & (ST_PARSE | ST_BUS | ST_END), hex(st)
     qread = await b.rd(QREAD)
     assert 0 < qread < len(words) * 4 and qread % 4 == 0, qread
     assert b.mem.read(0x60000, 4096) == b.mem.read(0x20000, 4096)   # the queued DMA completed
-    await b.wr(CMD, 0xC | 0x2)
+    await b.wr(CMD, KEEP | CLEAR_IRQ)
     # warm-reset halt in the middle of a fresh run
     b.mem.write(0x60000, bytes(4096))
-    await b.wr(CMD, 0xC | 1)                           # restarts at QBASE (not after STOP)
+    await b.wr(CMD, KEEP | RUN)                           # restarts at QBASE (not after STOP)
     await ClockCycles(dut.CLK, 40)
     dut.WRSTQREQ.value = 1
     for _ in range(400):
