@@ -257,3 +257,14 @@ def test_first_stride_keeps_even_positions():
     case.la = la
     case.expect = full[:, ::2, ::2].copy()
     check(case, "first_stride")
+
+
+@pytest.mark.parametrize("eight_bit", [True, False], ids=["w8", "w16"])
+def test_multiple_weight_loads(eight_bit):
+    """o_ch_num_coef < output channels: load_time + 1 weight loads of para_size bytes."""
+    seed = SEED + 21 + eight_bit
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    case = random_case(rng, 3, False, 2, eight_bit, c_in=64, c_out=70, h=4, w=6)
+    assert case.la.load_time >= 1 and case.la.o_ch_num_coef + 1 < 70
+    check(case, f"loads seed {seed}")

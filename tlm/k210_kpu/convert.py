@@ -69,6 +69,8 @@ def geometry(in_shape: tuple, out_ch: int, kernel: int, depthwise: bool, pool_ty
     c, h, w = in_shape
     stride = 2 if first_stride else 1
     ho, wo = datapath.pool_output_size(-(-h // stride), -(-w // stride), pool_type)
+    if ho < 1 or wo < 1:
+        raise ValueError(f"{POOL_TYPES[pool_type].name} of a {w}x{h} map leaves no output")
     si = Fmap.packed(src, c, h, w)
     so = Fmap.packed(dst, out_ch, ho, wo)
     per = kernel * kernel * (1 if depthwise else c) * (1 if eight_bit else 2)
