@@ -59,6 +59,7 @@ module k210_kpu (
     output wire dma_out_tlast,
     output wire dma_out_tvalid,
     input wire dma_out_tready,
+    input wire dma_out_en,
     output wire irq
 );
     reg tlm_s_axi_awready;

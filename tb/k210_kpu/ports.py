@@ -8,7 +8,10 @@ The K210 bus is AXI with 64-bit data (EXT platform.h "Under AXI 64 bit"). The KP
   activation) from system memory; ARID is the ``FetchChannel``;
 * ``dma_out``: the output stream the K210 DMA moves from fifo_data_out under the AI_RX_REQ
   handshake, as AXI-Stream (64-bit beats, TKEEP for the last partial beat of a layer,
-  TLAST at the end of each layer's output);
+  TLAST at the end of each layer's output). ``dma_out_en`` (an input of this model, like
+  sysctl_dma_select routing AI_RX_REQ to a DMA channel) chooses where the output FIFO
+  drains: 1 to the stream, 0 to fifo_data_out reads on ``s_axi`` (TVALID never waits for
+  TREADY either way);
 * ``irq``: the AI interrupt (IRQN_AI_INTERRUPT), high while interrupt_status is not 0.
 """
 from __future__ import annotations
@@ -65,6 +68,8 @@ PORTS: tuple = tuple(
        Port("dma_out_tlast", "output", 1, "dma_out"),
        Port("dma_out_tvalid", "output", 1, "dma_out"),
        Port("dma_out_tready", "input", 1, "dma_out"),
+       Port("dma_out_en", "input", 1, "dma_out", "the DMA channel is armed for AI_RX_REQ: the "
+            "output FIFO drains to dma_out; 0: it drains through fifo_data_out reads"),
        Port("irq", "output", 1, "irq", "AI interrupt")])
 
 BY_NAME: dict = {p.name: p for p in PORTS}

@@ -234,6 +234,8 @@ class KPU:
         self.cfg_words: list = []        # layer_argument_fifo contents
         self.out_fifo = bytearray()      # output stream not yet read
         self.out_total = 0               # bytes ever appended to the output FIFO
+        self.out_popped = 0              # bytes ever taken from it (8 per word)
+        self.out_frames: list = []       # (start, end, data bytes) of each layer's output, unread
         self.events: list = []
         self._fault_cursor = 0
         self.layers_taken = 0
@@ -286,6 +288,8 @@ class KPU:
         if reg.name == "fifo_ctrl":
             if not _F_DMA_FLUSH.get(value):
                 self.out_fifo.clear()
+                self.out_frames.clear()
+                self.out_popped = self.out_total
             if not _F_CFG_FLUSH.get(value):
                 self.cfg_words.clear()
 
@@ -305,13 +309,27 @@ class KPU:
         if reg.name == "interrupt_status":
             return self.status
         if reg.name == "fifo_data_out":
-            if not self.out_fifo:
+            got = self.pop_output()
+            if got is None:
                 self._event("fifo_underflow", "fifo_data_out read with the output FIFO empty (reads 0)")
                 return 0
-            chunk = bytes(self.out_fifo[:BEAT])
-            del self.out_fifo[:BEAT]
-            return int.from_bytes(chunk, "little")
+            return got[0]
         return self.regs[reg.name]
+
+    def pop_output(self) -> "tuple | None":
+        """Take one 64-bit word of the output stream: (word, data bytes in it, last word of a
+        layer's output), or None when the FIFO is empty. fifo_data_out reads and the bench's
+        output stream both take words here."""
+        if not self.out_fifo:
+            return None
+        pos = self.out_popped
+        word = int.from_bytes(bytes(self.out_fifo[:BEAT]), "little")
+        del self.out_fifo[:BEAT]
+        self.out_popped += BEAT
+        start, end, n = self.out_frames[0]
+        if self.out_popped >= end:
+            self.out_frames.pop(0)
+        return word, min(BEAT, start + n - pos), self.out_popped >= end
 
     def completes_layer(self) -> bool:
         """Whether the next layer_argument_fifo write completes a layer (bench prefetch)."""
@@ -414,6 +432,7 @@ class KPU:
             stream = out.tobytes()
             pad = -len(stream) % BEAT
             self.out_fifo += stream + bytes(pad)
+            self.out_frames.append((self.out_total, self.out_total + len(stream) + pad, len(stream)))
             self.out_total += len(stream) + pad
         return out
 
