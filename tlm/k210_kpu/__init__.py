@@ -9,7 +9,7 @@ from ..core.registry import BenchInfo, DeviceInfo
 DEVICE = DeviceInfo(
     name="k210-kpu",
     title="Kendryte K210 KPU (kpu_layer_argument_t FIFO, AXI 64-bit, 2 MiB KPU RAM)",
-    configs=("k210",),
+    configs=("k210", "k210-kpu"),           # one chip; the second name accepted in `config` lines
     default_config="k210",
     trace_target="tlm.k210_kpu.trace_target:K210TraceTarget",
     registers="tlm.k210_kpu.registers:CONFIG_REGISTERS",

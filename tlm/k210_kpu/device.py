@@ -437,16 +437,6 @@ class KPU:
         return out
 
 
-def layer_field_table() -> str:
-    """Markdown table of every layer-argument field (docs are generated from the data)."""
-    rows = ["| word | register | bits | field | meaning |", "|---|---|---|---|---|"]
-    for w in LAYER_ARGUMENT:
-        for f in w.fields:
-            rows.append(f"| {w.index} | {w.name} | {f.msb}:{f.lsb} | {f.name} | {f.doc} |")
-    return "\n".join(rows)
-
-
 __all__ = ["KPU", "LayerPlan", "Event", "FetchChannel", "plan", "phys", "bursts",
            "AI_BASE_ADDR", "AI_RAM_BASE_ADDR", "AI_IO_BASE_ADDR", "RAM_BASE_ADDR",
-           "IO_BASE_ADDR", "AI_RAM_SIZE", "ACT_TABLE_WORDS", "BATCHNORM", "LINE",
-           "layer_field_table"]
+           "IO_BASE_ADDR", "AI_RAM_SIZE", "ACT_TABLE_WORDS", "BATCHNORM", "LINE"]

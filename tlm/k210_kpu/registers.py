@@ -423,3 +423,24 @@ def words_to_bytes(words) -> bytes:
 
 def bytes_to_words(data: bytes) -> np.ndarray:
     return np.frombuffer(bytes(data), dtype="<u8").astype(np.uint64)
+
+
+def markdown_tables() -> str:
+    """The register tables as Markdown (docs/devices/k210-kpu.md embeds this text)."""
+    rows = ["| word | register | bits | field | notes |", "|---|---|---|---|---|"]
+    for w in LAYER_ARGUMENT:
+        for f in w.fields:
+            kind = " (signed)" if f.signed else ""
+            fixed = f" Model rejects any value but {f.fixed}." if f.fixed is not None else ""
+            rows.append(f"| {w.index} | {w.name} | {f.msb}:{f.lsb} | {f.name}{kind} | {f.doc}.{fixed} |")
+    rows += ["", "| offset | register | access | fields |", "|---|---|---|---|"]
+    for r in CONFIG_REGISTERS:
+        fs = ", ".join(f"{f.name} {f.msb}:{f.lsb}" if f.width < 64 else f.name for f in r.fields)
+        rows.append(f"| 0x{r.offset:02x} | {r.name} | {r.access} | {fs} |")
+    rows += ["", "| table | field | bits |", "|---|---|---|"]
+    for w in (BATCHNORM, ACTIVATE_PARA):
+        for f in w.fields:
+            rows.append(f"| {w.name} | {f.name}{' (signed)' if f.signed else ''} | {f.msb}:{f.lsb} |")
+    rows.append(f"| activate_para_bias0/1 | result_bias[8] each | uint8 x 8 (words {ACT_SEGMENTS}, "
+                f"{ACT_SEGMENTS + 1}) |")
+    return "\n".join(rows) + "\n"
