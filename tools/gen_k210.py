@@ -64,6 +64,7 @@ def record(name: str, folder: Path) -> Path:
     from tlm.core.trace import RecordingTarget
     from tlm.k210_kpu import driver
     from tlm.k210_kpu.device import AI_IO_BASE_ADDR, IO_BASE_ADDR, RAM_BASE_ADDR
+    from tlm.k210_kpu.registers import OFFSET
     from tlm.k210_kpu.trace_target import K210TraceTarget
 
     flow, eight_bit, alias, shape, spec = EXAMPLES[name]
@@ -98,7 +99,7 @@ def record(name: str, folder: Path) -> Path:
     w.comment(f"output stream: {net.out_bytes()} bytes as 64-bit reads of fifo_data_out (the output DMA)")
     driver.read_output(rec, net.out_bytes())
     w.comment("interrupt line state at the end")
-    rec.read_reg(0x08)
+    rec.read_reg(OFFSET["interrupt_status"])
     problems = rec.faults()
     if problems:
         raise RuntimeError(f"{name}: the model reported {problems}")

@@ -11,7 +11,7 @@ import test_k210_cases as cases
 import test_k210_reference as ref
 from tlm.k210_kpu import convert, driver
 from tlm.k210_kpu.layout import RAM_SIZE
-from tlm.k210_kpu.registers import (POOL_BY_NAME, bytes_to_words, decode_activation,
+from tlm.k210_kpu.registers import (OFFSET, POOL_BY_NAME, bytes_to_words, decode_activation,
                                     decode_batchnorm, encode_activation, encode_batchnorm)
 from tlm.k210_kpu.trace_target import K210TraceTarget
 
@@ -106,7 +106,7 @@ def test_network_layer_by_layer(name, eight_bit, flow):
     final = driver.read_map(t, net.out_map)
     assert np.array_equal(final, expect[-1])
     assert stream == expect[-1].tobytes()
-    assert t.read_reg(0x30) == 0 and t.faults()        # the stream is used up: underflow
+    assert t.read_reg(OFFSET["fifo_data_out"]) == 0 and t.faults()     # used up: underflow
 
 
 def test_address_swap_follows_the_seed():

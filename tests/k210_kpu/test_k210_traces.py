@@ -15,7 +15,9 @@ import test_k210_cases as cases
 from tlm.core import registry
 from tlm.core.trace import RecordingTarget, TraceFormatError, parse, parse_text, replay
 from tlm.k210_kpu import driver
-from tlm.k210_kpu.registers import LayerArgument
+from tlm.k210_kpu.registers import OFFSET, LayerArgument
+
+FIFO, DATA_OUT = OFFSET["layer_argument_fifo"], OFFSET["fifo_data_out"]
 from tlm.k210_kpu.trace_target import K210TraceTarget
 
 HERE = Path(__file__).resolve().parent
@@ -38,7 +40,7 @@ def test_example_replays(path):
     ops = [s.op for s in tr.steps]
     assert "check_mem" in ops and "read_reg" in ops
     # twelve 64-bit writes to layer_argument_fifo per layer
-    n_fifo = sum(s.op == "write_reg" and s.args[0] == 0 for s in tr.steps)
+    n_fifo = sum(s.op == "write_reg" and s.args[0] == FIFO for s in tr.steps)
     assert n_fifo and n_fifo % 12 == 0
 
 
@@ -62,7 +64,7 @@ def corrupt(tmp_path: Path, name: str, how: str) -> Path:
         blob.write_bytes(bytes(data))
     elif how == "read_reg":
         lines = text.splitlines()
-        i = max(i for i, ln in enumerate(lines) if ln.startswith("read_reg 0x30"))
+        i = max(i for i, ln in enumerate(lines) if ln.startswith(f"read_reg 0x{DATA_OUT:x}"))
         op, off, val, *rest = lines[i].split()
         lines[i] = f"{op} {off} 0x{int(val, 16) ^ (1 << 40):016x}"
         (dst / "trace.txt").write_text("\n".join(lines) + "\n")
@@ -76,7 +78,7 @@ def test_corrupted_expectation_fails(tmp_path, name, how):
     res = replay(parse(path), K210TraceTarget())
     assert res.exit_status == 1 and res.failed == 1, res.messages
     msg = res.messages[0]
-    assert (("first difference at 0x" in msg) if how == "check_mem" else ("offset 0x30" in msg)), msg
+    assert (("first difference at 0x" in msg) if how == "check_mem" else (f"offset 0x{DATA_OUT:x}" in msg)), msg
     cli = subprocess.run([sys.executable, "-m", "tlm.cli", "replay", str(path)], capture_output=True,
                          text=True, cwd=REPO)
     assert cli.returncode == 1 and "1 failed" in cli.stdout
@@ -84,7 +86,7 @@ def test_corrupted_expectation_fails(tmp_path, name, how):
 
 def test_hand_trace_words_decode_to_the_intended_fields():
     tr = parse(HERE / "traces" / "identity_1x1_hand" / "trace.txt")
-    words = [s.args[1] for s in tr.steps if s.op == "write_reg" and s.args[0] == 0]
+    words = [s.args[1] for s in tr.steps if s.op == "write_reg" and s.args[0] == FIFO]
     la = LayerArgument(words)
     assert (la.int_en, la.image_src_addr, la.image_dst_addr) == (1, 0, 0x7000)
     assert (la.i_row_wid, la.i_col_high, la.o_row_wid, la.o_col_high) == (3, 3, 1, 1)
