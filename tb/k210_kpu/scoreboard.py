@@ -90,10 +90,11 @@ class Scoreboard:
                 word, n, last = self.model.pop_output()
                 expect += word.to_bytes(BEAT, "little")[:n]
             if frame != expect:
-                i = next((i for i, (a, b) in enumerate(zip(frame, expect)) if a != b), min(len(frame), len(expect)))
-                self._cmp(False, f"output stream frame of {len(frame)} bytes: first difference at byte {i} "
-                                 f"(DUT 0x{frame[i]:02x}, model 0x{expect[i]:02x})" if i < min(len(frame), len(expect))
-                          else f"output stream frame of {len(frame)} bytes, model {len(expect)}")
+                n = min(len(frame), len(expect))
+                i = next((i for i in range(n) if frame[i] != expect[i]), n)
+                where = (f"first difference at byte {i} (DUT 0x{frame[i]:02x}, model 0x{expect[i]:02x})"
+                         if i < n else f"model frame {len(expect)} bytes")
+                self._cmp(False, f"output stream frame of {len(frame)} bytes: {where}")
             else:
                 self._cmp(last, f"output stream frame of {len(frame)} bytes ends before the model's TLAST")
 
@@ -121,8 +122,8 @@ class Scoreboard:
         wrong = sorted(w for w in set(want) & set(got) if want[w] != got[w])
         self._cmp(not missing, f"table fetch: {len(missing)} words not read, first 0x{missing[0] * BEAT:08x}"
                   if missing else "")
-        self._cmp(not stray, f"table fetch: {len(stray)} words read outside the model's fetch, first "
-                             f"0x{stray[0] * BEAT:08x}" if stray else "")
+        self._cmp(not stray, f"table fetch: {len(stray)} words read outside the model's fetch, "
+                             f"first 0x{stray[0] * BEAT:08x}" if stray else "")
         self._cmp(not wrong, f"table fetch: ARID differs at 0x{wrong[0] * BEAT:08x} (DUT {got[wrong[0]]}, "
                              f"model {want[wrong[0]]})" if wrong else "")
 
@@ -134,4 +135,5 @@ class Scoreboard:
 
     def check(self) -> None:
         if self.errors:
-            raise AssertionError(f"scoreboard: {len(self.errors)} mismatch(es); first: " + "; ".join(self.errors[:3]))
+            raise AssertionError(f"scoreboard: {len(self.errors)} mismatch(es); first: "
+                                 + "; ".join(self.errors[:3]))

@@ -18,7 +18,7 @@ import pytest
 import test_k210_reference as ref
 from tlm.k210_kpu import convert
 from tlm.k210_kpu.device import AI_IO_BASE_ADDR
-from tlm.k210_kpu.layout import LINE, Fmap
+from tlm.k210_kpu.layout import Fmap
 from tlm.k210_kpu.registers import (OFFSET, POOL_TYPES, LayerArgument, encode_activation,
                                     encode_batchnorm, irq_bits, reg_value, words_to_bytes)
 from tlm.k210_kpu.trace_target import K210TraceTarget
@@ -268,3 +268,22 @@ def test_multiple_weight_loads(eight_bit):
     case = random_case(rng, 3, False, 2, eight_bit, c_in=64, c_out=70, h=4, w=6)
     assert case.la.load_time >= 1 and case.la.o_ch_num_coef + 1 < 70
     check(case, f"loads seed {seed}")
+
+
+def test_unsorted_segment_starts():
+    """x_start need not ascend: the segment is the highest index whose start v exceeds."""
+    seed = SEED + 23
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    case = random_case(rng, 3, False, 0, True, c_in=3, c_out=4, h=8, w=8)
+    a = case.act
+    order = np.concatenate([[0], rng.permutation(np.arange(1, 16))])
+    for k in ("x_start", "y_mul", "shift_number", "result_bias"):
+        a[k] = np.asarray(a[k])[order]
+    v = ref.batchnorm(ref.conv_acc(case.x, case.w, False, case.pad_value, case.arg_x, case.shr_x,
+                                   case.arg_w, case.shr_w, case.arg_add),
+                      case.bn["norm_mul"], case.bn["norm_shift"], case.bn["norm_add"])
+    case.expect = ref.pool(ref.activation(v, a["x_start"], a["y_mul"], a["shift_number"],
+                                          a["result_bias"]), 0)
+    assert len(np.unique(ref.segment(v, a["x_start"]))) > 4
+    check(case, f"unsorted seed {seed}")
