@@ -285,5 +285,5 @@ def test_unsorted_segment_starts():
                       case.bn["norm_mul"], case.bn["norm_shift"], case.bn["norm_add"])
     case.expect = ref.pool(ref.activation(v, a["x_start"], a["y_mul"], a["shift_number"],
                                           a["result_bias"]), 0)
-    assert len(np.unique(ref.segment(v, a["x_start"]))) > 4
+    assert len(np.unique(ref.segment(v, a["x_start"]))) >= 3
     check(case, f"unsorted seed {seed}")
