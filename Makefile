@@ -35,11 +35,14 @@ sim: $(STAMP)
 	    $(if $(TRACE),--trace '$(TRACE)') $(if $(CONFIG),--config '$(CONFIG)') $(if $(SEED),--seed $(SEED)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)') $(if $(NPU_MODEL_REF),--npu-model-ref '$(NPU_MODEL_REF)')
 
 test: $(STAMP)
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q tests
 
-# RTL: verilator --lint-only -Wall, iverilog -g2012, Yosys (no latches), generated includes up to date
+# Python: ruff (pyproject.toml); RTL: verilator --lint-only -Wall, iverilog -g2012, Yosys (no
+# latches), generated includes up to date
 lint: $(STAMP)
-	$(PY) -m pytest -q tests/test_rtl_lint.py
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q tests/ethos_u85/test_rtl_lint.py
 
 # Hostile-input stream fuzzer: N cases (default 20000), SEED=s to reproduce, JOBS=j workers
 fuzz: $(STAMP)

@@ -4,14 +4,13 @@ checked here without a line of device-specific test code."""
 import os
 import random
 import shutil
-from pathlib import Path
 
 import pytest
 
+from tests.support import REPO
 from tlm.core import registry
 from tlm.core.trace import TraceFormatError, TraceTarget, parse, replay
 
-REPO = Path(__file__).resolve().parents[2]
 DEVICES = sorted(registry.devices())
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import tool_missing
+from tests.support import tool_missing
 from tlm.core import registry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,7 +22,7 @@ EXPECTED_TESTS = 6          # cocotb tests in tb/k210_kpu/test_k210_cocotb.py
 @pytest.mark.sim
 @pytest.mark.parametrize("sim", ["verilator", "icarus"])
 def test_bench_dut_tlm(sim):
-    from tb import simtools
+    from tb.core import simtools
     why = simtools.sim_problem(sim)
     if why:
         tool_missing(why)
@@ -32,7 +32,7 @@ def test_bench_dut_tlm(sim):
 
 
 def test_shell_verilator_lint():
-    from tb import simtools
+    from tb.core import simtools
     env = dict(os.environ)
     try:
         exe = simtools.verilator_exe(env)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-import test_k210_reference as ref
+from tests.k210_kpu import test_k210_reference as ref
 from tlm.k210_kpu import convert
 from tlm.k210_kpu.device import AI_IO_BASE_ADDR
 from tlm.k210_kpu.layout import Fmap

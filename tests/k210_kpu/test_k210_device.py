@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import test_k210_cases as cases
-import test_k210_reference as ref
+from tests.k210_kpu import test_k210_cases as cases
+from tests.k210_kpu import test_k210_reference as ref
 from tlm.core.memory import Resp
 from tlm.k210_kpu.device import (ACT_TABLE_WORDS, AI_IO_BASE_ADDR, AI_RAM_BASE_ADDR, KPU,
                                  FetchChannel, bursts, phys)

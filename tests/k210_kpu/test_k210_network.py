@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import test_k210_cases as cases
-import test_k210_reference as ref
+from tests.k210_kpu import test_k210_cases as cases
+from tests.k210_kpu import test_k210_reference as ref
 from tlm.k210_kpu import convert, driver
 from tlm.k210_kpu.layout import RAM_SIZE
 from tlm.k210_kpu.registers import (OFFSET, POOL_BY_NAME, bytes_to_words, decode_activation,

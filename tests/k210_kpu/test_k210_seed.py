@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-import test_k210_cases as cases
-import test_k210_reference as ref
+from tests.k210_kpu import test_k210_cases as cases
+from tests.k210_kpu import test_k210_reference as ref
 from tlm.k210_kpu import convert
 from tlm.k210_kpu.device import WEIGHT_BUFFER, plan
 from tlm.k210_kpu.layout import RAM_SIZE, row_layout

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import test_k210_cases as cases
+from tests.k210_kpu import test_k210_cases as cases
 from tlm.core import registry
 from tlm.core.trace import RecordingTarget, TraceFormatError, parse, parse_text, replay
 from tlm.k210_kpu import driver

@@ -1,0 +1,37 @@
+"""Every registered bench (``DeviceInfo.bench``) is runnable by the device-neutral runner
+(tb/core/run.py): its cocotb test modules exist, its shell (DUT=tlm) and stand-in (DUT=rtl,
+if any) sources and include folders exist, and the env, trace adapter and runner options it
+names resolve. Checked without a simulator; the benches themselves run in their device's
+tests (and ``make sim DEVICE=<name>``)."""
+import importlib.util
+
+import pytest
+
+from tb.core import run, simtools
+from tlm.core import registry
+
+BENCHES = sorted(n for n, d in registry.devices().items() if d.bench is not None)
+
+
+def _module_exists(ref: str) -> bool:
+    return importlib.util.find_spec(ref.partition(":")[0]) is not None
+
+
+@pytest.mark.parametrize("name", BENCHES)
+def test_bench_is_runnable(name):
+    bench = registry.get(name).bench
+    mods = run.test_modules(name)
+    assert mods and all(_module_exists(m) for m in mods), mods
+    for dut in ("tlm", "rtl") if bench.rtl_toplevel else ("tlm",):
+        srcs = simtools.dut_sources(name, dut)
+        assert srcs and all(p.is_file() for p in srcs)
+        assert all(p.is_dir() for p in simtools.dut_includes(name, dut))
+        assert simtools.dut_toplevel(name, dut)
+    for ref in (bench.env, bench.trace_adapter, bench.options):
+        assert ref is None or _module_exists(ref), ref
+
+
+@pytest.mark.parametrize("name", [n for n in BENCHES if registry.get(n).bench.rtl_toplevel is None])
+def test_dut_rtl_without_a_stand_in_is_one_clear_error(name):
+    with pytest.raises(simtools.SetupError, match="no RTL stand-in"):
+        simtools.dut_sources(name, "rtl")
