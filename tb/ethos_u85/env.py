@@ -52,22 +52,21 @@ Which DUT is under the pins comes from ``TB_DUT`` (set by tb/run.py), the config
 """
 from __future__ import annotations
 
-import logging
-import os
 from typing import Callable, Iterable
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from tb.agents.apb import PROT_SECURE_PRIV, Apb5Manager, ApbMonitor, ApbResult
 from tb.agents.axi import AXI5_SIGNALS, AxiMemory, AxiMonitor, BenchMemory, pin_int, port_signals
+from tb.core.env import EnvBase
 from tb.core.pinmap import PinMap
 from tb.ethos_u85.driver import HostDriver
 from tb.ethos_u85.ports import AXI_PORT_NAMES
 from tb.ethos_u85.scoreboard import ApbScoreboard, Scoreboard  # noqa: F401 - old name
 from tb.ethos_u85.tlm_pins import TlmPins, axi_execute
 from tlm import registers as R
+from tlm.ethos_u85 import DEVICE
 
 # Inputs tied to their inactive level (TRM 5.1, 5.2, 5.6, 5.7, 5.10).
 STATIC_INPUTS = {"nMBISTRESET": 1, "DBGEN": 0, "SPIDEN": 0, "WRSTQREQ": 0, "DBGHALTREQ": 0,
@@ -124,21 +123,18 @@ class QChannelController:
                          limit, "return to Q_RUN")
 
 
-class Env:
+class Env(EnvBase):
     def __init__(self, dut, *, config: str | None = None, pins: dict | None = None,
                  clk_period_ns: float = 10, dut_kind: str | None = None,
                  apb_wait_states: Callable[[], int] | None = None, memory=None,
                  scoreboard: bool = True, reference_model: bool | None = None, pinmap=None,
                  apb_monitor: bool = True, apb_source: str = "manager",
                  axi_monitor: bool = True, axi_source: str = "subordinate"):
-        self.dut = dut
-        self.pinmap = pm = PinMap.coerce(pinmap)
-        self.log = logging.getLogger("cocotb.tb.ethos_u85.env")
-        self.dut_kind = (dut_kind or os.environ.get("TB_DUT", "rtl")).lower()
-        self.config = config or os.environ.get("NPU_CONFIG", "ethos-u85-256")
+        super().__init__(dut, pinmap=pinmap, dut_kind=dut_kind, config=config,
+                         default_config=DEVICE.default_config, clk_period_ns=clk_period_ns)
+        pm = self.pinmap
         self.pins = dict(DEFAULT_PINS)
         self.pins.update(pins or {})
-        self.clk_period_ns = clk_period_ns
         self.clock = pm.get(dut, "CLK", required=True)
         self.nreset = pm.get(dut, "nRESET", required=True)
         self.irq = pm.get(dut, "IRQ")
@@ -186,9 +182,7 @@ class Env:
         elif self.scoreboard.coverage is not None:     # no reference: still sample coverage
             apb_feed.listeners.append(self.scoreboard.coverage.sample_apb)
         self.driver = HostDriver(self)
-        self._pins: dict = {}
         self._irq_task = None
-        self._clock_task = None
         self._pclken_task = None
 
     # ------------------------------------------------------------------ handles
@@ -199,40 +193,23 @@ class Env:
             return self.tlm.device
         return self._ref
 
-    def pin(self, name: str, required: bool = True):
-        """The handle of TRM pin *name* (``IRQ``, ``PWAKEUP``, ``ARVALIDSRAM0``) through the
-        pin map; None if absent and not *required*."""
-        h = self._pins.get(name)
-        if h is None:
-            h = self._pins[name] = self.pinmap.get(self.dut, name)
-            if h is None:
-                del self._pins[name]
-        if h is None and required:
-            return self.pinmap.get(self.dut, name, required=True)
-        return h
-
     def add_monitor_listener(self, fn: Callable) -> None:
         """*fn(AxiBurst)* for every burst the AXI monitors rebuild, on every port."""
         for mon in self.axi_monitors.values():
             mon.listeners.append(fn)
 
     # ------------------------------------------------------------------ bring-up
-    def _drive(self, name: str, value: int) -> None:
-        h = self.pin(name, required=False)
-        if h is not None:
-            h.value = value
-
     async def start(self, reset: bool = True) -> None:
         """Start CLK, drive the static and configuration inputs, attach the TLM (DUT=tlm);
         with *reset*, pulse nRESET and wait for the reset sequence to finish."""
-        self._clock_task = Clock(self.clock, self.clk_period_ns, unit="ns").start(start_high=False)
+        self.start_clock(self.clock)
         self.nreset.value = 0
         for name, value in STATIC_INPUTS.items():
-            self._drive(name, value)
+            self.drive(name, value)
         if self.apb_monitor is not None:
             self.apb_monitor.start()
         for name, value in self.pins.items():
-            self._drive(name, value)
+            self.drive(name, value)
         for sigs in self.axi_ports.values():     # AXI inputs idle until the subordinates bind
             for name, direction in AXI5_SIGNALS:
                 if direction == "in" and name in sigs:
@@ -269,7 +246,7 @@ class Env:
         self.scoreboard.enabled = False
         self.nreset.value = 0
         for name, value in self.pins.items():
-            self._drive(name, value)
+            self.drive(name, value)
         await ClockCycles(self.clock, cycles)
         self.nreset.value = 1
         await ClockCycles(self.clock, 2)
@@ -292,7 +269,7 @@ class Env:
             self._pclken_task.cancel()
             self._pclken_task = None
         if pattern is None:
-            self._drive("PCLKEN", 1)
+            self.drive("PCLKEN", 1)
             return
         values = list(pattern)
         pclken = self.pin("PCLKEN")

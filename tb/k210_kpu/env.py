@@ -15,8 +15,7 @@ import os
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
-from cocotbext.axi import (AxiBus, AxiMaster, AxiRamRead, AxiReadBus, AxiResp, AxiStreamBus,
-                           AxiStreamSink)
+from cocotbext.axi import AxiBus, AxiMaster, AxiRamRead, AxiReadBus, AxiResp, AxiStreamBus, AxiStreamSink
 
 from tb.k210_kpu.scoreboard import Scoreboard
 from tb.k210_kpu.tlm_pins import kpu_ram_offset

@@ -30,8 +30,7 @@ from cocotbext.axi import AxiBus, AxiMasterRead, AxiReadBus, AxiSlave
 
 from tb.k210_kpu.ports import BY_NAME
 from tlm.core.memory import Resp
-from tlm.k210_kpu.device import (AI_BASE_ADDR, AI_IO_BASE_ADDR, AI_RAM_BASE_ADDR, AI_RAM_SIZE,
-                                 BEAT, KPU, bursts, phys)
+from tlm.k210_kpu.device import AI_BASE_ADDR, AI_IO_BASE_ADDR, AI_RAM_BASE_ADDR, AI_RAM_SIZE, BEAT, KPU, bursts, phys
 from tlm.k210_kpu.registers import OFFSET
 
 AI_SIZE_USED = 0x1000       # registers decoded by the shell's subordinate port
