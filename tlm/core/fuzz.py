@@ -62,8 +62,10 @@ def norm(s: str, n: int = 96) -> str:
 
 
 def target_of(device: str):
-    """The FuzzTarget a registered device names (`DeviceInfo.fuzz`)."""
+    """The FuzzTarget a registered device names (`DeviceInfo.fuzz`), or "module:attr"."""
     from .registry import get, resolve
+    if ":" in device:
+        return resolve(device)
     info = get(device)
     if not info.fuzz:
         raise LookupError(f"device {device} registers no fuzz target")
