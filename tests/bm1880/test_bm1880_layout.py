@@ -8,8 +8,8 @@ from tlm.bm1880 import (CHIP, CTRL_AL, CTRL_NULL, CTRL_TP, BmkError, bmk1880_chi
                         bmk1880_gdma_load, bmk1880_gdma_store, bmk1880_reset, bmk1880_tl_alloc, bmk1880_tl_alloc_bank,
                         bmk1880_tl_free, bmk1880_tl_prealloc, bmk1880_tl_prealloc_align, bmk1880_tl_shape_to_nchw,
                         bmk1880_tl_shape_to_size, bmk1880_tl_size, bmk1880_tg_shape_to_size, bmk1880_tpu_copy,
-                        shape_t2, shape_t4, stride_t4)
-from tlm.bm1880.chip import CHIP_PARAMS, lmem_default_stride
+                        shape_t2, shape_t4)
+from tlm.bm1880.chip import CHIP_PARAMS, lmem_default_stride, stride_t4
 from tlm.bm1880.tensors import snapshot_tl
 
 
@@ -52,6 +52,9 @@ def test_lmem_addresses_match_the_formula(seed):
         la = int(r.integers(0, p["slices"])) * p["slice_size"] + int(r.integers(0, 64))
         t = (bmk1880_tl_prealloc_align if aligned else bmk1880_tl_prealloc)(rig.ctx, la, shape_t4(*shape), I8)
         assert t is not None, rig.ctx.last_error
+        if r.integers(0, 2):                                         # explicit strides
+            stride = tuple(int(v) for v in r.integers(0, 40, 4))
+            t.stride = stride_t4(*stride)
         got = snapshot_tl(t).addresses(CHIP)
         for i in np.ndindex(*shape):
             assert got[i] == ref.lmem_addr(p, la, stride, *i)

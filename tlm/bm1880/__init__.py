@@ -5,14 +5,19 @@
 docs/devices/bm1880.md: coverage, parameters, choices, command-buffer and trace formats.
 """
 from ..core.registry import DeviceInfo
-from .api import *  # noqa: F401,F403
-from .api import (PARAM_TYPES, BmkError, bmk1880_context_t, bmk1880_info_t,  # noqa: F401
-                  bmk1880_op_t)
-from .chip import (CHIP, CTRL_AL, CTRL_NULL, CTRL_RA, CTRL_RELU, CTRL_TP, FMT_I8, FMT_U8,  # noqa: F401
-                   bmk1880_chip_info, bmk1880_chip_info_t, shape_t, shape_t2, shape_t4, stride_t,
-                   stride_t2, stride_t4)
-from .device import Bm1880, RunResult  # noqa: F401
-from .tensors import tensor_gmem, tensor_gmem_default, tensor_lmem  # noqa: F401
+from . import api
+from .api import *  # noqa: F401,F403 - the guide's calls, parameter structures, BmkError
+from .api import bmk1880_context_t, bmk1880_info_t, bmk1880_op_t
+from .chip import (CHIP, CTRL_AL, CTRL_NULL, CTRL_RA, CTRL_RELU, CTRL_TP, FMT_I8, FMT_U8, bmk1880_chip_info,
+                   bmk1880_chip_info_t, shape_t, shape_t2, shape_t4, stride_t, stride_t2, stride_t4)
+from .device import Bm1880, RunResult
+from .tensors import tensor_gmem, tensor_gmem_default, tensor_lmem
+
+__all__ = api.__all__ + [
+    "bmk1880_context_t", "bmk1880_info_t", "bmk1880_op_t", "CHIP", "CTRL_AL", "CTRL_NULL", "CTRL_RA", "CTRL_RELU",
+    "CTRL_TP", "FMT_I8", "FMT_U8", "bmk1880_chip_info", "bmk1880_chip_info_t", "shape_t", "shape_t2", "shape_t4",
+    "stride_t", "stride_t2", "stride_t4", "Bm1880", "RunResult", "tensor_gmem", "tensor_gmem_default",
+    "tensor_lmem", "DEVICE"]
 
 DEVICE = DeviceInfo(
     name="bm1880",

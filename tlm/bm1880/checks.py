@@ -376,7 +376,8 @@ def _mdsum(chip, a):
 
 
 def _lut(chip, a):
-    o, i, t = _tl(chip, a, "ofmap", write=True), _tl(chip, a, "ifmap"), _tl(chip, a, "table")
+    o, t = _tl(chip, a, "ofmap", write=True), _tl(chip, a, "table")
+    _tl(chip, a, "ifmap")
     _same_shape(a, "ifmap", "ofmap")
     if t.shape != (1, chip.npu_num, 16, 16):
         raise ArgError("table", f"shape {t.shape}; it must be (1, {chip.npu_num}, 16, 16): one 256-entry copy per "
@@ -415,7 +416,7 @@ def _conv(chip, a):
     if w.n != i.c or w.c != o.c:
         raise ArgError("weight", f"shape {w.shape}; with ifmap C {i.c} and ofmap C {o.c} it must be "
                                  f"({i.c}, {o.c}, Kh, Kw) (4.41)")
-    b = _bias(chip, a, o.c)
+    _bias(chip, a, o.c)
     _window(a, i, o, w.h, w.w, ins=True, dil=True)
     _shifts(a, "rshift_width")
     signed, why = _rule(a, ("ifmap", "weight", "bias"))

@@ -18,7 +18,6 @@ import numpy as np
 
 from .checks import conv_weight_stride, gmem_side
 from .chip import CTRL_RA, CTRL_RELU, CTRL_TP, bmk1880_chip_info_t, gmem_addresses
-from .tensors import TL
 
 
 class DataFault(Exception):
