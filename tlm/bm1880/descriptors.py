@@ -6,13 +6,7 @@ documents `cmd_hdr_t` only as `{u8 engine_id:4; ...; u8 len; u8 cmd[0]}` and giv
 instruction bytes, so the command buffer here is this model's own documented, versioned
 format (choice C-CMD, docs/devices/bm1880.md):
 
-    cmd_hdr_t (6 bytes)  byte 0  engine_id (bits 3:0) | format version (bits 7:4)
-                         byte 1  kind code (KINDS)
-                         byte 2  flags: bit 0 SYNC (waits for every earlier command)
-                         byte 3  stream (0xFF: none)
-                         byte 4  CRC-8 (poly 0x07, init 0) of the header with this byte 0,
-                                 followed by the payload
-                         byte 5  len: payload bytes
+    cmd_hdr_t            HEADER (6 bytes: engine_id, version, kind, flags, stream, crc, len)
     payload (len bytes)  the kind's fields in table order, little endian (FIELD_TYPES)
 
 Dependency records (bmk1880_add_dependency) are commands of engine 15 (CTRL), kind
@@ -29,7 +23,6 @@ from .chip import ENGINE_CTRL, ENGINE_GDMA, ENGINE_TPU, stride_t
 from .tensors import TG, TL
 
 FORMAT_VERSION = 1
-HDR_SIZE = 6
 FLAG_SYNC = 0x01
 NO_STREAM = 0xFF
 MAX_PAYLOAD = 0xFF                    # cmd_hdr_t.len is a u8 (3.3)
@@ -41,6 +34,36 @@ class DecodeError(Exception):
     def __init__(self, msg: str, offset: int = -1):
         super().__init__(msg)
         self.offset = offset
+
+
+# cmd_hdr_t: (field, byte, lsb, width, meaning). The guide fixes engine_id:4 first and len
+# last before the instruction; the fields between are the "..." of 3.3.
+HEADER: tuple[tuple[str, int, int, int, str], ...] = (
+    ("engine_id", 0, 0, 4, "engine that runs the command (TPU 0, GDMA 2, CTRL 15)"),
+    ("version", 0, 4, 4, f"command-buffer format version ({FORMAT_VERSION})"),
+    ("kind", 1, 0, 8, "kind code (the descriptor table)"),
+    ("flags", 2, 0, 8, "bit 0 SYNC: waits for every earlier command (starts an epoch); bits 7:1 are 0"),
+    ("stream", 3, 0, 8, "stream of a streams region, 0xFF: none"),
+    ("crc", 4, 0, 8, "CRC-8 (poly 0x07, init 0) of the header with this byte 0, then the payload"),
+    ("len", 5, 0, 8, "payload bytes that follow"),
+)
+HDR_SIZE = 1 + max(h[1] for h in HEADER)
+
+
+def pack_header(**vals: int) -> bytearray:
+    out = bytearray(HDR_SIZE)
+    for name, byte, lsb, width, _ in HEADER:
+        v = vals.get(name, 0)
+        assert 0 <= v < 1 << width, (name, v)
+        out[byte] |= v << lsb
+    return out
+
+
+def unpack_header(b: bytes) -> dict:
+    return {name: (b[byte] >> lsb) & ((1 << width) - 1) for name, byte, lsb, width, _ in HEADER}
+
+
+_CRC_BYTE = next(h[1] for h in HEADER if h[0] == "crc")
 
 
 # ---- field types ------------------------------------------------------------------------------
@@ -307,8 +330,9 @@ def encode_record(kind: Kind, args: dict, flags: int = 0, stream: int = NO_STREA
     payload = encode_payload(kind, args)
     if len(payload) > MAX_PAYLOAD:
         raise AssertionError(f"{kind.name}: payload of {len(payload)} bytes does not fit cmd_hdr_t.len")
-    hdr = bytearray([(FORMAT_VERSION << 4) | kind.engine, kind.code, flags, stream, 0, len(payload)])
-    hdr[4] = crc8(bytes(hdr) + payload)
+    hdr = pack_header(engine_id=kind.engine, version=FORMAT_VERSION, kind=kind.code, flags=flags, stream=stream,
+                      len=len(payload))
+    hdr[_CRC_BYTE] = crc8(bytes(hdr) + payload)
     return bytes(hdr) + payload
 
 
@@ -321,22 +345,23 @@ def decode(buf: bytes) -> list[Record]:
         where = f"command {len(out)} at offset 0x{pos:x}"
         if pos + HDR_SIZE > len(buf):
             raise DecodeError(f"{where}: buffer ends inside a cmd_hdr_t ({len(buf) - pos} of {HDR_SIZE} bytes)", pos)
-        b0, code, flags, stream, crc, ln = buf[pos:pos + HDR_SIZE]
-        if b0 >> 4 != FORMAT_VERSION:
-            raise DecodeError(f"{where}: format version {b0 >> 4}, this model reads version {FORMAT_VERSION}", pos)
+        h = unpack_header(buf[pos:pos + HDR_SIZE])
+        code, flags, stream, crc, ln = h["kind"], h["flags"], h["stream"], h["crc"], h["len"]
+        if h["version"] != FORMAT_VERSION:
+            raise DecodeError(f"{where}: format version {h['version']}, this model reads version {FORMAT_VERSION}", pos)
         kind = BY_CODE.get(code)
         if kind is None:
             raise DecodeError(f"{where}: unknown kind code 0x{code:02x}", pos)
         where = f"{where} ({kind.name})"
-        if b0 & 0xF != kind.engine:
-            raise DecodeError(f"{where}: engine_id {b0 & 0xF}, the kind runs on engine {kind.engine}", pos)
+        if h["engine_id"] != kind.engine:
+            raise DecodeError(f"{where}: engine_id {h['engine_id']}, the kind runs on engine {kind.engine}", pos)
         if flags & ~FLAG_SYNC:
             raise DecodeError(f"{where}: flags 0x{flags:02x} have reserved bits set", pos)
         end = pos + HDR_SIZE + ln
         if end > len(buf):
             raise DecodeError(f"{where}: len {ln} runs past the end of the buffer ({len(buf)} bytes)", pos)
         hdr = bytearray(buf[pos:pos + HDR_SIZE])
-        hdr[4] = 0
+        hdr[_CRC_BYTE] = 0
         if crc8(bytes(hdr) + buf[pos + HDR_SIZE:end]) != crc:
             raise DecodeError(f"{where}: CRC-8 mismatch (corrupt command)", pos)
         r = _Reader(buf, pos + HDR_SIZE, end)
