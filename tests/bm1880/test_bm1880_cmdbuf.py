@@ -183,3 +183,16 @@ def test_command_processor_reports_faults_in_status():
     assert st.field("fault").get(v) == 1 and st.field("fault_code").get(v) == regs.FAULT_CODE["DECODE"]
     assert cp.irq and cp.read(off["FAULT_OFFSET"]) == 0
     assert any("unknown kind code 0x99" in e for e in cp.events)
+
+
+def test_disassembly_one_line_per_command():
+    from tlm.bm1880.descriptors import DecodeError, disassemble
+    rig = Rig()
+    buf = _program(rig)
+    lines = disassemble(buf)
+    assert len(lines) == len(decode(buf)) == 9
+    assert lines[0].startswith("0x000000    #0 GDMA SYNC     bmk1880_gdma_load t=FMT_I8 tensor (1, 40, 3, 3) @0x0 aligned "
+                               "gaddr=0x100 ctrls=CTRL_NULL")
+    assert " s1 bmk1880_gdma_store" in lines[2] and "bmk1880_add_dependency before=#1 after=#2" in lines[3]
+    with pytest.raises(DecodeError, match="CRC-8 mismatch"):
+        disassemble(buf[:-1] + bytes([buf[-1] ^ 1]))

@@ -10,7 +10,7 @@ format (choice C-CMD, docs/devices/bm1880.md):
     payload (len bytes)  the kind's fields in table order, little endian (FIELD_TYPES)
 
 Dependency records (bmk1880_add_dependency) are commands of engine 15 (CTRL), kind
-`dependency`, fields `before`, `after`: indices of earlier computation commands.
+`add_dependency`, fields `before`, `after`: indices of earlier computation commands.
 Decoding checks everything (version, kind, engine, length, CRC, field encodings) and
 raises `DecodeError` naming the command and its byte offset; it never raises anything else.
 """
@@ -179,11 +179,11 @@ KINDS: tuple[Kind, ...] = tuple(Kind(c, n, e, p, _f(f), s) for c, n, e, p, f, s 
     (0x2C, "tpu_matrix_mac", ENGINE_TPU, "bmk1880_matrix_mac_param_t",
      "res:tl left:tl right:tl bias:tl lshift_width:int rshift_width:int res_is_int8:bool ctrls:ctrl", "4.46"),
     (0x2D, "tpu_matrix_mac_2", ENGINE_TPU, "bmk1880_matrix_mac_2_param_t", "res:tl left:tl right:tl", "4.47"),
-    (0x70, "dependency", ENGINE_CTRL, None, "before:u32 after:u32", "3.10"),
+    (0x70, "add_dependency", ENGINE_CTRL, None, "before:u32 after:u32", "3.10"),
 ))
 BY_CODE = {k.code: k for k in KINDS}
 BY_NAME = {k.name: k for k in KINDS}
-DEPENDENCY = BY_NAME["dependency"]
+DEPENDENCY = BY_NAME["add_dependency"]
 assert len(BY_CODE) == len(KINDS) and len(BY_NAME) == len(KINDS)
 
 
@@ -373,4 +373,32 @@ def decode(buf: bytes) -> list[Record]:
             raise DecodeError(f"{where}: {e}", pos) from None
         out.append(Record(pos, kind, flags, stream, normalize_constants(kind, args)))
         pos = end
+    return out
+
+
+# ---- disassembly ------------------------------------------------------------------------------------
+def _show(ftype: str, v) -> str:
+    from .chip import ctrl_name
+    if v is None:
+        return "NULL"
+    if ftype == "u64":
+        return f"0x{v:x}"
+    if ftype == "u32":
+        return f"#{v}"
+    if ftype == "ctrl":
+        return ctrl_name(v)
+    return str(v)
+
+
+def disassemble(buf: bytes) -> list[str]:
+    """One line per command: offset, engine, call, SYNC / stream, fields (DecodeError if bad)."""
+    from .chip import ENGINE_NAMES
+    out, index = [], 0
+    for r in decode(buf):
+        tag = "SYNC" if r.sync else "    "
+        st = f"s{r.stream}" if r.stream != NO_STREAM else "  "
+        num = f"#{index}" if r.kind is not DEPENDENCY else "  "
+        index += r.kind is not DEPENDENCY
+        fields = " ".join(f"{f.name}={_show(f.type, r.args[f.name])}" for f in r.kind.fields)
+        out.append(f"0x{r.offset:06x} {num:>5} {ENGINE_NAMES[r.kind.engine]:<4} {tag} {st:>3} {r.kind.call} {fields}")
     return out

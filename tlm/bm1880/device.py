@@ -124,7 +124,18 @@ class Bm1880:
 class Command:
     index: int                    # computation command index (dependency records not counted)
     record: Record
-    ops: dict = field(repr=False, default_factory=dict)
+    chip: bmk1880_chip_info_t = field(repr=False)
+    _ops: "dict | None" = field(default=None, repr=False)
+
+    @property
+    def ops(self) -> dict:
+        """The operands (addresses), computed when first needed."""
+        if self._ops is None:
+            self._ops = operands(self.chip, self.record.kind, self.record.args)
+        return self._ops
+
+    def release(self) -> None:
+        self._ops = None
 
 
 class Program:
@@ -158,7 +169,7 @@ class Program:
                 check(r.kind, r.args, chip)
             except ArgError as e:
                 _raise(Fault("ARG", f"command {i} at offset 0x{r.offset:x} ({r.kind.call}): {e}", i, r.offset))
-            commands.append(Command(i, r, operands(chip, r.kind, r.args)))
+            commands.append(Command(i, r, chip))
         try:
             sched = Schedule([(c.record.kind.engine, c.record.sync, c.record.stream) for c in commands], deps)
         except CycleError as e:
@@ -168,8 +179,15 @@ class Program:
         return prog
 
     def check_hazards(self) -> None:
-        fps = [footprint(c.ops) for c in self.commands]
-        h = self.schedule.hazard(fps)
+        fps: dict[int, object] = {}
+
+        def fp(i: int):
+            if i not in fps:
+                fps[i] = footprint(self.commands[i].ops)
+            return fps[i]
+        h = self.schedule.hazard(fp)
+        for c in self.commands:
+            c.release()
         if h is not None:
             i, j, mem, addr = h
             ci, cj = self.commands[i].record, self.commands[j].record
@@ -218,6 +236,7 @@ class Job:
         r = cmd.record
         try:
             execute(self.m, r.kind, r.args, cmd.ops)
+            cmd.release()
         except GmemBusError as e:
             self.fault = Fault("BUS", f"command {cmd.index} at offset 0x{r.offset:x} ({r.kind.call}): {e}",
                                cmd.index, r.offset)

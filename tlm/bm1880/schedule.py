@@ -157,10 +157,11 @@ class Schedule:
                     if not self.ordered(i, j):
                         yield i, j
 
-    def hazard(self, footprints: list[Footprint]) -> "tuple[int, int, str, int] | None":
-        """The first unordered pair that conflicts: (i, j, memory, address), or None."""
+    def hazard(self, footprint_of) -> "tuple[int, int, str, int] | None":
+        """The first unordered pair that conflicts: (i, j, memory, address), or None.
+        `footprint_of(i)` gives command i's Footprint (asked only for unordered commands)."""
         for i, j in self.unordered_pairs():
-            c = conflict(footprints[i], footprints[j])
+            c = conflict(footprint_of(i), footprint_of(j))
             if c is not None:
                 return i, j, c[0], c[1]
         return None
