@@ -280,3 +280,28 @@ def test_alloc_failure_is_none_not_an_exception():
     rig = Rig()
     assert bmk1880_tl_alloc(rig.ctx, "(1, 2, 3, 4)", I8, CTRL_AL) is None
     assert rig.ctx.last_error.startswith("bmk1880_tl_alloc: s: must be a shape_t")
+
+
+def test_hostile_values_are_always_bmk_errors():
+    """Every field of every call set to values of the wrong type or range: a BmkError or a
+    valid command, never another exception (seeded)."""
+    from tlm.bm1880 import shape_t, stride_t, tensor_lmem
+    from tlm.bm1880.descriptors import BY_NAME
+    bad_values = [None, "x", 1.5, -1, 1 << 40, True, (1, 2), stride_t4(1, 2, 3, 4), shape_t(4, 1, 1, 1.5, 1),
+                  tensor_lmem(I8, (1, 2, 3, 4)), tensor_lmem(I8, shape_t4(1, 1, 1, 1), stride=(1, 1, 1, 1)),
+                  tensor_lmem(I8, shape_t4(1, 1, 1, 1), laddr=-5), tensor_lmem("I8", shape_t4(1, 1, 1, 1)),
+                  tensor_lmem(I8, shape_t(3, 1, 1, 1, 1)), tensor_gmem(0, shape_t4(1, 1, 1, 1), stride_t(1, 1, 1, 0.5)),
+                  tensor_gmem(-1, shape_t4(1, 1, 1, 1), stride_t4(1, 1, 1, 1)), stride_t(-1, 1, 1, 1)]
+    n = 0
+    for name in COMPUTE:
+        for f in BY_NAME[name].fields:
+            for v in bad_values:
+                rig = Rig()
+                args = baseline(rig, name)
+                args[f.name] = v
+                try:
+                    call(rig, name, args)
+                except BmkError as e:
+                    assert str(e).startswith(f"bmk1880_{name}: ") and "\n" not in str(e)
+                    n += 1
+    assert n > 1000

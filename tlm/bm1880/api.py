@@ -98,13 +98,16 @@ class bmk1880_context_t:                        # noqa: N801
 
     def _operand(self, call: str, name: str, v):
         if isinstance(v, tensor_lmem):
-            why = _stale(v)
+            why = _stale(v) or _malformed(v)
             if why:
                 self._fail(call, name, why)
             return snapshot_tl(v)
         if isinstance(v, tensor_gmem):
-            if not isinstance(v.shape, shape_t) or not isinstance(v.stride, stride_t):
-                self._fail(call, name, "a tensor_gmem needs a shape_t and a stride_t")
+            s = v.shape
+            if not isinstance(s, shape_t) or not isinstance(v.stride, stride_t) or s.dim not in (2, 4) \
+                    or not all(_is_u32(x) for x in (s.n, s.c, s.h, s.w) + v.stride.as4()) \
+                    or not isinstance(v.addr, int) or isinstance(v.addr, bool):
+                self._fail(call, name, "a tensor_gmem needs an integer addr, a shape_t and a stride_t of u32 values")
             return snapshot_tg(v)
         return v
 
@@ -146,6 +149,24 @@ def _stale(t: tensor_lmem) -> str:
             return "its context was freed by bmk1880_cleanup"
         if t.generation != t.owner.generation:
             return "was allocated before bmk1880_reset, which released it (choice C-RESET)"
+    return ""
+
+
+def _is_u32(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 32
+
+
+def _malformed(t: tensor_lmem) -> str:
+    """A tensor_lmem whose fields do not have the guide's types (4.4)."""
+    s = t.shape
+    if not isinstance(s, shape_t) or s.dim not in (2, 4) or not all(_is_u32(x) for x in (s.n, s.c, s.h, s.w)):
+        return f"shape {s!r} is not a shape_t of u32 dimensions (shape_t4 / shape_t2)"
+    if t.stride is not None and (not isinstance(t.stride, stride_t) or not all(_is_u32(x) for x in t.stride.as4())):
+        return f"stride {t.stride!r} is neither NULL (None) nor a stride_t of u32 values"
+    if not _is_u32(t.laddr):
+        return f"laddr {t.laddr!r} is not a u32 lmem address"
+    if not isinstance(t.fmt, int) or isinstance(t.fmt, bool):
+        return f"fmt {t.fmt!r} is not an fmt_t"
     return ""
 
 

@@ -553,18 +553,21 @@ def check_types(kind: Kind, args: dict) -> None:
         elif f.type == "stride":
             if not isinstance(v, stride_t):
                 raise ArgError(f.name, f"must be a stride_t, got {type(v).__name__}")
-            if not all(isinstance(x, (int, np.integer)) and 0 <= x < 1 << 32 for x in v.as4()):
+            if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and 0 <= x < 1 << 32
+                       for x in v.as4()):
                 raise ArgError(f.name, f"{v}: strides are u32")
         elif f.type == "tl" and v is not None:
             if not isinstance(v, TL):
                 raise ArgError(f.name, f"must be a tensor_lmem, got {type(v).__name__}")
-            for x in (v.n, v.c, v.h, v.w, v.laddr) + (v.stride or ()):
-                if not 0 <= x < 1 << 32:
+            for x in (v.n, v.c, v.h, v.w, v.laddr, v.fmt) + (v.stride or ()):
+                if not isinstance(x, (int, np.integer)) or isinstance(x, bool) or not 0 <= x < 1 << 32:
                     raise ArgError(f.name, f"{x} does not fit a u32 shape, stride or address field")
         elif f.type == "tg":
             if not isinstance(v, TG):
                 raise ArgError(f.name, "is NULL" if v is None else f"must be a tensor_gmem, got {type(v).__name__}")
-            if not 0 <= v.addr < 1 << 64 or not all(0 <= x < 1 << 32 for x in (v.n, v.c, v.h, v.w) + tuple(v.stride)):
+            if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in
+                       (v.addr, v.dim, v.n, v.c, v.h, v.w) + tuple(v.stride)) \
+                    or not 0 <= v.addr < 1 << 64 or not all(0 <= x < 1 << 32 for x in (v.n, v.c, v.h, v.w) + tuple(v.stride)):
                 raise ArgError(f.name, "address, shape or stride does not fit its field (u64 / u32)")
 
 

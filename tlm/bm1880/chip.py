@@ -63,7 +63,8 @@ FMT_I8 = 4
 FMT_U8 = 9
 FMT_NAMES = {FMT_I8: "FMT_I8", FMT_U8: "FMT_U8"}
 
-# ctrl_t values: the guide names the flags but gives no numbers; these are EXT (bm_kernel_legacy.h).
+# ctrl_t values: the guide names the flags but gives no numbers; these are EXT (bm_kernel_legacy.h),
+# choice C-CTRL.
 CTRL_NULL = 0
 CTRL_AL = 1 << 0
 CTRL_RA = 1 << 2

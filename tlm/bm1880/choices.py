@@ -5,25 +5,29 @@ table (generated from it, checked by tests/bm1880/test_bm1880_docs.py).
 """
 from __future__ import annotations
 
+from .chip import CTRL_NAMES, ENGINE_NAMES
+
 # (id, topic, the choice, why / what the guide says)
 CHOICES: tuple[tuple[str, str, str, str], ...] = (
     ("C-CHIP", "chip parameters",
-     "npu_num 32, eu_num 16, lmem_size 64 KiB per slice, 8 banks of 8 KiB (CHIP_PARAMS)",
+     "the values of the chip parameter table (tlm/bm1880/chip.py CHIP_PARAMS); lmem_size is per slice",
      "the guide names the parameters (4.6) but gives no values"),
     ("C-CMD", "command buffer bytes",
      "the model's own versioned format: 6-byte cmd_hdr_t (engine_id, version, kind, SYNC flag, "
      "stream, CRC-8, len) and the call's fields; dependencies are engine-15 records",
      "3.3 documents only engine_id and len; the instruction bytes are not published"),
-    ("C-ENGINE", "engine ids", "TPU 0, GDMA 2 (EXT ENGINE_BD / ENGINE_GDMA), CTRL 15 (dependency records)",
+    ("C-ENGINE", "engine ids",
+     ", ".join(f"{n} {i}" for i, n in ENGINE_NAMES.items()) + " (TPU, GDMA: EXT ENGINE_BD / ENGINE_GDMA; "
+     "CTRL carries dependency records)",
      "3.3 gives no numbers"),
-    ("C-CTRL", "ctrl_t values", "CTRL_NULL 0, CTRL_AL 1, CTRL_RA 4, CTRL_TP 32, CTRL_RELU 256 (EXT)",
+    ("C-CTRL", "ctrl_t values", "CTRL_NULL 0, " + ", ".join(f"{n} {v}" for v, n in CTRL_NAMES.items()) + " (EXT)",
      "the guide names the flags only"),
     ("C-SHIFT", "right shifts",
      "arithmetic shift of the 32-bit intermediate (rounds toward minus infinity), then saturation",
      "the guide says '>>' before saturation and states no rounding"),
     ("C-WRAP", "32-bit intermediates",
      "two's-complement int32: an intermediate that overflows wraps modulo 2^32 before the shift",
-     "2 ch.4: inputs are converted to 32 bits; overflow is not described"),
+     "ch.4: inputs are converted to 32 bits; overflow is not described"),
     ("C-SHIFT-RANGE", "shift widths", "rshift_width and lshift_width must be 0..31 (else an argument error)",
      "no range given; a 32-bit shift by 32 or more is undefined in C"),
     ("C-SIGN", "result format",

@@ -39,7 +39,7 @@ class DecodeError(Exception):
 # cmd_hdr_t: (field, byte, lsb, width, meaning). The guide fixes engine_id:4 first and len
 # last before the instruction; the fields between are the "..." of 3.3.
 HEADER: tuple[tuple[str, int, int, int, str], ...] = (
-    ("engine_id", 0, 0, 4, "engine that runs the command (TPU 0, GDMA 2, CTRL 15)"),
+    ("engine_id", 0, 0, 4, "engine that runs the command (choice C-ENGINE)"),
     ("version", 0, 4, 4, f"command-buffer format version ({FORMAT_VERSION})"),
     ("kind", 1, 0, 8, "kind code (the descriptor table)"),
     ("flags", 2, 0, 8, "bit 0 SYNC: waits for every earlier command (starts an epoch); bits 7:1 are 0"),
