@@ -480,7 +480,8 @@ def _matrix_mac(chip, a):
     wide = ctrls == CTRL_RA or not a["res_is_int8"]
     want = (2 * r, c) if wide else (r, c)
     if res.shape != want:
-        raise ArgError("res", f"shape {res.shape}; it must be {want} ({'16-bit original or result: (R x 2, C)' if wide else '8-bit: (R, C)'}, 4.46)")
+        why = "16-bit original or result: (R x 2, C)" if wide else "8-bit: (R, C)"
+        raise ArgError("res", f"shape {res.shape}; it must be {want} ({why}, 4.46)")
     if bias is not None and bias.shape != (2, c):
         raise ArgError("bias", f"shape {bias.shape}; a 16-bit (1, {c}) bias is the matrix (2, {c}) (4.46)")
     _shifts(a, "lshift_width", "rshift_width")

@@ -58,10 +58,6 @@ class FaultError(Exception):
         self.fault = fault
 
 
-def _raise(f: Fault):
-    raise FaultError(f)
-
-
 class Bm1880:
     """gmem + lmem of one chip."""
 
@@ -69,6 +65,11 @@ class Bm1880:
         self.chip = chip
         self.gmem = gmem if gmem is not None else Memory(log=False)
         self.lmem = np.zeros(chip.lmem_total, np.uint8)
+
+    @property
+    def slices(self) -> np.ndarray:
+        """lmem as (npu_num, lmem_size): slice k is NPU k's local memory (a view)."""
+        return self.lmem.reshape(self.chip.npu_num, self.chip.lmem_size)
 
     # ---- gmem through the front door (bus transactions, one per contiguous run) --------------------
     @staticmethod
@@ -158,22 +159,22 @@ class Program:
                 b, a = r.args["before"], r.args["after"]
                 where = f"dependency record at offset 0x{r.offset:x}"
                 if b >= len(commands) or a >= len(commands):
-                    _raise(Fault("DEP", f"{where}: names command {max(a, b)}, only {len(commands)} precede it",
+                    raise FaultError(Fault("DEP", f"{where}: names command {max(a, b)}, only {len(commands)} precede it",
                                  offset=r.offset))
                 if a == b:
-                    _raise(Fault("DEP", f"{where}: command {a} cannot precede itself", offset=r.offset))
+                    raise FaultError(Fault("DEP", f"{where}: command {a} cannot precede itself", offset=r.offset))
                 deps.append((b, a))
                 continue
             i = len(commands)
             try:
                 check(r.kind, r.args, chip)
             except ArgError as e:
-                _raise(Fault("ARG", f"command {i} at offset 0x{r.offset:x} ({r.kind.call}): {e}", i, r.offset))
+                raise FaultError(Fault("ARG", f"command {i} at offset 0x{r.offset:x} ({r.kind.call}): {e}", i, r.offset))
             commands.append(Command(i, r, chip))
         try:
             sched = Schedule([(c.record.kind.engine, c.record.sync, c.record.stream) for c in commands], deps)
         except CycleError as e:
-            _raise(Fault("DEP", str(e)))
+            raise FaultError(Fault("DEP", str(e)))
         prog = cls(commands, deps, sched)
         prog.check_hazards()
         return prog
@@ -191,7 +192,7 @@ class Program:
         if h is not None:
             i, j, mem, addr = h
             ci, cj = self.commands[i].record, self.commands[j].record
-            _raise(Fault("HAZARD", f"commands {i} ({ci.kind.call}) and {j} ({cj.kind.call}) may run in parallel "
+            raise FaultError(Fault("HAZARD", f"commands {i} ({ci.kind.call}) and {j} ({cj.kind.call}) may run in parallel "
                                    f"and both touch {mem} 0x{addr:x}, one writing it (choice C-HAZARD)",
                          j, self.commands[j].record.offset))
 
