@@ -62,3 +62,20 @@ def test_choice_ids_are_defined_and_used():
     code = "".join(f.read_text() for f in (ROOT / "tlm" / "bm1880").glob("*.py") if f.name != "choices.py")
     unused = {i for i in IDS if i not in code and i not in DOC.read_text().split("## Choices", 1)[0]}
     assert not unused, f"choices never referenced outside their table: {sorted(unused)}"
+
+
+def test_python_example_runs():
+    code = DOC.read_text().split("## Running a program from Python", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(code, str(DOC), "exec"), {})                                      # noqa: S102
+
+
+def test_error_example_is_real():
+    import pytest
+    from bm1880_harness import I8, U8, Rig
+    from tlm.bm1880 import BmkError, bmk1880_tpu_mul
+    example = re.search(r"`(bmk1880_tpu_mul: res_low: [^`]*)`", DOC.read_text()).group(1)
+    rig = Rig()
+    a, b, r = rig.alloc((1, 1, 1, 4), I8), rig.alloc((1, 1, 1, 4), U8), rig.alloc((1, 1, 1, 4), U8)
+    with pytest.raises(BmkError) as e:
+        bmk1880_tpu_mul(rig.ctx, res_high=None, res_low=r, a=a, b=b, rshift_width=0)
+    assert str(e.value) == example
