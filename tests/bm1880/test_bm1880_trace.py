@@ -156,3 +156,12 @@ def test_doorbell_while_busy_and_irq_clear():
     assert tg.wait_irq(10) and tg.read_reg(OFF["CMD_DONE"]) == 3
     tg.write_reg(OFF["IRQ_STATUS"], tg.read_reg(OFF["IRQ_STATUS"]))
     assert not tg.cp.irq and not tg.wait_irq(5)
+
+
+def test_make_model():
+    import pytest
+    from tlm.bm1880.device import Bm1880, make_model
+    m = make_model("bm1880")
+    assert isinstance(m, Bm1880) and m.slices.shape == (m.chip.npu_num, m.chip.lmem_size)
+    with pytest.raises(ValueError, match="no configuration 'bm1881'"):
+        make_model("bm1881")

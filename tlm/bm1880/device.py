@@ -349,3 +349,10 @@ class CommandProcessor:
         if self.job.finished:
             self._end(self.job.fault)
         return True
+
+
+def make_model(config: str = "bm1880", **kw) -> Bm1880:
+    """The chip model for a registry configuration (the only one: "bm1880")."""
+    if config != "bm1880":
+        raise ValueError(f"bm1880 has no configuration {config!r} (configurations: bm1880)")
+    return Bm1880(**kw)
