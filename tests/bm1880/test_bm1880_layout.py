@@ -207,3 +207,38 @@ def test_size_helpers():
     with pytest.raises(BmkError, match="bmk1880_tl_shape_to_size: s: must be a shape_t"):
         bmk1880_tl_shape_to_size(rig.ctx, (1, 2, 3, 4), False, I8)
     assert CTRL_TP == 32
+
+
+@pytest.mark.parametrize("seed", [10, 11])
+def test_slice_rule_against_brute_force(seed):
+    """The first channel with a datum outside the slice of its (0, c, 0, 0) (2.3's formal rule)
+    or outside lmem, against every datum."""
+    from tlm.bm1880.chip import lmem_slice_overflow
+    r = rng_for(seed)
+    chip = bmk1880_chip_info_t(1880, 4, 4, 64, 2, 32)
+    p = ref.params(chip)
+    for _ in range(300):
+        shape = tuple(int(v) for v in r.integers(1, 5, 4)) if r.integers(0, 2) else (1, int(r.integers(1, 20)), 1, 2)
+        stride = tuple(int(v) for v in r.integers(0, 12, 4))
+        la = int(r.integers(0, p["total"]))
+        bad = None
+        for c in range(shape[1]):
+            home = ref.lmem_addr(p, la, stride, 0, c, 0, 0) // p["slice_size"]
+            if any(ref.lmem_addr(p, la, stride, n, c, h, w) // p["slice_size"] != home
+                   or ref.lmem_addr(p, la, stride, n, c, h, w) >= p["total"]
+                   for n, h, w in np.ndindex(shape[0], shape[2], shape[3])):
+                bad = c
+                break
+        assert lmem_slice_overflow(chip, la, shape, stride) == bad, (shape, stride, la)
+
+
+def test_operand_size_limit():
+    """Choice C-LIMIT: zero strides cannot make an lmem operand larger than lmem."""
+    rig = Rig()
+    t = bmk1880_tl_prealloc(rig.ctx, 0, shape_t4(1, 1, 1 << 20, 1 << 20), I8)
+    assert t is None and "choice C-LIMIT" in rig.ctx.last_error
+    t = bmk1880_tl_prealloc(rig.ctx, 0, shape_t4(1, 1, 1, 1), I8)
+    t.shape = shape_t4(1, 1, 1 << 31, 1 << 31)
+    t.stride = stride_t4(0, 0, 0, 0)
+    with pytest.raises(BmkError, match=r"bmk1880_tpu_copy: src: shape .* more than lmem's 2097152 bytes"):
+        bmk1880_tpu_copy(rig.ctx, dst=rig.alloc((1, 1, 1, 1)), src=t)

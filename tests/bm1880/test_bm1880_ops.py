@@ -378,6 +378,22 @@ def test_conv_hand_case():
     assert rig.get(o2)[0, 0].tolist() == hand
 
 
+def test_conv_large_insertion_is_not_materialised():
+    """ins 254 with stride 255 picks every datum: out = x . w >> 2 on a 100 x 100 ifmap whose
+    expanded form would hold about 25500^2 values."""
+    r = rng_for(25)
+    rig = Rig()
+    x, o = rig.alloc((1, 1, 100, 100)), rig.alloc((1, 1, 100, 100))
+    wl = rig.alloc((1, 1, 1, 1), aligned=False)
+    xv = values(r, (1, 1, 100, 100), True)
+    rig.put(x, xv)
+    rig.put(wl, np.array([[[[-3]]]]))
+    bmk1880_tpu_conv(rig.ctx, ofmap=o, ifmap=x, weight=wl, bias=None, ins_h=254, ins_w=254, ins_last_h=254,
+                     stride_h=255, stride_w=255, dilation_h=1, dilation_w=1, rshift_width=2)
+    rig.run()
+    assert np.array_equal(rig.get(o), ref.elementwise(lambda v: ref.sat(ref.shr(-3 * v, 2), 8, True), xv))
+
+
 @pytest.mark.parametrize("seed", [31, 32])
 def test_winograd_equals_conv(seed):
     r = rng_for(seed)

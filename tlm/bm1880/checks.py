@@ -17,6 +17,7 @@ from .tensors import TG, TL
 
 SHIFT_MAX = 31                       # choice C-SHIFT-RANGE
 GMEM_LIMIT = 1 << GMEM_ADDR_BITS
+MAX_GMEM_DATA = 1 << 26              # data in one gmem-only operand (choice C-LIMIT)
 
 
 class ArgError(Exception):
@@ -35,13 +36,15 @@ def tl_layout_error(chip: bmk1880_chip_info_t, t: TL, stride4=None) -> "str | No
     dims = (t.h, t.w) if t.is_matrix else (t.n, t.c, t.h, t.w)
     if min(dims) < 1:
         return f"shape {t.shape} has a zero dimension"
+    if t.count() > chip.lmem_total:
+        return f"shape {t.shape} holds {t.count()} data, more than lmem's {chip.lmem_total} bytes (choice C-LIMIT)"
     if not 0 <= t.laddr < chip.lmem_total:
         return f"laddr 0x{t.laddr:x} is outside lmem (0x{chip.lmem_total:x} bytes)"
     s4 = stride4 if stride4 is not None else t.stride4(chip)
     bad = lmem_slice_overflow(chip, t.laddr, t.shape4(chip), s4)
     if bad is not None:
-        return (f"channel {bad} of {t.shape} at laddr 0x{t.laddr:x} with strides {tuple(s4)} leaves its "
-                f"lmem slice of {chip.lmem_size} bytes (2.3: data of one channel must stay in one slice)")
+        return (f"channel {bad} of {t.shape} at laddr 0x{t.laddr:x} with strides {tuple(s4)} leaves its lmem slice "
+                f"(or lmem): 2.3 requires every datum of a channel in the slice of its (0, c, 0, 0)")
     return None
 
 
@@ -160,6 +163,8 @@ def _tg(args: dict, name: str, write: bool) -> TG:
     shape4 = (1, 1, t.h, t.w) if t.is_matrix else (t.n, t.c, t.h, t.w)
     stride4 = (0, 0, t.stride[2], t.stride[3]) if t.is_matrix else t.stride
     _gmem_extent(name, t.addr, shape4, stride4)
+    if t.count() > MAX_GMEM_DATA:
+        raise ArgError(name, f"holds {t.count()} data; one gmem operand holds at most {MAX_GMEM_DATA} (choice C-LIMIT)")
     if write:
         _distinct_gmem(name, t.addresses())
     return t

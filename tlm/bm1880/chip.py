@@ -197,21 +197,16 @@ def lmem_addresses(chip: bmk1880_chip_info_t, la: int, shape4, stride4) -> np.nd
 
 
 def lmem_slice_overflow(chip: bmk1880_chip_info_t, la: int, shape4, stride4) -> "int | None":
-    """2.3's caution: every datum of channel c must lie in the slice of (0, c, 0, 0). Returns
-    the first channel that leaves its slice, or None. (Strides are non-negative, so the
-    largest offset is at the largest indices.)"""
+    """2.3's caution: every datum (n, c, h, w) must lie in the slice of (0, c, 0, 0), and in
+    lmem. Returns the first channel that breaks it, or None. Strides are non-negative, so
+    channel c's data lie in [address(0, c, 0, 0), address(0, c, 0, 0) + reach]."""
     n, c, h, w = shape4
     sn, sc, sh, sw = stride4
-    size, slices = chip.lmem_size, chip.npu_num
+    size, total, slices = chip.lmem_size, chip.lmem_total, chip.npu_num
     reach = (n - 1) * sn + (h - 1) * sh + (w - 1) * sw
-    # the in-slice offset grows with c // slices, so the last channel of each residue class
-    # decides; the worst is channel c - 1's class row
-    off = la % size + ((la // size + c - 1) // slices) * sc + reach
-    if off < size:
-        return None
-    cs = np.arange(c, dtype=np.int64)
-    offs = la % size + ((la // size + cs) // slices) * sc + reach
-    return int(np.flatnonzero(offs >= size)[0])
+    a0 = lmem_channel_base(chip, la, np.arange(c, dtype=np.int64), sc)
+    bad = np.flatnonzero((a0 % size + reach >= size) | (a0 + reach >= total))
+    return int(bad[0]) if bad.size else None
 
 
 def gmem_addresses(addr: int, shape4, stride4) -> np.ndarray:

@@ -117,6 +117,10 @@ CHOICES: tuple[tuple[str, str, str, str], ...] = (
      "enter/exit bracket a current context (checked); every other call takes ctx as in chapters 3-4; "
      "the samples' tl_load/tl_store are ported as gdma_load/gdma_store",
      "the appendix uses an older ctx-less API"),
+    ("C-LIMIT", "operand sizes",
+     "an lmem operand holds at most Size_total data (strides of 0 cannot make it larger); a gmem-only "
+     "operand (gdma_copy_gmem) at most 2^26; larger ones are argument errors",
+     "bounds the model's memory on hostile buffers; the guide has no limit"),
     ("C-GMEM", "gmem", "40-bit byte addresses (EXT GADDR_INVALID); unwritten bytes read 0; accesses are "
      "bus transactions (a bus error stops the buffer with FAULT_BUS)",
      "the guide does not size gmem"),

@@ -250,23 +250,28 @@ def _relu(x, a):
 
 
 # ---- windows: conv, depthwise, pooling --------------------------------------------------------------------
-def _expand(v: np.ndarray, a: dict, ins: bool, fill: int) -> np.ndarray:
-    """ifmap with ins_* zeros inserted and pad_* added (4.41); `fill` is the padding value."""
-    n, c, h, w = v.shape
-    ih, ilh, iw, ilw = (a["ins_h"], a["ins_last_h"], a["ins_w"], a["ins_last_w"]) if ins else (0, 0, 0, 0)
-    hh, ww = 1 + (h - 1) * (ih + 1) + ilh, 1 + (w - 1) * (iw + 1) + ilw
-    pt, pb, pl, pr = a["pad_top"], a["pad_bottom"], a["pad_left"], a["pad_right"]
-    out = np.full((n, c, hh + pt + pb, ww + pl + pr), fill, np.int64)
-    if fill:                                                                 # insertion zeros stay zeros
-        out[:, :, pt:pt + hh, pl:pl + ww] = 0
-    out[:, :, pt:pt + (h - 1) * (ih + 1) + 1:ih + 1, pl:pl + (w - 1) * (iw + 1) + 1:iw + 1] = v
-    return out
+def _axis(size: int, ins: int, pad0: int, k: int, dil: int, stride: int, out: int):
+    """Along one axis: for kernel tap t and output o, the ifmap index read and whether it is a
+    datum (not an inserted zero, ins_last zero or padding; 4.41). Nothing is materialised, so
+    large insertions cost nothing."""
+    y = np.arange(out, dtype=np.int64)[None, :] * stride + np.arange(k, dtype=np.int64)[:, None] * dil - pad0
+    step = ins + 1
+    valid = (y >= 0) & (y <= (size - 1) * step) & (y % step == 0)
+    return np.clip(y // step, 0, size - 1), valid
 
 
-def _taps(xp: np.ndarray, kh: int, kw: int, ho: int, wo: int, sh: int, sw: int, dh: int = 1, dw: int = 1):
+def _taps(x: np.ndarray, a: dict, kh: int, kw: int, out_hw, ins: bool, dil: bool, fill: int = 0):
+    """For every kernel tap (i, j): the (N, C, H_out, W_out) ifmap values it multiplies, with
+    `fill` where the expanded ifmap holds no datum."""
+    g = lambda k: a[k] if ins else 0                                       # noqa: E731
+    rs, rv = _axis(x.shape[2], g("ins_h"), a["pad_top"], kh, a["dilation_h"] if dil else 1, a["stride_h"], out_hw[0])
+    cs, cv = _axis(x.shape[3], g("ins_w"), a["pad_left"], kw, a["dilation_w"] if dil else 1, a["stride_w"], out_hw[1])
     for i in range(kh):
+        rows = x[:, :, rs[i]]
         for j in range(kw):
-            yield i, j, xp[:, :, i * dh:i * dh + (ho - 1) * sh + 1:sh, j * dw:j * dw + (wo - 1) * sw + 1:sw]
+            mask = rv[i][:, None] & cv[j][None, :]
+            patch = rows[:, :, :, cs[j]]
+            yield i, j, patch if mask.all() else np.where(mask, patch, fill)
 
 
 def _bias16(x, a) -> "np.ndarray | int":
@@ -289,10 +294,8 @@ def _conv(x, a, winograd: bool):
     xv, w = x.v8("ifmap"), x.v8("weight")                                    # w: (C_in, C_out, Kh, Kw)
     if winograd:                                                             # choice C-WINOGRAD
         a = dict(a, ins_h=0, ins_last_h=0, ins_w=0, ins_last_w=0, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1)
-    xp = _expand(xv, a, True, 0)
     acc = np.zeros((o.n, o.c, o.h, o.w), np.int64)
-    for i, j, patch in _taps(xp, w.shape[2], w.shape[3], o.h, o.w, a["stride_h"], a["stride_w"],
-                             a["dilation_h"], a["dilation_w"]):
+    for i, j, patch in _taps(xv, a, w.shape[2], w.shape[3], (o.h, o.w), ins=True, dil=True):
         acc += np.einsum("nchw,cd->ndhw", patch, w[:, :, i, j])
     _finish(x, a, acc, bool(a["relu_enable"]))
 
@@ -300,9 +303,8 @@ def _conv(x, a, winograd: bool):
 def _depthwise(x, a):
     o = a["ofmap"]
     xv, w = x.v8("ifmap"), x.v8("weight")[0]                                 # w: (C, Kh, Kw)
-    xp = _expand(xv, a, True, 0)
     acc = np.zeros((o.n, o.c, o.h, o.w), np.int64)
-    for i, j, patch in _taps(xp, w.shape[1], w.shape[2], o.h, o.w, a["stride_h"], a["stride_w"]):
+    for i, j, patch in _taps(xv, a, w.shape[1], w.shape[2], (o.h, o.w), ins=True, dil=False):
         acc += patch * w[None, :, i, j, None, None]
     _finish(x, a, acc, False)
 
@@ -311,16 +313,14 @@ def _pool(x, a, avg: bool):
     o = a["ofmap"]
     xv = x.v8("ifmap")
     if avg:
-        xp = _expand(xv, a, True, 0)
         acc = np.zeros((o.n, o.c, o.h, o.w), np.int64)
-        for _, _, patch in _taps(xp, a["kh"], a["kw"], o.h, o.w, a["stride_h"], a["stride_w"]):
+        for _, _, patch in _taps(xv, a, a["kh"], a["kw"], (o.h, o.w), ins=True, dil=False):
             acc += patch
         x.put(None, "ofmap", wrap32(acc * a["avg_pooling_const"]) >> a["rshift_width"])
     else:
         fill = -128 if x.ops["ifmap"].signed else 0                          # choice C-MAXPOOL-PAD
-        xp = _expand(xv, a, False, fill)
         acc = np.full((o.n, o.c, o.h, o.w), fill, np.int64)
-        for _, _, patch in _taps(xp, a["kh"], a["kw"], o.h, o.w, a["stride_h"], a["stride_w"]):
+        for _, _, patch in _taps(xv, a, a["kh"], a["kw"], (o.h, o.w), ins=False, dil=False, fill=fill):
             np.maximum(acc, patch, out=acc)
         x.put(None, "ofmap", acc)
 
