@@ -202,7 +202,7 @@ def lmem_slice_overflow(chip: bmk1880_chip_info_t, la: int, shape4, stride4) -> 
     channel c's data lie in [address(0, c, 0, 0), address(0, c, 0, 0) + reach]."""
     n, c, h, w = shape4
     sn, sc, sh, sw = stride4
-    size, total, slices = chip.lmem_size, chip.lmem_total, chip.npu_num
+    size, total = chip.lmem_size, chip.lmem_total
     reach = (n - 1) * sn + (h - 1) * sh + (w - 1) * sw
     a0 = lmem_channel_base(chip, la, np.arange(c, dtype=np.int64), sc)
     bad = np.flatnonzero((a0 % size + reach >= size) | (a0 + reach >= total))
