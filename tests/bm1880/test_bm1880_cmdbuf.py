@@ -196,3 +196,20 @@ def test_disassembly_one_line_per_command():
     assert " s1 bmk1880_gdma_store" in lines[2] and "bmk1880_add_dependency before=#1 after=#2" in lines[3]
     with pytest.raises(DecodeError, match="CRC-8 mismatch"):
         disassemble(buf[:-1] + bytes([buf[-1] ^ 1]))
+
+
+def test_huge_shapes_in_a_buffer_are_arg_faults():
+    """A decoded tensor of 2^32 channels or a 2^60-datum gmem copy is refused before any
+    address is computed (choice C-LIMIT)."""
+    from tlm.bm1880.tensors import TG
+    rig = Rig()
+    call(rig, "tpu_relu", baseline(rig, "tpu_relu"))
+    (rec,) = decode(rig.cmdbuf())
+    big = TL(I8, 4, 1, 0xFFFFFFFF, 1, 1, 0, True, None)
+    buf = encode_record(rec.kind, dict(rec.args, ifmap=big), FLAG_SYNC)
+    with pytest.raises(FaultError, match="ifmap: shape .* more than lmem's"):
+        Program.load(buf, rig.chip)
+    g = TG(0, 4, 1 << 15, 1 << 15, 1 << 15, 1 << 15, (0, 0, 0, 0))
+    buf = encode_record(BY_NAME["gdma_copy_gmem"], {"dst": g, "src": g, "ctrls": CTRL_NULL}, FLAG_SYNC)
+    with pytest.raises(FaultError, match="dst: holds 1152921504606846976 data; one gmem operand holds at most"):
+        Program.load(buf, rig.chip)
