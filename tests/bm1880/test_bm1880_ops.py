@@ -313,6 +313,20 @@ def test_hand_cases_elementwise():
     assert rig.get(ur).tolist() == [[[[255, 255, 0, 255]]]]
 
 
+def test_hand_case_hw_sum():
+    """2.2's summation example b[n, c, 0, 0] = sum_h sum_w a[n, c, h, w] (N = 1), by mdsum."""
+    rig = Rig()
+    a = rig.alloc((1, 2, 2, 2))
+    lo, hi = rig.alloc((1, 2, 1, 1), aligned=False), rig.alloc((1, 2, 1, 1), aligned=False)
+    rig.put(a, np.array([[[[1, 2], [3, 4]], [[-100, -100], [-100, 50]]]]))
+    bmk1880_tpu_mdsum(rig.ctx, res_high=hi, res_low=lo, a=a)
+    r8 = rig.alloc((1, 2, 1, 1), aligned=False)
+    bmk1880_tpu_mdsum(rig.ctx, res_high=None, res_low=r8, a=a)
+    rig.run()
+    assert rig.get16(hi, lo).reshape(-1).tolist() == [10, -250]
+    assert rig.get(r8).reshape(-1).tolist() == [10, -128]
+
+
 # ---- convolution, pooling -----------------------------------------------------------------------------------
 def _conv_rig(r, n, cin, h, w, cout, kh, kw, *, bias=True, sig=(True, True, True)):
     rig = Rig()
