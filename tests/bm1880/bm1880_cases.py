@@ -1,6 +1,6 @@
 """Valid arguments for every computation call (shared by the argument-error and
 command-buffer tests)."""
-from bm1880_harness import I8, U8, Rig
+from tests.bm1880.bm1880_harness import I8, U8, Rig
 from tlm.bm1880 import CTRL_NULL, api, bmk1880_tl_prealloc, shape_t2, shape_t4, stride_t4, tensor_gmem_default
 from tlm.bm1880.descriptors import DEPENDENCY, KINDS
 

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from bm1880_cases import COMPUTE, T, baseline, call, tg
-from bm1880_harness import I8, U8, Rig
+from tests.bm1880.bm1880_cases import COMPUTE, T, baseline, call, tg
+from tests.bm1880.bm1880_harness import I8, U8, Rig
 from tlm.bm1880 import (CTRL_AL, CTRL_NULL, CTRL_RA, CTRL_RELU, CTRL_TP, PARAM_TYPES, BmkError,
                         bmk1880_acquire_cmdbuf, bmk1880_add_dependency, bmk1880_cleanup, bmk1880_create_streams,
                         bmk1880_destroy_streams, bmk1880_enter, bmk1880_exit, bmk1880_gdma_load, bmk1880_info_t,

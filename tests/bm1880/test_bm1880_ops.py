@@ -3,8 +3,8 @@ from the guide) with random cases (seeds printed), plus hand-computed cases."""
 import numpy as np
 import pytest
 
-import bm1880_ref as ref
-from bm1880_harness import I8, U8, Rig, rng_for, values
+from tests.bm1880 import bm1880_ref as ref
+from tests.bm1880.bm1880_harness import I8, U8, Rig, rng_for, values
 from tlm.bm1880 import (CTRL_NULL, CTRL_RA, CTRL_RELU, CTRL_TP, bmk1880_gdma_copy_gmem, bmk1880_gdma_copy_lmem,
                         bmk1880_gdma_load, bmk1880_gdma_load_stride, bmk1880_gdma_lrn_shift, bmk1880_gdma_store,
                         bmk1880_gdma_store_stride, bmk1880_tl_prealloc, bmk1880_tpu_add, bmk1880_tpu_add_const,

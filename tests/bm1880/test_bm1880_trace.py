@@ -6,8 +6,8 @@ import sys
 
 import numpy as np
 
-from bm1880_harness import I8, Rig, rng_for, values
-from bm1880_net import G_BC, G_BF, G_POOL, G_WC, G_WF, G_X, G_Y, build
+from tests.bm1880.bm1880_harness import I8, Rig, rng_for, values
+from tests.bm1880.bm1880_net import G_BC, G_BF, G_POOL, G_WC, G_WF, G_X, G_Y, build
 from tlm.bm1880 import (CTRL_NULL, bmk1880_acquire_cmdbuf, bmk1880_gdma_load, bmk1880_gdma_store, bmk1880_info_t,
                         bmk1880_register, bmk1880_tpu_relu, regs)
 from tlm.bm1880.trace_target import LMEM_WINDOW, Bm1880TraceTarget, record_run, write_trace
