@@ -8,22 +8,29 @@ tb/ethos_u85/trace_adapter.py) that offers
 
 * attributes ``device``, ``reg_bits``, ``addr_bits``, ``reg_align`` (as a ``TraceTarget``)
   and ``wait_default`` (wait_irq's budget in clock cycles when the trace gives none);
-* ``async start()`` (clocks, reset, agents, scoreboard), ``finish()`` (end-of-test checks:
-  the scoreboard with the TLM as reference; raises AssertionError on a mismatch);
+* ``start()`` (clocks, reset, agents, scoreboard), ``finish()`` (end-of-test checks: the
+  scoreboard with the TLM as reference; raises AssertionError on a mismatch);
 * ``async write_reg(offset, value)``, ``async read_reg(offset) -> int`` on the control port;
-* ``load_mem(addr, data)``, ``read_mem(addr, length) -> bytes`` through the back door of the
-  bench's memory model;
+* ``load_mem(addr, data)``, ``read_mem(addr, length) -> bytes``: the back door of the bench's
+  memory model (or a memory the host reaches through the device's port);
 * ``async wait_irq(max_cycles) -> bool`` (the interrupt / end-of-job pin, a level already
   high counts), ``async idle()`` (a poll interval between the reads of poll_reg);
 * ``faults() -> list[str]``: error responses etc. since the last call.
 
+``start``, ``finish``, ``load_mem`` and ``read_mem`` may be plain or ``async``.
 ``tb/core/trace_test.py`` is the cocotb test that ``make sim TRACE=path`` runs.
 """
 from __future__ import annotations
 
+import inspect
 from typing import Callable
 
 from tlm.core.trace import Trace, Verdicts, poll_max, step_bytes, validate, wait_max
+
+
+async def maybe(value):
+    """*value*, awaited if it is awaitable (adapter methods may be plain or async)."""
+    return await value if inspect.isawaitable(value) else value
 
 
 async def play(trace: Trace, adapter, on_line: "Callable[[str], None] | None" = None):
@@ -36,7 +43,7 @@ async def play(trace: Trace, adapter, on_line: "Callable[[str], None] | None" = 
         for s in trace.steps:
             a = s.args
             if s.op in ("load_mem", "fill_mem"):
-                adapter.load_mem(a[0], step_bytes(s))
+                await maybe(adapter.load_mem(a[0], step_bytes(s)))
             elif s.op == "write_reg":
                 await adapter.write_reg(a[0], a[1])
             elif s.op == "read_reg":
@@ -53,7 +60,7 @@ async def play(trace: Trace, adapter, on_line: "Callable[[str], None] | None" = 
                 n = wait_max(s, adapter)
                 v.wait(s, await adapter.wait_irq(n), n, "cycles")
             elif s.op == "check_mem":
-                v.mem(s, adapter.read_mem(a[0], len(step_bytes(s))))
+                v.mem(s, await maybe(adapter.read_mem(a[0], len(step_bytes(s)))))
             v.faults(s, adapter.faults())
     except Exception as e:      # noqa: BLE001 - a bench or model bug is a fault line
         v.internal(s, e)

@@ -9,7 +9,7 @@ import os
 
 import cocotb
 
-from tb.core.trace_player import play
+from tb.core.trace_player import maybe, play
 from tlm.core.registry import get, resolve
 from tlm.core.trace import parse
 
@@ -19,8 +19,8 @@ async def test_trace(dut):
     trace = parse(os.environ["TB_TRACE"])
     info = get(os.environ.get("TB_DEVICE") or trace.device)
     adapter = resolve(info.bench.trace_adapter)(dut, info.check_config(os.environ.get("NPU_CONFIG")))
-    await adapter.start()
+    await maybe(adapter.start())
     res = await play(trace, adapter, on_line=lambda line: print(f"replay: FAIL {line}", flush=True))
     print(res.summary, flush=True)
-    adapter.finish()
+    await maybe(adapter.finish())
     assert res.exit_status == 0, f"{res.summary}; first: {res.messages[0] if res.messages else ''}"

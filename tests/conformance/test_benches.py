@@ -35,3 +35,39 @@ def test_bench_is_runnable(name):
 def test_dut_rtl_without_a_stand_in_is_one_clear_error(name):
     with pytest.raises(simtools.SetupError, match="no RTL stand-in"):
         simtools.dut_sources(name, "rtl")
+
+
+def _example_traces_with_adapter() -> list:
+    """One example trace (tests/<device>/traces/) per device whose bench has a trace adapter."""
+    from tests.support import REPO
+    from tlm.core.trace import TraceFormatError, parse
+    out = {}
+    for p in sorted(REPO.glob("tests/*/traces/**/*.txt")):
+        try:
+            dev = parse(p).device
+        except TraceFormatError:
+            continue
+        info = registry.devices().get(dev)
+        if info and info.bench and info.bench.trace_adapter and dev not in out:
+            out[dev] = p
+    return [pytest.param(p, id=d) for d, p in sorted(out.items())]
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("path", _example_traces_with_adapter())
+def test_example_trace_through_the_pins(path):
+    """`make sim TRACE=path` (the trace picks the device) replays with every check passing."""
+    import re
+    import subprocess
+    import sys
+
+    from tests.support import REPO, tool_missing
+    from tlm.core.trace import parse
+    reason = simtools.sim_problem("icarus")
+    if reason:
+        tool_missing(reason)
+    p = subprocess.run([sys.executable, "-m", "tb.core.run", "--sim", "icarus", "--dut", "tlm", "--trace", str(path)],
+                       cwd=REPO, capture_output=True, text=True, timeout=900)
+    checks = parse(path).checks
+    assert re.search(rf"^replay: {checks} checks passed, 0 failed$", p.stdout, re.M), p.stdout[-3000:] + p.stderr
+    assert p.returncode == 0

@@ -26,8 +26,8 @@ def test_lookups_and_accessors():
 
 def test_unknown_names_and_duplicates():
     with pytest.raises(AttributeError, match="no register"):
-        getattr(REGS, "NOPE")
+        REGS.NOPE
     with pytest.raises(AttributeError, match="no field"):
-        getattr(REGS.CTRL, "nope")
+        REGS.CTRL.nope
     with pytest.raises(ValueError, match="duplicate"):
         RegisterMap(TABLE + (TABLE[0],))

@@ -10,11 +10,39 @@ import os
 import numpy as np
 import pytest
 
-from tlm.arith import (AccFormat, ActivationFunction as AF, ActType, ClipRange, Precision, RescaleMode,
-                       RoundMode as RM, ScaleMode, Unpredictable, accumulate, activation, activation_ref,
-                       avgpool_scale, clamp, clz, div_trunc, ifm_zero_point, logical_shift_right, lut_views,
-                       pack_interp_lut, rescale, rescale_ref, rounded_shift_right, rounded_shift_right_ref,
-                       saturate, scale_input, scale_input_ref, shift_left, sign_extend, truncate, zero_extend)
+from tlm.arith import (
+    AccFormat,
+    ActType,
+    ClipRange,
+    Precision,
+    RescaleMode,
+    ScaleMode,
+    Unpredictable,
+    accumulate,
+    activation,
+    activation_ref,
+    avgpool_scale,
+    clamp,
+    clz,
+    div_trunc,
+    ifm_zero_point,
+    logical_shift_right,
+    lut_views,
+    pack_interp_lut,
+    rescale,
+    rescale_ref,
+    rounded_shift_right,
+    rounded_shift_right_ref,
+    saturate,
+    scale_input,
+    scale_input_ref,
+    shift_left,
+    sign_extend,
+    truncate,
+    zero_extend,
+)
+from tlm.arith import ActivationFunction as AF
+from tlm.arith import RoundMode as RM
 
 SEED = int(os.environ.get("TLM_TEST_SEED", "850131"))
 ALL_MODES = [RM.DOUBLE_SYMMETRIC, RM.NATURAL, RM.DOUBLE_ASYMMETRIC, RM.SYMMETRIC,

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.support import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]

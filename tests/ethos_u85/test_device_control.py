@@ -10,9 +10,9 @@ from tlm import isa
 from tlm import registers as R
 from tlm.config import Policy
 from tlm.device import KERNEL_OP_NAMES, Device, StopKind
-from tlm.ops import KERNEL_OPS
 from tlm.errors import Unpredictable
 from tlm.memory import Channel, Memory, Resp, axcache
+from tlm.ops import KERNEL_OPS
 
 OFF = {r.ident: r.offset for r in R.REGISTERS}
 CMD, STATUS, RESET, QREAD, QSIZE, QBASE_LO = (OFF[k] for k in ("CMD", "STATUS", "RESET", "QREAD", "QSIZE", "QBASE_LO"))

@@ -31,8 +31,7 @@ from tlm import arith, fmap, memory, runner
 from tlm import registers as R
 from tlm.arith import Precision, Unpredictable
 from tlm.fmap import FeatureMap, Format, Reverse, Storage, Transpose
-from tlm.memory import (ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute,
-                        Transaction, TxnBatch)
+from tlm.memory import ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute, Transaction, TxnBatch
 from tlm.pmu import Batch, Pmu, axi_family, beats
 
 SEED = int(os.environ.get("TLM_TEST_SEED", "20261122"))

@@ -11,10 +11,26 @@ import numpy as np
 import pytest
 
 from tlm.arith import ActType, Precision, Unpredictable
-from tlm.fmap import (AllowedPerms, FeatureMap, Format, Reverse, Storage, Transpose, block_addresses,
-                      check_ofm_write, contiguous_runs, element_address_in_region, element_addresses,
-                      ofm_block_addresses, read_element_ref, read_fmap, tile_select, write_element_ref,
-                      write_fmap, write_ofm_address_ref)
+from tlm.fmap import (
+    AllowedPerms,
+    FeatureMap,
+    Format,
+    Reverse,
+    Storage,
+    Transpose,
+    block_addresses,
+    check_ofm_write,
+    contiguous_runs,
+    element_address_in_region,
+    element_addresses,
+    ofm_block_addresses,
+    read_element_ref,
+    read_fmap,
+    tile_select,
+    write_element_ref,
+    write_fmap,
+    write_ofm_address_ref,
+)
 
 SEED = int(os.environ.get("TLM_TEST_SEED", "850131"))
 TRANSPOSES = [Transpose.HWC, Transpose.WHC, Transpose.HCW, Transpose.WCH, Transpose.CHW, Transpose.CWH]

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from tlm import isa
-from tlm.ethos_u85 import fuzz
 from tlm.device import Device
+from tlm.ethos_u85 import fuzz
 from tlm.memory import BusFault, Channel, Resp, Transaction
 
 SEED = 20_251_122

@@ -2,8 +2,19 @@
 import numpy as np
 import pytest
 
-from tlm.memory import (ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute,
-                        Resp, Transaction, axcache, hash_select)
+from tlm.memory import (
+    ADDR_MASK,
+    BusFault,
+    Channel,
+    DataPort,
+    Interface,
+    Memory,
+    RegionRoute,
+    Resp,
+    Transaction,
+    axcache,
+    hash_select,
+)
 
 
 def test_sparse_store_zero_fill_and_page_crossing():

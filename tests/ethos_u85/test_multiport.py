@@ -10,15 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.support import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_multiport_shell_lints(tmp_path):
-    from tests.ethos_u85.multiport_fixture.run_multiport import PORTS, write_shell
-
     from tb.core import simtools
+    from tests.ethos_u85.multiport_fixture.run_multiport import PORTS, write_shell
     env = dict(os.environ)
     try:
         exe = simtools.verilator_exe(env)

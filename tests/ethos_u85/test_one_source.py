@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
-from pathlib import Path
 
 from tests.support import REPO
 

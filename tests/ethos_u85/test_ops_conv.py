@@ -26,8 +26,7 @@ from tlm.arith import activation_ref, rescale_ref, sign_extend
 from tlm.device import Device, StopKind
 from tlm.errors import BudgetExceeded, Unpredictable
 from tlm.ops import conv
-from tlm.ops.conv import (conv_sums, depthwise_sums, exact_matmul, op_conv, op_depthwise, patch_view,
-                          wrap_acc)
+from tlm.ops.conv import conv_sums, depthwise_sums, exact_matmul, op_conv, op_depthwise, patch_view, wrap_acc
 from tlm.scale_bias import channels_in_set, encode_scale_bias
 from tlm.weights import WeightOrder, encode_fwd, encode_swd, fwd_from_weights, streams_from_weights
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.ethos_u85.support.opbench import REGION_BASE, OpBench, e2e, clean, e2e_names, unlayout, unpredictable
+from tests.ethos_u85.support.opbench import REGION_BASE, OpBench, clean, e2e, e2e_names, unlayout, unpredictable
 from tlm.memory import Channel
 from tlm.ops import KERNEL_OPS
 from tlm.ops.elementwise import MODES, UNARY, elementwise_ref

@@ -12,15 +12,31 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tlm import arith, isa
-from tlm import registers as R
-from tlm.device import Device
-from tlm.memory import Channel, Memory, Resp
-from tlm.ops import KERNEL_OPS
+from tests.ethos_u85.support.opbench import (
+    ARGMAX_X,
+    ARGMAX_Y,
+    AVERAGE,
+    MAX,
+    MIN,
+    NONE,
+    REDUCE_SUM,
+    REF_OPS,
+    REGION_BASE,
+    SUM,
+    TYPE_RANGE,
+    OpBench,
+    clean,
+    e2e,
+    e2e_names,
+    limits,
+    pool_bench,
+    unlayout,
+    unpredictable,
+)
+from tlm import arith
+from tlm.memory import Channel, Resp
 from tlm.ops.common import OpState
-from tlm.ops.pool import pool_ref
 
-from tests.ethos_u85.support.opbench import (DT, MAX, AVERAGE, REDUCE_SUM, SUM, NONE, MIN, ARGMAX_X, ARGMAX_Y, OFF, REF_OPS, REGION_BASE, STREAM, TYPE_RANGE, OpBench, clean, e2e, e2e_names, layout, limits, pool_bench, unlayout, unpredictable)
 
 # =========================================================================== hand-computed
 def test_maxpool_2x2_stride2_hand():

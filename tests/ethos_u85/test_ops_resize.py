@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.ethos_u85.support.opbench import OpBench, e2e, clean, e2e_names, unpredictable
+from tests.ethos_u85.support.opbench import OpBench, clean, e2e, e2e_names, unpredictable
 from tlm.ops import KERNEL_OPS
 from tlm.ops.resize import resize_ref
 

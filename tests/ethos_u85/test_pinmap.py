@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
 from tests.support import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -121,8 +122,7 @@ def test_agents_bind_through_the_map():
     """The APB manager, the AXI port view and the TLM adapter's port lookup use the map."""
     pytest.importorskip("cocotb")
     from tb.agents.apb import Apb5Manager
-    from tb.agents.axi import PortView, port_present
-    from tb.agents.axi import AXI5_SIGNALS, port_signals
+    from tb.agents.axi import AXI5_SIGNALS, PortView, port_present, port_signals
     widths = {"paddr": 13, "pwdata": 32, "prdata": 32}
     apb = ["paddr", "psel", "penable", "pwrite", "pwdata", "prdata", "pready", "pslverr",
            "pstrb", "pprot"]

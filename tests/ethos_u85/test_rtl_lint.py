@@ -22,10 +22,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
 from tests.support import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]

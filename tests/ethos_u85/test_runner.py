@@ -12,8 +12,6 @@ import pytest
 from tlm import isa
 from tlm import registers as R
 from tlm.config import CONFIGS, Policy
-from tlm.device import Device
-from tlm.ops import KERNEL_OPS
 from tlm.memory import Channel, Interface
 from tlm.runner import DRIVER_DEFAULTS, DriverConfig, RunError, plan_memory, run_model
 from tlm.vela import Payload, Quantization, TensorInfo, VelaModel

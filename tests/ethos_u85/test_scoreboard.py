@@ -10,7 +10,8 @@ from tb.agents.apb import PROT_SECURE_PRIV, ApbResult
 from tb.agents.axi import AxiBurst, BenchMemory
 from tb.ethos_u85.scoreboard import Scoreboard
 from tb.ethos_u85.tlm_pins import TlmAxiManager
-from tlm import isa, registers as R
+from tlm import isa
+from tlm import registers as R
 from tlm.device import Device
 
 OFF = {r.ident: r.offset for r in R.iter_registers()}

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from tests.support import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]

@@ -112,7 +112,7 @@ def test_corrupted_expectation_names_the_address(traces, tmp_path):
     path, addr = _corrupt(traces["maxpool_3x3_s2_same"][0], tmp_path / "bad")
     p = _cli("replay", str(path))
     assert p.returncode == 1, p.stdout + p.stderr
-    assert f"check_mem: mem_" in p.stdout and f"first difference at 0x{addr:x}" in p.stdout
+    assert "check_mem: mem_" in p.stdout and f"first difference at 0x{addr:x}" in p.stdout
     assert p.stdout.strip().splitlines()[-1].endswith("1 failed")
 
 

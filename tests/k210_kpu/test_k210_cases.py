@@ -19,8 +19,16 @@ from tests.k210_kpu import test_k210_reference as ref
 from tlm.k210_kpu import convert
 from tlm.k210_kpu.device import AI_IO_BASE_ADDR
 from tlm.k210_kpu.layout import Fmap
-from tlm.k210_kpu.registers import (OFFSET, POOL_TYPES, LayerArgument, encode_activation,
-                                    encode_batchnorm, irq_bits, reg_value, words_to_bytes)
+from tlm.k210_kpu.registers import (
+    OFFSET,
+    POOL_TYPES,
+    LayerArgument,
+    encode_activation,
+    encode_batchnorm,
+    irq_bits,
+    reg_value,
+    words_to_bytes,
+)
 from tlm.k210_kpu.trace_target import K210TraceTarget
 
 SEED = int(os.environ.get("K210_SEED", "20261125"))

@@ -8,11 +8,9 @@ import pytest
 from tests.k210_kpu import test_k210_cases as cases
 from tests.k210_kpu import test_k210_reference as ref
 from tlm.core.memory import Resp
-from tlm.k210_kpu.device import (ACT_TABLE_WORDS, AI_IO_BASE_ADDR, AI_RAM_BASE_ADDR, KPU,
-                                 FetchChannel, bursts, phys)
+from tlm.k210_kpu.device import ACT_TABLE_WORDS, AI_IO_BASE_ADDR, AI_RAM_BASE_ADDR, KPU, FetchChannel, bursts, phys
 from tlm.k210_kpu.layout import LINE, row_layout
-from tlm.k210_kpu.registers import (CONFIG_REGISTERS, IRQ_ALL, LAYER_ARGUMENT, OFFSET,
-                                    REG_BY_NAME, irq_bits, reg_value)
+from tlm.k210_kpu.registers import CONFIG_REGISTERS, IRQ_ALL, LAYER_ARGUMENT, OFFSET, REG_BY_NAME, irq_bits, reg_value
 from tlm.k210_kpu.trace_target import K210TraceTarget
 
 CALC, EMPTY, FULL = (irq_bits(calc_done_int=1), irq_bits(layer_cfg_almost_empty_int=1),

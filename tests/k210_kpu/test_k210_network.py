@@ -11,8 +11,15 @@ from tests.k210_kpu import test_k210_cases as cases
 from tests.k210_kpu import test_k210_reference as ref
 from tlm.k210_kpu import convert, driver
 from tlm.k210_kpu.layout import RAM_SIZE
-from tlm.k210_kpu.registers import (OFFSET, POOL_BY_NAME, bytes_to_words, decode_activation,
-                                    decode_batchnorm, encode_activation, encode_batchnorm)
+from tlm.k210_kpu.registers import (
+    OFFSET,
+    POOL_BY_NAME,
+    bytes_to_words,
+    decode_activation,
+    decode_batchnorm,
+    encode_activation,
+    encode_batchnorm,
+)
 from tlm.k210_kpu.trace_target import K210TraceTarget
 
 # (depthwise, kernel, out channels, activation, pool)

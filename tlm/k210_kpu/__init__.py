@@ -15,6 +15,7 @@ DEVICE = DeviceInfo(
     registers="tlm.k210_kpu.registers:CONFIG_REGISTERS",
     bench=BenchInfo(
         test_modules=("tb.k210_kpu.test_k210_cocotb",),
+        trace_adapter="tb.k210_kpu.trace_adapter:K210PinTarget",
         tlm_toplevel="k210_kpu",
         tlm_sources=("rtl_stub/k210_kpu/k210_kpu_shell.v",),
         extra={

@@ -47,11 +47,25 @@ import numpy as np
 from ..core.memory import Memory, Resp, Transaction
 from . import datapath
 from .layout import LINE, Fmap
-from .registers import (ACT_TABLE_ALIGN, ACT_TABLE_BYTES, ACT_TABLE_WORDS, BATCHNORM,
-                        CONFIG_REGISTERS, KERNEL_TYPES, LAYER_FIELDS,
-                        LAYER_WORDS, POOL_TYPES, REG_BY_OFFSET, WORD_MASK, LayerArgument,
-                        bytes_to_words, decode_activation, decode_batchnorm, irq_bits,
-                        reg_field)
+from .registers import (
+    ACT_TABLE_ALIGN,
+    ACT_TABLE_BYTES,
+    ACT_TABLE_WORDS,
+    BATCHNORM,
+    CONFIG_REGISTERS,
+    KERNEL_TYPES,
+    LAYER_FIELDS,
+    LAYER_WORDS,
+    POOL_TYPES,
+    REG_BY_OFFSET,
+    WORD_MASK,
+    LayerArgument,
+    bytes_to_words,
+    decode_activation,
+    decode_batchnorm,
+    irq_bits,
+    reg_field,
+)
 
 # ---- address map (EXT platform.h) ------------------------------------------------------
 RAM_BASE_ADDR = 0x80000000

@@ -16,8 +16,7 @@ API::
 
 from .builder import Graph, T
 from .catalog import ALL_NAMES, CPU_NAMES, MODELS, NAMES, build, graph, names, seed_of
-from .compile import (MEMORY_MODES, compile_vela, compiled, compiled_bytes, compiled_stdout,
-                      vela_args, vela_version)
+from .compile import MEMORY_MODES, compile_vela, compiled, compiled_bytes, compiled_stdout, vela_args, vela_version
 from .reference import DEFAULT_INPUT_SEED, io_quantization, make_inputs, reference, run
 
 __all__ = [

@@ -17,6 +17,7 @@ its seed.
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass, field
 
@@ -34,7 +35,6 @@ from ethosu.vela.tflite import (
     Tensor,
     TensorType,
 )
-import importlib
 
 # dtype name -> (TFLite TensorType, numpy dtype)
 DTYPES = {

@@ -21,7 +21,7 @@ CONV_2D without a bias tensor, so those are not in the catalog at all.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 

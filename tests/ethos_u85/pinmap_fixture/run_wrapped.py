@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 DEFAULT_TESTS = "test_reset_values|test_qchannel_accept_deny|test_irq_pin_stop_and_clear"
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tlm import arith, isa
+from tlm import isa
 from tlm import registers as R
 from tlm.device import Device
-from tlm.memory import Channel, Memory, Resp
+from tlm.memory import Memory
 from tlm.ops import KERNEL_OPS
-from tlm.ops.common import OpState
 from tlm.ops.pool import pool_ref
 
 OFF = {r.ident: r.offset for r in R.REGISTERS}
