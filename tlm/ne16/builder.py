@@ -313,11 +313,11 @@ def build(layer: Layer, style: str = "pulpnnx", base: int = DEFAULT_BASE) -> Pro
     if d1_out % 2:
         raise ValueError("stride 2 needs an even output pixel stride (pulp-nnx)")
     n_h, n_w = _ceil(ho, 2), _ceil(wo, 2)
+    if lay.streamin is not None and (ho % 2 or wo % 2) and (n_h > 1 or n_w > 1):
+        raise ValueError("stride 2 with an odd output size re-computes overlapping 2x2 tiles; "
+                         "with streamin the overlap would accumulate twice")
     in_off_h, in_off_w = (2 if ho % 2 else 0), (2 if wo % 2 else 0)
     out_off_h, out_off_w = (1 if ho % 2 else 0), (1 if wo % 2 else 0)
-    bottom2 = 0 if (h + top - 3) % 2 == 0 else bottom
-    right2 = 0 if (w_in + left - 3) % 2 == 0 else right
-    pb_count = 0 if h + top >= J.FBUF else bottom       # pulp-nnx's counters, all tiles
     for ti in range(n_h):
         for tj in range(n_w):
             r = list(regs)
@@ -325,16 +325,18 @@ def build(layer: Layer, style: str = "pulpnnx", base: int = DEFAULT_BASE) -> Pro
             row0 = ti * 4 - (in_off_h if ti else 0)
             col0 = tj * 4 - (in_off_w if tj else 0)
             last_h, last_w = ti == n_h - 1, tj == n_w - 1
+            rows_real = h + top - row0                       # window rows inside the input
+            cols_real = w_in + left - col0
+            win_h, win_w = sub_h + 2, sub_w + 2
             if style == "pulpnnx":
-                rem = (sub_h, sub_w, sub_h + 2 - pb_count, sub_w + 2)
-                pad = (top if ti == 0 else 0, bottom2 if last_h else 0,
-                       left if tj == 0 else 0, right2 if last_w else 0)
+                # pulp-nnx programs HI = sub_h + 2 - (bottom unless h + top >= 5) and WI =
+                # sub_w + 2; for a 1-row or 1-column tile that drops a real row (or reads a
+                # pixel past the row), so the input remainders here are the tile's real
+                # extent: bottom/right padding is implicit (0), as in pulp-nnx's stride-1 jobs
+                rem = (sub_h, sub_w, min(win_h, rows_real), min(win_w, cols_real))
+                pad = (top if ti == 0 else 0, 0, left if tj == 0 else 0, 0)
             else:
-                rows_real = h + top - row0                   # window rows inside the input
-                cols_real = w_in + left - col0
-                rem = (sub_h % 3, sub_w % 3, 0 if sub_h == 3 else sub_h + 2,
-                       0 if sub_w == 3 else sub_w + 2)
-                win_h, win_w = sub_h + 2, sub_w + 2
+                rem = (sub_h % 3, sub_w % 3, 0 if sub_h == 3 else win_h, 0 if sub_w == 3 else win_w)
                 pad = (top if ti == 0 else 0,
                        J.FBUF - rows_real if last_h and rows_real < win_h else 0,
                        left if tj == 0 else 0,

@@ -362,7 +362,7 @@ class Engine:
         for p in self._pixels(hout, wout, c.strided):
             pix = base + (p // 3) * c.out_d2 + (p % 3) * c.out_d1
             for w in range((k + per_word - 1) // per_word):
-                vals = data[w * per_word:(w + 1) * per_word, p]
+                vals = np.ascontiguousarray(data[w * per_word:(w + 1) * per_word, p])
                 self.port.write(Stream.outfeat, pix + w * c.out_d0, vals.view(np.uint8))
 
 
