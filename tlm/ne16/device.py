@@ -25,7 +25,9 @@ Job handshake (seed; EXT facts where the seed is silent, each marked):
   one), STATUS drops the job's bit, FINISHED counts it.
 
 Execution is stepped: `step()` starts a job or runs one output subtile of the running job
-(tlm/ne16/engine.py). The engine reads the job's context registers when the job starts.
+(tlm/ne16/engine.py). When a job ends and another is queued and released, it starts at once
+(RUNNING_JOB moves to it, as pulp-nnx's resolve check expects). The engine reads the job's
+context registers when the job starts.
 
 Illegal programming never raises: a job whose registers `JobConfig.problem()` refuses is
 *rejected* (no memory access; it completes at once with its event), a job whose access gets
@@ -262,6 +264,8 @@ class Ne16:
         if reason:
             self._error(f"job {rec.job_id} {outcome}: {reason}")
         self._emit("end", job_id=rec.job_id, ctx=rec.ctx, outcome=outcome)
+        if self.go and self.queue:              # the next context starts right away
+            self._start(self.queue[0])
 
     def take_event(self) -> bool:
         """Consume one end-of-job event if one is pending."""

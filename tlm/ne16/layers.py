@@ -44,7 +44,8 @@ def random_layer(seed: int, **fix) -> Layer:
     if three:
         h, w = max(h, 3 - padding[0] - padding[1]), max(w, 3 - padding[2] - padding[3])
     out_bits = pick("out_bits", lambda: int(rng.choice([8, 8, 16, 32])))
-    streamin = out_bits == 32 and pick("use_streamin", lambda: rng.random() < 0.3)
+    want_streamin = pick("use_streamin", lambda: rng.random() < 0.3)
+    streamin = out_bits == 32 and want_streamin
     quant = pick("quant", lambda: rng.random() < 0.85)
     norm_bits = pick("norm_bits", lambda: int(rng.choice([8, 16, 32])))
     xmax = 1 << (16 if mode16 else 8)
@@ -61,7 +62,7 @@ def random_layer(seed: int, **fix) -> Layer:
                          if three and rng.random() < 0.3 else (0, 0, 0, 0)),
         quant=quant, out_bits=out_bits, relu=pick("relu", lambda: bool(rng.random() < 0.5)),
         norm_bits=norm_bits,
-        scale=rng.integers(0, 1 << min(norm_bits, 31), cout),
+        scale=rng.integers(0, 1 << norm_bits, cout),
         shift=pick("shift", lambda: rng.integers(0, 32, cout) if rng.random() < 0.3
                    else int(rng.integers(0, 32))),
         bias=pick("bias", lambda: rng.integers(-2**31, 2**31, cout) if rng.random() < 0.5 else None),
