@@ -24,10 +24,10 @@ Job handshake (seed; EXT facts where the seed is silent, each marked):
 * End of job: the end-of-job event is raised once per job (counted; `take_event()` consumes
   one), STATUS drops the job's bit, FINISHED counts it.
 
-Execution is stepped: `step()` starts a job or runs one output subtile of the running job
-(tlm/ne16/engine.py). When a job ends and another is queued and released, it starts at once
-(RUNNING_JOB moves to it, as pulp-nnx's resolve check expects). The engine reads the job's
-context registers when the job starts.
+A job starts when it is released (TRIGGER 0 with an idle engine, or the end of the job
+before it): RUNNING_JOB moves to it at once, as pulp-nnx's resolve check expects; the engine
+reads the job's context registers then. Execution is stepped: `step()` runs one output
+subtile of the running job (tlm/ne16/engine.py); memory is accessed only during steps.
 
 Illegal programming never raises: a job whose registers `JobConfig.problem()` refuses is
 *rejected* (no memory access; it completes at once with its event), a job whose access gets
@@ -113,8 +113,8 @@ class Ne16:
 
     @property
     def busy(self) -> bool:
-        """busy_o: a job is running or released to run."""
-        return self.running is not None or (self.go and bool(self.queue))
+        """busy_o: a job is running."""
+        return self.running is not None
 
     @property
     def status(self) -> int:
@@ -197,6 +197,8 @@ class Ne16:
         self.acquired = None
         if start:
             self.go = True
+            if self.running is None:            # the head of the queue starts now
+                self._start(self.queue[0])
 
     def soft_clear(self, keep_registers: bool) -> None:
         if self.running is not None:
@@ -209,14 +211,10 @@ class Ne16:
 
     # ---- execution ---------------------------------------------------------------------------
     def step(self) -> bool:
-        """Start the next job or run one output subtile; False when there is nothing to do."""
-        if self.running is None:
-            if not (self.go and self.queue):
-                return False
-            self._start(self.queue[0])
-            if self.running is None:            # rejected
-                return True
+        """Run one output subtile of the running job; False when there is nothing to do."""
         run = self.running
+        if run is None:
+            return False
         try:
             next(run.steps)
             run.record.subtiles += 1
