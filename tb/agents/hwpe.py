@@ -14,6 +14,7 @@ Timing convention of the bench: drive right after a rising edge, sample at the f
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from cocotb.triggers import FallingEdge, RisingEdge
@@ -111,6 +112,7 @@ class HwpePeriphMonitor(BusMonitor):
         self.latency = latency
         self.errors: list[str] = []
         super().__init__(entity, None, clock, reset_n=reset_n, **kw)
+        self.log = logging.getLogger(f"cocotb.{prefix}_monitor")
 
     def _error(self, cycle: int, text: str) -> None:
         self.errors.append(f"cycle {cycle}: periph: {text}")

@@ -18,6 +18,7 @@ next grant; default 0), r_valid the next cycle (for writes too, as PULP clusters
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Callable
 
@@ -157,6 +158,7 @@ class TcdmMonitor(BusMonitor):
         self.errors: list[str] = []
         self.stalls: list[int] = []
         super().__init__(entity, None, clock, reset_n=reset_n, **kw)
+        self.log = logging.getLogger(f"cocotb.{prefix}_monitor")
 
     def _error(self, cycle: int, text: str) -> None:
         self.errors.append(f"cycle {cycle}: tcdm: {text}")

@@ -5,7 +5,9 @@ traces through the pins.
 
 Environment variables: TB_DUT (tlm: the Python model behind the shell's pins, the default;
 rtl: the design's own logic, e.g. a licensee's ne16_top_wrap), NE16_PINMAP (a JSON file
-{port table name: top-level name} for a design whose ports are named otherwise).
+{port table name: top-level name} for a design whose ports are named otherwise: every agent,
+monitor and the scoreboard bind through it), NE16_TLM_SCOPE (DUT=tlm inside a wrapper: the
+hierarchical name of the shell instance the model drives, e.g. "u_ne16").
 """
 from __future__ import annotations
 
@@ -45,6 +47,8 @@ def stall_pattern(kind: str, rng: random.Random):
         return lambda: 0
     if kind == "random":
         return lambda: rng.choice((0, 0, 0, 1, 2, 3))
+    if kind == "always":
+        return lambda: 2
     if kind == "bursty":
         state = {"n": 0}
 
@@ -57,7 +61,8 @@ def stall_pattern(kind: str, rng: random.Random):
 
 class Ne16Env:
     def __init__(self, dut, *, stall: str = "random", seed: int = 1, corrupt=None,
-                 pinmap: "dict | None" = None, core: int = 0, dut_kind: "str | None" = None):
+                 pinmap: "dict | None" = None, core: int = 0, dut_kind: "str | None" = None,
+                 violate: "str | None" = None):
         self.dut = dut
         self.pm = pinmap if pinmap is not None else load_pinmap()
         self.sig = lambda name: getattr(dut, self.pm.get(name, name))
@@ -70,7 +75,10 @@ class Ne16Env:
         self.pins = None
         if self.dut_kind == "tlm":
             from tb.ne16.tlm_pins import Ne16Pins
-            self.pins = Ne16Pins(dut, self.clk, self.pm, corrupt=corrupt)
+            scope, pm = dut, self.pm
+            for part in filter(None, os.environ.get("NE16_TLM_SCOPE", "").split(".")):
+                scope, pm = getattr(scope, part), {}       # the shell keeps the table's names
+            self.pins = Ne16Pins(scope, self.clk, pm, corrupt=corrupt, violate=violate)
         self.periph = HwpePeriphMaster(dut, self.clk, pinmap=self.pm, core_id=core)
         self.periph_mon = HwpePeriphMonitor(dut, self.clk, pinmap=self.pm, reset_n=self.rst)
         self.tcdm = TcdmMemory(dut, self.clk, self.memory, ports=MP, pinmap=self.pm,

@@ -16,7 +16,9 @@
    busy_o = a job is running.
 
 `corrupt=(n, byte, xor)` flips bits of one byte of the n-th write on the pins (the model is
-not told): the bench's way to show the scoreboard catches a wrong byte.
+not told): the bench's way to show the scoreboard catches a wrong byte. `violate` breaks the
+protocol once, to show the monitors catch it: "tcdm_change" changes the address of a request
+waiting for its grant, "periph_late" answers a peripheral read a cycle late.
 """
 from __future__ import annotations
 
@@ -59,7 +61,10 @@ class PinMemory(Memory):
 
 
 class Ne16Pins:
-    def __init__(self, dut, clock, pinmap: "dict | None" = None, corrupt=None, literal=False):
+    def __init__(self, dut, clock, pinmap: "dict | None" = None, corrupt=None, literal=False,
+                 violate: "str | None" = None):
+        self.violate = violate
+        self._late = None
         self.dut = dut
         self.clock = clock
         self.pm = pinmap or {}
@@ -113,6 +118,13 @@ class Ne16Pins:
     # ---- peripheral target --------------------------------------------------------------------
     def _periph(self, s: dict) -> None:
         self._drive("periph_gnt", 1)
+        if self._late is not None:                       # planted violation: a late answer
+            data, ident = self._late
+            self._late = None
+            self._drive("periph_r_valid", 1)
+            self._drive("periph_r_data", data)
+            self._drive("periph_r_id", ident)
+            return
         if s["periph_req"]:
             off = s["periph_add"] & (R.WINDOW - 1)
             ident = s["periph_id"]
@@ -128,6 +140,10 @@ class Ne16Pins:
                 self.dev.periph_write(off, s["periph_data"], s["periph_be"])
                 if off == SOFT_CLEAR and running is not None and self.thread is not None:
                     self._abort_thread()         # the job in flight is abandoned
+            if self.violate == "periph_late" and s["periph_wen"]:
+                self.violate, self._late = None, (data, ident)
+                self._drive("periph_r_valid", 0)
+                return
             self._drive("periph_r_valid", 1)
             self._drive("periph_r_data", data)
             self._drive("periph_r_id", ident)
@@ -186,6 +202,9 @@ class Ne16Pins:
         if self.request is not None:
             txn, off, state = self.request
             if state == "req":
+                if s["tcdm_gnt"] & FULL != FULL and self.violate == "tcdm_change":
+                    self.violate = None                  # planted violation: payload changes
+                    self._drive("tcdm_add", _int(self.out["tcdm_add"]) ^ (1 << 8))
                 if s["tcdm_gnt"] & FULL == FULL:         # the handshake happened at this edge
                     if txn.write:
                         self._drive("tcdm_req", 0)
