@@ -329,3 +329,21 @@ def test_addresses_wrap_at_4gib():
     out = host.run_program(prog, Ne16TraceTarget(memory=mem))
     np.testing.assert_array_equal(out, lay.reference())
     assert any(x.addr > 0xFFFF0000 for x in mem.log)
+
+
+def test_gap9_l1_configuration_faults_outside_l1():
+    """Config ne16-gap9-l1: a job whose output pointer leaves the L1 windows is aborted at
+    its first output write; the same job inside L1 runs."""
+    from tlm.core import registry
+    lay = small(21)
+    good = builder.build(lay, "gapsdk", base=0x10000000)
+    t = registry.get("ne16").make_target("ne16-gap9-l1")
+    np.testing.assert_array_equal(host.run_program(good, t), lay.reference())
+    regs = list(good.jobs[0])
+    regs[R.by_name("OUTFEAT_PTR").index] = 0x2000_0000
+    h = host.Host(t)
+    h.dispatch(regs)
+    assert t.wait_irq(10_000)
+    f = t.faults()
+    assert len(f) == 1 and "DECERR" in f[0] and "outfeat write @0x20000000" in f[0]
+    assert t.dev.history[-1].outcome == "aborted"

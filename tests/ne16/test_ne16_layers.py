@@ -128,7 +128,7 @@ FIELD_CASES = (
        ("STREAMIN", 1, dict(use_streamin=True, out_bits=32, kind="linear", cin=64)),
        ("WEIGHT_OFFS", 0, dict(weight_offset=None)), ("WEIGHT_OFFS", 1, dict(weight_offset=-128)),
        ("WEIGHT_OFFS", 1, dict(weight_offset=255)), ("WEIGHT_OFFS", 1, dict(weight_offset=-256))]
-    + [("RIGHT_SHIFT", s, dict(shift=s)) for s in (0, 1, 7, 16, 31)]
+    + [("RIGHT_SHIFT", s, dict(shift=s)) for s in range(32)]
     + [("QUANT_BITS", 0, dict(out_bits=8)), ("QUANT_BITS", 1, dict(out_bits=16)),
        ("QUANT_BITS", 2, dict(out_bits=32)),
        ("QUANT_RECT", 0, dict(relu=True)), ("QUANT_RECT", 1, dict(relu=False)),

@@ -12,7 +12,7 @@ from ..core.registry import BenchInfo, DeviceInfo
 DEVICE = DeviceInfo(
     name="ne16",
     title="GreenWaves GAP9 NE16 neural engine (HWPE peripheral port + 9x32-bit TCDM, jobs)",
-    configs=("ne16",),
+    configs=("ne16", "ne16-gap9-l1"),
     default_config="ne16",
     trace_target="tlm.ne16.trace_target:make_target",
     registers="tlm.ne16.registers:REGISTERS",
