@@ -24,7 +24,7 @@ from tb.agents.tcdm import TcdmMemory, TcdmMonitor
 from tb.ne16.ports import MP, N_EVT
 from tb.ne16.scoreboard import Ne16Scoreboard
 from tlm.core.memory import Memory
-from tlm.core.trace import (POLL_MAX, ReplayResult, Trace, mem_mismatch, poll, read_mismatch)
+from tlm.core.trace import POLL_MAX, ReplayResult, Trace, mem_mismatch, read_mismatch
 from tlm.ne16 import registers as R
 from tlm.ne16.builder import Program
 

@@ -8,7 +8,7 @@ import pytest
 from tlm.core.memory import Memory, Resp
 from tlm.ne16 import builder, host, layers
 from tlm.ne16 import registers as R
-from tlm.ne16.device import ACQUIRE_BUSY, ACQUIRE_FULL, Ne16
+from tlm.ne16.device import ACQUIRE_BUSY, ACQUIRE_FULL
 from tlm.ne16.engine import Stream
 from tlm.ne16.job import JobConfig
 from tlm.ne16.trace_target import Ne16TraceTarget

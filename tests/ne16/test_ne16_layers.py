@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tlm.core.memory import Memory
-from tlm.ne16 import builder, host, layers, reference, weights
+from tlm.ne16 import builder, host, layers, weights
 from tlm.ne16 import registers as R
 from tlm.ne16.job import JobConfig
 from tlm.ne16.trace_target import Ne16TraceTarget
@@ -297,3 +297,26 @@ def test_encoder_layout_by_hand():
     assert weights.encode_linear(wl, 1) == bytes([0, 0b100])
     with pytest.raises(ValueError):
         weights.encode_conv(np.full((1, 1, 1, 1), 4), 2)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fast_reads_equal_one_transaction_at_a_time(seed, monkeypatch):
+    """TcdmPort.read_many's vectorised gather (unobserved memory) has the effect and the count
+    of the transactions one by one; a logging memory sees every one of them."""
+    from tlm.ne16 import engine
+    lay = layers.random_layer(700 + seed, h=6, w=5, cin=48, cout=40)
+    try:
+        prog = builder.build(lay, "gapsdk")
+    except ValueError:
+        prog = builder.build(lay, "pulpnnx")
+    runs = []
+    for fast, log in ((True, False), (False, False), (True, True)):
+        monkeypatch.setattr(engine.TcdmPort, "FAST", fast)
+        t = Ne16TraceTarget(memory=Memory(log=log))
+        out = host.run_program(prog, t)
+        runs.append((out, t.dev.port.transactions, len(t.dev.memory.log)))
+    np.testing.assert_array_equal(runs[0][0], lay.reference())
+    for out, n, _ in runs[1:]:
+        np.testing.assert_array_equal(out, runs[0][0])
+        assert n == runs[0][1]
+    assert runs[2][2] == runs[2][1] > 0               # logged: one record per transaction

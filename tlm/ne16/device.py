@@ -37,7 +37,7 @@ trace target reports them as faults) and to `history`.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..core.memory import Memory
 from . import registers as R

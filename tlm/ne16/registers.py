@@ -16,7 +16,7 @@ Conventions the seed does not state (documented in docs/devices/ne16.md):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 REG_BITS = 32
 WINDOW = 0x400            # periph offset decode: the RTL's hwpe-ctrl decodes address bits 9:2
