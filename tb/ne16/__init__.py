@@ -1,0 +1,1 @@
+"""The NE16 bench: port table, TLM behind the pins, host driver, scoreboard, coverage, tests."""
