@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from tb.coverage import Coverage
+from tb.core.coverage import Coverage
 from tlm.ne16 import job as J
 from tlm.ne16 import registers as R
 

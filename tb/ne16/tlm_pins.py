@@ -5,7 +5,7 @@
 2. the HWPE peripheral target (hwpe-ctrl behaviour): gnt is always 1; a request sampled in the
    previous cycle is performed on `tlm.ne16.device.Ne16` (`periph_write` with its byte
    enables, or `periph_read`) and answered now: r_valid, r_data, r_id = the request's id;
-3. the TCDM initiator: the model runs in a lock-step thread (tb.tlm_pins.LockstepThread);
+3. the TCDM initiator: the model runs in a lock-step thread (tb.core.lockstep.LockstepThread);
    each `tlm.core.memory.Transaction` of its engine (every input, weight, parameter,
    streamin read and output write) suspends the thread while it is performed here as one
    lockstep request of the nine 32-bit ports (ne16_top_wrap): word address add + 4*i on
@@ -28,7 +28,7 @@ import numpy as np
 from cocotb.triggers import FallingEdge, RisingEdge
 
 from tb.ne16.ports import MP, N_CORES, N_EVT, PORTS
-from tb.tlm_pins import LockstepThread
+from tb.core.lockstep import LockstepThread
 from tlm.core.memory import Memory, Resp, Transaction
 from tlm.ne16 import registers as R
 from tlm.ne16.device import Ne16

@@ -1,14 +1,14 @@
 """The NE16 cocotb bench (tb/ne16/tests/bench_ne16.py) with DUT=tlm on Verilator and Icarus:
 the TLM behind the port-only shell's pins, driven through the HWPE peripheral and TCDM agents,
 checked by the scoreboard (the TLM as predictor) and the numpy reference. Built and run with
-tb.simtools.run_fixture (until the shared `make sim DEVICE=ne16` runner lands)."""
+tb.core.simtools.run_fixture (until the shared `make sim DEVICE=ne16` runner lands)."""
 import os
 from pathlib import Path
 
 import pytest
-from conftest import tool_missing
+from tests.support import tool_missing
 
-from tb import simtools
+from tb.core import simtools
 from tlm.core import registry
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,9 +9,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import tool_missing
+from tests.support import tool_missing
 
-from tb import simtools
+from tb.core import simtools
 from tb.ne16.ports import PORTS, TOPLEVEL
 
 REPO = Path(__file__).resolve().parents[2]
