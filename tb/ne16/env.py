@@ -21,12 +21,14 @@ from cocotb.triggers import FallingEdge, RisingEdge
 
 from tb.agents.hwpe import HwpePeriphMaster, HwpePeriphMonitor
 from tb.agents.tcdm import TcdmMemory, TcdmMonitor
+from tb.core.trace_player import play
 from tb.ne16.ports import MP, N_EVT
 from tb.ne16.scoreboard import Ne16Scoreboard
 from tlm.core.memory import Memory
-from tlm.core.trace import POLL_MAX, ReplayResult, Trace, mem_mismatch, read_mismatch
+from tlm.core.trace import ReplayResult, Trace
 from tlm.ne16 import registers as R
 from tlm.ne16.builder import Program
+from tlm.ne16.trace_target import Ne16TraceTarget
 
 OFF = R.OFFSETS
 PERIOD_NS = 10
@@ -60,6 +62,13 @@ def stall_pattern(kind: str, rng: random.Random):
 
 
 class Ne16Env:
+    # the trace player's view (tb/core/trace_player.py)
+    device = Ne16TraceTarget.device
+    reg_bits = Ne16TraceTarget.reg_bits
+    addr_bits = Ne16TraceTarget.addr_bits
+    reg_align = Ne16TraceTarget.reg_align
+    wait_default = WAIT_CYCLES
+
     def __init__(self, dut, *, stall: str = "random", seed: int = 1, corrupt=None,
                  pinmap: "dict | None" = None, core: int = 0, dut_kind: "str | None" = None,
                  violate: "str | None" = None):
@@ -195,36 +204,9 @@ class Ne16Env:
 
     # ---- traces through the pins ----------------------------------------------------------------
     async def replay(self, trace: Trace) -> ReplayResult:
-        res = ReplayResult()
-        for s in trace.steps:
-            a, bad = s.args, None
-            if s.op == "load_mem":
-                self.load_mem(a[0], a[1].read_bytes())
-            elif s.op == "fill_mem":
-                self.load_mem(a[0], bytes([a[2]]) * a[1])
-            elif s.op == "write_reg":
-                await self.write_reg(a[0], a[1])
-            elif s.op == "read_reg":
-                bad = read_mismatch(await self.read_reg(a[0]), a[1], a[2] if len(a) > 2 else None, 32)
-            elif s.op == "poll_reg":
-                n = a[3] if len(a) > 3 else POLL_MAX
-                ok = False
-                for _ in range(n):
-                    v = await self.read_reg(a[0])
-                    if (v & a[2]) == a[1]:
-                        ok = True
-                        break
-                    await self.idle()
-                bad = None if ok else f"never read 0x{a[1]:x} under mask 0x{a[2]:x} in {n} reads"
-            elif s.op == "wait_irq":
-                if not await self.wait_irq(a[0] if a else WAIT_CYCLES):
-                    bad = "interrupt not raised"
-            elif s.op == "check_mem":
-                expect = a[1].read_bytes()
-                bad = mem_mismatch(a[0], self.read_mem(a[0], len(expect)), expect)
-            if bad:
-                res.failed += 1
-                res.messages.append(f"{trace.path}:{s.line}: {s.op}: {bad}")
-            elif s.op in ("read_reg", "poll_reg", "wait_irq", "check_mem"):
-                res.passed += 1
-        return res
+        """The trace through the pins: the device-neutral player (tb/core/trace_player.py)
+        with this env as its adapter."""
+        return await play(trace, self)
+
+    def faults(self) -> list:
+        return []

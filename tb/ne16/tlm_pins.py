@@ -27,8 +27,8 @@ import logging
 import numpy as np
 from cocotb.triggers import FallingEdge, RisingEdge
 
-from tb.ne16.ports import MP, N_CORES, N_EVT, PORTS
 from tb.core.lockstep import LockstepThread
+from tb.ne16.ports import MP, N_CORES, N_EVT, PORTS
 from tlm.core.memory import Memory, Resp, Transaction
 from tlm.ne16 import registers as R
 from tlm.ne16.device import Ne16

@@ -18,6 +18,7 @@ DEVICE = DeviceInfo(
     registers="tlm.ne16.registers:REGISTERS",
     bench=BenchInfo(
         test_modules=("tb.ne16.tests.bench_ne16",),
+        trace_adapter="tb.ne16.trace_adapter:Ne16PinTarget",
         tlm_toplevel="ne16_top_wrap",
         tlm_sources=("rtl_stub/ne16/ne16_shell.v",),
         rtl_toplevel=None,
