@@ -25,9 +25,10 @@ def test_lookups_and_accessors():
 
 
 def test_unknown_names_and_duplicates():
+    missing = "nope"
     with pytest.raises(AttributeError, match="no register"):
-        REGS.NOPE
+        getattr(REGS, missing.upper())
     with pytest.raises(AttributeError, match="no field"):
-        REGS.CTRL.nope
+        getattr(REGS.CTRL, missing)
     with pytest.raises(ValueError, match="duplicate"):
         RegisterMap(TABLE + (TABLE[0],))

@@ -3,23 +3,16 @@
 * Unit tests on a fake design object: identity, patterns, overrides, hierarchical and indexed
   paths, "absent" entries, loading from JSON / Python / TB_PINMAP, bad maps; and that the
   agents (APB manager, AXI port view, TLM adapter helpers) bind what the map names.
-* ``test_wrapped_standin_registers``: the RTL stand-in behind a wrapper with other port names
-  (tests/pinmap_fixture) runs register tests and an IRQ job unchanged, given only the map;
-  without the map the bench refuses to bind, naming the pin (Icarus).
+(The Ethos-U85 stand-in behind renamed ports, run by the unchanged bench with only a map:
+tests/ethos_u85/test_pinmap_wrapped.py.)
 """
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from tests.support import tool_missing
-
-REPO = Path(__file__).resolve().parents[2]
 from tb.core.pinmap import PinMap, PinMapError, current
 
 
@@ -141,26 +134,3 @@ def test_agents_bind_through_the_map():
     sigs = port_signals(dut, "SRAM0", pm)
     assert set(sigs) == {n for n, _ in AXI5_SIGNALS} and sigs["WDATA"] is dut.m_sram0_wdata
     assert port_signals(dut, "SRAM0") is None
-
-
-@pytest.mark.sim
-def test_wrapped_standin_registers():
-    """The stand-in behind other port names (and IRQ read through a hierarchical path):
-    register tests and an IRQ job pass with the map; without it the bench names the missing
-    pin."""
-    from tb.core import simtools
-    reason = simtools.sim_problem("icarus")
-    if reason:
-        tool_missing(reason)
-    script = ("-m", "tests.ethos_u85.pinmap_fixture.run_wrapped")
-    p = subprocess.run([sys.executable, *script, "--sim", "icarus"], cwd=REPO,
-                       capture_output=True, text=True, timeout=600)
-    out = p.stdout + p.stderr
-    summary = [ln for ln in out.splitlines() if ln.startswith("pinmap-run:")]
-    assert p.returncode == 0, (summary or out[-3000:])
-    assert "3 tests, 0 failed" in summary[-1]
-    p = subprocess.run([sys.executable, *script, "--sim", "icarus", "--no-map",
-                        "--tests", "test_reset_values"], cwd=REPO, capture_output=True,
-                       text=True, timeout=600)
-    out = p.stdout + p.stderr
-    assert p.returncode != 0 and "npu_wrap: no signal CLK at 'CLK'" in out, out[-2000:]
