@@ -77,6 +77,7 @@ class DeviceInfo:
     package: str = ""                          # filled in by discovery
     tlm_factory: "str | None" = None           # "module:callable(config, **kw)": the device model
     fuzz: "str | None" = None                  # "module:attr" of its FuzzTarget (tlm/core/fuzz.py)
+    cli: "str | None" = None                   # "module:attr" of its npu-tlm Commands (tlm/core/cli.py)
 
     def check_config(self, config: "str | None") -> str:
         """`config` (default: the default configuration) if this device has it."""
