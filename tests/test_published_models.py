@@ -81,6 +81,16 @@ MODELS = models_dir()
 NAMES = sorted(p.stem for p in MODELS.glob("*.tflite")) if MODELS and MODELS.is_dir() else []
 
 
+def _stateful(name: str) -> bool:
+    """The TFLite model has variable (state) tensors."""
+    from tlm.vela import _read_tflite_graph
+    g = _read_tflite_graph((MODELS / f"{name}.tflite").read_bytes())
+    return any(t.is_variable for tensors, _ in g.subgraphs for t in tensors)
+
+
+STATEFUL = [n for n in NAMES if _stateful(n)]
+
+
 def require_models() -> Path:
     if not NAMES:
         tool_missing(f"published models not found: no *.tflite in ../shared/models next to the "
@@ -128,8 +138,8 @@ def reference(name: str):
     return inputs, nets.run(data, inputs)
 
 
-def compiled(name: str, accel: str, output_format: str = "raw") -> Path:
-    return nets.compiled_bytes(model_bytes(name), name, accel, output_format=output_format)
+def compiled(name: str, accel: str, output_format: str = "raw", memory_mode: str = "default") -> Path:
+    return nets.compiled_bytes(model_bytes(name), name, accel, memory_mode, output_format)
 
 
 def tlm_inputs(model, inputs: list) -> list:
@@ -408,6 +418,7 @@ def test_models_folder_present():
     d = require_models()
     assert len(NAMES) >= 1 and (d / "README.md").is_file()
     assert set(DISAGREEMENTS) <= set(NAMES), set(DISAGREEMENTS) - set(NAMES)
+    assert set(SEPARATE_IO_INCONSISTENT) <= set(STATEFUL) and STATEFUL
 
 
 def test_models_folder_lookup_in_a_worktree(tmp_path):
@@ -488,3 +499,33 @@ def test_published_model_as_vela_tflite(name):
     got = run_model(model, tlm_inputs(model, inputs), strict=True).outputs
     assert compare(got, [x.reshape(y.shape) for x, y in zip(raw.outputs, got)]) is None
 
+
+
+# Vela 5.2 with --separate-io-regions and state tensors: micro_speech_lstm's stream writes
+# region 4 (outputs) at offset 0x3190, which its .tflite's OfflineMemoryAllocation gives to
+# no output (the state-out copies are at 0 and 80, the output at 240): the TLM stops with a
+# bus fault there (the runner sizes region 4 by its tensors), an error, never a wrong result.
+SEPARATE_IO_INCONSISTENT = {"tflm_micro_speech_lstm": "Vela 5.2 writes region 4 outside every tensor it lists"}
+
+
+@pytest.mark.parametrize("name", STATEFUL)
+def test_state_tensors_with_separate_io_regions(name):
+    """--separate-io-regions puts the state tensors in the input region (state in) and the
+    output region (state out): the *_vela.tflite output (which says so) gives the default
+    compilation's outputs; the raw .npz (which says region 1) is refused with one message."""
+    assert load(compiled(name, "ethos-u85-256")).variables
+    inputs, _ = reference(name)
+    raw = outcome(name, "ethos-u85-256")
+    model = load(compiled(name, "ethos-u85-256", "tflite", "separate_io"))
+    assert {t.region for t in model.variables} == {3, 4}
+    with pytest.raises(RunError) as e:
+        npz = load(compiled(name, "ethos-u85-256", "raw", "separate_io"))
+        run_model(npz, tlm_inputs(npz, inputs))
+    assert e.value.kind == "model" and "--separate-io-regions raw .npz" in str(e.value)
+    if name in SEPARATE_IO_INCONSISTENT:
+        with pytest.raises(RunError) as e:
+            run_model(model, tlm_inputs(model, inputs))
+        assert e.value.kind == "bus_fault" and "faulting_channel=wr_ofm" in str(e.value)
+        pytest.xfail(SEPARATE_IO_INCONSISTENT[name])
+    got = run_model(model, tlm_inputs(model, inputs), strict=True).outputs
+    assert compare(got, [x.reshape(y.shape) for x, y in zip(raw.outputs, got)]) is None

@@ -309,6 +309,10 @@ def test_state_tensors_start_as_litert_resets_them():
     assert (out[:16] == -4).all() and (out[128:160] == 0).all()
     e = _raises(VelaModel(m.path, m.source, m.payload, m.read_only, 600, 0, (), (), (), (var8, var16)))
     assert e.kind == "model" and "variable 1 ('c')" in str(e)
+    # --separate-io-regions: Vela's raw .npz names region 1 for state tensors of regions 3/4
+    sep = model(STOP, cop="COP2", features=2)
+    e = _raises(VelaModel(sep.path, "npz", sep.payload, b"", 2048, 0, (), (), (), (var8,)))
+    assert e.kind == "model" and "--separate-io-regions raw .npz" in str(e)
 
 
 # ---------------------------------------------------------------------------- warnings

@@ -50,7 +50,7 @@ from . import registers as R
 from .config import DEFAULT_CONFIG, NpuConfig, Policy, get_config
 from .device import Device, StopKind, StopReason
 from .memory import ADDR_MASK, Interface, Memory, Resp
-from .vela import (REGION_INPUT, REGION_OUTPUT, REGION_READ_ONLY, REGION_SCRATCH,
+from .vela import (COP2_FEATURE_SEPARATE_IO, REGION_INPUT, REGION_OUTPUT, REGION_READ_ONLY, REGION_SCRATCH,
                    REGION_SCRATCH_FAST, VelaModel, load)
 
 __all__ = ["RunError", "RunResult", "RunWarning", "DriverConfig", "DRIVER_DEFAULTS", "Area", "MemoryMap",
@@ -275,6 +275,9 @@ def _align_up(n: int, a: int) -> int:
 
 def plan_memory(model: VelaModel, driver: DriverConfig = DRIVER_DEFAULTS) -> MemoryMap:
     """Place the areas and bind the regions (vela-pipeline.md 5.4)."""
+    if model.variables and model.source == "npz" and (model.payload.features or 0) & COP2_FEATURE_SEPARATE_IO:
+        raise RunError("state tensors in a --separate-io-regions raw .npz: Vela lists them in region 1 at "
+                       "offsets of the input and output regions; run the *_vela.tflite output instead", "model")
     sizes = {REGION_READ_ONLY: len(model.read_only), REGION_SCRATCH: model.scratch_size,
              REGION_SCRATCH_FAST: model.scratch_fast_size}
     tensors = [("input", i, t) for i, t in enumerate(model.inputs)] + \

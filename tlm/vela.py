@@ -22,6 +22,9 @@ Tensors the stream does not read from the caller (checked against Vela 5.2.0 out
   (region, offset, shape, element size, quantization; one entry per use, so locations
   repeat); a .tflite marks them `is_variable` among the custom operator's inputs and outputs.
   They are `VelaModel.variables`, neither inputs nor outputs; the runner initialises them.
+  With --separate-io-regions Vela places them in the input region (state in) and the
+  output region (state out), yet its raw .npz says region 1 for all of them: the runner
+  refuses such a raw model (the .tflite output says where they are).
 """
 from __future__ import annotations
 
@@ -597,11 +600,15 @@ def _load_tflite(path: Path, data: bytes, op_index: int = 0, use_vela: bool | No
     unused = tuple(t for t in ins if t.offset in UNPLACED_OFFSETS)
     outputs = tuple(info(t, REGION_OUTPUT if separate_io else REGION_SCRATCH, i)
                     for i, t in enumerate(t for t in op.outputs if not tensors[t].is_variable))
+    # With separate I/O regions Vela places the operator's inputs, state ones included, in
+    # region 3 and its outputs in region 4 (state in and state out apart); else in the arena.
     seen, variables = set(), []
-    for t in op.inputs[4:] + op.outputs:
-        if tensors[t].is_variable and int(alloc[base + t]) not in seen:
-            seen.add(int(alloc[base + t]))
-            variables.append(info(t, REGION_SCRATCH, len(variables)))
+    for ts, region in ((op.inputs[4:], REGION_INPUT), (op.outputs, REGION_OUTPUT)):
+        region = region if separate_io else REGION_SCRATCH
+        for t in ts:
+            if tensors[t].is_variable and (region, int(alloc[base + t])) not in seen:
+                seen.add((region, int(alloc[base + t])))
+                variables.append(info(t, region, len(variables)))
     return VelaModel(str(path), "tflite", payload, tensor_bytes(ro), size(scratch), size(fast),
                      inputs, outputs, unused, tuple(variables))
 
