@@ -35,13 +35,21 @@ def _header(m: VelaModel) -> list[str]:
     n = len(m.command_words)
     lines.append(f"# command stream: {n} words ({4 * n} bytes); read-only: {len(m.read_only)} bytes; "
                  f"scratch: {m.scratch_size} bytes; scratch_fast: {m.scratch_fast_size} bytes")
+    def quant(t):
+        q = t.quantization
+        return (f" scale {','.join(f'{s:g}' for s in q.scale)} "
+                f"zero_point {','.join(map(str, q.zero_point))}" if q.scale else "")
+
     for kind, tensors in (("input", m.inputs), ("output", m.outputs)):
         for i, t in enumerate(tensors):
-            q = t.quantization
-            quant = (f" scale {','.join(f'{s:g}' for s in q.scale)} "
-                     f"zero_point {','.join(map(str, q.zero_point))}" if q.scale else "")
             lines.append(f"# {kind}{i} {t.name!r}: {t.dtype} {list(t.shape)} "
-                         f"region {t.region} offset 0x{t.offset:x}{quant}")
+                         f"region {t.region} offset 0x{t.offset:x}{quant(t)}")
+    for t in m.unused_inputs:
+        lines.append(f"# unused input {t.name!r}: {t.dtype} {list(t.shape)} (the command stream never "
+                     f"reads it; not asked for)")
+    for i, t in enumerate(m.variables):
+        lines.append(f"# state{i} {t.name!r}: {t.dtype} {list(t.shape)} region {t.region} "
+                     f"offset 0x{t.offset:x}{quant(t)}")
     return lines
 
 
@@ -90,6 +98,10 @@ def _add_run(sub) -> argparse.ArgumentParser:
                    help=f"stop (error) after N work units: one per command and AXI transaction, one per "
                         f"64 bytes moved, OFM elements x kernel taps per kernel op "
                         f"(default {_num(Policy.default_max_work)})")
+    p.add_argument("--strict", action="store_true",
+                   help="exit with an error (status 1, no output file) when the run has a warning: an "
+                        "UNPREDICTABLE or model-limit event, or a --config that disagrees with the "
+                        "model's CONFIG word")
     return p
 
 
@@ -130,9 +142,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CliError(f"{path}: holds several arrays; give one .npy per input")
         inputs.append(np.array(x))
     try:
-        result = run_model(model, inputs, config=args.config, max_steps=args.max_steps, max_work=args.max_work)
+        result = run_model(model, inputs, config=args.config, max_steps=args.max_steps, max_work=args.max_work,
+                           strict=args.strict)
     except RunError as e:
+        _warn(args.model, e.warnings)
+        if e.kind == "strict":
+            n = sum(w.count for w in e.warnings)
+            raise CliError(f"{args.model}: --strict: the run had {n} warning event{'s' * (n != 1)} "
+                           f"(listed above); no output written") from None
         raise CliError(f"{args.model}: {e}") from None
+    _warn(args.model, result.warnings)
     try:
         with open(args.output, "wb") as f:   # np.savez(name) would append '.npz'
             np.savez(f, **{f"output{i}": x for i, x in enumerate(result.outputs)})
@@ -141,9 +160,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-# --------------------------------------------------------------------------------------------
-# Subcommand registry
-# --------------------------------------------------------------------------------------------
+def _warn(model: str, warnings) -> None:
+    """One `npu-tlm: warning: ...` line on stderr per kind of event (tlm.runner.RunWarning)."""
+    sys.stdout.flush()
+    for w in warnings:
+        print(f"{PROG}: warning: {model}: {w}", file=sys.stderr)
+
+
 # --------------------------------------------------------------------------------------------
 # replay
 # --------------------------------------------------------------------------------------------
@@ -180,6 +203,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return res.exit_status
 
 
+# --------------------------------------------------------------------------------------------
+# Subcommand registry
+# --------------------------------------------------------------------------------------------
 SUBCOMMANDS: list[tuple[Callable, Callable[[argparse.Namespace], int]]] = [
     (_add_disasm, cmd_disasm),
     (_add_run, cmd_run),
