@@ -35,13 +35,21 @@ def _header(m: VelaModel) -> list[str]:
     n = len(m.command_words)
     lines.append(f"# command stream: {n} words ({4 * n} bytes); read-only: {len(m.read_only)} bytes; "
                  f"scratch: {m.scratch_size} bytes; scratch_fast: {m.scratch_fast_size} bytes")
+    def quant(t):
+        q = t.quantization
+        return (f" scale {','.join(f'{s:g}' for s in q.scale)} "
+                f"zero_point {','.join(map(str, q.zero_point))}" if q.scale else "")
+
     for kind, tensors in (("input", m.inputs), ("output", m.outputs)):
         for i, t in enumerate(tensors):
-            q = t.quantization
-            quant = (f" scale {','.join(f'{s:g}' for s in q.scale)} "
-                     f"zero_point {','.join(map(str, q.zero_point))}" if q.scale else "")
             lines.append(f"# {kind}{i} {t.name!r}: {t.dtype} {list(t.shape)} "
-                         f"region {t.region} offset 0x{t.offset:x}{quant}")
+                         f"region {t.region} offset 0x{t.offset:x}{quant(t)}")
+    for t in m.unused_inputs:
+        lines.append(f"# unused input {t.name!r}: {t.dtype} {list(t.shape)} (the command stream never "
+                     f"reads it; not asked for)")
+    for i, t in enumerate(m.variables):
+        lines.append(f"# state{i} {t.name!r}: {t.dtype} {list(t.shape)} region {t.region} "
+                     f"offset 0x{t.offset:x}{quant(t)}")
     return lines
 
 
@@ -90,6 +98,10 @@ def _add_run(sub) -> argparse.ArgumentParser:
                    help=f"stop (error) after N work units: one per command and AXI transaction, one per "
                         f"64 bytes moved, OFM elements x kernel taps per kernel op "
                         f"(default {_num(Policy.default_max_work)})")
+    p.add_argument("--strict", action="store_true",
+                   help="exit with an error (status 1, no output file) when the run has a warning: an "
+                        "UNPREDICTABLE or model-limit event, or a --config that disagrees with the "
+                        "model's CONFIG word")
     return p
 
 
@@ -106,25 +118,6 @@ def _budget(text: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
     return n
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from .runner import RunError, run_model
-
-    model = load(args.model, op_index=args.op_index)
-    inputs = _load_inputs(args.input)
-    try:
-        result = run_model(model, inputs, config=args.config, max_steps=args.max_steps, max_work=args.max_work)
-    except RunError as e:
-        raise CliError(f"{args.model}: {e}") from None
-    try:
-        with open(args.output, "wb") as f:   # np.savez(name) would append '.npz'
-            np.savez(f, **{f"output{i}": x for i, x in enumerate(result.outputs)})
-    except OSError as e:
-        raise CliError(f"{args.output}: cannot write ({e.strerror or e})") from None
-    return 0
 
 
 def _load_inputs(paths) -> list:
@@ -146,6 +139,75 @@ def _load_inputs(paths) -> list:
             raise CliError(f"{path}: holds several arrays; give one .npy per input")
         inputs.append(np.array(x))
     return inputs
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .runner import RunError, run_model
+
+    model = load(args.model, op_index=args.op_index)
+    inputs = _load_inputs(args.input)
+    try:
+        result = run_model(model, inputs, config=args.config, max_steps=args.max_steps, max_work=args.max_work,
+                           strict=args.strict)
+    except RunError as e:
+        _warn(args.model, e.warnings)
+        if e.kind == "strict":
+            n = sum(w.count for w in e.warnings)
+            raise CliError(f"{args.model}: --strict: the run had {n} warning event{'s' * (n != 1)} "
+                           f"(listed above); no output written") from None
+        raise CliError(f"{args.model}: {e}") from None
+    _warn(args.model, result.warnings)
+    try:
+        with open(args.output, "wb") as f:   # np.savez(name) would append '.npz'
+            np.savez(f, **{f"output{i}": x for i, x in enumerate(result.outputs)})
+    except OSError as e:
+        raise CliError(f"{args.output}: cannot write ({e.strerror or e})") from None
+    return 0
+
+
+def _warn(model: str, warnings) -> None:
+    """One `npu-tlm: warning: ...` line on stderr per kind of event (tlm.runner.RunWarning)."""
+    sys.stdout.flush()
+    for w in warnings:
+        print(f"{PROG}: warning: {model}: {w}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------------------------
+# replay
+# --------------------------------------------------------------------------------------------
+def _add_replay(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("replay", help="replay a register-and-memory trace on a device's TLM",
+                       description="Run a trace (docs/trace-format.md) on the TLM of the device it "
+                                   "names. Prints one line per failed check, then 'replay: N checks "
+                                   "passed, M failed'. Exit 0: every check passed; 1: a check failed "
+                                   "or the device faulted; 2: malformed trace.")
+    p.add_argument("trace", help="trace file")
+    p.add_argument("--config", help="device configuration (default: the trace's 'config', else "
+                                    "the device's default)")
+    return p
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .core import registry, trace
+    try:
+        tr = trace.parse(args.trace)
+        try:
+            info = registry.get(tr.device)
+        except registry.UnknownDevice as e:
+            raise trace.TraceFormatError(tr.path, tr.device_line, str(e)) from None
+        try:
+            target = info.make_target(args.config or tr.config)
+        except registry.UnknownDevice as e:
+            raise trace.TraceFormatError(tr.path, 0 if args.config else tr.config_line, str(e)) from None
+        res = trace.replay(tr, target, on_line=print)
+    except trace.TraceFormatError as e:
+        sys.stdout.flush()
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    print(res.summary)
+    return res.exit_status
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,42 +252,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------
 # Subcommand registry
 # --------------------------------------------------------------------------------------------
-# --------------------------------------------------------------------------------------------
-# replay
-# --------------------------------------------------------------------------------------------
-def _add_replay(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("replay", help="replay a register-and-memory trace on a device's TLM",
-                       description="Run a trace (docs/trace-format.md) on the TLM of the device it "
-                                   "names. Prints one line per failed check, then 'replay: N checks "
-                                   "passed, M failed'. Exit 0: every check passed; 1: a check failed "
-                                   "or the device faulted; 2: malformed trace.")
-    p.add_argument("trace", help="trace file")
-    p.add_argument("--config", help="device configuration (default: the trace's 'config', else "
-                                    "the device's default)")
-    return p
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    from .core import registry, trace
-    try:
-        tr = trace.parse(args.trace)
-        try:
-            info = registry.get(tr.device)
-        except registry.UnknownDevice as e:
-            raise trace.TraceFormatError(tr.path, tr.device_line, str(e)) from None
-        try:
-            target = info.make_target(args.config or tr.config)
-        except registry.UnknownDevice as e:
-            raise trace.TraceFormatError(tr.path, 0 if args.config else tr.config_line, str(e)) from None
-        res = trace.replay(tr, target, on_line=print)
-    except trace.TraceFormatError as e:
-        sys.stdout.flush()
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    print(res.summary)
-    return res.exit_status
-
-
 SUBCOMMANDS: list[tuple[Callable, Callable[[argparse.Namespace], int]]] = [
     (_add_disasm, cmd_disasm),
     (_add_run, cmd_run),

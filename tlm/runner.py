@@ -24,6 +24,17 @@ Device's APB interface:
    is reported as kind 'unimplemented', whatever Policy.on_unimplemented_op says.
 5. Outputs are read back from their regions and offsets; CMD.clear_irq.
 
+Before the run, state (variable) tensors are initialised as LiteRT's ResetVariableTensor
+does: int8 tensors to their zero point, every other type to 0 bytes.
+
+No silent UNPREDICTABLE: a failed TRM assert lets the NPU go on (the op has no further
+effect, `Policy.on_unpredictable`), so the outputs may be wrong while the run completes.
+Every such event, and every model-limit event, is reported in `RunResult.warnings` (one
+`RunWarning` per kind: event, operation and assert, with the first command offset and a
+count), as is a `config` that disagrees with the model's CONFIG word (MACs per cycle,
+product), which Arm's driver refuses. `run_model(..., strict=True)` raises RunError (kind
+'strict') instead of returning a result that has warnings.
+
 The accelerator configuration comes from the CONFIG word Vela embeds (product 2 = U85,
 macs_per_cc -> ethos-u85-N) unless `config` overrides it.
 """
@@ -39,11 +50,11 @@ from . import registers as R
 from .config import DEFAULT_CONFIG, NpuConfig, Policy, get_config
 from .device import Device, StopKind, StopReason
 from .memory import ADDR_MASK, Interface, Memory, Resp
-from .vela import (REGION_INPUT, REGION_OUTPUT, REGION_READ_ONLY, REGION_SCRATCH,
+from .vela import (COP2_FEATURE_SEPARATE_IO, REGION_INPUT, REGION_OUTPUT, REGION_READ_ONLY, REGION_SCRATCH,
                    REGION_SCRATCH_FAST, VelaModel, load)
 
-__all__ = ["RunError", "RunResult", "DriverConfig", "DRIVER_DEFAULTS", "Area", "MemoryMap",
-           "resolve_config", "check_inputs", "plan_memory", "run_model"]
+__all__ = ["RunError", "RunResult", "RunWarning", "DriverConfig", "DRIVER_DEFAULTS", "Area", "MemoryMap",
+           "resolve_config", "config_warning", "check_inputs", "plan_memory", "run_model"]
 
 NUM_REGIONS = 8
 AREA_NAMES = {REGION_READ_ONLY: "read_only", REGION_SCRATCH: "scratch",
@@ -59,15 +70,43 @@ class RunError(Exception):
     """A run that could not start or did not complete. `kind` is one of
     'input' (inputs or configuration rejected), 'model' (the Vela output is inconsistent),
     'unimplemented', 'model_error' (exception inside the TLM), 'model_limit', 'bus_fault',
-    'parse_error', 'branch_fault', 'ecc_fault', 'budget', 'not_completed', 'apb'.
-    `offset` is the command-stream byte offset and `op` the command there, when known."""
+    'parse_error', 'branch_fault', 'ecc_fault', 'budget', 'not_completed', 'apb', 'strict'
+    (the run completed with warnings and `strict` was set).
+    `offset` is the command-stream byte offset and `op` the command there, when known;
+    `warnings` the RunWarnings of the run up to the failure (besides its cause)."""
 
     def __init__(self, message: str, kind: str = "input", *, offset: "int | None" = None,
                  op: "str | None" = None, stop: "StopReason | None" = None, status: int = 0,
-                 device: "Device | None" = None, detail: str = ""):
+                 device: "Device | None" = None, detail: str = "", warnings: tuple = ()):
         super().__init__(message)
         self.kind, self.offset, self.op, self.stop = kind, offset, op, stop
         self.status, self.device, self.detail = status, device, detail
+        self.warnings = tuple(warnings)
+
+
+@dataclass(frozen=True)
+class RunWarning:
+    """One kind of event that makes a completed run's outputs untrustworthy.
+    kind: 'unpredictable' (a failed TRM assert: the command had no further effect),
+    'model_limit' (a model budget was hit) or 'config' (the configuration disagrees with the
+    model's CONFIG word); what: the assert, limit or disagreement; offset/op: command-stream
+    byte offset and command of the first occurrence (None when not tied to a command);
+    count: occurrences."""
+    kind: str
+    what: str
+    offset: "int | None" = None
+    op: "str | None" = None
+    count: int = 1
+
+    def __str__(self) -> str:
+        label = {"unpredictable": "UNPREDICTABLE", "model_limit": "model limit"}.get(self.kind, self.kind)
+        where = "" if self.offset is None else f" at command offset 0x{self.offset:x}" + (
+            f" ({self.op})" if self.op else "")
+        what = self.what
+        if self.op and what.startswith(self.op + ": "):
+            what = what[len(self.op) + 2:]
+        times = f" [{self.count} times]" if self.count > 1 else ""
+        return f"{label}{where}: {what}{times}"
 
 
 @dataclass(frozen=True)
@@ -146,7 +185,8 @@ class RunResult:
     model: VelaModel
     config: NpuConfig
     memory_map: MemoryMap
-    unpredictable: list = field(default_factory=list)   # 'unpredictable' event details
+    unpredictable: list = field(default_factory=list)   # 'unpredictable' event details (first 1000)
+    warnings: list = field(default_factory=list)        # RunWarning, one per kind of event
 
     @property
     def status_fields(self) -> dict:
@@ -171,29 +211,57 @@ def resolve_config(model: VelaModel, config: "str | int | NpuConfig | None" = No
         raise RunError(str(e)) from None
 
 
-def _squeeze_leading(shape) -> tuple:
-    shape = tuple(int(s) for s in shape)
-    while len(shape) > 1 and shape[0] == 1:
-        shape = shape[1:]
-    return shape
+def config_warning(model: VelaModel, npu: NpuConfig) -> "RunWarning | None":
+    """A RunWarning when the model's CONFIG word names another product or MACs per cycle
+    than `npu` (Arm's driver refuses such a model), else None."""
+    c = model.config_word
+    if c is None:
+        return None
+    want = npu.config_word
+    diffs = []
+    if c >> 28 != want >> 28:
+        diffs.append(f"product {c >> 28}, {npu.name} is product {want >> 28}")
+    if (c & 0xF) != (want & 0xF):
+        diffs.append(f"{1 << (c & 0xF)} MACs per cycle, {npu.name} has {npu.macs}")
+    if not diffs:
+        return None
+    return RunWarning("config", f"the model was compiled for {'; '.join(diffs)} (CONFIG 0x{c:08x}); "
+                                f"Arm's driver refuses it")
+
+
+def _count(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 def check_inputs(model: VelaModel, inputs) -> list:
-    """The inputs as contiguous arrays in the model's shapes. Count, shape (NHWC; leading 1s
-    may differ) and dtype must match."""
+    """The inputs as contiguous arrays in the model's shapes. Count and dtype must match; any
+    shape with the model input's element count is taken (reshaped in C order: Vela folds a
+    leading RESHAPE into the input, so the TFLite input [1, 1960] of micro_speech is the raw
+    input [1, 49, 40, 1], the same bytes). Inputs the stream never reads
+    (`model.unused_inputs`, e.g. TRANSPOSE_CONV's output shape) are not asked for; a list
+    that also holds them, in Vela's input order, is accepted and they are ignored."""
     inputs = list(inputs)
     want = model.inputs
+    unused = model.unused_inputs
+    if unused and len(inputs) == len(want) + len(unused):
+        used_index = {t.index for t in want}
+        order = sorted(want + unused, key=lambda t: t.index)
+        inputs = [x for x, t in zip(inputs, order) if t.index in used_index]
     if len(inputs) != len(want):
-        raise RunError(f"the model has {len(want)} input{'s' * (len(want) != 1)}, "
-                       f"got {len(inputs)}")
+        skip = (f" (not counting {len(unused)} the command stream never reads: "
+                f"{', '.join(repr(t.name) for t in unused)})" if unused else "")
+        raise RunError(f"the model has {len(want)} input{'s' * (len(want) != 1)}{skip}, got {len(inputs)}")
     out = []
     for i, (x, t) in enumerate(zip(inputs, want)):
         a = np.asarray(x)
         if a.dtype != np.dtype(t.dtype):
             raise RunError(f"input {i} ({t.name!r}) has dtype {a.dtype}, the model expects {t.dtype}")
-        if _squeeze_leading(a.shape) != _squeeze_leading(t.shape):
-            raise RunError(f"input {i} ({t.name!r}) has shape {list(a.shape)}, the model expects "
-                           f"{list(t.shape)} (NHWC)")
+        if a.size != _count(t.shape):
+            raise RunError(f"input {i} ({t.name!r}) has shape {list(a.shape)} ({a.size} elements), the "
+                           f"model expects {list(t.shape)} (NHWC, {_count(t.shape)} elements)")
         out.append(np.ascontiguousarray(a).reshape(t.shape))
     return out
 
@@ -207,10 +275,14 @@ def _align_up(n: int, a: int) -> int:
 
 def plan_memory(model: VelaModel, driver: DriverConfig = DRIVER_DEFAULTS) -> MemoryMap:
     """Place the areas and bind the regions (vela-pipeline.md 5.4)."""
+    if model.variables and model.source == "npz" and (model.payload.features or 0) & COP2_FEATURE_SEPARATE_IO:
+        raise RunError("state tensors in a --separate-io-regions raw .npz: Vela lists them in region 1 at "
+                       "offsets of the input and output regions; run the *_vela.tflite output instead", "model")
     sizes = {REGION_READ_ONLY: len(model.read_only), REGION_SCRATCH: model.scratch_size,
              REGION_SCRATCH_FAST: model.scratch_fast_size}
     tensors = [("input", i, t) for i, t in enumerate(model.inputs)] + \
-              [("output", i, t) for i, t in enumerate(model.outputs)]
+              [("output", i, t) for i, t in enumerate(model.outputs)] + \
+              [("variable", i, t) for i, t in enumerate(model.variables)]
     for kind, i, t in tensors:          # separate I/O regions are sized by their tensors
         if not 0 <= t.region < NUM_REGIONS:
             raise RunError(f"{kind} {i} ({t.name!r}) is in region {t.region}, outside 0..7", "model")
@@ -252,18 +324,42 @@ def plan_memory(model: VelaModel, driver: DriverConfig = DRIVER_DEFAULTS) -> Mem
 # Run
 # --------------------------------------------------------------------------------------------
 class _Watch:
-    """Device hook: remembers the events that explain how a run ended."""
+    """Device hook: remembers the events that explain how a run ended, and counts the
+    UNPREDICTABLE and model-limit events by kind (event, offset's command, what)."""
     KEEP = ("op_unimplemented", "internal_error", "model_limit", "fault", "unpredictable")
+    WARN = ("unpredictable", "model_limit")
+    MAX_DETAILS = 1000
 
-    def __init__(self):
+    def __init__(self, model: VelaModel):
+        self.model = model
         self.seen: dict = {}
         self.unpredictable: list = []
+        self.kinds: dict = {}            # (event, op, what) -> [first offset, count]
+        self._ops: dict = {}             # offset -> command name
 
     def __call__(self, event: str, details: dict) -> None:
-        if event == "unpredictable":
-            self.unpredictable.append(details)
-        if event in self.KEEP:
-            self.seen.setdefault(event, details)     # the first of each kind
+        if event not in self.KEEP:
+            return
+        self.seen.setdefault(event, details)         # the first of each kind
+        if event in self.WARN:
+            if event == "unpredictable" and len(self.unpredictable) < self.MAX_DETAILS:
+                self.unpredictable.append(details)
+            off = details.get("offset")
+            op = self._ops.get(off)
+            if op is None:
+                op = self._ops[off] = _op_at(self.model, off)
+            key = (event, op, details.get("what") or details.get("error", "?"))
+            k = self.kinds.get(key)
+            if k is None:
+                self.kinds[key] = [off, 1]
+            else:
+                k[1] += 1
+
+    def warnings(self, exclude: "tuple | None" = None) -> list:
+        """RunWarnings in order of first occurrence; `exclude` (event, offset): the cause of a
+        failure, reported by the RunError itself."""
+        return [RunWarning(ev, what, off, op, n) for (ev, op, what), (off, n) in self.kinds.items()
+                if exclude is None or (ev, off) != exclude]
 
 
 def _apb_write(dev: Device, ident: str, value: int, pprot: int) -> None:
@@ -278,11 +374,22 @@ def _apb_read(dev: Device, ident: str, pprot: int) -> int:
     return data
 
 
+def variable_init(t) -> bytes:
+    """The initial bytes of state tensor `t` (a vela.TensorInfo), as LiteRT's
+    ResetVariableTensor sets them: every byte the zero point for int8, 0 for any other type."""
+    zp = t.quantization.zero_point
+    value = int(zp[0]) & 0xFF if t.dtype == "int8" and zp else 0
+    return bytes([value]) * t.nbytes
+
+
 def load_memory(memory, model: VelaModel, mmap: MemoryMap, arrays) -> None:
     """Back-door load, as the driver's caller does: the command stream, the read-only data
-    (region 0) and the inputs at their region offsets. `memory` needs `write(addr, bytes)`."""
+    (region 0), the state tensors' initial values (variable_init) and the inputs at their
+    region offsets. `memory` needs `write(addr, bytes)`."""
     memory.write(mmap.area("command_stream").address, model.command_words.astype("<u4").tobytes())
     memory.write(mmap.basep[REGION_READ_ONLY], model.read_only)
+    for t in model.variables:
+        memory.write(mmap.basep[t.region] + t.offset, variable_init(t))
     for x, t in zip(arrays, model.inputs):
         memory.write(mmap.basep[t.region] + t.offset, x.astype(x.dtype.newbyteorder("<")).tobytes())
 
@@ -366,22 +473,26 @@ def _failure(model: VelaModel, dev: Device, stop: StopReason, status: int, watch
         head = f"NPU stopped ({stop.kind.value}) {where}"
     msg = f"{head}: {detail} [STATUS 0x{status:08x}]" if detail else f"{head} [STATUS 0x{status:08x}]"
     return RunError(msg, kind, offset=offset, op=op, stop=stop, status=status, device=dev,
-                    detail=detail)
+                    detail=detail, warnings=watch.warnings(exclude=(cause, offset)))
 
 
 def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuConfig | None" = None,
               max_steps: "int | None" = None, *, max_work: "int | None" = None,
               driver: DriverConfig = DRIVER_DEFAULTS, policy: "Policy | None" = None,
-              log_transactions: bool = False) -> RunResult:
+              log_transactions: bool = False, strict: bool = False) -> RunResult:
     """Run `model` (a VelaModel or a path for `vela.load`) on `inputs` (one array per model
-    input, NHWC, the model's dtypes). `config` overrides the embedded configuration;
+    input, NHWC, the model's dtypes; see check_inputs). `config` overrides the embedded
+    configuration (a disagreement with the model's CONFIG word is a warning);
     `max_steps` bounds the commands executed (Policy.default_max_steps if None) and
     `max_work` the model's work units (Policy.default_max_work if None); a run that uses
-    either up fails with kind 'budget'.
+    either up fails with kind 'budget'. The result's `warnings` list every kind of
+    UNPREDICTABLE or model-limit event; with `strict` a run that has any warning raises
+    RunError kind 'strict' (its `warnings` attribute holds them).
     Raises RunError (see its `kind`) or vela.VelaFormatError."""
     if not isinstance(model, VelaModel):
         model = load(model)
     npu = resolve_config(model, config)
+    cfg_warning = config_warning(model, npu) if config is not None else None
     arrays = check_inputs(model, inputs)
     mmap = plan_memory(model, driver)
 
@@ -391,14 +502,23 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
     load_memory(memory, model, mmap, arrays)
 
     dev = Device(npu, memory, policy=policy)
-    watch = _Watch()
+    watch = _Watch(model)
     dev.hooks.append(watch)
     program(dev, mmap, driver)
     stop = dev.last_stop if not dev.running and dev.last_stop else dev.run(max_steps, max_work)  # auto_run
     status = _apb_read(dev, "STATUS", driver.pprot)
     err = _failure(model, dev, stop, status, watch)
     if err is not None:
+        if cfg_warning is not None:
+            err.warnings = (cfg_warning,) + err.warnings
         raise err
+    warnings = ([cfg_warning] if cfg_warning is not None else []) + watch.warnings()
+    if strict and warnings:
+        first = warnings[0]
+        n = sum(w.count for w in warnings)
+        raise RunError(f"{n} warning{'s' * (n != 1)} under strict checking, the first: {first}", "strict",
+                       offset=first.offset, op=first.op, stop=stop, status=status, device=dev,
+                       detail=first.what, warnings=tuple(warnings))
 
     outputs = []
     for t in model.outputs:
@@ -407,4 +527,4 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
                        .astype(t.dtype).reshape(t.shape))
     cmd = _apb_read(dev, "CMD", driver.pprot)
     _apb_write(dev, "CMD", (cmd & 0xC) | R.get("CMD").encode(clear_irq=1), driver.pprot)
-    return RunResult(outputs, stop, status, dev, model, npu, mmap, watch.unpredictable)
+    return RunResult(outputs, stop, status, dev, model, npu, mmap, watch.unpredictable, warnings)

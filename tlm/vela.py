@@ -12,6 +12,19 @@ The driver payload (Vela's `cmd_data` / the `ethos_u_command_stream` tensor) is 
 
 Region convention (BASEP index): 0 read-only data, 1 scratch (arena), 2 scratch_fast,
 3 inputs / 4 outputs with separate I/O regions (COP2 features == 2).
+
+Tensors the stream does not read from the caller (checked against Vela 5.2.0 output):
+
+* An input Vela folded into the command stream (TRANSPOSE_CONV's output-shape tensor) has no
+  address: offset 2**64-1 in the raw .npz (stored as the float 2**64), -1 in a .tflite's
+  OfflineMemoryAllocation. It is listed in `VelaModel.unused_inputs`, not in `inputs`.
+* Variable (state) tensors, e.g. an LSTM's: the raw .npz lists them under `variable_*`
+  (region, offset, shape, element size, quantization; one entry per use, so locations
+  repeat); a .tflite marks them `is_variable` among the custom operator's inputs and outputs.
+  They are `VelaModel.variables`, neither inputs nor outputs; the runner initialises them.
+  With --separate-io-regions Vela places them in the input region (state in) and the
+  output region (state out), yet its raw .npz says region 1 for all of them: the runner
+  refuses such a raw model (the .tflite output says where they are).
 """
 from __future__ import annotations
 
@@ -26,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["VelaFormatError", "Quantization", "TensorInfo", "VelaModel", "Payload",
-           "parse_payload", "load"]
+           "parse_payload", "load", "UNPLACED_OFFSETS"]
 
 COP1_MAGIC, COP2_MAGIC, VEUM_MAGIC = b"COP1", b"COP2", b"VEUM"
 DA_OPTCFG, DA_CMDSTRM, DA_READ_APB, DA_DUMP_SHRAM, DA_NOP = 1, 2, 3, 4, 5
@@ -34,6 +47,9 @@ COP2_CMDSTRM = 1
 COP2_FEATURE_SEPARATE_IO = 2          # VEUM features value with --separate-io-regions
 REGION_READ_ONLY, REGION_SCRATCH, REGION_SCRATCH_FAST, REGION_INPUT, REGION_OUTPUT = range(5)
 ETHOSU_CUSTOM_CODE = "ethos-u"
+# Offsets Vela gives a tensor it did not place (raw .npz: 2**64-1, which the float64 array
+# holds as 2**64); a .tflite's OfflineMemoryAllocation says -1.
+UNPLACED_OFFSETS = (2 ** 64 - 1, 2 ** 64)
 
 
 class VelaFormatError(Exception):
@@ -59,6 +75,7 @@ class TensorInfo:
     region: int                          # BASEP index
     offset: int                          # byte offset in that region
     quantization: Quantization
+    index: int = 0                       # position in Vela's list (inputs: unused ones included)
 
     @property
     def nbytes(self) -> int:
@@ -96,12 +113,14 @@ class VelaModel:
     scratch_fast_size: int = 0
     inputs: tuple[TensorInfo, ...] = ()
     outputs: tuple[TensorInfo, ...] = ()
+    unused_inputs: tuple[TensorInfo, ...] = ()   # inputs the stream never reads (no address)
+    variables: tuple[TensorInfo, ...] = ()       # state tensors (see the module docstring)
 
     def __post_init__(self):
         if not (0 <= self.scratch_size < 1 << 40 and 0 <= self.scratch_fast_size < 1 << 40):
             raise VelaFormatError(f"{self.path}: scratch sizes {self.scratch_size}/{self.scratch_fast_size} "
                                   f"outside the 40-bit address space")
-        for t in self.inputs + self.outputs:
+        for t in self.inputs + self.outputs + self.unused_inputs + self.variables:
             if not t.shape or any(d < 1 for d in t.shape):
                 raise VelaFormatError(f"{self.path}: tensor {t.name} has shape {list(t.shape)}")
             if t.nbytes > MAX_TENSOR_BYTES:
@@ -290,6 +309,24 @@ def _npz_shape(row) -> tuple[int, ...]:
     return tuple(shape)
 
 
+def _npz_tensors(z: dict, kind: str) -> tuple:
+    """The `<kind>_*` arrays of a raw .npz as TensorInfos (index = row)."""
+    shapes = np.asarray(z[f"{kind}_shape"]).reshape(-1, 6)
+    n = len(shapes)
+    cols = [np.asarray(z[f"{kind}_{k}"]).reshape(-1) for k in ("elem_size", "region", "offset", "quantization")]
+    if any(len(c) != n for c in cols):
+        raise ValueError(f"{kind} arrays have different lengths")
+    if any(int(e) not in (1, 2, 4, 8) for e in cols[0]):
+        raise ValueError(f"{kind}_elem_size {cols[0].tolist()} is not 1, 2, 4 or 8")
+    # The npz records the element size only; Vela's integer tensors are signed.
+    return tuple(TensorInfo(f"{kind}{i}", _npz_shape(shapes[i]), f"int{8 * int(cols[0][i])}",
+                            int(cols[1][i]), int(cols[2][i]), _quant(cols[3][i]), i)
+                 for i in range(n))
+
+
+_NPZ_VARIABLE_KEYS = tuple(f"variable_{k}" for k in ("shape", "elem_size", "region", "offset", "quantization"))
+
+
 def _load_npz(path: Path) -> VelaModel:
     try:
         zf = zipfile.ZipFile(path)
@@ -300,32 +337,36 @@ def _load_npz(path: Path) -> VelaModel:
         missing = [k for k in _NPZ_KEYS if k + ".npy" not in names]
         if missing:
             raise VelaFormatError(f"{path}: not a Vela raw .npz (missing {', '.join(missing)})")
+        has_vars = [k + ".npy" in names for k in _NPZ_VARIABLE_KEYS]
+        if any(has_vars) and not all(has_vars):
+            raise VelaFormatError(f"{path}: incomplete variable_* entries (need "
+                                  f"{', '.join(_NPZ_VARIABLE_KEYS)})")
         try:
-            z = {k: _npz_member(zf, k) for k in _NPZ_KEYS}
+            z = {k: _npz_member(zf, k) for k in _NPZ_KEYS + (_NPZ_VARIABLE_KEYS if all(has_vars) else ())}
             payload = parse_payload(_blob(z["cmd_data"]), f"{path}: cmd_data")
             read_only = _blob(z["weight_data"])
-            tensors = {}
-            for kind in ("input", "output"):
-                shapes = np.asarray(z[f"{kind}_shape"]).reshape(-1, 6)
-                n = len(shapes)
-                cols = [np.asarray(z[f"{kind}_{k}"]).reshape(-1)
-                        for k in ("elem_size", "region", "offset", "quantization")]
-                if any(len(c) != n for c in cols):
-                    raise ValueError(f"{kind} arrays have different lengths")
-                if any(int(e) not in (1, 2, 4, 8) for e in cols[0]):
-                    raise ValueError(f"{kind}_elem_size {cols[0].tolist()} is not 1, 2, 4 or 8")
-                # The npz records the element size only; Vela's integer tensors are signed.
-                tensors[kind] = tuple(
-                    TensorInfo(f"{kind}{i}", _npz_shape(shapes[i]), f"int{8 * int(cols[0][i])}",
-                               int(cols[1][i]), int(cols[2][i]), _quant(cols[3][i]))
-                    for i in range(n))
+            inputs = _npz_tensors(z, "input")
+            outputs = _npz_tensors(z, "output")
+            variables = _dedupe(_npz_tensors(z, "variable")) if all(has_vars) else ()
             scratch, fast = int(z["scratch_size"]), int(z["scratch_fast_size"])
         except VelaFormatError:
             raise
         except Exception as e:  # anything else in a damaged archive
             raise VelaFormatError(f"{path}: corrupt Vela .npz ({type(e).__name__}: {e})") from None
-    return VelaModel(str(path), "npz", payload, read_only, scratch, fast,
-                     tensors["input"], tensors["output"])
+    used = tuple(t for t in inputs if t.offset not in UNPLACED_OFFSETS)
+    unused = tuple(t for t in inputs if t.offset in UNPLACED_OFFSETS)
+    return VelaModel(str(path), "npz", payload, read_only, scratch, fast, used, outputs, unused, variables)
+
+
+def _dedupe(tensors: tuple) -> tuple:
+    """One entry per state tensor: the .npz lists a variable once per use."""
+    seen, out = set(), []
+    for t in tensors:
+        key = (t.region, t.offset, t.shape, t.dtype, t.quantization.zero_point)
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -344,6 +385,7 @@ class _TflTensor:
     buffer: int
     scale: tuple[float, ...]
     zero_point: tuple[int, ...]
+    is_variable: bool = False
 
 
 @dataclass
@@ -393,7 +435,7 @@ def _graph_from_vela_modules(data: bytes) -> _TflGraph:
                      if q and q.ScaleLength() else ())
             zp = ints(q.ZeroPointAsNumpy()) if q and q.ZeroPointLength() else ()
             tensors.append(_TflTensor((T.Name() or b"").decode(), ints(T.ShapeAsNumpy()), T.Type(),
-                                      T.Buffer(), scale, zp))
+                                      T.Buffer(), scale, zp, bool(T.IsVariable())))
         ops = [_TflOp(sg.Operators(o).OpcodeIndex(), ints(sg.Operators(o).InputsAsNumpy()),
                       ints(sg.Operators(o).OutputsAsNumpy())) for o in range(sg.OperatorsLength())]
         subgraphs.append((tensors, ops))
@@ -453,7 +495,8 @@ class _FbTable:
 def _graph_from_own_reader(data: bytes) -> _TflGraph:
     """Same as _graph_from_vela_modules without the vela wheel. Slots from the TFLite schema:
     Model(operator_codes 1, subgraphs 2, buffers 4, metadata 6); OperatorCode(custom_code 1);
-    SubGraph(tensors 0, operators 3); Tensor(shape 0, type 1, buffer 2, name 3, quantization 4);
+    SubGraph(tensors 0, operators 3); Tensor(shape 0, type 1, buffer 2, name 3, quantization 4,
+    is_variable 5);
     QuantizationParameters(scale 2, zero_point 3); Operator(opcode_index 0, inputs 1,
     outputs 2); Buffer(data 0, offset 1, size 2); Metadata(name 0, buffer 1)."""
     m = _FbTable(data, struct.unpack_from("<I", data, 0)[0])
@@ -470,7 +513,7 @@ def _graph_from_own_reader(data: bytes) -> _TflGraph:
             q = t.table(4)
             tensors.append(_TflTensor(t.string(3) or "", t.vector(0, "i"), t.scalar(1, "b"),
                                       t.scalar(2, "I"), q.vector(2, "f") if q else (),
-                                      q.vector(3, "q") if q else ()))
+                                      q.vector(3, "q") if q else (), bool(t.scalar(5, "B"))))
         ops = [_TflOp(o.scalar(0, "I"), o.vector(1, "i"), o.vector(2, "i")) for o in sg.tables(3)]
         subgraphs.append((tensors, ops))
     return _TflGraph(codes, subgraphs, metadata, buffers)
@@ -535,21 +578,39 @@ def _load_tflite(path: Path, data: bytes, op_index: int = 0, use_vela: bool | No
 
     separate_io = payload.features is not None and bool(payload.features & COP2_FEATURE_SEPARATE_IO)
 
-    def info(t: int, region: int) -> TensorInfo:
+    def info(t: int, region: int, index: int, placed: bool = True) -> TensorInfo:
         T = tensors[t]
         if T.type not in _TFL_DTYPES:
             fail(f"tensor {T.name!r} has unsupported TFLite type {T.type}")
         offset = int(alloc[base + t])
         if offset < 0:
-            fail(f"tensor {T.name!r} has no offline memory allocation")
+            if placed:
+                fail(f"tensor {T.name!r} has no offline memory allocation")
+            offset = UNPLACED_OFFSETS[0]
         qt = "none" if not T.scale else "per_tensor" if len(T.scale) == 1 else "per_channel"
         return TensorInfo(T.name, tuple(T.shape), _TFL_DTYPES[T.type], region, offset,
-                          Quantization(qt, tuple(T.scale), tuple(T.zero_point)))
+                          Quantization(qt, tuple(T.scale), tuple(T.zero_point)), index)
 
-    inputs = tuple(info(t, REGION_INPUT if separate_io else REGION_SCRATCH) for t in op.inputs[4:])
-    outputs = tuple(info(t, REGION_OUTPUT if separate_io else REGION_SCRATCH) for t in op.outputs)
+    # The custom operator's inputs and outputs include the state tensors (is_variable), which
+    # live in the arena; an input without an allocation is one the stream never reads.
+    in_region = REGION_INPUT if separate_io else REGION_SCRATCH
+    ifms = [t for t in op.inputs[4:] if not tensors[t].is_variable]
+    ins = [info(t, in_region, i, placed=False) for i, t in enumerate(ifms)]
+    inputs = tuple(t for t in ins if t.offset not in UNPLACED_OFFSETS)
+    unused = tuple(t for t in ins if t.offset in UNPLACED_OFFSETS)
+    outputs = tuple(info(t, REGION_OUTPUT if separate_io else REGION_SCRATCH, i)
+                    for i, t in enumerate(t for t in op.outputs if not tensors[t].is_variable))
+    # With separate I/O regions Vela places the operator's inputs, state ones included, in
+    # region 3 and its outputs in region 4 (state in and state out apart); else in the arena.
+    seen, variables = set(), []
+    for ts, region in ((op.inputs[4:], REGION_INPUT), (op.outputs, REGION_OUTPUT)):
+        region = region if separate_io else REGION_SCRATCH
+        for t in ts:
+            if tensors[t].is_variable and (region, int(alloc[base + t])) not in seen:
+                seen.add((region, int(alloc[base + t])))
+                variables.append(info(t, region, len(variables)))
     return VelaModel(str(path), "tflite", payload, tensor_bytes(ro), size(scratch), size(fast),
-                     inputs, outputs)
+                     inputs, outputs, unused, tuple(variables))
 
 
 # --------------------------------------------------------------------------------------------

@@ -199,7 +199,8 @@ def _argv(sub: str, model: Path, tmp_path: Path) -> list:
 
 
 def _subs():
-    return sorted(SUBCOMMANDS)
+    """The subcommands that take a Vela model (replay takes a trace: tests/core/test_trace.py)."""
+    return sorted(SUBCOMMANDS - {"replay"})
 
 
 @pytest.mark.parametrize("sub", _subs())
@@ -268,7 +269,9 @@ def _escape(argv) -> "str | None":
 
 
 def _mutation_run(capsys, argvs) -> int:
-    """Runs every argv; returns how many succeeded (empty stderr)."""
+    """Runs every argv; returns how many succeeded (no error line). A `run` that completes
+    after UNPREDICTABLE events prints one `npu-tlm: warning: ` line per kind of event first
+    (never silent); a failure is one error line after them."""
     escaped, ok = [], 0
     for argv in argvs:
         esc = _escape(argv)
@@ -277,9 +280,12 @@ def _mutation_run(capsys, argvs) -> int:
             escaped.append(f"{argv[1]}: {esc}")
             continue
         lines = err.splitlines()
+        warn = [ln for ln in lines if ln.startswith("npu-tlm: warning: ")]
+        rest = lines[len(warn):]
         assert "Traceback" not in out + err
-        assert err == "" or (len(lines) == 1 and lines[0].startswith(PREFIX)), f"{argv}: {err!r}"
-        ok += err == ""
+        assert lines[:len(warn)] == warn and (not warn or argv[0] == "run"), f"{argv}: {err!r}"
+        assert rest == [] or (len(rest) == 1 and rest[0].startswith(PREFIX)), f"{argv}: {err!r}"
+        ok += rest == []
     assert not escaped, "exceptions escaped cli.main:\n" + "\n".join(escaped[:10])
     return ok
 
@@ -411,7 +417,7 @@ BAD_INPUTS = {
     "dtype_bool": (_save(np.zeros(IN_SHAPE, bool)), 1, "dtype"),
     "dtype_str": (_save(np.full(IN_SHAPE, "a")), 1, "dtype"),
     "shape_channels": (_save(np.zeros((1, 8, 8, 15), np.int8)), 1, "shape"),
-    "shape_transposed": (_save(np.zeros((1, 16, 8, 8), np.int8)), 1, "shape"),
+    "shape_count": (_save(np.zeros((1, 16, 8, 7), np.int8)), 1, "shape"),
     "shape_0d": (_save(np.int8(3)), 1, "shape"),
     "shape_empty": (_save(np.zeros((0,), np.int8)), 1, "shape"),
     "count_zero": (None, 0, "input"),

@@ -81,6 +81,32 @@ def test_npz_loader(tmp_path):
     assert i.quantization == vela.Quantization("per_tensor", (0.5,), (-3,))
 
 
+def test_npz_unused_input_and_state_tensors(tmp_path):
+    """Vela 5.2's raw .npz: an input it never places has offset 2**64-1 (held by the float64
+    array as 2**64: TRANSPOSE_CONV's output shape); variable_* lists the state tensors once
+    per use (duplicates dropped)."""
+    q = {"quant_type": "per_tensor", "scale": np.array([0.25], np.float32), "zero_point": np.array([-4], np.int32)}
+    path = write_npz(
+        tmp_path / "m_vela.npz", cop1(STREAM),
+        input_shape=np.array([[1, 1, 1, 1, 1, 4], [1, 1, 1, 8, 8, 16]]), input_elem_size=np.array([4, 1]),
+        input_region=np.array([1, 1]), input_offset=np.array([2.0 ** 64 - 1, 1024.0]),
+        input_quantization=np.array([None, q], dtype=object),
+        variable_shape=np.array([[1, 1, 1, 1, 1, 16]] * 3), variable_elem_size=np.array([1, 2, 1]),
+        variable_region=np.array([1, 1, 1]), variable_offset=np.array([512, 640, 512]),
+        variable_quantization=np.array([q, q, q], dtype=object))
+    m = vela.load(path)
+    assert [(t.name, t.index, t.offset) for t in m.inputs] == [("input1", 1, 1024)]
+    assert [(t.name, t.index, t.dtype, t.shape) for t in m.unused_inputs] == [("input0", 0, "int32", (1, 1, 1, 4))]
+    assert [(t.offset, t.dtype, t.quantization.zero_point) for t in m.variables] == [(512, "int8", (-4,)),
+                                                                                    (640, "int16", (-4,))]
+    header = cli._header(m)
+    assert any(h.startswith("# unused input 'input0': int32 [1, 1, 1, 4] (the command stream never reads")
+               for h in header)
+    assert "# state1 'variable1': int16 [1, 1, 1, 16] region 1 offset 0x280 scale 0.25 zero_point -4" in header
+    with pytest.raises(VelaFormatError, match="incomplete variable_"):
+        vela.load(write_npz(tmp_path / "v.npz", cop1(STREAM), variable_shape=np.array([[1, 1, 1, 1, 1, 16]])))
+
+
 def test_npz_empty_weight_blob(tmp_path):
     # Vela stores an empty blob as b'' with dtype S1, whose tobytes() is b'\x00'
     m = vela.load(write_npz(tmp_path / "m.npz", cop2(STREAM), weight=b""))

@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 from tests.ethos_u85 import nets
+from tests.ethos_u85.support.compare import compare
 from tlm import isa
 from tlm.device import KERNEL_OP_NAMES
 from tlm.runner import RunError, run_model
@@ -46,7 +47,7 @@ FULL = os.environ.get("E2E_FULL", "") not in ("", "0")
 SURVEY_FILE = Path(__file__).resolve().parents[1] / "build" / "e2e-survey.txt"
 
 # Networks that must pass bit-exactly (strict in test_expected_to_pass). Curated from the
-# survey (full matrix, 119/121 networks pass on all 20 config x memory-mode cases);
+# survey (full matrix, 122/124 networks pass on all 20 config x memory-mode cases);
 # the survey lists further candidates. Not: fc_64x32_int16 (5/32 outputs +1: the stream's
 # 15-bit scale vs LiteRT's 31-bit multiplier) and resize_nearest_8x8to12x12 (Vela compiles
 # a plain non-integer-ratio nearest resize as half-pixel) - see README.md.
@@ -85,6 +86,7 @@ EXPECTED_TO_PASS: tuple = (
     "conv2d_3x3_int16", "conv2d_3x3_s2_int16_pt", "dwconv_3x3_int16", "add_int16", "mul_int16",
     "maxpool_2x2_int16", "avgpool_3x3_int16", "tanh_int16", "logistic_int16", "softmax_int16",
     "mbv2_block", "classifier", "unet_mini", "int16_net",
+    "leaky_relu_int16", "add_leaky_relu_int16", "reshape_input_dwconv",
 )
 
 
@@ -126,25 +128,6 @@ def litert(name: str):
     return nets.reference(nets.build(name))
 
 
-def compare(got: list, want: list) -> "str | None":
-    """None if bit-exact; otherwise the differing counts and the first differing elements."""
-    if len(got) != len(want):
-        return f"{len(got)} outputs, LiteRT has {len(want)}"
-    problems = []
-    for i, (g, w) in enumerate(zip(got, want)):
-        if g.dtype != w.dtype or g.size != w.size:
-            problems.append(f"output{i}: {g.dtype}{list(g.shape)}, LiteRT {w.dtype}{list(w.shape)}")
-            continue
-        g = g.reshape(w.shape)
-        bad = np.argwhere(g != w)
-        if len(bad):
-            first = ", ".join(f"{tuple(int(v) for v in ix)} got {g[tuple(ix)]} want {w[tuple(ix)]}"
-                              for ix in bad[:3])
-            worst = int(np.abs(g.astype(np.int64) - w.astype(np.int64)).max())
-            problems.append(f"output{i}: {len(bad)}/{w.size} differ (max |diff| {worst}); first {first}")
-    return "; ".join(problems) or None
-
-
 def _stream_ops(model) -> tuple:
     names = {d.name for d in isa.iter_decode(model.command_words) if d.cmd.is_op}
     return tuple(sorted(n for n in names if n in KERNEL_OP_NAMES or n == "NPU_OP_DMA_START"))
@@ -174,11 +157,9 @@ def outcome(case) -> Outcome:
     else:
         model = load(path)
         ops = _stream_ops(model)
+        # LiteRT's inputs as they are: the runner takes any shape with the raw input's
+        # element count (Vela's graph rewrite: reshape_fc's [1,1,1,128] for LiteRT's [1,4,4,8])
         inputs, want = litert(case[0])
-        # A raw .npz records shapes after Vela's graph rewrite (reshape_fc: [1,1,1,128] for
-        # LiteRT's [1,4,4,8]); a reshape keeps the dense NHWC bytes, so feed the model's shape.
-        inputs = [x.reshape(t.shape) if x.size == np.prod(t.shape) else x
-                  for x, t in zip(inputs, model.inputs)]
         try:
             got = run_model(model, inputs).outputs
         except RunError as e:

@@ -205,10 +205,11 @@ def _indexed_dma_loop(lines):
 
 def test_case_work_budget_stops_a_stream_of_expensive_legal_dmas():
     """2,000 steps of 4,096-line gathers would take minutes: the case's work budget
-    (CASE_WORK, run(max_work)) ends it with BUDGET in well under the CPU limit, no violation."""
+    (CASE_WORK, run(max_work)) ends it with BUDGET after a few dozen of them, no violation
+    (the budget counts work units, not seconds: no timing is asserted)."""
     r = fuzz.run_case(_case(_indexed_dma_loop(4096), chunks=[2000]))
     assert r.violations == [] and r.outcome == "BUDGET", r.violations
-    assert r.steps < 40 and r.cpu < 2.5, (r.steps, r.cpu)
+    assert r.steps < 40, r.steps
 
 
 def test_huge_stride_dma_is_a_model_limit_not_a_memory_blowup():

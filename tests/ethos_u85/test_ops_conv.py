@@ -627,6 +627,18 @@ def test_matmul_weights_ifm2():
     assert run_spec(s)[0].tolist() == (a @ b).tolist()
 
 
+@pytest.mark.parametrize("op", ["conv", "dw"])
+def test_plain_conv_checks_nothing_of_ifm2(op):
+    """A CONV/DEPTHWISE that reads no IFM2 (no weights_ifm2, acc_input reset) runs whatever
+    another op left in the IFM2 registers (here b64 unsigned with zero point 77, which no
+    read_ifm2 would accept); the hand-computed result is unchanged."""
+    s = Spec(ifm=IFM_1_9, w=_ones(1, 3, 3, 1), pad=(1, 1, 1, 1), ofm_hw=(3, 3), op=op)
+    words, mem = build(s)
+    stale = _fm_regs("IFM2", (1, 1, 1), 3, False, 0, IFM2_REGION, IFM2_OFF, 77)
+    dev = run_words(s.config, stale + words, mem)          # run_words: no UNPREDICTABLE, STOP
+    assert read_ofm(dev, s)[:, :, 0].tolist() == [[12, 21, 16], [27, 45, 33], [24, 39, 28]]
+
+
 def test_matmul_int16():
     rng = np.random.default_rng(3)
     a = rng.integers(-32768, 32768, (1, 5, 40))

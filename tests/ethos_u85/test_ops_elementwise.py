@@ -17,7 +17,9 @@ M = {v: k for k, v in MODES.items()}          # name -> elementwise_mode
 
 
 def ew_bench(a, b=None, *, out_dtype=None, shape=None, zp=0, zp2=0, ofm_zp=0, sa=(1, 0), sb=(1, 0),
-             so=(1, 0), ofm_round=1, bm=0, bm2=0, scalar=None, clip=True, acc_format=0):
+             so=(1, 0), ofm_round=1, bm=0, bm2=0, scalar=None, clip=True, acc_format=0, ifm2_dtype=None):
+    """A one-op bench. A unary mode (b None) leaves the IFM2 registers as they are, as Vela
+    does (reset values), unless ifm2_dtype programs an IFM2 of that type (stale state)."""
     a = np.asarray(a)
     shape = shape or a.shape
     out_dtype = np.dtype(out_dtype or a.dtype)
@@ -30,8 +32,8 @@ def ew_bench(a, b=None, *, out_dtype=None, shape=None, zp=0, zp2=0, ofm_zp=0, sa
         bb.fmap("IFM2", shape=(1, 1, 1), dtype=a.dtype, region=3, zp=zp2, storage="none")
     elif b is not None:
         bb.fmap("IFM2", np.asarray(b), region=3, zp=zp2)
-    else:                                          # unary: IFM2 precision must still match (E-14)
-        bb.fmap("IFM2", shape=(1, 1, 1), dtype=a.dtype, region=3, zp=zp2)
+    elif ifm2_dtype is not None:                   # unary: another op's IFM2 left behind
+        bb.fmap("IFM2", shape=(1, 1, 1), dtype=ifm2_dtype, region=3, zp=zp2)
     bb.fmap("OFM", shape=shape, dtype=out_dtype, region=2)
     if not clip:
         bb.set("NPU_SET_ACTIVATION", activation_function=0, table=0, activation_clip_range=1)
@@ -118,6 +120,68 @@ def test_lrelu_uses_ifm2_scale_for_negative_inputs():
     bb = ew_bench(a, sa=(1, 0), sb=(1, 2))
     clean(run_ew(bb, "lrelu"))
     assert bb.output().ravel().tolist() == [-2, -1, 0, 0, 5, 100]
+
+
+# ---- unary modes have no IFM2 (E-14): no IFM2 assert, lrelu's scale_b by the IFM's type
+def _rshr(x, shift):
+    """TRM rounded_shift_right, double_symmetric, dbl_rnd 0 (numpy, from the TRM text):
+    R = 1 << (shift-1), plus (acc >= 0) or minus (acc < 0) 1 << 30 when shift > 31."""
+    x = np.asarray(x, np.int64)
+    if shift == 0:
+        return x
+    d = (1 << 30) if shift > 31 else 0
+    return (x + np.where(x >= 0, (1 << (shift - 1)) + d, (1 << (shift - 1)) - d)) >> shift
+
+
+def _clz32(v):
+    v = np.asarray(v, np.int64) & 0xFFFFFFFF
+    return np.array([32 - int(x).bit_length() for x in v.ravel()]).reshape(v.shape)
+
+
+@pytest.mark.parametrize("ifm2", [None, np.int32, np.uint16, np.int8])
+@pytest.mark.parametrize("mode", ["lrelu", "abs", "clz", "not"])
+def test_unary_modes_do_not_depend_on_ifm2_precision(mode, ifm2):
+    """IFM2_PRECISION never programmed (reset value) or left by another op with another
+    precision/type: the unary op runs (no UNPREDICTABLE) and gives the TRM result
+    (numpy reference: scale_a / scale_b with the IFM's int16 type)."""
+    a = np.array([[[-32768, -1000, -7, -1, 0, 1, 9, 32767]]], np.int16)
+    sa, sb = (3, 1), (5, 4)
+    bb = ew_bench(a, out_dtype=np.int32, clip=False, sa=sa, sb=sb, ifm2_dtype=ifm2)
+    clean(run_ew(bb, mode))
+    x = a.astype(np.int64)
+    ax = _rshr(x * sa[0], sa[1])
+    want = {"lrelu": np.where(x >= 0, ax, _rshr(x * sb[0], sb[1])), "abs": np.abs(ax),
+            "clz": _clz32(ax), "not": ~ax}[mode]
+    assert np.array_equal(bb.output(), want)
+
+
+def test_int16_lrelu_as_vela_programs_it_is_bit_exact():
+    """The headline bug: Vela 5.2 compiles an int16 LEAKY_RELU (SEANet leaky_relu1) to
+    NPU_OP_ELEMENTWISE lrelu with IFM_SCALE (identity multiplier) and IFM2_SCALE (alpha),
+    and never programs IFM2_PRECISION. The model used to assert IFM/IFM2 precision
+    equality, log UNPREDICTABLE and skip the op (OFM = IFM in place). Every int16 value,
+    registers of that stream, against the TRM arithmetic in numpy."""
+    a = np.arange(-32768, 32768, dtype=np.int64).astype(np.int16).reshape(256, 1, 256)
+    sa, sb = (1350044032, 30), (1620052864, 32)
+    bb = ew_bench(a, sa=sa, sb=sb, so=(1, 0), ofm_round=0, acc_format=1)
+    bb.set("NPU_SET_IFM_SCALE", scale=sa[0], shift=sa[1], round_mode=0, dbl_rnd=0)
+    bb.set("NPU_SET_IFM2_SCALE", scale=sb[0], shift=sb[1], round_mode=0, dbl_rnd=0)
+    clean(run_ew(bb, "lrelu"))
+    x = a.astype(np.int64)
+    want = np.clip(np.where(x >= 0, _rshr(x * sa[0], sa[1]), _rshr(x * sb[0], sb[1])), -32768, 32767)
+    got = bb.output()
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:5]
+    assert not np.array_equal(got, a)                 # not the identity it used to be
+
+
+def test_binary_mode_with_scalar_ifm2_still_asserts_precision():
+    """A scalar IFM2 is an operand (scale_b reads IFM2_PRECISION), so the assert stays."""
+    a = np.zeros((1, 1, 4), np.int16)
+    bb = ew_bench(a, bm2=8, scalar=3)
+    bb.set("NPU_SET_IFM2_PRECISION", activation_type=1, activation_precision=0, activation_format=0,
+           activation_storage=3)
+    bb.run("NPU_OP_ELEMENTWISE", elementwise_mode=M["add"])
+    assert any("IFM2_PRECISION" in w for w in unpredictable(bb.dev))
 
 
 def test_shifts():

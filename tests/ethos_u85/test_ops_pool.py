@@ -204,6 +204,22 @@ def test_acc_keep_and_restore_from_ifm2():
     assert Channel.rd_ifm not in {t.channel for t in d3.memory.log}    # mode none reads no IFM
 
 
+def test_null_pooling_does_not_check_the_unused_ifm_precision():
+    """Pooling mode none reads no IFM: another op's IFM_PRECISION left behind (here b64,
+    which no pooling mode may read) is no UNPREDICTABLE; for every other mode it is."""
+    accs = (np.arange(2 * 3 * 4, dtype=np.int32).reshape(2, 3, 4) - 5) * 1000
+    b = pool_bench(np.zeros((2, 3, 4), np.int8), (2, 3, 4), ofm_dtype=np.int32)
+    b.set("NPU_SET_ACTIVATION", activation_function=0, table=0, activation_clip_range=1)
+    b.set("NPU_SET_IFM_PRECISION", activation_type=1, activation_precision=3, activation_format=0,
+          activation_storage=0)
+    b.fmap("IFM2", accs, region=4)
+    b.acc(acc_input=2)
+    clean(b.run("NPU_OP_POOL", pooling_mode=NONE))
+    assert np.array_equal(b.output(), accs)
+    b.run("NPU_OP_POOL", pooling_mode=SUM)
+    assert any("IFM precision" in w for w in unpredictable(b.dev))
+
+
 def test_acc_keep_outside_block_is_unpredictable():
     ifm = np.zeros((2, 2, 4), np.int8)
     b = pool_bench(ifm, (2, 2, 4))

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.ethos_u85.support.cli_models import IN_SHAPE, copy_model, dma_copy_stream
+from tests.ethos_u85.support.cli_models import COPY_STREAM, IN_SHAPE, copy_model, dma_copy_stream
 from tests.ethos_u85.support.vela_files import cop1, write_npz
 from tlm import cli, isa
 from tlm.memory import Channel
@@ -108,7 +108,11 @@ def _pool_case(tmp_path, vela_compiled, net_reference, output_format, capsys, *e
     (x,), (want,) = net_reference(POOL_NET)
     out = tmp_path / "out.npz"
     rc, _, err = run_cli(capsys, model, "--input", save(tmp_path / "in0.npy", x), "--output", out, *extra)
-    assert (rc, err) == (0, [])
+    assert rc == 0
+    if "--config" in extra:       # another configuration than the model's: a warning, same result
+        assert len(err) == 1 and err[0].startswith("npu-tlm: warning: ") and "MACs per cycle" in err[0]
+    else:
+        assert err == []
     with np.load(out) as z:
         assert z.files == ["output0"]
         got = z["output0"]
@@ -160,8 +164,9 @@ BAD = {
     "npz_as_input": (lambda t, m, x: [m, "--input", _npz_input(t / "z.npy")], "holds several arrays"),
     "no_input": (lambda t, m, x: [m], "the model has 1 input, got 0"),
     "two_inputs": (lambda t, m, x: [m, "--input", x, "--input", x], "the model has 1 input, got 2"),
-    "wrong_shape": (lambda t, m, x: [m, "--input", save(t / "s.npy", rand_input(3, (1, 8, 16, 8)))],
-                    "input 0 ('input0') has shape [1, 8, 16, 8], the model expects [1, 8, 8, 16] (NHWC)"),
+    "wrong_shape": (lambda t, m, x: [m, "--input", save(t / "s.npy", rand_input(3, (1, 8, 16, 7)))],
+                    "input 0 ('input0') has shape [1, 8, 16, 7] (896 elements), the model expects "
+                    "[1, 8, 8, 16] (NHWC, 1024 elements)"),
     "wrong_dtype": (lambda t, m, x: [m, "--input", save(t / "d.npy", rand_input(4, dtype=np.int16))],
                     "input 0 ('input0') has dtype int16, the model expects int8"),
     "bad_config": (lambda t, m, x: [m, "--input", x, "--config", "ethos-u85-999"],
@@ -205,6 +210,72 @@ def test_run_bad_input_one_line(tmp_path, capsys, kernel_ops, monkeypatch, case)
     assert len(err) == 1 and err[0].startswith("npu-tlm: error: "), err
     assert text in err[0], err[0]
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------------- warnings, --strict
+RESERVED_OP = isa.encode("NPU_OP_ELEMENTWISE", elementwise_mode=12)      # fails a TRM assert
+
+
+def test_run_warns_once_per_kind_of_unpredictable_event(tmp_path, capsys):
+    """The copy still runs (an UNPREDICTABLE op has no further effect), exit 0, but never
+    silently: one warning line for the two events of one kind, naming offset, op, assert."""
+    model = copy_model(tmp_path / "r_vela.npz", RESERVED_OP + RESERVED_OP + COPY_STREAM)
+    x = rand_input(11)
+    rc, stdout, err = run_cli(capsys, model, "--input", save(tmp_path / "x.npy", x), "--output", tmp_path / "o.npz")
+    assert rc == 0 and stdout == ""
+    assert err == [f"npu-tlm: warning: {model}: UNPREDICTABLE at command offset 0x0 (NPU_OP_ELEMENTWISE): "
+                   f"reserved elementwise_mode 12 [2 times]"]
+    assert np.array_equal(np.load(tmp_path / "o.npz")["output0"], x)
+
+
+def test_run_strict_turns_warnings_into_an_error_exit(tmp_path, capsys):
+    model = copy_model(tmp_path / "r_vela.npz", RESERVED_OP + COPY_STREAM)
+    out = tmp_path / "o.npz"
+    rc, stdout, err = run_cli(capsys, model, "--input", save(tmp_path / "x.npy", rand_input(12)), "--output", out,
+                              "--strict")
+    assert rc == 1 and stdout == "" and not out.exists()
+    assert len(err) == 2 and err[0].startswith("npu-tlm: warning: ") and "reserved elementwise_mode 12" in err[0]
+    assert err[1] == f"npu-tlm: error: {model}: --strict: the run had 1 warning event (listed above); no output written"
+    rc, _, err = run_cli(capsys, copy_model(tmp_path / "g_vela.npz"), "--input", tmp_path / "x.npy", "--output", out,
+                         "--strict")
+    assert rc == 0 and err == [] and out.exists()
+
+
+def test_run_config_that_disagrees_with_the_model_warns(tmp_path, capsys):
+    model = copy_model(tmp_path / "g_vela.npz")
+    x = save(tmp_path / "x.npy", rand_input(13))
+    rc, _, err = run_cli(capsys, model, "--input", x, "--output", tmp_path / "o.npz", "--config", "ethos-u85-1024")
+    assert rc == 0 and len(err) == 1
+    assert err[0] == (f"npu-tlm: warning: {model}: config: the model was compiled for 256 MACs per cycle, "
+                      f"ethos-u85-1024 has 1024 (CONFIG 0x20000118); Arm's driver refuses it")
+    rc, _, err = run_cli(capsys, model, "--input", x, "--output", tmp_path / "o.npz", "--config", "ethos-u85-256")
+    assert rc == 0 and err == []
+    rc, _, err = run_cli(capsys, model, "--input", x, "--output", tmp_path / "o.npz", "--config", "ethos-u85-1024",
+                         "--strict")
+    assert rc == 1 and len(err) == 2 and err[1].startswith("npu-tlm: error: ")
+
+
+def test_run_input_of_another_shape_with_the_element_count(tmp_path, capsys):
+    """micro_speech: the TFLite input [1, 1960] is the raw input [1, 49, 40, 1]."""
+    model = copy_model(tmp_path / "g_vela.npz")
+    x = rand_input(14, (1, 1024))
+    rc, _, err = run_cli(capsys, model, "--input", save(tmp_path / "x.npy", x), "--output", tmp_path / "o.npz")
+    assert rc == 0 and err == []
+    assert np.array_equal(np.load(tmp_path / "o.npz")["output0"].ravel(), x.ravel())
+
+
+def test_run_does_not_ask_for_an_input_the_stream_never_reads(tmp_path, capsys):
+    model = copy_model(tmp_path / "u_vela.npz", input_shape=np.array([[1, 1, 1, 1, 1, 4], [1, 1, *IN_SHAPE]]),
+                       input_elem_size=np.array([4, 1]), input_region=np.array([1, 1]),
+                       input_offset=np.array([2.0 ** 64 - 1, 1024.0]),
+                       input_quantization=np.array([None, None], dtype=object))
+    x = rand_input(15)
+    xs = save(tmp_path / "x.npy", x)
+    shape = save(tmp_path / "s.npy", np.array(IN_SHAPE, np.int32))
+    for argv in (["--input", xs], ["--input", shape, "--input", xs]):
+        rc, _, err = run_cli(capsys, model, *argv, "--output", tmp_path / "o.npz")
+        assert rc == 0 and err == []
+        assert np.array_equal(np.load(tmp_path / "o.npz")["output0"], x)
 
 
 def test_run_unwritable_output(tmp_path, capsys):

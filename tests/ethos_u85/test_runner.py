@@ -249,7 +249,8 @@ IN = [t("x", (1, 4, 4, 16), 1, 1024)]
 @pytest.mark.parametrize("inputs, msg", [
     ([], "the model has 1 input, got 0"),
     ([np.zeros((1, 4, 4, 16), np.int8)] * 2, "the model has 1 input, got 2"),
-    ([np.zeros((1, 4, 16, 4), np.int8)], "input 0 ('x') has shape [1, 4, 16, 4], the model expects [1, 4, 4, 16] (NHWC)"),
+    ([np.zeros((1, 4, 16, 3), np.int8)], "input 0 ('x') has shape [1, 4, 16, 3] (192 elements), the model "
+                                          "expects [1, 4, 4, 16] (NHWC, 256 elements)"),
     ([np.zeros((1, 4, 4, 16), np.uint8)], "input 0 ('x') has dtype uint8, the model expects int8"),
     ([np.zeros((1, 4, 4, 16), np.int8).tolist()], "input 0 ('x') has dtype int64, the model expects int8"),
 ])
@@ -259,10 +260,88 @@ def test_inputs_rejected_with_one_message(inputs, msg):
     assert e.value.kind == "input" and str(e.value) == msg
 
 
-def test_leading_unit_dimensions_may_differ():
-    x = rand(8, (4, 4, 16))
+@pytest.mark.parametrize("shape", [(4, 4, 16), (1, 256), (256,), (16, 16), (1, 1, 1, 4, 4, 16)])
+def test_any_shape_with_the_element_count(shape):
+    """Vela folds a leading RESHAPE into the input (micro_speech: TFLite [1, 1960], raw input
+    [1, 49, 40, 1]); the bytes are the same in C order, so any shape with the count is taken."""
+    x = rand(8, shape)
     res = run_model(model(STOP, inputs=IN, outputs=[t("y", (1, 4, 4, 16), 1, 1024)]), [x])
-    assert np.array_equal(res.outputs[0][0], x)
+    assert np.array_equal(res.outputs[0].ravel(), x.ravel())
+
+
+# ---------------------------------------------------------------------------- unused inputs, state
+UNUSED = t("shape", (1, 1, 1, 4), 1, 2 ** 64, "int32")
+
+
+def test_unused_input_is_not_asked_for():
+    """Vela's TRANSPOSE_CONV output-shape input (offset 2**64-1: never read by the stream):
+    the runner takes the inputs the stream reads, or every input in Vela's order."""
+    x = rand(9, (1, 4, 4, 16))
+    m = model(STOP, inputs=[t("x", (1, 4, 4, 16), 1, 1024)], outputs=[t("y", (1, 4, 4, 16), 1, 1024)])
+    m = VelaModel(m.path, m.source, m.payload, m.read_only, m.scratch_size, m.scratch_fast_size,
+                  (TensorInfo("x", (1, 4, 4, 16), "int8", 1, 1024, Quantization("none"), 1),), m.outputs,
+                  (UNUSED,))
+    for inputs in ([x], [np.array([1, 4, 4, 16], np.int32), x]):
+        assert np.array_equal(run_model(m, inputs).outputs[0], x)
+    e = _raises(m, [x, x, x])
+    assert e.kind == "input" and str(e) == ("the model has 1 input (not counting 1 the command stream never "
+                                            "reads: 'shape'), got 3")
+
+
+def test_state_tensors_start_as_litert_resets_them():
+    """LiteRT's ResetVariableTensor: an int8 state tensor holds its zero point, any other
+    type 0 bytes (an int16 zero point is not applied)."""
+    q8, q16 = Quantization("per_tensor", (0.5,), (-4,)), Quantization("per_tensor", (0.25,), (7,))
+    var8 = TensorInfo("h", (1, 16), "int8", 1, 512, q8, 0)
+    var16 = TensorInfo("c", (1, 16), "int16", 1, 640, q16, 1)
+    m = model(STOP, scratch=2048, outputs=[t("all", (1, 160), 1, 512)])
+    m = VelaModel(m.path, m.source, m.payload, m.read_only, m.scratch_size, m.scratch_fast_size, (), m.outputs,
+                  (), (var8, var16))
+    out = run_model(m, []).outputs[0].ravel()
+    assert (out[:16] == -4).all() and (out[128:160] == 0).all()
+    e = _raises(VelaModel(m.path, m.source, m.payload, m.read_only, 600, 0, (), (), (), (var8, var16)))
+    assert e.kind == "model" and "variable 1 ('c')" in str(e)
+    # --separate-io-regions: Vela's raw .npz names region 1 for state tensors of regions 3/4
+    sep = model(STOP, cop="COP2", features=2)
+    e = _raises(VelaModel(sep.path, "npz", sep.payload, b"", 2048, 0, (), (), (), (var8,)))
+    assert e.kind == "model" and "--separate-io-regions raw .npz" in str(e)
+
+
+# ---------------------------------------------------------------------------- warnings
+RESERVED = isa.encode("NPU_OP_ELEMENTWISE", elementwise_mode=12)   # an UNPREDICTABLE op (TRM assert)
+
+
+def test_unpredictable_events_are_warnings_one_per_kind():
+    res = run_model(model(RESERVED + RESERVED + STOP), [])
+    assert [(w.kind, w.offset, w.op, w.count) for w in res.warnings] == [
+        ("unpredictable", 0, "NPU_OP_ELEMENTWISE", 2)]
+    assert str(res.warnings[0]) == ("UNPREDICTABLE at command offset 0x0 (NPU_OP_ELEMENTWISE): reserved "
+                                    "elementwise_mode 12 [2 times]")
+    assert len(res.unpredictable) == 2
+    e = _raises(model(RESERVED + RESERVED + STOP), strict=True)
+    assert e.kind == "strict" and e.warnings == tuple(res.warnings) and e.offset == 0
+    assert run_model(model(STOP), [], strict=True).warnings == []
+
+
+def test_config_that_disagrees_with_the_config_word_warns():
+    res = run_model(model(STOP), [], config="ethos-u85-512")
+    assert [w.kind for w in res.warnings] == ["config"] and res.config.name == "ethos-u85-512"
+    assert "256 MACs per cycle, ethos-u85-512 has 512" in str(res.warnings[0])
+    assert run_model(model(STOP), [], config="ethos-u85-256").warnings == []
+    assert run_model(model(STOP, config=None, cop=None), [], config="ethos-u85-512").warnings == []
+    e = _raises(model(STOP), config="ethos-u85-2048", strict=True)
+    assert e.kind == "strict" and e.warnings[0].kind == "config"
+    u55 = 0x00003008 | CONFIGS["ethos-u85-256"].macs_per_cc     # product 0, 256 MACs
+    res = run_model(model(STOP, config=u55), [], config="ethos-u85-256")
+    assert "product 0, ethos-u85-256 is product 2" in str(res.warnings[0])
+
+
+def test_model_limit_cause_is_the_error_not_a_warning():
+    """A model limit stops the run (RunError kind 'model_limit'); the error carries the
+    warnings of the run so far, without repeating its own cause."""
+    e = _raises(model(RESERVED + dma(1, 0, 1, 64, 32) + STOP), policy=Policy(dma_max_bytes=16))
+    assert e.kind == "model_limit" and e.op == "NPU_OP_DMA_START"
+    assert [(w.kind, w.op) for w in e.warnings] == [("unpredictable", "NPU_OP_ELEMENTWISE")]
 
 
 # ---------------------------------------------------------------------------- how a run ends

@@ -41,7 +41,11 @@ exact sums fit int64 (|v| <= 2**15, |w| <= 2**15, K <= 2**28, acc0 < 2**47), and
 int64 arithmetic is exact modulo 2**64, which keeps the low 48 bits.
 
 Every ``assert()`` of the TRM pseudocode raises :class:`Unpredictable` naming the op and the
-check; absurd sizes raise :class:`BudgetExceeded` before any data is read.
+check; absurd sizes raise :class:`BudgetExceeded` before any data is read.  The IFM2 asserts
+apply only to the operand combinations that read IFM2, as the pseudocode places them:
+``weights_ifm2`` (its block of nine, IFM/IFM2 precision equality included) and
+``acc_input == ifm2`` (read_ifm2's accumulator-restore precision/type asserts); a plain
+CONV or DEPTHWISE checks nothing of IFM2.
 
 Weights come from the weight stream(s) over the DataPort (channel rd_weights): SWD with
 ``num_wd`` decoders (WEIGHT_BASE/LENGTH, WEIGHT1..3_BASE/LENGTH) or one FWD stream, decoded

@@ -18,8 +18,18 @@ is the literal per-element loop on Python ints (tests only).
 
 TRM-vs-digest decisions:
 
-* E-14: the TRM asserts IFM/IFM2 precision equality unconditionally, also for unary and
-  scalar operations.  The TRM is followed (strict).
+* E-14: the TRM asserts IFM/IFM2 precision equality before it knows the mode, so also for
+  the unary modes (lrelu, abs, clz, not), which have no IFM2.  The model asserts it only
+  when the mode has an IFM2 operand (every binary mode, a scalar IFM2 included: scale_b
+  interprets it by IFM2_PRECISION, and Vela programs IFM2_PRECISION for it).  Reasons:
+  TRM 3.5.5.1 forbids SET_IFM2_PRECISION in a chain interval whose op does not use IFM2, so
+  a chained unary op could never meet the assert except by stale state, and Vela 5.2 does
+  not program IFM2_PRECISION for lrelu (an int16 LEAKY_RELU after the reset value b8 failed
+  the assert, the op was skipped and the OFM kept the IFM's values).
+* LRELU's negative branch is ``scale_b(a)``: IFM2_SCALE applied to the IFM value ``a``.
+  scale_b decides by IFM2_PRECISION whether to scale; for lrelu the model takes the
+  precision and type of the operand it scales, the IFM's (the two agree whenever the
+  literal assert holds and the types match; IFM2_PRECISION is not programmed for lrelu).
 * E-15: the TRM declares ``int32_t acc``.  Results are wrapped to int32, except the b32 MUL
   product, which is kept in int64 for the shift-only rescale that follows (digest); the
   acc_format range assert of rescale() is not applied to that product (it is 64-bit by
@@ -89,7 +99,8 @@ class _Params:
         self.sa = (ctx.ifm.precision, ctx.ifm.act_type, f("NPU_SET_IFM_SCALE", "scale"),
                    f("NPU_SET_IFM_SCALE", "shift"), f("NPU_SET_IFM_SCALE", "round_mode"),
                    f("NPU_SET_IFM_SCALE", "dbl_rnd"))
-        self.sb = (ctx.ifm2.precision, ctx.ifm2.act_type, f("NPU_SET_IFM2_SCALE", "scale"),
+        b_fm = ctx.ifm if self.unary else ctx.ifm2      # scale_b's operand: lrelu's is the IFM (E-14)
+        self.sb = (b_fm.precision, b_fm.act_type, f("NPU_SET_IFM2_SCALE", "scale"),
                    f("NPU_SET_IFM2_SCALE", "shift"), f("NPU_SET_IFM2_SCALE", "round_mode"),
                    f("NPU_SET_IFM2_SCALE", "dbl_rnd"))
         self.ofm_round = f("NPU_SET_OFM_SCALE", "round_mode")
@@ -100,8 +111,9 @@ def _checks(ctx: OpContext, mode: int) -> _Params:
     """The TRM asserts that do not depend on operand values, in TRM order."""
     chk = ctx.check
     chk(mode in MODES, f"reserved elementwise_mode {mode}")
-    chk(ctx.ifm.precision == ctx.ifm2.precision,
-        "IFM_PRECISION.activation_precision == IFM2_PRECISION.activation_precision")
+    if mode not in UNARY:                                     # only with an IFM2 operand (E-14)
+        chk(ctx.ifm.precision == ctx.ifm2.precision,
+            "IFM_PRECISION.activation_precision == IFM2_PRECISION.activation_precision")
     p = _Params(ctx, mode)
     ctx.add_operation_to_chain(p.bm != SCALAR or not SCALAR_IS_NOT_AN_IFM, p.use_ifm2, True)
     prec, typ = p.precision, p.act_type

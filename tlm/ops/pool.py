@@ -26,6 +26,13 @@ so a window whose values are all <= 0 keeps the identity, and ``acc = v + 65536*
 negative v borrows from the index field.  Open question for hardware/FVP verification.
 ``write_accumulator(oy, ox, oc, ...)`` in the TRM uses ``oc`` where the loop variable is
 ``c`` (E-13): c is used.
+
+Asserts: every assert of the 3.10.10 pseudocode, per mode as the TRM lists them, with one
+reading: the "Check IFM precision" assert applies only when the op reads the IFM
+(``use_ifm``, every mode but none).  Pooling mode none never reads the IFM, and TRM 3.5.5.1
+does not require (within a chain even forbids) SET_IFM_PRECISION before an operation that
+does not use the IFM, so the register may hold another op's value; the same rule the
+ELEMENTWISE unary modes follow for IFM2 (elementwise.py, E-14).
 """
 from __future__ import annotations
 
@@ -76,8 +83,9 @@ def _checks(ctx: OpContext, mode: int) -> bool:
     chk(ctx.ifm_h >= 1 and ctx.ifm_w >= 1, f"ifm_height >= 1 && ifm_width >= 1 (pad range): "
                                            f"{ctx.ifm_h}x{ctx.ifm_w}")
     prec, typ = ctx.ifm.precision, ctx.ifm.act_type
-    chk(prec == B8 or (prec in (B16, B32) and typ == SIGNED),
-        f"IFM precision must be b8, signed b16 or signed b32 (precision {prec}, type {typ})")
+    if use_ifm:                                   # none reads no IFM (module docstring)
+        chk(prec == B8 or (prec in (B16, B32) and typ == SIGNED),
+            f"IFM precision must be b8, signed b16 or signed b32 (precision {prec}, type {typ})")
     up = ctx.upscale
     decomp = f("NPU_SET_KERNEL_STRIDE", "decomposition")
     sx, sy = ctx.stride_x, ctx.stride_y

@@ -21,6 +21,12 @@ accumulator is up to 47 (8-bit) or 55 (16-bit) bits wide and the scale is unused
 shift-only mode.  The rescale is done in int64 without those range asserts; ``shift >= 16``
 and ``scale >= 0`` are kept.  E-17: the TRM's ``write_ofm`` call omits ``allowed_perms``;
 allowed_perms_all is used (the transpose must be HWC anyway).
+
+Asserts: all of the 3.10.11 pseudocode, literally, including ``IFM2_ZERO_POINT == 0`` although
+RESIZE reads no IFM2: unlike the IFM2 asserts that the ELEMENTWISE and POOL pseudocode place
+before their mode is known (applied only where the mode has the operand, elementwise.py
+E-14, pool.py), this one is RESIZE's own, and Vela 5.2 programs IFM2_ZERO_POINT = 0 before
+every RESIZE.  A stream that leaves another value there gets an UNPREDICTABLE warning.
 """
 from __future__ import annotations
 

@@ -588,6 +588,14 @@ def _(g):
     g.output(g.pool(x, "AVG", (2, 3), (2, 3), "VALID"))
 
 
+@_net("reshape_input_dwconv", tags=("reshape", "depthwise", "int8"))
+def _(g):
+    """A leading RESHAPE (micro_speech's): Vela folds it into the input, so the raw input is
+    [1, 16, 20, 2] where LiteRT's is [1, 640] (issue 11)."""
+    x = g.input((1, 640))
+    g.output(g.depthwise(g.reshape(x, (1, 16, 20, 2)), 3, 2, "SAME", act="RELU"))
+
+
 # ---- int16x8 variants (int16 activations, symmetric; int8 weights; int64 bias)
 @_net("conv2d_3x3_int16", tags=("conv", "int16"))
 def _(g):
@@ -625,6 +633,21 @@ def _(g):
     a = g.input((1, 8, 8, 16), dtype="int16", name="a")
     b = g.input((1, 8, 8, 16), dtype="int16", name="b")
     g.output(g.mul(a, b))
+
+
+@_net("leaky_relu_int16", tags=("activation", "int16"))
+def _(g):
+    """int16 LEAKY_RELU: Vela emits ELEMENTWISE lrelu without IFM2_PRECISION (issue 11)."""
+    x = g.input((1, 8, 8, 16), dtype="int16", rms=2.0)
+    g.output(g.leaky_relu(x, 0.2))
+
+
+@_net("add_leaky_relu_int16", tags=("activation", "elementwise", "int16"))
+def _(g):
+    """An int16 ADD leaves IFM2 registers behind for the LEAKY_RELU that follows."""
+    a = g.input((1, 8, 8, 16), dtype="int16", name="a")
+    b = g.input((1, 8, 8, 16), dtype="int16", name="b")
+    g.output(g.leaky_relu(g.add(a, b), 0.3))
 
 
 @_net("maxpool_2x2_int16", tags=("pool", "int16"))
