@@ -122,7 +122,7 @@ def _needs(module: str):
 
 
 def _nonvela_tflite(p: Path):
-    nets = _needs("nets")
+    nets = _needs("tests.ethos_u85.nets")
     _needs("flatbuffers")
     p.write_bytes(nets.build("add_8x8x16"))
 
@@ -195,6 +195,8 @@ def _model_path(tmp_path: Path, case: str) -> Path:
 def _argv(sub: str, model: Path, tmp_path: Path) -> list:
     if sub == "run":
         return ["run", model, "--input", good_input(tmp_path), "--output", tmp_path / "out.npz"]
+    if sub == "trace":
+        return ["trace", model, "--input", good_input(tmp_path), "--out", tmp_path / "trace"]
     return [sub, model]
 
 
