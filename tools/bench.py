@@ -19,7 +19,7 @@ What it does:
 3. Checks that the TLM implements every kernel operation in the command stream; if not, it
    stops with one line naming the missing op(s) (exit 2), before timing anything.
 4. Runs LiteRT with the BUILTIN_REF op resolver, LiteRT default (XNNPACK) and the TLM
-   (``tlm.runner.run_model`` on the preloaded VelaModel), each once untimed-for-the-median
+   (``tlm.ethos_u85.runner.run_model`` on the preloaded VelaModel), each once untimed-for-the-median
    ("first": for the TLM the cold run, before any cache in the model is warm) and then
    ``--runs`` times; the median of those is the figure used for the ratios.
    LiteRT interpreters are built once outside the timing (set_tensor + invoke + get_tensor
@@ -149,7 +149,7 @@ def _npu_op_key_and_macs(name: str, s) -> tuple[str, int]:
 
 
 class OpTimer:
-    """Wraps tlm.ops.KERNEL_OPS entries and tlm.ops.dma.dma_start with wall-clock timers
+    """Wraps tlm.ethos_u85.ops.KERNEL_OPS entries and tlm.ethos_u85.ops.dma.dma_start with wall-clock timers
     while installed (a context manager); restores them on exit."""
 
     def __init__(self):
@@ -178,8 +178,8 @@ class OpTimer:
         return timed
 
     def __enter__(self):
-        from tlm import ops
-        from tlm.ops import dma
+        from tlm.ethos_u85 import ops
+        from tlm.ethos_u85.ops import dma
 
         self._ops = ops.KERNEL_OPS
         self._saved = dict(self._ops)
@@ -242,8 +242,8 @@ def timed_runs(fn, n: int, after=None):
 
 def missing_ops(vm) -> Counter:
     """NPU_OP commands of the stream that the device cannot execute: name -> occurrences."""
-    from tlm import isa, ops
-    from tlm.device import KERNEL_OP_NAMES        # the device executes every other NPU_OP
+    from tlm.ethos_u85 import isa, ops
+    from tlm.ethos_u85.device import KERNEL_OP_NAMES        # the device executes every other NPU_OP
 
     used = Counter(d.cmd.name for d in isa.decode(vm.command_words) if d.cmd.is_op)
     return Counter({n: c for n, c in used.items()
@@ -312,7 +312,7 @@ def run(args) -> int:
     total_macs, per_type, n_tfl_ops = tflite_macs(tfl)
 
     try:
-        from tlm import runner, vela
+        from tlm.ethos_u85 import runner, vela
     except Exception as e:  # noqa: BLE001 - a module being edited, one line
         raise BenchError(f"bench: FAIL: cannot import the TLM runner: {type(e).__name__}: {e}") from e
     t0 = time.perf_counter()
@@ -322,7 +322,7 @@ def run(args) -> int:
     if missing:
         ops = ", ".join(f"{n} (x{c})" for n, c in sorted(missing.items()))
         raise BenchError(f"bench: FAIL: the TLM does not implement {ops}, needed by {args.model} "
-                         f"- no entry in tlm.ops.KERNEL_OPS")
+                         f"- no entry in tlm.ethos_u85.ops.KERNEL_OPS")
 
     # ---------------------------------------------------------------- LiteRT
     ref_fn = litert_engine(tfl, True, args.threads)

@@ -54,9 +54,9 @@ def _hex(value: int, width: int) -> str:
 
 # ---------------------------------------------------------------------------- npu_regs.vh
 def gen_regs() -> str:
-    from tlm import config as C
-    from tlm import memory as M
-    from tlm import registers as R
+    from tlm.ethos_u85 import config as C
+    from tlm.ethos_u85 import memory as M
+    from tlm.ethos_u85 import registers as R
 
     out = [HEADER.format(name="npu_regs.vh",
                          sources="tlm/registers.py, tlm/memory.py and tlm/config.py"),
@@ -145,7 +145,7 @@ def gen_regs() -> str:
 
 # ---------------------------------------------------------------------------- npu_isa.vh
 def gen_isa() -> str:
-    from tlm import isa
+    from tlm.ethos_u85 import isa
 
     out = [HEADER.format(name="npu_isa.vh", sources="tlm/isa.py"),
            "// Include inside a module body. Not every module uses every constant.",
@@ -192,7 +192,7 @@ def _slice(lsb: int, width: int) -> str:
 
 
 def gen_cmd_state() -> str:
-    from tlm import isa
+    from tlm.ethos_u85 import isa
 
     out = [HEADER.format(name="npu_cmd_state.vh", sources="tlm/isa.py"),
            "// The sticky NPU_SET state (TRM 3.5.5): one register per NPU_SET command, holding",
@@ -247,14 +247,14 @@ AVGPOOL_MAX_TAPS = 64        # average pooling: kernel <= 8x8 (TRM assert), so d
 
 
 def gen_kernel() -> str:
-    from tlm import arith
-    from tlm.ops import pool
+    from tlm.ethos_u85 import arith
+    from tlm.ethos_u85.ops import pool
 
     out = [HEADER.format(name="npu_kernel.vh", sources="tlm/arith.py and tlm/ops/pool.py"),
            "// Constants of the kernel datapath (npu_kernel.v, npu_kernel_alu.v). Include inside a",
            "// module body.",
            "/* verilator lint_off UNUSEDPARAM */", ""]
-    out.append("// ---- rescale_mode_avpool built-in scale (tlm.arith.avgpool_scale, TRM 3.6.6) ----")
+    out.append("// ---- rescale_mode_avpool built-in scale (tlm.ethos_u85.arith.avgpool_scale, TRM 3.6.6) ----")
     out.append("// entry d-1 (d = count of non-padding taps, 1..64) at [37*(d-1) +: 37] = {shift[5:0], scale[30:0]}")
     out.append("//   k = 32 - clz(d - 1); scale = ((2^30 + 1) << k) / d; shift = 30 + k")
     table = 0
@@ -266,7 +266,7 @@ def gen_kernel() -> str:
     out.append(f"localparam [{37 * AVGPOOL_MAX_TAPS - 1}:0] NPU_AVGPOOL_TABLE = "
                f"{_hex(table, 37 * AVGPOOL_MAX_TAPS)};")
     out.append("")
-    out.append("// ---- pooling identities (tlm.ops.pool._identity): the accumulator's reset value ----")
+    out.append("// ---- pooling identities (tlm.ethos_u85.ops.pool._identity): the accumulator's reset value ----")
     for m in ("MAX", "MIN", "AVERAGE", "SUM"):
         v = pool._identity(getattr(pool, m)) & 0xFFFFFFFF
         out.append(f"localparam [31:0] NPU_POOL_IDENTITY_{m} = {_hex(v, 32)};")

@@ -2,7 +2,7 @@
 
 
 ``BenchCoverage`` is the bench's coverage model; every bin set comes from the tables of
-``tlm.isa`` / ``tlm.memory`` (never retyped):
+``tlm.ethos_u85.isa`` / ``tlm.ethos_u85.memory`` (never retyped):
 
 ==================  ==========================================================================
 ``opcode``          every cmd0/cmd1 command of tlm/isa.py executed by the NPU
@@ -26,7 +26,7 @@
 Sampling (cheap: a few dict increments per transfer or command):
 
 * the scoreboard (tb/scoreboard.py) feeds every APB transfer and AXI burst it listens to, and
-  attaches a ``JobRecorder`` to its reference ``tlm.device.Device``: the recorder listens to
+  attaches a ``JobRecorder`` to its reference ``tlm.ethos_u85.device.Device``: the recorder listens to
   the device's events (``op``, ``branch``, ``fault``, ``state``) and decodes the NPU_SET
   commands between two operations from the stream in memory, so ``opcode`` counts exactly the
   commands executed (branches followed);
@@ -70,9 +70,9 @@ class BenchCoverage(Coverage):
 
     def __init__(self):
         super().__init__("ethos-u85-bench")
-        from tlm import isa
-        from tlm.device import KERNEL_OP_NAMES
-        from tlm.memory import Channel, Interface
+        from tlm.ethos_u85 import isa
+        from tlm.ethos_u85.device import KERNEL_OP_NAMES
+        from tlm.ethos_u85.memory import Channel, Interface
         self._isa = isa
         self.kernel_ops = frozenset(KERNEL_OP_NAMES)
         self.opcode = self.point("opcode", (c.name for c in isa.COMMANDS),
@@ -184,7 +184,7 @@ def _enum_name(enum, value: int) -> str:
 
 # ============================================================================ job recorder
 class JobRecorder:
-    """A ``tlm.device.Device`` hook (``device.hooks.append(rec)``) that samples what the
+    """A ``tlm.ethos_u85.device.Device`` hook (``device.hooks.append(rec)``) that samples what the
     device executes into a ``BenchCoverage``.
 
     Operations come from ``op`` events (with the register snapshot the op ran with); the

@@ -31,8 +31,8 @@ from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
 
 from tb.agents.apb import PROT_SECURE_PRIV
 from tb.ethos_u85.scoreboard import STOP_EVIDENCE
-from tlm import registers as R
-from tlm.runner import FAULT_BITS
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.runner import FAULT_BITS
 
 OFF = R.OFFSET
 _STATUS, _CMD, _PMCR = R.get("STATUS"), R.get("CMD"), R.get("PMCR")
@@ -62,7 +62,7 @@ def pmu_event(ev: "int | str") -> int:
 class FaultReport:
     """STATUS decoded as the driver's fault check sees it."""
     status: int
-    faults: list                     # set sticky fault bits (tlm.runner.FAULT_BITS order)
+    faults: list                     # set sticky fault bits (tlm.ethos_u85.runner.FAULT_BITS order)
     interface: str                   # faulting_interface (dma_fault_src_t) when bus_status
     channel: str                     # faulting_channel (pmu_axi_channel_t) when bus_status
     fields: dict = field(default_factory=dict)

@@ -20,7 +20,7 @@ hierarchy needs only a map; ``env.pin("IRQ")`` is the handle of a TRM-named pin.
   ``apb_source="monitor"`` they listen to the monitor instead, so another bench's APB driver
   can run the same checks on the same pins (add such listeners to the monitor then).
 * ``env.clkq`` / ``env.pwrq`` are Q-Channel controllers (request / exit).
-* ``env.model`` is the reference ``tlm.device.Device``: for DUT=tlm the device behind the
+* ``env.model`` is the reference ``tlm.ethos_u85.device.Device``: for DUT=tlm the device behind the
   pins; otherwise (or with ``reference_model=True``) a separate instance, built at each
   ``hard_reset`` with the same pins, that ``env.scoreboard`` keeps in step with every APB
   transfer of ``env.apb`` and compares (PRDATA, PSLVERR). The reference has finished its
@@ -29,7 +29,7 @@ hierarchy needs only a map; ``env.pin("IRQ")`` is the handle of a TRM-named pin.
   fail during it). Model time differs from the DUT's, so tests of PMU counters must tell
   the scoreboard to ``ignore`` them.
 * ``env.memory`` is the system memory (``tb.agents.axi.BenchMemory``, a sparse 40-bit
-  ``tlm.memory.Memory``): ``env.axi`` (tb/axi.py) serves it on every AXI manager port of the
+  ``tlm.ethos_u85.memory.Memory``): ``env.axi`` (tb/axi.py) serves it on every AXI manager port of the
   design (SRAM0, EXT0), with fault injection (``env.axi.inject_fault``), optional random
   backpressure, response latency and read reordering by ID (``env.axi.configure(...)``), and
   a burst record. For DUT=tlm the device behind the pins performs every
@@ -65,7 +65,7 @@ from tb.ethos_u85.driver import HostDriver
 from tb.ethos_u85.ports import AXI_PORT_NAMES
 from tb.ethos_u85.scoreboard import ApbScoreboard, Scoreboard  # noqa: F401 - old name
 from tb.ethos_u85.tlm_pins import TlmPins, axi_execute
-from tlm import registers as R
+from tlm.ethos_u85 import registers as R
 from tlm.ethos_u85 import DEVICE
 
 # Inputs tied to their inactive level (TRM 5.1, 5.2, 5.6, 5.7, 5.10).
@@ -190,7 +190,7 @@ class Env(EnvBase):
     def model(self):
         """The reference Device: the one behind the pins for DUT=tlm."""
         if self._ref is None and self.tlm is not None:
-            return self.tlm.device
+            return self.tlm.ethos_u85.device
         return self._ref
 
     def add_monitor_listener(self, fn: Callable) -> None:

@@ -39,7 +39,7 @@ class U85RunOptions(RunOptions):
         model = Path(args.npu_model).expanduser().resolve()
         if not model.is_file():
             raise SetupError(f"NPU_MODEL {args.npu_model}: no such file")
-        from tlm.vela import load
+        from tlm.ethos_u85.vela import load
         try:
             load(model)
         except Exception as e:  # noqa: BLE001 - any load error is a bad argument

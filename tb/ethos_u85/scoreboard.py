@@ -1,4 +1,4 @@
-"""Scoreboard: the DUT's observable behaviour against the TLM (``tlm.device.Device``).
+"""Scoreboard: the DUT's observable behaviour against the TLM (``tlm.ethos_u85.device.Device``).
 
 ``Scoreboard`` keeps a reference ``Device`` in step with the bench and compares:
 
@@ -30,7 +30,7 @@
   (AXI_SRAM/AXI_EXT max_beats, 4 KB) is an error. Every burst must carry AxPROT from the
   PROT state (CPL/CSL) and the port group, AxCACHE and AxDOMAIN of the route by which the
   reference accesses those bytes (the TLM's rules: REGIONCFG -> MEM_ATTR, ``Device.route``,
-  ``tlm.memory.axcache``), or, outside its footprint, of some region's or the command
+  ``tlm.ethos_u85.memory.axcache``), or, outside its footprint, of some region's or the command
   stream's route; the port of a striped group follows ``RegionRoute.port_of``. A read must
   lie inside the reference's read footprint on that route, widened to whole 16-byte beats,
   plus the command stream's window (QBASE up to the next multiple of 128 bytes past QBASE +
@@ -63,8 +63,8 @@ import numpy as np
 
 from tb.core import coverage as engine
 from tb.ethos_u85 import coverage as bench_coverage
-from tlm import registers as R
-from tlm.memory import Interface, Resp, axcache
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.memory import Interface, Resp, axcache
 
 CMD, STATUS, QREAD = R.OFFSET["CMD"], R.OFFSET["STATUS"], R.OFFSET["QREAD"]
 _ST = R.get("STATUS")
@@ -177,7 +177,7 @@ class Job:
     """One RUNNING period of the NPU as the scoreboard sees it."""
     index: int
     start_ns: float
-    ref_stop: object = None             # tlm.device.StopReason
+    ref_stop: object = None             # tlm.ethos_u85.device.StopReason
     ref_status: int = 0
     ref_qread: int = 0
     ref_irq_rises: int = 0
@@ -588,7 +588,7 @@ class Scoreboard:
         ref = self.ref
         if ref is None or not hasattr(ref, "burst_boundary"):
             return
-        from tlm.memory import Interface
+        from tlm.ethos_u85.memory import Interface
         iface = Interface.ext if b.port.startswith("EXT") else Interface.sram
         bb = ref.burst_boundary(iface)
         nbytes = 1 << b.size
@@ -653,7 +653,7 @@ class Scoreboard:
         ref = self.ref
         if ref is None or not hasattr(ref, "max_outstanding"):
             return None
-        from tlm.memory import Interface
+        from tlm.ethos_u85.memory import Interface
         iface = Interface.ext if port.startswith("EXT") else Interface.sram
         rd, wr = ref.max_outstanding(iface)
         return wr if write else rd

@@ -1,4 +1,4 @@
-"""The TLM behind the pins: makes ``tlm.device.Device`` look like an NPU to the bench (DUT=tlm).
+"""The TLM behind the pins: makes ``tlm.ethos_u85.device.Device`` look like an NPU to the bench (DUT=tlm).
 
 ``TlmPins`` is one cocotb coroutine attached to the port-only shell
 (rtl_stub/ethosu85_shell.v). Every cycle it
@@ -34,7 +34,7 @@ while the AXI manager outputs of the shell stay idle.
 ``axi_execute`` (what ``tb.ethos_u85.env.Env`` uses) puts every memory access of the device on the AXI
 pins. The device runs in a lock-step thread (``LockstepThread``): each front-door access of
 its memory (a ``tb.agents.axi.BenchMemory``; every command fetch, IFM/weight/scale read, OFM or DMA
-write is one ``tlm.memory.Transaction``) suspends the thread while ``TlmAxiManager`` performs
+write is one ``tlm.ethos_u85.memory.Transaction``) suspends the thread while ``TlmAxiManager`` performs
 it on the port named by ``Transaction.port`` (AR/R or AW/W/B), with AxPROT/AxCACHE/AxDOMAIN
 from the transaction, AxID = the TRM ``pmu_axi_channel`` of the access, bursts of 16-byte
 beats split at the ``Device.burst_boundary`` of the port group (AXI_SRAM/AXI_EXT
@@ -61,7 +61,7 @@ from tb.agents.axi import AXI5_SIGNALS, pin_int, port_drivers
 from tb.core.lockstep import LockstepThread
 from tb.core.pinmap import PinMap
 from tb.ethos_u85.ports import AXI_PORT_NAMES
-from tlm import registers as R
+from tlm.ethos_u85 import registers as R
 
 CONFIG_PINS = ("PORPL", "PORSL", "CFGSRAMCAP", "CFGEXTCAP", "CFGSRAMHASH0", "CFGSRAMHASH1",
                "CFGEXTHASH0")
@@ -79,13 +79,13 @@ def status_fields(status) -> dict:
 
 
 def default_device_factory() -> Callable:
-    """``tlm.device.Device``; ``TB_DEVICE_FACTORY=module:callable`` points the bench at
+    """``tlm.ethos_u85.device.Device``; ``TB_DEVICE_FACTORY=module:callable`` points the bench at
     another model with the same API."""
     spec = os.environ.get("TB_DEVICE_FACTORY")
     if spec:
         mod, _, name = spec.partition(":")
         return getattr(importlib.import_module(mod), name or "Device")
-    from tlm.device import Device
+    from tlm.ethos_u85.device import Device
     return Device
 
 
@@ -144,7 +144,7 @@ class TlmAxiManager:
         self._abort = abort or (lambda: False)
         import numpy as np
 
-        from tlm.memory import Resp
+        from tlm.ethos_u85.memory import Resp
         sigs = self.ports.get(txn.port)
         if sigs is None or txn.length <= 0:
             # a port the design does not have: the interconnect answers DECERR
@@ -169,7 +169,7 @@ class TlmAxiManager:
         return (a % self.BEAT + n + self.BEAT - 1) // self.BEAT
 
     async def _read(self, sigs, txn, bursts, max_out):
-        from tlm.memory import Resp
+        from tlm.ethos_u85.memory import Resp
         B = self.BEAT
         tid = int(txn.channel) & 0x3F
         out = bytearray(txn.length)
@@ -242,7 +242,7 @@ class TlmAxiManager:
         return resp, out
 
     async def _write(self, sigs, txn, bursts, buf, max_out):
-        from tlm.memory import Resp
+        from tlm.ethos_u85.memory import Resp
         B = self.BEAT
         tid = int(txn.channel) & 0x3F
         resp = Resp.OKAY
@@ -557,10 +557,10 @@ class TlmPins:
         kwargs.setdefault("config", self.config)
         kwargs.setdefault("memory", self.memory)
         kwargs.setdefault("pins", self._config_pins())
-        if "policy" not in kwargs and self.device_factory.__module__ == "tlm.device":
+        if "policy" not in kwargs and self.device_factory.__module__ == "tlm.ethos_u85.device":
             # Behind the pins model time is CLK: the adapter ticks the device once a cycle,
             # so an APB transfer costs its real cycles and nothing more.
-            from tlm.config import Policy
+            from tlm.ethos_u85.config import Policy
             kwargs["policy"] = Policy().replace(apb_cycles=0)
         dev = self.device_factory(**kwargs)
         self._tick = getattr(dev, "tick", None)

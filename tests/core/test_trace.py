@@ -180,14 +180,14 @@ def test_writer_comment_and_config():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "tlm.cli", "replay", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "tlm.ethos_u85.cli", "replay", *map(str, args)],
                           capture_output=True, text=True)
 
 
 def test_cli_replay_u85_job(tmp_path):
     """A one-command job on the Ethos-U85 TLM, recorded, then replayed by the CLI."""
-    from tlm import isa
-    from tlm import registers as R
+    from tlm.ethos_u85 import isa
+    from tlm.ethos_u85 import registers as R
     rec = RecordingTarget(registry.get("ethos-u85").make_target("ethos-u85-256"))
     stream = b"".join(w.to_bytes(4, "little") for w in isa.encode("NPU_OP_STOP", mask=1))
     rec.load_mem(0x1000, stream)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.ethos_u85 import nets
-from tlm.ops import KERNEL_OPS
+from tlm.ethos_u85.ops import KERNEL_OPS
 
 DEFAULT_ACCEL = "ethos-u85-256"
 

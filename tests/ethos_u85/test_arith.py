@@ -1,4 +1,4 @@
-"""tlm.arith: hand-computed cases, TRM worked numbers, fast path vs literal pseudocode,
+"""tlm.ethos_u85.arith: hand-computed cases, TRM worked numbers, fast path vs literal pseudocode,
 and TFLite reference-formula cross-checks.
 
 Random tests use a fixed default seed (reproducible); set TLM_TEST_SEED to explore others.
@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from tlm.arith import (
+from tlm.ethos_u85.arith import (
     AccFormat,
     ActType,
     ClipRange,
@@ -41,8 +41,8 @@ from tlm.arith import (
     truncate,
     zero_extend,
 )
-from tlm.arith import ActivationFunction as AF
-from tlm.arith import RoundMode as RM
+from tlm.ethos_u85.arith import ActivationFunction as AF
+from tlm.ethos_u85.arith import RoundMode as RM
 
 SEED = int(os.environ.get("TLM_TEST_SEED", "850131"))
 ALL_MODES = [RM.DOUBLE_SYMMETRIC, RM.NATURAL, RM.DOUBLE_ASYMMETRIC, RM.SYMMETRIC,

@@ -4,7 +4,7 @@ Every subcommand given a bad file (missing, directory, empty, truncated or forei
 .npz with wrong keys/dtypes, random bytes, a TFLite file that Vela did not compile, ...) or,
 for `run`, bad inputs (wrong count/shape/dtype, unreadable .npy, unwritable output) answers
 with exactly one stderr line starting ``npu-tlm: error: ``, a non-zero exit status and no
-traceback. Most cases call `tlm.cli.main` in-process (fast); a few run the `npu-tlm`
+traceback. Most cases call `tlm.ethos_u85.cli.main` in-process (fast); a few run the `npu-tlm`
 console script as a subprocess (real exit status, real stderr, pipes, resource limits).
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 from tests.ethos_u85.support.cli_models import COPY_STREAM, IN_SHAPE, copy_model
 from tests.ethos_u85.support.vela_files import STREAM, cop1, cop2, write_npz
-from tlm import cli, isa
+from tlm.ethos_u85 import cli, isa
 
 PREFIX = "npu-tlm: error: "
 SCRIPT = Path(sys.executable).with_name("npu-tlm")
@@ -307,7 +307,7 @@ def test_disasm_mutated_vela_outputs(tmp_path, capsys):
 def test_run_mutated_vela_outputs(tmp_path, capsys):
     """The same byte mutants given to `run` (with an input of the unmutated model's shape and
     a bounded budget): it succeeds or prints one error line; never a traceback."""
-    from tlm.vela import load
+    from tlm.ethos_u85.vela import load
 
     argvs = []
     for fmt, data, suffix in _real_models():
@@ -532,7 +532,7 @@ def test_usage_errors(capsys, argv):
 
 
 def test_script_usage_error_is_one_line():
-    r = subprocess.run([sys.executable, "-m", "tlm.cli", "run", "x_vela.npz"], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "tlm.ethos_u85.cli", "run", "x_vela.npz"], capture_output=True, text=True,
                        timeout=60, cwd=Path(cli.__file__).parents[1])       # this checkout's tlm
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr == ("npu-tlm: error: run: the following arguments are required: --output "
@@ -543,7 +543,7 @@ def test_script_usage_error_is_one_line():
 # The console script, as a subprocess
 # ============================================================================================
 def _script(*argv, timeout=60, **kw):
-    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "tlm.cli"]
+    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "tlm.ethos_u85.cli"]
     return subprocess.run(cmd + [str(a) for a in argv], capture_output=True, text=True, timeout=timeout, **kw)
 
 
@@ -572,7 +572,7 @@ def test_script_closed_stdout_pipe(tmp_path):
     """`npu-tlm disasm big | head -1`: exit 0 and no traceback when the reader goes away."""
     path = tmp_path / "big.bin"
     path.write_bytes(np.array(isa.encode("NPU_SET_IFM_REGION", region=1) * 50000, "<u4").tobytes())
-    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "tlm.cli"]
+    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "tlm.ethos_u85.cli"]
     p = subprocess.Popen(cmd + ["disasm", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.stdout.readline()
     p.stdout.close()

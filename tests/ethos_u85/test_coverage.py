@@ -9,10 +9,10 @@ from tb.core import coverage as C
 from tb.core.coverage import Coverage
 from tb.ethos_u85 import coverage as U
 from tb.ethos_u85.coverage import BenchCoverage, JobRecorder
-from tlm import isa
-from tlm import registers as R
-from tlm.device import Device
-from tlm.memory import Memory, Resp
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.device import Device
+from tlm.ethos_u85.memory import Memory, Resp
 
 
 # ------------------------------------------------------------------ the bench's model

@@ -6,13 +6,13 @@ import random
 import numpy as np
 import pytest
 
-from tlm import isa
-from tlm import registers as R
-from tlm.config import Policy
-from tlm.device import KERNEL_OP_NAMES, Device, StopKind
-from tlm.errors import Unpredictable
-from tlm.memory import Channel, Memory, Resp, axcache
-from tlm.ops import KERNEL_OPS
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.config import Policy
+from tlm.ethos_u85.device import KERNEL_OP_NAMES, Device, StopKind
+from tlm.core.errors import Unpredictable
+from tlm.ethos_u85.memory import Channel, Memory, Resp, axcache
+from tlm.ethos_u85.ops import KERNEL_OPS
 
 OFF = {r.ident: r.offset for r in R.REGISTERS}
 CMD, STATUS, RESET, QREAD, QSIZE, QBASE_LO = (OFF[k] for k in ("CMD", "STATUS", "RESET", "QREAD", "QSIZE", "QBASE_LO"))

@@ -16,8 +16,8 @@ import pytest
 
 from tests.ethos_u85.support import vela_print
 from tests.ethos_u85.support.vela_files import CONFIG_256, ID_WORD, STREAM, cop1, cop2, write_npz
-from tlm import cli, isa, vela
-from tlm.vela import VelaFormatError
+from tlm.ethos_u85 import cli, isa, vela
+from tlm.ethos_u85.vela import VelaFormatError
 
 
 # ---------------------------------------------------------------------------- payload parsing

@@ -3,10 +3,10 @@ independent reference for 1D/2D/3D strided and indexed copies."""
 import numpy as np
 import pytest
 
-from tlm import registers as R
-from tlm.errors import BudgetExceeded, Unpredictable
-from tlm.memory import BusFault, Channel, DataPort, Interface, Memory, RegionRoute, Resp
-from tlm.ops.dma import dma_start
+from tlm.ethos_u85 import registers as R
+from tlm.core.errors import BudgetExceeded, Unpredictable
+from tlm.ethos_u85.memory import BusFault, Channel, DataPort, Interface, Memory, RegionRoute, Resp
+from tlm.ethos_u85.ops.dma import dma_start
 
 SRC_BASE, DST_BASE, IDX_BASE = 0x10_0000, 0x20_0000, 0x30_0000
 
@@ -134,7 +134,7 @@ def test_budget_cuts_huge_transfers_before_moving_data():
 
 
 def test_budgets_come_from_the_policy():
-    from tlm.config import Policy
+    from tlm.ethos_u85.config import Policy
     m, port, _, _ = setup(10)
     rf = FakeRF(SRC_REGION__region=1, SRC_REGION__stride_mode=1, DST_REGION__region=2, LEN__addr=4,
                 SIZE0__size=11, SRC_STRIDE0__addr=4, DST_STRIDE0__addr=4)
@@ -153,7 +153,7 @@ def test_budgets_come_from_the_policy():
 def test_page_budget_counts_the_pages_a_strided_dma_writes_before_moving_data():
     """A DMA well inside the byte budget whose huge stride puts every line on its own 64 KiB
     page of the sparse memory (fuzz: 65,535 lines -> 4 GiB) is refused before anything moves."""
-    from tlm.config import Policy
+    from tlm.ethos_u85.config import Policy
     m, port, _, _ = setup(11)
     pages0 = len(m._pages)
     far = FakeRF(SRC_REGION__region=1, SRC_REGION__stride_mode=1, DST_REGION__region=2, LEN__addr=16,
@@ -172,7 +172,7 @@ def test_page_budget_counts_the_pages_a_strided_dma_writes_before_moving_data():
 
 
 def test_page_budget_of_a_scatter_counts_the_indexed_destinations():
-    from tlm.config import Policy
+    from tlm.ethos_u85.config import Policy
     m, port, _, _ = setup(13)
     idx = np.array([0, 5, 5, -1, 1000, 7, 3], "<i4")          # -1 and 1000 (> idx_max) are skipped
     m.write(IDX_BASE, idx.tobytes())
@@ -187,7 +187,7 @@ def test_page_budget_of_a_scatter_counts_the_indexed_destinations():
 
 
 def test_page_count_matches_brute_force():
-    from tlm.ops.dma import _page_count
+    from tlm.ethos_u85.ops.dma import _page_count
     rng = np.random.default_rng(14)
     for _ in range(200):
         n, length = int(rng.integers(1, 40)), int(rng.integers(1, 200_000))
@@ -209,7 +209,7 @@ def test_bus_fault_on_write_stops_with_context():
 
 # ---- the same copies as whole command streams on the device ----------------------------
 def _stream(*cmds):
-    from tlm import isa
+    from tlm.ethos_u85 import isa
     words = []
     for name, fields in cmds:
         words += isa.encode(name, **fields)
@@ -217,7 +217,7 @@ def _stream(*cmds):
 
 
 def _run_stream(words, src):
-    from tlm.device import Device, StopKind
+    from tlm.ethos_u85.device import Device, StopKind
     d = Device("ethos-u85-256", settle=True)
     d.memory.write(SRC_BASE, src)
     for n, base in ((1, SRC_BASE), (2, DST_BASE), (3, IDX_BASE)):   # BASEP1..3 over APB
@@ -273,7 +273,7 @@ def test_dma_only_stream_indexed_gather_with_negative_skip():
         ("NPU_SET_DMA0_SRC_STRIDE0", dict(addr=8)), ("NPU_SET_DMA0_SRC_STRIDE1", dict(addr=100)),
         ("NPU_SET_DMA0_DST_STRIDE0", dict(addr=8)), ("NPU_SET_DMA0_DST_STRIDE1", dict(addr=16)),
         ("NPU_OP_DMA_START", {}), ("NPU_OP_DMA_WAIT", dict(k=0)))
-    from tlm.device import Device
+    from tlm.ethos_u85.device import Device
     # index words: plane z reads idx at 64 + 8z - 16z (skip applied after each plane of 2 reads)
     mem_idx = {}
     p = 64

@@ -1,4 +1,4 @@
-"""End to end: catalog networks compiled by Vela, run on the TLM (tlm.runner), every output
+"""End to end: catalog networks compiled by Vela, run on the TLM (tlm.ethos_u85.runner), every output
 compared bit for bit with LiteRT BUILTIN_REF.
 
 A case is (network, accelerator config, memory mode); its outcome is one of
@@ -34,10 +34,10 @@ import pytest
 
 from tests.ethos_u85 import nets
 from tests.ethos_u85.support.compare import compare
-from tlm import isa
-from tlm.device import KERNEL_OP_NAMES
-from tlm.runner import RunError, run_model
-from tlm.vela import load
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85.device import KERNEL_OP_NAMES
+from tlm.ethos_u85.runner import RunError, run_model
+from tlm.ethos_u85.vela import load
 
 pytestmark = pytest.mark.vela
 

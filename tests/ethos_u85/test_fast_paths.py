@@ -1,7 +1,7 @@
 """The TLM's fast paths against their reference implementations.
 
-The fast paths (tlm.fmap span/mask gather-scatter, tlm.memory batched DataPort runs and
-TxnBatch, tlm.pmu summary counting, tlm.arith int64/blocked rescale, the device's decode and
+The fast paths (tlm.ethos_u85.fmap span/mask gather-scatter, tlm.ethos_u85.memory batched DataPort runs and
+TxnBatch, tlm.ethos_u85.pmu summary counting, tlm.ethos_u85.arith int64/blocked rescale, the device's decode and
 route caches) must be invisible: bit-identical results, the same AXI transaction log
 (Transaction for Transaction, in order), the same model cycle count and PMU state.
 
@@ -13,7 +13,7 @@ route caches) must be invisible: bit-identical results, the same AXI transaction
 * Randomised unit checks: fmap blocks of every layout (tiles, formats, precisions,
   transposes, reverse, aliasing, sparse and unaligned addresses), DataPort runs with striping,
   wrap at 2**40, faults and listeners, PMU counting of batches, arith rescale, TxnBatch memos,
-  and the conv/depthwise fused epilogue (tlm.ops.common._fused_epilogue, int64 and float64
+  and the conv/depthwise fused epilogue (tlm.ethos_u85.ops.common._fused_epilogue, int64 and float64
   forms) against write_accumulator's step-by-step arithmetic.  (The elementwise result
   tables and the vectorised SWD decoder are checked in test_ops_elementwise.py and
   test_weights.py.)
@@ -27,12 +27,12 @@ import os
 import numpy as np
 import pytest
 
-from tlm import arith, fmap, memory, runner
-from tlm import registers as R
-from tlm.arith import Precision, Unpredictable
-from tlm.fmap import FeatureMap, Format, Reverse, Storage, Transpose
-from tlm.memory import ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute, Transaction, TxnBatch
-from tlm.pmu import Batch, Pmu, axi_family, beats
+from tlm.ethos_u85 import arith, fmap, memory, runner
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.arith import Precision, Unpredictable
+from tlm.ethos_u85.fmap import FeatureMap, Format, Reverse, Storage, Transpose
+from tlm.ethos_u85.memory import ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute, Transaction, TxnBatch
+from tlm.ethos_u85.pmu import Batch, Pmu, axi_family, beats
 
 SEED = int(os.environ.get("TLM_TEST_SEED", "20261122"))
 EV = R.PMU_EVENT_BY_NAME
@@ -104,7 +104,7 @@ def _run_net(monkeypatch, name, config, pins, reference):
     pytest.importorskip("ethosu.vela")
     tfl = nets.build(name)
     npz = nets.compiled(name, config)
-    from tlm import vela
+    from tlm.ethos_u85 import vela
     vm = vela.load(npz)
     inputs = nets.make_inputs(tfl, 1235)
     real = runner.Device
@@ -172,7 +172,7 @@ class LogMem:
 
 
 class PortMem:
-    """The tlm.ops.common._RegionMem shape: a DataPort accessor for one region/channel."""
+    """The tlm.ethos_u85.ops.common._RegionMem shape: a DataPort accessor for one region/channel."""
     __slots__ = ("port", "region", "channel")
 
     def __init__(self, port, region, channel):
@@ -600,7 +600,7 @@ def test_sign_extend_and_clamp_narrow_forms():
 
 # ================================================================================= device caches
 def test_route_cache_follows_register_writes():
-    from tlm.device import Device
+    from tlm.ethos_u85.device import Device
 
     d = Device(settle=True)
     r0 = d.route(3)
@@ -629,11 +629,11 @@ def _epilogue_steps(acc, bits, bias, scale, shift, mode, dbl, zp, amin, amax, cl
 
 
 def test_fused_epilogue_equals_steps(rng):
-    """tlm.ops.common._fused_epilogue (the conv/depthwise write_accumulator fast path) is
+    """tlm.ethos_u85.ops.common._fused_epilogue (the conv/depthwise write_accumulator fast path) is
     bit-identical to the step-by-step path for every round mode, dbl_rnd, accumulator width,
     OFM type, clamp/no clamp, wrapping and float/int input, or declines (None)."""
-    from tlm.ops import common
-    from tlm.ops.common import _EpilogueConsts, _fused_epilogue, _Scale
+    from tlm.ethos_u85.ops import common
+    from tlm.ethos_u85.ops.common import _EpilogueConsts, _fused_epilogue, _Scale
 
     real_f64 = common._fused_epilogue_f64
     f64 = []

@@ -1,4 +1,4 @@
-"""tlm.fmap: hand-computed addresses (TRM 2.1.1 formulas), tiling, OFM transpose/reverse,
+"""tlm.ethos_u85.fmap: hand-computed addresses (TRM 2.1.1 formulas), tiling, OFM transpose/reverse,
 vectorised path vs the literal pseudocode, gather/scatter through a byte accessor.
 
 Random tests use a fixed default seed (reproducible); set TLM_TEST_SEED to explore others.
@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tlm.arith import ActType, Precision, Unpredictable
-from tlm.fmap import (
+from tlm.ethos_u85.arith import ActType, Precision, Unpredictable
+from tlm.ethos_u85.fmap import (
     AllowedPerms,
     FeatureMap,
     Format,
@@ -459,7 +459,7 @@ def test_from_registers_addresses_end_to_end():
 
 def test_from_registers_with_isa_register_file():
     """Integration with the ISA RegisterFile contract (rf.set(decoded), rf[name] -> fields)."""
-    isa = pytest.importorskip("tlm.isa")
+    isa = pytest.importorskip("tlm.ethos_u85.isa")
     rf = isa.RegisterFile()
     for name, fields in REGS.items():
         if name.startswith("NPU_SET_OFM_BASE") or name.startswith("NPU_SET_OFM_STRIDE"):

@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tlm import isa
-from tlm.device import Device
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85.device import Device
 from tlm.ethos_u85 import fuzz
-from tlm.memory import BusFault, Channel, Resp, Transaction
+from tlm.ethos_u85.memory import BusFault, Channel, Resp, Transaction
 
 SEED = 20_251_122
 CASES = 1000
@@ -135,7 +135,7 @@ def test_detects_prot_change():
 
 
 def test_detects_dma_off_by_one(monkeypatch):
-    import tlm.ops.dma as dma
+    import tlm.ethos_u85.ops.dma as dma
 
     real = dma.dma_start
 
@@ -232,7 +232,7 @@ def test_batched_2d_3d_dma_agrees_with_the_oracle(per_txn, monkeypatch):
                  ("NPU_SET_DMA0_SRC_STRIDE1", dict(addr=300)), ("NPU_SET_DMA0_DST_STRIDE0", dict(addr=24)),
                  ("NPU_SET_DMA0_DST_STRIDE1", dict(addr=-200)), ("NPU_SET_DMA0_DST", dict(addr=4096)),
                  ("NPU_SET_DMA0_SRC", dict(addr=1024)), "NPU_OP_DMA_START", ("NPU_OP_STOP", dict(mask=1)))
-    import tlm.ops.dma as dma
+    import tlm.ethos_u85.ops.dma as dma
     real, used = dma._copy_batched, []
     monkeypatch.setattr(dma, "_copy_batched", lambda *a: used.append(real(*a)) or used[-1])
     c = _case(words)
@@ -360,7 +360,7 @@ def test_detects_refused_apb_access_without_pslverr(monkeypatch):
 
 def test_detects_decode_mismatch(monkeypatch):
     """The device executes another command than the stream holds (a broken decode cache)."""
-    import tlm.device as device
+    import tlm.ethos_u85.device as device
 
     class Wrong:
         def get(self, key):
@@ -383,7 +383,7 @@ DMA64 = _enc(("NPU_SET_DMA0_SRC_REGION", dict(region=1, stride_mode=1)), ("NPU_S
 
 def _dma_extra_write(monkeypatch, offset):
     """The planted bug: after the real copy, one more byte at BASEP2 + offset."""
-    import tlm.ops.dma as dma
+    import tlm.ethos_u85.ops.dma as dma
     real = dma.dma_start
 
     def extra(rf, port, lut=None, **kw):
@@ -408,8 +408,8 @@ def test_dma_too_large_for_the_oracle_is_bounded(monkeypatch):
 @pytest.mark.parametrize("oracle_lines", [fuzz.ORACLE_MAX_LINES, 16])
 def test_detects_budget_cut_dma_that_moved_data(oracle_lines, monkeypatch):
     """A DMA cut by the model budget must move nothing, whether or not the oracle enumerates it."""
-    import tlm.ops.dma as dma
-    from tlm.errors import BudgetExceeded
+    import tlm.ethos_u85.ops.dma as dma
+    from tlm.core.errors import BudgetExceeded
 
     def partial(rf, port, lut=None, **kw):
         r = port.route(2)

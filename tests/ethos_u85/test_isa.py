@@ -9,8 +9,8 @@ from enum import IntEnum
 import numpy as np
 import pytest
 
-from tlm import isa
-from tlm.isa import IsaError, RegisterFile, decode, decode_word, disasm, encode
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85.isa import IsaError, RegisterFile, decode, decode_word, disasm, encode
 
 
 # ---------------------------------------------------------------------------- the table

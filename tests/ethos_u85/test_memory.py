@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tlm.memory import (
+from tlm.ethos_u85.memory import (
     ADDR_MASK,
     BusFault,
     Channel,

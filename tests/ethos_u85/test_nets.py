@@ -127,7 +127,7 @@ def test_shipped_default_network_is_current(u85_256):
     tools/make_default_net.py) are what the catalog, Vela and LiteRT give now."""
     from pathlib import Path
 
-    from tlm.vela import load
+    from tlm.ethos_u85.vela import load
     data = Path(__file__).resolve().parent / "data"
     futs, errors = u85_256
     assert "sim_default" not in errors, errors.get("sim_default")

@@ -1,6 +1,6 @@
 """One source of truth on the Python side: no Ethos-U85 register offset or bit position is
 typed outside the tables (tlm/registers.py, tlm/isa.py, tb/ethos_u85/ports.py), tests
-included; everything else derives them from the tables (`tlm.registers.OFFSET`, `REGS.X`,
+included; everything else derives them from the tables (`tlm.ethos_u85.registers.OFFSET`, `REGS.X`,
 field masks/shifts by TRM name).
 
 The check is an AST scan of every tracked Python file except the table modules; it reports
@@ -38,7 +38,7 @@ REG_VALUE = re.compile(r"(status|^st$|^cmd$|cmd_word|regioncfg|mem_?attr|^attrs?
 
 
 def _offsets() -> dict:
-    from tlm import registers as R
+    from tlm.ethos_u85 import registers as R
     return {r.offset: r.ident for r in R.iter_registers()}
 
 
@@ -151,7 +151,7 @@ def f(dev, env, status, data, attr, addr, n):
     rules = [r for _, _, r, _ in scan(src, "x.py", _offsets())]
     assert rules.count("OFFSET") == 4 and rules.count("BITS") == 4, rules
     clean = '''
-from tlm import registers as R
+from tlm.ethos_u85 import registers as R
 def f(dev, status):
     dev.apb_write(R.OFFSET["REGIONCFG"], 1)
     return R.REGS.STATUS.bus_status.get(status)

@@ -20,15 +20,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pytest
 
-from tlm import isa
-from tlm import registers as R
-from tlm.arith import activation_ref, rescale_ref, sign_extend
-from tlm.device import Device, StopKind
-from tlm.errors import BudgetExceeded, Unpredictable
-from tlm.ops import conv
-from tlm.ops.conv import conv_sums, depthwise_sums, exact_matmul, op_conv, op_depthwise, patch_view, wrap_acc
-from tlm.scale_bias import channels_in_set, encode_scale_bias
-from tlm.weights import WeightOrder, encode_fwd, encode_swd, fwd_from_weights, streams_from_weights
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.arith import activation_ref, rescale_ref, sign_extend
+from tlm.ethos_u85.device import Device, StopKind
+from tlm.core.errors import BudgetExceeded, Unpredictable
+from tlm.ethos_u85.ops import conv
+from tlm.ethos_u85.ops.conv import conv_sums, depthwise_sums, exact_matmul, op_conv, op_depthwise, patch_view, wrap_acc
+from tlm.ethos_u85.scale_bias import channels_in_set, encode_scale_bias
+from tlm.ethos_u85.weights import WeightOrder, encode_fwd, encode_swd, fwd_from_weights, streams_from_weights
 
 CONFIGS = ("ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048")
 MACS = {c: int(c.rsplit("-", 1)[1]) for c in CONFIGS}
@@ -987,11 +987,11 @@ VELA_VS_LITERT = {
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("name", VELA_NETS)
 def test_vela_network_bit_exact(name, config, vela_compiled, net_reference):
-    """Vela output run on the TLM (tlm.runner) == LiteRT BUILTIN_REF, bit for bit.
+    """Vela output run on the TLM (tlm.ethos_u85.runner) == LiteRT BUILTIN_REF, bit for bit.
     Networks that also need operations not implemented yet are skipped."""
     from tests.ethos_u85 import nets
-    from tlm.runner import RunError, run_model
-    from tlm.vela import load
+    from tlm.ethos_u85.runner import RunError, run_model
+    from tlm.ethos_u85.vela import load
 
     if name not in nets.NAMES:
         pytest.skip(f"{name} not in the catalog")
@@ -1021,8 +1021,8 @@ def test_vela_network_bit_exact(name, config, vela_compiled, net_reference):
 @pytest.mark.parametrize("name", ["conv2d_3x3_s2_same_relu6_pc", "dwconv_5x5_s2_c33", "conv2d_deep_c200to64",
                                   "fc_300x100_relu6", "conv2d_3x3_int16"])
 def test_vela_memory_modes(name, mode, vela_compiled, net_reference):
-    from tlm.runner import run_model
-    from tlm.vela import load
+    from tlm.ethos_u85.runner import run_model
+    from tlm.ethos_u85.vela import load
 
     model = load(vela_compiled(name, "ethos-u85-512", memory_mode=mode))
     inputs, ref = net_reference(name)
@@ -1060,8 +1060,8 @@ def test_vela_batch_matmul_weights_ifm2(case, config, tmp_path):
     NPU_OP_CONV weights_ifm2=1 reading IFM2 as (y=0, x=oc, c=ic). Bit-exact against LiteRT
     only with that IFM2 indexing (TRM 4.1), not the 3.10.2 pseudocode's (0, ic, oc)."""
     from tests.ethos_u85 import nets
-    from tlm.runner import RunError, run_model
-    from tlm.vela import load
+    from tlm.ethos_u85.runner import RunError, run_model
+    from tlm.ethos_u85.vela import load
 
     tfl = _bmm_tflite(*BMM_CASES[case])
     src = tmp_path / f"{case}.tflite"
@@ -1087,8 +1087,8 @@ def test_fc_int16_is_vela_intended_int64_rounding(vela_compiled, net_reference):
     import math
 
     from tests.ethos_u85 import nets
-    from tlm.runner import run_model
-    from tlm.vela import load
+    from tlm.ethos_u85.runner import run_model
+    from tlm.ethos_u85.vela import load
 
     name = "fc_64x32_int16"
     model = load(vela_compiled(name, "ethos-u85-256"))
@@ -1151,7 +1151,7 @@ def test_bus_fault_on_weight_and_scale_streams(stream, resp):
     """An AXI error response on the weight stream (rd_weights) or the scale/bias stream
     (rd_scale_bias) stops the job: STATUS.bus_status with the faulting channel and
     interface, IRQ, QREAD at the faulting operation; the OFM is not written."""
-    from tlm.memory import Channel, Resp
+    from tlm.ethos_u85.memory import Channel, Resp
 
     rng = np.random.default_rng(5)
     s = Spec(ifm=rng.integers(-5, 5, (3, 3, 4)).astype(np.int8), w=rng.integers(-3, 3, (3, 1, 1, 4)),

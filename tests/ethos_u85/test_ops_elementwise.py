@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from tests.ethos_u85.support.opbench import REGION_BASE, OpBench, clean, e2e, e2e_names, unlayout, unpredictable
-from tlm.memory import Channel
-from tlm.ops import KERNEL_OPS
-from tlm.ops.elementwise import MODES, UNARY, elementwise_ref
+from tlm.ethos_u85.memory import Channel
+from tlm.ethos_u85.ops import KERNEL_OPS
+from tlm.ethos_u85.ops.elementwise import MODES, UNARY, elementwise_ref
 
 REF_OPS = dict(KERNEL_OPS, NPU_OP_ELEMENTWISE=elementwise_ref)
 M = {v: k for k, v in MODES.items()}          # name -> elementwise_mode
@@ -475,9 +475,9 @@ def test_fast_path_matches_literal_pseudocode(seed):
 
 @pytest.mark.parametrize("seed", range(60))
 def test_result_table_matches_direct(seed, monkeypatch):
-    """The result-table path (tlm.ops.elementwise._by_table, forced here on small blocks)
+    """The result-table path (tlm.ethos_u85.ops.elementwise._by_table, forced here on small blocks)
     gives the outputs and UNPREDICTABLE reports of the direct evaluation."""
-    from tlm.ops import elementwise as ew
+    from tlm.ethos_u85.ops import elementwise as ew
 
     rng = np.random.default_rng(5000 + seed)
     bb, mode = _random_case(rng)

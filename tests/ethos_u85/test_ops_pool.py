@@ -1,6 +1,6 @@
 """NPU_OP_POOL (TRM 3.10.5) and the shared kernel-op machinery (tlm/ops/common.py).
 
-Streams are built with tlm.isa.encode and run on tlm.device.Device over the memory model
+Streams are built with tlm.ethos_u85.isa.encode and run on tlm.ethos_u85.device.Device over the memory model
 (:class:`OpBench`, also used by test_ops_elementwise.py and test_ops_resize.py).  Checks:
 hand-computed cases, the vectorised fast path against the literal per-element TRM loop
 (``pool_ref``) on random register configurations, the TRM asserts (Unpredictable), bus
@@ -33,9 +33,9 @@ from tests.ethos_u85.support.opbench import (
     unlayout,
     unpredictable,
 )
-from tlm import arith
-from tlm.memory import Channel, Resp
-from tlm.ops.common import OpState
+from tlm.ethos_u85 import arith
+from tlm.ethos_u85.memory import Channel, Resp
+from tlm.ethos_u85.ops.common import OpState
 
 
 # =========================================================================== hand-computed
@@ -152,7 +152,7 @@ def test_upscale_nearest_and_zeros():
 
 
 def test_per_channel_scale_and_bias_stream():
-    from tlm.scale_bias import channels_in_set, encode_scale_bias
+    from tlm.ethos_u85.scale_bias import channels_in_set, encode_scale_bias
     C = 20
     ifm = (np.arange(2 * 2 * C) % 7 - 3).astype(np.int8).reshape(2, 2, C)
     bias = np.arange(C) * 3 - 20

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.ethos_u85.support.opbench import OpBench, clean, e2e, e2e_names, unpredictable
-from tlm.ops import KERNEL_OPS
-from tlm.ops.resize import resize_ref
+from tlm.ethos_u85.ops import KERNEL_OPS
+from tlm.ethos_u85.ops.resize import resize_ref
 
 REF_OPS = dict(KERNEL_OPS, NPU_OP_RESIZE=resize_ref)
 BILINEAR, REPLICATE, NEAREST = 0, 1, 2

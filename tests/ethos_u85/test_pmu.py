@@ -2,12 +2,12 @@
 -> IRQ, and the events the TLM models (cycle, npu_idle/active, AXI transactions/beats per
 port and channel, latency-any, PMCLUT, PMCCNTR_CFG, NPU_OP_PMU_MASK)."""
 
-from tlm import isa
-from tlm import registers as R
-from tlm.config import Policy
-from tlm.device import Device, StopKind
-from tlm.memory import Channel, Transaction
-from tlm.pmu import Batch, Pmu, axi_family, beats
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.config import Policy
+from tlm.ethos_u85.device import Device, StopKind
+from tlm.ethos_u85.memory import Channel, Transaction
+from tlm.ethos_u85.pmu import Batch, Pmu, axi_family, beats
 
 OFF = {r.ident: r.offset for r in R.REGISTERS}
 EV = R.PMU_EVENT_BY_NAME

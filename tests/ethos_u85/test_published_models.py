@@ -38,11 +38,11 @@ from tests.ethos_u85 import nets
 from tests.ethos_u85.nets import gemmlowp
 from tests.ethos_u85.support.compare import compare
 from tests.support import tool_missing
-from tlm import fmap, isa
-from tlm.ops import KERNEL_OPS
-from tlm.ops.common import OpContext, get_op_state
-from tlm.runner import RunError, run_model
-from tlm.vela import load
+from tlm.ethos_u85 import fmap, isa
+from tlm.ethos_u85.ops import KERNEL_OPS
+from tlm.ethos_u85.ops.common import OpContext, get_op_state
+from tlm.ethos_u85.runner import RunError, run_model
+from tlm.ethos_u85.vela import load
 
 pytestmark = pytest.mark.vela
 
@@ -83,7 +83,7 @@ NAMES = sorted(p.stem for p in MODELS.glob("*.tflite")) if MODELS and MODELS.is_
 
 def _stateful(name: str) -> bool:
     """The TFLite model has variable (state) tensors."""
-    from tlm.vela import _read_tflite_graph
+    from tlm.ethos_u85.vela import _read_tflite_graph
     g = _read_tflite_graph((MODELS / f"{name}.tflite").read_bytes())
     return any(t.is_variable for tensors, _ in g.subgraphs for t in tensors)
 

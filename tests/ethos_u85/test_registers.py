@@ -1,14 +1,14 @@
 """The APB register map (TRM 3.2, 3.3, 3.4) and the APB access rules (TRM 3.1.1).
 
 Expected values are written out from the TRM tables here rather than read back from
-tlm.registers, so a wrong table entry fails."""
+tlm.ethos_u85.registers, so a wrong table entry fails."""
 import itertools
 
 import pytest
 
-from tlm import registers as R
-from tlm.config import CONFIGS, Pins, Policy, get_config
-from tlm.device import Device
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.config import CONFIGS, Pins, Policy, get_config
+from tlm.ethos_u85.device import Device
 
 OFF = {r.ident: r.offset for r in R.REGISTERS}
 

@@ -1,4 +1,4 @@
-"""tlm.runner: region binding, BASEP/REGIONCFG/MEM_ATTR/QBASE programming over APB, input
+"""tlm.ethos_u85.runner: region binding, BASEP/REGIONCFG/MEM_ATTR/QBASE programming over APB, input
 checks and how a run ends, on STOP-only and DMA-only streams built with isa.encode.
 
 The DMA copies are the observable proof of the binding: a byte lands in the right output only
@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tlm import isa
-from tlm import registers as R
-from tlm.config import CONFIGS, Policy
-from tlm.memory import Channel, Interface
-from tlm.runner import DRIVER_DEFAULTS, DriverConfig, RunError, plan_memory, run_model
-from tlm.vela import Payload, Quantization, TensorInfo, VelaModel
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.config import CONFIGS, Policy
+from tlm.ethos_u85.memory import Channel, Interface
+from tlm.ethos_u85.runner import DRIVER_DEFAULTS, DriverConfig, RunError, plan_memory, run_model
+from tlm.ethos_u85.vela import Payload, Quantization, TensorInfo, VelaModel
 
 CONFIG_256, ID_WORD = CONFIGS["ethos-u85-256"].config_word, 0x20007000
 STOP = isa.encode("NPU_OP_STOP", mask=0xFFFF)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from tests.ethos_u85.support.stream_state import kernel_op_states
-from tlm import isa
-from tlm.errors import Unpredictable
-from tlm.scale_bias import (
+from tlm.ethos_u85 import isa
+from tlm.core.errors import Unpredictable
+from tlm.ethos_u85.scale_bias import (
     RECORD_BYTES,
     ScaleBiasError,
     channels_in_set,

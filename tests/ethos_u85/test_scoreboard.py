@@ -10,9 +10,9 @@ from tb.agents.apb import PROT_SECURE_PRIV, ApbResult
 from tb.agents.axi import AxiBurst, BenchMemory
 from tb.ethos_u85.scoreboard import Scoreboard
 from tb.ethos_u85.tlm_pins import TlmAxiManager
-from tlm import isa
-from tlm import registers as R
-from tlm.device import Device
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.device import Device
 
 OFF = {r.ident: r.offset for r in R.iter_registers()}
 SRC, DST, STREAM = 0x10_0000, 0x20_0000, 0x30_0000

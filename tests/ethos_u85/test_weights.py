@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tests.ethos_u85.support.stream_state import kernel_op_states
-from tlm.errors import Unpredictable
-from tlm.weights import (
+from tlm.core.errors import Unpredictable
+from tlm.ethos_u85.weights import (
     NUM_WD,
     WeightOrder,
     WeightStreamError,
@@ -34,7 +34,7 @@ from tlm.weights import (
     weights_from_fwd,
     weights_from_streams,
 )
-from tlm.weights.codec import _BitWriter
+from tlm.ethos_u85.weights.codec import _BitWriter
 
 mlw = pytest.importorskip("ethosu.mlw_codec")
 
@@ -722,8 +722,8 @@ def test_vela_weights(name, cfg, fwd):
 @pytest.mark.vela
 @pytest.mark.parametrize("name", ["conv2x5s12d21", "dw5x5s2", "conv3x3_i16", "conv1x1_sparse"])
 def test_from_registers(name):
-    """WeightOrder.from_registers on tlm.isa's register snapshots equals the hand parse."""
-    isa = pytest.importorskip("tlm.isa")
+    """WeightOrder.from_registers on tlm.ethos_u85.isa's register snapshots equals the hand parse."""
+    isa = pytest.importorskip("tlm.ethos_u85.isa")
     tfl, _, _ = build_vela_model(name)
     for cfg in ("ethos-u85-256", "ethos-u85-2048"):
         macs = int(cfg.rsplit("-", 1)[1])

@@ -17,7 +17,7 @@ from tlm.ne16.trace_target import Ne16TraceTarget
 
 REPO = Path(__file__).resolve().parents[2]
 TRACES = sorted((REPO / "tests" / "ne16" / "traces").glob("*/trace.txt"))
-NPU_TLM = [sys.executable, "-m", "tlm.cli"]
+NPU_TLM = [sys.executable, "-m", "tlm.ethos_u85.cli"]
 
 
 def test_there_are_example_traces():

@@ -41,7 +41,7 @@ reference path instead of its batched path. The Policy always has the fuzzer's t
 work budgets (`BASE_POLICY`: per-op elements, weights, DMA bytes/lines/pages; sized so the
 slowest path of one op stays far inside ``cpu_limit``), each case may use `CASE_WORK` work
 units over all its run() slices (run's max_work), and the memory keeps no log (as
-tlm.runner): the fuzzer listens instead.
+tlm.ethos_u85.runner): the fuzzer listens instead.
 
 Invariants (checked on every case; a failure is a *violation*)
 --------------------------------------------------------------
@@ -102,13 +102,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import isa
-from .. import registers as R
-from ..config import CONFIGS, Policy
+from . import isa
+from . import registers as R
+from .config import CONFIGS, Policy
 from ..core import fuzz as engine
 from ..core.fuzz import CaseResult, norm, pick
-from ..device import KERNEL_OP_NAMES, KERNEL_OPS, STICKY_FAULTS, Device, StopKind, StopReason
-from ..memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, Memory, Resp, axcache
+from .device import KERNEL_OP_NAMES, KERNEL_OPS, STICKY_FAULTS, Device, StopKind, StopReason
+from .memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, Memory, Resp, axcache
 from .dma_reference import DmaParams, dma_lines, s40
 
 __all__ = ["Case", "GENERATORS", "TARGET", "make_case", "run_case", "run", "main"]
@@ -186,7 +186,7 @@ def corpus() -> tuple:
     """The Vela streams of CORPUS_SPEC (compiled or taken from the tests/nets cache). Empty
     when neither tests/nets nor a cache is available: the 'vela' generator then falls back
     to 'isa', the report says EMPTY, and under CI (CI=true) `main` refuses to run."""
-    from ..vela import load
+    from .vela import load
 
     paths = []
     root = Path(__file__).resolve().parents[2]
@@ -225,7 +225,7 @@ def corpus_fingerprint() -> str:
 
 
 def load_kernel_ops() -> list[str]:
-    """Import every tlm.ops submodule (so that the kernel operations exist before the first
+    """Import every tlm.ethos_u85.ops submodule (so that the kernel operations exist before the first
     case, as the Device would register them on first use). Returns import failures
     (module: error) for the report."""
     import importlib
@@ -233,16 +233,16 @@ def load_kernel_ops() -> list[str]:
 
     bad = []
     try:
-        from .. import ops
+        from . import ops
     except Exception as e:  # noqa: BLE001 - a half-written op must not stop the fuzzer
-        return [f"tlm.ops: {type(e).__name__}: {e}"]
+        return [f"tlm.ethos_u85.ops: {type(e).__name__}: {e}"]
     for m in pkgutil.iter_modules(ops.__path__):
         try:
             importlib.import_module(f"{ops.__name__}.{m.name}")
         except Exception as e:  # noqa: BLE001
-            bad.append(f"tlm.ops.{m.name}: {type(e).__name__}: {e}")
+            bad.append(f"tlm.ethos_u85.ops.{m.name}: {type(e).__name__}: {e}")
     try:
-        Device()                                          # registers tlm.ops.KERNEL_OPS
+        Device()                                          # registers tlm.ethos_u85.ops.KERNEL_OPS
     except Exception as e:  # noqa: BLE001
         bad.append(f"Device(): {type(e).__name__}: {e}")
     return bad
@@ -1236,7 +1236,7 @@ class _Tracker:
             self.once("checker_b", f"fuzzer checker crashed on a transaction batch: {e!r}")
 
     def _batch(self, b) -> None:
-        """A tlm.memory.TxnBatch (every transaction OKAY; an erroring one comes through txn())."""
+        """A tlm.ethos_u85.memory.TxnBatch (every transaction OKAY; an erroring one comes through txn())."""
         n = len(b)
         if not n:
             return
@@ -1730,7 +1730,7 @@ class Session:
     def go(self) -> None:
         c, res = self.c, self.res
         policy = Policy(**c.policy_kw)
-        mem = Memory(log=False)                  # as tlm.runner: the listeners see every transaction
+        mem = Memory(log=False)                  # as tlm.ethos_u85.runner: the listeners see every transaction
         kw = {} if self.kernel_ops is None else {"kernel_ops": self.kernel_ops}
         self.d = d = self.call("Device()", Device, c.config, memory=mem, pins=c.pins, policy=policy,
                                settle=True, **kw)

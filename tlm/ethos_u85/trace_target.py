@@ -8,8 +8,8 @@ event, with the STATUS word and the command offset."""
 from __future__ import annotations
 
 from ..core.trace import TraceTarget
-from ..device import STICKY_FAULTS, Device, StopKind
-from ..memory import ADDR_BITS, Memory
+from .device import STICKY_FAULTS, Device, StopKind
+from .memory import ADDR_BITS, Memory
 
 PPROT = 0b01                      # privileged, secure: what the Ethos-U driver uses
 POLL_STEPS = 64                   # commands executed between two reads of poll_reg

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import registers as R
+from . import registers as R
 from ..core.trace import RecordingTarget
-from ..runner import DRIVER_DEFAULTS, DriverConfig, RunError, check_inputs, plan_memory, resolve_config
-from ..vela import REGION_READ_ONLY, VelaModel, load
+from .runner import DRIVER_DEFAULTS, DriverConfig, RunError, check_inputs, plan_memory, resolve_config
+from .vela import REGION_READ_ONLY, VelaModel, load
 from .trace_target import U85TraceTarget
 
 STATUS, CMD = R.get("STATUS"), R.get("CMD")

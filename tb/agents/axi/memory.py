@@ -26,11 +26,11 @@ class BenchFault:
 
 
 class BenchMemory(Memory):
-    """The system memory of the bench: a sparse 40-bit ``tlm.memory.Memory`` whose faults are
+    """The system memory of the bench: a sparse 40-bit ``tlm.ethos_u85.memory.Memory`` whose faults are
     per AXI port (``BenchFault``).
 
     ``read``/``write`` are the back door. ``access(txn)`` is a front door with
-    ``tlm.memory.Memory`` semantics (a faulting access has no effect), used by a reference
+    ``tlm.ethos_u85.memory.Memory`` semantics (a faulting access has no effect), used by a reference
     model on a copy (``snapshot``); when an executor is attached for the calling thread
     (``attach``, DUT=tlm), the access is instead performed on the AXI pins by that executor.
     """

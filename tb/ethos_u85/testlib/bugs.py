@@ -7,7 +7,7 @@ import dataclasses
 import types
 
 from tb.ethos_u85.testlib.regs import OFF, STATUS_F
-from tlm.memory import Channel, Resp
+from tlm.ethos_u85.memory import Channel, Resp
 
 # bug -> words the scoreboard's report must contain
 BUGS = {

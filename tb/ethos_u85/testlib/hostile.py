@@ -16,7 +16,7 @@ from tb.ethos_u85.testlib.regs import (
     prot_after_reset_write,
     status_fields,
 )
-from tlm import registers as R
+from tlm.ethos_u85 import registers as R
 
 
 async def start_env(dut, backpressure: "float | None" = None, seed: int = 0, **kw):
@@ -277,7 +277,7 @@ def expected_reset_value(reg, env, prot_word: int, reset_word: int = 0) -> int:
     return R.reset_word(reg, env.config, env.pins)
 
 async def check_reset_values(env, prot_word: int, reset_word: int = 0, what: str = "") -> None:
-    """Every register of the map (tlm.registers) reads its reset value (secure privileged)."""
+    """Every register of the map (tlm.ethos_u85.registers) reads its reset value (secure privileged)."""
     for reg in REGS:
         want = expected_reset_value(reg, env, prot_word, reset_word)
         got = await env.read_ok(reg.offset, PROT_SP)

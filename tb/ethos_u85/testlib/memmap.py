@@ -7,7 +7,7 @@ import os
 from tb.ethos_u85.testlib.regs import (
     OFF,
 )
-from tlm import registers as R
+from tlm.ethos_u85 import registers as R
 
 # ---------------------------------------------------------------- memory map
 SRAM_BASE = 0x00_1000_0000            # SRAM port group window
@@ -61,13 +61,13 @@ def qconfig_interface(qconfig: int) -> int:
 
 # ---------------------------------------------------------------- TLM runs of a stream
 def tlm_run(words, image: dict, faults=(), qconfig: int = 2, stream_addr: int = STREAM_ADDR):
-    """Run *words* on a plain tlm.device.Device with the bench's memory map (MEM_ATTRS,
+    """Run *words* on a plain tlm.ethos_u85.device.Device with the bench's memory map (MEM_ATTRS,
     REGIONCFG, BASEPs) over a fresh memory holding *image* ({addr: bytes}); *faults* are
     (lo, hi, resp, kind). Returns (device, StopReason); ``device.memory.log`` holds every
     transaction. For checking that a test's stream does what the test needs, before the run
     on the pins."""
-    from tlm.device import Device
-    from tlm.memory import Memory
+    from tlm.ethos_u85.device import Device
+    from tlm.ethos_u85.memory import Memory
     mem = Memory()
     for a, d in image.items():
         mem.write(a, d)

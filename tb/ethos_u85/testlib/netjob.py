@@ -3,7 +3,7 @@
 Not a test module (tb.core.run collects ``test_*.py`` only).
 
 ``await run_network(env, path, rng)`` loads the Vela output (raw ``.npz``) the way
-``tlm.runner.run_model`` does, with the runner's own code: ``plan_memory`` places the areas
+``tlm.ethos_u85.runner.run_model`` does, with the runner's own code: ``plan_memory`` places the areas
 and binds the regions (guard bands and unbound regions answer DECERR, injected into the
 bench's AXI subordinates), ``check_inputs`` checks random inputs, ``load_memory`` fills
 memory by the back door. The host driver (tb/driver.py) then programs what the runner's
@@ -60,8 +60,8 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
     *inputs*: the input tensors (default: random from *rng*)."""
     from cocotb.simtime import get_sim_time
 
-    from tlm import isa, runner
-    from tlm.vela import load
+    from tlm.ethos_u85 import isa, runner
+    from tlm.ethos_u85.vela import load
 
     path = Path(path)
     model = load(path)

@@ -3,9 +3,9 @@ port group enums of tlm/memory.py): offsets, STATUS field masks, channel numbers
 of TRM 3.1.1. Nothing here is typed twice: every number comes from a table."""
 from __future__ import annotations
 
-from tlm import registers as R
-from tlm.device import STICKY_FAULTS
-from tlm.memory import Channel, Interface
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.device import STICKY_FAULTS
+from tlm.ethos_u85.memory import Channel, Interface
 
 OFF = R.OFFSET                          # ident -> offset
 STATUS_F = R.get("STATUS")

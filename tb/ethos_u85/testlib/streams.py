@@ -18,12 +18,12 @@ from tb.ethos_u85.testlib.regs import (
     CH_RD_WEIGHTS,
     CH_WR_OFM,
 )
-from tlm import isa
+from tlm.ethos_u85 import isa
 from tlm.ethos_u85.dma_reference import DictMemory, DmaParams, dma_copy
 
 
 def enc(*cmds) -> list:
-    """Command words from ("NAME", {fields}) pairs or bare names (tlm.isa.encode)."""
+    """Command words from ("NAME", {fields}) pairs or bare names (tlm.ethos_u85.isa.encode)."""
     words = []
     for c in cmds:
         name, kw = (c, {}) if isinstance(c, str) else c
@@ -94,7 +94,7 @@ def dma_cmds(src_region, src, dst_region, dst, length, mode="1d", size0=1, size1
 def dma_expect(mem: dict, src_region, src, dst_region, dst, length, mode="1d", size0=1,
                size1=1, src_stride0=0, src_stride1=0, dst_stride0=0, dst_stride1=0) -> dict:
     """The DMA copy of the TRM 3.10.4 pseudocode (the one DMA reference,
-    tlm/ethos_u85/dma_reference.py, independent of tlm.ops.dma) on a dict address -> byte
+    tlm/ethos_u85/dma_reference.py, independent of tlm.ethos_u85.ops.dma) on a dict address -> byte
     (*mem*, changed in place and returned)."""
     p = DmaParams.of(src_region, src, dst_region, dst, length, mode, size0, size1,
                      src_stride0=src_stride0, src_stride1=src_stride1, dst_stride0=dst_stride0,
@@ -213,9 +213,9 @@ def kernel_case(op: str, rng: random.Random) -> KernelCase:
                      ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=1)))
         opw = enc(("NPU_OP_ELEMENTWISE", dict(elementwise_mode=0)))          # add
     elif op in ("conv", "depthwise"):
-        from tlm.config import get_config
-        from tlm.scale_bias import channels_in_set, encode_scale_bias
-        from tlm.weights import WeightOrder, encode_swd, streams_from_weights
+        from tlm.ethos_u85.config import get_config
+        from tlm.ethos_u85.scale_bias import channels_in_set, encode_scale_bias
+        from tlm.ethos_u85.weights import WeightOrder, encode_swd, streams_from_weights
         dw = op == "depthwise"
         od = 8
         oshape = (H, W, od)

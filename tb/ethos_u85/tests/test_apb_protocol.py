@@ -22,7 +22,7 @@ from tb.agents.apb import PROT_NONSECURE_PRIV, PROT_SECURE_PRIV, PROT_SECURE_USE
 from tb.ethos_u85.env import Env
 from tb.ethos_u85.testlib.marks import DUT, TIMEOUT, seeded_rng, skip_now
 from tb.ethos_u85.testlib.regs import OFF
-from tlm import registers as R
+from tlm.ethos_u85 import registers as R
 
 ID, STATUS, CONFIG = OFF["ID"], OFF["STATUS"], OFF["CONFIG"]
 ID_RESET = R.reset_word(R.get("ID"))

@@ -71,9 +71,9 @@ from tb.ethos_u85.testlib.streams import (
     fill_random,
     kernel_case,
 )
-from tlm import registers as R
-from tlm.config import Policy
-from tlm.memory import Resp
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.config import Policy
+from tlm.ethos_u85.memory import Resp
 
 STATUS, CMD, RESET, QSIZE, QREAD, PROT = (OFF[n] for n in ("STATUS", "CMD", "RESET", "QSIZE",
                                                               "QREAD", "PROT"))
@@ -581,7 +581,7 @@ def write_pattern(reg, rng: random.Random, allowed: bool) -> int:
 
 @cocotb.test(timeout_time=20, timeout_unit="ms")
 async def test_prot_matrix_full(dut):
-    """Every register of tlm.registers x the 4 CPL/CSL states (reached with PORPL/PORSL at a
+    """Every register of tlm.ethos_u85.registers x the 4 CPL/CSL states (reached with PORPL/PORSL at a
     hard reset or with a soft reset, seeded) x the 4 PPROT[1:0] values (PPROT[2] random, it is
     not used): a permitted read returns the register, a refused one PSLVERR and 0; a permitted
     write to a rw register takes effect, a refused one (PSLVERR) none, and a permitted write to

@@ -1,7 +1,7 @@
 """Command-stream jobs through the pins: DMA (1D/2D/3D), STOP and resume, end of queue,
 reserved opcode, AXI error responses on command fetch and DMA.
 
-Streams are built with tlm.isa.encode. Every test runs with the scoreboard (APB replay, a
+Streams are built with tlm.ethos_u85.isa.encode. Every test runs with the scoreboard (APB replay, a
 reference TLM run per job, STATUS/QREAD/IRQ and every AXI write checked), and also checks
 hand-expected results: DMA destinations against a byte-loop model of the TRM pseudocode
 (tlm/ethos_u85/dma_reference.py), STATUS bits, QREAD and irq_history_mask as the TRM defines them.

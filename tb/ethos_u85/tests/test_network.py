@@ -3,7 +3,7 @@
 Without NPU_MODEL, ``make sim`` (tb/run.py) gives this test the shipped default network
 ``tests/data/sim_default_vela.npz`` with its LiteRT reference ``sim_default_ref.npz``.
 
-The network is loaded the way ``tlm.runner.run_model`` (the Arm driver flow) loads it, with
+The network is loaded the way ``tlm.ethos_u85.runner.run_model`` (the Arm driver flow) loads it, with
 the runner's own code: ``plan_memory`` places the areas and binds the regions (guard bands
 and unbound regions answer DECERR: injected into the bench's AXI subordinates),
 ``check_inputs`` checks the inputs and ``program`` yields the APB register sequence
@@ -44,8 +44,8 @@ def _ops_in_model() -> set:
     if not NPU_MODEL:
         return set()
     try:
-        from tlm import isa
-        from tlm.vela import load
+        from tlm.ethos_u85 import isa
+        from tlm.ethos_u85.vela import load
         return {d.cmd.name for d in isa.decode(load(NPU_MODEL).command_words)}
     except Exception:  # noqa: BLE001 - the test itself reports a bad model
         return set()
@@ -68,8 +68,8 @@ async def test_npu_model(dut):
     reference (and NPU_MODEL_REF when given)."""
     if NPU_MODEL is None:
         skip_now("no network given (make sim NPU_MODEL=path/x_vela.npz)")
-    from tlm import runner
-    from tlm.vela import load
+    from tlm.ethos_u85 import runner
+    from tlm.ethos_u85.vela import load
 
     model = load(NPU_MODEL)
     cfg = os.environ.get("NPU_CONFIG_EXPLICIT") and os.environ.get("NPU_CONFIG")

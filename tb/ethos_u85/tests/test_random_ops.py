@@ -1,6 +1,6 @@
 """Constrained-random kernel operations through the pins, every byte against the scoreboard.
 
-Each test builds random but TRM-legal command streams with ``tlm.isa.encode`` (TRM register
+Each test builds random but TRM-legal command streams with ``tlm.ethos_u85.isa.encode`` (TRM register
 and field names), writes random inputs into the bench memory, runs every stream as one job
 through the pins (tb.ethos_u85.env.Env) and lets the scoreboard's reference TLM check STATUS, QREAD,
 IRQ edges and every byte written. The value of the module is the stimulus and the functional
@@ -19,8 +19,8 @@ What the generator emits (``OpGen``):
   WEIGHT3_BASE -, FWD, sparse 2:4, depth-first / part-kernel-first, d8x8 / d4x4, every
   microblock the weight ordering accepts, stride 1-3, dilation, padding, IFM upscale
   nearest/zeros, matrix multiply ``weights_ifm2``, accumulator restore ``acc_input=ifm2``)
-  and NPU_OP_DEPTHWISE, with per-channel scale/bias streams (tlm.scale_bias) or OFM_SCALE;
-  weights encoded with tlm.weights (streams_from_weights/encode_swd, fwd_from_weights/
+  and NPU_OP_DEPTHWISE, with per-channel scale/bias streams (tlm.ethos_u85.scale_bias) or OFM_SCALE;
+  weights encoded with tlm.ethos_u85.weights (streams_from_weights/encode_swd, fwd_from_weights/
   encode_fwd);
 * NPU_OP_POOL, all eight modes (kernels, strides 1-4, padding, upscale, i32/i48, global or
   per-channel scale);
@@ -77,12 +77,12 @@ from tb.ethos_u85.testlib.marks import DUT, named, rtl_unsupported
 from tb.ethos_u85.testlib.memmap import REGION_BASE, STREAM_ADDR, program_regions
 from tb.ethos_u85.testlib.regs import OFF, status_fields
 from tb.ethos_u85.testlib.streams import enc, fmap_cmds
-from tlm import isa
-from tlm.config import get_config
-from tlm.device import KERNEL_OP_NAMES
-from tlm.errors import Unpredictable
-from tlm.scale_bias import channels_in_set, encode_scale_bias
-from tlm.weights import WeightOrder, encode_fwd, encode_swd, fwd_from_weights, streams_from_weights
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85.config import get_config
+from tlm.ethos_u85.device import KERNEL_OP_NAMES
+from tlm.core.errors import Unpredictable
+from tlm.ethos_u85.scale_bias import channels_in_set, encode_scale_bias
+from tlm.ethos_u85.weights import WeightOrder, encode_fwd, encode_swd, fwd_from_weights, streams_from_weights
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
 RTL = DUT == "rtl"
@@ -291,7 +291,7 @@ class OpGen:
         return self.rng.randrange(8)
 
     def zero_point(self, prec: int, signed: int, ofm: bool = False) -> int:
-        """A legal zero point (raw 16 bits): read_ifm / activation rules of tlm.arith."""
+        """A legal zero point (raw 16 bits): read_ifm / activation rules of tlm.ethos_u85.arith."""
         r = self.rng
         if r.random() < 0.3:
             return 0

@@ -15,8 +15,8 @@ from cocotb.triggers import ClockCycles, FallingEdge
 from tb.agents.apb import PROT_SECURE_PRIV
 from tb.ethos_u85.env import Env
 from tb.ethos_u85.testlib.regs import OFF, permitted
-from tlm import isa
-from tlm import registers as R
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85 import registers as R
 
 # ---------------------------------------------------------------- register offsets (table)
 ID, STATUS, CMD, RESET, QBASE_LO, QBASE_HI, QREAD, QCONFIG, QSIZE, PROT, CONFIG = (

@@ -1,7 +1,7 @@
 """Kernel operations of the RTL stand-in (rtl_stub/npu_kernel.v) against the TLM.
 
 NPU_OP_ELEMENTWISE (mul, add, sub, min, max) and NPU_OP_POOL (max, min, average, sum) on
-8-bit tensors, streams built with tlm.isa.encode from seeded random parameters (shapes,
+8-bit tensors, streams built with tlm.ethos_u85.isa.encode from seeded random parameters (shapes,
 signedness, zero points, IFM/IFM2/OFM scales with every rounding mode and dbl_rnd,
 activation clipping, broadcast and scalar operands, NHWC / NHCWB16, tile2x2 / tile3x1
 single-tile storage, strides, padding, kernels). Every job runs with the scoreboard (the
@@ -28,7 +28,7 @@ vacuously.
   operation runs.
 * ``test_vela_networks``: catalog networks made only of elementwise and pooling operations
   (tests/nets, Vela for ethos-u85-256, memory modes default and sram_only) through the
-  driver flow of tlm.runner (regions, guard bands, APB sequence), outputs against the TLM;
+  driver flow of tlm.ethos_u85.runner (regions, guard bands, APB sequence), outputs against the TLM;
   a quick list by default, every one with ``KERNEL_NETS=all``.
 
 Every burst of a kernel job is also checked: channel ID (rd_ifm 1, rd_ifm_stream 5, wr_ofm
@@ -52,7 +52,7 @@ from tb.ethos_u85.testlib.memmap import MEM_ATTRS, REGION_BASE, STREAM_ADDR, pro
 from tb.ethos_u85.testlib.netjob import run_network, vela_model
 from tb.ethos_u85.testlib.regs import OFF, status_fields
 from tb.ethos_u85.testlib.streams import enc, fmap_cmds
-from tlm.memory import Channel
+from tlm.ethos_u85.memory import Channel
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
 CASES = int(os.environ.get("KERNEL_CASES", "0") or 0)
@@ -695,8 +695,8 @@ async def test_conv_streams(dut, op, backpressure):
     they cover every stream byte; the rd_scale_bias bursts likewise, all after the last
     weight beat (the TLM reads weights before the scale stream). No scoreboard: the TLM
     computes the operation."""
-    from tlm.memory import Resp
-    from tlm.scale_bias import channels_in_set, stream_size
+    from tlm.ethos_u85.memory import Resp
+    from tlm.ethos_u85.scale_bias import channels_in_set, stream_size
     if DUT != "rtl":
         skip_now("the TLM computes the operation")
     rng = rng_for(f"test_conv_streams[{op}]")
@@ -772,9 +772,9 @@ async def test_conv_streams(dut, op, backpressure):
 
 
 def tlm_expect(env: Env, words: list):
-    """The TLM (tlm.device.Device) run of *words* on a copy of the bench memory, with the
+    """The TLM (tlm.ethos_u85.device.Device) run of *words* on a copy of the bench memory, with the
     regions of program_regions; returns the device (its memory holds the expected result)."""
-    from tlm.device import Device
+    from tlm.ethos_u85.device import Device
     dev = Device(config=env.config, memory=env.memory.snapshot())
     dev.wait_reset()
     for n, v in enumerate(MEM_ATTRS):
@@ -885,7 +885,7 @@ VELA_ALL = os.environ.get("KERNEL_NETS", "") == "all"
 @cocotb.test(timeout_time=2000, timeout_unit="ms")
 async def test_vela_networks(dut, mode):
     """Vela networks of elementwise and pooling operations only (tests/nets catalog,
-    ethos-u85-256), loaded and started as tlm.runner does; outputs against the TLM. The
+    ethos-u85-256), loaded and started as tlm.ethos_u85.runner does; outputs against the TLM. The
     quick list by default, every one with KERNEL_NETS=all."""
     names = VELA_NETS if VELA_ALL else VELA_QUICK
     if mode == "sram_only" and not VELA_ALL:

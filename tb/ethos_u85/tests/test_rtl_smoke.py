@@ -1,7 +1,7 @@
 """Smoke tests of the RTL stand-in (rtl_stub/ethosu85.v), written by its designer.
 
 They drive the pins directly: an APB5 manager (tb/apb.py) and a small AXI subordinate model
-per port (below) over a `tlm.memory.Memory`. The subordinate checks the AXI rules the
+per port (below) over a `tlm.ethos_u85.memory.Memory`. The subordinate checks the AXI rules the
 stand-in promises on every burst (INCR, 16-byte beats, no max_beats/4 KB crossing, AxPROT
 from PROT, AxCACHE/AxDOMAIN of the region's MEM_ATTR, IDs per channel, outstanding
 transactions within min(AXI_x, CFG_x_CAP) + 1) and can answer with random back-pressure,
@@ -21,10 +21,10 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from tb.agents.apb import Apb5Manager
-from tlm import isa
-from tlm import registers as R
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85 import registers as R
 from tlm.ethos_u85.dma_reference import DmaParams, dma_copy
-from tlm.memory import Channel, Fault, Memory, RegionRoute, Resp
+from tlm.ethos_u85.memory import Channel, Fault, Memory, RegionRoute, Resp
 
 SKIP = os.environ.get("TB_DUT", "rtl").lower() != "rtl"
 TIMEOUT = dict(timeout_time=5, timeout_unit="ms", skip=SKIP)

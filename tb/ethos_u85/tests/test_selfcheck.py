@@ -27,7 +27,7 @@ from tb.ethos_u85.testlib.marks import DUT, TIMEOUT, named, skip_now
 from tb.ethos_u85.testlib.memmap import REGION_BASE, STREAM_ADDR, program_regions
 from tb.ethos_u85.testlib.regs import OFF
 from tb.ethos_u85.testlib.streams import dma_cmds, enc
-from tlm import isa
+from tlm.ethos_u85 import isa
 
 SKIP = DUT != "tlm"
 SKIP_REASON = "bench self-check: the bugs are planted in the TLM adapter (DUT=tlm only)"

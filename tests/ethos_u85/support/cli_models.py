@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.ethos_u85.support.vela_files import cop1, write_npz
-from tlm import isa
+from tlm.ethos_u85 import isa
 
 # write_npz's default input: int8 [1, 8, 8, 16] in region 1 at offset 1024
 IN_SHAPE, IN_OFFSET = (1, 8, 8, 16), 1024

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tlm import isa
-from tlm import registers as R
-from tlm.device import Device
-from tlm.memory import Memory
-from tlm.ops import KERNEL_OPS
-from tlm.ops.pool import pool_ref
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85 import registers as R
+from tlm.ethos_u85.device import Device
+from tlm.ethos_u85.memory import Memory
+from tlm.ethos_u85.ops import KERNEL_OPS
+from tlm.ethos_u85.ops.pool import pool_ref
 
 OFF = {r.ident: r.offset for r in R.REGISTERS}
 STREAM = 0x0F00_0000
@@ -217,7 +217,7 @@ def pool_bench(ifm, ofm_shape, ofm_dtype=np.int8, k=(1, 1), s=(1, 1), pads=(0, 0
 
 def e2e(name, accel="ethos-u85-256", mode="default"):
     from tests.ethos_u85 import nets
-    from tlm.runner import run_model
+    from tlm.ethos_u85.runner import run_model
     path = nets.compiled(name, accel, memory_mode=mode)
     inputs, ref = nets.reference(nets.build(name))
     res = run_model(path, inputs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tlm import isa
+from tlm.ethos_u85 import isa
 
 COP1 = int.from_bytes(b"COP1", "little")
 COP1_HEADER_WORDS = 8

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tlm import isa
+from tlm.ethos_u85 import isa
 
 CONFIG_256, ID_WORD = 0x20000118, 0x20007000
 STREAM = (isa.encode("NPU_SET_IFM_BASE0", addr=0x400) + isa.encode("NPU_SET_IFM_REGION", region=1)

@@ -1,5 +1,5 @@
 """Parser for Vela's `--verbose-register-command-stream` print, and a field-by-field
-comparison with our decoder (tlm.isa).
+comparison with our decoder (tlm.ethos_u85.isa).
 
 Vela prints one block per command stream::
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tlm import isa
+from tlm.ethos_u85 import isa
 
 _HEADER = re.compile(r"^Register command stream: (\d+) words\s*$")
 _LINE = re.compile(r"^0x([0-9a-fA-F]+): (?:([0-9a-fA-F]{8})|\s{8}) ([0-9a-fA-F]{4}) ([0-9a-fA-F]{4})"

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping
 
-from .core.regtable import RO, RW, WO, Field, Page, Register, RegisterMap  # noqa: F401 - the table's types
+from ..core.regtable import RO, RW, WO, Field, Page, Register, RegisterMap  # noqa: F401 - the table's types
 
 # ----------------------------------------------------------------------------------------
 # Enumerations (TRM names)

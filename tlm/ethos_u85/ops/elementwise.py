@@ -35,7 +35,7 @@ TRM-vs-digest decisions:
   acc_format range assert of rescale() is not applied to that product (it is 64-bit by
   construction).  For shift 0 both readings agree after activation's (int32_t) cast.
 * E-16: SHL's undefined ``ACTIVATION_MASK`` masks to the IFM precision width (b8 0xFF, b16
-  0xFFFF, b32 none) - tlm.arith.shift_left.
+  0xFFFF, b32 none) - tlm.ethos_u85.arith.shift_left.
 * E-25: mode 10 is ``lshr`` in the enum, ``lsr`` in the pseudocode: a logical shift right.
 * E-28: the MUL zero-point assert compares the raw 16-bit fields with 32768.
 * E-29: the TRM calls ``add_operation_to_chain(true, use_ifm2, true)``, so a scalar IFM
@@ -60,7 +60,7 @@ import numpy as np
 from .. import arith, isa
 from ..arith import sign_extend
 from ..fmap import Storage
-from ..memo import Memo
+from ...core.memo import Memo
 from .common import ALLOWED_PERMS_RTRANS, RESCALE_GLOBAL, RESCALE_NONE, RESCALE_SHIFT_ONLY, OpContext, snapshot_key
 
 SCALAR_SUBTRACTS_ZERO_POINT = True

@@ -70,7 +70,7 @@ from typing import Callable, Iterable
 
 from . import registers as R
 from .config import NpuConfig, Policy, get_config
-from .memo import Memo
+from ..core.memo import Memo
 
 CNT_MASK = 0x8000_00FF            # PMCNTEN/PMOVS/PMINT bits: E0..E7, CC
 CYCLE_BIT = 1 << 31
@@ -144,7 +144,7 @@ def _channel(txn) -> int:
 
 def summarise(txns) -> dict:
     """{(group, port, write, channel): [transactions, 16-byte beats]} over `txns`: Transaction
-    records and/or batches (tlm.memory.TxnBatch: anything with ``per_port``)."""
+    records and/or batches (tlm.ethos_u85.memory.TxnBatch: anything with ``per_port``)."""
     out: dict = {}
     for t in txns:
         per_port = getattr(t, "per_port", None)
@@ -187,7 +187,7 @@ _TOTAL_KEYS: dict = {}        # (group, port, write) -> the totals' transaction 
 @dataclass
 class Batch:
     """A stretch of model time and what happened in it.  `txns` holds Transaction records
-    and/or tlm.memory.TxnBatch objects; `summary` is their per (group, port, write, channel)
+    and/or tlm.ethos_u85.memory.TxnBatch objects; `summary` is their per (group, port, write, channel)
     transaction and beat counts (computed on first use)."""
     cycles: int
     running: bool

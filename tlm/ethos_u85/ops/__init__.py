@@ -1,8 +1,8 @@
 """Kernel operations of the Ethos-U85 TLM.
 
 ``KERNEL_OPS`` maps the NPU_OP command name to ``fn(snapshot, dataport, device)``; the device
-(tlm.device) dispatches through it. The shared machinery is in :mod:`tlm.ops.common`;
-NPU_OP_DMA_START is in :mod:`tlm.ops.dma`.
+(tlm.ethos_u85.device) dispatches through it. The shared machinery is in :mod:`tlm.ethos_u85.ops.common`;
+NPU_OP_DMA_START is in :mod:`tlm.ethos_u85.ops.dma`.
 """
 from __future__ import annotations
 

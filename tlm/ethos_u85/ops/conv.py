@@ -28,7 +28,7 @@ is computed here in bulk:
 * Both hand the *unwrapped* exact sums (in that type) and their bound to
   ``OpContext.write_accumulator(..., bound=)``, whose fused epilogue applies the accumulator
   wrap (only when the bound says it can happen), bias, rescale, activation and truncation in
-  one cache-blocked pass (tlm.ops.common._fused_epilogue), writing the OFM type directly.
+  one cache-blocked pass (tlm.ethos_u85.ops.common._fused_epilogue), writing the OFM type directly.
 * Register-derived values (geometry, weight order) are memoised by the register snapshot's
   contents, decoded weights by their stream bytes (compared in full on every hit), and the
   float weight matrices by the cached tensor.
@@ -49,7 +49,7 @@ CONV or DEPTHWISE checks nothing of IFM2.
 
 Weights come from the weight stream(s) over the DataPort (channel rd_weights): SWD with
 ``num_wd`` decoders (WEIGHT_BASE/LENGTH, WEIGHT1..3_BASE/LENGTH) or one FWD stream, decoded
-and un-ordered by :mod:`tlm.weights` into ``[ofm_d, kh, kw, ifm_d]`` (undilated kernel).
+and un-ordered by :mod:`tlm.ethos_u85.weights` into ``[ofm_d, kh, kw, ifm_d]`` (undilated kernel).
 With ``weights_ifm2`` (matrix multiply) the weights are IFM2 elements ``(y=0, x=oc, c=ic)``,
 i.e. IFM2 holds B as ``[1, ofm_depth, ifm_depth]`` and the op computes ``A . B^T``.  TRM
 inconsistency: the 3.10.2 pseudocode writes ``w = read_ifm2(0, ic, oc)`` (x=ic, c=oc), but
@@ -68,11 +68,11 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..arith import AccFormat, RescaleMode, ifm_zero_point, sign_extend
 from ..fmap import Storage
-from ..errors import BudgetExceeded, Unpredictable
+from ...core.errors import BudgetExceeded, Unpredictable
 from .. import isa
 from ..memory import Channel
 from ..config import Policy, policy_of
-from ..memo import Memo
+from ...core.memo import Memo
 from .common import OpContext, snapshot_key
 from ..weights import WeightOrder, decode_weight_tensor
 
@@ -498,7 +498,7 @@ _GEOMETRY = Memo(4096)
 
 
 def _geometry(snap) -> "_Geometry":
-    """_Geometry(snap), memoised by the snapshot's contents (tlm.ops.common.snapshot_key)."""
+    """_Geometry(snap), memoised by the snapshot's contents (tlm.ethos_u85.ops.common.snapshot_key)."""
     key = snapshot_key(snap)
     if key is None:
         return _Geometry(snap)

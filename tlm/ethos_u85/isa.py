@@ -605,7 +605,7 @@ class _RegisterState:
 
 class RegisterSnapshot(_RegisterState):
     """Immutable copy of the NPU_SET state (captured at each NPU_OP).  ``key``: a hashable
-    key of the contents (see tlm.ops.common.snapshot_key), given by RegisterFile.snapshot."""
+    key of the contents (see tlm.ethos_u85.ops.common.snapshot_key), given by RegisterFile.snapshot."""
     __slots__ = ("key",)
 
     def __init__(self, raw: Mapping[str, int], key: "tuple | None" = None):

@@ -36,7 +36,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..config import Policy
-from ..errors import BudgetExceeded, Unpredictable
+from ...core.errors import BudgetExceeded, Unpredictable
 
 __all__ = [
     "WeightOrder",
@@ -99,7 +99,7 @@ class WeightOrder:
     @classmethod
     def from_registers(cls, regs, macs: int, depthwise: bool) -> "WeightOrder":
         """Build from the sticky register state: any object with
-        ``field(command_name, field_name) -> int`` (e.g. ``tlm.isa.RegisterSnapshot``).
+        ``field(command_name, field_name) -> int`` (e.g. ``tlm.ethos_u85.isa.RegisterSnapshot``).
         ``macs``: 1 << CONFIG.macs_per_cc. ``depthwise``: the op is NPU_OP_DEPTHWISE."""
         f = regs.field
         ks = "NPU_SET_KERNEL_STRIDE"

@@ -168,7 +168,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _warn(model: str, warnings) -> None:
-    """One `npu-tlm: warning: ...` line on stderr per kind of event (tlm.runner.RunWarning)."""
+    """One `npu-tlm: warning: ...` line on stderr per kind of event (tlm.ethos_u85.runner.RunWarning)."""
     sys.stdout.flush()
     for w in warnings:
         print(f"{PROG}: warning: {model}: {w}", file=sys.stderr)
@@ -190,7 +190,7 @@ def _add_replay(sub) -> argparse.ArgumentParser:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .core import registry, trace
+    from ..core import registry, trace
     try:
         tr = trace.parse(args.trace)
         try:
@@ -234,7 +234,7 @@ def _add_trace(sub) -> argparse.ArgumentParser:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from .ethos_u85.vela_trace import write_trace
+    from .vela_trace import write_trace
     from .runner import RunError
 
     model = load(args.model, op_index=args.op_index)

@@ -45,8 +45,8 @@ from . import isa
 from . import registers as R
 from .arith import LUT_BYTES as LUT_RAM_SIZE
 from .config import NpuConfig, Pins, Policy, get_config
-from .memo import Memo
-from .errors import BudgetExceeded, Unpredictable
+from ..core.memo import Memo
+from ..core.errors import BudgetExceeded, Unpredictable
 from .memory import ADDR_MASK, PAGE_BITS, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
 from .ops import KERNEL_OPS
 from .ops.common import OpState
@@ -151,7 +151,7 @@ class _Stop(Exception):
 
 class _TxnSink:
     """The device's memory listener: collects the AXI transactions of the executing command
-    (one Transaction per call, or a whole tlm.memory.TxnBatch through `on_batch`)."""
+    (one Transaction per call, or a whole tlm.ethos_u85.memory.TxnBatch through `on_batch`)."""
     __slots__ = ("dev",)
 
     def __init__(self, dev):

@@ -13,8 +13,8 @@
   one transaction per run.  An accessor with ``read_span(lo, mask)`` /
   ``write_span(lo, mask, buf)`` (the bytes lo + i where mask[i]; one run per stretch) or
   ``read_runs(starts, lengths)`` / ``write_runs(starts, lengths, data)``, or a
-  ``port``/``region``/``channel`` triple whose port is a :class:`tlm.memory.DataPort` (as
-  tlm.ops.common._RegionMem), gets all runs of a block in one call instead - the same runs.
+  ``port``/``region``/``channel`` triple whose port is a :class:`tlm.ethos_u85.memory.DataPort` (as
+  tlm.ethos_u85.ops.common._RegionMem), gets all runs of a block in one call instead - the same runs.
   :func:`read_fmap_ref` / :func:`write_fmap_ref` are the straightforward (sort-based, one
   call per run) versions, kept as the reference the fast path is tested against
   (``USE_REFERENCE = True`` routes read_fmap/write_fmap through them).
@@ -48,7 +48,7 @@ from .arith import (ActType, Precision, Unpredictable, ifm_zero_point, number_of
                     truncate)
 from . import isa
 from .isa import upper_enum
-from .memo import Memo
+from ..core.memo import Memo
 from .memory import SpanRuns, mask_runs as _mask_runs
 
 __all__ = [
@@ -111,7 +111,7 @@ def _reg(regs, cmd: str, field: str, default: int = 0) -> int:
 
 
 def _reg_reader(regs):
-    """A fast ``_reg`` for tlm.isa register state (``regs.field(cmd, field)``), else ``_reg``."""
+    """A fast ``_reg`` for tlm.ethos_u85.isa register state (``regs.field(cmd, field)``), else ``_reg``."""
     field = getattr(regs, "field", None)
     if field is None or isinstance(regs, Mapping) or not callable(field):
         return _reg
@@ -185,7 +185,7 @@ class FeatureMap:
         w = which.upper()
         if w not in ("IFM", "IFM2", "OFM"):
             raise ValueError(f"which must be IFM, IFM2 or OFM, not {which!r}")
-        raw = getattr(regs, "_raw", None)              # a tlm.isa register state: memoised
+        raw = getattr(regs, "_raw", None)              # a tlm.ethos_u85.isa register state: memoised
         if raw is not None and basep is None and isinstance(raw, Mapping):
             try:
                 key = (w, tuple([raw[n] for n in _FM_REGS[w]]))
@@ -623,7 +623,7 @@ def read_fmap_ref(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool 
 
     Gather the block ys x xs x cs of a feature map ([H, W, C] array).
 
-    ``mem`` is either an object with ``read(addr, n) -> bytes`` (e.g. tlm.memory.Memory's
+    ``mem`` is either an object with ``read(addr, n) -> bytes`` (e.g. tlm.ethos_u85.memory.Memory's
     backdoor) or such a callable.  The distinct bytes needed are read in ascending address
     order with one call per maximal contiguous run.
 
@@ -727,8 +727,8 @@ _DENSE_SLACK = 4096
 class _Access:
     """Batched byte access over whatever ``mem`` is, in order of preference: an object with
     ``read_span(lo, mask)``/``write_span(lo, mask, buf)`` (and ``read_runs``/``write_runs``),
-    a tlm.memory.DataPort behind a ``port``/``region``/``channel`` accessor (the shape of
-    tlm.ops.common._RegionMem), an object with ``read_runs``/``write_runs``, or plain
+    a tlm.ethos_u85.memory.DataPort behind a ``port``/``region``/``channel`` accessor (the shape of
+    tlm.ethos_u85.ops.common._RegionMem), an object with ``read_runs``/``write_runs``, or plain
     ``read``/``write`` (one call per run)."""
     __slots__ = ("mem", "port", "region", "channel")
 
@@ -768,7 +768,7 @@ class _Access:
 
     def read_span(self, lo: int, mask: np.ndarray, runs=None) -> np.ndarray:
         """uint8 buffer over [lo, lo + mask.size) holding the masked bytes (read as runs).
-        ``runs``: the mask's tlm.memory.SpanRuns when known (cached layouts)."""
+        ``runs``: the mask's tlm.ethos_u85.memory.SpanRuns when known (cached layouts)."""
         if self.port is not None:
             return self.port.read_span(self.region, lo, mask, self.channel, runs=runs)
         f = getattr(self.mem, "read_span", None)
@@ -935,7 +935,7 @@ def _pieces(fm: FeatureMap, yr, xr, cr):
 
 class _Layout:
     """A structured block's byte layout, computed once per (feature map, block, checks):
-    its pieces, span [lo, hi), byte mask, the mask's runs (tlm.memory.SpanRuns) and whether
+    its pieces, span [lo, hi), byte mask, the mask's runs (tlm.ethos_u85.memory.SpanRuns) and whether
     no two elements share a byte.  Cached only after the block's asserts passed."""
     __slots__ = ("pieces", "lo", "hi", "mask", "runs", "disjoint")
 
@@ -1037,7 +1037,7 @@ def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = Fa
               check: bool = True, dtype=None, out=None) -> np.ndarray:
     """Gather the block ys x xs x cs of a feature map ([H, W, C] array).
 
-    ``mem`` is either an object with ``read(addr, n) -> bytes`` (e.g. tlm.memory.Memory's
+    ``mem`` is either an object with ``read(addr, n) -> bytes`` (e.g. tlm.ethos_u85.memory.Memory's
     backdoor) or such a callable, or a batched accessor (module docstring).  The distinct
     bytes needed are read in ascending address order with one call (or one run) per maximal
     contiguous run.

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import Unpredictable
+from ..core.errors import Unpredictable
 
 __all__ = [
     "RECORD_BYTES",

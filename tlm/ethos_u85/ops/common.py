@@ -13,11 +13,11 @@ as ``KERNEL_OPS[name](snapshot, dataport, device)`` and builds an :class:`OpCont
   :class:`OpState` (``device.op_state``), with the three chaining FIFOs modelled as unbounded
   FIFOs of truncated OFM values.
 
-Memory traffic goes through the :class:`~tlm.memory.DataPort` with the TRM channel of each
+Memory traffic goes through the :class:`~tlm.ethos_u85.memory.DataPort` with the TRM channel of each
 stream (``rd_ifm`` IFM, ``rd_ifm_stream`` IFM2 - "IFM to weights or elementwise" -,
 ``rd_scale_bias``, ``wr_ofm``), one transaction per contiguous byte run, so AXI errors
-surface as :class:`~tlm.memory.BusFault`.  Failed TRM asserts raise
-:class:`~tlm.errors.Unpredictable` naming the operation and the check.
+surface as :class:`~tlm.ethos_u85.memory.BusFault`.  Failed TRM asserts raise
+:class:`~tlm.core.errors.Unpredictable` naming the operation and the check.
 
 Fast paths (each bit-identical to the step-by-step code, tests/test_fast_paths.py): the
 register-derived attributes of an OpContext, FeatureMaps and fused-epilogue parameters are
@@ -58,8 +58,8 @@ from .. import arith
 from .. import isa as _isa
 from ..arith import AccFormat, ActType, Precision, RescaleMode, ScaleMode
 from ..config import policy_of
-from ..memo import Memo
-from ..errors import BudgetExceeded, Unpredictable
+from ...core.memo import Memo
+from ...core.errors import BudgetExceeded, Unpredictable
 from ..fmap import AllowedPerms, FeatureMap, Storage, check_ofm_write, read_fmap, write_fmap
 from ..memory import Channel
 from ..scale_bias import channels_in_set, decode_scale_bias, stream_size
@@ -83,7 +83,7 @@ RESCALE_AVPOOL = RescaleMode.AVPOOL
 ALLOWED_PERMS_RTRANS = AllowedPerms.RTRANS
 ALLOWED_PERMS_ALL = AllowedPerms.ALL
 
-# enum values (tlm.isa has the IntEnums; plain ints here keep the hot path cheap)
+# enum values (tlm.ethos_u85.isa has the IntEnums; plain ints here keep the hot path cheap)
 UPSCALE_NONE, UPSCALE_NEAREST, UPSCALE_ZEROS = 0, 1, 2
 ACC_RESET, ACC_KEEP, ACC_IFM2 = 0, 1, 2
 ACC_OUT_ENABLE, ACC_OUT_DISABLE = 0, 1
@@ -91,7 +91,7 @@ _MB_DIV = (8, 16, 32, 32, 64, 128)   # microblock_depth(): u1x1 u1x2 u1x4 u2x2 u
 
 
 def _coords(v):
-    """A coordinate vector: ranges stay ranges (tlm.fmap recognises them without a scan),
+    """A coordinate vector: ranges stay ranges (tlm.ethos_u85.fmap recognises them without a scan),
     anything else becomes a 1-D int64 array."""
     return v if isinstance(v, range) else np.atleast_1d(np.asarray(v, dtype=np.int64))
 
@@ -196,7 +196,7 @@ def op_fields(device) -> dict:
 
 
 class _RegionMem:
-    """Byte accessor for tlm.fmap: region-relative offsets -> DataPort transactions."""
+    """Byte accessor for tlm.ethos_u85.fmap: region-relative offsets -> DataPort transactions."""
     __slots__ = ("port", "region", "channel")
 
     def __init__(self, port, region: int, channel: Channel):
@@ -208,7 +208,7 @@ class _RegionMem:
     def write(self, addr: int, data) -> None:
         self.port.write(self.region, int(addr), data, self.channel)
 
-    # batched forms (tlm.fmap uses them: all runs of a block in one DataPort call, with the
+    # batched forms (tlm.ethos_u85.fmap uses them: all runs of a block in one DataPort call, with the
     # same transactions as one read/write per run)
     def read_span(self, lo: int, mask, runs=None):
         return self.port.read_span(self.region, lo, mask, self.channel, runs=runs)
@@ -457,7 +457,7 @@ _STD_ORDER = tuple(_isa.RegisterFile()._raw)
 
 def snapshot_key(snap):
     """A hashable key of an immutable register snapshot's contents (the raw NPU_SET
-    payloads), or None when ``snap`` is not a tlm.isa.RegisterSnapshot.  Register-derived
+    payloads), or None when ``snap`` is not a tlm.ethos_u85.isa.RegisterSnapshot.  Register-derived
     values (geometry, feature maps, weight order) are memoised under it: an op that runs
     again with the same registers skips the decoding.  (RegisterFile.snapshot gives its
     snapshots the key: the values in the fixed register order.)"""
@@ -489,7 +489,7 @@ class OpContext:
     dilation_y, dilation_x, pad_top, pad_left, pad_bottom, pad_right, kernel_h, kernel_w``
     (KERNEL_*_M1 + 1 as the registers say: the dilated extent for conv), ``ifm_h, ifm_w``
     (``(ofm - 1)*stride + kernel - pad``), ``fields`` (the op's payload fields), ``state``
-    (the device's :class:`OpState`), ``ifm/ifm2/ofm`` (:class:`~tlm.fmap.FeatureMap`, bases
+    (the device's :class:`OpState`), ``ifm/ifm2/ofm`` (:class:`~tlm.ethos_u85.fmap.FeatureMap`, bases
     region-relative).
     """
 

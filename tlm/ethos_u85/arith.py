@@ -9,7 +9,7 @@ Two implementations of everything:
   used by the tests to cross-check the fast path.
 
 Names follow the TRM.  Register values are passed in as plain ints (decoded fields), so this
-module does not depend on ``tlm.isa``.  Enumerations below have the TRM numeric values
+module does not depend on ``tlm.ethos_u85.isa``.  Enumerations below have the TRM numeric values
 (``IntEnum``, so plain ints compare equal).
 
 Failed TRM ``assert()`` statements (UNPREDICTABLE behaviour, TRM 3.6.1) raise
@@ -27,7 +27,7 @@ from enum import IntEnum
 import numpy as np
 
 from . import isa
-from .errors import Unpredictable
+from ..core.errors import Unpredictable
 from .isa import upper_enum
 
 __all__ = [

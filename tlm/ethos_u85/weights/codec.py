@@ -49,7 +49,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import Unpredictable
+from ...core.errors import Unpredictable
 
 __all__ = [
     "WeightStreamError",

@@ -145,7 +145,7 @@ def mask_runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 class SpanRuns:
     """The runs of a reused span mask (``mask_runs``), with a memo of the TxnBatch built
-    for them per (route, absolute address, channel, direction): tlm.fmap caches one per
+    for them per (route, absolute address, channel, direction): tlm.ethos_u85.fmap caches one per
     block layout, so an op that runs again with the same registers skips both."""
     __slots__ = ("starts", "stops", "batches")
 
