@@ -148,8 +148,9 @@ def f(dev, env, status, data, attr, addr, n):
     x = status & 0x4
     y = (attr >> 2) & 1
 '''
-    rules = [r for _, _, r, _ in scan(src, "x.py", _offsets())]
-    assert rules.count("OFFSET") == 4 and rules.count("BITS") == 4, rules
+    lines = {(n, r) for _, n, r, _ in scan(src, "x.py", _offsets())}
+    rules = [r for _, r in lines]
+    assert rules.count("OFFSET") == 4 and rules.count("BITS") == 4, sorted(lines)
     clean = '''
 from tlm.ethos_u85 import registers as R
 def f(dev, status):
