@@ -4,7 +4,7 @@
 // The port list (gen/ethosu85_ports.vh, generated from tb/ports.py) is the one of the
 // DUT=tlm shell ethosu85_shell.v: TRM chapter 5 names; one SRAM and one EXT AXI manager
 // port (SRAM0, EXT0); 128-bit data, 40-bit address, 6-bit IDs, 16-bit WSTRB.
-// See rtl_stub/README.md for what is implemented and how unimplemented operations stop.
+// See rtl_stub/ethos_u85/README.md for what is implemented and how unimplemented operations stop.
 //
 //   npu_cpm          reset sequence, PROT (CPL/CSL), CFG pin sampling, Q-Channels,
 //                    warm-reset and debug halt

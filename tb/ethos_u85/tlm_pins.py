@@ -1,7 +1,7 @@
 """The TLM behind the pins: makes ``tlm.ethos_u85.device.Device`` look like an NPU to the bench (DUT=tlm).
 
 ``TlmPins`` is one cocotb coroutine attached to the port-only shell
-(rtl_stub/ethosu85_shell.v). Every cycle it
+(rtl_stub/ethos_u85/ethosu85_shell.v). Every cycle it
 
 * holds the model in reset while ``nRESET`` is low and builds a fresh ``Device`` when it is
   released, with the configuration pins (PORPL, PORSL, CFGSRAMCAP, CFGEXTCAP, CFG*HASH*)

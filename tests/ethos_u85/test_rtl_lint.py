@@ -5,9 +5,9 @@ and the port list shared with the DUT=tlm shell.
   default configuration and for the smallest and largest MACS parameter.
 * Icarus Verilog 11 ``-g2012``: compiles without a message.
 * Yosys ``synth``: the design maps to cells, with no latch.
-* ``rtl_stub/gen/*.vh`` equal what tools/gen_rtl_regs.py generates now from tlm/registers.py,
+* ``rtl_stub/ethos_u85/gen/*.vh`` equal what tools/gen_rtl_regs.py generates now from tlm/ethos_u85/registers.py,
   tlm/isa.py, tlm/memory.py and tlm/config.py.
-* ``rtl_stub/ethosu85.v`` and ``rtl_stub/ethosu85_shell.v`` declare the ports of the
+* ``rtl_stub/ethos_u85/ethosu85.v`` and ``rtl_stub/ethos_u85/ethosu85_shell.v`` declare the ports of the
   table in ``tb/ports.py`` (names, directions, widths, order; through the generated
   ``gen/ethosu85_ports.vh``).
 
@@ -37,7 +37,7 @@ from tb.core import simtools
 
 def sources() -> list[Path]:
     """The stand-in's sources, in the order tb/run.py compiles them (top last)."""
-    assert TOP.is_file(), "rtl_stub/ethosu85.v is missing"
+    assert TOP.is_file(), "rtl_stub/ethos_u85/ethosu85.v is missing"
     return simtools.dut_sources("ethos-u85", "rtl")
 
 
@@ -59,7 +59,7 @@ def test_generated_includes_are_current():
     from tools import gen_rtl_regs
     stale = gen_rtl_regs.stale()
     assert not stale, (f"{', '.join(str(p.relative_to(REPO)) for p in stale)} out of date with the "
-                       f"TLM tables: run `python tools/gen_rtl_regs.py`")
+                       f"TLM tables: run `python -m tools.gen_rtl_regs`")
 
 
 def test_generated_values_spot_check():
@@ -82,7 +82,7 @@ def test_generated_values_spot_check():
 
 
 def test_basep_layout_of_indexed_decode():
-    """rtl_stub/npu_apb_regs.v decodes BASEP0..7 by index: BASEPn_LO at BASEP0_LO + 8n,
+    """rtl_stub/ethos_u85/npu_apb_regs.v decodes BASEP0..7 by index: BASEPn_LO at BASEP0_LO + 8n,
     BASEPn_HI at BASEPn_LO + 4, every n with the masks of BASEP0 (gen/npu_regs.vh)."""
     text = (RTL / "gen" / "npu_regs.vh").read_text()
     val = {m.group(1): int(m.group(2), 16)
@@ -125,7 +125,7 @@ def ports_of(path: Path) -> list[tuple[str, str, int]]:
 
 def test_ports_match_shell():
     from tb.ethos_u85.ports import ports
-    assert SHELL.is_file(), "rtl_stub/ethosu85_shell.v (the DUT=tlm shell) is missing"
+    assert SHELL.is_file(), "rtl_stub/ethos_u85/ethosu85_shell.v (the DUT=tlm shell) is missing"
     shell, top = ports_of(SHELL), ports_of(TOP)
     assert len(shell) >= 100, f"shell: only {len(shell)} ports parsed"
     assert shell == [tuple(p) for p in ports()], "the shell's ports are not those of tb/ports.py"

@@ -5,7 +5,7 @@ the run must not inherit pytest's state), exactly as ``make sim`` does, and reus
 build folders under sim_build/ (tb.core.run serialises runs that share a build folder).
 
 * ``test_cocotb_regression[sim-dut]``: the whole regression, Verilator and Icarus, DUT=tlm
-  and DUT=rtl (rtl_stub/ethosu85.v must lint with Verilator). Tests of features the
+  and DUT=rtl (rtl_stub/ethos_u85/ethosu85.v must lint with Verilator). Tests of features the
   stand-in lacks are expected failures there. A missing simulator skips locally and fails
   under CI (conftest.tool_missing).
   Expected failures: none on DUT=tlm, on DUT=rtl only tests marked ``rtl_unsupported``
@@ -47,7 +47,7 @@ pytestmark = pytest.mark.sim
 def _standin_problem() -> str | None:
     """None if the RTL stand-in exists and Verilator lints it without error."""
     if not STANDIN.is_file():
-        return "RTL stand-in rtl_stub/ethosu85.v is not built yet"
+        return "RTL stand-in rtl_stub/ethos_u85/ethosu85.v is not built yet"
     env = dict(os.environ)
     try:
         exe = simtools.verilator_exe(env)
@@ -59,7 +59,7 @@ def _standin_problem() -> str | None:
                         *map(str, srcs)], capture_output=True, text=True, env=env, timeout=300)
     if p.returncode != 0:
         first = next((ln for ln in p.stderr.splitlines() if "%Error" in ln), p.stderr[:200])
-        return f"rtl_stub/ethosu85.v does not lint: {first}"
+        return f"rtl_stub/ethos_u85/ethosu85.v does not lint: {first}"
     return None
 
 

@@ -12,19 +12,19 @@ DUT = os.environ.get("TB_DUT", "rtl").lower()
 TIMEOUT = dict(timeout_time=5, timeout_unit="ms")
 
 # ---------------------------------------------------------------- RTL stand-in coverage
-# What rtl_stub/ethosu85.v (phase 1: control plane + DMA, including indexed and LUT-RAM
-# DMA) does not implement, from its header and npu_cmd_decode.v (rtl_stub/README.md when it
+# What rtl_stub/ethos_u85/ethosu85.v (phase 1: control plane + DMA, including indexed and LUT-RAM
+# DMA) does not implement, from its header and npu_cmd_decode.v (rtl_stub/ethos_u85/README.md when it
 # exists). Tests of these
 # features are expected to fail on DUT=rtl (cocotb xfail), so they report "failed as expected"
 # until the stand-in grows the feature, and then fail loudly ("passed but we expected a
 # failure") so that the marker is removed.
 RTL_UNSUPPORTED = {
     "kernel_ops": "kernel operations the stand-in lacks (NPU_OP_CONV/DEPTHWISE/RESIZE stop with "
-                  "cmd_parse_error; see rtl_stub/README.md)",
+                  "cmd_parse_error; see rtl_stub/ethos_u85/README.md)",
     # One key per kernel operation, for tests of a single op (tb/tests/test_faults.py): delete
     # the key when the stand-in implements that op, and its tests must then pass.
     "NPU_OP_CONV": "NPU_OP_CONV (stops with cmd_parse_error in phase 1)",
-    # (NPU_OP_POOL and NPU_OP_ELEMENTWISE: rtl_stub/npu_kernel.v)
+    # (NPU_OP_POOL and NPU_OP_ELEMENTWISE: rtl_stub/ethos_u85/npu_kernel.v)
     "NPU_OP_DEPTHWISE": "NPU_OP_DEPTHWISE (stops with cmd_parse_error in phase 1)",
     "NPU_OP_RESIZE": "NPU_OP_RESIZE (stops with cmd_parse_error in phase 1)",
 }

@@ -207,7 +207,7 @@ async def kernel_fault(dut, op: str, operand: str, resp: str) -> None:
 async def test_conv_fault(dut, operand, resp):
     """NPU_OP_CONV (1x1, SWD weights, per-channel scale): error response on the weight stream
     read (rd_weights) or the scale/bias stream read (rd_scale_bias). Every DUT: the stand-in
-    reads both streams (rtl_stub/npu_wfetch.v) before it stops with cmd_parse_error. The TLM
+    reads both streams (rtl_stub/ethos_u85/npu_wfetch.v) before it stops with cmd_parse_error. The TLM
     reads the weights, the IFM, then the scale/bias stream; with only that stream faulted the
     IFM reads are OKAY and nothing is written before the fault, so both DUTs end alike."""
     await kernel_fault(dut, "conv", operand, resp)

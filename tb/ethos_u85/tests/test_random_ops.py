@@ -43,7 +43,7 @@ The operation kinds/modes, the IFM and OFM type x format and the activation func
 drawn from coverage-balanced decks (``Deck``: random order, without replacement), so one run
 visits every bin of those cover points; everything else is drawn freely.
 
-On DUT=rtl the generator emits only what the stand-in implements (rtl_stub/README.md: 8-bit
+On DUT=rtl the generator emits only what the stand-in implements (rtl_stub/ethos_u85/README.md: 8-bit
 ELEMENTWISE mul/add/sub/min/max and POOL max/min/average/sum, single-tile storage, lut_none,
 global scale, no transposes), plus the branches, PMU_MASK and LUT DMAs, so
 ``test_random_ops`` passes there too; ``test_random_conv`` (CONV/DEPTHWISE only) is marked

@@ -1,4 +1,4 @@
-"""Kernel operations of the RTL stand-in (rtl_stub/npu_kernel.v) against the TLM.
+"""Kernel operations of the RTL stand-in (rtl_stub/ethos_u85/npu_kernel.v) against the TLM.
 
 NPU_OP_ELEMENTWISE (mul, add, sub, min, max) and NPU_OP_POOL (max, min, average, sum) on
 8-bit tensors, streams built with tlm.ethos_u85.isa.encode from seeded random parameters (shapes,
@@ -22,7 +22,7 @@ vacuously.
 * ``test_kernel_bus_error``: an error response on the IFM, IFM2 or OFM channel.
 * ``test_conv_streams`` (DUT=rtl only): NPU_OP_CONV / NPU_OP_DEPTHWISE read exactly their
   weight streams (rd_weights) and then their scale/bias stream (rd_scale_bias), in legal
-  bursts, before they stop with cmd_parse_error (rtl_stub/npu_wfetch.v); the faults on those
+  bursts, before they stop with cmd_parse_error (rtl_stub/ethos_u85/npu_wfetch.v); the faults on those
   streams against the TLM are in tb/tests/test_faults.py.
 * ``test_kernel_stop_and_reset`` (DUT=rtl only): CMD.stop_request and a soft reset while an
   operation runs.

@@ -1,4 +1,4 @@
-"""Smoke tests of the RTL stand-in (rtl_stub/ethosu85.v), written by its designer.
+"""Smoke tests of the RTL stand-in (rtl_stub/ethos_u85/ethosu85.v), written by its designer.
 
 They drive the pins directly: an APB5 manager (tb/apb.py) and a small AXI subordinate model
 per port (below) over a `tlm.ethos_u85.memory.Memory`. The subordinate checks the AXI rules the
