@@ -26,7 +26,7 @@ OFF = {r.name: r.offset for r in regs.REGISTERS}
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "tlm.ethos_u85.cli", "replay", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tlm.core.cli", "replay", *map(str, args)], capture_output=True,
                           text=True, timeout=300)
 
 

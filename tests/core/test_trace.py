@@ -269,3 +269,18 @@ def test_pin_player_judges_like_replay(tmp_path):
     tr = parse(_trace(tmp_path, GOOD.replace("wait_irq 10", "wait_irq 2"), "t2.txt"))
     got = asyncio.run(play(tr, AsyncFake()))
     assert got.messages[0].endswith("t2.txt:6: wait_irq: interrupt not raised within 2 cycles")
+
+
+def test_npu_tlm_devices_lists_the_registry():
+    from tlm.core import registry
+    p = subprocess.run([sys.executable, "-m", "tlm.core.cli", "devices"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    names = [ln.split()[0] for ln in p.stdout.splitlines()]
+    assert names == sorted(registry.devices())
+
+
+def test_device_subcommands_are_registered_once():
+    from tlm.core import cli
+    sets = cli.command_sets()
+    with pytest.raises(RuntimeError, match="registered twice"):
+        cli.build_parser(sets + [sets[0]])

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from tests.ethos_u85.support.vela_files import STREAM, cop1, cop2, write_npz
-from tlm.ethos_u85 import cli, isa
+from tlm.core import cli
+from tlm.ethos_u85 import isa
 
 
 def run_cli(capsys, *argv):
@@ -121,7 +122,7 @@ def test_usage_error_exits_2(capsys):
 
 def test_console_script_no_traceback(tmp_path):
     script = Path(sys.executable).with_name("npu-tlm")
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "tlm.ethos_u85.cli"]
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "tlm.core.cli"]
     r = subprocess.run(cmd + ["disasm", str(tmp_path / "missing.tflite")], capture_output=True,
                        text=True)
     assert r.returncode == 1 and r.stdout == ""

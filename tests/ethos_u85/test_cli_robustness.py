@@ -21,7 +21,9 @@ import pytest
 
 from tests.ethos_u85.support.cli_models import COPY_STREAM, IN_SHAPE, copy_model
 from tests.ethos_u85.support.vela_files import STREAM, cop1, cop2, write_npz
-from tlm.ethos_u85 import cli, isa
+from tlm.core import cli
+from tlm.ethos_u85 import cli as u85cli
+from tlm.ethos_u85 import isa
 
 PREFIX = "npu-tlm: error: "
 SCRIPT = Path(sys.executable).with_name("npu-tlm")
@@ -201,8 +203,10 @@ def _argv(sub: str, model: Path, tmp_path: Path) -> list:
 
 
 def _subs():
-    """The subcommands that take a Vela model (replay takes a trace: tests/core/test_trace.py)."""
-    return sorted(SUBCOMMANDS - {"replay"})
+    """The subcommands that take a Vela model: the Ethos-U85's (the core's replay and devices
+    take none: tests/core/test_trace.py)."""
+    parser = cli.build_parser([u85cli.COMMANDS])
+    return sorted(name for a in parser._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices)
 
 
 @pytest.mark.parametrize("sub", _subs())
@@ -532,8 +536,8 @@ def test_usage_errors(capsys, argv):
 
 
 def test_script_usage_error_is_one_line():
-    r = subprocess.run([sys.executable, "-m", "tlm.ethos_u85.cli", "run", "x_vela.npz"], capture_output=True, text=True,
-                       timeout=60, cwd=Path(cli.__file__).parents[1])       # this checkout's tlm
+    r = subprocess.run([sys.executable, "-m", "tlm.core.cli", "run", "x_vela.npz"], capture_output=True, text=True,
+                       timeout=60, cwd=Path(cli.__file__).parents[2])       # this checkout's tlm
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr == ("npu-tlm: error: run: the following arguments are required: --output "
                         "(see 'npu-tlm run --help')\n"), r.stderr
@@ -543,7 +547,7 @@ def test_script_usage_error_is_one_line():
 # The console script, as a subprocess
 # ============================================================================================
 def _script(*argv, timeout=60, **kw):
-    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "tlm.ethos_u85.cli"]
+    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "tlm.core.cli"]
     return subprocess.run(cmd + [str(a) for a in argv], capture_output=True, text=True, timeout=timeout, **kw)
 
 
@@ -572,7 +576,7 @@ def test_script_closed_stdout_pipe(tmp_path):
     """`npu-tlm disasm big | head -1`: exit 0 and no traceback when the reader goes away."""
     path = tmp_path / "big.bin"
     path.write_bytes(np.array(isa.encode("NPU_SET_IFM_REGION", region=1) * 50000, "<u4").tobytes())
-    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "tlm.ethos_u85.cli"]
+    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "tlm.core.cli"]
     p = subprocess.Popen(cmd + ["disasm", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.stdout.readline()
     p.stdout.close()

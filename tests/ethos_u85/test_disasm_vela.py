@@ -99,7 +99,7 @@ def test_npz_unused_input_and_state_tensors(tmp_path):
     assert [(t.name, t.index, t.dtype, t.shape) for t in m.unused_inputs] == [("input0", 0, "int32", (1, 1, 1, 4))]
     assert [(t.offset, t.dtype, t.quantization.zero_point) for t in m.variables] == [(512, "int8", (-4,)),
                                                                                     (640, "int16", (-4,))]
-    header = cli._header(m)
+    header = cli.header(m)
     assert any(h.startswith("# unused input 'input0': int32 [1, 1, 1, 4] (the command stream never reads")
                for h in header)
     assert "# state1 'variable1': int16 [1, 1, 1, 16] region 1 offset 0x280 scale 0.25 zero_point -4" in header

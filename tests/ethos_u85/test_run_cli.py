@@ -15,7 +15,8 @@ import pytest
 
 from tests.ethos_u85.support.cli_models import COPY_STREAM, IN_SHAPE, copy_model, dma_copy_stream
 from tests.ethos_u85.support.vela_files import cop1, write_npz
-from tlm.ethos_u85 import cli, isa
+from tlm.core import cli
+from tlm.ethos_u85 import isa
 from tlm.ethos_u85.memory import Channel
 
 POOL_NET = "maxpool_2x2_s2_valid"
@@ -293,7 +294,7 @@ def test_run_process_exit_status_no_traceback(tmp_path, make_input):
     x = tmp_path / "x.npy"
     if make_input == "wrong_dtype":
         save(x, rand_input(7, dtype=np.uint8))
-    r = subprocess.run([sys.executable, "-m", "tlm.ethos_u85.cli", "run", str(model), "--input", str(x),
+    r = subprocess.run([sys.executable, "-m", "tlm.core.cli", "run", str(model), "--input", str(x),
                         "--output", str(tmp_path / "o.npz")], capture_output=True, text=True,
                        cwd=Path(__file__).resolve().parents[1])
     assert r.returncode == 1 and r.stdout == ""

@@ -66,7 +66,7 @@ def test_vela_traces_replay_on_the_tlm(traces):
 
 
 def _cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "tlm.ethos_u85.cli", *args], cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tlm.core.cli", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=timeout)
 
 

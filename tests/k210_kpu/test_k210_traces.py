@@ -45,7 +45,7 @@ def test_example_replays(path):
 
 
 def test_cli_replay_exit_status(tmp_path):
-    exe = [sys.executable, "-m", "tlm.ethos_u85.cli", "replay"]
+    exe = [sys.executable, "-m", "tlm.core.cli", "replay"]
     ok = subprocess.run(exe + [str(TRACES[0])], capture_output=True, text=True, cwd=REPO)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "0 failed" in ok.stdout
@@ -79,7 +79,7 @@ def test_corrupted_expectation_fails(tmp_path, name, how):
     assert res.exit_status == 1 and res.failed == 1, res.messages
     msg = res.messages[0]
     assert (("first difference at 0x" in msg) if how == "check_mem" else (f"offset 0x{DATA_OUT:x}" in msg)), msg
-    cli = subprocess.run([sys.executable, "-m", "tlm.ethos_u85.cli", "replay", str(path)], capture_output=True,
+    cli = subprocess.run([sys.executable, "-m", "tlm.core.cli", "replay", str(path)], capture_output=True,
                          text=True, cwd=REPO)
     assert cli.returncode == 1 and "1 failed" in cli.stdout
 

@@ -1,31 +1,20 @@
-"""`npu-tlm`: command-line front end.
-
-Subcommands register themselves in `SUBCOMMANDS` as (add_parser, handler) pairs; a handler
-takes the parsed arguments and returns the exit status. Expected failures (bad files, bad
-streams) are raised as `CliError`, `VelaFormatError` or `IsaError` and become one line
-`npu-tlm: error: ...` on stderr with exit status 1, never a traceback; a usage error is one
-such line too, with exit status 2.
-"""
+"""The Ethos-U85's `npu-tlm` subcommands: ``disasm``, ``run``, ``trace`` (registered with the
+device-neutral command line, tlm/core/cli.py, by ``DeviceInfo.cli``). Expected failures are
+`CliError`, `VelaFormatError` or `IsaError`: one ``npu-tlm: error: ...`` line, exit status 1."""
 from __future__ import annotations
 
 import argparse
 import os
 import stat
 import sys
-from typing import Callable
 
+from ..core.cli import PROG, CliError, Commands
 from . import isa
 from .config import Policy
 from .vela import VelaFormatError, VelaModel, load
 
-PROG = "npu-tlm"
 
-
-class CliError(Exception):
-    """An expected failure with a message for the user."""
-
-
-def _header(m: VelaModel) -> list[str]:
+def header(m: VelaModel) -> list[str]:
     """'# ' lines describing the loaded model, printed before the disassembly."""
     fmt = m.source + (f", {m.cop_format}" if m.cop_format else ", bare command words")
     lines = [f"# model: {m.path} ({fmt})"]
@@ -71,7 +60,7 @@ def cmd_disasm(args: argparse.Namespace) -> int:
     m = load(args.model, op_index=args.op_index)
     out = sys.stdout
     if not args.no_header:
-        out.write("\n".join(_header(m)) + "\n")
+        out.write("\n".join(header(m)) + "\n")
     for d in isa.iter_decode(m.command_words):   # lines before a bad word are still printed
         out.write(isa.format_decoded(d) + "\n")
     return 0
@@ -175,42 +164,6 @@ def _warn(model: str, warnings) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# replay
-# --------------------------------------------------------------------------------------------
-def _add_replay(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("replay", help="replay a register-and-memory trace on a device's TLM",
-                       description="Run a trace (docs/trace-format.md) on the TLM of the device it "
-                                   "names. Prints one line per failed check, then 'replay: N checks "
-                                   "passed, M failed'. Exit 0: every check passed; 1: a check failed "
-                                   "or the device faulted; 2: malformed trace.")
-    p.add_argument("trace", help="trace file")
-    p.add_argument("--config", help="device configuration (default: the trace's 'config', else "
-                                    "the device's default)")
-    return p
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    from ..core import registry, trace
-    try:
-        tr = trace.parse(args.trace)
-        try:
-            info = registry.get(tr.device)
-        except registry.UnknownDevice as e:
-            raise trace.TraceFormatError(tr.path, tr.device_line, str(e)) from None
-        try:
-            target = info.make_target(args.config or tr.config)
-        except registry.UnknownDevice as e:
-            raise trace.TraceFormatError(tr.path, 0 if args.config else tr.config_line, str(e)) from None
-        res = trace.replay(tr, target, on_line=print)
-    except trace.TraceFormatError as e:
-        sys.stdout.flush()
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    print(res.summary)
-    return res.exit_status
-
-
-# --------------------------------------------------------------------------------------------
 # trace
 # --------------------------------------------------------------------------------------------
 def _add_trace(sub) -> argparse.ArgumentParser:
@@ -234,8 +187,8 @@ def _add_trace(sub) -> argparse.ArgumentParser:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from .vela_trace import write_trace
     from .runner import RunError
+    from .vela_trace import write_trace
 
     model = load(args.model, op_index=args.op_index)
     inputs = _load_inputs(args.input)
@@ -250,50 +203,16 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Subcommand registry
+# Registered with tlm/core/cli.py (DeviceInfo.cli)
 # --------------------------------------------------------------------------------------------
-SUBCOMMANDS: list[tuple[Callable, Callable[[argparse.Namespace], int]]] = [
-    (_add_disasm, cmd_disasm),
-    (_add_run, cmd_run),
-    (_add_replay, cmd_replay),
-    (_add_trace, cmd_trace),
-]
+COMMANDS = Commands(((_add_disasm, cmd_disasm), (_add_run, cmd_run), (_add_trace, cmd_trace)),
+                    errors=(VelaFormatError, isa.IsaError))
 
 
-class _Parser(argparse.ArgumentParser):
-    """A usage error is one line, `npu-tlm: error: [SUBCOMMAND: ]...` with a pointer to
-    --help (exit status 2), instead of argparse's usage text plus the error."""
-
-    def error(self, message: str):
-        sub = self.prog[len(PROG):].strip()
-        self.exit(2, f"{PROG}: error: {sub + ': ' if sub else ''}{message} (see '{self.prog} --help')\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Arm Ethos-U85 transaction-level model")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add, handler in SUBCOMMANDS:
-        add(sub).set_defaults(handler=handler)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.handler(args)
-    except (CliError, VelaFormatError, isa.IsaError) as e:
-        sys.stdout.flush()
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 1
-    except MemoryError:
-        sys.stdout.flush()
-        print(f"{PROG}: error: out of memory (the model or an input is too large)", file=sys.stderr)
-        return 1
-    except BrokenPipeError:               # e.g. `npu-tlm disasm x | head`
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except KeyboardInterrupt:
-        return 130
+def main(argv: "list[str] | None" = None) -> int:
+    """`npu-tlm` (tlm/core/cli.py), which has these commands among every device's."""
+    from ..core.cli import main as core_main
+    return core_main(argv)
 
 
 if __name__ == "__main__":
