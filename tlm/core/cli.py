@@ -107,13 +107,12 @@ def command_sets() -> list:
 def build_parser(sets=None) -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Transaction-level models of the project's NPUs")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    seen: dict = {}
     for cs in sets if sets is not None else command_sets():
         for add, handler in cs.subcommands:
-            p = add(sub)
-            if p.prog in seen:
-                raise RuntimeError(f"npu-tlm subcommand {p.prog!r} registered twice")
-            seen[p.prog] = handler
+            try:
+                p = add(sub)
+            except argparse.ArgumentError as e:     # two devices chose one name
+                raise RuntimeError(f"npu-tlm subcommand registered twice: {e}") from None
             p.set_defaults(handler=handler)
     return parser
 
