@@ -86,7 +86,7 @@ def test_npu_tlm_trace_and_replay_command_line(traces, tmp_path):
     assert text.startswith("device ethos-u85\nconfig ethos-u85-256\n")
     assert re.search(r"^write_reg 0x8 0x0000000d +# CMD$", text, re.M)     # started by CMD
     p = _cli("replay", str(tmp_path / "out" / "trace.txt"))
-    assert p.returncode == 0 and p.stdout.strip().splitlines()[-1] == "replay: 6 checks passed, 0 failed", \
+    assert p.returncode == 0 and p.stdout.strip().splitlines()[-1] == "replay: 8 checks passed, 0 failed", \
         p.stdout + p.stderr
     # bad input: one line, exit 1, nothing written
     np.save(tmp_path / "bad.npy", np.zeros((1, 2, 2, 2), np.int8))

@@ -140,4 +140,6 @@ def main(argv: "list[str] | None" = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m tlm.core.cli`: run the imported module, whose CliError the devices raise
+    from tlm.core import cli
+    sys.exit(cli.main())

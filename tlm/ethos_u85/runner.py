@@ -50,8 +50,16 @@ from . import registers as R
 from .config import DEFAULT_CONFIG, NpuConfig, Policy, get_config
 from .device import Device, StopKind, StopReason
 from .memory import ADDR_MASK, Interface, Memory, Resp
-from .vela import (COP2_FEATURE_SEPARATE_IO, REGION_INPUT, REGION_OUTPUT, REGION_READ_ONLY, REGION_SCRATCH,
-                   REGION_SCRATCH_FAST, VelaModel, load)
+from .vela import (
+    COP2_FEATURE_SEPARATE_IO,
+    REGION_INPUT,
+    REGION_OUTPUT,
+    REGION_READ_ONLY,
+    REGION_SCRATCH,
+    REGION_SCRATCH_FAST,
+    VelaModel,
+    load,
+)
 
 __all__ = ["RunError", "RunResult", "RunWarning", "DriverConfig", "DRIVER_DEFAULTS", "Area", "MemoryMap",
            "resolve_config", "config_warning", "check_inputs", "plan_memory", "run_model"]
@@ -61,7 +69,7 @@ AREA_NAMES = {REGION_READ_ONLY: "read_only", REGION_SCRATCH: "scratch",
               REGION_SCRATCH_FAST: "scratch_fast", REGION_INPUT: "input", REGION_OUTPUT: "output"}
 FAULT_BITS = ("bus_status", "cmd_parse_error", "branch_fault", "ecc_fault")
 RESET_POLL_LIMIT = 100_000        # the driver's STATUS.reset_status poll count
-_STATUS = R.get("STATUS")
+_STATUS, _CMD = R.get("STATUS"), R.get("CMD")
 _MEM_ATTR = R.get("MEM_ATTR0")    # all four share the layout
 _AXI = R.get("AXI_SRAM")          # AXI_SRAM and AXI_EXT share the layout
 
@@ -362,16 +370,30 @@ class _Watch:
                 if exclude is None or (ev, off) != exclude]
 
 
-def _apb_write(dev: Device, ident: str, value: int, pprot: int) -> None:
-    if dev.apb_write(R.offset_of(ident), value, pprot):
-        raise RunError(f"APB write of 0x{value:08x} to {ident} answered PSLVERR", "apb", device=dev)
+class DeviceHost:
+    """The driver's register primitives on a Device's APB (PPROT `pprot`); a PSLVERR is a
+    RunError. `tlm/ethos_u85/vela_trace.py` has the same primitives recording a trace."""
 
+    def __init__(self, dev: Device, pprot: int):
+        self.dev, self.pprot = dev, pprot
 
-def _apb_read(dev: Device, ident: str, pprot: int) -> int:
-    data, err = dev.apb_read(R.offset_of(ident), pprot)
-    if err:
-        raise RunError(f"APB read of {ident} answered PSLVERR", "apb", device=dev)
-    return data
+    def write(self, ident: str, value: int) -> None:
+        if self.dev.apb_write(R.offset_of(ident), value, self.pprot):
+            raise RunError(f"APB write of 0x{value:08x} to {ident} answered PSLVERR", "apb", device=self.dev)
+
+    def read(self, ident: str, mask: "int | None" = None) -> int:
+        """The register's value (`mask`: the bits the caller relies on)."""
+        data, err = self.dev.apb_read(R.offset_of(ident), self.pprot)
+        if err:
+            raise RunError(f"APB read of {ident} answered PSLVERR", "apb", device=self.dev)
+        return data
+
+    def wait_reset(self) -> None:
+        """Poll STATUS until reset_status clears (RESET_POLL_LIMIT reads)."""
+        for _ in range(RESET_POLL_LIMIT):
+            if not _STATUS.field("reset_status").get(self.read("STATUS")):
+                return
+        raise RunError("STATUS.reset_status did not clear", "apb", device=self.dev)
 
 
 def variable_init(t) -> bytes:
@@ -394,30 +416,32 @@ def load_memory(memory, model: VelaModel, mmap: MemoryMap, arrays) -> None:
         memory.write(mmap.basep[t.region] + t.offset, x.astype(x.dtype.newbyteorder("<")).tobytes())
 
 
-def program(dev, mmap: MemoryMap, driver: DriverConfig) -> None:
+def cmd_write(host, **fields) -> None:
+    """CMD = the clock/power Q-channel enables it holds | *fields* (the driver's
+    read-modify-write)."""
+    keep = _CMD.field("clock_q_enable").mask | _CMD.field("power_q_enable").mask
+    host.write("CMD", (host.read("CMD", keep) & keep) | _CMD.encode(**fields))
+
+
+def program(host, mmap: MemoryMap, driver: DriverConfig) -> None:
     """The driver's APB sequence: wait for the reset sequence, AXI/region set-up, QBASE/QSIZE,
-    BASEP0..7, then CMD.transition_to_running_state. `dev` needs apb_read/apb_write."""
-    p = driver.pprot
-    for _ in range(RESET_POLL_LIMIT):
-        if not _STATUS.decode(_apb_read(dev, "STATUS", p))["reset_status"]:
-            break
-    else:
-        raise RunError("STATUS.reset_status did not clear", "apb", device=dev)
+    BASEP0..7, then CMD.transition_to_running_state. `host` has the primitives of
+    `DeviceHost` (write, read, wait_reset)."""
+    host.wait_reset()
     for n, attr in enumerate(driver.mem_attr):                        # axi_init
-        _apb_write(dev, f"MEM_ATTR{n}", attr, p)
-    _apb_write(dev, "QCONFIG", driver.qconfig, p)
-    _apb_write(dev, "REGIONCFG", driver.regioncfg, p)
-    _apb_write(dev, "AXI_SRAM", driver.axi_sram, p)
-    _apb_write(dev, "AXI_EXT", driver.axi_ext, p)
+        host.write(f"MEM_ATTR{n}", attr)
+    host.write("QCONFIG", driver.qconfig)
+    host.write("REGIONCFG", driver.regioncfg)
+    host.write("AXI_SRAM", driver.axi_sram)
+    host.write("AXI_EXT", driver.axi_ext)
     cs = mmap.area("command_stream")
-    _apb_write(dev, "QBASE_LO", cs.address & 0xFFFFFFFF, p)
-    _apb_write(dev, "QBASE_HI", cs.address >> 32, p)
-    _apb_write(dev, "QSIZE", cs.size, p)
+    host.write("QBASE_LO", cs.address & 0xFFFFFFFF)
+    host.write("QBASE_HI", cs.address >> 32)
+    host.write("QSIZE", cs.size)
     for n, base in enumerate(mmap.basep):
-        _apb_write(dev, f"BASEP{n}_LO", base & 0xFFFFFFFF, p)
-        _apb_write(dev, f"BASEP{n}_HI", base >> 32, p)
-    cmd = _apb_read(dev, "CMD", p)
-    _apb_write(dev, "CMD", (cmd & 0xC) | R.get("CMD").encode(transition_to_running_state=1), p)
+        host.write(f"BASEP{n}_LO", base & 0xFFFFFFFF)
+        host.write(f"BASEP{n}_HI", base >> 32)
+    cmd_write(host, transition_to_running_state=1)
 
 
 def _op_at(model: VelaModel, offset: "int | None") -> "str | None":
@@ -504,9 +528,10 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
     dev = Device(npu, memory, policy=policy)
     watch = _Watch(model)
     dev.hooks.append(watch)
-    program(dev, mmap, driver)
+    host = DeviceHost(dev, driver.pprot)
+    program(host, mmap, driver)
     stop = dev.last_stop if not dev.running and dev.last_stop else dev.run(max_steps, max_work)  # auto_run
-    status = _apb_read(dev, "STATUS", driver.pprot)
+    status = host.read("STATUS")
     err = _failure(model, dev, stop, status, watch)
     if err is not None:
         if cfg_warning is not None:
@@ -525,6 +550,5 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
         raw = memory.read((mmap.basep[t.region] + t.offset) & ADDR_MASK, t.nbytes)
         outputs.append(np.frombuffer(raw, np.dtype(t.dtype).newbyteorder("<"))
                        .astype(t.dtype).reshape(t.shape))
-    cmd = _apb_read(dev, "CMD", driver.pprot)
-    _apb_write(dev, "CMD", (cmd & 0xC) | R.get("CMD").encode(clear_irq=1), driver.pprot)
+    cmd_write(host, clear_irq=1)
     return RunResult(outputs, stop, status, dev, model, npu, mmap, watch.unpredictable, warnings)

@@ -1,15 +1,16 @@
 """A Vela network on the TLM as a portable trace (`npu-tlm trace MODEL --input ... --out DIR`).
 
-`write_trace` runs the network as the Ethos-U driver does (tlm/runner.py's memory plan and
-register values, `DriverConfig`) on the U85 trace target wrapped in a `RecordingTarget`, so
-every host action becomes a trace command (docs/trace-format.md) and the expectations come
-from the model:
+`write_trace` runs the network as the Ethos-U driver does, with the runner's own steps
+(tlm/ethos_u85/runner.py: memory plan, `load_memory`, `program`, `DriverConfig`) on the U85
+trace target wrapped in a `RecordingTarget`, so every host action becomes a trace command
+(docs/trace-format.md) and the expectations come from the model:
 
-    load_mem     the command stream, the read-only data (region 0) and the inputs
     fill_mem     the scratch areas, zero (a licensee memory need not start zeroed)
+    load_mem     the command stream, the read-only data (region 0), the state tensors'
+                 initial values and the inputs
     poll_reg     STATUS.reset_status == 0 (the reset sequence has ended)
     write_reg    MEM_ATTR0..3, QCONFIG, REGIONCFG, AXI_SRAM, AXI_EXT, QBASE, QSIZE, BASEP0..7,
-                 CMD = clock_q_enable | power_q_enable | transition_to_running_state
+                 CMD (read first under the mask of the Q-channel enables it keeps) = run
     wait_irq
     read_reg     STATUS under the mask of state, irq_raised and the fault bits; QREAD
     check_mem    every output tensor, as the TLM computed it
@@ -25,16 +26,25 @@ from pathlib import Path
 
 import numpy as np
 
-from . import registers as R
 from ..core.trace import RecordingTarget
-from .runner import DRIVER_DEFAULTS, DriverConfig, RunError, check_inputs, plan_memory, resolve_config
-from .vela import REGION_READ_ONLY, VelaModel, load
+from . import registers as R
+from .runner import (
+    DRIVER_DEFAULTS,
+    DriverConfig,
+    RunError,
+    check_inputs,
+    cmd_write,
+    load_memory,
+    plan_memory,
+    program,
+    resolve_config,
+)
 from .trace_target import U85TraceTarget
+from .vela import VelaModel, load
 
-STATUS, CMD = R.get("STATUS"), R.get("CMD")
+STATUS = R.get("STATUS")
 # STATUS bits a finished job is judged by: stopped, interrupt raised, no sticky fault
 JOB_END_FIELDS = ("state", "irq_raised", "bus_status", "cmd_parse_error", "branch_fault", "ecc_fault")
-CMD_KEEP = CMD.encode(clock_q_enable=1, power_q_enable=1)
 
 
 def _off(ident: str) -> int:
@@ -44,6 +54,31 @@ def _off(ident: str) -> int:
 def _name(offset: int) -> "str | None":
     r = R.by_offset(offset)
     return r.ident if r else None
+
+
+class TraceHost:
+    """The runner's register primitives (runner.DeviceHost) on a RecordingTarget: each
+    becomes a trace command."""
+
+    def __init__(self, rec: RecordingTarget):
+        self.rec = rec
+
+    def write(self, ident: str, value: int) -> None:
+        self.rec.write_reg(_off(ident), value)
+
+    def read(self, ident: str, mask: "int | None" = None) -> int:
+        return self.rec.read_reg(_off(ident), mask)
+
+    def wait_reset(self) -> None:
+        if not self.rec.poll_reg(_off("STATUS"), 0, STATUS.field("reset_status").mask):
+            raise RunError("STATUS.reset_status did not clear", "apb")
+
+
+class _Loader:
+    """`load_memory`'s memory: its writes are the trace's load_mem commands."""
+
+    def __init__(self, rec: RecordingTarget):
+        self.write = rec.load_mem
 
 
 def write_trace(model: "VelaModel | str | Path", inputs, out: "str | Path",
@@ -63,31 +98,15 @@ def write_trace(model: "VelaModel | str | Path", inputs, out: "str | Path",
     w.comment(f"{Path(str(model.path)).name} on {npu.name}, written by npu-tlm trace "
               "(expected values from the TLM)")
 
-    w.comment("memory: command stream, read-only data, inputs; scratch areas zeroed")
-    cs = mmap.area("command_stream")
-    rec.load_mem(cs.address, model.command_words.astype("<u4").tobytes())
-    rec.load_mem(mmap.basep[REGION_READ_ONLY], bytes(model.read_only))
+    w.comment("memory: scratch areas zeroed; command stream, read-only data, state tensors, inputs")
     for a in mmap.areas:
         if a.name in ("scratch", "scratch_fast") and a.size:
             rec.load_mem(a.address, bytes(a.size))
-    for x, t in zip(arrays, model.inputs):
-        rec.load_mem(mmap.basep[t.region] + t.offset, x.astype(x.dtype.newbyteorder("<")).tobytes())
+    load_memory(_Loader(rec), model, mmap, arrays)
 
     w.comment("driver: reset sequence done, AXI and region set-up, command queue, start")
-    st = STATUS.field("reset_status")
-    if not rec.poll_reg(_off("STATUS"), 0, st.mask):
-        raise RunError("STATUS.reset_status did not clear", "apb")
-    for n, attr in enumerate(driver.mem_attr):
-        rec.write_reg(_off(f"MEM_ATTR{n}"), attr)
-    for ident, value in (("QCONFIG", driver.qconfig), ("REGIONCFG", driver.regioncfg),
-                         ("AXI_SRAM", driver.axi_sram), ("AXI_EXT", driver.axi_ext),
-                         ("QBASE_LO", cs.address & 0xFFFFFFFF), ("QBASE_HI", cs.address >> 32),
-                         ("QSIZE", cs.size)):
-        rec.write_reg(_off(ident), value)
-    for n, base in enumerate(mmap.basep):
-        rec.write_reg(_off(f"BASEP{n}_LO"), base & 0xFFFFFFFF)
-        rec.write_reg(_off(f"BASEP{n}_HI"), base >> 32)
-    rec.write_reg(_off("CMD"), CMD_KEEP | CMD.encode(transition_to_running_state=1))
+    host = TraceHost(rec)
+    program(host, mmap, driver)
     if not rec.wait_irq(max_steps):
         raise RunError(f"the interrupt was not raised within {max_steps or rec.wait_default} steps",
                        "budget")
@@ -99,17 +118,17 @@ def write_trace(model: "VelaModel | str | Path", inputs, out: "str | Path",
     mask = 0
     for f in JOB_END_FIELDS:
         mask |= STATUS.field(f).mask
-    status = rec.read_reg(_off("STATUS"), mask)
+    status = host.read("STATUS", mask)
     fields = STATUS.decode(status)
     if fields["state"] or not fields["irq_raised"]:
         raise RunError(f"the NPU raised its interrupt without stopping (STATUS 0x{status:08x})",
                        "not_completed")
-    rec.read_reg(_off("QREAD"))
+    host.read("QREAD")
     for i, t in enumerate(model.outputs):
         w.comment(f"output{i} {t.name!r}: {t.dtype} {list(t.shape)}")
         rec.check_mem(mmap.basep[t.region] + t.offset, t.nbytes)
-    rec.write_reg(_off("CMD"), CMD_KEEP | CMD.encode(clear_irq=1))
-    rec.read_reg(_off("STATUS"), STATUS.field("irq_raised").mask)
+    cmd_write(host, clear_irq=1)
+    host.read("STATUS", STATUS.field("irq_raised").mask)
     faults = target.faults()
     if faults:
         raise RunError(f"the device faulted at the end of the job: {faults[0]}", "apb")
