@@ -71,16 +71,14 @@ class BenchCoverage(Coverage):
     def __init__(self):
         super().__init__("ethos-u85-bench")
         from tlm.ethos_u85 import isa
-        from tlm.ethos_u85.device import KERNEL_OP_NAMES
         from tlm.ethos_u85.memory import Channel, Interface
+        from tlm.ethos_u85.ops import KERNEL_OP_NAMES, KERNEL_OP_SPECS
         self._isa = isa
         self.kernel_ops = frozenset(KERNEL_OP_NAMES)
         self.opcode = self.point("opcode", (c.name for c in isa.COMMANDS),
                                  "every cmd0/cmd1 command of tlm/isa.py, as executed")
-        modes = {"NPU_OP_POOL": isa.pooling_mode, "NPU_OP_ELEMENTWISE": isa.elementwise_mode,
-                 "NPU_OP_RESIZE": isa.resize_mode}
-        self._mode_field = {"NPU_OP_POOL": "pooling_mode", "NPU_OP_ELEMENTWISE": "elementwise_mode",
-                            "NPU_OP_RESIZE": "resize_mode"}
+        modes = {n: op.mode_enum for n, op in KERNEL_OP_SPECS.items() if op.mode_enum is not None}
+        self._mode_field = {n: op.mode_field for n, op in KERNEL_OP_SPECS.items() if op.mode_field}
         self.kernel_op_mode = self.point(
             "kernel_op_mode",
             [f"{op}.{m.name}" if op in modes else op

@@ -32,7 +32,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
 from tb.agents.apb import PROT_SECURE_PRIV
 from tb.ethos_u85.scoreboard import STOP_EVIDENCE
 from tlm.ethos_u85 import registers as R
-from tlm.ethos_u85.runner import FAULT_BITS
+from tlm.ethos_u85.device import STICKY_FAULTS
 
 OFF = R.OFFSET
 _STATUS, _CMD, _PMCR = R.get("STATUS"), R.get("CMD"), R.get("PMCR")
@@ -62,7 +62,7 @@ def pmu_event(ev: "int | str") -> int:
 class FaultReport:
     """STATUS decoded as the driver's fault check sees it."""
     status: int
-    faults: list                     # set sticky fault bits (tlm.ethos_u85.runner.FAULT_BITS order)
+    faults: list                     # set sticky fault bits (tlm.ethos_u85.device.STICKY_FAULTS order)
     interface: str                   # faulting_interface (dma_fault_src_t) when bus_status
     channel: str                     # faulting_channel (pmu_axi_channel_t) when bus_status
     fields: dict = field(default_factory=dict)
@@ -226,7 +226,7 @@ class HostDriver:
         """The sticky fault bits of STATUS (bus_status, cmd_parse_error, branch_fault,
         ecc_fault) and, for a bus error, the faulting interface and channel by TRM name."""
         f = _STATUS.decode(status)
-        faults = [b for b in FAULT_BITS if f[b]]
+        faults = [b for b in STICKY_FAULTS if f[b]]
         return FaultReport(status, faults,
                            _name(R.DMA_FAULT_SRC_T, f["faulting_interface"]),
                            _name(R.PMU_AXI_CHANNEL_T, f["faulting_channel"]), f)

@@ -6,13 +6,13 @@ import random
 import numpy as np
 import pytest
 
+from tlm.core.errors import Unpredictable
 from tlm.ethos_u85 import isa
 from tlm.ethos_u85 import registers as R
 from tlm.ethos_u85.config import Policy
-from tlm.ethos_u85.device import KERNEL_OP_NAMES, Device, StopKind
-from tlm.core.errors import Unpredictable
+from tlm.ethos_u85.device import Device, StopKind
 from tlm.ethos_u85.memory import Channel, Memory, Resp, axcache
-from tlm.ethos_u85.ops import KERNEL_OPS
+from tlm.ethos_u85.ops import KERNEL_OP_NAMES, KERNEL_OPS
 
 OFF = {r.ident: r.offset for r in R.REGISTERS}
 CMD, STATUS, RESET, QREAD, QSIZE, QBASE_LO = (OFF[k] for k in ("CMD", "STATUS", "RESET", "QREAD", "QSIZE", "QBASE_LO"))
@@ -205,7 +205,8 @@ def test_hard_reset_api_uses_por_pins_and_restarts_sequence():
 
 # ================================================================================= IRQ
 def test_irq_set_clear_and_history():
-    words = enc(("NPU_OP_IRQ", dict(mask=0x0005)), ("NPU_OP_IRQ", dict(mask=0x0100)), ("NPU_OP_STOP", dict(mask=0x8000)))
+    words = enc(("NPU_OP_IRQ", dict(mask=0x0005)), ("NPU_OP_IRQ", dict(mask=0x0100)),
+                ("NPU_OP_STOP", dict(mask=0x8000)))
     d = dev(words)
     levels = []
     d.hooks.append(lambda ev, det: ev == "irq" and levels.append(det["level"]))

@@ -35,7 +35,7 @@ import pytest
 from tests.ethos_u85 import nets
 from tests.ethos_u85.support.compare import compare
 from tlm.ethos_u85 import isa
-from tlm.ethos_u85.device import KERNEL_OP_NAMES
+from tlm.ethos_u85.ops import KERNEL_OP_NAMES
 from tlm.ethos_u85.runner import RunError, run_model
 from tlm.ethos_u85.vela import load
 

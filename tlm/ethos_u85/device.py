@@ -48,7 +48,7 @@ from .config import NpuConfig, Pins, Policy, get_config
 from ..core.memo import Memo
 from ..core.errors import BudgetExceeded, Unpredictable
 from .memory import ADDR_MASK, PAGE_BITS, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
-from .ops import KERNEL_OPS
+from .ops import KERNEL_OP_NAMES, KERNEL_OPS
 from .ops.common import OpState
 from .ops import dma
 from .pmu import Pmu, beats
@@ -74,8 +74,6 @@ def _decoded_at(data: bytes, i: int) -> "isa.Decoded | bool | None":
         return False
     return _DECODE_CACHE.get((w0, int.from_bytes(data[i + 4:i + 8], "little")))
 
-KERNEL_OP_NAMES = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE",
-                   "NPU_OP_RESIZE")
 
 _O = {r.ident: r.offset for r in R.iter_registers()}
 ID, STATUS, CMD, RESET = _O["ID"], _O["STATUS"], _O["CMD"], _O["RESET"]

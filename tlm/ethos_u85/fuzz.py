@@ -102,14 +102,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core import fuzz as engine
+from ..core.fuzz import CaseResult, norm, pick
 from . import isa
 from . import registers as R
 from .config import CONFIGS, Policy
-from ..core import fuzz as engine
-from ..core.fuzz import CaseResult, norm, pick
-from .device import KERNEL_OP_NAMES, KERNEL_OPS, STICKY_FAULTS, Device, StopKind, StopReason
-from .memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, Memory, Resp, axcache
+from .device import STICKY_FAULTS, Device, StopKind, StopReason
 from .dma_reference import DmaParams, dma_lines, s40
+from .memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, Memory, Resp, axcache
+from .ops import KERNEL_OP_NAMES, KERNEL_OP_SPECS, KERNEL_OPS
 
 __all__ = ["Case", "GENERATORS", "TARGET", "make_case", "run_case", "run", "main"]
 
@@ -343,10 +344,9 @@ def _rand_command(rng, cmd: isa.Command, reserved: float = 0.04, huge: float = 0
 
 
 _SETS = [c for c in isa.COMMANDS if not c.is_op]
-_OP_WEIGHTS = {"NPU_OP_DMA_START": 5, "NPU_OP_CONV": 1, "NPU_OP_DEPTHWISE": 1, "NPU_OP_POOL": 1,
-               "NPU_OP_ELEMENTWISE": 1, "NPU_OP_RESIZE": 1, "NPU_OP_IRQ": 1, "NPU_OP_DMA_WAIT": 1,
-               "NPU_OP_KERNEL_WAIT": 1, "NPU_OP_PMU_MASK": 0.5, "NPU_OP_STOP": 0.3,
-               "NPU_OP_BRANCH": 0.7}
+_OP_WEIGHTS = {"NPU_OP_DMA_START": 5, **{n: op.fuzz_weight for n, op in KERNEL_OP_SPECS.items()},
+               "NPU_OP_IRQ": 1, "NPU_OP_DMA_WAIT": 1, "NPU_OP_KERNEL_WAIT": 1, "NPU_OP_PMU_MASK": 0.5,
+               "NPU_OP_STOP": 0.3, "NPU_OP_BRANCH": 0.7}
 _OP_NAMES = list(_OP_WEIGHTS)
 _OP_P = np.array(list(_OP_WEIGHTS.values())) / sum(_OP_WEIGHTS.values())
 

@@ -48,7 +48,7 @@ import numpy as np
 from . import isa
 from . import registers as R
 from .config import DEFAULT_CONFIG, NpuConfig, Policy, get_config
-from .device import Device, StopKind, StopReason
+from .device import STICKY_FAULTS, Device, StopKind, StopReason
 from .memory import ADDR_MASK, Interface, Memory, Resp
 from .vela import (
     COP2_FEATURE_SEPARATE_IO,
@@ -67,7 +67,6 @@ __all__ = ["RunError", "RunResult", "RunWarning", "DriverConfig", "DRIVER_DEFAUL
 NUM_REGIONS = 8
 AREA_NAMES = {REGION_READ_ONLY: "read_only", REGION_SCRATCH: "scratch",
               REGION_SCRATCH_FAST: "scratch_fast", REGION_INPUT: "input", REGION_OUTPUT: "output"}
-FAULT_BITS = ("bus_status", "cmd_parse_error", "branch_fault", "ecc_fault")
 RESET_POLL_LIMIT = 100_000        # the driver's STATUS.reset_status poll count
 _STATUS, _CMD = R.get("STATUS"), R.get("CMD")
 _MEM_ATTR = R.get("MEM_ATTR0")    # all four share the layout
@@ -456,7 +455,7 @@ def _op_at(model: VelaModel, offset: "int | None") -> "str | None":
 def _failure(model: VelaModel, dev: Device, stop: StopReason, status: int, watch: _Watch) -> "RunError | None":
     """The RunError for a run that did not complete, None for a good one."""
     fields = _STATUS.decode(status)
-    bits = [b for b in FAULT_BITS if fields[b]]
+    bits = [b for b in STICKY_FAULTS if fields[b]]
     # an op the TLM lacks or an exception inside the TLM fails the run even under a
     # 'continue' Policy, which leaves no STATUS trace
     cause = next((e for e in ("op_unimplemented", "internal_error", "model_limit") if e in watch.seen), None)

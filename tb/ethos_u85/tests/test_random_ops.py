@@ -79,7 +79,7 @@ from tb.ethos_u85.testlib.regs import OFF, status_fields
 from tb.ethos_u85.testlib.streams import enc, fmap_cmds
 from tlm.ethos_u85 import isa
 from tlm.ethos_u85.config import get_config
-from tlm.ethos_u85.device import KERNEL_OP_NAMES
+from tlm.ethos_u85.ops import KERNEL_OP_NAMES
 from tlm.core.errors import Unpredictable
 from tlm.ethos_u85.scale_bias import channels_in_set, encode_scale_bias
 from tlm.ethos_u85.weights import WeightOrder, encode_fwd, encode_swd, fwd_from_weights, streams_from_weights

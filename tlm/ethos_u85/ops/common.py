@@ -54,12 +54,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ...core.errors import BudgetExceeded, Unpredictable
+from ...core.memo import Memo
 from .. import arith
 from .. import isa as _isa
 from ..arith import AccFormat, ActType, Precision, RescaleMode, ScaleMode
 from ..config import policy_of
-from ...core.memo import Memo
-from ...core.errors import BudgetExceeded, Unpredictable
 from ..fmap import AllowedPerms, FeatureMap, Storage, check_ofm_write, read_fmap, write_fmap
 from ..memory import Channel
 from ..scale_bias import channels_in_set, decode_scale_bias, stream_size

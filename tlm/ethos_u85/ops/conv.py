@@ -66,15 +66,16 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..arith import AccFormat, RescaleMode, ifm_zero_point, sign_extend
-from ..fmap import Storage
 from ...core.errors import BudgetExceeded, Unpredictable
-from .. import isa
-from ..memory import Channel
-from ..config import Policy, policy_of
 from ...core.memo import Memo
-from .common import OpContext, snapshot_key
+from .. import isa
+from ..arith import AccFormat, RescaleMode, ifm_zero_point, sign_extend
+from ..config import Policy, policy_of
+from ..fmap import Storage
+from ..memory import Channel
 from ..weights import WeightOrder, decode_weight_tensor
+from .common import OpContext, snapshot_key
+from .registry import KernelOp, register
 
 __all__ = [
     "op_conv", "op_depthwise", "conv_sums", "depthwise_sums", "conv_acc", "depthwise_acc", "patch_view", "exact_matmul",
@@ -693,3 +694,7 @@ def _finish(ctx, g: _Geometry, s: np.ndarray, bound: int, acc0) -> None:
     s = s.astype(np.int64)
     s += np.asarray(acc0, dtype=np.int64)
     ctx.write_accumulator(wrap_acc(s, g.acc_format), RescaleMode.NORMAL)
+
+
+register(KernelOp("NPU_OP_CONV", op_conv, fuzz_weight=1.0))
+register(KernelOp("NPU_OP_DEPTHWISE", op_depthwise, fuzz_weight=1.0))

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import isa
-from ..arith import LUT_BYTES as LUT_RAM_SIZE          # lookup_table_storage (TRM 2.6.2)
-from ..config import Policy
 from ...core.errors import BudgetExceeded, Unpredictable
+from .. import isa
+from ..arith import LUT_BYTES as LUT_RAM_SIZE  # lookup_table_storage (TRM 2.6.2)
+from ..config import Policy
 from ..memory import ADDR_MASK, PAGE_BITS, Channel, DataPort
 
 EXTERNAL, INTERNAL = isa.dma_region_mode.external, isa.dma_region_mode.internal

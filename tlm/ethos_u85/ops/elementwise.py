@@ -57,11 +57,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.memo import Memo
 from .. import arith, isa
 from ..arith import sign_extend
 from ..fmap import Storage
-from ...core.memo import Memo
 from .common import ALLOWED_PERMS_RTRANS, RESCALE_GLOBAL, RESCALE_NONE, RESCALE_SHIFT_ONLY, OpContext, snapshot_key
+from .registry import KernelOp, register
 
 SCALAR_SUBTRACTS_ZERO_POINT = True
 SCALAR_IS_NOT_AN_IFM = True
@@ -444,3 +445,7 @@ def elementwise_ref(snapshot, dataport, device) -> None:
                     table=f("NPU_SET_ACTIVATION", "table"), lut=bytes(ctx.device.lut), truncate_ofm=False)
                 out[oy, ox, oc] = acc
     ctx.write_ofm(out, ALLOWED_PERMS_RTRANS)
+
+
+register(KernelOp("NPU_OP_ELEMENTWISE", op_elementwise, "elementwise_mode", isa.elementwise_mode,
+                  reference=elementwise_ref))

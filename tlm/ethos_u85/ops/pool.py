@@ -42,6 +42,7 @@ from .. import isa
 from ..arith import sign_extend
 from ..fmap import Storage
 from .common import RESCALE_AVPOOL, RESCALE_NORMAL, OpContext
+from .registry import KernelOp, register
 
 __all__ = ["op_pool", "pool_ref", "MAX", "AVERAGE", "REDUCE_SUM", "SUM", "NONE", "MIN", "ARGMAX_X",
            "ARGMAX_Y"]
@@ -255,3 +256,6 @@ def pool_ref(snapshot, dataport, device) -> None:
         ctx.write_accumulator(out_acc, RESCALE_AVPOOL, divisor=out_div)
     else:
         ctx.write_accumulator(out_acc, RESCALE_NORMAL)
+
+
+register(KernelOp("NPU_OP_POOL", op_pool, "pooling_mode", isa.pooling_mode, reference=pool_ref))

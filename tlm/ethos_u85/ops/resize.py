@@ -35,6 +35,7 @@ import numpy as np
 from .. import isa
 from ..fmap import Storage
 from .common import ALLOWED_PERMS_ALL, RESCALE_SHIFT_ONLY, OpContext
+from .registry import KernelOp, register
 
 __all__ = ["op_resize", "resize_ref", "resize_positions", "BILINEAR", "REPLICATE", "NEAREST"]
 
@@ -217,3 +218,6 @@ def resize_ref(snapshot, dataport, device) -> None:
             y_mod -= p.sy_n
             y_int += 1
     _output(ctx, out)
+
+
+register(KernelOp("NPU_OP_RESIZE", op_resize, "resize_mode", isa.resize_mode, reference=resize_ref))
