@@ -149,7 +149,7 @@ class DriverConfig:
         return Interface(_MEM_ATTR.decode(self.mem_attr[attr_index & 3])["axi_port"])
 
     def region_interface(self, region: int) -> Interface:
-        return self.interface((self.regioncfg >> (2 * region)) & 3)
+        return self.interface(R.get("REGIONCFG").field(f"region{region}").get(self.regioncfg))
 
 
 DRIVER_DEFAULTS = DriverConfig()
