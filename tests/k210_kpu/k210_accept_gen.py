@@ -431,7 +431,101 @@ def trace_polled(out_dir: Path) -> Path:
     return a.save(out_dir)
 
 
-TRACES = (trace_nncase, trace_kpu_run, trace_burst, trace_polled)
+def trace_kpu_run_isr(out_dir: Path) -> Path:
+    """kpu_run with the ISR translated literally: after the last layer, one interrupt for its
+    almost_empty (clear, nothing to push) and one for its calc_done."""
+    a = Author("accept_kpu_run_isr_w8", 1505, "SDK kpu_run, the ISR translated one interrupt at a"
+               " time: the last layer gives almost_empty (kpu_continue clears, nothing to push),"
+               " then calc_done; 8-bit weights, mean 2x2 s2 and max 2x2 s1; a second run"
+               " waits for the last calc_done by polling interrupt_raw after the clear")
+    x0 = a.rng.integers(0, 256, size=(3, 16, 48)).astype(np.uint8)
+    layers = net_shapes(a, x0, [
+        (6, 3, 2, 8, False, dict(vbits=25)),                 # 48x16 -> mean 2x2 s2 -> 24x8
+        (5, 3, 9, 8, False, dict(vbits=14, ties=True)),      # max 2x2 s1 -> 24x8
+    ])
+    tabs = [tables_for(a, L, i) for i, L in enumerate(layers)]
+    for run in range(2):
+        a.w.comment(f"run {run}: kpu_run_dma_input (the last run's layer 1 wrote over the input)")
+        a.load_fmap(x0, 0)
+        a.reg(CLEAR, 7, "kpu_run_dma_input_done_push_layers")
+        a.reg(THRESH, 10 | 1 << 4)
+        a.reg(EIGHT, 1)
+        a.reg(MASK, ALMOST_FULL)
+        x, src = x0, 0
+        for i, L in enumerate(layers):
+            oh, ow = L.out_hw
+            dst = ping_pong(i, ref.kpu_bytes(L.o_ch, oh, ow))
+            last = i == len(layers) - 1
+            a.reg(CLEAR, 7, f"kpu_continue: layer {i}")
+            x = a.push(L, x, src, dst, tabs[i], int_en=int(last), send_out=int(last))
+            a.w.wait_irq(1000)
+            src = dst
+        a.reg(CLEAR, 7, "kpu_continue on the last layer's almost_empty: clear, nothing to push")
+        if run == 0:
+            a.w.wait_irq(1000)
+            a.w.comment("the last layer's calc_done")
+            a.w.read_reg(STATUS, CALC_DONE, CALC_DONE | ALMOST_EMPTY)
+            a.reg(CLEAR, 7)
+        else:
+            a.w.poll_reg(RAW, CALC_DONE, CALC_DONE, 1000)
+            a.reg(CLEAR, 7)
+        a.w.read_reg(RAW, 0, 7)
+        L = layers[-1]
+        oh, ow = L.out_hw
+        a.read_stream(oh * ow * L.o_ch)
+        a.check_fmap(L.o_ch, oh, ow, src)
+    return a.save(out_dir)
+
+
+def trace_registers(out_dir: Path) -> Path:
+    """Register behaviour a host may rely on, around one small layer run several ways."""
+    a = Author("accept_register_semantics", 1506, "read-backs, fifo_data_out read before any data"
+               " (reads 0, not an error), calc_done read without a wait, a clear then a read,"
+               " two streaming layers read back after both; tables loaded at the uncached alias"
+               " 0x40100000 while the layer arguments give 0x80100000")
+    x0 = a.rng.integers(0, 256, size=(2, 8, 12)).astype(np.uint8)
+    L = make_layer(a.rng, x0, 3, 3, 1, 8, vbits=18, ties=True)
+    a.sysmem_next = 0x40100000
+    tabs = tables_for(a, L, 0)
+    a.load_fmap(x0, 0x40)
+    oh, ow = L.out_hw
+    a.w.comment("read-backs")
+    for off, v in ((MASK, 5), (THRESH, 10 | 1 << 4), (EIGHT, 1), (MASK, 7)):
+        a.reg(off, v)
+        a.w.read_reg(off, v)
+    a.reg(CLEAR, 7)
+    a.w.read_reg(CLEAR, 0)
+    a.w.comment("the output FIFO is empty: fifo_data_out reads 0")
+    a.w.read_reg(DATA_OUT, 0)
+    fix = lambda p: p + IOMEM                                 # noqa: E731 - 0x40... -> 0x80...
+    a.w.comment("1: everything masked, int_en: raw shows calc_done without a wait")
+    a.push(L, x0, 0x40, 0x100, tabs, int_en=1, send_out=1, addr_fix=fix)
+    a.w.read_reg(RAW, CALC_DONE, CALC_DONE)
+    a.w.read_reg(STATUS, 0)
+    a.reg(CLEAR, 7)
+    a.w.read_reg(RAW, 0, CALC_DONE)
+    a.check_fmap(L.o_ch, oh, ow, 0x100)
+    a.w.comment("2: the same layer again, streaming too; both outputs read after it")
+    a.reg(MASK, ALMOST_EMPTY | ALMOST_FULL)
+    a.push(L, x0, 0x40, 0x200, tabs, int_en=1, send_out=1, addr_fix=fix)
+    a.w.wait_irq(10)
+    a.w.read_reg(STATUS, CALC_DONE)
+    a.reg(CLEAR, 7)
+    a.reg(MASK, 7)
+    a.read_stream(2 * oh * ow * L.o_ch)
+    a.w.read_reg(DATA_OUT, 0)
+    a.check_fmap(L.o_ch, oh, ow, 0x200, KPU_RAM_CACHED)
+    a.w.comment("3: calc_done and almost_empty open; wait, clear, read: nothing left pending")
+    a.reg(MASK, ALMOST_FULL)
+    a.push(L, x0, 0x40, 0x300, tabs, int_en=1, send_out=0, addr_fix=fix)
+    a.w.wait_irq(10)
+    a.reg(CLEAR, 7)
+    a.w.read_reg(STATUS, 0)
+    a.check_fmap(L.o_ch, oh, ow, 0x300)
+    return a.save(out_dir)
+
+
+TRACES = (trace_nncase, trace_kpu_run, trace_burst, trace_polled, trace_kpu_run_isr, trace_registers)
 
 
 def main(argv: list[str]) -> int:

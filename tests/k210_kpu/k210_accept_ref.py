@@ -5,8 +5,8 @@ It works on logical tensors (uint8 feature maps C x H x W, weights O x I x k x k
 carries its own KPU RAM layout; the trace generator k210_accept_gen.py uses it to compute
 every expected byte of the acceptance traces in traces/accept_*.
 
-Literal, not fast: the conv is a numpy sum over the k*k taps, the activation a Python
-loop over each channel's distinct values with exact integer round-half-to-even."""
+Literal, not fast: the conv is a numpy sum over the k*k taps, the pools loop over output
+pixels, the activation rounds exactly (int64 where that is exact, Python ints beyond)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -169,17 +169,29 @@ def batch_norm(L: Layer, acc: np.ndarray) -> np.ndarray:
 
 
 def activate(act: Act, v: np.ndarray) -> np.ndarray:
-    """§3.2 with §9: highest segment i with v > x_start[i], exact round-half-even, clamp."""
-    out = np.empty(v.shape, np.uint8)
-    flat_v, flat_o = v.ravel(), out.reshape(-1)
-    vals, inv = np.unique(flat_v, return_inverse=True)
-    res = []
-    for val in vals.tolist():
-        seg = max(i for i in range(16) if val > act.x_start[i])      # ValueError: no segment
-        y = round_shift_half_even((val - act.x_start[seg]) * act.y_mul[seg], act.shift[seg]) + act.bias[seg]
-        res.append(min(max(y, 0), 255))
-    flat_o[:] = np.array(res, np.uint8)[inv]
-    return out
+    """§3.2 with §9: highest segment i with v > x_start[i], exact round-half-even, clamp.
+    Shifts up to 50 in int64 (|product| < 2**52, so the floor and the remainder are exact);
+    larger ones through ``round_shift_half_even`` on Python ints."""
+    v = np.asarray(v, np.int64)
+    seg = np.full(v.shape, -1, np.int64)
+    for i in range(16):
+        seg[v > act.x_start[i]] = i
+    if (seg < 0).any():
+        raise ValueError("a value at or below every x_start: no segment (undefined)")
+    xs = np.array(act.x_start, np.int64)[seg]
+    p = (v - xs) * np.array(act.y_mul, np.int64)[seg]
+    sh = np.array(act.shift, np.int64)[seg]
+    y = np.empty(v.shape, np.int64)
+    small = sh <= 50
+    ps, ss = p[small], sh[small]
+    q = ps >> ss
+    r = ps - (q << ss)
+    half = np.where(ss > 0, np.left_shift(np.int64(1), np.maximum(ss - 1, 0)), 1)
+    up = (ss > 0) & ((r > half) | ((r == half) & (q & 1 == 1)))
+    y[small] = q + up
+    y[~small] = [round_shift_half_even(int(pp), int(s_)) for pp, s_ in zip(p[~small], sh[~small])]
+    y += np.array(act.bias, np.int64)[seg]
+    return np.clip(y, 0, 255).astype(np.uint8)
 
 
 def pool(code: int, a: np.ndarray) -> np.ndarray:
