@@ -30,6 +30,8 @@ import numpy as np
 
 import k210_accept_ref as ref
 from tlm.core.trace import TraceWriter
+from tlm.k210_kpu.device import (AI_IO_BASE_ADDR, AI_RAM_BASE_ADDR, AI_RAM_SIZE, IO_BASE_ADDR,
+                                 RAM_BASE_ADDR)
 from tlm.k210_kpu.registers import (LAYER_FIELDS, OFFSET, LayerArgument, encode_activation,
                                     encode_batchnorm, words_to_bytes)
 
@@ -40,9 +42,9 @@ OUT = HERE / "traces"
 FIFO, STATUS, RAW, MASK, CLEAR, THRESH, DATA_OUT, EIGHT = (OFFSET[n] for n in (
     "layer_argument_fifo", "interrupt_status", "interrupt_raw", "interrupt_mask", "interrupt_clear",
     "fifo_threshold", "fifo_data_out", "eight_bit_mode"))
-KPU_RAM_IO, KPU_RAM_CACHED = 0x40600000, 0x80600000     # platform.h AI_IO_BASE_ADDR / AI_RAM_BASE_ADDR
-RAM_SIZE = 2 * 1024 * 1024
-IOMEM = 0x40000000                                        # kpu.h: nncase/kmodel runtimes subtract it
+KPU_RAM_IO, KPU_RAM_CACHED = AI_IO_BASE_ADDR, AI_RAM_BASE_ADDR   # platform.h (digest §8)
+RAM_SIZE = AI_RAM_SIZE
+IOMEM = RAM_BASE_ADDR - IO_BASE_ADDR                                # kpu.h IOMEM: runtimes subtract it
 CALC_DONE, ALMOST_EMPTY, ALMOST_FULL = 1, 2, 4
 
 

@@ -16,7 +16,7 @@ import k210_accept_gen as gen
 import k210_accept_ref as ref
 from tlm.core import registry
 from tlm.core.trace import parse, replay
-from tlm.k210_kpu.registers import OFFSET, LayerArgument
+from tlm.k210_kpu.registers import OFFSET, POOL_TYPES, LayerArgument
 
 HERE = Path(__file__).resolve().parent
 ACCEPT = sorted((HERE / "traces").glob("accept_*/trace.txt"))
@@ -75,6 +75,15 @@ def test_accept_traces_cover_issue_15():
 # ------------------------------------------------------------------------------------------
 # The reference against hand-computed values
 # ------------------------------------------------------------------------------------------
+def test_pool_reading_agrees_with_the_register_table():
+    """The reference's own reading of the pool enum (digest §4, §9) is the model's table."""
+    assert {c: (p.size, p.stride) for c, p in POOL_TYPES.items()} == {c: v[:2] for c, v in ref.POOLS.items()}
+    sel = {"left_top": (0, 0), "right_top": (0, 1)}
+    for c, (_, _, kind) in ref.POOLS.items():
+        assert POOL_TYPES[c].kind == ("select" if kind in sel else kind)
+        assert kind not in sel or POOL_TYPES[c].offset == sel[kind]
+
+
 def test_round_shift_half_even():
     hand = {(5, 1): 2, (7, 1): 4, (-5, 1): -2, (-7, 1): -4, (-3, 1): -2, (3, 0): 3, (6, 2): 2,
             (-6, 2): -2, (10, 2): 2, (-10, 2): -2, (1, 63): 0, (-(1 << 62), 63): 0,
