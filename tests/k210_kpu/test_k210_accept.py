@@ -149,8 +149,7 @@ def test_conv_by_hand():
     acc = ref.conv_acc(L, x)
     sx = 0 + 1 + 4 + 5 + 5 * 7                               # corner: 4 pixels, 5 pads
     assert acc[0, 0, 0] == sx + ((-3 * sx) >> 1) + ((5 * 9) >> 2) - 11
-    sx = sum(range(16)) - 3 - 7 - 11 - 12 - 13 - 14 - 15 + 0    # centre (1, 1): rows 0..2, cols 0..2
-    sx = 0 + 1 + 2 + 4 + 5 + 6 + 8 + 9 + 10
+    sx = 0 + 1 + 2 + 4 + 5 + 6 + 8 + 9 + 10                    # (1, 1): rows 0..2, columns 0..2
     assert acc[0, 1, 1] == sx + ((-3 * sx) >> 1) + 11 - 11
     dw = ref.Layer(x_shape=(2, 4, 4), o_ch=2, kernel=1, depthwise=True, pool=0,
                    weights=np.array([[[2]], [[3]]], np.uint16), wbits=16, pad_value=0,
