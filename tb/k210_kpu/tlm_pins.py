@@ -15,7 +15,9 @@
 * ``dma_out``: while ``dma_out_en`` is 1 the model's output FIFO drains to the stream, one
   64-bit word a beat (TKEEP marks the data bytes of a layer's last word, TLAST ends it);
   otherwise the words wait for fifo_data_out reads.
-* ``irq`` follows ``KPU.irq``. ``rst_n`` low replaces the model by a fresh one (registers at
+* ``irq`` follows ``KPU.irq``. The model has no clock: a layer's pending calc_done is
+  raised when the host waits (``K210Env.host_waits``) or reads a register (the TLM's
+  timing rule, tlm/k210_kpu/device.py). ``rst_n`` low replaces the model by a fresh one (registers at
   their reset values and, unlike a chip, a zeroed KPU RAM, like the scoreboard's model).
 
 ``plant=("stream", n)`` / ``plant=("ram", offset)`` flips one bit of the n-th output stream

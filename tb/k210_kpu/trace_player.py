@@ -4,7 +4,8 @@ Every command becomes the host agent's operation (``K210Env``): write_reg/read_r
 64-bit AXI accesses to 0x40800000 + offset, load_mem/fill_mem/check_mem go to system
 memory's back door or through the KPU's AXI port for the KPU RAM windows, wait_irq watches
 the ``irq`` pin for up to max(MAX, ``MIN_WAIT_CYCLES``) clock cycles (MAX counts the TLM's
-steps, not cycles). The checks use the same functions as ``npu-tlm replay``
+steps, not cycles); a wait and a poll pause are the host waiting (``K210Env.host_waits``).
+The checks use the same functions as ``npu-tlm replay``
 (``read_mismatch``, ``mem_mismatch``); the scoreboard checks every access besides.
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ async def play(env, trace: Trace) -> ReplayResult:
                 v = await env.read_reg(a[0])
                 if (v & a[2]) == a[1]:
                     break
+                env.host_waits()
                 await env.settle(8)
             else:
                 bad = f"offset 0x{a[0]:x}: never read 0x{a[1]:x} under mask 0x{a[2]:x} (last 0x{v:x})"
