@@ -500,6 +500,7 @@ def scripts() -> dict:
         Layer("l", 114, kind="3x3", h_in=8, w_in=5, k_in=14, k_out=25, pad=(0, 1, 1, 0)),
         L1 + 0x26000, clear=False)
     S["commit_without_trigger"] = _commit_no_trigger()
+    S["poll_status_completion"] = _poll_completion()
     S["offset_bit15_clear"] = single(
         "CONFIG0 bit 15 = 0 but WEIGHT_OFFSET = -128 with pulp-nnx weights (stored = w + 128):\n"
         "the offset is applied as the open RTL and the GAP9 simulator do (bit 15 gates nothing)",
@@ -520,6 +521,11 @@ def scripts() -> dict:
         "QUANT_BITS 16 (seed; broken in the open RTL): int16 outputs, HWC, D0 32, no ReLU",
         Layer("s", 143, kind="3x3", h_in=3, w_in=4, k_in=16, k_out=20, pad=(1, 1, 1, 1),
               out_bits=16, bias=True), L1 + 0x48000)
+    S["out16_gapsdk_d0_16"] = single(
+        "QUANT_BITS 16 as the GAP SDK kernels program it (OUTFEAT D0 16): int16 outputs, HWC,\n"
+        "ReLU uint16, 3x3 conv 4x5x16 -> 4x5x40",
+        Layer("t", 144, kind="3x3", h_in=4, w_in=5, k_in=16, k_out=40, pad=(1, 1, 1, 1),
+              out_bits=16, relu=True, style="gapsdk"), L1 + 0x4A000)
     return S
 
 
@@ -550,6 +556,26 @@ def _streamin_pair() -> Script:
     s.w.wait_irq()
     s.done(j1)
     s.check(pb)
+    return s
+
+
+def _poll_completion() -> Script:
+    """pulp-nnx's resolve loop without the event: poll STATUS until the queue is empty."""
+    s = Script("completion by polling (no wait_irq): two jobs in flight, poll_reg STATUS until\n"
+               "0, then RUNNING_JOB is the last job and both outputs are checked")
+    s.soft_clear()
+    A = place(make(Layer("u", 150, kind="1x1", h_in=3, w_in=3, k_in=20, k_out=20, qw=7)),
+              L1 + 0x50000)
+    B = place(make(Layer("v", 151, kind="3x3", h_in=3, w_in=3, k_in=8, k_out=12,
+                         pad=(1, 1, 1, 1), relu=True)), L1 + 0x52000)
+    s.load(A)
+    s.load(B)
+    s.offload(jobs_for(A)[0])
+    jb = s.offload(jobs_for(B)[0])
+    s.w.poll_reg(OFF["STATUS"], STATUS_EMPTY, 0x101)
+    s.done(jb)
+    s.check(A)
+    s.check(B)
     return s
 
 
