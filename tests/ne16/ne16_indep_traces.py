@@ -35,15 +35,17 @@ OUT = Path(__file__).resolve().parent / "traces" / "independent"
 L1 = 0x10000000          # GAP9 cluster L1 (TCDM)
 GUARD = 16               # guard bytes checked on both sides of every output
 GUARD_BYTE = 0xA5
-STATUS_EMPTY = 0x000
-ACQUIRE_FULL = 0xFFFFFFFF
+STATUS_EMPTY = 0
+STATUS_SLOT = (R.field("STATUS", "STATUS0").mask, R.field("STATUS", "STATUS1").mask)
+STATUS_FULL = STATUS_SLOT[0] | STATUS_SLOT[1]
+ACQUIRE_FULL = 0xFFFFFFFF         # EXT hwpe-ctrl: -1, all contexts busy
 
 OFF = R.OFFSETS
 CFG = R.by_name("CONFIG0")
 
 
-def _half(hi: int, lo: int) -> int:
-    return (hi << 16) | lo
+def _enc(reg: str, **fields) -> int:
+    return R.by_name(reg).encode(**fields)
 
 
 def _ceil(a: int, b: int) -> int:
@@ -251,9 +253,10 @@ def job_regs(p: Placed, *, infeat: int, outfeat: int, h_out: int, w_out: int,
                     OUTFEAT_D2_STRIDE=ob * L.k_out,
                     WEIGHTS_D0_STRIDE=L.k_in // 8, WEIGHTS_D1_STRIDE=d1, WEIGHTS_D2_STRIDE=32 * d1)
         rem_ki = (L.k_in % 256) // 16 or 16
-        regs.update(SUBTILE_REM0=_half(_last(L.k_out, 32), rem_ki), SUBTILE_REM1=_half(1, 1),
-                    SUBTILE_REM2=0, SUBTILE_NB0=_half(_ceil(L.k_out, 32), _ceil(L.k_in, 256)),
-                    SUBTILE_NB1=_half(1, 1), PADDING=0)
+        regs.update(SUBTILE_REM0=_enc("SUBTILE_REM0", KO=_last(L.k_out, 32), KI=rem_ki),
+                    SUBTILE_REM1=_enc("SUBTILE_REM1", HO=1, WO=1), SUBTILE_REM2=0,
+                    SUBTILE_NB0=_enc("SUBTILE_NB0", KO=_ceil(L.k_out, 32), KI=_ceil(L.k_in, 256)),
+                    SUBTILE_NB1=_enc("SUBTILE_NB1", HO=1, WO=1), PADDING=0)
         return regs
     tpo = 16 if L.kind == "dw" else 32
     one = L.kind == "1x1"
@@ -272,10 +275,11 @@ def job_regs(p: Placed, *, infeat: int, outfeat: int, h_out: int, w_out: int,
         rhi = (rho if one else rho + 2) - bb
         rwi = (rwo if one else rwo + 2) - (r if right_for_rem is None else right_for_rem)
         regs.update(INFEAT_D2_STRIDE=0, OUTFEAT_D0_STRIDE=32,
-                    SUBTILE_REM0=_half(_last(L.k_out, tpo), _last(kib, 16)),
-                    SUBTILE_REM1=_half(rho, rwo), SUBTILE_REM2=_half(rhi, rwi),
-                    PADDING=R.by_name("PADDING").encode(TOP=t, RIGHT=r, BOTTOM=b, LEFT=l,
-                                                        VALUE=L.pad_value))
+                    SUBTILE_REM0=_enc("SUBTILE_REM0", KO=_last(L.k_out, tpo), KI=_last(kib, 16)),
+                    SUBTILE_REM1=_enc("SUBTILE_REM1", HO=rho, WO=rwo),
+                    SUBTILE_REM2=_enc("SUBTILE_REM2", HI=rhi, WI=rwi),
+                    PADDING=_enc("PADDING", TOP=t, RIGHT=r, BOTTOM=b, LEFT=l,
+                                 VALUE=L.pad_value))
     else:                                                # GAP SDK NE16 kernels
         rho, rwo = h_out % 3, w_out % 3
         if one:
@@ -290,12 +294,13 @@ def job_regs(p: Placed, *, infeat: int, outfeat: int, h_out: int, w_out: int,
                 pb = ((5 - rhi if rhi else 0) + b) if b else 0
         regs.update(INFEAT_D2_STRIDE=25 * kib,
                     OUTFEAT_D0_STRIDE={1: 0, 2: 16, 4: 32}[ob],
-                    SUBTILE_REM0=_half(L.k_out % tpo or tpo, kib % 16 or 16),
-                    SUBTILE_REM1=_half(rho, rwo), SUBTILE_REM2=_half(rhi, rwi),
-                    PADDING=R.by_name("PADDING").encode(TOP=t, RIGHT=pr, BOTTOM=pb, LEFT=l,
-                                                        VALUE=L.pad_value))
-    regs.update(SUBTILE_NB0=_half(_ceil(L.k_out, tpo), n_ki),
-                SUBTILE_NB1=_half(_ceil(h_out, 3), _ceil(w_out, 3)))
+                    SUBTILE_REM0=_enc("SUBTILE_REM0", KO=L.k_out % tpo or tpo, KI=kib % 16 or 16),
+                    SUBTILE_REM1=_enc("SUBTILE_REM1", HO=rho, WO=rwo),
+                    SUBTILE_REM2=_enc("SUBTILE_REM2", HI=rhi, WI=rwi),
+                    PADDING=_enc("PADDING", TOP=t, RIGHT=pr, BOTTOM=pb, LEFT=l,
+                                 VALUE=L.pad_value))
+    regs.update(SUBTILE_NB0=_enc("SUBTILE_NB0", KO=_ceil(L.k_out, tpo), KI=n_ki),
+                SUBTILE_NB1=_enc("SUBTILE_NB1", HO=_ceil(h_out, 3), WO=_ceil(w_out, 3)))
     return regs
 
 
@@ -385,7 +390,7 @@ class Script:
         last = None
         for k, regs in enumerate(jobs):
             if inflight == 2:
-                self.w.read_reg(OFF["STATUS"], 0x101)
+                self.w.read_reg(OFF["STATUS"], STATUS_FULL)
                 self.w.read_reg(OFF["ACQUIRE"], ACQUIRE_FULL)
                 self.w.wait_irq()
                 inflight -= 1
@@ -572,7 +577,7 @@ def _poll_completion() -> Script:
     s.load(B)
     s.offload(jobs_for(A)[0])
     jb = s.offload(jobs_for(B)[0])
-    s.w.poll_reg(OFF["STATUS"], STATUS_EMPTY, 0x101)
+    s.w.poll_reg(OFF["STATUS"], STATUS_EMPTY, STATUS_FULL)
     s.done(jb)
     s.check(A)
     s.check(B)
@@ -591,12 +596,12 @@ def _commit_no_trigger() -> Script:
     s.load(A)
     s.load(B)
     j0 = s.offload(jobs_for(A)[0], trigger=1)
-    s.w.read_reg(OFF["STATUS"], 0x001)
+    s.w.read_reg(OFF["STATUS"], STATUS_SLOT[0])
     s.w.read_reg(OFF["RUNNING_JOB"], 0)
     s.w.check_mem(A.out - GUARD, bytes([GUARD_BYTE]) * (len(A.out_bytes) + 2 * GUARD))
     j1 = s.offload(jobs_for(B)[0], trigger=0)
     assert (j0, j1) == (0, 1)
-    s.w.read_reg(OFF["STATUS"], 0x101)
+    s.w.read_reg(OFF["STATUS"], STATUS_FULL)
     s.w.wait_irq()
     s.w.wait_irq()
     s.done(j1)
