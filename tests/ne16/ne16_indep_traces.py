@@ -32,7 +32,7 @@ from tlm.core.trace import TraceWriter
 from tlm.ne16 import registers as R
 
 OUT = Path(__file__).resolve().parent / "traces" / "independent"
-L1 = 0x10000000          # GAP9 cluster L1 (TCDM)
+L1 = 0x10000000          # GAP9 cluster L1 (TCDM, 128 KiB); every trace stays inside it
 GUARD = 16               # guard bytes checked on both sides of every output
 GUARD_BYTE = 0xA5
 STATUS_EMPTY = 0
@@ -450,7 +450,7 @@ def scripts() -> dict:
         "linear (fully connected) 288 -> 40, GAP SDK SetupNE16Job programming (FILTER_MODE 11\n"
         "with LINEAR, In D0 16, Ki remainder in 16-channel groups), Qw 4, scale u16, bias, int8",
         Layer("d", 104, kind="linear", k_in=288, k_out=40, qw=4, norm_bits=16, bias=True,
-              style="gapsdk"), L1 + 0x10000)
+              style="gapsdk"), L1 + 0x4100)
     S["linear_mode00_relu_out32"] = single(
         "linear 64 -> 20 with FILTER_MODE 00 and LINEAR, Qw 8, scale u8, ReLU, 32-bit outputs",
         Layer("d2", 105, kind="linear", k_in=64, k_out=20, relu=True, out_bits=32,
@@ -460,17 +460,17 @@ def scripts() -> dict:
         "halved, padding per tile), 9x7x17 -> 5x4x24, padding 1, at most two jobs in flight\n"
         "(STATUS full, ACQUIRE refused while full)",
         Layer("e", 106, kind="3x3", h_in=9, w_in=7, k_in=17, k_out=24, stride=2,
-              pad=(1, 1, 1, 1), bias=True), L1 + 0x14000)
+              pad=(1, 1, 1, 1), bias=True), L1 + 0x8100)
     S["dw_stride2_pulpnnx"] = single(
         "3x3 depthwise stride 2 (pulp-nnx tiles), 6x8x32, padding top/left 1, ReLU uint8",
         Layer("e2", 107, kind="dw", h_in=6, w_in=8, k_in=32, k_out=32, stride=2,
-              pad=(1, 0, 1, 0), relu=True), L1 + 0x18000)
+              pad=(1, 0, 1, 0), relu=True), L1 + 0x100)
     S["out32_norm32_channel_shift"] = single(
         "3x3 conv, 32-bit outputs (OUTFEAT D0 32), scale u32, per-channel shift (NORM_SHIFT),\n"
         "bias, no ReLU (signed saturation)",
         Layer("f", 108, kind="3x3", h_in=4, w_in=4, k_in=16, k_out=36, pad=(1, 1, 1, 1),
               out_bits=32, norm_bits=32, scale_max=4095, bias=True, channel_shift=True),
-        L1 + 0x1C000)
+        L1 + 0x4100)
     S["dw_norm16_shift_relu"] = single(
         "3x3 depthwise, scale u16, per-channel shift, ReLU uint8, GAP SDK style",
         Layer("k", 109, kind="dw", h_in=6, w_in=4, k_in=24, k_out=24, pad=(1, 1, 1, 1),
@@ -480,12 +480,12 @@ def scripts() -> dict:
         "STREAMIN of int32 accumulators from OUTFEAT_PTR, then quantisation to 32-bit outputs in\n"
         "the same buffer: 1x1 conv 3x3x16 -> 3x3x12, scale u8, bias, no ReLU",
         Layer("g2", 121, kind="1x1", h_in=3, w_in=3, k_in=16, k_out=12, out_bits=32,
-              bias=True, streamin=True), L1 + 0x38000)
+              bias=True, streamin=True), L1 + 0x8100)
     S["mode16_conv3x3"] = single(
         "MODE16: uint16 inputs (strides and Ki counts in bytes, weight D0 unit 1), 3x3 conv\n"
         "5x5x12 -> 5x5x20, padding 1, Qw 8, scale u8, bias, int8",
         Layer("h", 110, kind="3x3", h_in=5, w_in=5, k_in=12, k_out=20, pad=(1, 1, 1, 1),
-              in_bits=16, bias=True), L1 + 0x20000)
+              in_bits=16, bias=True), L1 + 0x8100)
     S["mode16_conv1x1_gapsdk"] = single(
         "MODE16 1x1 conv (GAP SDK remainders), 3x4x20 -> 3x4x16, Qw 6, ReLU uint8",
         Layer("h2", 111, kind="1x1", h_in=3, w_in=4, k_in=20, k_out=16, qw=6,
@@ -493,29 +493,29 @@ def scripts() -> dict:
     S["symmetric_offset0"] = single(
         "CONFIG0 bit 15 = 0 (symmetric) with WEIGHT_OFFSET 0: unsigned weights as stored",
         Layer("j", 112, kind="1x1", h_in=3, w_in=3, k_in=16, k_out=8, qw=3, offset=0,
-              offset_bit=0), L1 + 0x24000)
+              offset_bit=0), L1 + 0x100)
     S["rounding_bit_set"] = single(
         "CONFIG0 bit 11 set (RTL: rounding disabled) and a positive 9-bit offset: truncating\n"
         "shift as with bit 11 = 0 (digest §9)",
         Layer("m", 113, kind="3x3", h_in=3, w_in=3, k_in=8, k_out=8, pad=(1, 1, 1, 1), qw=5,
-              offset=100, rounding_bit=1), L1 + 0x25000)
+              offset=100, rounding_bit=1), L1 + 0x1100)
     S["asym_pad_pulpnnx"] = single(
         "3x3 conv 8x5x14 -> 7x4x25 with padding top 0, bottom 1, left 1, right 0 (pulp-nnx\n"
         "test_0 shape), no soft clear first",
         Layer("l", 114, kind="3x3", h_in=8, w_in=5, k_in=14, k_out=25, pad=(0, 1, 1, 0)),
-        L1 + 0x26000, clear=False)
+        L1 + 0x2100, clear=False)
     S["commit_without_trigger"] = _commit_no_trigger()
     S["poll_status_completion"] = _poll_completion()
     S["offset_bit15_clear"] = single(
         "CONFIG0 bit 15 = 0 but WEIGHT_OFFSET = -128 with pulp-nnx weights (stored = w + 128):\n"
         "the offset is applied as the open RTL and the GAP9 simulator do (bit 15 gates nothing)",
         Layer("p", 140, kind="3x3", h_in=4, w_in=4, k_in=16, k_out=16, pad=(1, 1, 1, 1),
-              offset_bit=0, bias=True), L1 + 0x44000)
+              offset_bit=0, bias=True), L1 + 0x8100)
     S["norm32_wide_product"] = single(
         "scale u32 over the full range: acc*scale beyond 48 bits, exact as in the digest (int64),\n"
         "pulp-nnx's functional model and the GAP9 simulator; 32-bit signed outputs saturate",
         Layer("q", 141, kind="1x1", h_in=3, w_in=3, k_in=32, k_out=16, out_bits=32,
-              norm_bits=32), L1 + 0x46000)
+              norm_bits=32), L1 + 0xA100)
     S["relu_out32_saturates"] = single(
         "ReLU with 32-bit outputs and shift 0, scale u32 below 2**20: values above 2**32-1\n"
         "saturate to"
@@ -525,12 +525,12 @@ def scripts() -> dict:
     S["out16_seed_reading"] = single(
         "QUANT_BITS 16 (seed; broken in the open RTL): int16 outputs, HWC, D0 32, no ReLU",
         Layer("s", 143, kind="3x3", h_in=3, w_in=4, k_in=16, k_out=20, pad=(1, 1, 1, 1),
-              out_bits=16, bias=True), L1 + 0x48000)
+              out_bits=16, bias=True), L1 + 0x100)
     S["out16_gapsdk_d0_16"] = single(
         "QUANT_BITS 16 as the GAP SDK kernels program it (OUTFEAT D0 16): int16 outputs, HWC,\n"
         "ReLU uint16, 3x3 conv 4x5x16 -> 4x5x40",
         Layer("t", 144, kind="3x3", h_in=4, w_in=5, k_in=16, k_out=40, pad=(1, 1, 1, 1),
-              out_bits=16, relu=True, style="gapsdk"), L1 + 0x4A000)
+              out_bits=16, relu=True, style="gapsdk"), L1 + 0x2100)
     return S
 
 
@@ -548,7 +548,7 @@ def _streamin_pair() -> Script:
     b = replace(full, k_in=12, streamin=True, rect_bit=1, style="gapsdk")
     a.data = dict(full.data, x=x[:, :, :16], stored=st[:, :16])
     b.data = dict(full.data, x=x[:, :, 16:], stored=st[:, 16:])
-    base = L1 + 0x30000
+    base = L1 + 0x100
     acc = base + 0x6000                                 # one accumulator buffer for both jobs
     pa = place(a, base, out=acc)
     pb = place(b, base + 0x2000, out=acc, load_streamin=False)
@@ -570,9 +570,9 @@ def _poll_completion() -> Script:
                "0, then RUNNING_JOB is the last job and both outputs are checked")
     s.soft_clear()
     A = place(make(Layer("u", 150, kind="1x1", h_in=3, w_in=3, k_in=20, k_out=20, qw=7)),
-              L1 + 0x50000)
+              L1 + 0x8100)
     B = place(make(Layer("v", 151, kind="3x3", h_in=3, w_in=3, k_in=8, k_out=12,
-                         pad=(1, 1, 1, 1), relu=True)), L1 + 0x52000)
+                         pad=(1, 1, 1, 1), relu=True)), L1 + 0xA100)
     s.load(A)
     s.load(B)
     s.offload(jobs_for(A)[0])
@@ -590,9 +590,9 @@ def _commit_no_trigger() -> Script:
                "nothing runs), job 1 committed with TRIGGER 0; both run in order, one event each")
     s.soft_clear()
     A = place(make(Layer("n", 130, kind="3x3", h_in=3, w_in=6, k_in=16, k_out=16,
-                         pad=(1, 1, 1, 1), relu=True, bias=True)), L1 + 0x40000)
+                         pad=(1, 1, 1, 1), relu=True, bias=True)), L1 + 0x4100)
     B = place(make(Layer("o", 131, kind="1x1", h_in=2, w_in=5, k_in=24, k_out=40, qw=4,
-                         style="gapsdk")), L1 + 0x42000)
+                         style="gapsdk")), L1 + 0x6100)
     s.load(A)
     s.load(B)
     j0 = s.offload(jobs_for(A)[0], trigger=1)

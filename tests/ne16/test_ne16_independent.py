@@ -88,6 +88,22 @@ def test_independent_trace_replays(path):
     assert res.passed == tr.checks > 0
 
 
+# pre-offset input pointers below 0x1000_0000 (padding at the very start of L1): the
+# ne16-gap9-l1 configuration answers DECERR there (docs/devices/ne16.md)
+BELOW_L1 = {"conv3x3_l1_relu_bias", "dw_stride2_pulpnnx"}
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.parent.name)
+def test_independent_trace_in_the_gap9_l1_configuration(path):
+    """Every tensor sits in GAP9's L1 windows; only reads below L1's start fault there."""
+    tr = parse(path)
+    res = replay(tr, Ne16TraceTarget("ne16-gap9-l1"))
+    if path.parent.name in BELOW_L1:
+        assert res.faulted and any("DECERR on infeat read @0x0fff" in m for m in res.messages)
+    else:
+        assert res.failed == 0 and not res.faulted, res.messages
+
+
 def test_independent_traces_are_current():
     r = subprocess.run([sys.executable, str(HERE / "ne16_indep_traces.py"), "--check"],
                        capture_output=True, text=True, cwd=HERE)
