@@ -22,8 +22,9 @@ Addresses (bytes, 32-bit wrap-around):
 Read sizes follow the GAP9 simulator model's streams: an input pixel is the Ki subtile's
 bytes, a 3x3 weight record 18 bytes (9 taps x 16 channel bits), a 1x1 record Qw*2 bytes, a
 linear record 32 bytes. Writes: 8-bit output one transaction per pixel (Ko subtile bytes),
-16/32-bit outputs one per 32-byte word (16/8 channels). Parameter vectors are read in pieces
-of at most 32 bytes.
+16/32-bit outputs one per group of `JobConfig.out_group` channels (a 32-byte word of 16/8
+channels; 8 channels for 16-bit outputs with OUTFEAT_D0 16). Parameter vectors are read in
+pieces of at most 32 bytes.
 
 Arithmetic (digest §6.7 and §9, EXT RTL): 8-bit inputs unsigned, MODE16 inputs unsigned
 16-bit; weights unsigned bit-planes plus the layer offset (always applied, see
@@ -31,9 +32,8 @@ Arithmetic (digest §6.7 and §9, EXT RTL): 8-bit inputs unsigned, MODE16 inputs
 (scale unsigned; int64 as the digest's §6.7, pulp-nnx's functional model and the GAP9
 simulator model compute it; the open RTL's 48-bit product differs only past 2**47, i.e. with
 32-bit scales); without bias v = p >> shift, with bias v = wrap32(wrap32(p) + bias) >> shift
-(arithmetic); no
-rounding for either value of CONFIG0 bit 11 (§9); saturation to QUANT_BITS, unsigned with
-rectification (QUANT_RECT=0) else signed.
+(arithmetic); no rounding for either value of CONFIG0 bit 11 (§9); saturation to QUANT_BITS,
+unsigned with rectification (QUANT_RECT=0) else signed.
 """
 from __future__ import annotations
 
