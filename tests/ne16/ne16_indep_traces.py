@@ -318,8 +318,8 @@ def jobs_for(p: Placed) -> list:  # noqa: C901
         return [job_regs(p, infeat=infeat, outfeat=p.out, h_out=L.h_out, w_out=L.w_out,
                          pad=L.pad, out_d1=w_out_stride, out_d2=h_out_stride)]
     # pulp-nnx ne16_task_set_dims_stride2x2 + ne16_nnx_dispatch_stride2x2
-    assert L.kind in ("3x3", "dw") and L.style == "pulpnnx"
-    kh = kw = 3
+    assert L.kind in ("3x3", "dw", "1x1") and L.style == "pulpnnx"
+    kh = kw = 1 if L.kind == "1x1" else 3
     h_out, w_out = L.h_out, L.w_out
     pb_rem = 0 if L.h_in + t >= 5 else b
     pb_new = 0 if (L.h_in + t - kh) % 2 == 0 else b
@@ -461,6 +461,11 @@ def scripts() -> dict:
         "(STATUS full, ACQUIRE refused while full)",
         Layer("e", 106, kind="3x3", h_in=9, w_in=7, k_in=17, k_out=24, stride=2,
               pad=(1, 1, 1, 1), bias=True), L1 + 0x8100)
+    S["conv1x1_stride2_pulpnnx"] = single(
+        "1x1 stride 2 as pulp-nnx offloads it (its test set has one): one job per 2x2 output\n"
+        "block over a 3x3 window, 6x7x14 -> 3x4x24, int8",
+        Layer("e3", 108, kind="1x1", h_in=6, w_in=7, k_in=14, k_out=24, stride=2),
+        L1 + 0x4000)
     S["dw_stride2_pulpnnx"] = single(
         "3x3 depthwise stride 2 (pulp-nnx tiles), 6x8x32, padding top/left 1, ReLU uint8",
         Layer("e2", 107, kind="dw", h_in=6, w_in=8, k_in=32, k_out=32, stride=2,

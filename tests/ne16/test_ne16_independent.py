@@ -126,7 +126,7 @@ def _random_layer(seed: int) -> gen.Layer:
     kind = ["3x3", "dw", "1x1", "linear"][seed % 4]
     mode16 = kind in ("3x3", "1x1") and rng.random() < 0.25
     style = "gapsdk" if kind == "linear" else str(rng.choice(["pulpnnx", "gapsdk"]))
-    stride = 2 if kind in ("3x3", "dw") and style == "pulpnnx" and rng.random() < 0.3 else 1
+    stride = 2 if kind != "linear" and style == "pulpnnx" and rng.random() < 0.3 else 1
     k_in = int(rng.integers(1, 5)) * 16 if kind == "linear" else int(rng.integers(1, 40))
     k_out = k_in if kind == "dw" else int(rng.integers(1, 70))
     pad = (0, 0, 0, 0)
