@@ -15,7 +15,8 @@ import os
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
-from cocotbext.axi import AxiBus, AxiMaster, AxiRamRead, AxiReadBus, AxiResp, AxiStreamBus, AxiStreamSink
+from cocotbext.axi import (AxiBus, AxiMaster, AxiRamRead, AxiReadBus, AxiResp, AxiStreamBus,
+                           AxiStreamSink)
 
 from tb.k210_kpu.scoreboard import Scoreboard
 from tb.k210_kpu.tlm_pins import kpu_ram_offset
@@ -128,7 +129,17 @@ class K210Env:
     async def settle(self, cycles: int = 3) -> None:
         await ClockCycles(self.dut.clk, cycles)
 
+    def host_waits(self) -> None:
+        """The host starts waiting (wait_irq, a poll pause): the models raise a pending
+        calc_done if the line is low (``KPU.advance``, the TLM's one timing rule). The
+        scoreboard's model always; with DUT=tlm the model behind the pins too (it has no
+        clock of its own; an RTL DUT raises calc_done when it is done)."""
+        for kpu in (self.sb.model, self.pins.kpu if self.pins is not None else None):
+            if kpu is not None and not kpu.irq:
+                kpu.advance()
+
     async def wait_irq(self, max_cycles: int = 100000) -> bool:
+        self.host_waits()
         for _ in range(max_cycles):
             if self.dut.irq.value:
                 break

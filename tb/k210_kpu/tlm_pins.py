@@ -15,7 +15,9 @@
 * ``dma_out``: while ``dma_out_en`` is 1 the model's output FIFO drains to the stream, one
   64-bit word a beat (TKEEP marks the data bytes of a layer's last word, TLAST ends it);
   otherwise the words wait for fifo_data_out reads.
-* ``irq`` follows ``KPU.irq``. ``rst_n`` low replaces the model by a fresh one (registers at
+* ``irq`` follows ``KPU.irq``. The model has no clock: a layer's pending calc_done is
+  raised when the host waits (``K210Env.host_waits``) or reads a register (the TLM's
+  timing rule, tlm/k210_kpu/device.py). ``rst_n`` low replaces the model by a fresh one (registers at
   their reset values and, unlike a chip, a zeroed KPU RAM, like the scoreboard's model).
 
 ``plant=("stream", n)`` / ``plant=("ram", offset)`` flips one bit of the n-th output stream
@@ -30,7 +32,8 @@ from cocotbext.axi import AxiBus, AxiMasterRead, AxiReadBus, AxiSlave
 
 from tb.k210_kpu.ports import BY_NAME
 from tlm.core.memory import Resp
-from tlm.k210_kpu.device import AI_BASE_ADDR, AI_IO_BASE_ADDR, AI_RAM_BASE_ADDR, AI_RAM_SIZE, BEAT, KPU, bursts, phys
+from tlm.k210_kpu.device import (AI_BASE_ADDR, AI_IO_BASE_ADDR, AI_RAM_BASE_ADDR, AI_RAM_SIZE,
+                                 BEAT, KPU, bursts, phys)
 from tlm.k210_kpu.registers import OFFSET
 
 AI_SIZE_USED = 0x1000       # registers decoded by the shell's subordinate port

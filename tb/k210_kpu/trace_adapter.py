@@ -53,6 +53,7 @@ class K210PinTarget:
         return await self.env.wait_irq(max(max_cycles, MIN_WAIT_CYCLES))
 
     async def idle(self) -> None:
+        self.env.host_waits()                  # a poll pause is the host waiting
         await self.env.settle(8)
 
     def faults(self) -> list:

@@ -5,20 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from tests.bm1880 import bm1880_ref as ref
-from tlm.bm1880 import (
-    CHIP,
-    CTRL_AL,
-    CTRL_NULL,
-    FMT_I8,
-    FMT_U8,
-    Bm1880,
-    bmk1880_acquire_cmdbuf,
-    bmk1880_info_t,
-    bmk1880_register,
-    bmk1880_tl_alloc,
-    shape_t2,
-    shape_t4,
-)
+from tlm.bm1880 import (CHIP, CTRL_AL, CTRL_NULL, FMT_I8, FMT_U8, Bm1880, bmk1880_acquire_cmdbuf,
+                        bmk1880_info_t, bmk1880_register, bmk1880_tl_alloc, shape_t2, shape_t4)
 
 
 def rng_for(seed: int) -> np.random.Generator:

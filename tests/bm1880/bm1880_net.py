@@ -1,22 +1,9 @@
 """The small network of test_bm1880_net, as a helper (also traced by test_bm1880_trace)."""
 import numpy as np
 
-from tlm.bm1880 import (
-    CTRL_AL,
-    CTRL_NULL,
-    FMT_I8,
-    bmk1880_gdma_load,
-    bmk1880_gdma_store,
-    bmk1880_parallel_disable,
-    bmk1880_parallel_enable,
-    bmk1880_tl_alloc,
-    bmk1880_tl_prealloc,
-    bmk1880_tpu_conv,
-    bmk1880_tpu_matrix_mac,
-    bmk1880_tpu_max_pooling,
-    shape_t2,
-    shape_t4,
-)
+from tlm.bm1880 import (CTRL_AL, CTRL_NULL, FMT_I8, bmk1880_gdma_load, bmk1880_gdma_store, bmk1880_parallel_disable,
+                        bmk1880_parallel_enable, bmk1880_tl_alloc, bmk1880_tl_prealloc, bmk1880_tpu_conv,
+                        bmk1880_tpu_matrix_mac, bmk1880_tpu_max_pooling, shape_t2, shape_t4)
 
 N, CIN, H, W, COUT, K, OUT = 2, 3, 8, 8, 8, 3, 10
 CONV_SHIFT, FC_SHIFT = 7, 8

@@ -7,29 +7,11 @@ import pytest
 
 from tests.bm1880.bm1880_cases import COMPUTE, baseline, call
 from tests.bm1880.bm1880_harness import I8, Rig, rng_for
-from tlm.bm1880 import (
-    CTRL_NULL,
-    bmk1880_add_dependency,
-    bmk1880_create_streams,
-    bmk1880_gdma_load,
-    bmk1880_gdma_store,
-    bmk1880_set_stream,
-    bmk1880_tl_prealloc,
-    bmk1880_tpu_relu,
-    regs,
-    shape_t4,
-)
-from tlm.bm1880.descriptors import (
-    BY_NAME,
-    DEPENDENCY,
-    FLAG_SYNC,
-    FORMAT_VERSION,
-    HDR_SIZE,
-    HEADER,
-    NO_STREAM,
-    decode,
-    encode_record,
-)
+from tlm.bm1880 import (CTRL_NULL, bmk1880_add_dependency, bmk1880_create_streams, bmk1880_gdma_load,
+                        bmk1880_gdma_store, bmk1880_set_stream, bmk1880_tl_prealloc, bmk1880_tpu_relu, shape_t4)
+from tlm.bm1880.descriptors import (BY_NAME, DEPENDENCY, FLAG_SYNC, FORMAT_VERSION, HEADER, HDR_SIZE, NO_STREAM,
+                                    decode, encode_record)
+from tlm.bm1880 import regs
 from tlm.bm1880.device import Bm1880, CommandProcessor, FaultError, Job, Program
 from tlm.bm1880.tensors import TL
 

@@ -71,7 +71,6 @@ def test_python_example_runs():
 
 def test_error_example_is_real():
     import pytest
-
     from tests.bm1880.bm1880_harness import I8, U8, Rig
     from tlm.bm1880 import BmkError, bmk1880_tpu_mul
     example = re.search(r"`(bmk1880_tpu_mul: res_low: [^`]*)`", DOC.read_text()).group(1)

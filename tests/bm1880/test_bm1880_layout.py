@@ -4,30 +4,11 @@ import pytest
 
 from tests.bm1880 import bm1880_ref as ref
 from tests.bm1880.bm1880_harness import I8, U8, Rig, rng_for, values
-from tlm.bm1880 import (
-    CHIP,
-    CTRL_AL,
-    CTRL_NULL,
-    CTRL_TP,
-    BmkError,
-    bmk1880_chip_info,
-    bmk1880_chip_info_t,
-    bmk1880_gdma_load,
-    bmk1880_gdma_store,
-    bmk1880_reset,
-    bmk1880_tg_shape_to_size,
-    bmk1880_tl_alloc,
-    bmk1880_tl_alloc_bank,
-    bmk1880_tl_free,
-    bmk1880_tl_prealloc,
-    bmk1880_tl_prealloc_align,
-    bmk1880_tl_shape_to_nchw,
-    bmk1880_tl_shape_to_size,
-    bmk1880_tl_size,
-    bmk1880_tpu_copy,
-    shape_t2,
-    shape_t4,
-)
+from tlm.bm1880 import (CHIP, CTRL_AL, CTRL_NULL, CTRL_TP, BmkError, bmk1880_chip_info, bmk1880_chip_info_t,
+                        bmk1880_gdma_load, bmk1880_gdma_store, bmk1880_reset, bmk1880_tl_alloc, bmk1880_tl_alloc_bank,
+                        bmk1880_tl_free, bmk1880_tl_prealloc, bmk1880_tl_prealloc_align, bmk1880_tl_shape_to_nchw,
+                        bmk1880_tl_shape_to_size, bmk1880_tl_size, bmk1880_tg_shape_to_size, bmk1880_tpu_copy,
+                        shape_t2, shape_t4)
 from tlm.bm1880.chip import CHIP_PARAMS, lmem_default_stride, stride_t4
 from tlm.bm1880.tensors import snapshot_tl
 

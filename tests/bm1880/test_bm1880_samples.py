@@ -11,22 +11,9 @@ exactly the buffer, in the sample's format, and that the buffer does what the pr
 import numpy as np
 
 from tests.bm1880 import bm1880_ref as ref
-from tlm.bm1880 import (
-    CTRL_NULL,
-    FMT_I8,
-    Bm1880,
-    bmk1880_acquire_cmdbuf,
-    bmk1880_cleanup,
-    bmk1880_current,
-    bmk1880_enter,
-    bmk1880_exit,
-    bmk1880_gdma_load,
-    bmk1880_info_t,
-    bmk1880_register,
-    bmk1880_reset,
-    bmk1880_tl_prealloc,
-    shape_t4,
-)
+from tlm.bm1880 import (CTRL_NULL, FMT_I8, Bm1880, bmk1880_acquire_cmdbuf, bmk1880_cleanup, bmk1880_current,
+                        bmk1880_enter, bmk1880_exit, bmk1880_gdma_load, bmk1880_info_t, bmk1880_register,
+                        bmk1880_reset, bmk1880_tl_prealloc, shape_t4)
 from tlm.bm1880.descriptors import decode
 
 

@@ -5,23 +5,10 @@ import pytest
 
 from tests.bm1880.bm1880_harness import U8, Rig, rng_for, values
 from tests.bm1880.bm1880_net import G_BC, G_BF, G_POOL, G_WC, G_WF, G_X, G_Y, build
-from tlm.bm1880 import (
-    CTRL_NULL,
-    Bm1880,
-    bmk1880_acquire_cmdbuf,
-    bmk1880_add_dependency,
-    bmk1880_create_streams,
-    bmk1880_destroy_streams,
-    bmk1880_gdma_load,
-    bmk1880_gdma_store,
-    bmk1880_info_t,
-    bmk1880_parallel_disable,
-    bmk1880_parallel_enable,
-    bmk1880_register,
-    bmk1880_set_stream,
-    bmk1880_tpu_add,
-    bmk1880_tpu_copy,
-)
+from tlm.bm1880 import (CTRL_NULL, Bm1880, bmk1880_acquire_cmdbuf, bmk1880_add_dependency, bmk1880_create_streams,
+                        bmk1880_destroy_streams, bmk1880_gdma_load, bmk1880_gdma_store, bmk1880_info_t,
+                        bmk1880_parallel_disable, bmk1880_parallel_enable, bmk1880_register, bmk1880_set_stream,
+                        bmk1880_tpu_add, bmk1880_tpu_copy)
 from tlm.bm1880.descriptors import decode
 from tlm.bm1880.device import FaultError, Job, Program
 from tlm.bm1880.ops import execute

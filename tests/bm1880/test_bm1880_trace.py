@@ -8,16 +8,8 @@ import numpy as np
 
 from tests.bm1880.bm1880_harness import I8, Rig, rng_for, values
 from tests.bm1880.bm1880_net import G_BC, G_BF, G_POOL, G_WC, G_WF, G_X, G_Y, build
-from tlm.bm1880 import (
-    CTRL_NULL,
-    bmk1880_acquire_cmdbuf,
-    bmk1880_gdma_load,
-    bmk1880_gdma_store,
-    bmk1880_info_t,
-    bmk1880_register,
-    bmk1880_tpu_relu,
-    regs,
-)
+from tlm.bm1880 import (CTRL_NULL, bmk1880_acquire_cmdbuf, bmk1880_gdma_load, bmk1880_gdma_store, bmk1880_info_t,
+                        bmk1880_register, bmk1880_tpu_relu, regs)
 from tlm.bm1880.trace_target import LMEM_WINDOW, Bm1880TraceTarget, record_run, write_trace
 from tlm.core import registry
 from tlm.core.trace import parse, replay
@@ -168,7 +160,6 @@ def test_doorbell_while_busy_and_irq_clear():
 
 def test_make_model():
     import pytest
-
     from tlm.bm1880.device import Bm1880, make_model
     m = make_model("bm1880")
     assert isinstance(m, Bm1880) and m.slices.shape == (m.chip.npu_num, m.chip.lmem_size)

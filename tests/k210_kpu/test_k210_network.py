@@ -113,7 +113,8 @@ def test_network_layer_by_layer(name, eight_bit, flow):
     final = driver.read_map(t, net.out_map)
     assert np.array_equal(final, expect[-1])
     assert stream == expect[-1].tobytes()
-    assert t.read_reg(OFFSET["fifo_data_out"]) == 0 and t.faults()     # used up: underflow
+    assert t.read_reg(OFFSET["fifo_data_out"]) == 0 and not t.faults()  # used up: reads 0
+    assert t.kpu.events[-1].kind == "fifo_empty_read"
 
 
 def test_address_swap_follows_the_seed():

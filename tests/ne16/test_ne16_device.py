@@ -248,7 +248,8 @@ def test_reserved_config0_values_reject_the_job(field, value, why):
     (lambda g: g.update(SUBTILE_NB0=0), "is 0"),
     (lambda g: g.update(SUBTILE_REM0=R.by_name("SUBTILE_REM0").encode(KO=33, KI=16)), "exceeds"),
     (lambda g: g.update(SUBTILE_REM2=R.by_name("SUBTILE_REM2").encode(HI=6, WI=5)), "exceeds"),
-    (lambda g: g.update(CONFIG0=R.by_name("CONFIG0").field("LINEAR").put(g["CONFIG0"], 1)),
+    (lambda g: g.update(CONFIG0=R.by_name("CONFIG0").encode(
+        **dict(R.by_name("CONFIG0").decode(g["CONFIG0"]), LINEAR=1, FILTER_MODE=1))),
      "LINEAR"),
     (lambda g: g.update(CONFIG0=R.by_name("CONFIG0").field("STREAMIN").put(g["CONFIG0"], 1)),
      "STREAMIN"),

@@ -300,10 +300,9 @@ def test_encoder_layout_by_hand():
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_fast_reads_equal_one_transaction_at_a_time(seed, monkeypatch):
+def test_fast_reads_equal_one_transaction_at_a_time(seed):
     """TcdmPort.read_many's vectorised gather (unobserved memory) has the effect and the count
     of the transactions one by one; a logging memory sees every one of them."""
-    from tlm.ne16 import engine
     lay = layers.random_layer(700 + seed, h=6, w=5, cin=48, cout=40)
     try:
         prog = builder.build(lay, "gapsdk")
@@ -311,8 +310,7 @@ def test_fast_reads_equal_one_transaction_at_a_time(seed, monkeypatch):
         prog = builder.build(lay, "pulpnnx")
     runs = []
     for fast, log in ((True, False), (False, False), (True, True)):
-        monkeypatch.setattr(engine.TcdmPort, "FAST", fast)
-        t = Ne16TraceTarget(memory=Memory(log=log))
+        t = Ne16TraceTarget(memory=Memory(log=log), fast=fast)
         out = host.run_program(prog, t)
         runs.append((out, t.dev.port.transactions, len(t.dev.memory.log)))
     np.testing.assert_array_equal(runs[0][0], lay.reference())

@@ -30,7 +30,8 @@ import numpy as np
 
 from . import datapath
 from .layout import Fmap
-from .registers import ACT_SEGMENTS, POOL_BY_NAME, POOL_TYPES, LayerArgument, encode_activation, encode_batchnorm
+from .registers import (ACT_SEGMENTS, POOL_BY_NAME, POOL_TYPES, LayerArgument,
+                        encode_activation, encode_batchnorm)
 
 MC_MAGIC = 100000000.0 / 3            # the MC's post-scale ("hotfix_magic_1")
 LOAD_LIMIT = {True: 30 * 1024, False: 60 * 1024}   # bytes per weight load (EXT nncase v0.1)

@@ -9,7 +9,7 @@ window onto 0x80000000, so tables and maps may be given by either address. One
 
 Execution: a layer runs when the twelfth word of its argument reaches
 ``layer_argument_fifo`` (the KPU is never busy in this model: a real KPU would stall the
-bus or let words wait; the events and their order are the same). A layer
+bus or let words wait; its data results are the same). A layer
 
 1. is checked (``plan``): every field combination the sources fix or cannot define is
    rejected with one ``bad_layer_argument`` event naming the fields; a rejected layer
@@ -23,7 +23,7 @@ bus or let words wait; the events and their order are the same). A layer
    (only the pixels; the padding bytes of a line keep their contents) and, with
    send_data_out, appends the output (channel by channel, rows in order, padded with zero
    bytes to a multiple of 8) to the output FIFO read through ``fifo_data_out``;
-4. raises calc_done when int_en is set.
+4. with int_en, makes calc_done *pending* (see below).
 
 Interrupts (EXT kpu.c usage, digest §4/§9): ``interrupt_raw`` collects events,
 ``interrupt_status = raw & ~interrupt_mask``, the AI interrupt line is its OR, writing 1s
@@ -32,6 +32,23 @@ takes a layer and at most ``fifo_empty_threshold`` complete layers remain;
 layer_cfg_almost_full when a write completes a layer and at least ``fifo_full_threshold``
 complete layers wait. Both are events, not levels: kpu.c's ``kpu_continue`` clears them and
 returns without pushing on the last layer, which a level would turn into an interrupt storm.
+
+calc_done comes after the layer's almost_empty, as on hardware (the KPU takes a layer, then
+computes it), and the model must not guess how long a layer takes against the host. So a
+pending calc_done is raised in interrupt_raw
+
+* when the host waits (a ``wait_irq`` step with the interrupt line low, a ``poll_reg``
+  pause; ``advance``), or
+* just before a register read, unless the host wrote interrupt_clear after the layer's
+  twelfth word (``_settle``).
+
+Hence ``wait_irq``, then reading interrupt_raw, sees calc_done; ``wait_irq`` (returning at
+once on almost_empty), ``interrupt_clear`` and then a read sees it cleared, as if the layer
+was done by then; and the same clear followed by another ``wait_irq`` or a poll of
+calc_done gets calc_done as a second interrupt, as kpu.c's kpu_run ISR does (it runs for
+the almost_empty and the calc_done of the last layer). Every sequence kpu.c, nncase or a
+trace that waits before it looks gives the same result.
+
 Reset values (not documented anywhere; chosen): every register 0.
 
 Nothing here raises for register values or memory contents: problems are ``Event``s
@@ -47,25 +64,11 @@ import numpy as np
 from ..core.memory import Memory, Resp, Transaction
 from . import datapath
 from .layout import LINE, Fmap
-from .registers import (
-    ACT_TABLE_ALIGN,
-    ACT_TABLE_BYTES,
-    ACT_TABLE_WORDS,
-    BATCHNORM,
-    CONFIG_REGISTERS,
-    KERNEL_TYPES,
-    LAYER_FIELDS,
-    LAYER_WORDS,
-    POOL_TYPES,
-    REG_BY_OFFSET,
-    WORD_MASK,
-    LayerArgument,
-    bytes_to_words,
-    decode_activation,
-    decode_batchnorm,
-    irq_bits,
-    reg_field,
-)
+from .registers import (ACT_TABLE_ALIGN, ACT_TABLE_BYTES, ACT_TABLE_WORDS, BATCHNORM,
+                        CONFIG_REGISTERS, KERNEL_TYPES, LAYER_FIELDS,
+                        LAYER_WORDS, POOL_TYPES, REG_BY_OFFSET, WORD_MASK, LayerArgument,
+                        bytes_to_words, decode_activation, decode_batchnorm, irq_bits,
+                        reg_field)
 
 # ---- address map (EXT platform.h) ------------------------------------------------------
 RAM_BASE_ADDR = 0x80000000
@@ -104,7 +107,7 @@ class FetchChannel(enum.IntEnum):
 
 @dataclass
 class Event:
-    kind: str            # bad_layer_argument, bus_error, alu_overflow, fifo_underflow, register_access
+    kind: str            # bad_layer_argument, bus_error, alu_overflow, register_access; fifo_empty_read (no fault)
     layer: int           # index of the layer (count of layers taken before it), -1 for registers
     detail: str
     fault: bool = True
@@ -253,6 +256,8 @@ class KPU:
         self.events: list = []
         self._fault_cursor = 0
         self.layers_taken = 0
+        self.done_pending = False        # calc_done of a layer with int_en not yet raised
+        self.done_held = False           # interrupt_clear written since: only a wait raises it
         self.last_plan: "LayerPlan | None" = None
 
     @property
@@ -266,6 +271,19 @@ class KPU:
     @property
     def irq(self) -> bool:
         return bool(self.status)
+
+    def advance(self) -> bool:
+        """The host waits: a pending calc_done is raised. True if something happened."""
+        if not self.done_pending:
+            return False
+        self.raw |= IRQ_CALC_DONE
+        self.done_pending = self.done_held = False
+        return True
+
+    def _settle(self) -> None:
+        """Before a register read: the pending calc_done is raised unless held by a clear."""
+        if not self.done_held:
+            self.advance()
 
     def _event(self, kind: str, detail: str, layer: int = -1, fault: bool = True) -> None:
         ev = Event(kind, layer, detail, fault)
@@ -297,6 +315,7 @@ class KPU:
             return
         if reg.name == "interrupt_clear":
             self.raw &= ~(value & reg.mask)
+            self.done_held = self.done_pending
             return
         self.regs[reg.name] = value & reg.mask
         if reg.name == "fifo_ctrl":
@@ -308,7 +327,9 @@ class KPU:
                 self.cfg_words.clear()
 
     def read(self, offset: int) -> int:
-        """A 64-bit register read (fifo_data_out pops 8 bytes of the output stream)."""
+        """A 64-bit register read (fifo_data_out pops 8 bytes of the output stream); a
+        pending calc_done is raised first (``_settle``)."""
+        self._settle()
         reg = REG_BY_OFFSET.get(offset)
         if reg is None:
             self._event("register_access", f"read of offset 0x{offset:x}: no register (reads 0)")
@@ -324,8 +345,9 @@ class KPU:
             return self.status
         if reg.name == "fifo_data_out":
             got = self.pop_output()
-            if got is None:
-                self._event("fifo_underflow", "fifo_data_out read with the output FIFO empty (reads 0)")
+            if got is None:        # the CPU may read it any time (the DMA waits for AI_RX_REQ)
+                self._event("fifo_empty_read", "fifo_data_out read with the output FIFO empty "
+                                               "(reads 0)", fault=False)
                 return 0
             return got[0]
         return self.regs[reg.name]
@@ -393,7 +415,7 @@ class KPU:
             except Exception as e:          # noqa: BLE001 - a model bug is an event, never a traceback
                 self._event("model_error", f"{type(e).__name__}: {e}", index)
         if la.int_en:
-            self.raw |= IRQ_CALC_DONE
+            self.done_pending, self.done_held = True, False
         for h in self.layer_hooks:
             h(p, out)
         return out

@@ -13,7 +13,7 @@ bench's pin driver. Offsets come from the register table.
 * Flows: ``run_calc_done`` (nncase v1 runtime: per layer clear 7, mask 0b110, int_en, wait
   for the interrupt, clear and mask 7), ``run_kpu_run`` (kpu.c kpu_run: thresholds 10/1,
   mask with calc_done and almost_empty open, one layer pushed per interrupt, the last with
-  int_en and send_data_out), ``run_burst`` (kpu_start-like: all interrupts masked, every
+  int_en and send_data_out, whose calc_done is a last interrupt), ``run_burst`` (kpu_start-like: all interrupts masked, every
   layer pushed at once, completion seen on the output stream).
 * ``read_output(host, n)``: ceil(n / 8) 64-bit reads of fifo_data_out (the output DMA).
 """
@@ -154,19 +154,20 @@ def run_calc_done(host, net: Network, send_last: bool = False, wait: int = 1000)
 
 
 def run_kpu_run(host, net: Network, wait: int = 1000) -> bool:
-    """kpu.c kpu_run: the last layer gets int_en and send_data_out; each interrupt
-    (almost_empty, then calc_done at the end) clears and pushes the next layer."""
+    """kpu.c kpu_run: the last layer gets int_en and send_data_out; each interrupt clears
+    and pushes the next layer (kpu_continue): one almost_empty per layer, then, after the
+    last layer's almost_empty (nothing left to push), its calc_done."""
     _prologue(host, net, FIFO_FULL, FIFO_EMPTY, irq_bits(layer_cfg_almost_full_int=1))
-    n = len(net.layers)
     ok = True
     for i, l in enumerate(net.layers):
-        last = i == n - 1
+        last = i == len(net.layers) - 1
         if i:
             ok &= bool(host.wait_irq(wait))
             host.write_reg(OFFSET["interrupt_clear"], IRQ_ALL)
         push(host, l.la.replace(int_en=int(last), send_data_out=int(last)))
-    ok &= bool(host.wait_irq(wait))
-    host.write_reg(OFFSET["interrupt_clear"], IRQ_ALL)
+    for _ in range(2):
+        ok &= bool(host.wait_irq(wait))
+        host.write_reg(OFFSET["interrupt_clear"], IRQ_ALL)
     return ok
 
 

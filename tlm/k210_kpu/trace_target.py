@@ -4,11 +4,13 @@
 ``write_reg 0x0 W`` pushes one word into layer_argument_fifo, ``read_reg 0x30 V`` pops 8 bytes
 of the output stream (fifo_data_out). ``load_mem``/``check_mem``/``fill_mem`` take CPU bus
 addresses: system memory (0x80000000, or its alias 0x40000000) and the KPU RAM at
-0x80600000 or 0x40600000. A layer runs as soon as its twelfth word is written, so
-``wait_irq`` only looks at the interrupt line. Faults reported: every fault ``Event`` of
-the model (rejected layer arguments, bus errors, 36-bit overflows, reads of an empty output
-FIFO, accesses to missing or read-only registers) and back-door accesses to the register
-window.
+0x80600000 or 0x40600000. A layer runs as soon as its twelfth word is written; its
+calc_done follows the device's rule (``KPU.advance``): ``wait_irq`` returns at once if the
+AI interrupt is raised, else lets the KPU raise a pending calc_done and looks again; a
+``poll_reg`` pause does the same. Faults reported: every fault ``Event`` of the model
+(rejected layer arguments, bus errors, 36-bit overflows, accesses to missing or read-only
+registers) and back-door accesses to the register window; an empty fifo_data_out read
+reads 0 and is not a fault.
 """
 from __future__ import annotations
 
@@ -51,7 +53,12 @@ class K210TraceTarget(TraceTarget):
         return self.kpu.bus_read(addr, length)
 
     def wait_irq(self, max_steps: int) -> bool:
+        if not self.kpu.irq and max_steps > 0:
+            self.kpu.advance()
         return self.kpu.irq
+
+    def idle(self) -> None:
+        self.kpu.advance()
 
     def faults(self) -> list:
         out = self._faults + [str(e) for e in self.kpu.new_faults()]

@@ -26,6 +26,6 @@ DEVICE = DeviceInfo(
         extra={"trace_test": "tb.ne16.tests.bench_ne16:test_trace_replay",
                "trace_env": "NE16_TRACE",
                "pinmap_env": "NE16_PINMAP",
-               "shell_generator": "tools/gen_ne16_shell.py"},
+               "shell_generator": "tools/gen_ne16.py"},
     ),
 )

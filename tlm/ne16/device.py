@@ -79,11 +79,14 @@ class _Running:
 
 class Ne16:
     """The NE16 TLM. `memory` is a `tlm.core.memory.Memory` (the TCDM as seen by the NE16;
-    default: a sparse 32-bit space, no faults)."""
+    default: a sparse 32-bit space, no faults). `literal` selects the engine's slow literal
+    arithmetic, `fast=False` the port's one-transaction-at-a-time reads (both for
+    cross-checks; results are the same)."""
 
-    def __init__(self, memory: "Memory | None" = None, *, literal: bool = False):
+    def __init__(self, memory: "Memory | None" = None, *, literal: bool = False,
+                 fast: bool = True):
         self.memory = memory if memory is not None else Memory(log=False)
-        self.port = TcdmPort(self.memory)
+        self.port = TcdmPort(self.memory, fast=fast)
         self.literal = literal
         self.errors: list[str] = []             # drained by the trace target
         self.history: list[JobRecord] = []

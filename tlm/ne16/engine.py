@@ -22,15 +22,18 @@ Addresses (bytes, 32-bit wrap-around):
 Read sizes follow the GAP9 simulator model's streams: an input pixel is the Ki subtile's
 bytes, a 3x3 weight record 18 bytes (9 taps x 16 channel bits), a 1x1 record Qw*2 bytes, a
 linear record 32 bytes. Writes: 8-bit output one transaction per pixel (Ko subtile bytes),
-16/32-bit outputs one per 32-byte word (16/8 channels). Parameter vectors are read in pieces
-of at most 32 bytes.
+16/32-bit outputs one per group of `JobConfig.out_group` channels (a 32-byte word of 16/8
+channels; 8 channels for 16-bit outputs with OUTFEAT_D0 16). Parameter vectors are read in
+pieces of at most 32 bytes.
 
 Arithmetic (digest §6.7 and §9, EXT RTL): 8-bit inputs unsigned, MODE16 inputs unsigned
-16-bit; weights unsigned bit-planes, plus the layer offset when CONFIG0.WEIGHT_OFFS;
-accumulators 32-bit, wrapping; normalization p = wrap48(acc*scale) (scale unsigned); without
-bias v = p >> shift, with bias v = wrap32(wrap32(p) + bias) >> shift (arithmetic); no
-rounding for either value of CONFIG0 bit 11 (§9); saturation to QUANT_BITS, unsigned with
-rectification (QUANT_RECT=0) else signed.
+16-bit; weights unsigned bit-planes plus the layer offset (always applied, see
+`JobConfig.weight_offset`); accumulators 32-bit, wrapping; normalization p = acc*scale exact
+(scale unsigned; int64 as the digest's §6.7, pulp-nnx's functional model and the GAP9
+simulator model compute it; the open RTL's 48-bit product differs only past 2**47, i.e. with
+32-bit scales); without bias v = p >> shift, with bias v = wrap32(wrap32(p) + bias) >> shift
+(arithmetic); no rounding for either value of CONFIG0 bit 11 (§9); saturation to QUANT_BITS,
+unsigned with rectification (QUANT_RECT=0) else signed.
 """
 from __future__ import annotations
 
@@ -79,16 +82,16 @@ class TcdmPort:
     transactions (a plain `Memory`: its own `access`, no log, no listener, no injected fault)
     it gathers the bytes with one vectorised read, which has exactly the effect of the
     transactions one by one; otherwise (the bench's pin memory, a logging or faulting memory)
-    it performs them one by one. `FAST = False` forces the per-transaction path."""
-    FAST = True
+    it performs them one by one. `fast=False` forces the per-transaction path."""
 
-    def __init__(self, memory):
+    def __init__(self, memory, fast: bool = True):
         self.memory = memory
+        self.fast = fast
         self.transactions = 0
 
     def _unobserved(self) -> bool:
         m = self.memory
-        return (self.FAST and type(m).access is Memory.access and not m.log_enabled
+        return (self.fast and type(m).access is Memory.access and not m.log_enabled
                 and not m.listeners and not m.faults)
 
     def read_many(self, stream: Stream, addrs, n: int) -> np.ndarray:
@@ -149,8 +152,9 @@ def saturate(v: np.ndarray, bits: int, signed: bool) -> np.ndarray:
 
 def normquant(acc: np.ndarray, scale: np.ndarray, shift: np.ndarray, bias: "np.ndarray | None",
               bits: int, signed: bool) -> np.ndarray:
-    """acc (K, P) int64 wrapped to 32 bits; scale, shift (K,) ; bias (K,) int32 or None."""
-    p = wrap(acc * scale[:, None].astype(np.int64), 48)
+    """acc (K, P) int64 wrapped to 32 bits; scale, shift (K,) ; bias (K,) int32 or None.
+    |acc*scale| < 2**63 (int32 x uint32), so the int64 product is exact."""
+    p = acc * scale[:, None].astype(np.int64)
     if bias is not None:
         p = wrap(wrap(p, 32) + bias[:, None].astype(np.int64), 32)
     v = p >> np.minimum(shift.astype(np.int64), 63)[:, None]
@@ -379,7 +383,7 @@ class Engine:
         dtype = {1: "u1", 2: "<u2", 4: "<u4"}[nbytes]
         data = (out & ((1 << bits) - 1)).astype(dtype)        # (k, 9) two's complement
         base = self._out_base(ko, i, j, nbytes)
-        per_word = J.OUT_WORD // nbytes if bits > 8 else k
+        per_word = c.out_group
         for p in self._pixels(hout, wout, c.strided):
             pix = base + (p // 3) * c.out_d2 + (p % 3) * c.out_d1
             for w in range((k + per_word - 1) // per_word):
@@ -422,7 +426,7 @@ def _literal_normquant(acc, scale, shift, bias, bits, signed) -> np.ndarray:
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
     for k in range(acc.shape[0]):
         for p in range(acc.shape[1]):
-            v = wrapn(int(acc[k, p]) * int(scale[k]), 48)
+            v = int(acc[k, p]) * int(scale[k])
             if bias is not None:
                 v = wrapn(wrapn(v, 32) + int(bias[k]), 32)
             v >>= min(int(shift[k]), 63)

@@ -80,7 +80,7 @@ class JobConfig:
     rounding_bit: int
     norm_code: int
     streamin: bool
-    weight_offs: bool
+    weight_offs: bool               # CONFIG0[15]: stored and decoded, gates nothing (weight_offset)
     right_shift: int
     quant_code: int
     quant_rect: bool                # 1 = do not rectify (keep sign)
@@ -170,11 +170,27 @@ class JobConfig:
         return self.quant_bits
 
     @property
+    def out_group(self) -> int:
+        """Output channels written per word, the words of a pixel OUTFEAT_D0 apart.
+        8-bit: the whole Ko subtile (D0 unused). 32-bit: 8 (a 32-byte word; EXT RTL/simulator).
+        16-bit, which neither the open RTL nor the simulator implements: 8 channels when
+        OUTFEAT_D0 is 16 (the GAP SDK kernels program 16 for 16-bit outputs: groups of 8
+        channels, as for 32 bits), else 16 (a 32-byte word; pulp-nnx programs D0 = 32).
+        Either way a pixel's int16 channels come out contiguous."""
+        if self.out_bits == 8:
+            return self.tp_out
+        if self.out_bits == 16 and self.out_d0 == OUT_WORD // 2:
+            return OUT_WORD // 2 // 2
+        return OUT_WORD * 8 // self.out_bits
+
+    @property
     def weight_offset(self) -> int:
         """The layer-wise offset the multipliers see: bits 7:0 with bit 31 as the sign (EXT
-        RTL, digest §9); 0 unless CONFIG0.WEIGHT_OFFS (the seed: b0 = symmetric weights)."""
-        if not self.weight_offs:
-            return 0
+        RTL, digest §9). Applied whatever CONFIG0.WEIGHT_OFFS says: the open RTL never reads
+        bit 15 (its WEIGHTOFFS phase always runs), the GAP9 simulator model leaves it "not
+        implemented", and pulp-nnx's weights are encoded as w - offset whatever the mode, so
+        its functional model's expectations need the offset added back. With the register at
+        0 (the "symmetric" case) the seed's reading gives the same result."""
         v = self.weight_offset_word
         return (v & 0xFF) - (0x100 if v >> 31 else 0)
 
@@ -212,9 +228,10 @@ class JobConfig:
         """None if the job can run, else why it is rejected (one line)."""
         if self.filter_mode == MODE_RESERVED and not self.linear:
             return "CONFIG0.FILTER_MODE=0b11 is reserved (seed) unless CONFIG0.LINEAR is set"
-        if self.linear and self.filter_mode in (MODE_3X3, MODE_3X3_DW):
-            return ("CONFIG0.LINEAR with FILTER_MODE 3x3/3x3 depthwise (EXT: linear mode is a "
-                    "1x1 mode; program FILTER_MODE 0b10 or 0b11)")
+        if self.linear and self.filter_mode == MODE_3X3_DW:
+            return ("CONFIG0.LINEAR with FILTER_MODE 3x3 depthwise (EXT: the RTL would walk "
+                    "depthwise 16-channel subtiles; the GAP9 simulator model asserts; program "
+                    "FILTER_MODE 0b00, 0b10 or 0b11)")
         if self.norm_code == 3:
             return "CONFIG0.NORM_BITS=0b11 is reserved (seed)"
         if self.quant_code == 3:

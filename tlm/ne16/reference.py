@@ -2,11 +2,12 @@
 registers, no memory). It states the arithmetic contract the TLM must meet:
 
   x      input (H, W, Cin): unsigned 8-bit, or unsigned 16-bit in MODE16
-  w      unsigned weights of `bits` bits; the effective weight is w + offset when a layer-wise
-         offset is used (CONFIG0.WEIGHT_OFFS; the seed), else w
+  w      unsigned weights of `bits` bits; the effective weight is w + offset, the layer-wise
+         offset of WEIGHT_OFFSET (0 for "symmetric" layers; the offset is applied whatever
+         CONFIG0.WEIGHT_OFFS says, as the open RTL and the GAP9 simulator model do)
   acc    = wrap32( streamin + sum over taps not masked by FILTER_MASK and input channels of
            w_eff * x_padded ), x padded with the padding value on the four sides
-  quant  p = wrap48(acc * scale)                    (scale unsigned, NORM_BITS wide)
+  quant  p = acc * scale, exact                     (scale unsigned, NORM_BITS wide; §6.7)
          v = p >> shift                             (no bias)
          v = wrap32(wrap32(p) + bias) >> shift      (bias, int32)
          out = saturate(v, QUANT_BITS) to [0, 2^n-1] with rectification, else signed
@@ -78,7 +79,7 @@ def normquant(acc, scale, shift, bias, out_bits: int, relu: bool) -> np.ndarray:
     cout = acc.shape[-1]
     sc = np.asarray(scale, dtype=object).reshape(cout)
     sh = np.broadcast_to(np.asarray(shift, dtype=object), (cout,))
-    p = _wrap(acc * sc, 48)
+    p = acc * sc                                    # exact (object integers)
     if bias is not None:
         p = _wrap(_wrap(p, 32) + np.asarray(bias, dtype=object).reshape(cout), 32)
     v = np.vectorize(lambda a, s: int(a) >> int(s), otypes=[object])(p, sh)

@@ -175,7 +175,9 @@ REGISTERS: tuple = (
                  "EXT"),
                 ("NORM_BITS", 12, 2, "b00: 8 bits; b01: 16 bits; b10: 32b; b11: reserved"),
                 ("STREAMIN", 14, 1, "b0: normal operation; b1: enable streamin"),
-                ("WEIGHT_OFFS", 15, 1, "b0: symmetric weights; b1: use layer-wise weight offset"),
+                ("WEIGHT_OFFS", 15, 1, "b0: symmetric weights; b1: use layer-wise weight offset "
+                                       "(EXT: the RTL and the simulator ignore it; the model "
+                                       "applies WEIGHT_OFFSET either way)"),
                 ("RIGHT_SHIFT", 16, 5, "Quantization right shift"),
                 ("QUANT_BITS", 21, 2, "b00: 8 bits; b01: 16 bits; b10: 32b; b11: reserved"),
                 ("QUANT_RECT", 23, 1, "b0: rectify, consider as unsigned; b1: do not rectify, "

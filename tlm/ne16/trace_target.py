@@ -46,14 +46,15 @@ class Ne16TraceTarget(TraceTarget):
     reg_align = 4
     wait_default = 1_000_000
 
-    def __init__(self, config: str = "ne16", memory: "Memory | None" = None, literal: bool = False):
+    def __init__(self, config: str = "ne16", memory: "Memory | None" = None, literal: bool = False,
+                 fast: bool = True):
         if config not in CONFIGS:
             raise ValueError(f"unknown NE16 configuration {config!r} (one of {', '.join(CONFIGS)})")
         self.config = config
         mem = memory if memory is not None else Memory(log=False)
         if config == "ne16-gap9-l1":
             restrict_to_l1(mem)
-        self.dev = Ne16(mem, literal=literal)
+        self.dev = Ne16(mem, literal=literal, fast=fast)
 
     def write_reg(self, offset: int, value: int) -> None:
         self.dev.periph_write(offset, value)
