@@ -1,7 +1,6 @@
-"""The Arm Ethos-U85 (TRM r0p0 issue 05): registry entry.
+"""The Arm Ethos-U85 (TRM r0p0 issue 05): its modules (device, isa, registers, ops, ...) and
+its registry entry (docs/architecture.md, "How to add a device")."""
 
-The device's modules still live at the top of `tlm/` (device.py, isa.py, ...); the layout
-of docs/architecture.md moves them here."""
 from ..core.registry import BenchInfo, DeviceInfo
 
 DEVICE = DeviceInfo(
