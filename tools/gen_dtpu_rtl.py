@@ -64,11 +64,13 @@ def gen_contract() -> str:
             o.append(f"localparam integer DTPU_F_{r.name}_{f.name} = {f.lsb};  "
                      f"localparam integer DTPU_W_{r.name}_{f.name} = {f.width};")
     o.append("")
-    o.append("// ---- word kinds: 0 unmapped (SLVERR), 1 RAZ/WI, 2 implemented ----")
+    o.append("// ---- word kinds: 0 unmapped (SLVERR), 1 RAZ/WI, 2 implemented, 3 implemented read-only ----")
     o.append(f"function automatic [1:0] dtpu_word_kind(input [{a - 1}:0] addr);")
     o.append("    begin")
     o.append("        case (addr)")
-    for kind, ws in ((2, [w for w in C.words() if w.exists]), (1, [w for w in C.words() if not w.exists])):
+    for kind, ws in ((2, [w for w in C.words() if w.exists and w.access != C.RO]),
+                     (3, [w for w in C.words() if w.exists and w.access == C.RO]),
+                     (1, [w for w in C.words() if not w.exists])):
         for i in range(0, len(ws), 4):
             labels = ", ".join(f"DTPU_REG_{w.name}" for w in ws[i:i + 4])
             o.append(f"            {labels}: dtpu_word_kind = 2'd{kind};")

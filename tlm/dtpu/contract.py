@@ -532,7 +532,8 @@ DMACR_FIELDS = (Field("RS", 0, 1, RW, "run/stop"), Field("RESET", 2, 1, RW, "cha
 DMASR_FIELDS = (Field("HALTED", 0, 1, RO, "RS=0 or stopped by an error"),
                 Field("IDLE", 1, 1, RO, "running and no transfer in progress (also before the first)"),
                 Field("DMAINTERR", 4, 1, RO, "length not a multiple of 8, a LENGTH write while busy, "
-                                             "or an S2MM packet longer than LENGTH (halts)"),
+                                             "or an S2MM packet longer than LENGTH (its first LENGTH bytes "
+                                             "are written, the rest is dropped; halts)"),
                 Field("DMASLVERR", 5, 1, RO, "SLVERR from memory (halts)"),
                 Field("DMADECERR", 6, 1, RO, "DECERR from memory (halts)"),
                 Field("IOC_IRQ", 12, 1, W1C, "transfer complete"),
@@ -593,5 +594,5 @@ def top_ports() -> list[tuple[str, str, int]]:
         src, dst = ("input", "output") if into else ("output", "input")
         p += [(f"{arg.port}_tdata", src, STREAM_BITS), (f"{arg.port}_tvalid", src, 1),
               (f"{arg.port}_tready", dst, 1), (f"{arg.port}_tlast", src, 1)]
-    p.append(("interrupt", "output", 1))
+    p.append(("irq", "output", 1))
     return p

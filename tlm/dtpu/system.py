@@ -135,18 +135,17 @@ class DtpuSystem(TraceTarget):
                     continue
                 addr, n = self._armed[name]
                 got, last = self._received[name], False
-                while self.dtpu.out_valid() and len(got) * 8 < n:
+                while self.dtpu.out_valid():
                     word, last = self.dtpu.out_pop()
                     got.append(word)
                     moved = True
                     if last:
                         break
-                if last or len(got) * 8 >= n:       # TLAST, or LENGTH bytes without TLAST
-                    data = np.array(got, "<u8").tobytes()
+                if last:                            # a packet longer than LENGTH: the rest is dropped
+                    data = np.array(got, "<u8").tobytes()[:n]
                     err, _ = self._access(dma, True, addr, len(data), data)
-                    dma.complete(len(data), err or (None if last else "DMAINTERR"))
+                    dma.complete(len(data), err or (None if len(got) * 8 <= n else "DMAINTERR"))
                     del self._armed[name]
-                    moved = True
         return moved
 
     def advance(self) -> None:

@@ -141,13 +141,13 @@ localparam integer DTPU_F_OARG_STATUS_FULL = 5;  localparam integer DTPU_W_OARG_
 localparam integer DTPU_F_OARG_LENGTH_LENGTH = 0;  localparam integer DTPU_W_OARG_LENGTH_LENGTH = 32;
 localparam integer DTPU_F_OARG_TDEST_TDEST = 0;  localparam integer DTPU_W_OARG_TDEST_TDEST = 8;
 
-// ---- word kinds: 0 unmapped (SLVERR), 1 RAZ/WI, 2 implemented ----
+// ---- word kinds: 0 unmapped (SLVERR), 1 RAZ/WI, 2 implemented, 3 implemented read-only ----
 function automatic [1:0] dtpu_word_kind(input [15:0] addr);
     begin
         case (addr)
             DTPU_REG_CTRL, DTPU_REG_STATUS, DTPU_REG_IARG_RQT_EN, DTPU_REG_OARG_RQT_EN: dtpu_word_kind = 2'd2;
-            DTPU_REG_CMD, DTPU_REG_OARG_LENGTH_MODE, DTPU_REG_IARG0_STATUS, DTPU_REG_IARG1_STATUS: dtpu_word_kind = 2'd2;
-            DTPU_REG_IARG2_STATUS, DTPU_REG_OARG0_STATUS, DTPU_REG_OARG0_LENGTH, DTPU_REG_OARG0_TDEST: dtpu_word_kind = 2'd2;
+            DTPU_REG_CMD, DTPU_REG_OARG_LENGTH_MODE, DTPU_REG_OARG0_LENGTH, DTPU_REG_OARG0_TDEST: dtpu_word_kind = 2'd2;
+            DTPU_REG_IARG0_STATUS, DTPU_REG_IARG1_STATUS, DTPU_REG_IARG2_STATUS, DTPU_REG_OARG0_STATUS: dtpu_word_kind = 2'd3;
             DTPU_REG_ISCALAR_FIFO_RST, DTPU_REG_OSCALAR_FIFO_RST, DTPU_REG_ISCALAR_RQT_EN, DTPU_REG_OSCALAR_RQT_EN: dtpu_word_kind = 2'd1;
             DTPU_REG_ISCALAR0_DATA, DTPU_REG_ISCALAR1_DATA, DTPU_REG_ISCALAR2_DATA, DTPU_REG_ISCALAR3_DATA: dtpu_word_kind = 2'd1;
             DTPU_REG_ISCALAR4_DATA, DTPU_REG_ISCALAR5_DATA, DTPU_REG_ISCALAR6_DATA, DTPU_REG_ISCALAR7_DATA: dtpu_word_kind = 2'd1;

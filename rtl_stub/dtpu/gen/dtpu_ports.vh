@@ -37,4 +37,4 @@ output wire [63:0]  m_axis_0_tdata,
 output wire         m_axis_0_tvalid,
 input  wire         m_axis_0_tready,
 output wire         m_axis_0_tlast,
-output wire         interrupt
+output wire         irq
