@@ -10,6 +10,8 @@ Files:
   positions, write masks, the word-kind decoder), command opcodes, CSR field positions,
   precision codes and widths, core error codes, FSM state codes. Included inside module
   bodies (include directory ``rtl_stub/dtpu``).
+* ``rtl_stub/dtpu/gen/dtpu_config.vh``: the default configuration's parameters as DTPU_*
+  macros (module dtpu's parameter defaults; ``config_defines(cfg)`` gives another one).
 * ``rtl_stub/dtpu/gen/dtpu_ports.vh``: the port list of module ``dtpu`` (included between
   its parentheses), for the stand-in and the DUT=tlm shell.
 * ``rtl_stub/dtpu/gen/dtpu_shell.vh``: the shell's ``tlm_<port>`` variables.
@@ -115,6 +117,25 @@ def gen_contract() -> str:
     return "\n".join(o) + "\n"
 
 
+def config_defines(cfg: "C.Config", extra: tuple[str, ...] = ()) -> str:
+    """`define lines that make module dtpu's parameter defaults those of `cfg` (a build
+    compiles them before the sources), plus `extra` macro names (e.g. DTPU_PLANTED_BUG)."""
+    lines = [f"// DTPU configuration {cfg.name} (tools/gen_dtpu_rtl.py config_defines)"]
+    lines += [f"`define DTPU_{k} {v}" for k, v in cfg.verilog_params().items()]
+    lines += [f"`define {m}" for m in extra]
+    return "\n".join(lines) + "\n"
+
+
+def gen_config() -> str:
+    cfg = C.CONFIGS[C.DEFAULT_CONFIG]
+    o = [HEADER.format(name="dtpu_config.vh"),
+         f"// Default parameters of module dtpu: configuration {cfg.name}. A build that defines",
+         "// the DTPU_* macros first (config_defines) chooses another configuration."]
+    for k, v in cfg.verilog_params().items():
+        o += [f"`ifndef DTPU_{k}", f"`define DTPU_{k} {v}", "`endif"]
+    return "\n".join(o) + "\n"
+
+
 def gen_ports() -> str:
     ports = C.top_ports()
     o = [HEADER.format(name="dtpu_ports.vh"),
@@ -209,7 +230,8 @@ def doc_text(current: str) -> str:
 
 
 def generate() -> dict[Path, str]:
-    files = {GEN / "dtpu_contract.vh": gen_contract(), GEN / "dtpu_ports.vh": gen_ports(),
+    files = {GEN / "dtpu_contract.vh": gen_contract(), GEN / "dtpu_config.vh": gen_config(),
+             GEN / "dtpu_ports.vh": gen_ports(),
              GEN / "dtpu_shell.vh": gen_shell()}
     if DOC.is_file():
         files[DOC] = doc_text(DOC.read_text())

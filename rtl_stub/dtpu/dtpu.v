@@ -16,18 +16,24 @@
 // arguments ready); continuous mode starts runs by itself and releases the IARG_RQT_EN
 // buffers after each. Starting a run raises cs_start until the core's cs_ready; the
 // core's cs_done is acknowledged at once (cs_continue).
+//
+// Parameters default to the DTPU_* macros of gen/dtpu_config.vh (the default configuration
+// of tlm/dtpu/contract.py unless a build defines them first: the bench's runner prepends a
+// file of `define lines for the configuration under test).
 `default_nettype none
 
+`include "gen/dtpu_config.vh"
+
 module dtpu #(
-    parameter integer ROWS          = 8,
-    parameter integer COLUMNS       = 8,
-    parameter integer PRECISIONS    = 1,
-    parameter integer SIZE_CSR      = 1024,
-    parameter integer SIZE_WMEMORY  = 8192,
-    parameter integer INFIFO_DEPTH  = 2048,
-    parameter integer OUTFIFO_DEPTH = 32,
-    parameter integer BUFFER_DEPTH  = 2,
-    parameter integer CMDQ_DEPTH    = 4
+    parameter integer ROWS          = `DTPU_ROWS,
+    parameter integer COLUMNS       = `DTPU_COLUMNS,
+    parameter integer PRECISIONS    = `DTPU_PRECISIONS,
+    parameter integer SIZE_CSR      = `DTPU_SIZE_CSR,
+    parameter integer SIZE_WMEMORY  = `DTPU_SIZE_WMEMORY,
+    parameter integer INFIFO_DEPTH  = `DTPU_INFIFO_DEPTH,
+    parameter integer OUTFIFO_DEPTH = `DTPU_OUTFIFO_DEPTH,
+    parameter integer BUFFER_DEPTH  = `DTPU_BUFFER_DEPTH,
+    parameter integer CMDQ_DEPTH    = `DTPU_CMDQ_DEPTH
 ) (
 `include "gen/dtpu_ports.vh"
 );

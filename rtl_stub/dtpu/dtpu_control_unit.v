@@ -50,8 +50,8 @@ module dtpu_control_unit #(
     // datapath control
     input  wire                            en,                 // the pipeline advances
     input  wire                            pipe_busy,          // MXU or staging hold data
-    output logic                           load_weight,        // wm_dout is word load_idx
-    output logic [IDXW-1:0]                load_idx,
+    output wire                            load_weight,        // wm_dout is word load_idx
+    output wire  [IDXW-1:0]                load_idx,
     output logic [PW-1:0]                  act_idx,            // word of the vector being read
     output wire                            issue,              // a step enters the MXU
     output logic                           chain_clear,
@@ -159,8 +159,6 @@ module dtpu_control_unit #(
             wcnt <= '0;
             act_idx <= '0;
             chain_clear <= 1'b0;
-            load_weight <= 1'b0;
-            load_idx <= '0;
             err_code <= DTPU_ERR_NONE;
             prec_sel <= 4'd1;
             op_signed <= 1'b0;
@@ -176,7 +174,6 @@ module dtpu_control_unit #(
         end else begin
             cs_ready <= 1'b0;
             chain_clear <= 1'b0;
-            load_weight <= 1'b0;
             case (state)
                 DTPU_ST_IDLE: begin
                     if (cs_start && glb_enable) begin
@@ -214,10 +211,6 @@ module dtpu_control_unit #(
                 end
                 DTPU_ST_LOAD: begin
                     wcnt <= wcnt + 1'b1;
-                    if (wcnt != 0) begin
-                        load_weight <= 1'b1;
-                        load_idx <= wcnt[IDXW-1:0] - 1'b1;
-                    end
                     if (wcnt == n_weights) begin
                         state <= DTPU_ST_COMPUTE;
                         act_idx <= '0;
@@ -244,6 +237,10 @@ module dtpu_control_unit #(
             endcase
         end
     end
+
+    // the weight word read in the previous cycle (BRAM latency 1) goes to its L/S unit
+    assign load_weight = (state == DTPU_ST_LOAD) && (wcnt != 0);
+    assign load_idx = wcnt[IDXW-1:0] - 1'b1;
 
     // memory reads
     always @(*) begin

@@ -9,16 +9,18 @@
 /* verilator lint_off UNDRIVEN */
 /* verilator lint_off UNUSEDSIGNAL */
 /* verilator lint_off UNUSEDPARAM */
+`include "gen/dtpu_config.vh"
+
 module dtpu #(
-    parameter integer ROWS          = 8,
-    parameter integer COLUMNS       = 8,
-    parameter integer PRECISIONS    = 1,
-    parameter integer SIZE_CSR      = 1024,
-    parameter integer SIZE_WMEMORY  = 8192,
-    parameter integer INFIFO_DEPTH  = 2048,
-    parameter integer OUTFIFO_DEPTH = 32,
-    parameter integer BUFFER_DEPTH  = 2,
-    parameter integer CMDQ_DEPTH    = 4
+    parameter integer ROWS          = `DTPU_ROWS,
+    parameter integer COLUMNS       = `DTPU_COLUMNS,
+    parameter integer PRECISIONS    = `DTPU_PRECISIONS,
+    parameter integer SIZE_CSR      = `DTPU_SIZE_CSR,
+    parameter integer SIZE_WMEMORY  = `DTPU_SIZE_WMEMORY,
+    parameter integer INFIFO_DEPTH  = `DTPU_INFIFO_DEPTH,
+    parameter integer OUTFIFO_DEPTH = `DTPU_OUTFIFO_DEPTH,
+    parameter integer BUFFER_DEPTH  = `DTPU_BUFFER_DEPTH,
+    parameter integer CMDQ_DEPTH    = `DTPU_CMDQ_DEPTH
 ) (
 `include "gen/dtpu_ports.vh"
 );

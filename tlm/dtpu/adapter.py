@@ -105,9 +105,9 @@ class Dtpu:
         self.cmdq: deque[int] = deque()
         self.out: deque[tuple[int, bool]] = deque()
 
-    def _emit(self, name: str, **details) -> None:
+    def _emit(self, event: str, **details) -> None:
         for cb in self.events:
-            cb(name, details)
+            cb(event, details)
 
     def reg(self, name: str) -> int:
         return self.regs[C.OFFSET[name]]
@@ -133,8 +133,11 @@ class Dtpu:
                 | (int(a.ready == len(a.buffers)) << f["FULL"].lsb))
 
     def oarg_status(self) -> int:
+        """EMPTY: no word waits; FULL: OUTFIFO_DEPTH or more wait (the RTL's FIFO is then
+        full and its core stalls; here the runs have already completed)."""
         f = {x.name: x for x in C.OARG_STATUS_FIELDS}
-        return int(not self.out) << f["EMPTY"].lsb          # an unbounded FIFO is never full
+        return ((int(not self.out) << f["EMPTY"].lsb)
+                | (int(len(self.out) >= self.cfg.outfifo_depth) << f["FULL"].lsb))
 
     # ---------------------------------------------------------------- AXI4-Lite
     def axil_read(self, offset: int) -> tuple[int, int]:
@@ -317,7 +320,7 @@ class Dtpu:
         if under[0]:
             self.sticky["UNDERRUN"] = 1
         words = [int(x) for x in res.words]
-        n_len = self.reg("OARG_LENGTH") if (self.reg("OARG_LENGTH_MODE") & 1) else 0
+        n_len = self.reg("OARG0_LENGTH") if (self.reg("OARG_LENGTH_MODE") & 1) else 0
         for i, wd in enumerate(words):
             last = i == len(words) - 1 or (n_len and (i + 1) % n_len == 0)
             self.out.append((wd, bool(last)))

@@ -284,7 +284,9 @@ ADAPTER_RULES: tuple[Rule, ...] = (
     Rule("reads by the core",
          "a run reads the oldest ready buffer (head) of each argument; memory words at or "
          "past the packet's length read 0 (STATUS.UNDERRUN); an argument without a ready "
-         "buffer reads as an empty packet (a missing CSR is BAD_PRECISION)",
+         "buffer reads as an empty packet (a missing CSR is BAD_PRECISION). An argument left "
+         "out of IARG_RQT_EN does not gate a start: its packet must be complete before a run "
+         "can start, else what the run reads depends on timing",
          "-"),
     Rule("commands",
          "CMD writes enter a queue of CMDQ_DEPTH (a write to a full queue waits); the head "

@@ -99,6 +99,7 @@ class RunResult:
     steps: int
     decoded: Decoded
     underrun: bool = False      # a weight word past the received packet was read (as 0)
+    weights: "np.ndarray | None" = None   # (ROWS, COLUMNS) uint64 operands of a legal run
 
 
 def _weights(dec: Decoded, cfg: C.Config, wm_read: Callable[[int], "int | None"]) -> tuple[np.ndarray, bool]:
@@ -132,7 +133,7 @@ def run(cfg: C.Config, csr: int, wm_read: Callable[[int], "int | None"],
             d = G - 1 - i
             if d < steps:
                 Z[d:] += Y[:steps - d, i:NG * G:G]
-    return RunResult(pack_lanes(Z, prec.lane, dec.q).reshape(-1), error, steps, dec, under)
+    return RunResult(pack_lanes(Z, prec.lane, dec.q).reshape(-1), error, steps, dec, under, W)
 
 
 def run_reference(cfg: C.Config, csr: int, wm_read: Callable[[int], "int | None"],
@@ -178,4 +179,5 @@ def run_reference(cfg: C.Config, csr: int, wm_read: Callable[[int], "int | None"
             words[k * L // 64] |= v << ((k * L) % 64)
         out.extend(words)
     error = C.ERR["INPUT_TAIL"] if len(xs) % P else 0
-    return RunResult(np.array(out, np.uint64), error, steps, dec, under)
+    return RunResult(np.array(out, np.uint64), error, steps, dec, under,
+                     np.array([[v % (1 << 64) for v in row] for row in W], np.uint64))
