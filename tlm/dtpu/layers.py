@@ -115,12 +115,20 @@ def from_tflite(source: "str | Path | bytes") -> list[DepthwiseLayer]:
     data = source if isinstance(source, (bytes, bytearray)) else Path(source).read_bytes()
     what = "<bytes>" if isinstance(source, (bytes, bytearray)) else str(source)
     try:
-        m = Model.GetRootAsModel(data, 0)
-        codes = [max(m.OperatorCodes(i).BuiltinCode(), m.OperatorCodes(i).DeprecatedBuiltinCode())
-                 for i in range(m.OperatorCodesLength())]
-        sg = m.Subgraphs(0)
+        return _read_layers(Model, Options, data, what)
+    except LayerError:
+        raise
     except Exception as e:  # noqa: BLE001 - a damaged flatbuffer: one clear line
         raise LayerError(f"{what}: not a readable TFLite model ({type(e).__name__}: {e})") from None
+
+
+def _read_layers(Model, Options, data: bytes, what: str) -> list[DepthwiseLayer]:
+    m = Model.GetRootAsModel(data, 0)
+    if m.SubgraphsLength() < 1:
+        raise LayerError(f"{what}: not a readable TFLite model (no subgraph)")
+    codes = [max(m.OperatorCodes(i).BuiltinCode(), m.OperatorCodes(i).DeprecatedBuiltinCode())
+             for i in range(m.OperatorCodesLength())]
+    sg = m.Subgraphs(0)
 
     def buffer(t) -> np.ndarray:
         b = m.Buffers(t.Buffer())
@@ -169,3 +177,46 @@ def from_tflite(source: "str | Path | bytes") -> list[DepthwiseLayer]:
             activation=ACTIVATIONS[opts.FusedActivationFunction()],
             output_shape=tuple(int(v) for v in y.ShapeAsNumpy())))
     return layers
+
+
+# ------------------------------------------------------------------------------------------
+# Cases on disk: layers + inputs (+ reference outputs) for the bench and the benchmark
+# ------------------------------------------------------------------------------------------
+_SCALARS = ("name", "input_scale", "input_zp", "output_scale", "output_zp", "padding",
+            "depth_multiplier", "activation")
+_TUPLES = ("input_shape", "stride", "dilation")
+
+
+def save_cases(path: "str | Path", cases) -> Path:
+    """Write [(layer, x, expected-or-None), ...] to an .npz (numpy only)."""
+    arrays = {"count": np.array(len(cases))}
+    for i, (layer, x, y) in enumerate(cases):
+        p = f"c{i}_"
+        for k in _SCALARS:
+            arrays[p + k] = np.array(getattr(layer, k))
+        for k in _TUPLES:
+            arrays[p + k] = np.array(getattr(layer, k), np.int64)
+        arrays[p + "weights"] = layer.weights
+        arrays[p + "weight_scales"] = layer.weight_scales
+        if layer.bias is not None:
+            arrays[p + "bias"] = layer.bias
+        arrays[p + "x"] = np.asarray(x, np.int8)
+        if y is not None:
+            arrays[p + "y"] = np.asarray(y, np.int8)
+    path = Path(path)
+    np.savez(path, **arrays)
+    return path
+
+
+def load_cases(path: "str | Path") -> list:
+    """[(layer, x, expected-or-None), ...] from save_cases' file."""
+    with np.load(path, allow_pickle=False) as z:
+        out = []
+        for i in range(int(z["count"])):
+            p = f"c{i}_"
+            kw = {k: z[p + k].item() for k in _SCALARS}
+            kw.update({k: tuple(int(v) for v in z[p + k]) for k in _TUPLES})
+            layer = DepthwiseLayer(weights=z[p + "weights"], weight_scales=z[p + "weight_scales"],
+                                   bias=z[p + "bias"] if p + "bias" in z else None, **kw)
+            out.append((layer, z[p + "x"], z[p + "y"] if p + "y" in z else None))
+    return out
