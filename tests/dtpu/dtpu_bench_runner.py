@@ -65,7 +65,11 @@ def main(argv=None) -> int:
     ap.add_argument("--tests", default=None, help="test name filter (regex)")
     ap.add_argument("--bug", action="store_true", help="define DTPU_PLANTED_BUG")
     a = ap.parse_args(argv)
-    n, failed = run(a.sim, a.dut, a.config, a.module, a.bug, a.tests, dict(os.environ))
+    env = dict(os.environ)
+    for k in ("TRACE", "DTPU_CASES", "DTPU_BENCH_OUT", "DTPU_TRACE_RESULT", "DTPU_COVERAGE_FILE"):
+        if env.get(k):
+            env[k] = os.environ[k] = str(Path(env[k]).resolve())   # the simulation runs in its build folder
+    n, failed = run(a.sim, a.dut, a.config, a.module, a.bug, a.tests, env)
     print(f"dtpu-bench: {n} tests, {failed} failed ({a.sim}, DUT={a.dut}, {a.config}, {a.module})")
     return 0 if n and not failed else 1
 
