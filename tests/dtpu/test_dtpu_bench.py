@@ -1,5 +1,5 @@
 """The DTPU cocotb bench (tb/dtpu) on both simulators and both DUTs, through
-tb.simtools.run_fixture (tests/dtpu/dtpu_bench_runner.py) until `make sim DEVICE=dtpu`.
+tb.simtools.run_fixture (tools/dtpu_bench_runner.py) until `make sim DEVICE=dtpu`.
 
 * every module (streams, regs, host) for the default configuration: Verilator and Icarus,
   DUT=rtl and DUT=tlm; functional coverage of the RTL runs merged and checked;
@@ -34,7 +34,7 @@ def _load(name: str, path: Path):
     return mod
 
 
-runner = _load("dtpu_bench_runner", HERE / "dtpu_bench_runner.py")
+runner = _load("dtpu_bench_runner", REPO / "tools" / "dtpu_bench_runner.py")
 
 
 def _need(sim: str) -> None:

@@ -5,7 +5,7 @@ tools/bench_dtpu.py use `run(sim, dut, config, module, ...)`. A configuration is
 compiling `config_defines(cfg)` (tools/gen_dtpu_rtl.py) before the sources: module dtpu's
 parameters default to those DTPU_* macros. `bug=True` also defines DTPU_PLANTED_BUG.
 
-    python tests/dtpu/dtpu_bench_runner.py --sim icarus --dut rtl --module tb.dtpu.test_dtpu_streams
+    python tools/dtpu_bench_runner.py --sim icarus --dut rtl --module tb.dtpu.test_dtpu_streams
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 RTL = REPO / "rtl_stub" / "dtpu"
 
 
