@@ -65,8 +65,8 @@ async def test_runs_every_precision(dut):
     jobs = []
     for prec in cfg.precisions:
         for signed in (True, False):
-            for g in range(1, cfg.rows + 1):
-                for ng in sorted({1, cfg.rows // g}):
+            for g in range(1, cfg.rows + 1):        # every (G, NG) signed, the extremes unsigned
+                for ng in (range(1, cfg.rows // g + 1) if signed else sorted({1, cfg.rows // g})):
                     jobs.append(random_job(rng, cfg, precision=prec, signed=signed, groups=g,
                                            out_groups=ng, steps=int(rng.integers(1, 20))))
     for i in range(0, len(jobs), 8):            # one weight packet for eight runs
@@ -137,10 +137,16 @@ async def test_continuous(dut):
         await env.send(IN["CSR"], j.csr_packet)
         await env.send(IN["INFIFO"], j.inputs)
     await env.drain()
-    # in continuous mode these are refused with CMD_ERR
+    # in continuous mode these are refused with CMD_ERR, these accepted without effect
     await env.cmd("EXECUTE_STEP")
     await env.cmd("UPDATE_IN_ARG", 1)
+    await env.cmd("UPDATE_OUT_ARG", 1)
+    await env.cmd("UPDATE_OUT_ARG", 2)
+    await env.cmd("EXECUTE_CONTINOUS")
+    await env.cmd("EXECUTE_CONTINOUS", 1)
+    await env.cmd("STOP_EXECUTE_CONTINOUS", 1)
     await env.cmd("STOP_EXECUTE_CONTINOUS")
+    await env.cmd("STOP_EXECUTE_CONTINOUS")                 # not continuous any more: no effect
     status = await env.quiet_status()
     assert C.REG["STATUS"].field("CMD_ERR").get(status)
     env.finish()

@@ -28,7 +28,12 @@ DEVICE = DeviceInfo(
             # Verilog include folder of both tops (rtl_stub/dtpu/gen/*.vh)
             "includes": ("rtl_stub/dtpu",),
             # top-level parameters of a configuration: contract.CONFIGS[name].verilog_params()
+            # (-G / -P), or compile tools/gen_dtpu_rtl.py config_defines(cfg) before the
+            # sources: module dtpu's parameters default to those DTPU_* macros
             "parameters": "tlm.dtpu.contract:CONFIGS",
+            "config_defines": "tools/gen_dtpu_rtl.py:config_defines",
+            # what tools/dtpu_bench_runner.py does today with tb.simtools.run_fixture
+            "interim_runner": "tools/dtpu_bench_runner.py",
             # environment the cocotb modules read: the configuration name, the DUT kind,
             # and an optional trace to replay through the pins (tb/dtpu/trace_player.py)
             "env": {"DTPU_CONFIG": "<config>", "TB_DUT": "<rtl|tlm>", "TRACE": "<path>"},
