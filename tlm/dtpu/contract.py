@@ -15,7 +15,7 @@ Nothing here is device logic; offsets, bit positions, widths and codes are data.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 # ------------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ class DtpuSystem(TraceTarget):
         self._received: dict[str, list[int]] = {}
         self._faults: list[str] = []
         self._seen = dict.fromkeys(_STATUS_ERRORS, 0)
+        self._dma_seen: dict[str, int] = {}
 
     # ---------------------------------------------------------------- address decode
     def _window(self, offset: int) -> "tuple[C.Window, int] | tuple[None, None]":
@@ -167,12 +168,10 @@ class DtpuSystem(TraceTarget):
                 self._faults.append(f"DTPU STATUS.{what}")
             self._seen[name] = on
         for name, dma in self.dmas.items():
-            if dma.errors and not getattr(dma, "_reported", False):
+            if dma.errors and dma.errors != self._dma_seen.get(name):
                 bits = [f.name for f in C.DMASR_FIELDS if f.name.startswith("DMA") and dma.errors & f.mask]
                 self._faults.append(f"{name}: {', '.join(bits)} (DMASR 0x{dma.sr():08x})")
-                dma._reported = True
-            elif not dma.errors:
-                dma._reported = False
+            self._dma_seen[name] = dma.errors
 
     @property
     def irq(self) -> bool:
