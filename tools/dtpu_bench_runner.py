@@ -69,7 +69,12 @@ def main(argv=None) -> int:
     for k in ("TRACE", "DTPU_CASES", "DTPU_BENCH_OUT", "DTPU_TRACE_RESULT", "DTPU_COVERAGE_FILE"):
         if env.get(k):
             env[k] = os.environ[k] = str(Path(env[k]).resolve())   # the simulation runs in its build folder
-    n, failed = run(a.sim, a.dut, a.config, a.module, a.bug, a.tests, env)
+    from tb import simtools
+    try:
+        n, failed = run(a.sim, a.dut, a.config, a.module, a.bug, a.tests, env)
+    except simtools.SetupError as e:
+        print(f"dtpu-bench: {e}", file=sys.stderr)
+        return 2
     print(f"dtpu-bench: {n} tests, {failed} failed ({a.sim}, DUT={a.dut}, {a.config}, {a.module})")
     return 0 if n and not failed else 1
 

@@ -224,3 +224,5 @@ def test_bad_inputs_are_one_clear_error(tmp_path):
     bad.write_bytes(b"\x00" * 64)
     with pytest.raises(LayerError, match="not a readable TFLite model"):
         from_tflite(bad)
+    with pytest.raises(LayerError, match="cannot read the model"):
+        from_tflite(tmp_path / "missing.tflite")

@@ -112,8 +112,11 @@ def _vela_schema():
 def from_tflite(source: "str | Path | bytes") -> list[DepthwiseLayer]:
     """Every int8 DEPTHWISE_CONV_2D of a .tflite model, in operator order."""
     Model, Options = _vela_schema()
-    data = source if isinstance(source, (bytes, bytearray)) else Path(source).read_bytes()
     what = "<bytes>" if isinstance(source, (bytes, bytearray)) else str(source)
+    try:
+        data = source if isinstance(source, (bytes, bytearray)) else Path(source).read_bytes()
+    except OSError as e:
+        raise LayerError(f"{what}: cannot read the model: {e.strerror or e}") from None
     try:
         return _read_layers(Model, Options, data, what)
     except LayerError:
