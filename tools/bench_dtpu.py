@@ -2,7 +2,7 @@
 """DTPU benchmark: the RTL's MACs per cycle on depthwise layers against its ROWS x COLUMNS
 peak, and the bench's stream beats per second.
 
-    .venv/bin/python tools/bench_dtpu.py [--layers micro_speech person_detect:1,3] [--sim verilator]
+    python -m tools.bench_dtpu [--layers micro_speech person_detect:1,3] [--sim verilator]
                                          [--config dtpu-8x8-int8] [--json out.json]
 
 Each layer is planned by the host library (tlm/dtpu/host.py) and executed on the RTL
@@ -24,7 +24,6 @@ Layers: `micro_speech` (its DEPTHWISE_CONV_2D, 10x8 kernel, stride 2, depth mult
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -73,9 +72,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", type=Path, help="write the report here")
     a = ap.parse_args(argv)
-    spec = importlib.util.spec_from_file_location("dtpu_bench_runner", REPO / "tools" / "dtpu_bench_runner.py")
-    runner = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(runner)
+    from tools import dtpu_bench_runner as runner
     rng = np.random.default_rng(a.seed)
     cases = []
     for L in _layers(a.layers):

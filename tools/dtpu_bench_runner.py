@@ -1,35 +1,24 @@
-"""Build and run the DTPU cocotb modules (tb/dtpu) with tb.simtools.run_fixture.
+"""Build and run one DTPU cocotb module (tb/dtpu) with tb.core.simtools.run_fixture.
 
-Until the shared runner (`make sim DEVICE=dtpu`) lands, tests/dtpu/test_dtpu_bench.py and
-tools/bench_dtpu.py use `run(sim, dut, config, module, ...)`. A configuration is chosen by
-compiling `config_defines(cfg)` (tools/gen_dtpu_rtl.py) before the sources: module dtpu's
+`make sim DEVICE=dtpu` (tb/core/run.py) runs the registered test modules; the pytest bench
+(tests/dtpu/test_dtpu_bench.py) and tools/bench_dtpu.py use `run(sim, dut, config, module,
+...)` to run one module with its own environment. A configuration is chosen by the macros of
+tb/dtpu/build.py (`defines(config)`, the registry entry's BenchInfo.defines): module dtpu's
 parameters default to those DTPU_* macros. `bug=True` also defines DTPU_PLANTED_BUG.
 
-    python tools/dtpu_bench_runner.py --sim icarus --dut rtl --module tb.dtpu.test_dtpu_streams
+    python -m tools.dtpu_bench_runner --sim icarus --dut rtl --module tb.dtpu.test_dtpu_streams
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 from pathlib import Path
 
+from tb.core import simtools
+
 REPO = Path(__file__).resolve().parents[1]
-RTL = REPO / "rtl_stub" / "dtpu"
-
-
-def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def sources(dut: str) -> list[Path]:
-    if dut == "tlm":
-        return [RTL / "dtpu_shell.v"]
-    return [RTL / line.strip() for line in (RTL / "sources.f").read_text().splitlines() if line.strip()]
+DEVICE = "dtpu"
 
 
 def build_name(dut: str, config: str, bug: bool = False) -> str:
@@ -39,20 +28,13 @@ def build_name(dut: str, config: str, bug: bool = False) -> str:
 def run(sim: str, dut: str, config: str, module: str, bug: bool = False,
         test_filter: "str | None" = None, env: "dict | None" = None) -> tuple[int, int]:
     """Build (incrementally) and run one cocotb module; returns (tests run, failed)."""
-    from tb import simtools
-    from tlm.dtpu import contract as C
+    from tb.dtpu.build import defines
 
-    gen = _tool("gen_dtpu_rtl")
-    name = build_name(dut, config, bug)
-    build = REPO / "sim_build" / f"{sim}-{name}"
-    build.mkdir(parents=True, exist_ok=True)
-    defines = build / "dtpu_defines.v"
-    text = gen.config_defines(C.CONFIGS[config], ("DTPU_PLANTED_BUG",) if bug else ())
-    if not defines.is_file() or defines.read_text() != text:
-        defines.write_text(text)
-    extra = {"DTPU_CONFIG": config, "TB_DUT": dut, **(env or {})}
-    return simtools.run_fixture(sim, name, [defines, *sources(dut)], "dtpu", module, extra,
-                                test_filter=test_filter, includes=[RTL])
+    extra = {"NPU_CONFIG": config, "TB_DEVICE": DEVICE, "TB_DUT": dut, **(env or {})}
+    return simtools.run_fixture(sim, build_name(dut, config, bug), simtools.dut_sources(DEVICE, dut),
+                                simtools.dut_toplevel(DEVICE, dut), module, extra,
+                                test_filter=test_filter, includes=simtools.dut_includes(DEVICE, dut),
+                                defines=defines(config, bug))
 
 
 def main(argv=None) -> int:
@@ -69,7 +51,6 @@ def main(argv=None) -> int:
     for k in ("TRACE", "DTPU_CASES", "DTPU_BENCH_OUT", "DTPU_TRACE_RESULT", "DTPU_COVERAGE_FILE"):
         if env.get(k):
             env[k] = os.environ[k] = str(Path(env[k]).resolve())   # the simulation runs in its build folder
-    from tb import simtools
     try:
         n, failed = run(a.sim, a.dut, a.config, a.module, a.bug, a.tests, env)
     except simtools.SetupError as e:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the example `device dtpu` traces of tests/dtpu/traces/ from the TLM.
 
-    .venv/bin/python tools/make_dtpu_traces.py [--out tests/dtpu/traces]
+    python -m tools.make_dtpu_traces [--out tests/dtpu/traces]
 
 Each trace is what a host did to the TLM system (tlm/dtpu/system.py: DDR, the four AXI DMAs,
 the adapter), recorded by tlm.core.trace.RecordingTarget, with the model's results as

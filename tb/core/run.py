@@ -10,7 +10,8 @@ behind ``make sim`` (device-neutral; the device comes from the registry, tlm/cor
   ``BenchInfo`` gives the test modules, the HDL top level and the sources. ``--dut tlm``
   simulates the port-only shell with the Python TLM behind its pins; ``--dut rtl`` the
   device's RTL stand-in (an error line if the device has none).
-* Builds go to ``sim_build/<device>/<sim>-<dut>/`` (``-waves`` appended with waves, so
+* Builds go to ``sim_build/<device>/<sim>-<dut>/`` (``-<config>`` appended for a device whose
+  configurations are Verilog macros, ``BenchInfo.defines``; ``-waves`` appended with waves, so
   switching WAVES does not throw a build away) and are reused when nothing changed; one run
   at a time per build folder.
 * Waveforms: Verilator writes ``dump.fst`` (``dump.vcd`` if liblz4-dev, which its FST writer
@@ -56,6 +57,7 @@ from tb.core.simtools import (
     TIMESCALE,
     SetupError,
     bench_of,
+    dut_defines,
     dut_includes,
     dut_sources,
     dut_toplevel,
@@ -198,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
     toplevel = dut_toplevel(device, args.dut)
     sources = dut_sources(device, args.dut)
     includes = dut_includes(device, args.dut)
+    defines = dut_defines(device, config)
     tool = setup_verilator(env) if args.sim == "verilator" else setup_icarus(env)
     if trace is not None:
         if not bench.trace_adapter:
@@ -223,7 +226,8 @@ def run(args: argparse.Namespace) -> int:
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    name = f"{args.sim}-{args.dut}{'-waves' if args.waves else ''}"
+    # A device with per-configuration macros builds each configuration in its own folder.
+    name = f"{args.sim}-{args.dut}{f'-{config}' if defines else ''}{'-waves' if args.waves else ''}"
     root = Path(args.build_root).resolve() if args.build_root else REPO / "sim_build"
     build_dir = root / device / name
     # One run at a time per build folder: a second run would rebuild (or clean) it under
@@ -237,15 +241,16 @@ def run(args: argparse.Namespace) -> int:
             fcntl.flock(lock, fcntl.LOCK_EX)
         extra_env = {"TB_DEVICE": device, "TB_DUT": args.dut, "NPU_CONFIG": config,
                      "NPU_CONFIG_EXPLICIT": "1" if args.config else "", **extra}
-        return _build_and_run(args, env, toplevel, sources, includes, tool, seed, build_dir,
+        return _build_and_run(args, env, toplevel, sources, includes, defines, tool, seed, build_dir,
                               modules, test_filter, extra_env, get_runner, get_results)
 
 
-def _build_and_run(args, env, toplevel, sources, includes, tool, seed, build_dir, modules,
+def _build_and_run(args, env, toplevel, sources, includes, defines, tool, seed, build_dir, modules,
                    test_filter, extra_env, get_runner, get_results) -> int:
     stamp = {"sim": args.sim, "dut": args.dut, "waves": bool(args.waves), "tool": tool,
              "toplevel": toplevel, "sources": [str(s) for s in sources],
-             "timescale": list(TIMESCALE), "includes": [str(i) for i in includes]}
+             "timescale": list(TIMESCALE), "includes": [str(i) for i in includes],
+             "defines": {k: str(v) for k, v in defines.items()}}
     runner = get_runner(args.sim)
     build_args: list[str] = []
     wave_name = f"{toplevel}.fst"
@@ -274,7 +279,8 @@ def _build_and_run(args, env, toplevel, sources, includes, tool, seed, build_dir
     (build_dir / "tb_hdl.sha1").unlink(missing_ok=True)
     runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir, clean=clean,
                  always=always, waves=bool(args.waves), timescale=TIMESCALE,
-                 build_args=build_args, includes=includes)
+                 build_args=build_args, includes=includes, defines=defines)
+
     (build_dir / "tb_build.json").write_text(json.dumps(stamp, indent=1))
     (build_dir / "tb_hdl.sha1").write_text(digest)
     t_build = time.monotonic() - t0

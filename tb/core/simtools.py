@@ -200,6 +200,15 @@ def dut_includes(device: str, dut: str) -> list:
     return sorted({q.parent for q in dut_sources(device, dut)})
 
 
+def dut_defines(device: str, config: str) -> dict:
+    """The Verilog macros of *device* in configuration *config* (``BenchInfo.defines``)."""
+    bench = bench_of(device)
+    if not bench.defines:
+        return {}
+    from tlm.core.registry import resolve
+    return dict(resolve(bench.defines)(config))
+
+
 def sim_problem(sim: str) -> "str | None":
     """None if *sim* can run here, else the reason it cannot."""
     if sim == "icarus":
@@ -250,11 +259,12 @@ def prepare_build(sim: str, env: dict) -> list:
 
 def run_fixture(sim: str, name: str, sources: list, toplevel: str, test_module: str,
                 extra_env: dict, write_top=None, test_filter: "str | None" = None,
-                includes: "list | None" = None) -> "tuple[int, int]":
+                includes: "list | None" = None, defines: "dict | None" = None) -> "tuple[int, int]":
     """Build a fixture top level into ``sim_build/<sim>-<name>/`` and run one cocotb test
     module on it (seed 1), as the test fixtures under tests/ do; returns (tests run, failed),
     (0, 0) when no results were written. ``write_top(build_dir)``, if given, writes a
-    generated top-level file there and returns its path (appended to *sources*)."""
+    generated top-level file there and returns its path (appended to *sources*); *defines*
+    are Verilog macros (name -> value)."""
     os.environ.pop("PYTEST_CURRENT_TEST", None)
     build_args = prepare_build(sim, os.environ)
     from cocotb_tools.check_results import get_results
@@ -265,7 +275,8 @@ def run_fixture(sim: str, name: str, sources: list, toplevel: str, test_module: 
     sources = list(sources) + ([write_top(build_dir)] if write_top is not None else [])
     runner = get_runner(sim)
     runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir, timescale=TIMESCALE,
-                 build_args=build_args, includes=list(includes or []))
+                 build_args=build_args, includes=list(includes or []), defines=dict(defines or {}))
+
     results = build_dir / "results.xml"
     results.unlink(missing_ok=True)
     try:

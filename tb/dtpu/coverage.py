@@ -1,4 +1,4 @@
-"""Functional coverage of the DTPU bench (model: tb.coverage's CoverPoint/Cross/Coverage).
+"""Functional coverage of the DTPU bench (on the engine tb/core/coverage.py: CoverPoint/Cross/Coverage).
 
 Every bin set comes from tlm/dtpu/contract.py and the configuration under test:
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tb.coverage import Coverage
+from tb.core.coverage import Coverage
 from tlm.dtpu import contract as C
 
 

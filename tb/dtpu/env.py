@@ -5,7 +5,10 @@ on `s_axi`, one AxiStreamSource a input argument (`s_axis_0..2`), an AxiStreamSi
 `m_axis_0`, and a passive AxiStreamMonitor on each of the four streams that feeds the
 scoreboard (tb/dtpu/scoreboard.py) with what the DUT accepted and sent. With TB_DUT=tlm
 the TLM is started behind the shell's pins (tb/dtpu/tlm_pins.py). The configuration is
-DTPU_CONFIG (contract.CONFIGS; default contract.DEFAULT_CONFIG).
+NPU_CONFIG (set by the bench runner, tb/core/run.py), else DTPU_CONFIG (contract.CONFIGS;
+default contract.DEFAULT_CONFIG). Functional coverage is the process's model
+(tb.core.coverage.current), written to TB_COVERAGE_DIR for the runner's summary, and to
+DTPU_COVERAGE_FILE when set.
 
 Backpressure: `set_pauses(kind, probability, seed)` installs a seeded pause generator on
 the sources ("sources"), on the sink ("sink"), or both ("all"); the seed is logged.
@@ -23,6 +26,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamMonitor,
                            AxiStreamSink, AxiStreamSource)
 
+from tb.core import coverage
 from tlm.dtpu import contract as C
 
 from .coverage import DtpuCoverage
@@ -47,9 +51,11 @@ _COVERAGE: dict[str, DtpuCoverage] = {}
 
 
 def coverage_model(cfg: C.Config) -> DtpuCoverage:
-    """The process's coverage model of a configuration (kept over the tests of a run)."""
+    """The process's coverage model of a configuration (kept over the tests of a run; the
+    first configuration's is the process model of tb.core.coverage, which the runner merges)."""
     if cfg.name not in _COVERAGE:
-        _COVERAGE[cfg.name] = DtpuCoverage(cfg)
+        _COVERAGE[cfg.name] = (DtpuCoverage(cfg) if _COVERAGE
+                               else coverage.current(lambda: DtpuCoverage(cfg)))
     return _COVERAGE[cfg.name]
 
 
@@ -62,7 +68,8 @@ class DtpuEnv:
     def __init__(self, dut, config: "str | None" = None):
         self.dut = dut
         self.log = logging.getLogger("cocotb.dtpu")
-        self.config = config or os.environ.get("DTPU_CONFIG") or C.DEFAULT_CONFIG
+        self.config = (config or os.environ.get("NPU_CONFIG") or os.environ.get("DTPU_CONFIG")
+                       or C.DEFAULT_CONFIG)
         self.cfg = C.CONFIGS[self.config]
         self.dut_kind = os.environ.get("TB_DUT", "rtl")
         self.coverage = coverage_model(self.cfg)
@@ -126,7 +133,7 @@ class DtpuEnv:
         """Seeded random backpressure: kind 'sources', 'sink', 'all' or 'none'."""
         self.log.info("backpressure %s p=%.2f seed=%d", kind, p, seed)
         rng = random.Random(seed)
-        for i, s in enumerate(self.sources):
+        for s in self.sources:
             if kind in ("sources", "all"):
                 s.set_pause_generator(_pauses(p, random.Random(rng.random())))
             else:
@@ -214,6 +221,7 @@ class DtpuEnv:
         path = os.environ.get("DTPU_COVERAGE_FILE")
         if path:
             self.coverage.save(path)
+        coverage.flush()
         self.sb.check()
 
 

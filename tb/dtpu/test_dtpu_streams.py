@@ -27,7 +27,7 @@ async def _run_jobs(env: DtpuEnv, jobs, release_weights: bool = True) -> None:
     EXECUTE_STEP and UPDATE_IN_ARG of what the next job replaces; the streams run ahead
     into the second buffer while the commands wait their turn."""
     prev_w = None
-    for k, job in enumerate(jobs):
+    for job in jobs:
         new_w = prev_w is None or not np.array_equal(job.weights, prev_w)
         if new_w and prev_w is not None:
             await env.cmd("UPDATE_IN_ARG", 1 << IN["WMEM"])

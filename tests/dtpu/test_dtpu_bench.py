@@ -1,5 +1,6 @@
-"""The DTPU cocotb bench (tb/dtpu) on both simulators and both DUTs, through
-tb.simtools.run_fixture (tools/dtpu_bench_runner.py) until `make sim DEVICE=dtpu`.
+"""The DTPU cocotb bench (tb/dtpu) on both simulators and both DUTs, one module at a time
+through tools/dtpu_bench_runner.py (tb.core.simtools.run_fixture; `make sim DEVICE=dtpu`
+runs the registered modules together).
 
 * every module (streams, regs, host) for the default configuration: Verilator and Icarus,
   DUT=rtl and DUT=tlm; functional coverage of the RTL runs merged and checked;
@@ -11,33 +12,23 @@ tb.simtools.run_fixture (tools/dtpu_bench_runner.py) until `make sim DEVICE=dtpu
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
-from conftest import tool_missing
 
+from tests.support import tool_missing
 from tlm.dtpu import contract as C
 from tlm.dtpu.layers import from_tflite, save_cases
+from tools import dtpu_bench_runner as runner
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 pytestmark = pytest.mark.sim
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-runner = _load("dtpu_bench_runner", REPO / "tools" / "dtpu_bench_runner.py")
-
-
 def _need(sim: str) -> None:
-    from tb import simtools
+    from tb.core import simtools
     why = simtools.sim_problem(sim)
     if why:
         tool_missing(why)
@@ -68,7 +59,7 @@ def test_coverage_of_the_rtl_runs():
     """Merged over the default configuration's RTL runs: every bin of the functional
     coverage model hit (its bins are what this configuration can do). The Verilator runs
     of test_bench_default_config are reused when they ran in this session, else made here."""
-    from tb.coverage import Coverage
+    from tb.core.coverage import Coverage
     files = []
     for module in MODULES:
         cov = _cov_path(f"verilator-rtl-{module}")
@@ -105,8 +96,8 @@ def test_bench_tlm_wide_config():
 @pytest.fixture(scope="module")
 def real_cases(tmp_path_factory):
     """The published models' depthwise layers and the test networks', with LiteRT outputs."""
-    hostmod = _load("test_dtpu_host_cases", HERE / "test_dtpu_host.py")
-    import nets
+    from tests.dtpu import test_dtpu_host as hostmod
+    from tests.ethos_u85 import nets
     cases = []
     for k, (name, layer) in enumerate(hostmod.published_layers()):
         x, y = hostmod.litert_case(layer, seed=300 + k)

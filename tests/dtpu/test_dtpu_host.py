@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import tool_missing
 
-import nets
-from nets.builder import ACT, PADDING, Graph
+from tests.ethos_u85 import nets
+from tests.ethos_u85.nets.builder import ACT, PADDING, Graph
+from tests.support import tool_missing
 from tlm.dtpu import contract as C
 from tlm.dtpu import host
 from tlm.dtpu.layers import DepthwiseLayer, LayerError, from_tflite, load_cases, save_cases

@@ -10,11 +10,10 @@ Icarus, Yosys (no latch; cells and flip-flops of dtpu_core 8x8 reported), ports.
 * Yosys ``synth``: dtpu_core 8x8 int8 maps without latches (cells and flip-flops printed);
   the adapter top (small memories) without latches;
 * the shell's and the stand-in's port lists are contract.top_ports().
-A missing tool skips locally and fails under CI (tests/conftest.py tool_missing).
+A missing tool skips locally and fails under CI (tests/support.py tool_missing).
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -22,22 +21,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import tool_missing
 
+from tests.support import tool_missing
 from tlm.dtpu import contract as C
+from tools import gen_dtpu_rtl as GEN
 
 REPO = Path(__file__).resolve().parents[2]
 RTL = REPO / "rtl_stub" / "dtpu"
-
-
-def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-GEN = _tool("gen_dtpu_rtl")
 
 
 def sources() -> list[Path]:
@@ -52,7 +42,7 @@ def _run(cmd, env=None, timeout=1800) -> subprocess.CompletedProcess:
 def test_generated_files_are_current():
     stale = GEN.stale()
     assert not stale, (f"{', '.join(str(p.relative_to(REPO)) for p in stale)} out of date with "
-                       f"tlm/dtpu/contract.py: run `python tools/gen_dtpu_rtl.py`")
+                       f"tlm/dtpu/contract.py: run `python -m tools.gen_dtpu_rtl`")
 
 
 def test_generated_values_spot_check():
@@ -72,7 +62,7 @@ def test_generated_values_spot_check():
 
 
 def _verilator():
-    from tb import simtools
+    from tb.core import simtools
     env = dict(os.environ)
     try:
         return simtools.verilator_exe(env), env

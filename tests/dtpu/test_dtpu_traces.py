@@ -3,7 +3,6 @@ tests/dtpu/traces replay with `npu-tlm replay`, a corrupted expectation fails, t
 writes traces (RecordingTarget), and the DMA models report bad programming as faults."""
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import sys
@@ -23,7 +22,7 @@ TRACES = sorted((HERE / "traces").glob("*/trace.txt"))
 
 
 def npu_tlm(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tlm.cli", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tlm.core.cli", *map(str, args)], capture_output=True,
                           text=True, cwd=REPO, timeout=300)
 
 
@@ -32,9 +31,11 @@ def test_registry_entry():
     assert d.default_config == C.DEFAULT_CONFIG and set(d.configs) == set(C.CONFIGS)
     assert isinstance(d.make_target(), DtpuSystem)
     assert d.bench.rtl_toplevel == d.bench.tlm_toplevel == "dtpu"
-    for mod in d.bench.test_modules + (d.bench.extra["trace_module"],):
+    for mod in d.bench.test_modules + (d.bench.trace_adapter.partition(":")[0],):
         assert (REPO / (mod.replace(".", "/") + ".py")).is_file(), mod
     assert (REPO / d.bench.rtl_sources).is_file()
+    from tb.core.simtools import dut_defines
+    assert dut_defines("dtpu", "dtpu-3x5-int8-16")["DTPU_COLUMNS"] == 5
 
 
 @pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.parent.name)
@@ -45,9 +46,7 @@ def test_example_traces_replay(trace):
 
 
 def test_example_traces_are_what_the_generator_writes(tmp_path):
-    spec = importlib.util.spec_from_file_location("make_dtpu_traces", REPO / "tools" / "make_dtpu_traces.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    from tools import make_dtpu_traces as mod
     assert mod.main(["--out", str(tmp_path)]) == 0
     for t in TRACES:
         new = tmp_path / t.parent.name

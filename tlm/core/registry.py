@@ -13,8 +13,10 @@ What a device provides (docs/architecture.md, "How to add a device"):
   register table, the TLM factory, its fuzz target (optional), and `bench` if it has a cocotb
   bench;
 * `BenchInfo`: the cocotb test modules, the HDL top level and sources of the port-only shell
-  (DUT=tlm) and of the open stand-in (DUT=rtl, optional), include folders, the bench env, the
-  pin-level trace adapter (`make sim TRACE=`) and optional runner options.
+  (DUT=tlm) and of the open stand-in (DUT=rtl, optional), include folders, Verilog macros per
+  configuration (optional), the bench env, the pin-level trace adapter (`make sim TRACE=`)
+  and optional runner options.
+
 """
 from __future__ import annotations
 
@@ -49,6 +51,10 @@ class BenchInfo:
     a `sources.f` inside the folder overrides the folder scan. `includes` default to the
     folders of the sources.
 
+    `defines` ("module:callable(config) -> dict") gives the Verilog macros of a configuration
+    (compiled into both tops, e.g. parameter defaults; each configuration then has its own
+    build folder).
+
     `env` ("module:Class") is the bench env the device's tests build; `trace_adapter`
     ("module:callable(dut, config) -> adapter") drives a trace through the pins
     (tb/core/trace_player.py says what an adapter offers); `options` ("module:attr") adds
@@ -59,6 +65,7 @@ class BenchInfo:
     rtl_toplevel: "str | None" = None
     rtl_sources: "str | None" = None
     includes: tuple[str, ...] = ()
+    defines: "str | None" = None
     env: "str | None" = None
     trace_adapter: "str | None" = None
     options: "str | None" = None

@@ -24,23 +24,9 @@ DEVICE = DeviceInfo(
         tlm_sources=("rtl_stub/dtpu/dtpu_shell.v",),
         rtl_toplevel="dtpu",
         rtl_sources="rtl_stub/dtpu/sources.f",
-        extra={
-            # Verilog include folder of both tops (rtl_stub/dtpu/gen/*.vh)
-            "includes": ("rtl_stub/dtpu",),
-            # top-level parameters of a configuration: contract.CONFIGS[name].verilog_params()
-            # (-G / -P), or compile tools/gen_dtpu_rtl.py config_defines(cfg) before the
-            # sources: module dtpu's parameters default to those DTPU_* macros
-            "parameters": "tlm.dtpu.contract:CONFIGS",
-            "config_defines": "tools/gen_dtpu_rtl.py:config_defines",
-            # what tools/dtpu_bench_runner.py does today with tb.simtools.run_fixture
-            "interim_runner": "tools/dtpu_bench_runner.py",
-            # environment the cocotb modules read: the configuration name, the DUT kind,
-            # and an optional trace to replay through the pins (tb/dtpu/trace_player.py)
-            "env": {"DTPU_CONFIG": "<config>", "TB_DUT": "<rtl|tlm>", "TRACE": "<path>"},
-            # the cocotb module that replays `make sim TRACE=...` for this device
-            "trace_module": "tb.dtpu.test_dtpu_trace",
-            # a test-only define that plants a bug in the RTL (the bench must fail)
-            "bug_define": "DTPU_PLANTED_BUG",
-        },
+        includes=("rtl_stub/dtpu",),                 # both tops include gen/*.vh
+        defines="tb.dtpu.build:defines",              # a configuration = module dtpu's DTPU_* macros
+        env="tb.dtpu.env:DtpuEnv",
+        trace_adapter="tb.dtpu.trace_adapter:DtpuPinTarget",
     ),
 )
