@@ -289,8 +289,8 @@ def table(rows, header, aligns):
 
 # ============================================================================ main
 def run(args) -> int:
-    from tests.ethos_u85 import nets
-    from tests.ethos_u85.nets import catalog
+    from tests import nets
+    from tests.nets import catalog
 
     if args.model not in catalog.MODELS:
         raise BenchError(f"bench: unknown model {args.model!r} (bench models: "
@@ -497,7 +497,7 @@ def _run_json(cmd: list, out: Path, env_extra: dict, timeout: int) -> "tuple[dic
 
 def sim_section(args) -> int:
     """Section 7 of the module docstring. Returns 0, or 1 if a run failed."""
-    from tests.ethos_u85 import nets
+    from tests import nets
     from tb.core.simtools import SIMS, sim_problem
     sims = [s.strip() for s in args.sims.split(",") if s.strip()] if args.sims else list(SIMS)
     bad = [s for s in sims if s not in SIMS]

@@ -23,7 +23,7 @@ OUT = REPO / "tests" / "ethos_u85" / "data"
 def main() -> int:
     import numpy as np
 
-    from tests.ethos_u85 import nets
+    from tests import nets
     OUT.mkdir(parents=True, exist_ok=True)
     model = OUT / f"{NAME}_vela.npz"
     shutil.copyfile(nets.compiled(NAME, CONFIG, "default", "raw"), model)

@@ -97,7 +97,7 @@ def test_bench_tlm_wide_config():
 def real_cases(tmp_path_factory):
     """The published models' depthwise layers and the test networks', with LiteRT outputs."""
     from tests.dtpu import test_dtpu_host as hostmod
-    from tests.ethos_u85 import nets
+    from tests import nets
     cases = []
     for k, (name, layer) in enumerate(hostmod.published_layers()):
         x, y = hostmod.litert_case(layer, seed=300 + k)

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.ethos_u85 import nets
-from tests.ethos_u85.nets.builder import ACT, PADDING, Graph
+from tests import nets
+from tests.nets.builder import ACT, PADDING, Graph
 from tests.support import tool_missing
 from tlm.dtpu import contract as C
 from tlm.dtpu import host

@@ -1,4 +1,4 @@
-"""pytest set-up of the Ethos-U85 tests: Vela fixtures over the test networks (tests/ethos_u85/nets)."""
+"""pytest set-up of the Ethos-U85 tests: Vela fixtures over the test networks (tests/nets)."""
 from __future__ import annotations
 
 import os
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ethos_u85 import nets
+from tests import nets
 from tlm.ethos_u85.ops import KERNEL_OPS
 
 DEFAULT_ACCEL = "ethos-u85-256"

@@ -103,7 +103,7 @@ def test_disasm_errors_are_one_line(tmp_path, capsys, case):
 
 def test_tflite_without_ethosu_op(tmp_path, capsys):
     pytest.importorskip("ethosu.vela")
-    from tests.ethos_u85 import nets
+    from tests import nets
 
     path = tmp_path / "plain.tflite"
     path.write_bytes(nets.build("add_8x8x16"))

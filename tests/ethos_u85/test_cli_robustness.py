@@ -124,14 +124,14 @@ def _needs(module: str):
 
 
 def _nonvela_tflite(p: Path):
-    nets = _needs("tests.ethos_u85.nets")
+    nets = _needs("tests.nets")
     _needs("flatbuffers")
     p.write_bytes(nets.build("add_8x8x16"))
 
 
 def _vela_tflite_cut(p: Path):
     _needs("ethosu.vela")
-    from tests.ethos_u85 import nets
+    from tests import nets
 
     data = nets.compiled("add_8x8x16", "ethos-u85-256", output_format="tflite").read_bytes()
     p.write_bytes(data[: len(data) // 2])
@@ -254,7 +254,7 @@ def _mutants(data: bytes, n: int, seed: int):
 def _real_models():
     """(label, bytes, suffix) of real Vela outputs (tinynet)."""
     _needs("ethosu.vela")
-    from tests.ethos_u85 import nets
+    from tests import nets
 
     out = []
     for fmt, suffix in (("raw", "_vela.npz"), ("tflite", "_vela.tflite")):
@@ -510,7 +510,7 @@ def test_run_faulting_stream_one_error_line(tmp_path, capsys, stream, what):
 
 def test_run_op_index_out_of_range(tmp_path, capsys):
     _needs("ethosu.vela")
-    from tests.ethos_u85 import nets
+    from tests import nets
 
     model = nets.compiled("add_8x8x16", "ethos-u85-256", output_format="tflite")
     for idx in ("-1", "5"):

@@ -172,7 +172,7 @@ NOT_EMITTED = {"NPU_OP_BRANCH", "NPU_OP_IRQ", "NPU_OP_PMU_MASK", "NPU_SET_DMA0_S
 def compiled(tmp_path_factory):
     """job -> (output path, vela stdout); all jobs compiled once per session, in parallel."""
     pytest.importorskip("ethosu.vela")
-    from tests.ethos_u85 import nets
+    from tests import nets
 
     cache = tmp_path_factory.mktemp("vela")
 

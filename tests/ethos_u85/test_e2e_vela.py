@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.ethos_u85 import nets
+from tests import nets
 from tests.ethos_u85.support.compare import compare
 from tlm.ethos_u85 import isa
 from tlm.ethos_u85.ops import KERNEL_OP_NAMES

@@ -99,7 +99,7 @@ def _expected_counters(log):
 
 
 def _run_net(monkeypatch, name, config, pins, reference):
-    from tests.ethos_u85 import nets
+    from tests import nets
 
     pytest.importorskip("ethosu.vela")
     tfl = nets.build(name)

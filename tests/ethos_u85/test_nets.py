@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from tests.ethos_u85 import nets
+from tests import nets
 
 ACCEL = "ethos-u85-256"
 NPZ_KEYS = {"cmd_data", "weight_data", "scratch_size", "scratch_fast_size", "input_shape",

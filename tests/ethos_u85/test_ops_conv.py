@@ -989,7 +989,7 @@ VELA_VS_LITERT = {
 def test_vela_network_bit_exact(name, config, vela_compiled, net_reference):
     """Vela output run on the TLM (tlm.ethos_u85.runner) == LiteRT BUILTIN_REF, bit for bit.
     Networks that also need operations not implemented yet are skipped."""
-    from tests.ethos_u85 import nets
+    from tests import nets
     from tlm.ethos_u85.runner import RunError, run_model
     from tlm.ethos_u85.vela import load
 
@@ -1039,7 +1039,7 @@ BMM_CASES = {                              # (a shape, b shape, dtype, adj_y)
 
 
 def _bmm_tflite(sa, sb, dtype, adj_y):
-    from tests.ethos_u85 import nets
+    from tests import nets
 
     g = nets.Graph(77)
     a = g.input(sa, name="a", dtype=dtype)
@@ -1059,7 +1059,7 @@ def test_vela_batch_matmul_weights_ifm2(case, config, tmp_path):
     """BATCH_MATMUL: Vela emits POOL (sum, transpose HCW: B -> [1, N, K] in NHCWB16) then
     NPU_OP_CONV weights_ifm2=1 reading IFM2 as (y=0, x=oc, c=ic). Bit-exact against LiteRT
     only with that IFM2 indexing (TRM 4.1), not the 3.10.2 pseudocode's (0, ic, oc)."""
-    from tests.ethos_u85 import nets
+    from tests import nets
     from tlm.ethos_u85.runner import RunError, run_model
     from tlm.ethos_u85.vela import load
 
@@ -1086,7 +1086,7 @@ def test_fc_int16_is_vela_intended_int64_rounding(vela_compiled, net_reference):
     (15-bit reduced multiplier, single rounding) that Vela's acc48 stream encodes, exactly."""
     import math
 
-    from tests.ethos_u85 import nets
+    from tests import nets
     from tlm.ethos_u85.runner import run_model
     from tlm.ethos_u85.vela import load
 

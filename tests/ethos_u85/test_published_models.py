@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.ethos_u85 import nets
-from tests.ethos_u85.nets import gemmlowp
+from tests import nets
+from tests.nets import gemmlowp
 from tests.ethos_u85.support.compare import compare
 from tests.support import tool_missing
 from tlm.ethos_u85 import fmap, isa
@@ -325,7 +325,7 @@ class _Backdoor:
 def check_lstm_with_litert_arithmetic(name: str, accel: str, monkeypatch) -> None:
     """With LiteRT's arithmetic at the two disputed places the TLM equals LiteRT bit for bit:
     (1) the LSTM gate nonlinearities as LiteRT's integer LSTM kernel computes them,
-    gemmlowp's logistic/tanh (tests/ethos_u85/nets/gemmlowp.py) on the int16 pre-activation saturated to
+    gemmlowp's logistic/tanh (tests/nets/gemmlowp.py) on the int16 pre-activation saturated to
     int16 (Q3.12 for the gates; the cell state's own format for tanh(c)), instead of the
     stream's lut_sigmoid/lut_tanh (which take 3*pre-activation, up to +-10.3, through a
     512-entry interpolation); (2) one rounding (TRM 'natural') for every CONV instead of the

@@ -222,7 +222,7 @@ def pool_net(tmp_path_factory):
         tool_missing("vela not installed (pip install -e '.[test]')")
     if importlib.util.find_spec("ai_edge_litert") is None:
         tool_missing("LiteRT (ai-edge-litert) not installed")
-    from tests.ethos_u85 import nets
+    from tests import nets
     model = nets.compiled(POOL_NET, "ethos-u85-256", "default", "raw")
     inputs, outputs = nets.reference(nets.build(POOL_NET))
     ref = tmp_path_factory.mktemp("npu_model") / f"{POOL_NET}_ref.npz"

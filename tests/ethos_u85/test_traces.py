@@ -36,7 +36,7 @@ CONFIG = "ethos-u85-256"
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory):
     """{name: (trace path, LiteRT outputs)} for TRACE_NETS, written by `write_trace`."""
-    from tests.ethos_u85 import nets
+    from tests import nets
     from tlm.ethos_u85.vela_trace import write_trace
     root = tmp_path_factory.mktemp("traces")
     out = {}
@@ -72,7 +72,7 @@ def _cli(*args, timeout=300):
 
 @pytest.mark.vela
 def test_npu_tlm_trace_and_replay_command_line(traces, tmp_path):
-    from tests.ethos_u85 import nets
+    from tests import nets
     name = "add_bcast_relu"
     _, model, _ = traces[name]
     inputs, _ = nets.reference(nets.build(name))

@@ -611,7 +611,7 @@ def _tensor(g, suffix):
 
 def build_vela_model(name, seed=11):
     """(tflite bytes, weight tensor [O, KH, KW, I] / [C, KH, KW, 1], graph)."""
-    nets = pytest.importorskip("tests.ethos_u85.nets")
+    nets = pytest.importorskip("tests.nets")
     g = nets.Graph(seed)
     g.output(_vela_models()[name](g))
     t = _tensor(g, "_w")
@@ -666,7 +666,7 @@ def stream_at(st, k: int) -> tuple:
 
 
 def compile_model(tfl, cfg, extra=()):
-    nets = pytest.importorskip("tests.ethos_u85.nets")
+    nets = pytest.importorskip("tests.nets")
     # Sram_Only: no weight DMA, WEIGHT_BASE addresses region 0 = the npz weight_data.
     p = nets.compiled_bytes(tfl, "wtest", cfg, memory_mode="sram_only", extra_args=extra)
     z = np.load(p, allow_pickle=True)

@@ -32,7 +32,7 @@ Generators (`GENERATORS`)
 ``fault``          SLVERR/DECERR injected on the stream, weights, scale, IFM/IFM2, OFM and
                    DMA source/destination/index ranges the stream names.
 ``vela``           real Vela streams (catalog networks x accelerator configs x memory modes,
-                   via ``tests/ethos_u85/nets``) with bit flips, word swaps, truncation, reserved
+                   via ``tests/nets``) with bit flips, word swaps, truncation, reserved
                    encodings, huge or random field values, deleted/duplicated commands,
                    inserted loops and STOPs.
 Orthogonally, any case may get random configuration, pins (PORPL/PORSL, hashes, caps),
@@ -193,7 +193,7 @@ def corpus() -> tuple:
     root = Path(__file__).resolve().parents[2]
     try:
         import importlib
-        nets = importlib.import_module("tests.ethos_u85.nets")   # test-side catalog, optional
+        nets = importlib.import_module("tests.nets")   # test-side catalog, optional
         for name, accel, mode in CORPUS_SPEC:
             try:
                 paths.append((f"{name}/{accel}/{mode}", accel, nets.compiled(name, accel, mode)))

@@ -29,7 +29,7 @@ QREAD = OFF["QREAD"]
 
 def vela_model(name: str, config: str = "ethos-u85-256", mode: str = "default") -> Path:
     """Vela output (raw .npz) of catalog network *name* (tests/nets; cached in build/)."""
-    from tests.ethos_u85 import nets
+    from tests import nets
     return Path(nets.compiled(name, config, mode, "raw"))
 
 

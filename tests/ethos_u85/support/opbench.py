@@ -216,7 +216,7 @@ def pool_bench(ifm, ofm_shape, ofm_dtype=np.int8, k=(1, 1), s=(1, 1), pads=(0, 0
 
 
 def e2e(name, accel="ethos-u85-256", mode="default"):
-    from tests.ethos_u85 import nets
+    from tests import nets
     from tlm.ethos_u85.runner import run_model
     path = nets.compiled(name, accel, memory_mode=mode)
     inputs, ref = nets.reference(nets.build(name))
@@ -228,7 +228,7 @@ def e2e(name, accel="ethos-u85-256", mode="default"):
 
 
 def e2e_names(*tags, exclude=()):
-    from tests.ethos_u85 import nets
+    from tests import nets
     out = []
     for n in nets.NAMES:
         t = set(nets.MODELS[n].tags)

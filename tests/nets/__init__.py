@@ -1,4 +1,4 @@
-"""Test networks for the Ethos-U85 TLM: builder, catalog, LiteRT reference, Vela harness.
+"""Test networks (shared by the devices' tests): TFLite builder, catalog, LiteRT reference, Vela harness.
 
 API::
 
