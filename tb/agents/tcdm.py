@@ -178,7 +178,7 @@ class TcdmMonitor(BusMonitor):
                 continue
             req, gnt, rv = _int(b.req), _int(b.gnt), _int(b.r_valid)
             if None in (req, gnt, rv):
-                self._error(cycle, f"X/Z on req/gnt/r_valid")
+                self._error(cycle, "X/Z on req/gnt/r_valid")
                 continue
             if req not in (0, full):
                 self._error(cycle, f"ports not in lockstep: req 0b{req:0{n}b}")

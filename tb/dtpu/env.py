@@ -223,5 +223,3 @@ class DtpuEnv:
             self.coverage.save(path)
         coverage.flush()
         self.sb.check()
-
-

@@ -57,7 +57,8 @@ def baseline(rig: Rig, name: str) -> dict:
         return dict(ofmap=al(T), ifmap=al(T))
     if name in ("tpu_conv", "tpu_winograd", "tpu_depthwise", "tpu_max_pooling", "tpu_avg_pooling"):
         conv = name in ("tpu_conv", "tpu_winograd", "tpu_depthwise")
-        a = dict(ofmap=al((1, 3, 2, 3 if conv else 2)), ifmap=al((1, 2 if name in ("tpu_conv", "tpu_winograd") else 3, 4, 5)),
+        a = dict(ofmap=al((1, 3, 2, 3 if conv else 2)),
+                 ifmap=al((1, 2 if name in ("tpu_conv", "tpu_winograd") else 3, 4, 5)),
                  pad_top=0, pad_bottom=0, pad_left=0, pad_right=0)
         if name == "tpu_conv":
             wl = al((1, 3, 9, 2), aligned=False)

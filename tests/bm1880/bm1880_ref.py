@@ -135,7 +135,8 @@ def mul(a, b, rshift, bits, signed):
 
 
 def mac(a, b, res, lshift, rshift, bits, signed):
-    return elementwise(lambda x, y, r: sat(shr(wrap32(x * y + wrap32(r * 2 ** lshift)), rshift), bits, signed), a, b, res)
+    return elementwise(lambda x, y, r: sat(shr(wrap32(x * y + wrap32(r * 2 ** lshift)), rshift), bits, signed),
+                       a, b, res)
 
 
 def add(a, b, bits, signed):

@@ -91,7 +91,8 @@ def test_gdma_through_a_tensor_in_a_high_slice(seed):
     rig.gmem_put(0x1000, v)
     bmk1880_gdma_load(rig.ctx, t, 0x1000, CTRL_NULL)
     rig.run()
-    assert np.array_equal(ref.lmem_get(rig.m.lmem, rig.p, la, ref.default_lmem_stride(rig.p, shape, True), shape, True), v)
+    stride = ref.default_lmem_stride(rig.p, shape, True)
+    assert np.array_equal(ref.lmem_get(rig.m.lmem, rig.p, la, stride, shape, True), v)
 
 
 def test_matrix_layout():

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from tests.bm1880.bm1880_harness import rng_for
-from tests.bm1880.bm1880_net import CIN, COUT, G_BC, G_BF, G_POOL, G_WC, G_WF, G_X, G_Y, H, K, N, OUT, W, build, reference
+from tests.bm1880.bm1880_net import (CIN, COUT, G_BC, G_BF, G_POOL, G_WC, G_WF, G_X, G_Y, H, K, N, OUT, W, build,
+                                     reference)
 from tlm.bm1880 import Bm1880, bmk1880_acquire_cmdbuf, bmk1880_info_t, bmk1880_register
 
 @pytest.mark.parametrize("seed", [301, 302, 303])

@@ -88,5 +88,3 @@ def test_report_and_summary():
     assert lines[0].split()[:3] == ["p", "1/2", "50.0%"]
     assert "1 other" in lines[1]
     assert lines[-1].startswith("total") and "37.5%" in lines[-1]
-
-

@@ -416,7 +416,8 @@ def test_activation_hand():
                       clip_range=ClipRange.B16, **s8).tolist() == [-128]
     # clip_range none: no clamp, write_ofm truncates (wraps): 300 -> 44 ; -200 -> 56
     assert activation(np.array([300, -200]), clip_range=ClipRange.NONE, **s8).tolist() == [44, 56]
-    assert activation(np.array([300, -200]), clip_range=ClipRange.NONE, truncate_ofm=False, **s8).tolist() == [300, -200]
+    assert activation(np.array([300, -200]), clip_range=ClipRange.NONE, truncate_ofm=False,
+                      **s8).tolist() == [300, -200]
     # ACTIVATION_MIN/MAX raw 0xFF80: int16 -128 for signed OFM, uint16 65408 for unsigned OFM
     assert activation(np.array([-1000, 1000]), act_min=0xFF80, act_max=0x7F, clip_range=ClipRange.B16,
                       **s8).tolist() == [-128, 127]
@@ -427,7 +428,8 @@ def test_activation_hand():
     assert activation(np.array([-32768, 0, 100]), zero_point=0x8000, clip_range=ClipRange.NONE, **u16).tolist() == \
         [0, 32768, 32868]
     # b64: returned unchanged, no zero point
-    assert activation(np.array([2**62]), precision=Precision.B64, act_type=ActType.SIGNED, zero_point=5).tolist() == [2**62]
+    assert activation(np.array([2**62]), precision=Precision.B64, act_type=ActType.SIGNED,
+                      zero_point=5).tolist() == [2**62]
     with pytest.raises(Unpredictable):
         activation(np.array([0]), zero_point=200, **s8)              # signed OFM zp must be -128..127
     with pytest.raises(Unpredictable):

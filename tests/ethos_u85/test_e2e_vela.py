@@ -16,8 +16,8 @@ configs and memory modes rotating so that every (config, mode) pair occurs:
   * `test_expected_to_pass` asserts the EXPECTED_TO_PASS networks' subset cases, plus each of
     them on ethos-u85-256 with the default memory mode, one test per case.
 E2E_FULL=1: the full matrix (catalog x 5 accelerator configs x memory modes) is surveyed, and
-every case of the EXPECTED_TO_PASS networks is asserted strictly by `test_expected_to_pass`. Outcomes are memoised, so the strict
-tests reuse the survey's runs.
+every case of the EXPECTED_TO_PASS networks is asserted strictly by `test_expected_to_pass`. Outcomes are memoised, so
+the strict tests reuse the survey's runs.
 """
 from __future__ import annotations
 

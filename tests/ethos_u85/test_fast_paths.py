@@ -31,7 +31,8 @@ from tlm.ethos_u85 import arith, fmap, memory, runner
 from tlm.ethos_u85 import registers as R
 from tlm.ethos_u85.arith import Precision, Unpredictable
 from tlm.ethos_u85.fmap import FeatureMap, Format, Reverse, Storage, Transpose
-from tlm.ethos_u85.memory import ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute, Transaction, TxnBatch
+from tlm.ethos_u85.memory import (ADDR_MASK, BusFault, Channel, DataPort, Interface, Memory, RegionRoute, Transaction,
+                                  TxnBatch)
 from tlm.ethos_u85.pmu import Batch, Pmu, axi_family, beats
 
 SEED = int(os.environ.get("TLM_TEST_SEED", "20261122"))
@@ -328,7 +329,7 @@ def _port_pair(nports=1, hash0=0, hash1=0, base=0x10_0000, faults=(), batching_l
 def test_fmap_through_dataport_fast_equals_reference(rng, restore_paths):
     """The ops' accessor shape (port/region/channel) takes the batched span path; with faults
     the same transaction fails, after the same (logged, performed) transactions."""
-    for it in range(250):
+    for _ in range(250):
         fm, (H, W, C) = _random_fm(rng, ofm=bool(rng.random() < 0.5))
         ys, xs, cs = np.arange(H), np.arange(W), np.arange(C)
         faults = []
@@ -371,7 +372,7 @@ def test_fmap_through_dataport_fast_equals_reference(rng, restore_paths):
 # ================================================================================= DataPort runs
 @pytest.mark.parametrize("batching_listener", [True, False])
 def test_dataport_runs_equal_per_run_calls(rng, batching_listener):
-    for it in range(300):
+    for _ in range(300):
         nports = int(rng.choice([1, 2, 3, 4]))
         base = int(rng.choice([0x10_0000, ADDR_MASK - 300]))          # the second wraps at 2**40
         faults = []
@@ -420,7 +421,7 @@ def test_dataport_runs_equal_per_run_calls(rng, batching_listener):
 
 
 def test_dataport_span_equals_runs(rng):
-    for it in range(200):
+    for _ in range(200):
         mask = rng.random(int(rng.integers(1, 3000))) < rng.choice([0.1, 0.5, 0.95])
         lo = int(rng.integers(-100, 5000))
         faults = [(0x10_0000 + lo + 1000, 0x10_0000 + lo + 1001, "rw")] if rng.random() < 0.3 else []
@@ -522,7 +523,7 @@ def _count_reference(p: Pmu, ev, port_disable, txns, cycles=10):
 def test_pmu_summary_counts_equal_per_transaction(rng):
     p = Pmu("ethos-u85-2048")
     events = [e for e in range(128, 700) if axi_family(e) is not None] + [160]
-    for it in range(40):
+    for _ in range(40):
         items, flat = [], []
         for _ in range(int(rng.integers(0, 6))):
             n = int(rng.integers(1, 30))
@@ -549,7 +550,7 @@ def test_pmu_summary_counts_equal_per_transaction(rng):
 
 # ================================================================================= arith
 def test_rescale_fast_paths_equal_reference(rng):
-    for it in range(40):
+    for _ in range(40):
         shape = (int(rng.integers(1, 40)), int(rng.integers(1, 90)), int(rng.choice([1, 8, 48, 300])))
         big = rng.random() < 0.3
         acc = rng.integers(-(1 << 47), 1 << 47, shape) if big else rng.integers(-(1 << 31), 1 << 31, shape)
@@ -575,7 +576,7 @@ def test_rescale_fast_paths_equal_reference(rng):
 
 def test_rounded_shift_right_broadcast_shapes(rng):
     """The shift may have more elements than acc (elementwise SHR with a broadcast IFM)."""
-    for it in range(300):
+    for _ in range(300):
         sshape = tuple(1 if rng.random() < .5 else n for n in (3, 3, 3))
         ashape = tuple(1 if rng.random() < .5 else n for n in (3, 3, 3))
         a = rng.integers(-(1 << 40), 1 << 40, ashape)

@@ -252,7 +252,8 @@ def test_ofm_vectorised_matches_literal(rng):
         else:
             sx, sc, sy = 0, 16 * es * 8, 16 * es * 8 * 2
         fm = FeatureMap(base=base, stride_x=sx, stride_y=sy, stride_c=sc, fmt=fmt, precision=prec,
-                        width0=int(rng.integers(1, 7)), height0=int(rng.integers(1, 7)), height1=int(rng.integers(1, 7)),
+                        width0=int(rng.integers(1, 7)), height0=int(rng.integers(1, 7)),
+                        height1=int(rng.integers(1, 7)),
                         transpose=t, reverse=r, height=H, width=W, depth=C)
         got = ofm_block_addresses(fm, range(H), range(W), range(C))
         exp = [[[write_ofm_address_ref(fm, y, x, c) for c in range(C)] for x in range(W)] for y in range(H)]

@@ -214,7 +214,8 @@ def test_case_work_budget_stops_a_stream_of_expensive_legal_dmas():
 
 def test_huge_stride_dma_is_a_model_limit_not_a_memory_blowup():
     """65,535 lines of 9 bytes (inside the byte budget) 1 MiB apart: one 64 KiB page each."""
-    words = _enc(("NPU_SET_DMA0_SRC_REGION", dict(region=1, stride_mode=1)), ("NPU_SET_DMA0_DST_REGION", dict(region=2)),
+    words = _enc(("NPU_SET_DMA0_SRC_REGION", dict(region=1, stride_mode=1)),
+                 ("NPU_SET_DMA0_DST_REGION", dict(region=2)),
                  ("NPU_SET_DMA0_LEN", dict(addr=9)), ("NPU_SET_DMA0_SIZE0", dict(size=0x7FFF)),
                  ("NPU_SET_DMA0_DST_STRIDE0", dict(addr=1 << 20)), "NPU_OP_DMA_START", ("NPU_OP_STOP", dict(mask=1)))
     r = fuzz.run_case(_case(words))
@@ -226,7 +227,8 @@ def test_huge_stride_dma_is_a_model_limit_not_a_memory_blowup():
 def test_batched_2d_3d_dma_agrees_with_the_oracle(per_txn, monkeypatch):
     """The model copies a non-overlapping 2D/3D DMA as two batches (all line reads, then all
     line writes); the checker compares each channel's runs in order, which that keeps."""
-    words = _enc(("NPU_SET_DMA0_SRC_REGION", dict(region=1, stride_mode=2)), ("NPU_SET_DMA0_DST_REGION", dict(region=2)),
+    words = _enc(("NPU_SET_DMA0_SRC_REGION", dict(region=1, stride_mode=2)),
+                 ("NPU_SET_DMA0_DST_REGION", dict(region=2)),
                  ("NPU_SET_DMA0_LEN", dict(addr=24)), ("NPU_SET_DMA0_SIZE0", dict(size=5)),
                  ("NPU_SET_DMA0_SIZE1", dict(size=3)), ("NPU_SET_DMA0_SRC_STRIDE0", dict(addr=-40)),
                  ("NPU_SET_DMA0_SRC_STRIDE1", dict(addr=300)), ("NPU_SET_DMA0_DST_STRIDE0", dict(addr=24)),

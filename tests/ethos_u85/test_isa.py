@@ -200,7 +200,8 @@ def test_disasm_lines():
              + encode("NPU_OP_STOP", mask=0xFFFF))
     lines = disasm(words)
     assert lines[0] == ("0x000000: 38020114           NPU_SET_OFM_PRECISION        "
-                        "activation_type=unsigned activation_precision=b16 activation_format=nhwc scale_mode=per_channel "
+                        "activation_type=unsigned activation_precision=b16 activation_format=nhwc "
+                        "scale_mode=per_channel "
                         "activation_reverse=none activation_transpose=CWH activation_storage=tile2x2")
     assert lines[1] == "0x000004: 00ff4036 ffffffe0  NPU_SET_DMA0_DST_STRIDE1     addr=-0x20"
     assert lines[2].endswith("NPU_OP_POOL                  pooling_mode=reduce_sum")
@@ -235,9 +236,9 @@ def test_register_file():
     with pytest.raises(AttributeError):
         rf.NPU_SET_IFM_BASE0.addr = 5
     with pytest.raises(AttributeError):
-        rf.NPU_SET_IFM_BASE0.nonexistent
+        rf.NPU_SET_IFM_BASE0.nonexistent  # noqa: B018 - the attribute access is the test
     with pytest.raises(AttributeError):
-        rf.NPU_SET_NOTHING
+        rf.NPU_SET_NOTHING  # noqa: B018
     with pytest.raises(KeyError):
         rf["NPU_OP_CONV"]
     with pytest.raises(ValueError, match="operation"):

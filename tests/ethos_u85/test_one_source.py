@@ -132,7 +132,8 @@ def test_no_register_offset_or_bit_position_outside_the_tables():
     for f in tracked_python():
         found += scan((REPO / f).read_text(), f, offsets)
     assert not found, (f"{len(found)} retyped register offsets / bit positions (derive them from "
-                       "tlm/registers.py and tlm/isa.py):\n" + "\n".join(f"  {p}:{n}: {r}: {t}" for p, n, r, t in found[:60]))
+                       "tlm/ethos_u85/registers.py and tlm/ethos_u85/isa.py):\n"
+                       + "\n".join(f"  {p}:{n}: {r}: {t}" for p, n, r, t in found[:60]))
 
 
 def test_checker_catches_retyped_facts():

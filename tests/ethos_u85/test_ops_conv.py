@@ -712,7 +712,6 @@ def _random_matmul_spec(rng, config):
 def _random_spec(rng, config, op):
     if op == "mm":
         return _random_matmul_spec(rng, config)
-    macs = MACS[config]
     ifm16 = rng.random() < 0.3
     dil = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
     stride = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))

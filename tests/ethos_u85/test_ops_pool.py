@@ -377,7 +377,8 @@ def _random_pool_case(rng):
         ih, iw = (oh - 1) * sy + kh, (ow - 1) * sx + kw
     lo, hi = TYPE_RANGE[dt]
     ifm = rng.integers(lo, hi + 1, size=(ih, iw, C)).astype(dt)
-    zp = 0 if mode == REDUCE_SUM or dt == np.int16 else int(rng.integers(-128, 128) if dt == np.int8 else rng.integers(0, 256))
+    zp = 0 if mode == REDUCE_SUM or dt == np.int16 else \
+        int(rng.integers(-128, 128) if dt == np.int8 else rng.integers(0, 256))
     oc = 1 if mode == REDUCE_SUM else C
     odt = np.dtype(rng.choice([np.int8, np.int16, np.uint8]))
     fmt = str(rng.choice(["nhwc", "nhcwb16"]))

@@ -502,7 +502,6 @@ def test_published_model_as_vela_tflite(name):
     assert compare(got, [x.reshape(y.shape) for x, y in zip(raw.outputs, got)]) is None
 
 
-
 # Vela 5.2 with --separate-io-regions and state tensors: micro_speech_lstm's stream writes
 # region 4 (outputs) at offset 0x3190, which its .tflite's OfflineMemoryAllocation gives to
 # no output (the state-out copies are at 0 and 80, the output at 240): the TLM stops with a

@@ -26,17 +26,17 @@ from pathlib import Path
 
 import pytest
 
+from tb.core import simtools
 from tests.support import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
 RTL = REPO / "rtl_stub" / "ethos_u85"
 TOP = RTL / "ethosu85.v"
 SHELL = RTL / "ethosu85_shell.v"
-from tb.core import simtools
 
 
 def sources() -> list[Path]:
-    """The stand-in's sources, in the order tb/run.py compiles them (top last)."""
+    """The stand-in's sources, in the order tb/core/run.py compiles them (top last)."""
     assert TOP.is_file(), "rtl_stub/ethos_u85/ethosu85.v is missing"
     return simtools.dut_sources("ethos-u85", "rtl")
 

@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tb.core import simtools
 from tests.support import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
-from tb.core import simtools
 
 STANDIN = REPO / "rtl_stub" / "ethos_u85" / "ethosu85.v"
 POOL_NET = "maxpool_2x2_s2_valid"

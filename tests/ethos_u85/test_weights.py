@@ -262,7 +262,7 @@ def test_random_corruption_never_crashes():
             outcomes["ok"] += 1
         except WeightStreamError:
             outcomes["err"] += 1
-    for i in range(200):
+    for _ in range(200):
         s = rng.integers(0, 256, int(rng.integers(0, 300)), dtype=np.uint8).tobytes()
         try:
             decode_swd(s, max_weights=1 << 20)
@@ -710,7 +710,7 @@ def test_vela_weights(name, cfg, fwd):
                 assert stream_at(st, k)[1] == 0
             W = weights_from_streams(p, streams, check_padding=True)
             # Our encoder's streams decode to the same weights through Arm's decoder.
-            for k, s in enumerate(streams_from_weights(p, wt)):
+            for s in streams_from_weights(p, wt):
                 assert mlw_decode(encode_swd(s)) == s.tolist()
         assert W.shape == wt.shape
         assert np.array_equal(W, wt), f"{name} {cfg}: weights differ"

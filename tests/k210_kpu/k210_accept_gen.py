@@ -101,7 +101,7 @@ def make_bn(rng, acc: np.ndarray, vbits: int, neg_mul: bool) -> ref.BN:
 def make_act(rng, v: np.ndarray, segments: int = 16, ties: bool = False) -> ref.Act:
     """A 16-segment table from the distribution of v: breakpoints at quantiles, a random
     target output at each, slopes (positive and negative) as y_mul / 2**shift."""
-    lo, hi = int(v.min()), int(v.max())
+    hi = int(v.max())
     qs = np.unique(np.quantile(v, np.linspace(0.02, 0.98, segments - 1)).astype(np.int64))
     starts = [-(1 << 35)] + sorted(set(int(q) for q in qs))
     while len(starts) < 16:                                 # pad with segments above the data

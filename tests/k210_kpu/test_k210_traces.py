@@ -16,9 +16,9 @@ from tlm.core import registry
 from tlm.core.trace import RecordingTarget, TraceFormatError, parse, parse_text, replay
 from tlm.k210_kpu import driver
 from tlm.k210_kpu.registers import OFFSET, LayerArgument
+from tlm.k210_kpu.trace_target import K210TraceTarget
 
 FIFO, DATA_OUT = OFFSET["layer_argument_fifo"], OFFSET["fifo_data_out"]
-from tlm.k210_kpu.trace_target import K210TraceTarget
 
 HERE = Path(__file__).resolve().parent
 TRACES = sorted((HERE / "traces").glob("*/trace.txt"))

@@ -48,13 +48,15 @@ def field_types() -> str:
 def registers() -> str:
     rows = []
     for r in regs.REGISTERS:
-        fields = "; ".join(f"{f.name} [{f.lsb + f.width - 1}:{f.lsb}]" + (f" {f.doc}" if f.doc else "") for f in r.fields)
+        fields = "; ".join(f"{f.name} [{f.lsb + f.width - 1}:{f.lsb}]" + (f" {f.doc}" if f.doc else "")
+                           for f in r.fields)
         rows.append([f"0x{r.offset:02x}", f"`{r.name}`", r.access, f"0x{r.reset:08x}", fields, r.doc])
     return _table(["offset", "register", "access", "reset", "fields", "meaning"], rows)
 
 
 def faults() -> str:
-    return _table(["fault_code", "name", "meaning"], [[str(c), f"`FAULT_{n}`" if c else "-", m] for c, n, m in regs.FAULTS])
+    return _table(["fault_code", "name", "meaning"],
+                  [[str(c), f"`FAULT_{n}`" if c else "-", m] for c, n, m in regs.FAULTS])
 
 
 TABLES = {"chip parameters": chip_params, "choices": choices, "descriptor kinds": kinds, "cmd_hdr_t": header,

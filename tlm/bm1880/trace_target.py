@@ -51,7 +51,8 @@ class Bm1880TraceTarget(TraceTarget):
                                  f"0x{lmem_end:x})")
             return [("l", addr - LMEM_WINDOW, 0, length)]
         cut = LMEM_WINDOW - addr
-        return self._split(addr, cut) + [(s, a, b + cut, e + cut) for s, a, b, e in self._split(LMEM_WINDOW, length - cut)]
+        return self._split(addr, cut) + [(s, a, b + cut, e + cut)
+                                         for s, a, b, e in self._split(LMEM_WINDOW, length - cut)]
 
     def load_mem(self, addr: int, data: bytes) -> None:
         data = bytes(data)

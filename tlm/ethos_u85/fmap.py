@@ -370,15 +370,15 @@ def write_ofm_address_ref(fm: FeatureMap, y: int, x: int, c: int,
     if transpose == Transpose.HWC:
         pass
     elif transpose == Transpose.WHC:
-        t = y; y = x; x = t
+        y, x = x, y
     elif transpose == Transpose.HCW:
-        t = x; x = c; c = t
+        x, c = c, x
     elif transpose == Transpose.CWH:
-        t = y; y = c; c = t
+        y, c = c, y
     elif transpose == Transpose.CHW:
-        t = y; y = c; c = x; x = t
+        y, c, x = c, x, y
     elif transpose == Transpose.WCH:
-        t = y; y = x; x = c; c = t
+        y, x, c = x, c, y
     else:
         raise Unpredictable(f"reserved activation_transpose {transpose}")
     return _fm_address_ref(fm, y, x, c, check)

@@ -13,8 +13,8 @@ bench's pin driver. Offsets come from the register table.
 * Flows: ``run_calc_done`` (nncase v1 runtime: per layer clear 7, mask 0b110, int_en, wait
   for the interrupt, clear and mask 7), ``run_kpu_run`` (kpu.c kpu_run: thresholds 10/1,
   mask with calc_done and almost_empty open, one layer pushed per interrupt, the last with
-  int_en and send_data_out, whose calc_done is a last interrupt), ``run_burst`` (kpu_start-like: all interrupts masked, every
-  layer pushed at once, completion seen on the output stream).
+  int_en and send_data_out, whose calc_done is a last interrupt), ``run_burst`` (kpu_start-like: all interrupts
+  masked, every layer pushed at once, completion seen on the output stream).
 * ``read_output(host, n)``: ceil(n / 8) 64-bit reads of fifo_data_out (the output DMA).
 """
 from __future__ import annotations

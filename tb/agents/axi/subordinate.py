@@ -99,7 +99,6 @@ NpuAxiARBus, NpuAxiARTransaction, _ARSource, NpuAxiARSink, _ = define_stream(
                    "ardomain": 2})
 
 
-
 class _StampedAWSink(NpuAxiAWSink):
     """AW sink that stamps each request with the simulation time of its handshake (``t_ns``)."""
 
@@ -114,7 +113,6 @@ class _StampedARSink(NpuAxiARSink):
         t = NpuAxiARTransaction()
         t.t_ns = get_sim_time("ns")
         return t
-
 
 
 # cocotbext-axi's channel models log every reset edge at INFO; the bench's own AXI messages

@@ -37,6 +37,7 @@ def rtl_unsupported(feature: str, condition: bool = True):
     return cocotb.xfail(DUT == "rtl" and condition,
                         reason=f"RTL stand-in does not implement {RTL_UNSUPPORTED[feature]}")
 
+
 # ---------------------------------------------------------------- known bugs
 # Disagreements between the stand-in and the TLM that the bench found and that are bugs in
 # one of them (not TRM freedom): id -> (DUT that has it, description with test and TRM

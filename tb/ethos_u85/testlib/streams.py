@@ -30,6 +30,7 @@ def enc(*cmds) -> list:
         words += isa.encode(name, **kw)
     return words
 
+
 STRIDE_MODE = {"1d": 0, "2d": 1, "3d": 2}
 
 def fmap_cmds(p: str, prec: dict, region: int, bases, sx: int, sy: int, sc: int, w0m1: int,
@@ -154,6 +155,7 @@ def _kernel_cmds(kh: int, kw: int, stride: int = 1) -> list:
                ("NPU_SET_KERNEL_STRIDE", dict(stride_x_lsb=s & 1, stride_y_lsb=s & 1,
                                               stride_x_msb=s >> 1, stride_y_msb=s >> 1)),
                *[(f"NPU_SET_IFM_PAD_{p}", dict(pad=0)) for p in ("TOP", "LEFT", "BOTTOM", "RIGHT")])
+
 
 # operand -> (TRM pmu_axi_channel of its accesses, read or write); the IFM of an ELEMENTWISE
 # op may come on rd_ifm or rd_ifm_stream (TRM 2.3.4: "IFMS reads IFMs for the AO unit

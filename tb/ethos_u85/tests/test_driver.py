@@ -129,8 +129,6 @@ async def test_pmu(dut):
     env.finish()
 
 
-
-
 @cocotb.test(**TIMEOUT)
 async def test_monitor_bursts(dut):
     """The AXI monitors' bursts (rebuilt from the pins) equal the subordinates' record,

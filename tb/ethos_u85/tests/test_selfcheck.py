@@ -33,11 +33,6 @@ SKIP = DUT != "tlm"
 SKIP_REASON = "bench self-check: the bugs are planted in the TLM adapter (DUT=tlm only)"
 
 
-
-
-
-
-
 @cocotb.parametrize(bug=named(BUGS))
 @cocotb.test(skip=SKIP, **TIMEOUT)
 async def test_scoreboard_catches(dut, bug):

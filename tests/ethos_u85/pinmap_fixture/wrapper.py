@@ -2,7 +2,8 @@
 ports have other names than the TRM's.
 
 ``write_wrapper(path)`` writes ``npu_wrap.v``: module ``npu_wrap`` with every port of the
-top level (``tb/ethos_u85/ports.py``, the TRM chapter 5 list the stand-in is generated from), renamed: plain pins in lower case
+top level (``tb/ethos_u85/ports.py``, the TRM chapter 5 list the stand-in is generated from), renamed: plain pins in
+lower case
 (``PADDR`` -> ``paddr``), the AXI manager pins ``m_<port>_<signal>`` (``ARVALIDSRAM0`` ->
 ``m_sram0_arvalid``), ``CLK`` -> ``aclk``, ``nRESET`` -> ``aresetn``; it instantiates the
 stand-in as ``u_npu``. ``npu_wrap_pinmap.json`` next to this file is the map that lets the

@@ -1207,7 +1207,7 @@ def encode_fwd(weights, mode: str = "auto", zero_point: int | None = None,
         bw.put(1, 0)
         bw.put(102, 0)
         bw.put(8, zero_point & 0xFF)
-        for i in range(16):
+        for _ in range(16):
             bw.put(9, 0)
         payload = (stored & 0xFF).astype(np.uint8).tobytes()
     elif mode in ("lut4", "lut2"):
