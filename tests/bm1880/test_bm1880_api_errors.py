@@ -11,7 +11,7 @@ from tlm.bm1880 import (CTRL_AL, CTRL_NULL, CTRL_RA, CTRL_RELU, CTRL_TP, PARAM_T
                         bmk1880_acquire_cmdbuf, bmk1880_add_dependency, bmk1880_cleanup, bmk1880_create_streams,
                         bmk1880_destroy_streams, bmk1880_enter, bmk1880_exit, bmk1880_gdma_load, bmk1880_info_t,
                         bmk1880_parallel_disable, bmk1880_parallel_enable, bmk1880_register, bmk1880_reset,
-                        bmk1880_set_stream, bmk1880_tl_alloc, bmk1880_tl_free, shape_t4, stride_t4, tensor_gmem)
+                        bmk1880_set_stream, bmk1880_tl_alloc, bmk1880_tl_free, bmk1880_tl_prealloc, shape_t4, stride_t4, tensor_gmem)
 from tlm.bm1880 import api
 
 
@@ -56,11 +56,15 @@ CASES = [
     ("tpu_mul", lambda r, a: a.update(rshift_width=32), "rshift_width", "outside 0..31"),
     ("tpu_mul", lambda r, a: a.update(res_low=_u(r)), "res_low", "is FMT_U8 but the result is signed"),
     ("tpu_mul", lambda r, a: a.update(res_high=_u(r)), "res_high", "both planes"),
+    ("tpu_mul", lambda r, a: a.update(res_high=a["res_low"]), "res_high", "overlaps res_low"),
+    ("tpu_mac", lambda r, a: a.update(res_high=bmk1880_tl_prealloc(r.ctx, a["res_low"].laddr + 1, shape_t4(*T), I8)),
+     "res_high", "overlaps res_low at lmem"),
     ("tpu_mul", lambda r, a: a.update(b=r.alloc((1, 3, 2, 1))), "b", "same shape"),
     ("tpu_mul", lambda r, a: a.update(a=r.alloc((3, 4))), "a", "is a matrix"),
     ("tpu_mul", lambda r, a: a.update(res_low=None), "res_low", "is NULL"),
     ("tpu_mul_const", lambda r, a: a.update(b=200), "b", r"outside -128\.\.127"),
-    ("tpu_mul_const", lambda r, a: a.update(b=-1, b_is_signed=False), "b", r"outside 0\.\.255"),
+    ("tpu_mul_const", lambda r, a: a.update(b=-129, b_is_signed=False), "b", "does not fit"),
+    ("tpu_mul_const", lambda r, a: a.update(b=256, b_is_signed=False), "b", "does not fit"),
     ("tpu_mac", lambda r, a: a.update(res_high=None), "res_high", "is NULL"),
     ("tpu_mac", lambda r, a: a.update(lshift_width=-1), "lshift_width", "outside 0..31"),
     ("tpu_mac", lambda r, a: a.update(res_high=_u(r), res_low=_u(r)), "res_low", "is FMT_U8 but the result is signed"),
@@ -124,7 +128,7 @@ CASES = [
     ("tpu_matrix_mac", lambda r, a: a.update(left=r.alloc((1, 2, 1, 4))), "left", "this call takes matrices"),
     ("tpu_matrix_mac", lambda r, a: setattr(a["right"], "stride", stride_t4(32, 32, 16, 1)), "right", "must be aligned"),
     ("tpu_matrix_mac", lambda r, a: a.update(bias=r.alloc((1, 5))), "bias", r"\(2, 5\)"),
-    ("tpu_matrix_mac", lambda r, a: a.update(lshift_width=2), "lshift_width", "only with CTRL_RA"),
+    ("tpu_matrix_mac", lambda r, a: a.update(lshift_width=32), "lshift_width", "outside 0..31"),
     ("tpu_matrix_mac", lambda r, a: a.update(right=r.alloc((3, 5))), "right", "needs 4 rows"),
     ("tpu_matrix_mac_2", lambda r, a: a.update(left=r.alloc((1, 256, 1, 255))), "left", r"\(1, 256, 1, 256\)"),
     ("tpu_matrix_mac_2", lambda r, a: a.update(res=_u(r, (1, 256, 1, 256))), "res", "result is signed"),

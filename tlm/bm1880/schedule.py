@@ -12,6 +12,14 @@ one epoch. The partial order is:
 Commands with no order between them may run in parallel; if they touch the same byte and
 one of them writes it, the result would depend on timing, so the buffer faults (choice
 C-HAZARD) before anything runs.
+
+Because each engine's commands form a chain (a total order), reachability needs no
+transitive closure: `reach[v][e]` is the first position in engine e's chain that command v
+precedes (or is). Then i precedes j iff reach[i][engine(j)] <= pos(j), and the commands of
+another engine that are unordered with i form one interval of that engine's chain. The
+hazard check looks up each command's bytes among the other engine's commands of that
+interval (sorted keys, binary search): its work grows with the footprints, not with the
+square of the number of commands.
 """
 from __future__ import annotations
 
@@ -27,6 +35,13 @@ class CycleError(Exception):
     pass
 
 
+class HazardBudgetError(Exception):
+    """The hazard check of one epoch would need more memory than the model's budget."""
+
+
+MAX_HAZARD_TABLE = 1 << 24      # addresses one engine's side of an epoch may hold (choice C-LIMIT)
+
+
 @dataclass
 class Footprint:
     """Sorted unique byte addresses a command reads / writes, per memory."""
@@ -39,6 +54,12 @@ class Footprint:
 _EMPTY = np.zeros(0, np.int64)
 
 
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """np.unique by sorting (faster here than numpy's hashing unique)."""
+    a = np.sort(a.reshape(-1))
+    return a[np.concatenate(([True], a[1:] != a[:-1]))] if a.size else a
+
+
 def footprint(ops: dict) -> Footprint:
     acc = {"lr": [], "lw": [], "gr": [], "gw": []}
     for o in ops.values():
@@ -46,7 +67,7 @@ def footprint(ops: dict) -> Footprint:
             acc[o.space + "r"].append(o.addr.reshape(-1))
         if "w" in o.io:
             acc[o.space + "w"].append(o.addr.reshape(-1))
-    return Footprint(**{k: np.unique(np.concatenate(v)) if v else _EMPTY for k, v in acc.items()})
+    return Footprint(**{k: sorted_unique(np.concatenate(v)) if v else _EMPTY for k, v in acc.items()})
 
 
 def _meet(a: np.ndarray, b: np.ndarray) -> "int | None":
@@ -106,8 +127,8 @@ class Schedule:
         for before, after in deps:
             preds[after].append(before)
         self.preds = preds
-        self.order, anc = self._topo(preds, keys)
-        self._anc = anc
+        self.order, topo = self._topo(preds, keys)
+        self._chains(cmds, topo)
 
     def _topo(self, preds, keys):
         m = len(preds)
@@ -117,51 +138,152 @@ class Schedule:
             for p in ps:
                 succ[p].append(v)
                 indeg[v] += 1
+        self._succ = succ
         heap = [(keys[v], v) for v in range(m) if indeg[v] == 0]
         heapq.heapify(heap)
-        anc = [0] * m
-        order = []
-        done = 0
+        topo, order = [], []
         while heap:
             _, v = heapq.heappop(heap)
-            done += 1
+            topo.append(v)
             if v < self.n:
                 order.append(v)
-            bit = anc[v] | (1 << v)
             for s in succ[v]:
-                anc[s] |= bit
                 indeg[s] -= 1
                 if indeg[s] == 0:
                     heapq.heappush(heap, (keys[s], s))
-        if done != m:
+        if len(topo) != m:
             stuck = sorted(v for v in range(self.n) if indeg[v] > 0)
             raise CycleError(f"the dependencies form a cycle through commands {stuck[:8]}"
                              f"{' ...' if len(stuck) > 8 else ''}")
-        return order, anc
+        return order, topo
+
+    def _chains(self, cmds, topo) -> None:
+        """Engine chains, each command's position in its chain, and reach (module docstring)."""
+        engines = sorted({e for e, _, _ in cmds})
+        col = {e: k for k, e in enumerate(engines)}
+        self.col = [col[e] for e, _, _ in cmds]
+        self.chain: list[list[int]] = [[] for _ in engines]
+        self.pos = [0] * self.n
+        for i, k in enumerate(self.col):
+            self.pos[i] = len(self.chain[k])
+            self.chain[k].append(i)
+        inf = self.n
+        reach: list = [None] * len(self._succ)
+        for v in reversed(topo):
+            r = [inf] * len(engines)
+            if v < self.n:
+                r[self.col[v]] = self.pos[v]
+            for s in self._succ[v]:
+                r = [min(x, y) for x, y in zip(r, reach[s])]
+            reach[v] = r
+        self.reach = reach[:self.n]
+        self._before_cache: dict = {}
+        del self._succ
 
     def precedes(self, i: int, j: int) -> bool:
         """Command i must finish before command j starts."""
-        return bool((self._anc[j] >> i) & 1)
+        return i != j and self.reach[i][self.col[j]] <= self.pos[j]
 
     def ordered(self, i: int, j: int) -> bool:
         return self.precedes(i, j) or self.precedes(j, i)
 
-    def unordered_pairs(self):
-        """(i, j), i < j, with no order between them (only inside one epoch)."""
-        by_epoch: dict[int, list[int]] = {}
-        for i, e in enumerate(self.epoch):
-            by_epoch.setdefault(e, []).append(i)
-        for members in by_epoch.values():
-            for x, i in enumerate(members):
-                for j in members[x + 1:]:
-                    if not self.ordered(i, j):
-                        yield i, j
+    def _before(self, k: int, ka: int) -> np.ndarray:
+        """reach[b][ka] for the commands b of chain k, in chain order (non-decreasing)."""
+        key = (k, ka)
+        if key not in self._before_cache:
+            self._before_cache[key] = np.array([self.reach[b][ka] for b in self.chain[k]], np.int64)
+        return self._before_cache[key]
 
-    def hazard(self, footprint_of) -> "tuple[int, int, str, int] | None":
-        """The first unordered pair that conflicts: (i, j, memory, address), or None.
-        `footprint_of(i)` gives command i's Footprint (asked only for unordered commands)."""
-        for i, j in self.unordered_pairs():
-            c = conflict(footprint_of(i), footprint_of(j))
-            if c is not None:
-                return i, j, c[0], c[1]
+    def unordered_interval(self, i: int, k: int) -> tuple[int, int]:
+        """The positions [lo, hi) of engine chain k (not i's own) holding exactly the commands
+        unordered with command i: those before lo precede i, those from hi on follow it."""
+        lo = int(np.searchsorted(self._before(k, self.col[i]), self.pos[i], side="right"))
+        return lo, min(self.reach[i][k], len(self.chain[k]))
+
+    def hazard(self, footprint_of, size_of=None) -> "tuple[int, int, str, int] | None":
+        """The first unordered pair (by its smaller, then larger command index) that conflicts:
+        (i, j, memory, address), or None. `footprint_of(i)` gives command i's Footprint (asked
+        only in epochs where two engines meet), `size_of(i)` an upper bound of its size.
+        Raises HazardBudgetError if one side of an epoch exceeds MAX_HAZARD_TABLE addresses."""
+        first: dict[int, int] = {}
+        for i, e in enumerate(self.epoch):
+            first.setdefault(e, i)
+        bounds = sorted(first.values()) + [self.n]
+        for s, e in zip(bounds, bounds[1:]):
+            if e - s < 2:
+                continue
+            sides: dict[int, list[int]] = {}
+            for i in range(s, e):
+                sides.setdefault(self.col[i], []).append(i)
+            best = None
+            ks = sorted(sides)
+            for x, ka in enumerate(ks):
+                for kb in ks[x + 1:]:
+                    hit = self._between(sides[ka], sides[kb], footprint_of, size_of)
+                    if hit is not None and (best is None or hit < best):
+                        best = hit
+            if best is not None:
+                i, j = best
+                mem, addr = conflict(footprint_of(i), footprint_of(j))
+                return i, j, mem, addr
         return None
+
+    def _between(self, a_cmds, b_cmds, footprint_of, size_of) -> "tuple[int, int] | None":
+        """The smallest conflicting unordered pair between the commands of two engines."""
+        if size_of is not None and sum(size_of(i) for i in b_cmds) > sum(size_of(i) for i in a_cmds):
+            a_cmds, b_cmds = b_cmds, a_cmds                                  # the table: the smaller side
+        if size_of is not None and sum(size_of(i) for i in b_cmds) > MAX_HAZARD_TABLE:
+            raise HazardBudgetError(
+                f"the parallel group or streams region of commands {min(a_cmds[0], b_cmds[0])}.."
+                f"{max(a_cmds[-1], b_cmds[-1])}: the commands of each engine touch more than {MAX_HAZARD_TABLE} "
+                "bytes; the model's hazard check does not compare groups that large (choice C-LIMIT)")
+        kb = self.col[b_cmds[0]]
+        chain_b = self.chain[kb]
+        # the table: every byte the b side touches, keyed (rank of the address, chain position)
+        tables = {}
+        for space in ("l", "g"):
+            addr_any, pos_any, addr_w, pos_w = [], [], [], []
+            for b in b_cmds:
+                f = footprint_of(b)
+                r, w = getattr(f, space + "r"), getattr(f, space + "w")
+                for arr, acc_a, acc_p in ((sorted_unique(np.concatenate((r, w))), addr_any, pos_any), (w, addr_w, pos_w)):
+                    acc_a.append(arr)
+                    acc_p.append(np.full(arr.size, self.pos[b], np.int64))
+            if not sum(x.size for x in addr_any):
+                continue
+            uniq = sorted_unique(np.concatenate(addr_any))
+            step = len(chain_b) + 1
+            t = {}
+            for name, aa, pp in (("any", addr_any, pos_any), ("w", addr_w, pos_w)):
+                a = np.concatenate(aa) if aa else _EMPTY
+                t[name] = np.sort(np.searchsorted(uniq, a) * step + (np.concatenate(pp) if pp else _EMPTY))
+            tables[space] = (uniq, step, t)
+        if not tables:
+            return None
+        best = None
+        for a in a_cmds:
+            lo, hi = self.unordered_interval(a, kb)
+            if lo >= hi:
+                continue
+            f = footprint_of(a)
+            for space, (uniq, step, t) in tables.items():
+                for mine, theirs in (("w", "any"), ("r", "w")):
+                    q = getattr(f, space + mine)
+                    if not q.size or not t[theirs].size:
+                        continue
+                    rank = np.searchsorted(uniq, q)
+                    ok = rank < uniq.size
+                    ok[ok] = uniq[rank[ok]] == q[ok]
+                    if not ok.any():
+                        continue
+                    keys = t[theirs]
+                    base = rank[ok] * step
+                    idx = np.searchsorted(keys, base + lo)
+                    inside = idx < keys.size
+                    inside[inside] = keys[idx[inside]] < base[inside] + hi
+                    if inside.any():
+                        p = int((keys[idx[inside]] - base[inside]).min())        # the earliest b that conflicts
+                        pair = tuple(sorted((a, chain_b[p])))
+                        if best is None or pair < best:
+                            best = pair
+        return best
