@@ -241,14 +241,16 @@ class Schedule:
         chain_b = self.chain[kb]
         # the table: every byte the b side touches, keyed (rank of the address, chain position)
         tables = {}
-        for space in ("l", "g"):
-            addr_any, pos_any, addr_w, pos_w = [], [], [], []
-            for b in b_cmds:
-                f = footprint_of(b)
+        parts = {(space, k): ([], []) for space in ("l", "g") for k in ("any", "w")}
+        for b in b_cmds:
+            f = footprint_of(b)
+            for space in ("l", "g"):
                 r, w = getattr(f, space + "r"), getattr(f, space + "w")
-                for arr, acc_a, acc_p in ((sorted_unique(np.concatenate((r, w))), addr_any, pos_any), (w, addr_w, pos_w)):
-                    acc_a.append(arr)
-                    acc_p.append(np.full(arr.size, self.pos[b], np.int64))
+                for k, arr in (("any", sorted_unique(np.concatenate((r, w)))), ("w", w)):
+                    parts[space, k][0].append(arr)
+                    parts[space, k][1].append(np.full(arr.size, self.pos[b], np.int64))
+        for space in ("l", "g"):
+            (addr_any, pos_any), (addr_w, pos_w) = parts[space, "any"], parts[space, "w"]
             if not sum(x.size for x in addr_any):
                 continue
             uniq = sorted_unique(np.concatenate(addr_any))
