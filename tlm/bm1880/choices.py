@@ -60,7 +60,9 @@ CHOICES: tuple[tuple[str, str, str, str], ...] = (
      "4.29 gives the range, not the meaning of negative values nor what happens outside it"),
     ("C-LUT", "lut table and index",
      "table shape (1, npu_num, 16, 16) as the guide says; the index is the idx byte read unsigned "
-     "(0..255); ofmap fmt must equal table fmt (the byte is copied)",
+     "(0..255); ofmap fmt must equal table fmt (the byte is copied); the entry is read from table "
+     "channel c_t as 4.39 writes it, wherever the table's base is (channel c_t is in slice "
+     "(base slice + c_t) mod npu_num)",
      "the EXT header describes (1, npu_num, 1, table_n) instead; the guide is followed"),
     ("C-COPY", "copies and formats",
      "GDMA moves bytes (fmt not compared); tpu_copy / copy_with_stride need the same shape and fmt",
@@ -118,7 +120,8 @@ CHOICES: tuple[tuple[str, str, str, str], ...] = (
     ("C-HAZARD", "unordered conflicting commands",
      "two commands that may run in parallel (no order between them) and touch the same byte, one of "
      "them writing, make the buffer fault (FAULT_HAZARD) before anything runs",
-     "the result would depend on timing; the guide calls such programs wrong, not defined"),
+     "3 lets DMA and TPU overlap 'as long as their lmem address ranges don't overlap'; otherwise the "
+     "result would depend on timing"),
     ("C-INPLACE", "operands overlapping inside one command",
      "a command reads all its inputs before it writes (in-place ops are fine); two elements of one "
      "written operand at the same address, or a 16-bit result whose high and low planes overlap, is an "
