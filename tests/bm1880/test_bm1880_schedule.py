@@ -422,3 +422,54 @@ def test_hazard_check_work_grows_with_the_buffer_not_its_square(monkeypatch):
     s = prog.schedule
     assert s.precedes(0, 2) and s.precedes(1, 3) and not s.ordered(0, 1) and not s.ordered(1998, 1)
     assert isinstance(s.reach[0], list) and len(s.reach[0]) == 2           # one entry per engine, not per command
+
+
+@pytest.mark.parametrize("seed", range(350, 362))
+def test_add_dependency_refuses_exactly_the_cycles(seed):
+    """bmk1880_add_dependency (which keeps the order of each epoch up to date instead of
+    rebuilding it) refuses a dependency exactly when `after` already precedes `before` in the
+    reference order of chapter 3, across streams regions, parallel groups and serial commands."""
+    r = rng_for(seed)
+    rig = Rig()
+    ctx = rig.ctx
+    t = [rig.alloc((1, 3, 2, 2)) for _ in range(3)]
+    cmds, ops, deps = [], [], []
+    for block in range(4):
+        style = int(r.integers(0, 3))
+        nr = int(r.integers(1, 4))
+        if style == 1:
+            bmk1880_parallel_enable(ctx)
+        elif style == 2:
+            bmk1880_create_streams(ctx, nr)
+        for _ in range(int(r.integers(1, 9)) if style else 1):
+            st = None
+            if style == 2:
+                st = int(r.integers(0, nr))
+                bmk1880_set_stream(ctx, st)
+            if r.integers(0, 2):
+                ops.append(bmk1880_tpu_copy(ctx, dst=t[0], src=t[1]))
+                cmds.append(("copy", None, "TPU", block, st))
+            else:
+                ops.append(bmk1880_gdma_load(ctx, t[2], 0x1000, CTRL_NULL))
+                cmds.append(("load", None, "DMA", block, st))
+            for _ in range(int(r.integers(0, 4))):
+                x, y = (int(v) for v in r.integers(0, len(ops), 2))
+                if x == y:
+                    continue
+                cycle = x in _reference_order(cmds, deps)[y]
+                try:
+                    bmk1880_add_dependency(ctx, ops[x], ops[y])
+                    refused = False
+                    deps.append((x, y))
+                except BmkError as e:
+                    refused = True
+                    assert "would close a cycle" in str(e)
+                assert refused == cycle, (x, y, deps)
+        if style == 1:
+            bmk1880_parallel_disable(ctx)
+        elif style == 2:
+            bmk1880_destroy_streams(ctx)
+    prog = Program.load(rig.cmdbuf(), rig.chip)                            # the buffer agrees
+    reach = _reference_order(cmds, deps)
+    for i in range(len(cmds)):
+        assert {j for j in range(len(cmds)) if prog.schedule.precedes(i, j)} == reach[i]

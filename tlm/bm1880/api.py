@@ -16,13 +16,14 @@ a call takes one (`bmk1880_tpu_conv(ctx, p)`) or its fields as keywords
 from __future__ import annotations
 
 import dataclasses
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from .checks import ArgError, check, tl_layout_error
 from .chip import (CHIP, CTRL_AL, CTRL_NULL, FMT_I8, FMT_NAMES, FMT_U8, align, bmk1880_chip_info_t,
                    ctrl_name, lmem_default_stride, matrix_tensor_shape, shape_t, stride_t)
 from .descriptors import (BY_NAME, DEPENDENCY, FLAG_SYNC, KINDS, NO_STREAM, Kind, encode_record)
-from .schedule import CycleError, Schedule
+from .schedule import EpochOrder
 from .tensors import snapshot_tg, snapshot_tl, tensor_gmem, tensor_lmem
 
 
@@ -77,6 +78,8 @@ class bmk1880_context_t:                        # noqa: N801
         self.size = 0
         self.ops: list[bmk1880_op_t] = []
         self.cmds: list[tuple[int, bool, int]] = []     # (engine, sync, stream) per computation command
+        self.epoch_start: list[int] = []                # first command of each epoch (schedule.py)
+        self.epoch_order: list[EpochOrder] = []         # the order inside each epoch
         self.deps: list[tuple[int, int]] = []
         self.parallel = False
         self.streams = 0
@@ -130,6 +133,10 @@ class bmk1880_context_t:                        # noqa: N801
         self._append(call, encode_record(kind, vals, FLAG_SYNC if sync else 0, stream))
         op = bmk1880_op_t(self, self.generation, len(self.ops), kind)
         self.ops.append(op)
+        if sync or not self.cmds:
+            self.epoch_start.append(len(self.cmds))
+            self.epoch_order.append(EpochOrder())
+        self.epoch_order[-1].add(len(self.cmds), kind.engine, stream)
         self.cmds.append((kind.engine, sync, stream))
         return op
 
@@ -297,13 +304,16 @@ def bmk1880_add_dependency(ctx: bmk1880_context_t, before: bmk1880_op_t, after: 
             raise BmkError(f"{call}: {name}: {op} was recorded before bmk1880_reset")
     if before is after:
         raise BmkError(f"{call}: after: is the same command as before")
-    try:
-        Schedule(ctx.cmds, ctx.deps + [(before.index, after.index)])
-    except CycleError:
+    # Epochs are ordered one after the other (schedule.py), so only a dependency inside one epoch
+    # can close a cycle, and only that epoch's commands and dependencies decide it.
+    eb, ea = (bisect_right(ctx.epoch_start, op.index) - 1 for op in (before, after))
+    if eb > ea or (eb == ea and ctx.epoch_order[eb].reaches(after.index, before.index)):
         raise BmkError(f"{call}: after: {after} already takes place before {before} "
-                       "(engine order, epochs or earlier dependencies); the dependency would close a cycle") from None
+                       "(engine order, epochs or earlier dependencies); the dependency would close a cycle")
     ctx._append(call, encode_record(DEPENDENCY, {"before": before.index, "after": after.index}))
     ctx.deps.append((before.index, after.index))
+    if eb == ea:
+        ctx.epoch_order[eb].add_dep(before.index, after.index)
 
 
 _current: "list[bmk1880_context_t]" = []

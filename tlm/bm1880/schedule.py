@@ -24,6 +24,7 @@ square of the number of commands.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from dataclasses import dataclass
 
 import numpy as np
@@ -289,3 +290,61 @@ class Schedule:
                         if best is None or pair < best:
                             best = pair
         return best
+
+
+class EpochOrder:
+    """The order inside the current epoch, kept up to date as commands and dependencies are
+    recorded, so that `bmk1880_add_dependency` can tell whether an edge would close a cycle
+    without rebuilding the Schedule. Inside an epoch the order is: each engine's commands in
+    buffer order, each stream's commands in buffer order, and the dependencies. The commands a
+    command reaches are therefore, per engine and per stream, all those from some index on;
+    `reaches` lowers these thresholds from the start command, following a dependency when its
+    source becomes reachable. Each dependency is followed at most twice per query."""
+
+    def __init__(self):
+        self.of: dict[int, tuple[int, int]] = {}              # command -> (engine, stream)
+        self.by: dict[tuple[str, int], list[int]] = {}         # ("e", engine) / ("s", stream) -> commands
+        self.pair: dict[tuple[int, int], list[int]] = {}       # (stream, engine) -> commands
+        self.deps: dict[tuple[str, int], list[tuple[int, int]]] = {}    # chain of the source -> sorted deps
+
+    def chains(self, i: int):
+        e, s = self.of[i]
+        return [("e", e)] + ([("s", s)] if s != NO_STREAM else [])
+
+    def add(self, i: int, engine: int, stream: int) -> None:
+        self.of[i] = (engine, stream)
+        for ch in self.chains(i):
+            self.by.setdefault(ch, []).append(i)
+        if stream != NO_STREAM:
+            self.pair.setdefault((stream, engine), []).append(i)
+
+    def add_dep(self, before: int, after: int) -> None:
+        for ch in self.chains(before):
+            lst = self.deps.setdefault(ch, [])
+            lst.insert(bisect_left(lst, (before, after)), (before, after))
+
+    def reaches(self, src: int, dst: int) -> bool:
+        """Does command src precede (or equal) command dst?"""
+        low: dict[tuple[str, int], int] = {}
+        todo = [src]
+        while todo:
+            x = todo.pop()
+            for ch in self.chains(x):
+                old = low.get(ch)
+                if old is not None and old <= x:
+                    continue
+                low[ch] = x
+                hi = old if old is not None else float("inf")
+                deps = self.deps.get(ch, [])
+                for k in range(bisect_left(deps, (x, -1)), len(deps)):
+                    if deps[k][0] >= hi:
+                        break
+                    todo.append(deps[k][1])
+                # the newly reached commands of this chain reach the other chains from their first one on
+                kind, v = ch
+                for (s, e), lst in self.pair.items():
+                    if (kind == "e" and e == v) or (kind == "s" and s == v):
+                        k = bisect_left(lst, x)
+                        if k < len(lst) and lst[k] < hi:
+                            todo.append(lst[k])
+        return any(low.get(ch, dst + 1) <= dst for ch in self.chains(dst))
