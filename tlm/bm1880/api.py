@@ -16,6 +16,8 @@ a call takes one (`bmk1880_tpu_conv(ctx, p)`) or its fields as keywords
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 from bisect import bisect_right
 from dataclasses import dataclass
 
@@ -584,6 +586,31 @@ bmk1880_tpu_matrix_mac_2 = _tpu("tpu_matrix_mac_2", "4.47")
 
 # Every computation kind has its function (checked at import: the table and the API agree).
 assert all(f"bmk1880_{k.name}" in globals() for k in KINDS if k is not DEPENDENCY)
+
+
+def _entry(fn):
+    """Every call: arguments that do not bind to its parameters are one BmkError, not a
+    TypeError; and, as in appendix A, a call whose ctx is left out uses the context of the open
+    bmk1880_enter (choice C-ENTER)."""
+    sig = inspect.signature(fn)
+    names = list(sig.parameters)
+    takes_ctx = bool(names) and names[0] == "ctx" and fn.__name__ != "bmk1880_enter"
+
+    @functools.wraps(fn)
+    def call(*args, **kw):
+        if takes_ctx and _current and "ctx" not in kw and not (args and isinstance(args[0], bmk1880_context_t)):
+            args = (_current[0],) + args
+        try:
+            sig.bind(*args, **kw)
+        except TypeError as e:
+            raise BmkError(f"{fn.__name__}: arguments: {e}") from None
+        return fn(*args, **kw)
+    return call
+
+
+for _name, _fn in list(globals().items()):
+    if _name.startswith("bmk1880_") and inspect.isfunction(_fn):
+        globals()[_name] = _entry(_fn)
 
 __all__ = sorted([n for n in globals() if n.startswith("bmk1880_")] + ["BmkError", "PARAM_TYPES"]
                  + [cls.__name__ for cls in PARAM_TYPES.values()])

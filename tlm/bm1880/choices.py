@@ -128,8 +128,11 @@ CHOICES: tuple[tuple[str, str, str, str], ...] = (
      "argument error",
      "not stated"),
     ("C-ENTER", "samples' bmk1880_enter / bmk1880_exit and ctx-less calls",
-     "enter/exit bracket a current context (checked); every other call takes ctx as in chapters 3-4; "
-     "the samples' tl_load/tl_store are ported as gdma_load/gdma_store",
+     "enter/exit bracket a current context (checked); every call takes ctx as in chapters 3-4, and "
+     "between bmk1880_enter and bmk1880_exit a call may leave ctx out, as the appendix writes them "
+     "(bmk1880_acquire_cmdbuf(), bmk1880_reset(), bmk1880_tl_prealloc(0, s, FMT_I8)); the samples' "
+     "tl_load/tl_store are gdma_load/gdma_store. Arguments that do not fit a call's parameters are one "
+     "BmkError",
      "the appendix uses an older ctx-less API"),
     ("C-LIMIT", "model budgets",
      "an lmem operand holds at most Size_total data (strides of 0 cannot make it larger); a gmem-only "
