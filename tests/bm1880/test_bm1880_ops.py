@@ -743,3 +743,21 @@ def test_windows_reaching_far_into_padding_and_insertion(seed):
         assert np.array_equal(rig.get(o), want)
     for t, v in outs:
         assert np.array_equal(rig.get(t), v)
+
+
+def test_planes_in_either_address_order():
+    """A 16-bit operand given as x_high / x_low may have its high plane at the lower address
+    (choice C-PLANES): 4.21's mac with res_high below res_low, hand values."""
+    rig = Rig()
+    shape = (1, 1, 1, 3)
+    hi = rig.alloc(shape)                                            # allocated first: the lower address
+    lo = rig.alloc(shape)
+    a, b = rig.alloc(shape), rig.alloc(shape)
+    assert hi.laddr < lo.laddr
+    rig.put16(hi, lo, np.array([[[[1000, -1000, 32767]]]]))
+    rig.put(a, np.array([[[[10, -3, 127]]]]))
+    rig.put(b, np.array([[[[-20, 7, 127]]]]))
+    bmk1880_tpu_mac(rig.ctx, res_high=hi, res_low=lo, res_is_int8=False, a=a, b=b, lshift_width=1, rshift_width=1)
+    rig.run()
+    # (10 * -20 + 2000) >> 1 = 900; (-21 - 2000) >> 1 = -1011 (floor); (16129 + 65534) >> 1 = 40831 -> 32767
+    assert rig.get16(hi, lo).tolist() == [[[[900, -1011, 32767]]]]

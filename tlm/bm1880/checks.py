@@ -80,7 +80,8 @@ def _tl(chip, args: dict, name: str, *, matrix: "bool | None" = False, write: bo
 
 
 def _pair(chip, args, hi: str, lo: str, *, need_hi: bool, write: bool = False) -> "tuple[TL | None, TL]":
-    """A 16-bit value as its high and low planes (4.1): same fmt, same shape."""
+    """A 16-bit value as its high and low planes (4.1): same fmt, same shape, anywhere in lmem;
+    a result's planes do not overlap (choice C-PLANES)."""
     tlo = _tl(chip, args, lo, write=write)
     thi = _tl(chip, args, hi, write=write, required=need_hi)
     if thi is not None:

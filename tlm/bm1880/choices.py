@@ -79,6 +79,12 @@ CHOICES: tuple[tuple[str, str, str, str], ...] = (
     ("C-16BIT-MATRIX", "16-bit matrices (res, bias of matrix_mac)",
      "rows 0..R-1 of the (2R, C) matrix are the low bytes, rows R..2R-1 the high bytes",
      "'low 8-bit parts located at lower addresses' (4.1, 4.46)"),
+    ("C-PLANES", "16-bit values as two tensor_lmem structures",
+     "x_high and x_low may be anywhere in lmem (either may be the lower address); the two planes of a "
+     "result must not overlap (C-INPLACE); 'low 8-bit parts located at lower addresses' is applied where "
+     "one structure holds both planes (C-BIAS, C-16BIT-MATRIX)",
+     "4.1 states the address order for the stored value and allows 'one or two' structures; the calls "
+     "with x_high / x_low name each plane's structure"),
     ("C-BIAS", "conv / depthwise / winograd bias", "n = 0 of the (2, C, 1, 1) tensor is the low byte, n = 1 the high byte",
      "4.1: low part at the lower address"),
     ("C-CONV", "convolution",
