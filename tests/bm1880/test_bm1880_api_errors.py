@@ -11,7 +11,8 @@ from tlm.bm1880 import (CTRL_AL, CTRL_NULL, CTRL_RA, CTRL_RELU, CTRL_TP, PARAM_T
                         bmk1880_acquire_cmdbuf, bmk1880_add_dependency, bmk1880_cleanup, bmk1880_create_streams,
                         bmk1880_destroy_streams, bmk1880_enter, bmk1880_exit, bmk1880_gdma_load, bmk1880_info_t,
                         bmk1880_parallel_disable, bmk1880_parallel_enable, bmk1880_register, bmk1880_reset,
-                        bmk1880_set_stream, bmk1880_tl_alloc, bmk1880_tl_free, bmk1880_tl_prealloc, shape_t4, stride_t4, tensor_gmem)
+                        bmk1880_set_stream, bmk1880_tl_alloc, bmk1880_tl_free, bmk1880_tl_prealloc, shape_t4, stride_t4,
+                        tensor_gmem)
 from tlm.bm1880 import api
 
 

@@ -5,8 +5,8 @@ import pytest
 
 import bm1880_ref as ref
 from bm1880_harness import I8, U8, Rig, rng_for, values
-from tlm.bm1880 import (CTRL_NULL, CTRL_RA, CTRL_RELU, CTRL_TP, BmkError, bmk1880_gdma_copy_gmem, bmk1880_gdma_copy_lmem,
-                        bmk1880_gdma_load, bmk1880_gdma_load_stride, bmk1880_gdma_lrn_shift, bmk1880_gdma_store,
+from tlm.bm1880 import (CTRL_NULL, CTRL_RA, CTRL_RELU, CTRL_TP, BmkError, bmk1880_gdma_copy_gmem,
+                        bmk1880_gdma_copy_lmem, bmk1880_gdma_load, bmk1880_gdma_load_stride, bmk1880_gdma_lrn_shift, bmk1880_gdma_store,
                         bmk1880_gdma_store_stride, bmk1880_tl_prealloc, bmk1880_tpu_add, bmk1880_tpu_add_const,
                         bmk1880_tpu_and_int8, bmk1880_tpu_and_int16, bmk1880_tpu_arith_shift, bmk1880_tpu_avg_pooling,
                         bmk1880_tpu_conv, bmk1880_tpu_copy, bmk1880_tpu_copy_with_stride, bmk1880_tpu_depthwise,

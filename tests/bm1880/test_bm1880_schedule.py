@@ -6,7 +6,8 @@ import pytest
 import bm1880_ref as ref
 from bm1880_harness import U8, Rig, rng_for, values
 from bm1880_net import G_BC, G_BF, G_POOL, G_WC, G_WF, G_X, G_Y, build
-from tlm.bm1880 import (CTRL_NULL, Bm1880, BmkError, bmk1880_acquire_cmdbuf, bmk1880_add_dependency, bmk1880_create_streams,
+from tlm.bm1880 import (CTRL_NULL, Bm1880, BmkError, bmk1880_acquire_cmdbuf, bmk1880_add_dependency,
+                        bmk1880_create_streams,
                         bmk1880_destroy_streams, bmk1880_gdma_load, bmk1880_gdma_store, bmk1880_info_t,
                         bmk1880_parallel_disable, bmk1880_parallel_enable, bmk1880_register, bmk1880_set_stream,
                         bmk1880_tpu_add, bmk1880_tpu_copy, bmk1880_tpu_relu)

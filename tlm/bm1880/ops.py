@@ -276,8 +276,9 @@ def _taps(x: np.ndarray, a: dict, kh: int, kw: int, out_hw, ins: bool, dil: bool
     Taps and outputs that read only zeros (insertion, padding) are skipped: they add nothing
     to a sum, and max pooling's padding never wins (choice C-MAXPOOL-PAD)."""
     g = lambda k: a[k] if ins else 0                                       # noqa: E731
-    rows = list(_axis(x.shape[2], g("ins_h"), a["pad_top"], kh, a["dilation_h"] if dil else 1, a["stride_h"], out_hw[0]))
-    cols = list(_axis(x.shape[3], g("ins_w"), a["pad_left"], kw, a["dilation_w"] if dil else 1, a["stride_w"], out_hw[1]))
+    d = lambda k: a[k] if dil else 1                                       # noqa: E731
+    rows = list(_axis(x.shape[2], g("ins_h"), a["pad_top"], kh, d("dilation_h"), a["stride_h"], out_hw[0]))
+    cols = list(_axis(x.shape[3], g("ins_w"), a["pad_left"], kw, d("dilation_w"), a["stride_w"], out_hw[1]))
     for i, (ro, ri) in enumerate(rows):
         if not ro.size:
             continue
