@@ -263,7 +263,7 @@ def _axis(size: int, ins: int, pad0: int, k: int, dil: int, stride: int, out: in
         yield idx, y[idx] // step
 
 
-def _place(idx: np.ndarray, out: int):
+def _place(idx: np.ndarray):
     """An index along one output axis as a slice when it is a run (the common case)."""
     if idx.size and idx[-1] - idx[0] + 1 == idx.size:
         return slice(int(idx[0]), int(idx[-1]) + 1)
@@ -286,7 +286,7 @@ def _taps(x: np.ndarray, a: dict, kh: int, kw: int, out_hw, ins: bool, dil: bool
         for j, (co, ci) in enumerate(cols):
             if not co.size:
                 continue
-            r, c = _place(ro, out_hw[0]), _place(co, out_hw[1])
+            r, c = _place(ro), _place(co)
             where = (slice(None), slice(None), r[:, None], c[None, :]) if isinstance(r, np.ndarray) and \
                 isinstance(c, np.ndarray) else (slice(None), slice(None), r, c)
             yield i, j, where, xr[:, :, :, ci]

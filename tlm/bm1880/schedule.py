@@ -18,7 +18,7 @@ transitive closure: `reach[v][e]` is the first position in engine e's chain that
 precedes (or is). Then i precedes j iff reach[i][engine(j)] <= pos(j), and the commands of
 another engine that are unordered with i form one interval of that engine's chain. The
 hazard check looks up each command's bytes among the other engine's commands of that
-interval (sorted keys, binary search): its work grows with the footprints, not with the
+interval (keys address x step + position, sorted; binary search): its work grows with the footprints, not with the
 square of the number of commands.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ class HazardBudgetError(Exception):
     """The hazard check of one epoch would need more memory than the model's budget."""
 
 
-MAX_HAZARD_TABLE = 1 << 24      # addresses one engine's side of an epoch may hold (choice C-LIMIT)
+MAX_HAZARD_TABLE = 1 << 23      # addresses one engine's side of an epoch may hold (choice C-LIMIT)
 
 
 @dataclass
@@ -240,28 +240,19 @@ class Schedule:
                 "bytes; the model's hazard check does not compare groups that large (choice C-LIMIT)")
         kb = self.col[b_cmds[0]]
         chain_b = self.chain[kb]
-        # the table: every byte the b side touches, keyed (rank of the address, chain position)
-        tables = {}
-        parts = {(space, k): ([], []) for space in ("l", "g") for k in ("any", "w")}
+        # the table: every byte the b side touches as the key address * step + chain position, sorted
+        # (address < 2^41 and step <= commands + 1 < 2^21 for a buffer of at most MAX_CMDBUF bytes)
+        step = len(chain_b) + 1
+        parts: dict[tuple[str, str], list] = {(space, k): [] for space in ("l", "g") for k in ("any", "w")}
         for b in b_cmds:
             f = footprint_of(b)
             for space in ("l", "g"):
                 r, w = getattr(f, space + "r"), getattr(f, space + "w")
-                for k, arr in (("any", sorted_unique(np.concatenate((r, w)))), ("w", w)):
-                    parts[space, k][0].append(arr)
-                    parts[space, k][1].append(np.full(arr.size, self.pos[b], np.int64))
-        for space in ("l", "g"):
-            (addr_any, pos_any), (addr_w, pos_w) = parts[space, "any"], parts[space, "w"]
-            if not sum(x.size for x in addr_any):
-                continue
-            uniq = sorted_unique(np.concatenate(addr_any))
-            step = len(chain_b) + 1
-            t = {}
-            for name, aa, pp in (("any", addr_any, pos_any), ("w", addr_w, pos_w)):
-                a = np.concatenate(aa) if aa else _EMPTY
-                t[name] = np.sort(np.searchsorted(uniq, a) * step + (np.concatenate(pp) if pp else _EMPTY))
-            tables[space] = (uniq, step, t)
-        if not tables:
+                parts[space, "any"].append(sorted_unique(np.concatenate((r, w))) * step + self.pos[b])
+                parts[space, "w"].append(w * step + self.pos[b])
+        tables = {k: np.sort(np.concatenate(v)) for k, v in parts.items()}
+        del parts
+        if not any(t.size for t in tables.values()):
             return None
         best = None
         for a in a_cmds:
@@ -269,18 +260,12 @@ class Schedule:
             if lo >= hi:
                 continue
             f = footprint_of(a)
-            for space, (uniq, step, t) in tables.items():
+            for space in ("l", "g"):
                 for mine, theirs in (("w", "any"), ("r", "w")):
-                    q = getattr(f, space + mine)
-                    if not q.size or not t[theirs].size:
+                    q, keys = getattr(f, space + mine), tables[space, theirs]
+                    if not q.size or not keys.size:
                         continue
-                    rank = np.searchsorted(uniq, q)
-                    ok = rank < uniq.size
-                    ok[ok] = uniq[rank[ok]] == q[ok]
-                    if not ok.any():
-                        continue
-                    keys = t[theirs]
-                    base = rank[ok] * step
+                    base = q * step
                     idx = np.searchsorted(keys, base + lo)
                     inside = idx < keys.size
                     inside[inside] = keys[idx[inside]] < base[inside] + hi
