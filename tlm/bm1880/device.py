@@ -20,11 +20,13 @@ from ..core.memory import Memory, Resp, Transaction
 from . import regs
 from .checks import ArgError, check
 from .chip import CHIP, GMEM_ADDR_BITS, bmk1880_chip_info_t
-from .descriptors import DEPENDENCY, DecodeError, Record, decode
+from .descriptors import DEPENDENCY, MAX_CMDBUF, DecodeError, Record, decode
 from .ops import DataFault, execute, operands
-from .schedule import CycleError, Schedule, footprint
+from .schedule import CycleError, HazardBudgetError, Schedule, footprint
+from .tensors import TG, TL
 
 PORT = "GDMA"
+GDMA_LS = ("gdma_load", "gdma_store", "gdma_load_stride", "gdma_store_stride")
 
 
 class Channel(enum.IntEnum):
@@ -138,6 +140,13 @@ class Command:
     def release(self) -> None:
         self._ops = None
 
+    @property
+    def size(self) -> int:
+        """An upper bound of the bytes the command touches (its operands' data; a GDMA load or
+        store also the gmem side), without computing addresses."""
+        n = sum(v.count() for v in self.record.args.values() if isinstance(v, (TL, TG)))
+        return 2 * n if self.record.kind.name in GDMA_LS else n
+
 
 class Program:
     """A decoded, checked and scheduled command buffer."""
@@ -147,7 +156,10 @@ class Program:
 
     @classmethod
     def load(cls, buf: bytes, chip: bmk1880_chip_info_t = CHIP) -> "Program":
-        """Raises `FaultError` (DECODE, ARG, DEP or HAZARD)."""
+        """Raises `FaultError` (LIMIT, DECODE, ARG, DEP or HAZARD)."""
+        if len(buf) > MAX_CMDBUF:
+            raise FaultError(Fault("LIMIT", f"the command buffer holds {len(buf)} bytes; the model takes at most "
+                                            f"{MAX_CMDBUF} (choice C-LIMIT)"))
         try:
             records = decode(buf)
         except DecodeError as e:
@@ -180,15 +192,15 @@ class Program:
         return prog
 
     def check_hazards(self) -> None:
-        fps: dict[int, object] = {}
-
         def fp(i: int):
-            if i not in fps:
-                fps[i] = footprint(self.commands[i].ops)
-            return fps[i]
-        h = self.schedule.hazard(fp)
-        for c in self.commands:
+            c = self.commands[i]
+            f = footprint(c.ops)
             c.release()
+            return f
+        try:
+            h = self.schedule.hazard(fp, lambda i: self.commands[i].size)
+        except HazardBudgetError as e:
+            raise FaultError(Fault("LIMIT", str(e))) from None
         if h is not None:
             i, j, mem, addr = h
             ci, cj = self.commands[i].record, self.commands[j].record
@@ -312,6 +324,10 @@ class CommandProcessor:
         size = self.regs["CMDBUF_SIZE"]
         self.regs.update(CMD_DONE=0, FAULT_CMD=0xFFFFFFFF, FAULT_OFFSET=0xFFFFFFFF)
         self._status(busy=1)
+        if size > MAX_CMDBUF:
+            self._end(Fault("LIMIT", f"CMDBUF_SIZE {size}: the model takes command buffers of at most {MAX_CMDBUF} "
+                                     "bytes (choice C-LIMIT); nothing fetched"))
+            return
         try:
             buf = self.m.fetch(addr, size)
         except GmemBusError as e:

@@ -100,6 +100,7 @@ FAULTS: tuple[tuple[int, str, str], ...] = (
     (4, "HAZARD", "two unordered commands touch the same byte and one writes it (choice C-HAZARD)"),
     (5, "BUS", "a gmem access (command fetch or GDMA) got a bus error"),
     (6, "DATA", "a data-dependent fault while executing (tpu_arith_shift bits outside [-16, 16])"),
+    (7, "LIMIT", "the buffer exceeds one of the model's budgets: buffer size, hazard-check size (choice C-LIMIT)"),
 )
 FAULT_CODE = {name: code for code, name, _ in FAULTS}
 FAULT_NAME = {code: name for code, name, _ in FAULTS}
