@@ -11,7 +11,8 @@ from tlm.bm1880 import (CTRL_AL, CTRL_NULL, CTRL_RA, CTRL_RELU, CTRL_TP, PARAM_T
                         bmk1880_acquire_cmdbuf, bmk1880_add_dependency, bmk1880_cleanup, bmk1880_create_streams,
                         bmk1880_destroy_streams, bmk1880_enter, bmk1880_exit, bmk1880_gdma_load, bmk1880_info_t,
                         bmk1880_parallel_disable, bmk1880_parallel_enable, bmk1880_register, bmk1880_reset,
-                        bmk1880_set_stream, bmk1880_tl_alloc, bmk1880_tl_free, shape_t4, stride_t4, tensor_gmem)
+                        bmk1880_set_stream, bmk1880_tl_alloc, bmk1880_tl_free, bmk1880_tl_prealloc, shape_t4, stride_t4,
+                        tensor_gmem)
 from tlm.bm1880 import api
 
 
@@ -56,11 +57,15 @@ CASES = [
     ("tpu_mul", lambda r, a: a.update(rshift_width=32), "rshift_width", "outside 0..31"),
     ("tpu_mul", lambda r, a: a.update(res_low=_u(r)), "res_low", "is FMT_U8 but the result is signed"),
     ("tpu_mul", lambda r, a: a.update(res_high=_u(r)), "res_high", "both planes"),
+    ("tpu_mul", lambda r, a: a.update(res_high=a["res_low"]), "res_high", "overlaps res_low"),
+    ("tpu_mac", lambda r, a: a.update(res_high=bmk1880_tl_prealloc(r.ctx, a["res_low"].laddr + 1, shape_t4(*T), I8)),
+     "res_high", "overlaps res_low at lmem"),
     ("tpu_mul", lambda r, a: a.update(b=r.alloc((1, 3, 2, 1))), "b", "same shape"),
     ("tpu_mul", lambda r, a: a.update(a=r.alloc((3, 4))), "a", "is a matrix"),
     ("tpu_mul", lambda r, a: a.update(res_low=None), "res_low", "is NULL"),
     ("tpu_mul_const", lambda r, a: a.update(b=200), "b", r"outside -128\.\.127"),
-    ("tpu_mul_const", lambda r, a: a.update(b=-1, b_is_signed=False), "b", r"outside 0\.\.255"),
+    ("tpu_mul_const", lambda r, a: a.update(b=-129, b_is_signed=False), "b", "does not fit"),
+    ("tpu_mul_const", lambda r, a: a.update(b=256, b_is_signed=False), "b", "does not fit"),
     ("tpu_mac", lambda r, a: a.update(res_high=None), "res_high", "is NULL"),
     ("tpu_mac", lambda r, a: a.update(lshift_width=-1), "lshift_width", "outside 0..31"),
     ("tpu_mac", lambda r, a: a.update(res_high=_u(r), res_low=_u(r)), "res_low", "is FMT_U8 but the result is signed"),
@@ -69,7 +74,8 @@ CASES = [
     ("tpu_add", lambda r, a: a.update(res_high=_u(r), res_low=_u(r)), "res_low", "result is signed"),
     ("tpu_add_const", lambda r, a: a.update(b=70000), "b", "does not fit"),
     ("tpu_add_const", lambda r, a: a.update(b=40000), "b", r"outside -32768\.\.32767"),
-    ("tpu_sub", lambda r, a: [a.update({k: _u(r)}) for k in ("res_high", "res_low", "a_high", "a_low", "b_high", "b_low")],
+    ("tpu_sub", lambda r, a: [a.update({k: _u(r)})
+                              for k in ("res_high", "res_low", "a_high", "a_low", "b_high", "b_low")],
      "res_low", "the result of sub must be signed"),
     ("tpu_max", lambda r, a: a.update(b=_u(r)), "b", "both be signed or unsigned"),
     ("tpu_max", lambda r, a: a.update(max=_u(r)), "max", "is FMT_U8 but the result is signed"),
@@ -88,8 +94,10 @@ CASES = [
     ("tpu_copy", lambda r, a: a.update(dst=_u(r)), "dst", "is FMT_U8 but src is FMT_I8"),
     ("tpu_copy", lambda r, a: a.update(dst=r.alloc((1, 3, 1, 4))), "dst", "same shape"),
     ("tpu_copy_with_stride", lambda r, a: a.update(dst_stride=None), "dst_stride", "must be a stride_t"),
-    ("tpu_copy_with_stride", lambda r, a: a.update(dst_stride=stride_t4(4, 4, 70000, 1)), "dst", "leaves its lmem slice"),
-    ("tpu_copy_with_stride", lambda r, a: a.update(dst_stride=stride_t4(0, 0, 0, 0)), "dst", "two elements at one address"),
+    ("tpu_copy_with_stride", lambda r, a: a.update(dst_stride=stride_t4(4, 4, 70000, 1)), "dst",
+     "leaves its lmem slice"),
+    ("tpu_copy_with_stride", lambda r, a: a.update(dst_stride=stride_t4(0, 0, 0, 0)), "dst",
+     "two elements at one address"),
     ("tpu_mdsum", lambda r, a: a.update(res_low=r.alloc((1, 3, 1, 2))), "res_low", r"\(1, 3, 1, 1\)"),
     ("tpu_mdsum", lambda r, a: a.update(res_low=r.alloc((1, 3, 1, 1), U8)), "res_low", "both be signed or unsigned"),
     ("tpu_lut", lambda r, a: a.update(table=r.alloc((1, 32, 1, 256))), "table", r"\(1, 32, 16, 16\)"),
@@ -111,7 +119,8 @@ CASES = [
     ("tpu_winograd", lambda r, a: a.update(weight=r.alloc((2, 3, 2, 2), aligned=False)), "weight", "3x3 kernels"),
     ("tpu_winograd", lambda r, a: setattr(a["weight"], "stride", stride_t4(27, 9, 3, 2)), "weight",
      "default strided"),
-    ("tpu_depthwise", lambda r, a: a.update(weight=r.alloc((2, 3, 3, 3), aligned=False)), "weight", r"\(1, 3, Kh, Kw\)"),
+    ("tpu_depthwise", lambda r, a: a.update(weight=r.alloc((2, 3, 3, 3), aligned=False)), "weight",
+     r"\(1, 3, Kh, Kw\)"),
     ("tpu_depthwise", lambda r, a: a.update(ofmap=r.alloc((1, 2, 2, 3))), "ofmap", "keeps the channels"),
     ("tpu_max_pooling", lambda r, a: a.update(kh=0), "kh", ">= 1"),
     ("tpu_max_pooling", lambda r, a: a.update(ofmap=r.alloc((1, 3, 3, 2))), "ofmap", "2 x 2"),
@@ -122,9 +131,10 @@ CASES = [
     ("tpu_matrix_mac", lambda r, a: a.update(res_is_int8=False), "res", r"\(4, 5\)"),
     ("tpu_matrix_mac", lambda r, a: a.update(ctrls=CTRL_RA), "res", r"\(4, 5\)"),
     ("tpu_matrix_mac", lambda r, a: a.update(left=r.alloc((1, 2, 1, 4))), "left", "this call takes matrices"),
-    ("tpu_matrix_mac", lambda r, a: setattr(a["right"], "stride", stride_t4(32, 32, 16, 1)), "right", "must be aligned"),
+    ("tpu_matrix_mac", lambda r, a: setattr(a["right"], "stride", stride_t4(32, 32, 16, 1)), "right",
+     "must be aligned"),
     ("tpu_matrix_mac", lambda r, a: a.update(bias=r.alloc((1, 5))), "bias", r"\(2, 5\)"),
-    ("tpu_matrix_mac", lambda r, a: a.update(lshift_width=2), "lshift_width", "only with CTRL_RA"),
+    ("tpu_matrix_mac", lambda r, a: a.update(lshift_width=32), "lshift_width", "outside 0..31"),
     ("tpu_matrix_mac", lambda r, a: a.update(right=r.alloc((3, 5))), "right", "needs 4 rows"),
     ("tpu_matrix_mac_2", lambda r, a: a.update(left=r.alloc((1, 256, 1, 255))), "left", r"\(1, 256, 1, 256\)"),
     ("tpu_matrix_mac_2", lambda r, a: a.update(res=_u(r, (1, 256, 1, 256))), "res", "result is signed"),
@@ -305,3 +315,102 @@ def test_hostile_values_are_always_bmk_errors():
                     assert str(e).startswith(f"bmk1880_{name}: ") and "\n" not in str(e)
                     n += 1
     assert n > 1000
+
+
+@pytest.mark.parametrize("seed", [501, 502, 503, 504])
+def test_random_call_sequences_never_raise(seed):
+    """Random sequences of every call (system, allocation, computation) with valid arguments,
+    one argument replaced, or arguments drawn from wrong types and values: each call returns
+    or raises one BmkError (allocators: None); each buffer then runs to its end or stops with a
+    documented fault. Rounds of 60 calls, each ended by a run and bmk1880_reset."""
+    import numpy as np
+    from tests.bm1880.bm1880_harness import rng_for
+    from tlm.bm1880 import Bm1880, shape_t2, stride_t2, tensor_gmem_default
+    from tlm.bm1880.descriptors import BY_NAME
+    r = rng_for(seed)
+    pick = lambda xs: xs[int(r.integers(0, len(xs)))]                          # noqa: E731
+    rig = Rig()
+    ctx = rig.ctx
+    shapes = [shape_t4(1, 3, 2, 2), shape_t4(2, 37, 3, 5), shape_t4(1, 32, 16, 16), shape_t4(1, 1, 1, 1),
+              shape_t2(5, 4), shape_t2(2, 4), shape_t4(2, 3, 1, 1)]
+    weird = [None, 0, -1, 1.5, "x", True, 1 << 40, stride_t4(1, 1, 1, 1), np.int64(2)]
+    gm = [tensor_gmem_default(0x1000, shape_t4(1, 3, 2, 2)), tensor_gmem_default(0x8000, shape_t2(4, 3)),
+          tensor_gmem(0, shape_t4(1, 3, 2, 2), stride_t4(0, 0, 0, 0))]
+    tensors, ops = [], []
+
+    def value(ftype):
+        if r.random() < 0.2:
+            return pick(weird)
+        if ftype == "tl":
+            return pick(tensors + [None]) if tensors else None
+        if ftype == "tg":
+            return pick(gm)
+        if ftype == "stride":
+            return pick([stride_t4(12, 4, 2, 1), stride_t2(4, 1), stride_t4(0, 0, 0, 0), stride_t4(64, 16, 4, 1)])
+        if ftype in ("u8", "c8"):
+            return pick([0, 1, 2, 3, 255, -1, 200])
+        if ftype == "bool":
+            return bool(r.integers(0, 2))
+        if ftype == "c16":
+            return pick([0, 5, -1, 40000])
+        if ftype == "int":
+            return pick([0, 1, 3, 31, 32, -1])
+        if ftype in ("u32", "ctrl"):
+            return pick([0, 1, 4, 32, 256, 260])
+        return pick([0, 0x100, 0x2000, (1 << 40) - 1])
+    system = ["parallel_enable", "parallel_disable", "create_streams", "destroy_streams", "set_stream",
+              "add_dependency", "tl_alloc", "tl_alloc_bank", "tl_prealloc", "tl_free", "acquire_cmdbuf"]
+    compute = [k for k in BY_NAME if k != "add_dependency"]
+    outcomes, valid = set(), 0
+    for _ in range(6):
+        for _ in range(60):
+            name = pick(system) if r.random() < 0.3 else pick(compute)
+            fn = getattr(api, f"bmk1880_{name}")
+            try:
+                if name in ("parallel_enable", "parallel_disable", "destroy_streams", "acquire_cmdbuf"):
+                    fn(ctx)
+                elif name in ("create_streams", "set_stream"):
+                    fn(ctx, pick([0, 1, 2, 3, -1, 300, "x"]))
+                elif name == "add_dependency":
+                    fn(ctx, pick(ops + [None]), pick(ops + [None]))
+                elif name in ("tl_alloc", "tl_alloc_bank", "tl_prealloc"):
+                    lead = [pick([0, 1, 7, 8, -1])] if name == "tl_alloc_bank" else \
+                        [pick([0, 0x100, 0x10000 * 5 + 3, 1 << 30])] if name == "tl_prealloc" else []
+                    tail = [] if name == "tl_prealloc" else [pick([CTRL_AL, CTRL_NULL, CTRL_TP])]
+                    t = fn(ctx, *lead, pick(shapes), pick([I8, U8, 7]), *tail)
+                    if t is not None:
+                        tensors.append(t)
+                    else:
+                        assert ctx.last_error.startswith(f"bmk1880_{name}: ")
+                elif name == "tl_free":
+                    if tensors:
+                        t = pick(tensors)
+                        tensors.remove(t)
+                        fn(ctx, t)
+                else:
+                    kind = BY_NAME[name]
+                    u = r.random()
+                    args = {f.name: value(f.type) for f in kind.fields}
+                    if u < 0.6:
+                        try:
+                            args = baseline(rig, name)              # the rig asserts on a full lmem
+                        except AssertionError:
+                            pass
+                        if u < 0.2:
+                            f = pick(kind.fields)
+                            args[f.name] = value(f.type)
+                    ops.append(call(rig, name, args))
+                    valid += 1
+            except BmkError as e:
+                assert str(e).startswith(f"bmk1880_{name}: ") and "\n" not in str(e)
+        for close in (api.bmk1880_parallel_disable, api.bmk1880_destroy_streams):
+            try:
+                close(ctx)
+            except BmkError:
+                pass
+        res = Bm1880().run(rig.cmdbuf())
+        assert res.ok or res.fault.code in ("HAZARD", "DATA"), res
+        outcomes.add("ok" if res.ok else res.fault.code)
+        api.bmk1880_reset(ctx)
+        tensors, ops = [t for t in tensors if t.alloc_kind == "prealloc"], []
+    assert valid > 50 and "ok" in outcomes

@@ -30,7 +30,7 @@ def crc8_bitwise(data: bytes) -> int:
 
 def header(**vals) -> bytearray:
     out = bytearray(HDR_SIZE)
-    for name, byte, lsb, width, _ in HEADER:
+    for name, byte, lsb, _width, _ in HEADER:
         out[byte] |= vals[name] << lsb
     return out
 
@@ -191,8 +191,8 @@ def test_disassembly_one_line_per_command():
     buf = _program(rig)
     lines = disassemble(buf)
     assert len(lines) == len(decode(buf)) == 9
-    assert lines[0].startswith("0x000000    #0 GDMA SYNC     bmk1880_gdma_load t=FMT_I8 tensor (1, 40, 3, 3) @0x0 aligned "
-                               "gaddr=0x100 ctrls=CTRL_NULL")
+    assert lines[0].startswith("0x000000    #0 GDMA SYNC     bmk1880_gdma_load t=FMT_I8 tensor (1, 40, 3, 3) "
+                               "@0x0 aligned gaddr=0x100 ctrls=CTRL_NULL")
     assert " s1 bmk1880_gdma_store" in lines[2] and "bmk1880_add_dependency before=#1 after=#2" in lines[3]
     with pytest.raises(DecodeError, match="CRC-8 mismatch"):
         disassemble(buf[:-1] + bytes([buf[-1] ^ 1]))
@@ -213,3 +213,95 @@ def test_huge_shapes_in_a_buffer_are_arg_faults():
     buf = encode_record(BY_NAME["gdma_copy_gmem"], {"dst": g, "src": g, "ctrls": CTRL_NULL}, FLAG_SYNC)
     with pytest.raises(FaultError, match="dst: holds 1152921504606846976 data; one gmem operand holds at most"):
         Program.load(buf, rig.chip)
+
+
+def test_buffers_beyond_the_model_budget_are_limit_faults():
+    """Choice C-LIMIT: a buffer larger than MAX_CMDBUF is refused before decoding, and through
+    the register window before anything is fetched (a hostile CMDBUF_SIZE of 4 GiB)."""
+    from tlm.bm1880.descriptors import MAX_CMDBUF
+    with pytest.raises(FaultError) as e:
+        Program.load(bytes(MAX_CMDBUF + 1))
+    assert e.value.fault.code == "LIMIT" and f"at most {MAX_CMDBUF}" in str(e.value)
+    cp = CommandProcessor()
+    off = {r.name: r.offset for r in regs.REGISTERS}
+    fetched = []
+    cp.m.fetch = lambda addr, size: fetched.append(size)                  # must not be reached
+    cp.write(off["CMDBUF_SIZE"], 0xFFFFFFFF)
+    cp.write(off["DOORBELL"], 1)
+    st = regs.BY_NAME["STATUS"]
+    v = cp.read(off["STATUS"])
+    assert st.field("fault").get(v) == 1 and st.field("fault_code").get(v) == regs.FAULT_CODE["LIMIT"]
+    assert not fetched and cp.irq and any("CMDBUF_SIZE 4294967295" in ev for ev in cp.events)
+
+
+def test_hazard_check_budget_is_a_limit_fault(monkeypatch):
+    """Choice C-LIMIT: a parallel group whose two engines both touch more than the hazard
+    table's budget faults with FAULT_LIMIT; the sizes come from the shapes, no address is
+    computed."""
+    from tlm.bm1880 import device, schedule
+    from tlm.bm1880.chip import CHIP
+    monkeypatch.setattr(device, "footprint", lambda ops: pytest.fail("a footprint was computed"))
+    rig = Rig()
+    big = rig.alloc((1, 32, 1, CHIP.lmem_size))                             # all of lmem
+    from tlm.bm1880 import bmk1880_gdma_copy_gmem, bmk1880_parallel_disable, bmk1880_parallel_enable, shape_t4
+    from tlm.bm1880 import tensor_gmem_default
+    from tlm.bm1880.checks import MAX_GMEM_DATA
+    bmk1880_parallel_enable(rig.ctx)
+    per_tpu = 2 * CHIP.lmem_total                                           # relu: ofmap + ifmap
+    per_dma = 2 * MAX_GMEM_DATA
+    for _ in range(schedule.MAX_HAZARD_TABLE // per_tpu + 1):
+        bmk1880_tpu_relu(rig.ctx, ofmap=big, ifmap=big)
+    for k in range(schedule.MAX_HAZARD_TABLE // per_dma + 1):
+        s = shape_t4(1, 1, 1, MAX_GMEM_DATA)
+        bmk1880_gdma_copy_gmem(rig.ctx, tensor_gmem_default((2 * k + 1) << 30, s), tensor_gmem_default(2 * k << 30, s),
+                               CTRL_NULL)
+    bmk1880_parallel_disable(rig.ctx)
+    with pytest.raises(FaultError) as e:
+        Program.load(rig.cmdbuf(), rig.chip)
+    assert e.value.fault.code == "LIMIT" and "hazard check" in str(e.value) and "C-LIMIT" in str(e.value)
+
+
+@pytest.mark.parametrize("seed", [401, 402, 403])
+def test_valid_crc_random_fields_never_raise(seed):
+    """Records of every kind with random field values (shapes, strides, addresses, formats,
+    flags, shifts) and a correct CRC, so they pass decoding and reach the argument rules and
+    execution: each run ends done or with a documented fault, never an exception."""
+    from tlm.bm1880.descriptors import KINDS
+    from tlm.bm1880.tensors import TG
+    from tlm.bm1880.chip import stride_t
+    r = rng_for(seed)
+    pick = lambda xs: xs[int(r.integers(0, len(xs)))]                          # noqa: E731
+    dims = [1, 1, 2, 3, 16, 32, 37, 256, 4096, 1 << 20, (1 << 32) - 1]
+    def value(t):
+        if t == "tl":
+            if r.random() < 0.1:
+                return None
+            st = None if r.random() < 0.7 else tuple(pick([0, 1, 2, 16, 4096, (1 << 32) - 1]) for _ in range(4))
+            return TL(pick([4, 9, 4, 9, 0, 5]), pick([4, 4, 4, 2]), *(pick(dims) for _ in range(4)),
+                      pick([0, 0, 0x100, 0x10000, 0x10010, int(r.integers(0, 1 << 21)), (1 << 32) - 1]),
+                      bool(r.integers(0, 2)), st)
+        if t == "tg":
+            return TG(pick([0, 0x1000, (1 << 40) - 8, (1 << 64) - 1]), pick([2, 4, 4, 3]),
+                      *(pick(dims) for _ in range(4)), tuple(pick([0, 1, 2, 16, (1 << 32) - 1]) for _ in range(4)))
+        if t == "stride":
+            return stride_t(*(pick([0, 1, 2, 16, 4096, (1 << 32) - 1]) for _ in range(4)))
+        if t in ("u8", "c8"):
+            return pick([0, 1, 2, 3, 16, 128, 255])
+        if t == "bool":
+            return bool(r.integers(0, 2))
+        if t == "c16":
+            return pick([0, 1, 0x8000, 0xFFFF])
+        if t == "int":
+            return pick([0, 1, 5, 16, 31, 32, -1, -(1 << 31)])
+        if t in ("u32", "ctrl"):
+            return pick([0, 1, 4, 32, 256, 260, (1 << 32) - 1])
+        return pick([0, 0x100, (1 << 40) - 1, (1 << 64) - 1])
+    kinds = [k for k in KINDS if k is not DEPENDENCY]
+    codes = set()
+    for _ in range(250):
+        k = pick(kinds)
+        rec = encode_record(k, {f.name: value(f.type) for f in k.fields}, FLAG_SYNC)
+        res = Bm1880().run(rec)
+        assert res.ok or res.fault.code in ("ARG", "DATA", "LIMIT"), res
+        codes.add("ok" if res.ok else res.fault.code)
+    assert "ARG" in codes

@@ -5,8 +5,9 @@ import pytest
 
 from tests.bm1880 import bm1880_ref as ref
 from tests.bm1880.bm1880_harness import I8, U8, Rig, rng_for, values
-from tlm.bm1880 import (CTRL_NULL, CTRL_RA, CTRL_RELU, CTRL_TP, bmk1880_gdma_copy_gmem, bmk1880_gdma_copy_lmem,
-                        bmk1880_gdma_load, bmk1880_gdma_load_stride, bmk1880_gdma_lrn_shift, bmk1880_gdma_store,
+from tlm.bm1880 import (CTRL_NULL, CTRL_RA, CTRL_RELU, CTRL_TP, BmkError, bmk1880_gdma_copy_gmem,
+                        bmk1880_gdma_copy_lmem, bmk1880_gdma_load, bmk1880_gdma_load_stride, bmk1880_gdma_lrn_shift,
+                        bmk1880_gdma_store,
                         bmk1880_gdma_store_stride, bmk1880_tl_prealloc, bmk1880_tpu_add, bmk1880_tpu_add_const,
                         bmk1880_tpu_and_int8, bmk1880_tpu_and_int16, bmk1880_tpu_arith_shift, bmk1880_tpu_avg_pooling,
                         bmk1880_tpu_conv, bmk1880_tpu_copy, bmk1880_tpu_copy_with_stride, bmk1880_tpu_depthwise,
@@ -308,7 +309,8 @@ def test_hand_cases_elementwise():
     # 300 >> 1 = 150 -> 127; -7 >> 1 = -4 (floor); 16384 >> 1 = 8192 -> 127; -6 >> 1 = -3
     assert rig.get(r8).tolist() == [[[[127, -4, 127, -3]]]]
     assert rig.get16(hi, lo).tolist() == [[[[300, -7, 16384, -6]]]]
-    assert rig.get(hi).tolist() == [[[[1, -1, 64, -1]]]] and rig.get(lo, signed=False).tolist() == [[[[44, 249, 0, 250]]]]
+    assert rig.get(hi).tolist() == [[[[1, -1, 64, -1]]]]
+    assert rig.get(lo, signed=False).tolist() == [[[[44, 249, 0, 250]]]]
     # FMT_U8: 'any value bigger than 255 becomes 255'
     assert rig.get(ur).tolist() == [[[[255, 255, 0, 255]]]]
 
@@ -633,3 +635,131 @@ def test_gdma_lrn_shift_and_copy_lmem(right, step):
             want[:, c - step] = v[:, c]
     assert np.array_equal(rig.get(dst), want)
     assert np.array_equal(rig.get(flat).reshape(-1), v.reshape(-1))
+
+
+# ---- review: cases written afresh from the guide's text ---------------------------------------------------------
+def test_unsigned_constant_given_as_its_s8_field():
+    """4.20 / 4.24 / 4.28 declare 's8 b' ('s16 b') and read it unsigned when b_is_signed is
+    false: the field value -1 is the constant 255 (65535), -56 is 200 (choice C-CONST-SIGN)."""
+    rig = Rig()
+    shape = (1, 1, 1, 4)
+    a, hi, lo = rig.alloc(shape, U8), rig.alloc(shape, U8), rig.alloc(shape, U8)
+    rig.put(a, np.array([[[[2, 255, 0, 100]]]]))
+    bmk1880_tpu_mul_const(rig.ctx, res_high=hi, res_low=lo, a=a, b=-1, b_is_signed=False, rshift_width=0)
+    m = rig.alloc(shape, U8)
+    bmk1880_tpu_min_const(rig.ctx, min=m, a=a, b=-56, b_is_signed=False)
+    ah, al, rh, rl = (rig.alloc(shape, U8) for _ in range(4))
+    rig.put16(ah, al, np.array([[[[0, 1, 2, 3]]]]))
+    bmk1880_tpu_add_const(rig.ctx, res_high=rh, res_low=rl, a_high=ah, a_low=al, b=-1, b_is_signed=False)
+    m2 = rig.alloc(shape, U8)
+    bmk1880_tpu_min_const(rig.ctx, min=m2, a=a, b=200, b_is_signed=False)
+    rig.run()
+    assert rig.get16(hi, lo).tolist() == [[[[510, 65025, 0, 25500]]]]
+    assert rig.get(m).tolist() == [[[[2, 200, 0, 100]]]] == rig.get(m2).tolist()
+    assert rig.get16(rh, rl).tolist() == [[[[65535] * 4]]]                   # 65535 + a saturates (FMT_U8)
+    with pytest.raises(BmkError, match=r"bmk1880_tpu_mul_const: b: 200 is outside -128\.\.127"):
+        bmk1880_tpu_mul_const(rig.ctx, res_high=None, res_low=lo, a=a, b=200, b_is_signed=True, rshift_width=0)
+
+
+def test_matrix_mac_lshift_is_unused_without_ra():
+    """4.46: the original res is shifted by lshift_width and added only 'if ctrls is CTRL_RA';
+    otherwise lshift_width takes no part. Hand values: [3, -4] x [[1, 2], [3, 4]] = [-9, -10],
+    >> 1 rounds toward minus infinity (choice C-SHIFT)."""
+    rig = Rig()
+    left, right = rig.alloc((1, 2)), rig.alloc((2, 2))
+    rig.put(left, np.array([[3, -4]]))
+    rig.put(right, np.array([[1, 2], [3, 4]]))
+    plain, relu = rig.alloc((1, 2)), rig.alloc((1, 2))
+    rig.put(plain, np.array([[99, 99]]))
+    for res, ctrls in ((plain, CTRL_NULL), (relu, CTRL_RELU)):
+        bmk1880_tpu_matrix_mac(rig.ctx, res=res, left=left, right=right, bias=None, lshift_width=7, rshift_width=1,
+                               res_is_int8=True, ctrls=ctrls)
+    rig.run()
+    assert rig.get(plain).tolist() == [[-5, -5]]
+    assert rig.get(relu).tolist() == [[0, 0]]
+
+
+def test_lut_with_the_table_and_index_in_high_slices():
+    """4.39 literally: res = table(0, c_t, idx / 16, idx mod 16), c_t the slice the idx datum is
+    in, with the table's base in slice 3 and the ifmap's in slice 30 (so c_t is not the
+    ifmap's channel, and table channel c_t lives in slice (3 + c_t) mod slices)."""
+    r = rng_for(91)
+    rig = Rig()
+    S, n = rig.p["slice_size"], rig.p["slices"]
+    table = bmk1880_tl_prealloc(rig.ctx, 3 * S + 0x100, shape_t4(1, n, 16, 16), I8)
+    ifmap = bmk1880_tl_prealloc(rig.ctx, 30 * S + 0x2000, shape_t4(2, 5, 2, 3), U8)
+    ofmap = bmk1880_tl_prealloc(rig.ctx, 30 * S + 0x3000, shape_t4(2, 5, 2, 3), I8)
+    tv, idx = values(r, (1, n, 16, 16), True), values(r, (2, 5, 2, 3), False)
+    rig.put(table, tv)
+    rig.put(ifmap, idx)
+    bmk1880_tpu_lut(rig.ctx, ofmap=ofmap, ifmap=ifmap, table=table)
+    rig.run()
+    got = rig.get(ofmap)
+    for i in np.ndindex(2, 5, 2, 3):
+        c_t = ref.lmem_addr(rig.p, ifmap.laddr, rig.stride(ifmap), *i) // S
+        assert c_t == (30 + i[1]) % n
+        assert got[i] == tv[0, c_t, idx[i] // 16, idx[i] % 16]
+
+
+@pytest.mark.parametrize("seed", range(111, 121))
+def test_windows_reaching_far_into_padding_and_insertion(seed):
+    """conv, depthwise and both poolings with paddings up to twice the kernel (outputs whose
+    window holds only padding), insertions and strides up to 3, against the reference."""
+    r = rng_for(seed)
+    n, c, h, w = 1, int(r.integers(1, 4)), int(r.integers(1, 5)), int(r.integers(1, 5))
+    kh, kw = int(r.integers(1, 4)), int(r.integers(1, 4))
+    ins = tuple(int(v) for v in r.integers(0, 3, 4))
+    pad = tuple(int(v) for v in r.integers(0, 2 * max(kh, kw) + 1, 4))
+    stride, dil = tuple(int(v) for v in r.integers(1, 4, 2)), tuple(int(v) for v in r.integers(1, 3, 2))
+    rs = int(r.integers(0, 4))
+    rig, x, wt, b, xv, wv, bv = _conv_rig(r, n, c, h, w, 2, kh, kw)
+    kw_ = dict(ins_h=ins[0], ins_last_h=ins[1], ins_w=ins[2], ins_last_w=ins[3], pad_top=pad[0], pad_bottom=pad[1],
+               pad_left=pad[2], pad_right=pad[3], stride_h=stride[0], stride_w=stride[1])
+    try:
+        want = ref.conv(xv, wv, bv, ins=ins, pad=pad, stride=stride, dilation=dil, rshift=rs)
+    except ValueError:
+        want = None
+    if want is not None and min(want.shape[2:]) > 0:
+        o = rig.alloc(want.shape)
+        bmk1880_tpu_conv(rig.ctx, ofmap=o, ifmap=x, weight=wt, bias=b, dilation_h=dil[0], dilation_w=dil[1],
+                         relu_enable=False, rshift_width=rs, **kw_)
+    dw = rig.alloc((1, c, kh, kw), aligned=False)
+    dwv = values(r, (1, c, kh, kw), True)
+    rig.put(dw, dwv)
+    want_dw = ref.depthwise(xv, dwv[0], None, ins=ins, pad=pad, stride=stride, rshift=rs)
+    want_avg = ref.avg_pool(xv, kh, kw, ins, pad, stride, 3, rs, True)
+    want_max = ref.max_pool(xv, kh, kw, pad, stride, True)
+    outs = []
+    if min(want_dw.shape[2:]) > 0:
+        od, oa = rig.alloc(want_dw.shape), rig.alloc(want_avg.shape)
+        bmk1880_tpu_depthwise(rig.ctx, ofmap=od, ifmap=x, weight=dw, bias=None, rshift_width=rs, **kw_)
+        bmk1880_tpu_avg_pooling(rig.ctx, ofmap=oa, ifmap=x, kh=kh, kw=kw, avg_pooling_const=3, rshift_width=rs, **kw_)
+        outs += [(od, want_dw), (oa, want_avg)]
+    if min(want_max.shape[2:]) > 0:
+        om = rig.alloc(want_max.shape)
+        bmk1880_tpu_max_pooling(rig.ctx, ofmap=om, ifmap=x, kh=kh, kw=kw, pad_top=pad[0], pad_bottom=pad[1],
+                                pad_left=pad[2], pad_right=pad[3], stride_h=stride[0], stride_w=stride[1])
+        outs.append((om, want_max))
+    rig.run()
+    if want is not None and min(want.shape[2:]) > 0:
+        assert np.array_equal(rig.get(o), want)
+    for t, v in outs:
+        assert np.array_equal(rig.get(t), v)
+
+
+def test_planes_in_either_address_order():
+    """A 16-bit operand given as x_high / x_low may have its high plane at the lower address
+    (choice C-PLANES): 4.21's mac with res_high below res_low, hand values."""
+    rig = Rig()
+    shape = (1, 1, 1, 3)
+    hi = rig.alloc(shape)                                            # allocated first: the lower address
+    lo = rig.alloc(shape)
+    a, b = rig.alloc(shape), rig.alloc(shape)
+    assert hi.laddr < lo.laddr
+    rig.put16(hi, lo, np.array([[[[1000, -1000, 32767]]]]))
+    rig.put(a, np.array([[[[10, -3, 127]]]]))
+    rig.put(b, np.array([[[[-20, 7, 127]]]]))
+    bmk1880_tpu_mac(rig.ctx, res_high=hi, res_low=lo, res_is_int8=False, a=a, b=b, lshift_width=1, rshift_width=1)
+    rig.run()
+    # (10 * -20 + 2000) >> 1 = 900; (-21 - 2000) >> 1 = -1011 (floor); (16129 + 65534) >> 1 = 40831 -> 32767
+    assert rig.get16(hi, lo).tolist() == [[[[900, -1011, 32767]]]]

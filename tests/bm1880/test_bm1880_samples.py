@@ -2,9 +2,9 @@
 Python and checked.
 
 The appendix calls an older, context-less form of the API (`bmk1880_tl_load(t, ...)`,
-`bmk1880_acquire_cmdbuf(&size)`, `bmk1880_exit()`); the ports keep the programs' structure
-with `bmk1880_enter` / `bmk1880_exit` and pass the entered context explicitly, as chapters
-3 and 4 define the calls (choice C-ENTER); `bmk1880_tl_load` is `bmk1880_gdma_load`.
+`bmk1880_acquire_cmdbuf(&size)`, `bmk1880_exit()`). Between `bmk1880_enter` and
+`bmk1880_exit` the model takes these calls as written (choice C-ENTER), so the ports below
+are line for line; `bmk1880_tl_load` is `bmk1880_gdma_load`.
 The samples print bytes but show no expected output; the checks are that the printout is
 exactly the buffer, in the sample's format, and that the buffer does what the program asked.
 """
@@ -33,15 +33,15 @@ def expected_print(buf: bytes) -> str:
 
 
 def do_print():
-    cmdbuf, size = bmk1880_acquire_cmdbuf(bmk1880_current())
+    cmdbuf, size = bmk1880_acquire_cmdbuf()
     print_cmdbuf(cmdbuf, size)
     return bytes(cmdbuf)
 
 
 def do_compute():
     s = shape_t4(1, 32, 8, 8)
-    t = bmk1880_tl_prealloc(bmk1880_current(), 0, s, FMT_I8)
-    bmk1880_gdma_load(bmk1880_current(), t, 0x1000, CTRL_NULL)
+    t = bmk1880_tl_prealloc(0, s, FMT_I8)
+    bmk1880_gdma_load(t, 0x1000, CTRL_NULL)
     return t
 
 
@@ -81,7 +81,7 @@ def test_a2_effect_of_reset(capsys):
     bmk1880_enter(ctx)
     do_compute()
     first = do_print()
-    bmk1880_reset(ctx)
+    bmk1880_reset()
     second = do_print()
     bmk1880_exit()
     bmk1880_cleanup(ctx)
@@ -125,4 +125,24 @@ def test_chapter3_workflow():
     cmdbuf2, size2 = bmk1880_acquire_cmdbuf(ctx)
     assert size2 == 2 * size and bytes(cmdbuf2) == bytes(cmdbuf) * 2
     check_load(bytes(cmdbuf2))
+    bmk1880_cleanup(ctx)
+
+
+def test_context_less_calls_need_an_entered_context():
+    """Outside bmk1880_enter / bmk1880_exit a call without ctx, or with arguments that do not fit,
+    is one BmkError naming the call (choice C-ENTER)."""
+    import pytest
+    from tlm.bm1880 import BmkError
+    info = new_info()
+    ctx = bmk1880_register(info)
+    with pytest.raises(BmkError, match=r"^bmk1880_acquire_cmdbuf: arguments: missing a required argument: 'ctx'$"):
+        bmk1880_acquire_cmdbuf()
+    bmk1880_enter(ctx)
+    t = bmk1880_tl_prealloc(0, shape_t4(1, 32, 8, 8), FMT_I8)
+    with pytest.raises(BmkError, match=r"^bmk1880_gdma_load: arguments: missing a required argument: 'ctrls'$"):
+        bmk1880_gdma_load(t, 0x1000)
+    with pytest.raises(BmkError, match=r"^bmk1880_gdma_load: arguments: too many positional arguments$"):
+        bmk1880_gdma_load(ctx, t, 0x1000, CTRL_NULL, 7)
+    assert bmk1880_current() is ctx and bmk1880_acquire_cmdbuf()[1] == 0
+    bmk1880_exit()
     bmk1880_cleanup(ctx)

@@ -3,12 +3,14 @@ the hazard check, and the chapter-3 examples ported."""
 import numpy as np
 import pytest
 
+from tests.bm1880 import bm1880_ref as ref
 from tests.bm1880.bm1880_harness import U8, Rig, rng_for, values
 from tests.bm1880.bm1880_net import G_BC, G_BF, G_POOL, G_WC, G_WF, G_X, G_Y, build
-from tlm.bm1880 import (CTRL_NULL, Bm1880, bmk1880_acquire_cmdbuf, bmk1880_add_dependency, bmk1880_create_streams,
+from tlm.bm1880 import (CTRL_NULL, Bm1880, BmkError, bmk1880_acquire_cmdbuf, bmk1880_add_dependency,
+                        bmk1880_create_streams,
                         bmk1880_destroy_streams, bmk1880_gdma_load, bmk1880_gdma_store, bmk1880_info_t,
                         bmk1880_parallel_disable, bmk1880_parallel_enable, bmk1880_register, bmk1880_set_stream,
-                        bmk1880_tpu_add, bmk1880_tpu_copy)
+                        bmk1880_tpu_add, bmk1880_tpu_copy, bmk1880_tpu_relu)
 from tlm.bm1880.descriptors import decode
 from tlm.bm1880.device import FaultError, Job, Program
 from tlm.bm1880.ops import execute
@@ -265,3 +267,210 @@ def test_a_hazard_really_is_order_dependent():
             execute(m, recs[i].kind, recs[i].args)
         results.append(m.gmem.read(0x3000, N))
     assert results[0] != results[1]
+
+
+# ---- the hazard check against a brute-force reference ---------------------------------------------------------
+def _footprint_ref(rig, kind, args):
+    """(reads, writes) of one command as sets of ("l" | "g", address), from 2.3's formula."""
+    def lm(t):
+        s = t.shape
+        st = rig.stride(t)
+        return {("l", ref.lmem_addr(rig.p, t.laddr, st, *i)) for i in np.ndindex(s.n, s.c, s.h, s.w)}
+
+    def gm(addr, t):
+        return {("g", addr + k) for k in range(t.shape.n * t.shape.c * t.shape.h * t.shape.w)}
+    if kind in ("relu", "copy"):
+        return lm(args[1]), lm(args[0])
+    t, g = args
+    return (gm(g, t), lm(t)) if kind == "load" else (lm(t), gm(g, t))
+
+
+def _random_program(rig, r):
+    """Random serial commands, parallel groups and streams regions (with dependencies) over a
+    few small tensors and gmem blocks, so that conflicts are frequent. Returns the commands as
+    (kind, args, engine, block, stream) and the dependencies, for the reference."""
+    ctx = rig.ctx
+    ts = [rig.alloc((1, 3, 2, 2)) for _ in range(4)]
+    gs = [0x1000 * k for k in range(1, 4)]
+    cmds, deps, ops = [], [], []
+
+    def one(block, stream):
+        kind = ["relu", "copy", "load", "store"][int(r.integers(0, 4))]
+        t1, t2 = ts[int(r.integers(0, 4))], ts[int(r.integers(0, 4))]
+        g = gs[int(r.integers(0, 3))]
+        if kind == "relu":
+            op, args, eng = bmk1880_tpu_relu(ctx, ofmap=t1, ifmap=t2), (t1, t2), "TPU"
+        elif kind == "copy":
+            op, args, eng = bmk1880_tpu_copy(ctx, dst=t1, src=t2), (t1, t2), "TPU"
+        elif kind == "load":
+            op, args, eng = bmk1880_gdma_load(ctx, t1, g, CTRL_NULL), (t1, g), "DMA"
+        else:
+            op, args, eng = bmk1880_gdma_store(ctx, t1, g, CTRL_NULL), (t1, g), "DMA"
+        cmds.append((kind, args, eng, block, stream))
+        ops.append(op)
+    for block in range(int(r.integers(2, 7))):
+        style = int(r.integers(0, 3))
+        if style == 0:
+            one(block, None)
+            continue
+        first = len(ops)
+        if style == 1:
+            bmk1880_parallel_enable(ctx)
+            for _ in range(int(r.integers(1, 6))):
+                one(block, None)
+            bmk1880_parallel_disable(ctx)
+        else:
+            nr = int(r.integers(1, 4))
+            bmk1880_create_streams(ctx, nr)
+            st = 0
+            for _ in range(int(r.integers(1, 8))):
+                if r.integers(0, 2):
+                    st = int(r.integers(0, nr))
+                    bmk1880_set_stream(ctx, st)
+                one(block, st)
+            for _ in range(int(r.integers(0, 3))):
+                if len(ops) - first >= 2:
+                    x, y = (int(v) for v in r.choice(np.arange(first, len(ops)), 2, replace=False))
+                    try:
+                        bmk1880_add_dependency(ctx, ops[x], ops[y])
+                        deps.append((x, y))
+                    except BmkError:
+                        pass                                      # it would close a cycle
+            bmk1880_destroy_streams(ctx)
+    return cmds, deps
+
+
+def _reference_order(cmds, deps):
+    """reach[i]: the commands that must follow i, from chapter 3's rules written out: one
+    engine of each type in program order; groups and streams regions ordered against
+    everything before and after them (choice C-SCHED); streams serial; dependencies."""
+    n = len(cmds)
+    succ = [set() for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            same_engine = cmds[i][2] == cmds[j][2]
+            other_block = cmds[i][3] != cmds[j][3]
+            same_stream = cmds[i][4] is not None and cmds[i][4] == cmds[j][4]
+            if same_engine or other_block or same_stream:
+                succ[i].add(j)
+    for x, y in deps:
+        succ[x].add(y)
+    reach = []
+    for i in range(n):
+        seen, todo = set(), [i]
+        while todo:
+            for s in succ[todo.pop()]:
+                if s not in seen:
+                    seen.add(s)
+                    todo.append(s)
+        reach.append(seen)
+    return reach
+
+
+@pytest.mark.parametrize("seed", range(300, 340))
+def test_hazard_check_matches_brute_force(seed):
+    """The first unordered pair (smaller index, then larger) that touches one byte, one of them
+    writing, found by trying every pair against the reference order and reference footprints."""
+    r = rng_for(seed)
+    rig = Rig()
+    cmds, deps = _random_program(rig, r)
+    reach = _reference_order(cmds, deps)
+    fps = [_footprint_ref(rig, k, a) for k, a, *_ in cmds]
+    want = None
+    for i in range(len(cmds)):
+        for j in range(i + 1, len(cmds)):
+            if j in reach[i] or i in reach[j]:
+                continue
+            (ri, wi), (rj, wj) = fps[i], fps[j]
+            shared = (wi & (rj | wj)) | (ri & wj)
+            if shared:
+                space = "l" if any(s == "l" for s, _ in shared) else "g"
+                want = (i, j, "lmem" if space == "l" else "gmem", min(a for s, a in shared if s == space))
+                break
+        if want:
+            break
+    try:
+        prog = Program.load(rig.cmdbuf(), rig.chip)
+    except FaultError as e:
+        f = e.fault
+        assert want is not None and f.code == "HAZARD", f
+        i, j, mem, addr = want
+        assert f"commands {i} (" in f.message and f" and {j} (" in f.message and f"{mem} 0x{addr:x}" in f.message, \
+            (want, f.message)
+        return
+    assert want is None, want
+    for i in range(len(cmds)):                                            # and the order itself
+        assert {j for j in range(len(cmds)) if prog.schedule.precedes(i, j)} == reach[i]
+
+
+def test_hazard_check_work_grows_with_the_buffer_not_its_square(monkeypatch):
+    """A parallel group of 2000 commands (TPU and DMA interleaved, no conflicts): the check
+    computes each command's footprint at most once, and the order answers without a closure."""
+    from tlm.bm1880 import device
+    calls = []
+    real = device.footprint
+    monkeypatch.setattr(device, "footprint", lambda ops: calls.append(1) or real(ops))
+    rig = Rig()
+    a, b = rig.alloc((1, 32, 1, 16)), rig.alloc((1, 32, 1, 16))
+    c = rig.alloc((1, 32, 1, 16))
+    bmk1880_parallel_enable(rig.ctx)
+    for k in range(1000):
+        bmk1880_tpu_copy(rig.ctx, dst=b, src=a)
+        bmk1880_gdma_load(rig.ctx, c, 0x10000 + 512 * k, CTRL_NULL)
+    bmk1880_parallel_disable(rig.ctx)
+    prog = Program.load(rig.cmdbuf(), rig.chip)
+    assert len(calls) <= 2000
+    s = prog.schedule
+    assert s.precedes(0, 2) and s.precedes(1, 3) and not s.ordered(0, 1) and not s.ordered(1998, 1)
+    assert isinstance(s.reach[0], list) and len(s.reach[0]) == 2           # one entry per engine, not per command
+
+
+@pytest.mark.parametrize("seed", range(350, 362))
+def test_add_dependency_refuses_exactly_the_cycles(seed):
+    """bmk1880_add_dependency (which keeps the order of each epoch up to date instead of
+    rebuilding it) refuses a dependency exactly when `after` already precedes `before` in the
+    reference order of chapter 3, across streams regions, parallel groups and serial commands."""
+    r = rng_for(seed)
+    rig = Rig()
+    ctx = rig.ctx
+    t = [rig.alloc((1, 3, 2, 2)) for _ in range(3)]
+    cmds, ops, deps = [], [], []
+    for block in range(4):
+        style = int(r.integers(0, 3))
+        nr = int(r.integers(1, 4))
+        if style == 1:
+            bmk1880_parallel_enable(ctx)
+        elif style == 2:
+            bmk1880_create_streams(ctx, nr)
+        for _ in range(int(r.integers(1, 9)) if style else 1):
+            st = None
+            if style == 2:
+                st = int(r.integers(0, nr))
+                bmk1880_set_stream(ctx, st)
+            if r.integers(0, 2):
+                ops.append(bmk1880_tpu_copy(ctx, dst=t[0], src=t[1]))
+                cmds.append(("copy", None, "TPU", block, st))
+            else:
+                ops.append(bmk1880_gdma_load(ctx, t[2], 0x1000, CTRL_NULL))
+                cmds.append(("load", None, "DMA", block, st))
+            for _ in range(int(r.integers(0, 4))):
+                x, y = (int(v) for v in r.integers(0, len(ops), 2))
+                if x == y:
+                    continue
+                cycle = x in _reference_order(cmds, deps)[y]
+                try:
+                    bmk1880_add_dependency(ctx, ops[x], ops[y])
+                    refused = False
+                    deps.append((x, y))
+                except BmkError as e:
+                    refused = True
+                    assert "would close a cycle" in str(e)
+                assert refused == cycle, (x, y, deps)
+        if style == 1:
+            bmk1880_parallel_disable(ctx)
+        elif style == 2:
+            bmk1880_destroy_streams(ctx)
+    prog = Program.load(rig.cmdbuf(), rig.chip)                            # the buffer agrees
+    reach = _reference_order(cmds, deps)
+    for i in range(len(cmds)):
+        assert {j for j in range(len(cmds)) if prog.schedule.precedes(i, j)} == reach[i]

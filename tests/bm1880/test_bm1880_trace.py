@@ -165,3 +165,46 @@ def test_make_model():
     assert isinstance(m, Bm1880) and m.slices.shape == (m.chip.npu_num, m.chip.lmem_size)
     with pytest.raises(ValueError, match="no configuration 'bm1881'"):
         make_model("bm1881")
+
+
+def test_hostile_buffers_through_the_register_window():
+    """Through the trace target: random bytes, a good buffer with random bytes flipped, and
+    random addresses and sizes (up to 4 GiB, past 2^40) at the doorbell. Every doorbell ends in
+    the done or the fault interrupt within the wait budget, with one line per fault."""
+    r = rng_for(601)
+    rig = Rig()
+    t, u = rig.alloc((1, 4, 2, 2), I8), rig.alloc((1, 4, 2, 2), I8)
+    bmk1880_gdma_load(rig.ctx, t, 0x1000, CTRL_NULL)
+    bmk1880_tpu_relu(rig.ctx, ofmap=u, ifmap=t)
+    bmk1880_gdma_store(rig.ctx, u, 0x2000, CTRL_NULL)
+    good = rig.cmdbuf()
+    st = regs.BY_NAME["STATUS"]
+    ends = set()
+    for k in range(120):
+        tg = Bm1880TraceTarget()
+        kind = k % 3
+        if kind == 0:
+            buf = r.integers(0, 256, int(r.integers(0, 300)), dtype=np.uint8).tobytes()
+        else:
+            buf = bytearray(good)
+            for _ in range(int(r.integers(1, 4))):
+                buf[int(r.integers(0, len(buf)))] = int(r.integers(0, 256))
+            buf = bytes(buf)
+        addr, size = 0x100, len(buf)
+        if kind == 2 and r.integers(0, 2):
+            addr = int(r.choice([0, (1 << 40) - 8, 0xFF_FFFF_FF00]))
+            size = int(r.choice([0, 7, 1 << 20, (1 << 32) - 1]))
+        tg.load_mem(0x100, buf)
+        tg.write_reg(OFF["CMDBUF_ADDR_LO"], addr & 0xFFFFFFFF)
+        tg.write_reg(OFF["CMDBUF_ADDR_HI"], addr >> 32)
+        tg.write_reg(OFF["CMDBUF_SIZE"], size)
+        tg.write_reg(OFF["DOORBELL"], 1)
+        assert tg.wait_irq(tg.wait_default)
+        v = tg.read_reg(OFF["STATUS"])
+        assert st.field("busy").get(v) == 0 and st.field("done").get(v) + st.field("fault").get(v) == 1
+        code = st.field("fault_code").get(v)
+        ends.add(regs.FAULT_NAME[code])
+        faults = tg.faults()
+        assert all(isinstance(f, str) and "\n" not in f for f in faults)
+        assert (code == 0) == (not any(f.startswith("FAULT_") for f in faults)), faults
+    assert {"NONE", "DECODE", "LIMIT"} <= ends

@@ -16,13 +16,16 @@ a call takes one (`bmk1880_tpu_conv(ctx, p)`) or its fields as keywords
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from .checks import ArgError, check, tl_layout_error
 from .chip import (CHIP, CTRL_AL, CTRL_NULL, FMT_I8, FMT_NAMES, FMT_U8, align, bmk1880_chip_info_t,
                    ctrl_name, lmem_default_stride, matrix_tensor_shape, shape_t, stride_t)
 from .descriptors import (BY_NAME, DEPENDENCY, FLAG_SYNC, KINDS, NO_STREAM, Kind, encode_record)
-from .schedule import CycleError, Schedule
+from .schedule import EpochOrder
 from .tensors import snapshot_tg, snapshot_tl, tensor_gmem, tensor_lmem
 
 
@@ -77,6 +80,8 @@ class bmk1880_context_t:                        # noqa: N801
         self.size = 0
         self.ops: list[bmk1880_op_t] = []
         self.cmds: list[tuple[int, bool, int]] = []     # (engine, sync, stream) per computation command
+        self.epoch_start: list[int] = []                # first command of each epoch (schedule.py)
+        self.epoch_order: list[EpochOrder] = []         # the order inside each epoch
         self.deps: list[tuple[int, int]] = []
         self.parallel = False
         self.streams = 0
@@ -130,6 +135,10 @@ class bmk1880_context_t:                        # noqa: N801
         self._append(call, encode_record(kind, vals, FLAG_SYNC if sync else 0, stream))
         op = bmk1880_op_t(self, self.generation, len(self.ops), kind)
         self.ops.append(op)
+        if sync or not self.cmds:
+            self.epoch_start.append(len(self.cmds))
+            self.epoch_order.append(EpochOrder())
+        self.epoch_order[-1].add(len(self.cmds), kind.engine, stream)
         self.cmds.append((kind.engine, sync, stream))
         return op
 
@@ -297,13 +306,16 @@ def bmk1880_add_dependency(ctx: bmk1880_context_t, before: bmk1880_op_t, after: 
             raise BmkError(f"{call}: {name}: {op} was recorded before bmk1880_reset")
     if before is after:
         raise BmkError(f"{call}: after: is the same command as before")
-    try:
-        Schedule(ctx.cmds, ctx.deps + [(before.index, after.index)])
-    except CycleError:
+    # Epochs are ordered one after the other (schedule.py), so only a dependency inside one epoch
+    # can close a cycle, and only that epoch's commands and dependencies decide it.
+    eb, ea = (bisect_right(ctx.epoch_start, op.index) - 1 for op in (before, after))
+    if eb > ea or (eb == ea and ctx.epoch_order[eb].reaches(after.index, before.index)):
         raise BmkError(f"{call}: after: {after} already takes place before {before} "
-                       "(engine order, epochs or earlier dependencies); the dependency would close a cycle") from None
+                       "(engine order, epochs or earlier dependencies); the dependency would close a cycle")
     ctx._append(call, encode_record(DEPENDENCY, {"before": before.index, "after": after.index}))
     ctx.deps.append((before.index, after.index))
+    if eb == ea:
+        ctx.epoch_order[eb].add_dep(before.index, after.index)
 
 
 _current: "list[bmk1880_context_t]" = []
@@ -460,7 +472,8 @@ def bmk1880_tl_alloc(ctx: bmk1880_context_t, s: shape_t, fmt: int, ctrl: int) ->
     return _alloc(ctx, "bmk1880_tl_alloc", None, s, fmt, ctrl)
 
 
-def bmk1880_tl_alloc_bank(ctx: bmk1880_context_t, bank_id: int, s: shape_t, fmt: int, ctrl: int) -> "tensor_lmem | None":
+def bmk1880_tl_alloc_bank(ctx: bmk1880_context_t, bank_id: int, s: shape_t, fmt: int,
+                          ctrl: int) -> "tensor_lmem | None":
     """4.10: from lmem bank bank_id (choice C-ALLOC)."""
     return _alloc(ctx, "bmk1880_tl_alloc_bank", bank_id, s, fmt, ctrl)
 
@@ -574,6 +587,31 @@ bmk1880_tpu_matrix_mac_2 = _tpu("tpu_matrix_mac_2", "4.47")
 
 # Every computation kind has its function (checked at import: the table and the API agree).
 assert all(f"bmk1880_{k.name}" in globals() for k in KINDS if k is not DEPENDENCY)
+
+
+def _entry(fn):
+    """Every call: arguments that do not bind to its parameters are one BmkError, not a
+    TypeError; and, as in appendix A, a call whose ctx is left out uses the context of the open
+    bmk1880_enter (choice C-ENTER)."""
+    sig = inspect.signature(fn)
+    names = list(sig.parameters)
+    takes_ctx = bool(names) and names[0] == "ctx" and fn.__name__ != "bmk1880_enter"
+
+    @functools.wraps(fn)
+    def call(*args, **kw):
+        if takes_ctx and _current and "ctx" not in kw and not (args and isinstance(args[0], bmk1880_context_t)):
+            args = (_current[0],) + args
+        try:
+            sig.bind(*args, **kw)
+        except TypeError as e:
+            raise BmkError(f"{fn.__name__}: arguments: {e}") from None
+        return fn(*args, **kw)
+    return call
+
+
+for _name, _fn in list(globals().items()):
+    if _name.startswith("bmk1880_") and inspect.isfunction(_fn):
+        globals()[_name] = _entry(_fn)
 
 __all__ = sorted([n for n in globals() if n.startswith("bmk1880_")] + ["BmkError", "PARAM_TYPES"]
                  + [cls.__name__ for cls in PARAM_TYPES.values()])

@@ -17,7 +17,7 @@ from .tensors import TG, TL
 
 SHIFT_MAX = 31                       # choice C-SHIFT-RANGE
 GMEM_LIMIT = 1 << GMEM_ADDR_BITS
-MAX_GMEM_DATA = 1 << 26              # data in one gmem-only operand (choice C-LIMIT)
+MAX_GMEM_DATA = 1 << 22              # data in one gmem-only operand (choice C-LIMIT)
 
 
 class ArgError(Exception):
@@ -28,6 +28,11 @@ class ArgError(Exception):
 
 def _fmt(v: int) -> str:
     return FMT_NAMES.get(v, str(v))
+
+
+def _repeats(addrs: np.ndarray) -> bool:
+    a = np.sort(addrs.reshape(-1))
+    return bool((a[1:] == a[:-1]).any())
 
 
 # ---- operand checks ------------------------------------------------------------------------------
@@ -69,14 +74,14 @@ def _tl(chip, args: dict, name: str, *, matrix: "bool | None" = False, write: bo
     if err:
         raise ArgError(name, err)
     if write and (t.stride is not None or stride4 is not None):
-        a = t.addresses(chip, stride4)
-        if np.unique(a).size != a.size:
+        if _repeats(t.addresses(chip, stride4)):
             raise ArgError(name, "its strides put two elements at one address (choice C-INPLACE)")
     return t
 
 
 def _pair(chip, args, hi: str, lo: str, *, need_hi: bool, write: bool = False) -> "tuple[TL | None, TL]":
-    """A 16-bit value as its high and low planes (4.1): same fmt, same shape."""
+    """A 16-bit value as its high and low planes (4.1): same fmt, same shape, anywhere in lmem;
+    a result's planes do not overlap (choice C-PLANES)."""
     tlo = _tl(chip, args, lo, write=write)
     thi = _tl(chip, args, hi, write=write, required=need_hi)
     if thi is not None:
@@ -85,6 +90,11 @@ def _pair(chip, args, hi: str, lo: str, *, need_hi: bool, write: bool = False) -
                                "value carry its signedness (choice C-SIGN)")
         if thi.shape != tlo.shape:
             raise ArgError(hi, f"shape {thi.shape} differs from {lo} {tlo.shape}")
+        if write:
+            both = np.intersect1d(thi.addresses(chip), tlo.addresses(chip))
+            if both.size:
+                raise ArgError(hi, f"overlaps {lo} at lmem 0x{int(both[0]):x}: the two planes of a 16-bit result "
+                                   "are two tensors (4.1), written by one command (choice C-INPLACE)")
     return thi, tlo
 
 
@@ -133,8 +143,10 @@ def _aligned(chip, args: dict, name: str, want: bool, section: str) -> None:
 
 
 def _const(args: dict, name: str, bits: int) -> None:
+    """The constant is an s8 (s16) field read as signed or, if not b_is_signed, unsigned: an
+    unsigned constant may be given as its value (0..255) or as the s8 field holding its bits."""
     v, signed = args[name], bool(args["b_is_signed"])
-    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    lo, hi = -(1 << (bits - 1)), ((1 << (bits - 1)) - 1) if signed else (1 << bits) - 1
     if not lo <= v <= hi:
         raise ArgError(name, f"{v} is outside {lo}..{hi} for a {'signed' if signed else 'unsigned'} "
                              f"{bits}-bit constant (b_is_signed={signed}; choice C-CONST-SIGN)")
@@ -150,7 +162,7 @@ def _gmem_extent(name: str, addr: int, shape4, stride4) -> None:
 
 
 def _distinct_gmem(name: str, addrs: np.ndarray) -> None:
-    if np.unique(addrs).size != addrs.size:
+    if _repeats(addrs):
         raise ArgError(name, "its strides put two elements at one gmem address (choice C-INPLACE)")
 
 
@@ -317,7 +329,8 @@ def _maxmin(chip, a, res: str, const: bool):
     else:
         y = _tl(chip, a, "b")
         if y.fmt != x.fmt:
-            raise ArgError("b", f"is {_fmt(y.fmt)} but a is {_fmt(x.fmt)}; a and b must both be signed or unsigned (4.26)")
+            raise ArgError("b", f"is {_fmt(y.fmt)} but a is {_fmt(x.fmt)}; a and b must both be signed or "
+                                "unsigned (4.26)")
     _same_shape(a, "a", res, *(() if const else ("b",)))
     _res_fmt(res, r, x.signed, f"a is {_fmt(x.fmt)}")
 
@@ -377,7 +390,8 @@ def _mdsum(chip, a):
     if lo.shape != (1, x.c, 1, 1):
         raise ArgError("res_low", f"shape {lo.shape}; the result of a {x.shape} is (1, {x.c}, 1, 1) (4.38)")
     if lo.fmt != x.fmt:
-        raise ArgError("res_low", f"is {_fmt(lo.fmt)} but a is {_fmt(x.fmt)}; a and res must both be signed or unsigned (4.38)")
+        raise ArgError("res_low", f"is {_fmt(lo.fmt)} but a is {_fmt(x.fmt)}; a and res must both be signed or "
+                                  "unsigned (4.38)")
 
 
 def _lut(chip, a):
@@ -489,16 +503,15 @@ def _matrix_mac(chip, a):
         raise ArgError("res", f"shape {res.shape}; it must be {want} ({why}, 4.46)")
     if bias is not None and bias.shape != (2, c):
         raise ArgError("bias", f"shape {bias.shape}; a 16-bit (1, {c}) bias is the matrix (2, {c}) (4.46)")
-    _shifts(a, "lshift_width", "rshift_width")
-    if ctrls != CTRL_RA and a["lshift_width"]:
-        raise ArgError("lshift_width", f"is {a['lshift_width']}; it applies only with CTRL_RA (4.46)")
+    _shifts(a, "lshift_width", "rshift_width")                      # lshift_width is used with CTRL_RA only
     signed, why = _rule(a, ("left", "right", "bias") + (("res",) if ctrls == CTRL_RA else ()))
     _res_fmt("res", res, signed, why)
 
 
 def _matrix_mac_2(chip, a):
     res, left, right = (_tl(chip, a, n, write=(n == "res")) for n in ("res", "left", "right"))
-    for n, t, want in (("res", res, (1, 256, 1, 256)), ("left", left, (1, 256, 1, 256)), ("right", right, (256, 16, 1, 16))):
+    for n, t, want in (("res", res, (1, 256, 1, 256)), ("left", left, (1, 256, 1, 256)),
+                       ("right", right, (256, 16, 1, 16))):
         if t.shape != want:
             raise ArgError(n, f"shape {t.shape}; it must be {want} (4.47)")
     signed, why = _rule(a, ("left", "right"))
@@ -573,7 +586,8 @@ def check_types(kind: Kind, args: dict) -> None:
                 raise ArgError(f.name, "is NULL" if v is None else f"must be a tensor_gmem, got {type(v).__name__}")
             if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in
                        (v.addr, v.dim, v.n, v.c, v.h, v.w) + tuple(v.stride)) \
-                    or not 0 <= v.addr < 1 << 64 or not all(0 <= x < 1 << 32 for x in (v.n, v.c, v.h, v.w) + tuple(v.stride)):
+                    or not 0 <= v.addr < 1 << 64 \
+                    or not all(0 <= x < 1 << 32 for x in (v.n, v.c, v.h, v.w) + tuple(v.stride)):
                 raise ArgError(f.name, "address, shape or stride does not fit its field (u64 / u32)")
 
 

@@ -5,7 +5,14 @@ table (generated from it, checked by tests/bm1880/test_bm1880_docs.py).
 """
 from __future__ import annotations
 
+from .checks import MAX_GMEM_DATA
 from .chip import CTRL_NAMES, ENGINE_NAMES
+from .descriptors import MAX_CMDBUF
+from .schedule import MAX_HAZARD_TABLE
+
+
+def _pow2(v: int) -> str:
+    return f"2^{v.bit_length() - 1}"
 
 # (id, topic, the choice, why / what the guide says)
 CHOICES: tuple[tuple[str, str, str, str], ...] = (
@@ -28,16 +35,19 @@ CHOICES: tuple[tuple[str, str, str, str], ...] = (
     ("C-WRAP", "32-bit intermediates",
      "two's-complement int32: an intermediate that overflows wraps modulo 2^32 before the shift",
      "ch.4: inputs are converted to 32 bits; overflow is not described"),
-    ("C-SHIFT-RANGE", "shift widths", "rshift_width and lshift_width must be 0..31 (else an argument error)",
+    ("C-SHIFT-RANGE", "shift widths", "rshift_width and lshift_width must be 0..31 (else an argument error); "
+     "matrix_mac's lshift_width is used only with CTRL_RA and is otherwise ignored, as 4.46 says",
      "no range given; a 32-bit shift by 32 or more is undefined in C"),
     ("C-SIGN", "result format",
      "the result tensor's fmt must equal the signedness rule (unsigned iff all inputs unsigned); "
      "a 16-bit value's two planes must have the same fmt, which is the value's signedness",
      "ch.4 general rule; 4.29 shows both planes carry the signedness"),
     ("C-CONST-SIGN", "constants and the signedness rule",
-     "a constant counts as an input: signed iff b_is_signed; b must be -128..127 (s8) or 0..255 "
-     "(u8) by b_is_signed (-32768..32767 or 0..65535 for add_const)",
-     "the constant replaces tensor b (4.20, 4.22, 4.24, 4.28)"),
+     "a constant counts as an input: signed iff b_is_signed. Signed: b is -128..127 (-32768..32767 for "
+     "add_const). Unsigned: the s8 (s16) field's byte read unsigned, so b may be given as the value 0..255 "
+     "(0..65535) or as the field's s8 (s16) value, -1 meaning 255; anything else is an argument error",
+     "the constant replaces tensor b (4.20, 4.22, 4.24, 4.28); the structures declare 's8 b' ('s16 b') even "
+     "when b_is_signed is false"),
     ("C-MINCONST", "min_const / max_const signedness", "b_is_signed must equal a's signedness",
      "'similar to bmk1880_tpu_min', which requires a and b of the same signedness"),
     ("C-LOGIC", "logic ops with mixed signedness",
@@ -50,7 +60,9 @@ CHOICES: tuple[tuple[str, str, str, str], ...] = (
      "4.29 gives the range, not the meaning of negative values nor what happens outside it"),
     ("C-LUT", "lut table and index",
      "table shape (1, npu_num, 16, 16) as the guide says; the index is the idx byte read unsigned "
-     "(0..255); ofmap fmt must equal table fmt (the byte is copied)",
+     "(0..255); ofmap fmt must equal table fmt (the byte is copied); the entry is read from table "
+     "channel c_t as 4.39 writes it, wherever the table's base is (channel c_t is in slice "
+     "(base slice + c_t) mod npu_num)",
      "the EXT header describes (1, npu_num, 1, table_n) instead; the guide is followed"),
     ("C-COPY", "copies and formats",
      "GDMA moves bytes (fmt not compared); tpu_copy / copy_with_stride need the same shape and fmt",
@@ -67,7 +79,14 @@ CHOICES: tuple[tuple[str, str, str, str], ...] = (
     ("C-16BIT-MATRIX", "16-bit matrices (res, bias of matrix_mac)",
      "rows 0..R-1 of the (2R, C) matrix are the low bytes, rows R..2R-1 the high bytes",
      "'low 8-bit parts located at lower addresses' (4.1, 4.46)"),
-    ("C-BIAS", "conv / depthwise / winograd bias", "n = 0 of the (2, C, 1, 1) tensor is the low byte, n = 1 the high byte",
+    ("C-PLANES", "16-bit values as two tensor_lmem structures",
+     "x_high and x_low may be anywhere in lmem (either may be the lower address); the two planes of a "
+     "result must not overlap (C-INPLACE); 'low 8-bit parts located at lower addresses' is applied where "
+     "one structure holds both planes (C-BIAS, C-16BIT-MATRIX)",
+     "4.1 states the address order for the stored value and allows 'one or two' structures; the calls "
+     "with x_high / x_low name each plane's structure"),
+    ("C-BIAS", "conv / depthwise / winograd bias",
+     "n = 0 of the (2, C, 1, 1) tensor is the low byte, n = 1 the high byte",
      "4.1: low part at the lower address"),
     ("C-CONV", "convolution",
      "cross-correlation (no kernel flip); dilation inserts dilation-1 zeros (the text says stride); "
@@ -108,19 +127,27 @@ CHOICES: tuple[tuple[str, str, str, str], ...] = (
     ("C-HAZARD", "unordered conflicting commands",
      "two commands that may run in parallel (no order between them) and touch the same byte, one of "
      "them writing, make the buffer fault (FAULT_HAZARD) before anything runs",
-     "the result would depend on timing; the guide calls such programs wrong, not defined"),
+     "3 lets DMA and TPU overlap 'as long as their lmem address ranges don't overlap'; otherwise the "
+     "result would depend on timing"),
     ("C-INPLACE", "operands overlapping inside one command",
      "a command reads all its inputs before it writes (in-place ops are fine); two elements of one "
-     "written operand at the same address is an argument error",
+     "written operand at the same address, or a 16-bit result whose high and low planes overlap, is an "
+     "argument error",
      "not stated"),
     ("C-ENTER", "samples' bmk1880_enter / bmk1880_exit and ctx-less calls",
-     "enter/exit bracket a current context (checked); every other call takes ctx as in chapters 3-4; "
-     "the samples' tl_load/tl_store are ported as gdma_load/gdma_store",
+     "enter/exit bracket a current context (checked); every call takes ctx as in chapters 3-4, and "
+     "between bmk1880_enter and bmk1880_exit a call may leave ctx out, as the appendix writes them "
+     "(bmk1880_acquire_cmdbuf(), bmk1880_reset(), bmk1880_tl_prealloc(0, s, FMT_I8)); the samples' "
+     "tl_load/tl_store are gdma_load/gdma_store. Arguments that do not fit a call's parameters are one "
+     "BmkError",
      "the appendix uses an older ctx-less API"),
-    ("C-LIMIT", "operand sizes",
+    ("C-LIMIT", "model budgets",
      "an lmem operand holds at most Size_total data (strides of 0 cannot make it larger); a gmem-only "
-     "operand (gdma_copy_gmem) at most 2^26; larger ones are argument errors",
-     "bounds the model's memory on hostile buffers; the guide has no limit"),
+     f"operand (gdma_copy_gmem) at most {_pow2(MAX_GMEM_DATA)}; larger ones are argument errors. A command "
+     f"buffer holds at most {_pow2(MAX_CMDBUF)} bytes, and in one parallel group or streams region the "
+     f"commands of at least one engine touch at most {_pow2(MAX_HAZARD_TABLE)} bytes (the hazard check's table); "
+     "beyond, the buffer faults with FAULT_LIMIT before anything runs",
+     "bounds the model's memory and work on hostile buffers; the guide has no limit"),
     ("C-GMEM", "gmem", "40-bit byte addresses (EXT GADDR_INVALID); unwritten bytes read 0; accesses are "
      "bus transactions (a bus error stops the buffer with FAULT_BUS)",
      "the guide does not size gmem"),

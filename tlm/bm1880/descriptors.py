@@ -26,6 +26,7 @@ FORMAT_VERSION = 1
 FLAG_SYNC = 0x01
 NO_STREAM = 0xFF
 MAX_PAYLOAD = 0xFF                    # cmd_hdr_t.len is a u8 (3.3)
+MAX_CMDBUF = 1 << 22                  # bytes of one command buffer the chip model takes (choice C-LIMIT)
 
 
 class DecodeError(Exception):

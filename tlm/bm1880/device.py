@@ -20,11 +20,13 @@ from ..core.memory import Memory, Resp, Transaction
 from . import regs
 from .checks import ArgError, check
 from .chip import CHIP, GMEM_ADDR_BITS, bmk1880_chip_info_t
-from .descriptors import DEPENDENCY, DecodeError, Record, decode
+from .descriptors import DEPENDENCY, MAX_CMDBUF, DecodeError, Record, decode
 from .ops import DataFault, execute, operands
-from .schedule import CycleError, Schedule, footprint
+from .schedule import CycleError, HazardBudgetError, Schedule, footprint
+from .tensors import TG, TL
 
 PORT = "GDMA"
+GDMA_LS = ("gdma_load", "gdma_store", "gdma_load_stride", "gdma_store_stride")
 
 
 class Channel(enum.IntEnum):
@@ -138,6 +140,13 @@ class Command:
     def release(self) -> None:
         self._ops = None
 
+    @property
+    def size(self) -> int:
+        """An upper bound of the bytes the command touches (its operands' data; a GDMA load or
+        store also the gmem side), without computing addresses."""
+        n = sum(v.count() for v in self.record.args.values() if isinstance(v, (TL, TG)))
+        return 2 * n if self.record.kind.name in GDMA_LS else n
+
 
 class Program:
     """A decoded, checked and scheduled command buffer."""
@@ -147,7 +156,10 @@ class Program:
 
     @classmethod
     def load(cls, buf: bytes, chip: bmk1880_chip_info_t = CHIP) -> "Program":
-        """Raises `FaultError` (DECODE, ARG, DEP or HAZARD)."""
+        """Raises `FaultError` (LIMIT, DECODE, ARG, DEP or HAZARD)."""
+        if len(buf) > MAX_CMDBUF:
+            raise FaultError(Fault("LIMIT", f"the command buffer holds {len(buf)} bytes; the model takes at most "
+                                            f"{MAX_CMDBUF} (choice C-LIMIT)"))
         try:
             records = decode(buf)
         except DecodeError as e:
@@ -159,8 +171,8 @@ class Program:
                 b, a = r.args["before"], r.args["after"]
                 where = f"dependency record at offset 0x{r.offset:x}"
                 if b >= len(commands) or a >= len(commands):
-                    raise FaultError(Fault("DEP", f"{where}: names command {max(a, b)}, only {len(commands)} precede it",
-                                 offset=r.offset))
+                    raise FaultError(Fault("DEP", f"{where}: names command {max(a, b)}, only {len(commands)} "
+                                                  "precede it", offset=r.offset))
                 if a == b:
                     raise FaultError(Fault("DEP", f"{where}: command {a} cannot precede itself", offset=r.offset))
                 deps.append((b, a))
@@ -169,31 +181,32 @@ class Program:
             try:
                 check(r.kind, r.args, chip)
             except ArgError as e:
-                raise FaultError(Fault("ARG", f"command {i} at offset 0x{r.offset:x} ({r.kind.call}): {e}", i, r.offset))
+                raise FaultError(Fault("ARG", f"command {i} at offset 0x{r.offset:x} ({r.kind.call}): {e}",
+                                       i, r.offset)) from None
             commands.append(Command(i, r, chip))
         try:
             sched = Schedule([(c.record.kind.engine, c.record.sync, c.record.stream) for c in commands], deps)
         except CycleError as e:
-            raise FaultError(Fault("DEP", str(e)))
+            raise FaultError(Fault("DEP", str(e))) from None
         prog = cls(commands, deps, sched)
         prog.check_hazards()
         return prog
 
     def check_hazards(self) -> None:
-        fps: dict[int, object] = {}
-
         def fp(i: int):
-            if i not in fps:
-                fps[i] = footprint(self.commands[i].ops)
-            return fps[i]
-        h = self.schedule.hazard(fp)
-        for c in self.commands:
+            c = self.commands[i]
+            f = footprint(c.ops)
             c.release()
+            return f
+        try:
+            h = self.schedule.hazard(fp, lambda i: self.commands[i].size)
+        except HazardBudgetError as e:
+            raise FaultError(Fault("LIMIT", str(e))) from None
         if h is not None:
             i, j, mem, addr = h
             ci, cj = self.commands[i].record, self.commands[j].record
-            raise FaultError(Fault("HAZARD", f"commands {i} ({ci.kind.call}) and {j} ({cj.kind.call}) may run in parallel "
-                                   f"and both touch {mem} 0x{addr:x}, one writing it (choice C-HAZARD)",
+            raise FaultError(Fault("HAZARD", f"commands {i} ({ci.kind.call}) and {j} ({cj.kind.call}) may run in "
+                                   f"parallel and both touch {mem} 0x{addr:x}, one writing it (choice C-HAZARD)",
                          j, self.commands[j].record.offset))
 
 
@@ -312,6 +325,10 @@ class CommandProcessor:
         size = self.regs["CMDBUF_SIZE"]
         self.regs.update(CMD_DONE=0, FAULT_CMD=0xFFFFFFFF, FAULT_OFFSET=0xFFFFFFFF)
         self._status(busy=1)
+        if size > MAX_CMDBUF:
+            self._end(Fault("LIMIT", f"CMDBUF_SIZE {size}: the model takes command buffers of at most {MAX_CMDBUF} "
+                                     "bytes (choice C-LIMIT); nothing fetched"))
+            return
         try:
             buf = self.m.fetch(addr, size)
         except GmemBusError as e:

@@ -251,27 +251,45 @@ def _relu(x, a):
 
 # ---- windows: conv, depthwise, pooling --------------------------------------------------------------------
 def _axis(size: int, ins: int, pad0: int, k: int, dil: int, stride: int, out: int):
-    """Along one axis: for kernel tap t and output o, the ifmap index read and whether it is a
-    datum (not an inserted zero, ins_last zero or padding; 4.41). Nothing is materialised, so
-    large insertions cost nothing."""
-    y = np.arange(out, dtype=np.int64)[None, :] * stride + np.arange(k, dtype=np.int64)[:, None] * dil - pad0
+    """Along one axis, for each kernel tap t: the outputs o whose tap t reads a datum (not an
+    inserted zero, an ins_last zero or padding; 4.41), and the ifmap index each of them reads.
+    Nothing is materialised, so large insertions and paddings cost nothing."""
     step = ins + 1
-    valid = (y >= 0) & (y <= (size - 1) * step) & (y % step == 0)
-    return np.clip(y // step, 0, size - 1), valid
+    o = np.arange(out, dtype=np.int64)
+    for t in range(k):
+        y = o * stride + t * dil - pad0
+        valid = (y >= 0) & (y <= (size - 1) * step) & (y % step == 0)
+        idx = np.flatnonzero(valid)
+        yield idx, y[idx] // step
 
 
-def _taps(x: np.ndarray, a: dict, kh: int, kw: int, out_hw, ins: bool, dil: bool, fill: int = 0):
-    """For every kernel tap (i, j): the (N, C, H_out, W_out) ifmap values it multiplies, with
-    `fill` where the expanded ifmap holds no datum."""
+def _place(idx: np.ndarray):
+    """An index along one output axis as a slice when it is a run (the common case)."""
+    if idx.size and idx[-1] - idx[0] + 1 == idx.size:
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
+def _taps(x: np.ndarray, a: dict, kh: int, kw: int, out_hw, ins: bool, dil: bool):
+    """For every kernel tap that reads data: (i, j, where, patch): the output positions
+    (an index into (N, C, H_out, W_out)) whose tap (i, j) reads a datum, and those data.
+    Taps and outputs that read only zeros (insertion, padding) are skipped: they add nothing
+    to a sum, and max pooling's padding never wins (choice C-MAXPOOL-PAD)."""
     g = lambda k: a[k] if ins else 0                                       # noqa: E731
-    rs, rv = _axis(x.shape[2], g("ins_h"), a["pad_top"], kh, a["dilation_h"] if dil else 1, a["stride_h"], out_hw[0])
-    cs, cv = _axis(x.shape[3], g("ins_w"), a["pad_left"], kw, a["dilation_w"] if dil else 1, a["stride_w"], out_hw[1])
-    for i in range(kh):
-        rows = x[:, :, rs[i]]
-        for j in range(kw):
-            mask = rv[i][:, None] & cv[j][None, :]
-            patch = rows[:, :, :, cs[j]]
-            yield i, j, patch if mask.all() else np.where(mask, patch, fill)
+    d = lambda k: a[k] if dil else 1                                       # noqa: E731
+    rows = list(_axis(x.shape[2], g("ins_h"), a["pad_top"], kh, d("dilation_h"), a["stride_h"], out_hw[0]))
+    cols = list(_axis(x.shape[3], g("ins_w"), a["pad_left"], kw, d("dilation_w"), a["stride_w"], out_hw[1]))
+    for i, (ro, ri) in enumerate(rows):
+        if not ro.size:
+            continue
+        xr = x[:, :, ri]
+        for j, (co, ci) in enumerate(cols):
+            if not co.size:
+                continue
+            r, c = _place(ro), _place(co)
+            where = (slice(None), slice(None), r[:, None], c[None, :]) if isinstance(r, np.ndarray) and \
+                isinstance(c, np.ndarray) else (slice(None), slice(None), r, c)
+            yield i, j, where, xr[:, :, :, ci]
 
 
 def _bias16(x, a) -> "np.ndarray | int":
@@ -295,8 +313,11 @@ def _conv(x, a, winograd: bool):
     if winograd:                                                             # choice C-WINOGRAD
         a = dict(a, ins_h=0, ins_last_h=0, ins_w=0, ins_last_w=0, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1)
     acc = np.zeros((o.n, o.c, o.h, o.w), np.int64)
-    for i, j, patch in _taps(xv, a, w.shape[2], w.shape[3], (o.h, o.w), ins=True, dil=True):
-        acc += np.einsum("nchw,cd->ndhw", patch, w[:, :, i, j])
+    wf = w.astype(np.float64)
+    for i, j, where, patch in _taps(xv, a, w.shape[2], w.shape[3], (o.h, o.w), ins=True, dil=True):
+        # one tap: a sum over C_in of 8-bit products, below 2^53, so exact in float64 (BLAS)
+        acc[where] += np.tensordot(wf[:, :, i, j], patch.astype(np.float64), axes=(0, 1)).transpose(1, 0, 2, 3) \
+            .astype(np.int64)
     _finish(x, a, acc, bool(a["relu_enable"]))
 
 
@@ -304,8 +325,8 @@ def _depthwise(x, a):
     o = a["ofmap"]
     xv, w = x.v8("ifmap"), x.v8("weight")[0]                                 # w: (C, Kh, Kw)
     acc = np.zeros((o.n, o.c, o.h, o.w), np.int64)
-    for i, j, patch in _taps(xv, a, w.shape[1], w.shape[2], (o.h, o.w), ins=True, dil=False):
-        acc += patch * w[None, :, i, j, None, None]
+    for i, j, where, patch in _taps(xv, a, w.shape[1], w.shape[2], (o.h, o.w), ins=True, dil=False):
+        acc[where] += patch * w[None, :, i, j, None, None]
     _finish(x, a, acc, False)
 
 
@@ -314,20 +335,26 @@ def _pool(x, a, avg: bool):
     xv = x.v8("ifmap")
     if avg:
         acc = np.zeros((o.n, o.c, o.h, o.w), np.int64)
-        for _, _, patch in _taps(xv, a, a["kh"], a["kw"], (o.h, o.w), ins=True, dil=False):
-            acc += patch
+        for _, _, where, patch in _taps(xv, a, a["kh"], a["kw"], (o.h, o.w), ins=True, dil=False):
+            acc[where] += patch
         x.put(None, "ofmap", wrap32(acc * a["avg_pooling_const"]) >> a["rshift_width"])
     else:
         fill = -128 if x.ops["ifmap"].signed else 0                          # choice C-MAXPOOL-PAD
         acc = np.full((o.n, o.c, o.h, o.w), fill, np.int64)
-        for _, _, patch in _taps(xv, a, a["kh"], a["kw"], (o.h, o.w), ins=False, dil=False, fill=fill):
-            np.maximum(acc, patch, out=acc)
+        for _, _, where, patch in _taps(xv, a, a["kh"], a["kw"], (o.h, o.w), ins=False, dil=False):
+            acc[where] = np.maximum(acc[where], patch)
         x.put(None, "ofmap", acc)
 
 
 # ---- matrices ---------------------------------------------------------------------------------------------
+def _exact_matmul(l: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """An integer matrix product of 8-bit values through float64 BLAS: every partial sum is an
+    integer below K x 2^16 <= 2^37 < 2^53 (K <= lmem's size), so the result is exact."""
+    return (l.astype(np.float64) @ r.astype(np.float64)).astype(np.int64)
+
+
 def _matrix_mac(x, a):
-    acc = x.v8("left") @ x.v8("right")
+    acc = _exact_matmul(x.v8("left"), x.v8("right"))
     if _has(a, "bias"):
         acc = acc + x.v16("bias.hi", "bias.lo")[None, :]
     acc = wrap32(acc)
@@ -347,7 +374,7 @@ def _matrix_mac(x, a):
 def _matrix_mac_2(x, a):
     left = x.v8("left")[0, :, 0, :]                                          # (256, 256): row i in channel i
     right = x.v8("right").reshape(256, 256)                                  # right[k, j/16, 0, j%16]
-    x.put(None, "res", wrap32(left @ right)[None, :, None, :])               # choice C-MM2
+    x.put(None, "res", wrap32(_exact_matmul(left, right))[None, :, None, :])  # choice C-MM2
 
 
 EXEC = {

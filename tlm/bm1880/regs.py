@@ -61,7 +61,8 @@ def _r(name, offset, access, reset, fields, doc):
 
 REGISTERS: tuple[Register, ...] = (
     _r("ID", 0x00, "ro", (FORMAT_VERSION << 16) | CHIP.version,
-       (("chip_version", 0, 16, "bmk1880_chip_info().version"), ("format_version", 16, 4, "command-buffer format version")),
+       (("chip_version", 0, 16, "bmk1880_chip_info().version"),
+        ("format_version", 16, 4, "command-buffer format version")),
        "identification"),
     _r("CMDBUF_ADDR_LO", 0x04, "rw", 0, (("addr", 0, 32, "gmem address of the command buffer, bits 31:0"),),
        "command-buffer address, low word"),
@@ -100,6 +101,7 @@ FAULTS: tuple[tuple[int, str, str], ...] = (
     (4, "HAZARD", "two unordered commands touch the same byte and one writes it (choice C-HAZARD)"),
     (5, "BUS", "a gmem access (command fetch or GDMA) got a bus error"),
     (6, "DATA", "a data-dependent fault while executing (tpu_arith_shift bits outside [-16, 16])"),
+    (7, "LIMIT", "the buffer exceeds one of the model's budgets: buffer size, hazard-check size (choice C-LIMIT)"),
 )
 FAULT_CODE = {name: code for code, name, _ in FAULTS}
 FAULT_NAME = {code: name for code, name, _ in FAULTS}

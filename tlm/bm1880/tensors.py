@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .chip import (FMT_NAMES, FMT_U8, bmk1880_chip_info_t, gmem_addresses, gmem_default_stride,
-                   lmem_addresses, lmem_default_stride, matrix_tensor_shape, shape_t, stride_t)
+                   lmem_addresses, lmem_channel_base, lmem_default_stride, matrix_tensor_shape, shape_t, stride_t)
 
 
 @dataclass(eq=False)
@@ -95,10 +95,12 @@ class TL:
         """lmem byte address of every logical datum: shape (N, C, H, W), or (R, C) for a
         matrix (its tensor form's padding positions left out)."""
         s4 = self.shape4(chip)
-        a = lmem_addresses(chip, self.laddr, s4, stride4 if stride4 is not None else self.stride4(chip))
-        if self.is_matrix:
-            return a.reshape(s4[0], s4[1] * s4[3])[:, :self.w]
-        return a
+        st = stride4 if stride4 is not None else self.stride4(chip)
+        if self.is_matrix:                       # datum (r, c) is (r, c / W, 0, c mod W) of the tensor (2.3)
+            col = np.arange(self.w, dtype=np.int64)
+            base = lmem_channel_base(chip, self.laddr, col // s4[3], st[1]) + (col % s4[3]) * st[3]
+            return base[None, :] + np.arange(self.h, dtype=np.int64)[:, None] * st[0]
+        return lmem_addresses(chip, self.laddr, s4, st)
 
     def count(self) -> int:
         return self.h * self.w if self.is_matrix else self.n * self.c * self.h * self.w
