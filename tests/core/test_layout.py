@@ -54,11 +54,19 @@ def _project(mod: str) -> bool:
     return mod.split(".")[0] in ("tlm", "tb", "tests", "tools")
 
 
+def _device_packages() -> set:
+    from tlm.core.registry import devices
+    return {d.package.split(".")[1] for d in devices().values()}
+
+
+DEVICE_PACKAGES = _device_packages()        # ethos_u85, ne16, ...: tlm/<p>, tb/<p>, tests/<p>
+
+
 def _device(mod: str) -> "str | None":
-    """The device package a module belongs to (tlm/<device>/, tb/<device>/, tests/<device>/)."""
+    """The device package a module belongs to (tlm/<device>/, tb/<device>/, tests/<device>/);
+    None for shared ones (core, agents, tests/conformance, tests/nets, ...)."""
     p = mod.split(".")
-    if len(p) > 1 and p[0] in ("tlm", "tb", "tests") and p[1] not in ("core", "agents", "conformance") \
-            and (REPO / p[0] / p[1]).is_dir():
+    if len(p) > 1 and p[0] in ("tlm", "tb", "tests") and p[1] in DEVICE_PACKAGES:
         return p[1]
     return None
 

@@ -187,7 +187,7 @@ def test_page_budget_of_a_scatter_counts_the_indexed_destinations():
 
 
 def test_page_count_matches_brute_force():
-    from tlm.ethos_u85.ops.dma import _page_count
+    from tlm.ethos_u85.ops.dma import page_count
     rng = np.random.default_rng(14)
     for _ in range(200):
         n, length = int(rng.integers(1, 40)), int(rng.integers(1, 200_000))
@@ -195,7 +195,7 @@ def test_page_count_matches_brute_force():
         want = set()
         for s in starts.tolist():
             want.update(range(s >> 16, ((s + length - 1) >> 16) + 1))
-        assert _page_count(starts, length) == len(want)
+        assert page_count(starts, length) == len(want)
 
 
 def test_bus_fault_on_write_stops_with_context():

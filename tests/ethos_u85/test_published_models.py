@@ -83,8 +83,8 @@ NAMES = sorted(p.stem for p in MODELS.glob("*.tflite")) if MODELS and MODELS.is_
 
 def _stateful(name: str) -> bool:
     """The TFLite model has variable (state) tensors."""
-    from tlm.ethos_u85.vela import _read_tflite_graph
-    g = _read_tflite_graph((MODELS / f"{name}.tflite").read_bytes())
+    from tlm.ethos_u85.vela import read_tflite_graph
+    g = read_tflite_graph((MODELS / f"{name}.tflite").read_bytes())
     return any(t.is_variable for tensors, _ in g.subgraphs for t in tensors)
 
 

@@ -34,7 +34,7 @@ from tlm.ethos_u85.weights import (
     weights_from_fwd,
     weights_from_streams,
 )
-from tlm.ethos_u85.weights.codec import _BitWriter
+from tlm.ethos_u85.weights.codec import BitWriter
 
 mlw = pytest.importorskip("ethosu.mlw_codec")
 
@@ -53,7 +53,7 @@ def mlw_encode(w) -> bytes:
 
 def test_bit_order_trm_example():
     # TRM 3.9.3: 0b10010, then 0b1011, then 0b1010101 -> bytes 0x72, 0xAB.
-    bw = _BitWriter()
+    bw = BitWriter()
     bw.put(5, 0x12)
     bw.put(4, 0xB)
     bw.put(7, 0x55)
@@ -274,7 +274,7 @@ def test_random_corruption_never_crashes():
 
 
 def _stream(*fields):
-    bw = _BitWriter()
+    bw = BitWriter()
     for n, v in fields:
         bw.put(n, v)
     bw.put(3, 7)

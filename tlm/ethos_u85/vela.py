@@ -519,7 +519,7 @@ def _graph_from_own_reader(data: bytes) -> _TflGraph:
     return _TflGraph(codes, subgraphs, metadata, buffers)
 
 
-def _read_tflite_graph(data: bytes, use_vela: bool | None = None) -> _TflGraph:
+def read_tflite_graph(data: bytes, use_vela: bool | None = None) -> _TflGraph:
     """`use_vela`: None = the vela wheel's modules if importable, else the own reader."""
     if use_vela is None:
         try:
@@ -532,7 +532,7 @@ def _read_tflite_graph(data: bytes, use_vela: bool | None = None) -> _TflGraph:
 
 def _load_tflite(path: Path, data: bytes, op_index: int = 0, use_vela: bool | None = None) -> VelaModel:
     try:
-        g = _read_tflite_graph(data, use_vela)
+        g = read_tflite_graph(data, use_vela)
     except Exception as e:  # any reader failure on a damaged flatbuffer
         raise VelaFormatError(f"{path}: corrupt TFLite flatbuffer ({type(e).__name__}: {e})") from None
 

@@ -100,7 +100,7 @@ def dma_start(rf, port: DataPort, lut: np.ndarray | None = None, policy: "Policy
         else:
             x = np.arange(width, dtype=np.int64)[None, :]
             dst_off = (dst_p + x * dst_stride_0 + y * dst_stride_1).ravel()
-        pages = _page_count((dst_route.base + dst_off) & ADDR_MASK, length)
+        pages = page_count((dst_route.base + dst_off) & ADDR_MASK, length)
         if pages > max_pages:
             raise BudgetExceeded(f"NPU_OP_DMA_START: writes touch {pages} memory pages of {1 << PAGE_BITS} bytes, "
                                  f"the model's budget is {max_pages}")
@@ -149,7 +149,7 @@ def dma_start(rf, port: DataPort, lut: np.ndarray | None = None, policy: "Policy
     return copied
 
 
-def _page_count(starts: np.ndarray, length: int) -> int:
+def page_count(starts: np.ndarray, length: int) -> int:
     """Distinct memory pages covered by the runs [s, s + length) (s absolute, >= 0)."""
     if not starts.size or length <= 0:
         return 0

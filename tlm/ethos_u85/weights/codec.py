@@ -740,7 +740,7 @@ def _assemble(vals_parts, gaps_parts, trailing, cap):
 
 # --- SWD encoder --------------------------------------------------------------------------
 
-class _BitWriter:
+class BitWriter:
     """LSB-first bit packer (TRM 3.9.3)."""
 
     def __init__(self):
@@ -792,7 +792,7 @@ def _grc_codes(q: int, wtrunc: int) -> list:
     return [2] * (q >> 1) + [q & 1]
 
 
-def _emit_chunks(bw: _BitWriter, s: _Slice, ub: int):
+def _emit_chunks(bw: BitWriter, s: _Slice, ub: int):
     """Emit the chunks of one slice, following the decoder's schedule exactly."""
     alt = s.zdiv < 4
     unc = s.wdiv == WDIV_UNCOMPRESSED
@@ -1097,7 +1097,7 @@ def encode_swd(weights, *, zdiv: int | None = None, wdiv: int | None = None,
             raise ValueError(f"wdiv {s.wdiv} wtrunc {s.wtrunc}: index {mx} quotient too large")
 
     # ---- emit ----
-    bw = _BitWriter()
+    bw = BitWriter()
     for s in slices:
         bw.put(3, s.zdiv)
         bw.put(15, len(s.indices) - 1)
@@ -1192,7 +1192,7 @@ def encode_fwd(weights, mode: str = "auto", zero_point: int | None = None,
     distinct = list(dict.fromkeys(int(x) for x in w)) if lut is None else [int(x) for x in lut]
     if mode == "auto":
         mode = "lut2" if len(distinct) <= 4 else ("lut4" if len(distinct) <= 16 else "raw")
-    bw = _BitWriter()
+    bw = BitWriter()
     if mode == "raw":
         if zero_point is None:
             lo = int(w.min()) if w.size else 0
