@@ -48,6 +48,7 @@ from .config import NpuConfig, Pins, Policy, get_config
 from .memo import Memo
 from .errors import BudgetExceeded, Unpredictable
 from .memory import ADDR_MASK, PAGE_BITS, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
+from . import memory as _memory
 from .ops import KERNEL_OPS
 from .ops.common import OpState
 from .ops import dma
@@ -60,6 +61,48 @@ _DECODE_CACHE = Memo(1 << 14)
 # Runs of NPU_SET commands in a fetch buffer: (buffer bytes, index) -> (register values,
 # bytes, commands) (see Device._peek_run; a pure function of the bytes).
 _SET_RUNS = Memo(1 << 14)
+
+
+# Segments of the command loop: the run of NPU_SET commands from a QREAD to the next
+# operation, with the command fetches it makes (see Device._segment).  Keyed by QREAD, the
+# fetch buffer (its bytes) and the fetch signature (route, burst, block, QBASE, QSIZE,
+# cycles per command); replayed only after the stream bytes it fetches compare equal.
+_SEGMENTS = Memo(1 << 14)
+_SEGMENT_MAX_COMMANDS = 4096
+_FETCH_SIGS = Memo(1 << 12)          # fetch signature -> small int (segment keys stay cheap)
+SEGMENTS = True                      # test switch: False runs every command through the loop
+
+
+class _Segment:
+    """What executing a run of NPU_SET commands does (Device._replay): `blocks` the command
+    fetches ((address, bytes) each; `lo`/`hi` their extent), `txns` their transactions in
+    order, `values` the registers the run sets, `n` its commands, `end` the QREAD after it,
+    `buf` the fetch buffer after it, `cycles`/`work` its model cycles and work units."""
+    __slots__ = ("blocks", "txns", "values", "n", "end", "buf", "cycles", "work", "lo", "hi")
+
+
+class _DryMemory:
+    """A front door that answers reads from the memory's back door and records the
+    transactions (no log, listeners or faults): Device._build_segment fetches through it."""
+    __slots__ = ("memory", "txns")
+
+    def __init__(self, memory):
+        self.memory = memory
+        self.txns: list = []
+
+    def access(self, txn, data=None):
+        self.txns.append(txn)
+        return txn, self.memory.read_array(txn.addr, txn.length)
+
+
+def _buffered(buf, off: int) -> "int | None":
+    """The stream word at offset *off* if the fetch buffer (lo, data, qbase) holds it."""
+    if buf is None:
+        return None
+    i = ((buf[2] + off) & ADDR_MASK) - buf[0]
+    if 0 <= i and i + 4 <= len(buf[1]):
+        return int.from_bytes(buf[1][i:i + 4], "little")
+    return None
 
 
 def _decoded_at(data: bytes, i: int) -> "isa.Decoded | bool | None":
@@ -667,17 +710,25 @@ class Device:
 
     # ================================================================== fetch
     def _fetch_word(self, off: int) -> int:
-        buf = self._fetch_buf                      # (lo, data, qbase): cleared when QBASE changes
-        if buf is not None:
-            i = ((buf[2] + off) & ADDR_MASK) - buf[0]
-            if 0 <= i and i + 4 <= len(buf[1]):
-                return int.from_bytes(buf[1][i:i + 4], "little")
-        qbase = self.qbase & ~3
-        addr = (qbase + off) & ADDR_MASK
+        w = _buffered(self._fetch_buf, off)           # (lo, data, qbase): cleared when QBASE changes
+        if w is not None:
+            return w
+        self._fetch_buf = buf = self._fetch_block(off, self.dataport)
+        return _buffered(buf, off)
+
+    def _fetch_route(self) -> RegionRoute:
         key = ("cmd", self.qconfig, self.cpl, self.csl)
         r = self._route_cache.get(key)
         if r is None:
             r = self._route_cache[key] = self._attr_route(self.qconfig, 0)
+        return r
+
+    def _fetch_block(self, off: int, port) -> tuple:
+        """Read the fetch block holding the stream word at *off* through *port* (channel
+        rd_cmd, split at burst boundaries); returns the new fetch buffer (lo, data, qbase)."""
+        qbase = self.qbase & ~3
+        addr = (qbase + off) & ADDR_MASK
+        r = self._fetch_route()
         blk = max(4, int(self.policy.fetch_block))
         lo = addr - addr % blk
         end = qbase + (self.qsize & ~3)
@@ -691,11 +742,119 @@ class Device:
         a = lo
         while a < hi:
             n = min(hi - a, bb - a % bb)
-            data += self.dataport.read_abs(r, a, n, Channel.rd_cmd).tobytes()
+            data += port.read_abs(r, a, n, Channel.rd_cmd).tobytes()
             a += n
-        self._fetch_buf = (lo, bytes(data), qbase)
-        i = addr - lo
-        return int.from_bytes(self._fetch_buf[1][i:i + 4], "little")
+        return (lo, bytes(data), qbase)
+
+    # ================================================================== segments
+    def _fetch_sig(self) -> int:
+        """A small int naming everything a segment's fetches depend on besides the stream
+        bytes and QREAD (memoised in the route cache, which register writes and resets clear)."""
+        key = ("fetch", self.cpl, self.csl)
+        sid = self._route_cache.get(key)
+        if sid is None:
+            r = self._fetch_route()
+            sig = (r, self.burst_boundary(r.interface), int(self.policy.fetch_block), self.qbase & ~3,
+                   self.qsize & ~3, self.policy.cycles_per_command)
+            sid = _FETCH_SIGS.get(sig)
+            if sid is None:
+                sid = _FETCH_SIGS.put(sig, object())
+            self._route_cache[key] = sid
+        return sid
+
+    def _segment(self) -> "_Segment | None":
+        """The segment starting at QREAD with the current fetch buffer (built on first use;
+        None when there is no NPU_SET command to run at once, or the stream needs the
+        command-by-command path: a decode error, a truncated cmd1)."""
+        key = (self.qread, self._fetch_buf, self._fetch_sig())
+        seg = _SEGMENTS.get(key, False)
+        if seg is False:
+            seg = _SEGMENTS.put(key, self._build_segment())
+        return seg
+
+    def _build_segment(self) -> "_Segment | None":
+        """Follow the stream from QREAD as the loop would, fetching through a _DryMemory:
+        the NPU_SET commands up to the next operation (whose own fetches stay with it) or
+        the stream end."""
+        qsize = self.qsize & ~3
+        off = self.qread
+        buf = self._fetch_buf
+        dry = _DryMemory(self.memory)
+        port = DataPort(dry, self.route)
+        blocks, txns, values, n = [], [], {}, 0
+
+        def fetch(o):
+            k = len(dry.txns)
+            b = self._fetch_block(o, port)
+            pending.append((b, dry.txns[k:]))
+            return b
+        while n < _SEGMENT_MAX_COMMANDS and off < qsize:
+            pending, tmp = [], buf
+            w0 = _buffered(tmp, off)
+            if w0 is None:
+                tmp = fetch(off)
+                w0 = _buffered(tmp, off)
+            key = w0
+            if isa.is_cmd1_header(w0):
+                if off + 8 > qsize:
+                    break                                  # truncated cmd1: the loop reports it
+                w1 = _buffered(tmp, off + 4)
+                if w1 is None:
+                    tmp = fetch(off + 4)
+                    w1 = _buffered(tmp, off + 4)
+                key = (w0, w1)
+            d = _DECODE_CACHE.get(key)
+            if d is None:
+                try:
+                    d = isa.decode_word([w0] if key is w0 else list(key), 0)
+                except isa.IsaError:
+                    break
+                _DECODE_CACHE.put(key, d)
+            if d.cmd.is_op:
+                break
+            for b, t in pending:
+                blocks.append(b)
+                txns += t
+            buf = tmp
+            values[d.cmd.name] = isa.register_value(d)
+            n += 1
+            off += d.size
+        if n == 0:
+            return None
+        seg = _Segment()
+        seg.n, seg.end, seg.buf, seg.values = n, off, buf, values
+        seg.blocks = tuple((b[0], b[1]) for b in blocks)
+        seg.txns = tuple(txns)
+        seg.lo = min((b[0] for b in blocks), default=0)
+        seg.hi = max((b[0] + len(b[1]) for b in blocks), default=0)
+        cpc = self.policy.cycles_per_command
+        seg.cycles = n * cpc + sum(beats(t.addr, t.length) for t in seg.txns)
+        seg.work = n + sum(1 + (t.length >> 6) for t in seg.txns)
+        return seg
+
+    def _replay(self, seg: _Segment) -> bool:
+        """Execute a segment at once: the same fetch transactions, registers, QREAD, fetch
+        buffer, cycles, work and PMU totals as the commands one by one (run() calls it only
+        when no PMU counter counts and the budgets leave room for the whole segment).
+        False, with nothing done, when the stream bytes differ from the segment's or a fetch
+        could meet a bus fault (the loop then runs the commands itself)."""
+        mem = self.memory
+        if seg.blocks:
+            if not mem.fault_free(seg.lo, seg.hi, False):
+                return False
+            for lo, data in seg.blocks:
+                if not mem.equals(lo, data):
+                    return False
+            if mem.log_enabled:
+                mem.log.extend(seg.txns)
+            self._fetch_buf = seg.buf
+        self.rf._raw.update(seg.values)
+        self._snap = None
+        self.qread = seg.end
+        self.cycle += seg.cycles
+        self.work += seg.work
+        self.pmu.advance(seg.cycles, True, seg.txns)
+        return True
 
     # ================================================================== execution
     def _snapshot_stop(self, kind: StopKind, steps: int, error: str = "", detail: str = "") -> StopReason:
@@ -764,6 +923,12 @@ class Device:
         steps = 0
         self.work = 0
         cpc = self.policy.cycles_per_command
+        mem = self.memory
+        listeners = mem.listeners
+        # segments need the plain front door with the device as its only listener (a bench
+        # memory or listener sees every transaction as the loop makes it)
+        fast = (SEGMENTS and _memory.BATCHING and type(mem).access is Memory.access and listeners
+                and listeners[0] is self._txn_sink)
         try:
             while True:
                 if self._check_stop():
@@ -774,6 +939,16 @@ class Device:
                     self._update_irq()
                     r = self._snapshot_stop(StopKind.BUDGET, steps, detail=f"budget of {what}")
                     return replace(r, work=self.work)
+                if fast and not self.stop_requested and len(listeners) == 1 and not (
+                        self.pmu.cnten and self.pmu.counting):
+                    # the run of NPU_SET commands up to the next operation at once (a PMU
+                    # counter that counts sees every command: the loop below then)
+                    seg = self._segment()
+                    if (seg is not None and steps + seg.n < budget
+                            and (work_budget is None or self.work + seg.work < work_budget)
+                            and self._replay(seg)):
+                        steps += seg.n
+                        continue
                 d = self._peek_set()
                 if d is None:
                     self._exec_one()

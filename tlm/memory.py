@@ -25,6 +25,7 @@ transaction in order, one call each.
 """
 from __future__ import annotations
 
+import bisect
 import enum
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -292,6 +293,19 @@ class TxnBatch:
         return [(p, int(cnt[p]), int(bts[p])) for p in range(cnt.size) if cnt[p]]
 
 
+def _fault_intervals(faults, kind: str) -> tuple[list, list]:
+    """The merged, sorted [lo, hi) ranges of the faults of one kind ('r' or 'w')."""
+    los: list = []
+    his: list = []
+    for lo, hi in sorted((f.lo, f.hi) for f in faults if kind in f.kind and f.hi > f.lo):
+        if his and lo <= his[-1]:
+            his[-1] = max(his[-1], hi)
+        else:
+            los.append(lo)
+            his.append(hi)
+    return los, his
+
+
 class Memory:
     """Sparse byte-addressed 40-bit memory; unwritten bytes read as zero."""
 
@@ -301,6 +315,7 @@ class Memory:
         self.log_enabled = log
         self.log: list[Transaction] = []
         self.listeners: list[Callable[[Transaction], None]] = []
+        self._fault_index = None          # fault_free's sorted intervals, by fault list contents
 
     # ---- back door -----------------------------------------------------------------
     @staticmethod
@@ -335,6 +350,47 @@ class Memory:
 
     def read(self, addr: int, length: int) -> bytes:
         return self.read_array(addr, length).tobytes()
+
+    def view(self, addr: int, length: int) -> np.ndarray:
+        """The bytes [addr, addr + length) without side effects: a read-only view of the page
+        when they lie in one written page, else a fresh copy (the warm paths' back door)."""
+        off = addr & (PAGE_SIZE - 1)
+        if off + length <= PAGE_SIZE and addr >= 0:
+            p = self._pages.get(addr >> PAGE_BITS)
+            if p is not None:
+                v = p[off:off + length]
+                v.flags.writeable = False
+                return v
+        return self.read_array(addr, length)
+
+    def equals(self, addr: int, data: bytes) -> bool:
+        """Whether memory holds exactly ``data`` at ``addr`` (back door, no side effects)."""
+        n = len(data)
+        off = addr & (PAGE_SIZE - 1)
+        if off + n <= PAGE_SIZE and addr >= 0:
+            p = self._pages.get(addr >> PAGE_BITS)
+            if p is not None:
+                return p[off:off + n].tobytes() == data
+        return self.read_array(addr, n).tobytes() == data
+
+    def fault_free(self, lo: int, hi: int, write: bool) -> bool:
+        """True when no access inside [lo, hi) in this direction can get an error response:
+        no injected fault of that kind overlaps it and it stays below 2**40.  (The fault
+        list is indexed once per distinct list contents: a sorted interval search.)"""
+        if hi > (1 << ADDR_BITS) or lo < 0:
+            return False
+        faults = self.faults
+        if not faults:
+            return True
+        key = tuple(faults)
+        idx = getattr(self, "_fault_index", None)
+        if idx is None or idx[0] != key:
+            idx = self._fault_index = (key, _fault_intervals(faults, "r"), _fault_intervals(faults, "w"))
+        los, his = idx[2] if write else idx[1]
+        if not los:
+            return True
+        j = bisect.bisect_right(his, lo)                     # first interval ending after lo
+        return j >= len(los) or los[j] >= hi
 
     def write(self, addr: int, data) -> None:
         buf = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) \
