@@ -52,7 +52,8 @@ from . import memory as _memory
 from .ops import KERNEL_OPS
 from .ops.common import OpState
 from .ops import dma
-from .pmu import Pmu, beats
+from .ops import plan as _plans
+from .pmu import Pmu, beats, summarise
 
 
 # isa.decode_word results by command words (a pure function of the words; Decoded records
@@ -77,8 +78,10 @@ class _Segment:
     """What executing a run of NPU_SET commands does (Device._replay): `blocks` the command
     fetches ((address, bytes) each; `lo`/`hi` their extent), `txns` their transactions in
     order, `values` the registers the run sets, `n` its commands, `end` the QREAD after it,
-    `buf` the fetch buffer after it, `cycles`/`work` its model cycles and work units."""
-    __slots__ = ("blocks", "txns", "values", "n", "end", "buf", "cycles", "work", "lo", "hi")
+    `buf` the fetch buffer after it, `cycles`/`work` its model cycles and work units,
+    `summary` its transactions' PMU summary, `op` the operation at `end` when its words are
+    in `buf` (decoded; None when the loop fetches it)."""
+    __slots__ = ("blocks", "txns", "values", "n", "end", "buf", "cycles", "work", "lo", "hi", "op", "summary")
 
 
 class _DryMemory:
@@ -781,7 +784,7 @@ class Device:
         buf = self._fetch_buf
         dry = _DryMemory(self.memory)
         port = DataPort(dry, self.route)
-        blocks, txns, values, n = [], [], {}, 0
+        blocks, txns, values, n, op = [], [], {}, 0, None
 
         def fetch(o):
             k = len(dry.txns)
@@ -811,6 +814,8 @@ class Device:
                     break
                 _DECODE_CACHE.put(key, d)
             if d.cmd.is_op:
+                if not pending:                            # the op's words are buffered
+                    op = d
                 break
             for b, t in pending:
                 blocks.append(b)
@@ -819,10 +824,10 @@ class Device:
             values[d.cmd.name] = isa.register_value(d)
             n += 1
             off += d.size
-        if n == 0:
+        if n == 0 and op is None:
             return None
         seg = _Segment()
-        seg.n, seg.end, seg.buf, seg.values = n, off, buf, values
+        seg.n, seg.end, seg.buf, seg.values, seg.op = n, off, buf, values, op
         seg.blocks = tuple((b[0], b[1]) for b in blocks)
         seg.txns = tuple(txns)
         seg.lo = min((b[0] for b in blocks), default=0)
@@ -830,6 +835,7 @@ class Device:
         cpc = self.policy.cycles_per_command
         seg.cycles = n * cpc + sum(beats(t.addr, t.length) for t in seg.txns)
         seg.work = n + sum(1 + (t.length >> 6) for t in seg.txns)
+        seg.summary = summarise(seg.txns)
         return seg
 
     def _replay(self, seg: _Segment) -> bool:
@@ -848,12 +854,13 @@ class Device:
             if mem.log_enabled:
                 mem.log.extend(seg.txns)
             self._fetch_buf = seg.buf
-        self.rf._raw.update(seg.values)
-        self._snap = None
-        self.qread = seg.end
-        self.cycle += seg.cycles
-        self.work += seg.work
-        self.pmu.advance(seg.cycles, True, seg.txns)
+        if seg.n:
+            self.rf._raw.update(seg.values)
+            self._snap = None
+            self.qread = seg.end
+            self.cycle += seg.cycles
+            self.work += seg.work
+            self.pmu.tally(seg.cycles, True, seg.txns, seg.summary)
         return True
 
     # ================================================================== execution
@@ -948,6 +955,10 @@ class Device:
                             and (work_budget is None or self.work + seg.work < work_budget)
                             and self._replay(seg)):
                         steps += seg.n
+                        if seg.op is not None:             # the operation after it, decoded
+                            self._exec_one(seg.op)
+                            steps += 1
+                            self._update_irq()
                         continue
                 d = self._peek_set()
                 if d is None:
@@ -987,7 +998,9 @@ class Device:
         return StopReason(last.kind, steps, self.qread, self.status_word, self.cycle, last.error, last.detail,
                           self.work)
 
-    def _exec_one(self) -> None:
+    def _exec_one(self, d: "isa.Decoded | None" = None) -> None:
+        """Execute the command at QREAD (*d*: its decoding, when the caller has it from the
+        fetch buffer - a segment's end)."""
         off = self.qread
         self._executing = True
         self._txns = []
@@ -997,8 +1010,9 @@ class Device:
         self._page_limit = None
         self._cur_next = None
         self._cur_op = None
+        self._plan_done = None
         try:
-            self._exec_at(off)
+            self._exec_at(off, d)
         except _Stop:
             pass
         except _HookError:
@@ -1033,6 +1047,8 @@ class Device:
         finally:
             self._executing = False
             txns = self._txns
+            if self._op_work is None:                        # a kernel op's OFM element-taps
+                self._op_work = _kernel_work(*self._op_of)
             cycles = self.policy.cycles_per_command + self._extra_cycles
             work = 1 + self._op_work + 64 * len(self._pages_written)
             if txns:
@@ -1045,9 +1061,18 @@ class Device:
                     else:
                         cycles += beats(t.addr, t.length)
                         work += 1 + (t.length >> 6)
+            plan = self._plan_done
+            if plan is not None:                             # a plan's transactions, summed once
+                cycles += plan.beats
+                work += plan.twork
+                if txns:
+                    txns = txns + list(plan.txns)
             self.cycle += cycles
             self.work += work
-            self.pmu.advance(cycles, True, txns)
+            if plan is not None and not txns:
+                self.pmu.tally(cycles, True, plan.txns, plan.summary)
+            else:
+                self.pmu.advance(cycles, True, txns)
 
     def _note_pages(self, written) -> None:
         """Count the distinct memory pages (numbers *written*) the current command writes
@@ -1107,7 +1132,9 @@ class Device:
         self._snap = None
         self.qread += d.size
 
-    def _exec_at(self, off: int) -> None:
+    def _fetch_decode(self, off: int) -> "isa.Decoded | None":
+        """Fetch and decode the command at stream offset *off*; None when it cannot execute
+        (a truncated cmd1 or a reserved encoding: the error is raised here)."""
         qsize = self.qsize & ~3
         w0 = self._fetch_word(off)
         words = [w0]
@@ -1117,7 +1144,7 @@ class Device:
                 self._event("truncated_cmd1", offset=off, word=w0)
                 self._raise_error("cmd_parse_error", f"cmd1 at 0x{off:x} truncated by QSIZE", offset=off,
                                   word=w0)
-                return
+                return None
             words.append(self._fetch_word(off + 4))
         key = w0 if len(words) == 1 else (w0, words[1])
         d = _DECODE_CACHE.get(key)
@@ -1131,7 +1158,14 @@ class Device:
             else:
                 self._event("unpredictable", what=f"reserved encoding: {e.reason}", offset=off, word=w0)
                 self.qread = off + 4
-            return
+            return None
+        return d
+
+    def _exec_at(self, off: int, d: "isa.Decoded | None" = None) -> None:
+        if d is None:
+            d = self._fetch_decode(off)
+            if d is None:
+                return
         nxt = off + d.size
         self._cur_next = nxt
         self._cur_op = d.cmd
@@ -1163,7 +1197,8 @@ class Device:
             self.qread = nxt                       # barriers: no-ops in a sequential model
         elif name == "NPU_OP_DMA_START":
             self._fetch_buf = None
-            dma.dma_start(snap, self.dataport, lut=self.lut, policy=self.policy)
+            _plans.execute_dma(self, d, snap,
+                               lambda: dma.dma_start(snap, self.dataport, lut=self.lut, policy=self.policy))
             self.qread = nxt
         elif name == "NPU_OP_BRANCH":
             self._branch(f["branch_cond"], f["branch_target"], off, nxt)
@@ -1177,9 +1212,10 @@ class Device:
             self._fetch_buf = None
             self._snap = None                      # an op may change the state (chaining)
             self.op_fields = dict(d.fields)
-            self._op_work = _kernel_work(snap, name)
+            self._op_work = None                   # _kernel_work(snap, name), unless a plan knows it
+            self._op_of = (snap, name)
             self._page_limit = self.policy.max_op_pages
-            fn(snap, self.dataport, self)
+            _plans.execute_kernel(self, name, d, snap, fn)
             self.qread = nxt
         else:                                      # an op the ISA knows but the device does not
             self._event("op_unimplemented", name=name, offset=off)

@@ -293,6 +293,54 @@ class TxnBatch:
         return [(p, int(cnt[p]), int(bts[p])) for p in range(cnt.size) if cnt[p]]
 
 
+_FAULT_SERIAL = [0]
+_FAULT_SETS: dict = {}               # fault list contents -> token (equal contents, equal token)
+
+
+class FaultList(list):
+    """Memory.faults: a list with a ``token`` that names its contents - equal for equal
+    contents (another Memory with the same guard bands), different for any other contents -
+    updated by every change, so the warm paths can tell in one comparison that the faults
+    their checks saw are still the faults."""
+    __slots__ = ("token",)
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self._changed()
+
+    def _changed(self):
+        key = tuple(self)
+        try:
+            tok = _FAULT_SETS.get(key)
+        except TypeError:                                    # unhashable entries: a token of its own
+            key, tok = None, None
+        if tok is None:
+            _FAULT_SERIAL[0] += 1
+            tok = _FAULT_SERIAL[0]
+            if key is not None:
+                if len(_FAULT_SETS) >= 4096:
+                    _FAULT_SETS.clear()
+                _FAULT_SETS[key] = tok
+        self.token = tok
+
+
+def _mutator(name):
+    base = getattr(list, name)
+
+    def fn(self, *a, **kw):
+        r = base(self, *a, **kw)
+        self._changed()
+        return r
+    fn.__name__ = name
+    return fn
+
+
+for _name in ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "__setitem__",
+              "__delitem__", "__iadd__", "__imul__"):
+    setattr(FaultList, _name, _mutator(_name))
+del _name
+
+
 def _fault_intervals(faults, kind: str) -> tuple[list, list]:
     """The merged, sorted [lo, hi) ranges of the faults of one kind ('r' or 'w')."""
     los: list = []
@@ -311,11 +359,20 @@ class Memory:
 
     def __init__(self, log: bool = True):
         self._pages: dict[int, np.ndarray] = {}
-        self.faults: list[Fault] = []
+        self._faults = FaultList()
         self.log_enabled = log
         self.log: list[Transaction] = []
         self.listeners: list[Callable[[Transaction], None]] = []
         self._fault_index = None          # fault_free's sorted intervals, by fault list contents
+
+    @property
+    def faults(self) -> FaultList:
+        """The injected faults (a FaultList; assigning a list stores a FaultList copy)."""
+        return self._faults
+
+    @faults.setter
+    def faults(self, value) -> None:
+        self._faults = FaultList(value)
 
     # ---- back door -----------------------------------------------------------------
     @staticmethod
@@ -382,7 +439,9 @@ class Memory:
         faults = self.faults
         if not faults:
             return True
-        key = tuple(faults)
+        key = getattr(faults, "token", None)
+        if key is None:                                      # a subclass with a plain list
+            key = tuple(faults)
         idx = getattr(self, "_fault_index", None)
         if idx is None or idx[0] != key:
             idx = self._fault_index = (key, _fault_intervals(faults, "r"), _fault_intervals(faults, "w"))
@@ -403,6 +462,18 @@ class Memory:
             p[off:off + n] = buf[pos:pos + n]
 
     write_array = write
+
+    def store(self, addr: int, buf: np.ndarray) -> None:
+        """write() of a uint8 array (the warm paths' back door; one page without a loop)."""
+        off = addr & (PAGE_SIZE - 1)
+        n = buf.size
+        if off + n <= PAGE_SIZE and addr >= 0 and addr + n <= (1 << ADDR_BITS):
+            p = self._pages.get(addr >> PAGE_BITS)
+            if p is None:
+                p = self._pages[addr >> PAGE_BITS] = np.zeros(PAGE_SIZE, np.uint8)
+            p[off:off + n] = buf
+            return
+        self.write(addr, buf)
 
     def read_u32(self, addr: int) -> int:
         return int.from_bytes(self.read(addr, 4), "little")

@@ -202,6 +202,14 @@ class Batch:
         return self._summary
 
 
+class _Summed:
+    """A tallied batch: only its summary (Pmu._sum_batches reads nothing else)."""
+    __slots__ = ("summary",)
+
+    def __init__(self, summary: dict):
+        self.summary = summary
+
+
 class Pmu:
     """PMU state and register access. Offsets are absolute APB offsets."""
 
@@ -435,6 +443,20 @@ class Pmu:
             if (table >> k) & 1:
                 total += hi - lo
         return total
+
+    def tally(self, cycles: int, running: bool, txns, summary: dict) -> "Batch | None":
+        """advance() for transactions whose summary (``summarise(txns)``) the caller already
+        has (a replayed segment or operation plan): while no counter counts and no event is
+        pending, only the model-wide totals change, and they take the summary as it is."""
+        if self._pending_extra or (self.cnten and self.counting):
+            return self.advance(cycles, running, txns)
+        if cycles > 0:
+            self._idle[0 if running else 1] += cycles
+        if summary:
+            self._unsummed.append(_Summed(summary))
+            if len(self._unsummed) >= 256:
+                self._sum_batches()
+        return None
 
     def advance(self, cycles: int, running: bool, txns: Iterable = ()) -> Batch:
         """Advance model time by a batch and count its events."""
