@@ -48,6 +48,7 @@ from .config import NpuConfig, Pins, Policy, get_config
 from .memo import Memo
 from .errors import BudgetExceeded, Unpredictable
 from .memory import ADDR_MASK, PAGE_BITS, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
+from . import fmap as _fmap
 from . import memory as _memory
 from .ops import KERNEL_OPS
 from .ops.common import OpState
@@ -79,9 +80,12 @@ class _Segment:
     fetches ((address, bytes) each; `lo`/`hi` their extent), `txns` their transactions in
     order, `values` the registers the run sets, `n` its commands, `end` the QREAD after it,
     `buf` the fetch buffer after it, `cycles`/`work` its model cycles and work units,
-    `summary` its transactions' PMU summary, `op` the operation at `end` when its words are
-    in `buf` (decoded; None when the loop fetches it)."""
-    __slots__ = ("blocks", "txns", "values", "n", "end", "buf", "cycles", "work", "lo", "hi", "op", "summary")
+    `summary` its transactions' PMU summary, `op` the operation at `end` (decoded; None at
+    the stream end or where the loop must decode) and `op_txns`/`op_buf`/`op_beats`/
+    `op_work` the fetches of the operation's own words (they belong to the operation's
+    command; `blocks`, `lo` and `hi` include them, so the replay checks them too)."""
+    __slots__ = ("blocks", "txns", "values", "n", "end", "buf", "cycles", "work", "lo", "hi", "op", "summary",
+                 "op_txns", "op_buf", "op_beats", "op_work")
 
 
 class _DryMemory:
@@ -96,6 +100,26 @@ class _DryMemory:
     def access(self, txn, data=None):
         self.txns.append(txn)
         return txn, self.memory.read_array(txn.addr, txn.length)
+
+
+# Traces: a whole run() as the segments and operations it executed (Device._play replays
+# them in one loop, without the per-command lookups).  Keyed by what the run starts from
+# (QREAD, fetch buffer, fetch signature, the registers, the chaining state, the plans'
+# environment, the op implementations); replayed only after the command-stream bytes it
+# fetches compare equal, and each planned operation still checks its own data.
+_TRACES = Memo(64)
+TRACES = True                        # test switch: False replays segments one at a time
+_T_KERNEL, _T_DMA, _T_WAIT, _T_ORDINARY, _T_END = range(5)
+_WAITS = ("NPU_OP_KERNEL_WAIT", "NPU_OP_DMA_WAIT")
+
+
+class _Trace:
+    """`steps`: (segment, op, snapshot, plan, kind, next QREAD, cycles, work, transactions,
+    summary) per operation (kind _T_END: a segment that ends the stream); `blocks` the
+    stream bytes its fetches read ((address, bytes), merged); `n` its commands; `work_last`
+    the work units before its last command; `ftok` the fault-list token its fetches were
+    found fault free for."""
+    __slots__ = ("steps", "blocks", "n", "work_last", "ftok")
 
 
 def _buffered(buf, off: int) -> "int | None":
@@ -784,7 +808,7 @@ class Device:
         buf = self._fetch_buf
         dry = _DryMemory(self.memory)
         port = DataPort(dry, self.route)
-        blocks, txns, values, n, op = [], [], {}, 0, None
+        blocks, txns, values, n, op, op_fetch = [], [], {}, 0, None, []
 
         def fetch(o):
             k = len(dry.txns)
@@ -814,8 +838,7 @@ class Device:
                     break
                 _DECODE_CACHE.put(key, d)
             if d.cmd.is_op:
-                if not pending:                            # the op's words are buffered
-                    op = d
+                op, op_fetch = d, pending                  # (the op's own fetches stay with it)
                 break
             for b, t in pending:
                 blocks.append(b)
@@ -828,14 +851,19 @@ class Device:
             return None
         seg = _Segment()
         seg.n, seg.end, seg.buf, seg.values, seg.op = n, off, buf, values, op
-        seg.blocks = tuple((b[0], b[1]) for b in blocks)
         seg.txns = tuple(txns)
-        seg.lo = min((b[0] for b in blocks), default=0)
-        seg.hi = max((b[0] + len(b[1]) for b in blocks), default=0)
+        seg.op_txns = tuple(t for _, ts in op_fetch for t in ts)
+        seg.op_buf = op_fetch[-1][0] if op_fetch else None
+        seg.op_beats = sum(beats(t.addr, t.length) for t in seg.op_txns)
+        seg.op_work = sum(1 + (t.length >> 6) for t in seg.op_txns)
+        every = blocks + [b for b, _ in op_fetch]
+        seg.blocks = tuple((b[0], b[1]) for b in every)
+        seg.lo = min((b[0] for b in every), default=0)
+        seg.hi = max((b[0] + len(b[1]) for b in every), default=0)
         cpc = self.policy.cycles_per_command
         seg.cycles = n * cpc + sum(beats(t.addr, t.length) for t in seg.txns)
         seg.work = n + sum(1 + (t.length >> 6) for t in seg.txns)
-        seg.summary = summarise(seg.txns)
+        seg.summary = Pmu.increments(summarise(seg.txns))
         return seg
 
     def _replay(self, seg: _Segment) -> bool:
@@ -851,9 +879,10 @@ class Device:
             for lo, data in seg.blocks:
                 if not mem.equals(lo, data):
                     return False
-            if mem.log_enabled:
-                mem.log.extend(seg.txns)
-            self._fetch_buf = seg.buf
+            if seg.txns:
+                if mem.log_enabled:
+                    mem.log.extend(seg.txns)
+                self._fetch_buf = seg.buf
         if seg.n:
             self.rf._raw.update(seg.values)
             self._snap = None
@@ -936,6 +965,21 @@ class Device:
         # memory or listener sees every transaction as the loop makes it)
         fast = (SEGMENTS and _memory.BATCHING and type(mem).access is Memory.access and listeners
                 and listeners[0] is self._txn_sink)
+        rec = tkey = None
+        if (fast and TRACES and _plans.PLANS and not _fmap.USE_REFERENCE and not self.stop_requested
+                and not (self.pmu.cnten and self.pmu.counting)):
+            tkey = self._trace_key()
+            tr = _TRACES.get(tkey)
+            if tr is None:
+                rec = []                           # this run is recorded (see _store_trace)
+            else:
+                try:
+                    n = self._play(tr, budget, work_budget)
+                except _HookError as e:
+                    raise e.__cause__ from None
+                if n is not None:
+                    steps += n
+                    self._update_irq()
         try:
             while True:
                 if self._check_stop():
@@ -956,10 +1000,16 @@ class Device:
                             and self._replay(seg)):
                         steps += seg.n
                         if seg.op is not None:             # the operation after it, decoded
-                            self._exec_one(seg.op)
+                            w0 = self.work
+                            self._exec_one(seg.op, seg)
                             steps += 1
                             self._update_irq()
+                            if rec is not None and not self._record(rec, seg, w0):
+                                rec = None
+                        elif rec is not None:
+                            rec.append((seg, None, None, None, _T_END, seg.end, 0, 0, (), ()))
                         continue
+                rec = None                                 # a command by command stretch
                 d = self._peek_set()
                 if d is None:
                     self._exec_one()
@@ -995,13 +1045,204 @@ class Device:
         except _HookError as e:
             raise e.__cause__ from None
         last = self._last_stop or self._snapshot_stop(StopKind.NOT_RUNNING, steps)
+        if rec and last.kind in (StopKind.STOP, StopKind.END) and not self.running:
+            self._store_trace(tkey, rec, steps)
         return StopReason(last.kind, steps, self.qread, self.status_word, self.cycle, last.error, last.detail,
                           self.work)
 
-    def _exec_one(self, d: "isa.Decoded | None" = None) -> None:
-        """Execute the command at QREAD (*d*: its decoding, when the caller has it from the
-        fetch buffer - a segment's end)."""
+    # ================================================================== traces
+    def _trace_key(self) -> tuple:
+        st = self.op_state
+        return (self.qread, self._fetch_buf, self._fetch_sig(), tuple(self.rf._raw.values()), st.chain_length,
+                st.num_ifm, tuple(st.fifo_valid), tuple(st.fifo_count), _plans._env(self),
+                tuple(self.kernel_ops.items()), dma.dma_start)
+
+    def _record(self, rec: list, seg: "_Segment", w0: int) -> bool:
+        """Add the operation just executed after *seg* to a trace being recorded; False when
+        the run cannot be a trace (an operation built a plan, left the straight path, or an
+        ordinary step whose effects a replay could not foresee)."""
+        d = seg.op
+        name = d.cmd.name
+        nxt = seg.end + d.size
+        if self._plan_built or not self.running and name != "NPU_OP_STOP":
+            return False
+        if self.running and self.qread != nxt:
+            return False
+        plan = self._plan_done
+        txns = seg.op_txns + (plan.txns if plan is not None else ())
+        summary = Pmu.increments(summarise(txns))
+        cpc = self.policy.cycles_per_command
+        if plan is not None:
+            kind = _T_DMA if name == "NPU_OP_DMA_START" else _T_KERNEL
+            cyc = cpc + seg.op_beats + plan.beats
+            wk = 1 + plan.op_work + 64 * len(plan.pages) + seg.op_work + plan.twork
+        elif name in _WAITS:
+            kind, cyc, wk = _T_WAIT, cpc + seg.op_beats, 1 + seg.op_work
+        else:
+            if name == "NPU_OP_DMA_START" or name == "NPU_OP_BRANCH":
+                return False                       # data-dependent addresses or control flow
+            # an ordinary step: its writes (register-determined for kernel ops) must stay
+            # out of the command stream (checked when the trace is stored)
+            writes = tuple((t.addr, t.length) for t in self._last_txns if t.write and not hasattr(t, "per_port"))
+            writes += tuple(p for t in self._last_txns if t.write and hasattr(t, "per_port")
+                            for p in zip(t.addr.tolist(), t.length.tolist()))
+            kind, cyc, wk, txns = _T_ORDINARY, 0, self.work - w0, writes
+        rec.append((seg, d, self._last_snap, plan, kind, nxt, cyc, wk, txns, summary))
+        return True
+
+    def _store_trace(self, key, rec: list, steps: int) -> None:
+        """Keep a recorded run as a trace (if nothing it does writes its command stream)."""
+        blocks: dict = {}
+        for step in rec:
+            for lo, data in step[0].blocks:
+                if blocks.get(lo, data) != data:
+                    return
+                blocks[lo] = data
+        merged: list = []
+        for lo in sorted(blocks):
+            data = blocks[lo]
+            if merged and lo <= merged[-1][0] + len(merged[-1][1]):
+                plo, pdata = merged[-1]
+                cut = lo - plo
+                if pdata[cut:cut + len(data)] != data[:len(pdata) - cut]:
+                    return
+                merged[-1] = (plo, pdata[:cut] + data if cut + len(data) > len(pdata) else pdata)
+            else:
+                merged.append((lo, data))
+        for step in rec:                           # writes stay out of the stream
+            plan, kind = step[3], step[4]
+            if plan is not None:
+                spans = plan.wint
+            elif kind == _T_ORDINARY:
+                spans = [(a, a + n) for a, n in step[8]]
+            else:
+                continue
+            for wlo, whi in spans:
+                if any(wlo < lo + len(data) and lo < whi for lo, data in merged):
+                    return
+        tr = _Trace()
+        tr.steps = tuple(rec)
+        tr.blocks = tuple(merged)
+        tr.n = steps
+        tr.work_last = sum(s[0].work + s[7] for s in rec) - (rec[-1][7] if rec[-1][1] is not None else 0)
+        tr.ftok = None
+        _TRACES.put(key, tr)
+
+    def _play(self, tr: _Trace, budget: int, work_budget: "int | None") -> "int | None":
+        """Replay a trace from the start of run(): the commands it executes (None: nothing
+        done - the budgets do not leave room, or the stream or faults differ).  Each planned
+        operation checks its own data; where one declines, or an ordinary step goes another
+        way, the replay stops after that command and the loop goes on."""
+        if tr.n > budget or (work_budget is not None and self.work + tr.work_last >= work_budget):
+            return None
+        mem = self.memory
+        if mem.faults.token != tr.ftok:
+            for lo, data in tr.blocks:
+                if not mem.fault_free(lo, lo + len(data), False):
+                    return None
+            tr.ftok = mem.faults.token
+        for lo, data in tr.blocks:
+            if not mem.equals(lo, data):
+                return None
+        log = mem.log if mem.log_enabled else None
+        raw = self.rf._raw
+        counts = self.op_counts
+        pmu = self.pmu
+        event = self._event
+        done = 0
+        listeners = mem.listeners
+        for seg, d, snap, plan, kind, nxt, cyc, wk, txns, summary in tr.steps:
+            if len(listeners) != 1:                # a hook added a listener: command by command
+                return done
+            if seg.n:
+                raw.update(seg.values)
+                self._snap = None
+                self.qread = seg.end
+                self.cycle += seg.cycles
+                self.work += seg.work
+                pmu.tally(seg.cycles, True, seg.txns, seg.summary)
+                if seg.txns:
+                    if log is not None:
+                        log.extend(seg.txns)
+                    self._fetch_buf = seg.buf
+                done += seg.n
+            if kind == _T_END:
+                continue
+            if kind == _T_ORDINARY:
+                self._snap = snap
+                self._exec_one(d, seg)
+                done += 1
+                self._update_irq()
+                if not self.running or self.qread != nxt or self.stop_requested or (pmu.cnten and pmu.counting):
+                    return done
+                continue
+            off = self.qread
+            if seg.op_txns:
+                if log is not None:
+                    log.extend(seg.op_txns)
+                self._fetch_buf = seg.op_buf
+            name = d.cmd.name
+            counts[name] += 1
+            self._snap = snap
+            event("op", name=name, offset=off, fields=dict(d.fields), snapshot=snap)
+            if kind == _T_WAIT:
+                self.qread = nxt
+            else:
+                self._fetch_buf = None
+                if kind == _T_KERNEL:
+                    self._snap = None
+                    self.op_fields = dict(d.fields)
+                if not plan.exec(self):            # declined: the ordinary op, in a command of its own
+                    self._command_after_event(name, d, snap, off, nxt, seg, kind)
+                    done += 1
+                    self._update_irq()
+                    if not self.running or self.qread != nxt:
+                        return done
+                    continue
+                self.qread = nxt
+            self.cycle += cyc
+            self.work += wk
+            pmu.tally(cyc, True, txns, summary)
+            done += 1
+        return done
+
+    def _command_after_event(self, name, d, snap, off, nxt, seg, kind) -> None:
+        """An operation whose 'op' event and count are done, as _exec_one would finish it."""
+        self._begin_command(seg, logged=True)
+        self._cur_next, self._cur_op = nxt, d.cmd
+        try:
+            if kind == _T_KERNEL:
+                self._kernel_op(name, d, snap, off, nxt)
+            else:
+                _plans.execute_dma(self, d, snap, dma.dma_start)
+                self.qread = nxt
+        except _Stop:
+            pass
+        except _HookError:
+            raise
+        except Exception as e:                       # noqa: BLE001 - mapped as in _exec_one
+            self._command_failed(e, off)
+        finally:
+            self._end_command()
+
+    def _exec_one(self, d: "isa.Decoded | None" = None, seg: "_Segment | None" = None) -> None:
+        """Execute the command at QREAD (*d*: its decoding, when the caller has it - the
+        operation a segment ends with; *seg*: that segment, whose fetches of the operation's
+        own words, if any, belong to this command)."""
         off = self.qread
+        self._begin_command(seg)
+        try:
+            self._exec_at(off, d)
+        except _Stop:
+            pass
+        except _HookError:
+            raise
+        except Exception as e:                       # noqa: BLE001 - mapped to STATUS / events
+            self._command_failed(e, off)
+        finally:
+            self._end_command()
+
+    def _begin_command(self, seg: "_Segment | None" = None, logged: bool = False) -> None:
         self._executing = True
         self._txns = []
         self._extra_cycles = 0
@@ -1011,68 +1252,68 @@ class Device:
         self._cur_next = None
         self._cur_op = None
         self._plan_done = None
-        try:
-            self._exec_at(off, d)
-        except _Stop:
-            pass
-        except _HookError:
-            raise
-        except BusFault as e:
+        self._plan_built = False
+        if seg is not None and seg.op_txns:
+            # the fetches of the operation's words, checked with the segment: made (logged and
+            # counted) as part of this command, as _fetch_word would make them
+            self._txns = list(seg.op_txns)
+            if not logged and self.memory.log_enabled:
+                self.memory.log.extend(seg.op_txns)
+            self._fetch_buf = seg.op_buf
+
+    def _command_failed(self, e: Exception, off: int) -> None:
+        """An exception out of a command: STATUS bits, events and Policy (module doc)."""
+        if isinstance(e, BusFault):
             self.faulting_interface = int(e.interface)
             self.faulting_channel = int(e.channel) & 0xF
             self._raise_error("bus_status", str(e), offset=off, channel=e.channel.name,
                               interface=Interface(int(e.interface)).name, addr=e.addr, resp=int(e.resp))
-        except Unpredictable as e:
+            return
+        if isinstance(e, Unpredictable):
             self._event("unpredictable", what=e.what, offset=off)
-            try:
-                self._policy_error(self.policy.on_unpredictable, e.what, offset=off)
-                self._skip_current()
-            except _Stop:
-                pass
-        except NotImplementedError as e:             # an op mode the model does not cover
+            choice, what = self.policy.on_unpredictable, e.what
+        elif isinstance(e, NotImplementedError):     # an op mode the model does not cover
             self._event("op_unimplemented", name=getattr(self._cur_op, "name", "?"), offset=off, reason=str(e))
-            try:
-                self._policy_error(self.policy.on_unimplemented_op, f"not implemented: {e}", offset=off)
-                self._skip_current()
-            except _Stop:
-                pass
-        except Exception as e:                       # noqa: BLE001 - BudgetExceeded, model bugs
+            choice, what = self.policy.on_unimplemented_op, f"not implemented: {e}"
+        else:                                        # BudgetExceeded, model bugs
             kind = "model_limit" if isinstance(e, (BudgetExceeded, MemoryError)) else "internal_error"
             self._event(kind, error=repr(e), offset=off, tb=traceback.format_exc())
-            try:
-                self._policy_error(self.policy.on_model_limit, f"{kind}: {e!r}", offset=off)
-                self._skip_current()
-            except _Stop:
-                pass
-        finally:
-            self._executing = False
-            txns = self._txns
-            if self._op_work is None:                        # a kernel op's OFM element-taps
-                self._op_work = _kernel_work(*self._op_of)
-            cycles = self.policy.cycles_per_command + self._extra_cycles
-            work = 1 + self._op_work + 64 * len(self._pages_written)
+            choice, what = self.policy.on_model_limit, f"{kind}: {e!r}"
+        try:
+            self._policy_error(choice, what, offset=off)
+            self._skip_current()
+        except _Stop:
+            pass
+
+    def _end_command(self) -> None:
+        self._executing = False
+        txns = self._last_txns = self._txns
+        if self._op_work is None:                        # a kernel op's OFM element-taps
+            self._op_work = _kernel_work(*self._op_of)
+        cycles = self.policy.cycles_per_command + self._extra_cycles
+        work = 1 + self._op_work + 64 * len(self._pages_written)
+        if txns:
+            self._txns = []
+            for t in txns:
+                tb = getattr(t, "total_beats", None)
+                if tb is not None:                       # a TxnBatch
+                    cycles += tb()
+                    work += len(t) + (t.total_bytes() >> 6)
+                else:
+                    cycles += beats(t.addr, t.length)
+                    work += 1 + (t.length >> 6)
+        plan = self._plan_done
+        if plan is not None:                             # a plan's transactions, summed once
+            cycles += plan.beats
+            work += plan.twork
             if txns:
-                self._txns = []
-                for t in txns:
-                    tb = getattr(t, "total_beats", None)
-                    if tb is not None:                       # a TxnBatch
-                        cycles += tb()
-                        work += len(t) + (t.total_bytes() >> 6)
-                    else:
-                        cycles += beats(t.addr, t.length)
-                        work += 1 + (t.length >> 6)
-            plan = self._plan_done
-            if plan is not None:                             # a plan's transactions, summed once
-                cycles += plan.beats
-                work += plan.twork
-                if txns:
-                    txns = txns + list(plan.txns)
-            self.cycle += cycles
-            self.work += work
-            if plan is not None and not txns:
-                self.pmu.tally(cycles, True, plan.txns, plan.summary)
-            else:
-                self.pmu.advance(cycles, True, txns)
+                txns = txns + list(plan.txns)
+        self.cycle += cycles
+        self.work += work
+        if plan is not None and not txns:
+            self.pmu.tally(cycles, True, plan.txns, plan.summary)
+        else:
+            self.pmu.advance(cycles, True, txns)
 
     def _note_pages(self, written) -> None:
         """Count the distinct memory pages (numbers *written*) the current command writes
@@ -1176,7 +1417,7 @@ class Device:
         self.op_counts[name] += 1
         if self._snap is None:                     # shared while no NPU_SET intervenes
             self._snap = self.rf.snapshot()
-        snap = self._snap
+        snap = self._last_snap = self._snap
         self._event("op", name=name, offset=off, fields=dict(d.fields), snapshot=snap)
         f = d.fields
         if name == "NPU_OP_STOP":
@@ -1197,30 +1438,32 @@ class Device:
             self.qread = nxt                       # barriers: no-ops in a sequential model
         elif name == "NPU_OP_DMA_START":
             self._fetch_buf = None
-            _plans.execute_dma(self, d, snap,
-                               lambda: dma.dma_start(snap, self.dataport, lut=self.lut, policy=self.policy))
+            _plans.execute_dma(self, d, snap, dma.dma_start)
             self.qread = nxt
         elif name == "NPU_OP_BRANCH":
             self._branch(f["branch_cond"], f["branch_target"], off, nxt)
         elif name in KERNEL_OP_NAMES or name in self.kernel_ops:
-            fn = self.kernel_ops.get(name)
-            if fn is None:
-                self._event("op_unimplemented", name=name, offset=off)
-                self._policy_error(self.policy.on_unimplemented_op, f"{name} not implemented", offset=off)
-                self.qread = nxt
-                return
-            self._fetch_buf = None
-            self._snap = None                      # an op may change the state (chaining)
-            self.op_fields = dict(d.fields)
-            self._op_work = None                   # _kernel_work(snap, name), unless a plan knows it
-            self._op_of = (snap, name)
-            self._page_limit = self.policy.max_op_pages
-            _plans.execute_kernel(self, name, d, snap, fn)
-            self.qread = nxt
+            self._kernel_op(name, d, snap, off, nxt)
         else:                                      # an op the ISA knows but the device does not
             self._event("op_unimplemented", name=name, offset=off)
             self._policy_error(self.policy.on_unimplemented_op, f"{name} not implemented", offset=off)
             self.qread = nxt
+
+    def _kernel_op(self, name: str, d: "isa.Decoded", snap, off: int, nxt: int) -> None:
+        fn = self.kernel_ops.get(name)
+        if fn is None:
+            self._event("op_unimplemented", name=name, offset=off)
+            self._policy_error(self.policy.on_unimplemented_op, f"{name} not implemented", offset=off)
+            self.qread = nxt
+            return
+        self._fetch_buf = None
+        self._snap = None                      # an op may change the state (chaining)
+        self.op_fields = dict(d.fields)
+        self._op_work = None                   # _kernel_work(snap, name), unless a plan knows it
+        self._op_of = (snap, name)
+        self._page_limit = self.policy.max_op_pages
+        _plans.execute_kernel(self, name, d, snap, fn)
+        self.qread = nxt
 
     def _branch(self, cond: int, target: int, off: int, nxt: int) -> None:
         """TRM 3.11.2 NPU_OP_BRANCH."""

@@ -59,7 +59,7 @@ from ..fmap import FeatureMap, Storage
 from ..memo import Memo
 from .. import memory as _memory
 from ..memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE as _PAGE_SIZE, Channel, DataPort, Memory
-from ..pmu import beats, summarise
+from ..pmu import Pmu, beats, summarise
 from . import common as _common
 from . import conv as _conv
 from . import elementwise as _ew
@@ -76,7 +76,7 @@ STATS: Counter = Counter()       # (op, 'planned' | 'declined' | 'ordinary' | 'b
 _PLANS = Memo(1 << 14)           # key -> _Plan, or None: this key is run the ordinary way
 _REBUILDS = Memo(1 << 14)        # key -> plans built for it (a key whose data keep changing stops)
 _MAX_REBUILDS = 4
-_MAX_ELEMENTS = 1 << 20          # larger ops are data-bound: the ordinary path
+_MAX_ELEMENTS = 1 << 16          # larger ops are data-bound: the ordinary path
 _ENV_SIGS = Memo(1 << 12)        # device environment -> a small token (keys stay cheap)
 _SEED = 0x5EED                   # build-time spot checks (deterministic)
 
@@ -119,13 +119,14 @@ def _env(dev) -> object:
     return tok
 
 
-def plan_key(dev, name: str, d, snap) -> "tuple | None":
-    """The plan key of an operation (see the module doc); None: not plannable."""
+def plan_key(dev, name: str, d, snap, fn) -> "tuple | None":
+    """The plan key of an operation (see the module doc; *fn* the ordinary implementation
+    the device would call); None: not plannable."""
     skey = _common.snapshot_key(snap)
     if skey is None:
         return None
     st = dev.op_state
-    return (name, d.raw, skey, _env(dev), st.chain_length, st.num_ifm, tuple(st.fifo_valid),
+    return (name, d.raw, skey, fn, _env(dev), st.chain_length, st.num_ifm, tuple(st.fifo_valid),
             tuple(st.fifo_count))
 
 
@@ -151,7 +152,7 @@ def execute_kernel(dev, name: str, d, snap, fn) -> None:
     if not _usable(dev):
         fn(snap, dev.dataport, dev)
         return
-    key = plan_key(dev, name, d, snap)
+    key = plan_key(dev, name, d, snap, fn)
     p = _PLANS.get(key, False) if key is not None else None
     if p:
         if p.run(dev):
@@ -165,12 +166,15 @@ def execute_kernel(dev, name: str, d, snap, fn) -> None:
     _build_around(dev, key, _prepare_kernel, name, d, snap, lambda: fn(snap, dev.dataport, dev))
 
 
-def execute_dma(dev, d, snap, fn) -> None:
-    """NPU_OP_DMA_START by its plan, or by *fn* (recording it to build one)."""
+def execute_dma(dev, d, snap, start) -> None:
+    """NPU_OP_DMA_START by its plan, or by *start* (tlm.ops.dma.dma_start; recording it to
+    build a plan)."""
+    def fn():
+        start(snap, dev.dataport, lut=dev.lut, policy=dev.policy)
     if not _usable(dev):
         fn()
         return
-    key = plan_key(dev, "NPU_OP_DMA_START", d, snap)
+    key = plan_key(dev, "NPU_OP_DMA_START", d, snap, start)
     p = _PLANS.get(key, False) if key is not None else None
     name = "NPU_OP_DMA_START"
     if p:
@@ -190,6 +194,7 @@ def _build_around(dev, key, prepare, name, d, snap, run_ordinary) -> None:
     n = _REBUILDS.get(key, 0)
     pre = None
     STATS[name, "built"] += 1
+    dev._plan_built = True
     if n < _MAX_REBUILDS:
         try:
             pre = prepare(dev, name, d, snap)
@@ -232,7 +237,27 @@ class _Plan:
         self.ftok = tok
         return True
 
+    def _log(self) -> tuple:
+        """The memory log records of the plan's transactions (batches expanded)."""
+        log = []
+        for t in self.txns:
+            log += t.transactions() if hasattr(t, "transactions") else [t]
+        self.log = tuple(log)
+        return self.log
+
     def run(self, dev) -> bool:
+        """Run inside the device's command (Device._exec_one): the transactions count there."""
+        if not self.exec(dev):
+            return False
+        dev._plan_done = self                   # its transactions count in the command's cycles,
+        dev._op_work = self.op_work             # work units and PMU events (Device._end_command)
+        if self.pages:
+            dev._note_pages(self.pages)
+        return True
+
+    def exec(self, dev) -> bool:
+        """The operation's effects except the command bookkeeping (cycles, work units, PMU,
+        written pages: the caller's); False with nothing done when the plan declines."""
         mem = dev.memory
         # ---- 1. checks and operands (no side effects)
         if mem.faults.token != self.ftok and not self._fault_free(mem):
@@ -269,11 +294,7 @@ class _Plan:
         if dst is not None:
             dst.put(mem, st, out)
         if mem.log_enabled:
-            mem.log.extend(self.log)
-        dev._plan_done = self                   # its transactions count in the command's cycles,
-        dev._op_work = self.op_work             # work units and PMU events (Device._exec_one)
-        if self.pages:
-            dev._note_pages(self.pages)
+            mem.log.extend(self.log or self._log())
         dev.chain_length = chain_length
         if self.flag:
             dev.cond_status = out.item(-1) & 1
@@ -296,10 +317,7 @@ class _Plan:
                 mem.store(a, buf[pos:pos + n])
                 pos += n
         if mem.log_enabled:
-            mem.log.extend(self.log)
-        dev._plan_done = self
-        if self.pages:
-            dev._note_pages(self.pages)
+            mem.log.extend(self.log or self._log())
         return True
 
 
@@ -449,35 +467,68 @@ def _type_range(fm: FeatureMap) -> tuple[int, int]:
     return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
 
-def _intervals(pairs) -> list:
-    """Merged sorted [lo, hi) intervals of (addr, length) pairs."""
-    out: list = []
-    for a, n in sorted((int(a), int(n)) for a, n in pairs if n > 0):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], a + n)
-        else:
-            out.append([a, a + n])
-    return out
+_NO_PAIRS = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
-def _txn_pairs(txns, channel=None, write=None):
-    """(addr, length) of every transaction (batches expanded), optionally of one channel /
+def _pairs(pairs) -> tuple:
+    """(starts, lengths) int64 arrays of (address, length) pairs given as such arrays, a
+    list of tuples, or a list of such array pairs (concatenated)."""
+    if isinstance(pairs, tuple) and len(pairs) == 2 and isinstance(pairs[0], np.ndarray):
+        return pairs
+    pairs = list(pairs)
+    if not pairs:
+        return _NO_PAIRS
+    if isinstance(pairs[0], tuple) and len(pairs[0]) == 2 and isinstance(pairs[0][0], np.ndarray):
+        return (np.concatenate([a for a, _ in pairs]).astype(np.int64),
+                np.concatenate([n for _, n in pairs]).astype(np.int64))
+    a = np.array(pairs, np.int64).reshape(-1, 2)
+    return a[:, 0].copy(), a[:, 1].copy()
+
+
+def _intervals(pairs) -> tuple:
+    """Merged sorted [lo, hi) intervals of (address, length) pairs: (los, his) arrays."""
+    s, n = _pairs(pairs)
+    keep = n > 0
+    s, n = s[keep], n[keep]
+    if not s.size:
+        return _NO_PAIRS
+    order = np.argsort(s, kind="stable")
+    s = s[order]
+    e = np.maximum.accumulate(s + n[order])
+    new = np.empty(s.size, bool)
+    new[0] = True
+    new[1:] = s[1:] > e[:-1]
+    first = np.flatnonzero(new)
+    return s[first], e[np.r_[first[1:] - 1, s.size - 1]]
+
+
+def _same(a, b) -> bool:
+    return np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def _txn_pairs(txns, channel=None, write=None) -> tuple:
+    """(starts, lengths) of every transaction (batches expanded), optionally of one channel /
     direction."""
-    out = []
+    parts = []
     for t in txns:
         if channel is not None and t.channel != channel:
             continue
         if write is not None and bool(t.write) != write:
             continue
         if hasattr(t, "per_port"):                          # a TxnBatch
-            out += list(zip(t.addr.tolist(), t.length.tolist()))
+            parts.append((t.addr, t.length))
         else:
-            out.append((t.addr, t.length))
-    return out
+            parts.append((np.array([t.addr], np.int64), np.array([t.length], np.int64)))
+    return _pairs(parts)
 
 
-def _elem_pairs(addrs: np.ndarray, es: int):
-    return [(a, es) for a in np.unique(addrs.reshape(-1)).tolist()]
+def _elem_pairs(addrs: np.ndarray, es: int) -> tuple:
+    u = np.unique(addrs.reshape(-1)).astype(np.int64)
+    return u, np.full(u.size, es, np.int64)
+
+
+def _list(pairs) -> list:
+    return list(zip(pairs[0].tolist(), pairs[1].tolist()))
 
 
 class _Prepared:
@@ -504,6 +555,7 @@ class _Prepared:
         self.is_dma = False
         self.dma = None                 # DMA into the LUT RAM: (offset, length)
         self.entry_chain = None         # chain length before the op
+        self.entry_fifo_count = ()      # values held per FIFO before the op
 
     # ---- operands
     def mem_src(self, fm: FeatureMap, ys, xs, cs, channel) -> "_MemSrc | None":
@@ -579,6 +631,7 @@ class _Prepared:
         st = self.dev.op_state
         length, num, valid = st.chain_length, st.num_ifm, list(st.fifo_valid)
         self.entry_chain = length
+        self.entry_fifo_count = tuple(st.fifo_count)
         if length == 0:
             num, valid = 0, [False] * len(valid)
         length += 1
@@ -594,7 +647,7 @@ class _Prepared:
 
     def stream(self, txns, channel) -> None:
         """Stream bytes the op reads and the plan compares (weights, scale/bias)."""
-        for addr, n in _txn_pairs(txns, channel):
+        for addr, n in _list(_txn_pairs(txns, channel)):
             self.checks.append((addr, self.dev.memory.read(addr, n), channel))
         self.check_channels.append(channel)
 
@@ -604,7 +657,7 @@ class _Prepared:
         if self.is_dma:
             return self._finish_dma(dev, txns)
         mem = dev.memory
-        if not txns and (self.dst_pairs or any(isinstance(s, _MemSrc) for s in self.srcs)):
+        if not txns and (self.dst_pairs is not None or any(isinstance(s, _MemSrc) for s in self.srcs)):
             return None
         # every read comes before every write (the plan reads all, then writes)
         seen_write = False
@@ -616,19 +669,20 @@ class _Prepared:
         # the transactions cover exactly the plan's bytes, channel by channel
         by_channel: dict = {}
         for ch, pairs in self.channels:
-            by_channel.setdefault(ch, []).extend(pairs)
+            by_channel.setdefault(ch, []).append(pairs)
         known = set(by_channel) | set(self.check_channels) | {Channel.wr_ofm}
         for t in txns:
             if t.channel not in known:
                 return None
         for ch, pairs in by_channel.items():
-            if _intervals(_txn_pairs(txns, ch, False)) != _intervals(pairs):
+            if not _same(_intervals(_txn_pairs(txns, ch, False)), _intervals(pairs)):
                 return None
         for ch in self.check_channels:
-            if _intervals(_txn_pairs(txns, ch, False)) != _intervals(
-                    (a, len(b)) for a, b, c in self.checks if c == ch):
+            if not _same(_intervals(_txn_pairs(txns, ch, False)),
+                         _intervals([(a, len(b)) for a, b, c in self.checks if c == ch])):
                 return None
-        if _intervals(_txn_pairs(txns, Channel.wr_ofm, True)) != _intervals(self.dst_pairs or []):
+        if not _same(_intervals(_txn_pairs(txns, Channel.wr_ofm, True)),
+                     _intervals(self.dst_pairs if self.dst_pairs is not None else [])):
             return None
         for addr, data, _ in self.checks:                   # the streams did not change meanwhile
             if not mem.equals(addr, data):
@@ -660,28 +714,25 @@ class _Prepared:
         p = _Plan()
         p.srcs = tuple(self.srcs)
         p.fifo_srcs = tuple(s for s in self.srcs if isinstance(s, _FifoSrc))
-        p.clear = self.entry_chain == 0
+        p.clear = self.entry_chain == 0 and any(self.entry_fifo_count)
         p.ftok = None
         p.compute = self.compute
         p.dst = self.dst
         p.shape = self.shape
-        p.rint = tuple(tuple(i) for i in _intervals(_txn_pairs(txns, write=False)))
-        p.wint = tuple(tuple(i) for i in _intervals(_txn_pairs(txns, write=True)))
+        p.rint = tuple(zip(*(v.tolist() for v in _intervals(_txn_pairs(txns, write=False)))))
+        p.wint = tuple(zip(*(v.tolist() for v in _intervals(_txn_pairs(txns, write=True)))))
         p.checks = tuple((a, b) for a, b, _ in self.checks)
         p.lut = self.lut
         p.txns = tuple(txns)
-        log = []
-        for t in txns:
-            log += t.transactions() if hasattr(t, "transactions") else [t]
-        p.log = tuple(log)
+        p.log = None                                        # the log records, made on first use
         pages = set()
-        for a, n in _txn_pairs(txns, write=True):
-            pages.update(range(a >> PAGE_BITS, ((a + n - 1) >> PAGE_BITS) + 1))
+        for lo, hi in p.wint:
+            pages.update(range(lo >> PAGE_BITS, ((hi - 1) >> PAGE_BITS) + 1))
         p.pages = tuple(sorted(pages))
         p.beats = sum(t.total_beats() if hasattr(t, "total_beats") else beats(t.addr, t.length) for t in txns)
         p.twork = sum(len(t) + (t.total_bytes() >> 6) if hasattr(t, "total_beats") else 1 + (t.length >> 6)
                       for t in txns)
-        p.summary = summarise(txns)
+        p.summary = Pmu.increments(summarise(txns))
         p.op_work = dev._op_work if dev._op_work is not None else _kernel_work(*dev._op_of)
         p.chain = self.chain
         p.macs = self.macs
@@ -691,8 +742,8 @@ class _Prepared:
         return p
 
     def _finish_dma(self, dev, txns) -> "_Plan | None":
-        reads = _txn_pairs(txns, write=False)
-        writes = _txn_pairs(txns, write=True)
+        reads = _list(_txn_pairs(txns, write=False))
+        writes = _list(_txn_pairs(txns, write=True))
         if any(t.channel not in (Channel.rd_mem2mem, Channel.wr_mem2mem) for t in txns):
             return None
         internal = self.dma
@@ -700,7 +751,7 @@ class _Prepared:
         if internal is None:                                # memory to memory
             if writes == [] or nread != sum(n for _, n in writes):
                 return None
-            ri, wi = _intervals(reads), _intervals(writes)
+            ri, wi = _list(_intervals(reads)), _list(_intervals(writes))
             for lo, hi in ri:                               # no byte both read and written
                 for wlo, whi in wi:
                     if wlo < hi and lo < whi:
