@@ -1192,7 +1192,8 @@ class Device:
                 if kind == _T_KERNEL:
                     self._snap = None
                     self.op_fields = dict(d.fields)
-                if not plan.exec(self):            # declined: the ordinary op, in a command of its own
+                if len(listeners) != 1 or not plan.exec(self):    # (a hook added a listener) or
+                    # declined: the ordinary op, in a command of its own
                     self._command_after_event(name, d, snap, off, nxt, seg, kind)
                     done += 1
                     self._update_irq()

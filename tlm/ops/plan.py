@@ -90,6 +90,12 @@ _TABLE_MAX = 1 << 17             # entries of a full result table
 _STEPS_MAX = 1 << 18             # entries of an activation table (sigmoid's clamp range fits)
 
 
+def _no(reason: str) -> None:
+    """Not planned (the reason is counted in STATS under ('no plan', reason))."""
+    STATS["no plan", reason] += 1
+    return None
+
+
 def clear() -> None:
     """Forget every plan (tests)."""
     _PLANS.clear()
@@ -203,7 +209,12 @@ def _build_around(dev, key, prepare, name, d, snap, run_ordinary) -> None:
                 raise
             pre = None
     i0 = len(dev._txns)
-    run_ordinary()                                          # raises as the op raises
+    try:
+        run_ordinary()                                      # raises as the op raises
+    except BaseException:
+        _REBUILDS.put(key, n + 1)
+        _PLANS.put(key, None)                               # (an op that fails runs the ordinary way)
+        raise
     plan = None
     if pre is not None:
         try:
@@ -562,11 +573,11 @@ class _Prepared:
         addrs = fmap.block_addresses(fm, ys, xs, cs)
         a = _abs(self.dev, fm.region, addrs)
         if a is None or a.size == 0:
-            return None
+            return _no("mem_src:565")
         es = fm.element_size
         sp = _span(a, es)
         if sp is None:
-            return None
+            return _no("mem_src:569")
         lo, n, idx = sp
         src = _MemSrc(lo, n, _value_dtype(fm), idx, a.shape)
         self.srcs.append(src)
@@ -581,7 +592,7 @@ class _Prepared:
         src = _FifoSrc(fm.region, count, tuple(shape), lo, hi)
         v = src.get(None, st)
         if v is None:
-            return None
+            return _no("fifo_src:584")
         self.srcs.append(src)
         self.inputs.append(np.array(v))
         return src
@@ -591,7 +602,7 @@ class _Prepared:
         if fm.storage == Storage.CHAINED:
             return self.fifo_src(fm, (len(ys), len(xs), len(cs)))
         if fm.storage not in (Storage.TILE2X2, Storage.TILE3X1):
-            return None
+            return _no("operand:594")
         return self.mem_src(fm, ys, xs, cs, channel)
 
     # ---- output
@@ -658,14 +669,14 @@ class _Prepared:
             return self._finish_dma(dev, txns)
         mem = dev.memory
         if not txns and (self.dst_pairs is not None or any(isinstance(s, _MemSrc) for s in self.srcs)):
-            return None
+            return _no("finish:661")
         # every read comes before every write (the plan reads all, then writes)
         seen_write = False
         for t in txns:
             if t.write:
                 seen_write = True
             elif seen_write:
-                return None
+                return _no("finish:668")
         # the transactions cover exactly the plan's bytes, channel by channel
         by_channel: dict = {}
         for ch, pairs in self.channels:
@@ -673,41 +684,41 @@ class _Prepared:
         known = set(by_channel) | set(self.check_channels) | {Channel.wr_ofm}
         for t in txns:
             if t.channel not in known:
-                return None
+                return _no("finish:676")
         for ch, pairs in by_channel.items():
             if not _same(_intervals(_txn_pairs(txns, ch, False)), _intervals(pairs)):
-                return None
+                return _no("finish:679")
         for ch in self.check_channels:
             if not _same(_intervals(_txn_pairs(txns, ch, False)),
                          _intervals([(a, len(b)) for a, b, c in self.checks if c == ch])):
-                return None
+                return _no("finish:683")
         if not _same(_intervals(_txn_pairs(txns, Channel.wr_ofm, True)),
                      _intervals(self.dst_pairs if self.dst_pairs is not None else [])):
-            return None
+            return _no("finish:686")
         for addr, data, _ in self.checks:                   # the streams did not change meanwhile
             if not mem.equals(addr, data):
-                return None
+                return _no("finish:689")
         # the compute reproduces the ordinary run's result on its own operands
         out = self.compute([np.array(v) for v in self.inputs])
         if out.shape != self.shape:
             out = np.ascontiguousarray(np.broadcast_to(out, self.shape))
         if out.shape != self.shape or out.dtype != self.out_dt:
-            return None
+            return _no("finish:695")
         if isinstance(self.dst, _MemDst):
             got = mem.read_array(self.dst.alo, self.dst.n).view(self.dst.udt)
             got = got if self.dst.idx is None else got[self.dst.idx]
             if not np.array_equal(got.reshape(-1), out.reshape(-1).view(self.dst.udt)):
-                return None
+                return _no("finish:700")
         elif isinstance(self.dst, _FifoDst):
             st = dev.op_state
             chunks = st.fifo[self.dst.fifo]
             if not chunks or not np.array_equal(chunks[-1], out.reshape(-1).astype(np.int64)):
-                return None
+                return _no("finish:705")
         st = dev.op_state
         if (st.chain_length, st.num_ifm, tuple(st.fifo_valid)) != self.chain:
-            return None
+            return _no("finish:708")
         if out.size and dev.cond_status != int(out.reshape(-1)[-1]) & 1:
-            return None
+            return _no("finish:710")
         return self._plan(dev, txns)
 
     def _plan(self, dev, txns) -> _Plan:
@@ -745,26 +756,26 @@ class _Prepared:
         reads = _list(_txn_pairs(txns, write=False))
         writes = _list(_txn_pairs(txns, write=True))
         if any(t.channel not in (Channel.rd_mem2mem, Channel.wr_mem2mem) for t in txns):
-            return None
+            return _no("_finish_dma:748")
         internal = self.dma
         nread = sum(n for _, n in reads)
         if internal is None:                                # memory to memory
             if writes == [] or nread != sum(n for _, n in writes):
-                return None
+                return _no("_finish_dma:753")
             ri, wi = _list(_intervals(reads)), _list(_intervals(writes))
             for lo, hi in ri:                               # no byte both read and written
                 for wlo, whi in wi:
                     if wlo < hi and lo < whi:
-                        return None
+                        return _no("_finish_dma:758")
             data = np.concatenate([dev.memory.read_array(a, n) for a, n in reads]) if reads else None
             got = np.concatenate([dev.memory.read_array(a, n) for a, n in writes])
             if data is None or not np.array_equal(data, got):
-                return None
+                return _no("_finish_dma:762")
         else:                                               # one line into the LUT RAM
             lo, n = internal
             if writes or nread != n or not np.array_equal(
                     dev.lut[lo:lo + n], np.concatenate([dev.memory.read_array(a, k) for a, k in reads])):
-                return None
+                return _no("_finish_dma:767")
         p = self._plan(dev, txns)
         p.dma_lines = (tuple(reads), tuple(writes))
         p.dma_lut = None if internal is None else internal
@@ -791,14 +802,14 @@ class _StandIn:
 def _prepare_kernel(dev, name, d, snap) -> "_Prepared | None":
     ctx = _common.OpContext(snap, DataPort(_Dry(dev.memory), dev.route), _StandIn(dev), name)
     if ctx.ofm_h * ctx.ofm_w * ctx.ofm_d > _MAX_ELEMENTS:
-        return None
+        return _no("_prepare_kernel:794")
     if name == "NPU_OP_ELEMENTWISE":
         return _prepare_elementwise(dev, ctx, snap, d)
     if name == "NPU_OP_POOL":
         return _prepare_pool(dev, ctx, snap, d)
     if name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE"):
         return _prepare_conv(dev, ctx, snap, d, name == "NPU_OP_DEPTHWISE")
-    return None
+    return _no("_prepare_kernel:801")
 
 
 def _lut_of(dev, f) -> "bytes | None":
@@ -813,7 +824,7 @@ def _truncated(v: np.ndarray, fm: FeatureMap) -> np.ndarray:
 def _prepare_elementwise(dev, ctx, snap, d) -> "_Prepared | None":
     mode = int(d.fields.get("elementwise_mode", 0))
     if ctx.upscale != 0 or ctx.ofm.precision not in (Precision.B8, Precision.B16, Precision.B32):
-        return None
+        return _no("_prepare_elementwise:816")
     p = _ew._Params(ctx, mode)
     pre = _Prepared(dev, "NPU_OP_ELEMENTWISE")
     shape = (ctx.ofm_h, ctx.ofm_w, ctx.ofm_d)
@@ -832,9 +843,9 @@ def _prepare_elementwise(dev, ctx, snap, d) -> "_Prepared | None":
         sa, ca = operand(ctx.ifm, p.bm, "IFM", Channel.rd_ifm)
         sb, cb = (None, 0) if p.unary else operand(ctx.ifm2, p.bm2, "IFM2", Channel.rd_ifm_stream)
     except _NotPlanned:
-        return None
+        return _no("operand:835")
     if not pre.ofm(ctx.ofm, shape, _common.ALLOWED_PERMS_RTRANS):
-        return None
+        return _no("operand:837")
     pre.chain_state(p.bm != _ew.SCALAR or not _ew.SCALAR_IS_NOT_AN_IFM, p.use_ifm2, ctx.ifm, ctx.ifm2, ctx.ofm)
     pre.lut = _lut_of(dev, ctx.f)
     key = ("ew", mode, _raw(snap, _EW_REGS), pre.lut, sa is not None, ca, sb is not None, cb)
@@ -842,7 +853,7 @@ def _prepare_elementwise(dev, ctx, snap, d) -> "_Prepared | None":
     if compute is False:
         compute = _COMPUTES.put(key, _ew_compute(ctx, p, mode, sa is not None, ca, sb is not None, cb))
     if compute is None:
-        return None
+        return _no("operand:845")
     pre.compute = compute
     return pre
 
@@ -981,7 +992,7 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
     if step is False:
         step = _COMPUTES.put(key, _step_function(ctx, lo, hi))
     if step is None:
-        return None
+        return _no("_ew_decomposed:984")
     thr, table = step
     oa = zpa + adom[0]
     ob = zpb + bdom[0]
@@ -1019,10 +1030,10 @@ def _step_function(ctx, lo: int, hi: int):
     f = ctx.f
     ofm = ctx.ofm
     if ofm.scale_mode != arith.ScaleMode.GLOBAL:          # per-channel: not a function of acc alone
-        return None
+        return _no("_step_function:1022")
     acc_bits = ctx.acc_bits
     if lo < -(1 << (acc_bits - 1)) or hi >= (1 << (acc_bits - 1)):
-        return None
+        return _no("_step_function:1025")
     fn = f("NPU_SET_ACTIVATION", "activation_function")
     zp, amin, amax = arith.ofm_activation_params(ofm.act_type, f("NPU_SET_OFM_ZERO_POINT", "zero_point"),
                                                  f("NPU_SET_ACTIVATION_MIN", "clip_boundary"),
@@ -1034,7 +1045,7 @@ def _step_function(ctx, lo: int, hi: int):
     elif f("NPU_SET_ACTIVATION", "activation_clip_range") == _CLIP_B16:
         clo, chi = amin, amax
         if clo > chi:
-            return None
+            return _no("_step_function:1037")
     elif fn == _ACT_LUT_NONE:
         clo, chi = -(1 << 31), (1 << 31) - 1
     else:
@@ -1083,21 +1094,21 @@ def _step_function(ctx, lo: int, hi: int):
 def _prepare_pool(dev, ctx, snap, d) -> "_Prepared | None":
     mode = int(d.fields.get("pooling_mode", 0))
     if mode not in (_pool.MAX, _pool.MIN, _pool.SUM, _pool.AVERAGE):
-        return None
+        return _no("_prepare_pool:1086")
     if (ctx.kernel_h, ctx.kernel_w, ctx.stride_y, ctx.stride_x) != (1, 1, 1, 1) or ctx.upscale != 0 \
             or ctx.pad_top or ctx.pad_left or ctx.pad_bottom or ctx.pad_right:
-        return None
+        return _no("_prepare_pool:1089")
     if ctx.acc_input != 0 or ctx.acc_output != 0 or ctx.ofm.scale_mode != arith.ScaleMode.GLOBAL:
-        return None
+        return _no("_prepare_pool:1091")
     if ctx.ifm.precision not in (Precision.B8, Precision.B16):
-        return None
+        return _no("_prepare_pool:1093")
     pre = _Prepared(dev, "NPU_OP_POOL")
     oh, ow, od = ctx.ofm_h, ctx.ofm_w, ctx.ofm_d
     src = pre.operand(ctx.ifm, range(ctx.ifm_h), range(ctx.ifm_w), range(od), Channel.rd_ifm)
     if src is None or (ctx.ifm_h, ctx.ifm_w) != (oh, ow):
-        return None
+        return _no("_prepare_pool:1098")
     if not pre.ofm(ctx.ofm, (oh, ow, od), _common.ALLOWED_PERMS_ALL):
-        return None
+        return _no("_prepare_pool:1100")
     pre.chain_state(True, False, ctx.ifm, ctx.ifm2, ctx.ofm)
     pre.lut = _lut_of(dev, ctx.f)
     key = ("pool", mode, _raw(snap, _POOL_REGS), pre.lut)
@@ -1133,36 +1144,38 @@ def _pool_compute(ctx, mode):
 def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     name = "NPU_OP_DEPTHWISE" if depthwise else "NPU_OP_CONV"
     if not depthwise and int(d.fields.get("weights_ifm2", 0)):
-        return None
+        return _no("_prepare_conv:1136")
     g = _conv._geometry(snap)
     if g.acc_input != 0 or ctx.acc_output != 0 or ctx.upscale != 0:
-        return None
+        return _no("_prepare_conv:1139")
     if ctx.ifm.storage not in (Storage.TILE2X2, Storage.TILE3X1):
-        return None
+        return _no("_prepare_conv:1141")
     if ctx.ofm.scale_mode != arith.ScaleMode.PER_CHANNEL:
-        return None
+        return _no("_prepare_conv:1143")
     prm = ctx._fused_params()
     if prm is None:
-        return None
+        return _no("_prepare_conv:1146")
     rm, dbl, zp, amin, amax, clamp, odt = prm
     dry = ctx.port.memory
     # weights and scale/bias through the dry port: the decoded forms and the stream bytes
     w = _conv.read_weight_tensor(snap, ctx.port, _conv._macs_of(dev), depthwise, name, policy=ctx.policy)
-    if (not depthwise and g.sparsity != 0) or w.flags.writeable:
-        return None
+    if w.flags.writeable:
+        return _no("conv: weights not cached")
+    if not depthwise and g.sparsity == _conv._SPARSE:
+        _conv._check_sparse(w, name)                        # these stream bytes (compared on every run)
     ctx.scale_bias()
     sc = ctx._scale_cache
     depth = g.ofm_d if depthwise else g.ifm_d
     pre = _Prepared(dev, name)
     src = pre.operand(ctx.ifm, range(ctx.ifm_h), range(ctx.ifm_w), range(depth), Channel.rd_ifm)
     if src is None:
-        return None
+        return _no("_prepare_conv:1159")
     pre.stream(dry.txns, Channel.rd_weights)
     pre.stream(dry.txns, Channel.rd_scale_bias)
     shape = (g.ofm_h, g.ofm_w, g.ofm_d)
     if not pre.ofm(ctx.ofm, shape, _common.ALLOWED_PERMS_ALL,
                    ctx.microblock_depth() if ctx.ofm.reverse == 3 else None):
-        return None
+        return _no("_prepare_conv:1165")
     pre.chain_state(True, False, ctx.ifm, ctx.ifm2, ctx.ofm)
     k = sc.memo.get((g.ofm_d, rm, dbl, ctx.acc_bits))
     if k is None:
@@ -1171,7 +1184,7 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     izp = arith.ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check=False)
     bound_x = _conv._ifm_domain_bound(ctx)
     if bound_x is None:
-        return None
+        return _no("_prepare_conv:1174")
     H = ctx.pad_top + ctx.ifm_h + ctx.pad_bottom
     W = ctx.pad_left + ctx.ifm_w + ctx.pad_right
     t, l, ih, iw = ctx.pad_top, ctx.pad_left, ctx.ifm_h, ctx.ifm_w
@@ -1197,7 +1210,7 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
                 xp[t + ih:] = 0
                 xp[t:t + ih, :l] = 0
                 xp[t:t + ih, l + iw:] = 0
-            np.subtract(x, izp, out=xp[t:t + ih, l:l + iw], casting="unsafe")
+            np.subtract(x, izp, out=xp[t:t + ih, l:l + iw], dtype=np.float32)
             if depthwise:
                 return _conv.depthwise_acc(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w,
                                            amax=bound_x)
@@ -1228,16 +1241,16 @@ def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, o
     h, w, d = shape
     M = h * w
     if M * d > _common._EPI_BLOCK or acc_dt.kind != "f" or not clamp:
-        return None
+        return _no("_small_epilogue:1231")
     # _fused_epilogue's choice, for these bounds
     A = bound + k.bmax
     if A >= (1 << 53) or A >= (1 << (k.bits - 1)) or A * k.smax + k.rmax >= (1 << 63):
-        return None
+        return _no("_small_epilogue:1235")
     rb = A * k.qmax * (1 + 2.0 ** -40) + k.rqmax + 2
     tmin, tmax = _common._TYPE_RANGE[odt.char]
     if (rb + abs(zp) >= (1 << 31) or not (tmin <= amin and amax <= tmax and k.scale.size)
             or A * k.smax + k.rmax + (max(abs(zp), abs(zp - amin)) << k.shmax) >= (1 << 53)):
-        return None
+        return _no("_small_epilogue:1240")
     tthr32, tthr64, tsc, tc, tdiff = k.ftiles(M, zp - amin)
     thr = tthr32 if acc_dt == np.float32 and bound < (1 << 24) else tthr64
     hi = float(np.nextafter(float(amax - amin) + 1.0, -np.inf))
@@ -1271,15 +1284,15 @@ def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, o
 def _prepare_dma(dev, name, d, snap) -> "_Prepared | None":
     f = snap.field
     if f("NPU_SET_DMA0_SRC_REGION", "idx_mode") or f("NPU_SET_DMA0_DST_REGION", "idx_mode"):
-        return None
+        return _no("_prepare_dma:1274")
     pre = _Prepared(dev, name)
     pre.is_dma = True
     if f("NPU_SET_DMA0_DST_REGION", "region_mode") == _dma_internal():
         if f("NPU_SET_DMA0_SRC_REGION", "stride_mode") != _dma_d1():
-            return None
+            return _no("_prepare_dma:1279")
         pre.dma = (f("NPU_SET_DMA0_DST", "addr") & ADDR_MASK, f("NPU_SET_DMA0_LEN", "addr") & ADDR_MASK)
         if pre.dma[0] + pre.dma[1] > dev.lut.size:
-            return None
+            return _no("_prepare_dma:1282")
     return pre
 
 
