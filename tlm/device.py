@@ -1149,6 +1149,7 @@ class Device:
         counts = self.op_counts
         pmu = self.pmu
         event = self._event
+        stats = _plans.STATS
         done = 0
         listeners = mem.listeners
         for seg, d, snap, plan, kind, nxt, cyc, wk, txns, summary in tr.steps:
@@ -1201,6 +1202,7 @@ class Device:
                         return done
                     continue
                 self.qread = nxt
+                stats[name, "planned"] += 1
             self.cycle += cyc
             self.work += wk
             pmu.tally(cyc, True, txns, summary)

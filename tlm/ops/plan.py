@@ -987,25 +987,28 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
             lo, hi = min(a0, b0), max(a1, b1)
         if max(abs(lo), abs(hi)) >= (1 << 31):
             return None                                     # the int32 acc could wrap
-    key = ("step", _raw(ctx.snap, _STEP_REGS), _lut_of(ctx.device, ctx.f), lo, hi)
-    step = _COMPUTES.get(key, False)
-    if step is False:
-        step = _COMPUTES.put(key, _step_function(ctx, lo, hi))
-    if step is None:
-        return _no("_ew_decomposed:984")
-    thr, table = step
+    key = ("stage", _raw(ctx.snap, _STEP_REGS), _lut_of(ctx.device, ctx.f), lo, hi)
+    stage = _COMPUTES.get(key, False)
+    if stage is False:
+        stage = _COMPUTES.put(key, _output_stage(ctx, lo, hi))
+    if stage is None:
+        return _no("elementwise: output stage")
+    if not mul:
+        ta, tb = ta.astype(np.int32), tb.astype(np.int32)  # (int32_t results: half the cache)
     oa = zpa + adom[0]
     ob = zpb + bdom[0]
     op = {int(_M.add): np.add, int(_M.sub): np.subtract, int(_M.min): np.minimum,
           int(_M.max): np.maximum}.get(mode)
+    i64 = np.int64
 
     def compute(vals):
         if mul:
-            acc = np.subtract(vals[0], zpa, dtype=np.int64)
-            acc *= np.subtract(vals[1], zpb, dtype=np.int64)
+            acc = np.subtract(vals[0], zpa, dtype=i64)
+            acc *= np.subtract(vals[1], zpb, dtype=i64)
         else:
-            acc = op(ta[np.subtract(vals[0], oa, dtype=np.intp)], tb[np.subtract(vals[1], ob, dtype=np.intp)])
-        return table[np.searchsorted(thr, acc, side="right")]
+            acc = op(ta[np.subtract(vals[0], oa, dtype=np.intp)], tb[np.subtract(vals[1], ob, dtype=np.intp)],
+                     dtype=i64)
+        return stage(acc)
 
     # spot checks against the ordinary evaluation: the domain corners and random values
     rng = np.random.default_rng(_SEED)
@@ -1022,18 +1025,28 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
     return compute
 
 
-def _step_function(ctx, lo: int, hi: int):
-    """rescale (global scale) + activation + truncation of accumulators in [lo, hi] as a
-    step function: (thresholds t, table T) with result T[searchsorted(t, acc, 'right')].
-    None when the accumulator range assert or the activation's int32 wrap could matter,
-    or the steps are too many."""
+def _output_stage(ctx, lo: int, hi: int):
+    """rescale (global scale) + activation + truncation of int64 accumulators in [lo, hi]
+    as a closure: ``r = (acc*scale + R) >> shift`` with R by the product's sign
+    (arith.round_terms), the activation's clamp of ``r + zp`` and, for a LUT function, a
+    table of arith.activation over the clamp range.  None when the accumulator range
+    assert or the activation's int32 wrap could matter (the ordinary evaluation decides)
+    or the table would be too large.  Checked on the range's ends and random accumulators
+    against OpContext.rescale + activation."""
     f = ctx.f
     ofm = ctx.ofm
     if ofm.scale_mode != arith.ScaleMode.GLOBAL:          # per-channel: not a function of acc alone
-        return _no("_step_function:1022")
+        return None
     acc_bits = ctx.acc_bits
     if lo < -(1 << (acc_bits - 1)) or hi >= (1 << (acc_bits - 1)):
-        return _no("_step_function:1025")
+        return None
+    scale, shift = f("NPU_SET_OFM_SCALE", "scale"), f("NPU_SET_OFM_SCALE", "shift")
+    rm, dbl = f("NPU_SET_OFM_SCALE", "round_mode"), f("NPU_SET_OFM_SCALE", "dbl_rnd")
+    if not (0 <= rm <= 5 and 0 <= dbl <= 30 and 0 <= shift <= 63 and scale >= 0):
+        return None
+    rp, rn = (int(v[0]) for v in arith.round_terms(np.array([shift]), rm, dbl))
+    if max(abs(lo), abs(hi)) * scale + max(rp, rn) >= (1 << 63):
+        return None
     fn = f("NPU_SET_ACTIVATION", "activation_function")
     zp, amin, amax = arith.ofm_activation_params(ofm.act_type, f("NPU_SET_OFM_ZERO_POINT", "zero_point"),
                                                  f("NPU_SET_ACTIVATION_MIN", "clip_boundary"),
@@ -1045,49 +1058,58 @@ def _step_function(ctx, lo: int, hi: int):
     elif f("NPU_SET_ACTIVATION", "activation_clip_range") == _CLIP_B16:
         clo, chi = amin, amax
         if clo > chi:
-            return _no("_step_function:1037")
+            return None
     elif fn == _ACT_LUT_NONE:
-        clo, chi = -(1 << 31), (1 << 31) - 1
+        clo, chi = None, None
     else:
         return None                                       # an unclamped LUT index: ordinary path
 
     def rescale(x):
         return ctx.rescale(x, _common.RESCALE_GLOBAL)
-
     ends = rescale(np.array([lo, hi], np.int64))
-    r0, r1 = int(ends[0]), int(ends[1])
-    if r0 + zp < -(1 << 31) or r1 + zp >= (1 << 31):
+    if int(ends[0]) + zp < -(1 << 31) or int(ends[1]) + zp >= (1 << 31):
         return None                                       # (int32_t)(r + zp) could wrap
+    odt = _value_dtype(ofm)
+    table = None
+    if fn != _ACT_LUT_NONE:
+        vlo, vhi = max(clo, int(ends[0]) + zp), min(chi, int(ends[1]) + zp)
+        if vhi - vlo + 1 > _STEPS_MAX:
+            return None
+        vlo = min(vlo, vhi)
+        table = _truncated(ctx.activation(np.arange(vlo, vhi + 1, dtype=np.int64) - zp), ofm)   # = LUT(v)
+        table.setflags(write=False)
+        clo, chi = vlo, vhi                               # r + zp lies in [ends] + zp: the same clamp
+    diff = rn - rp
+    i64 = np.int64
+    sh, sc, zpv = i64(shift), i64(scale), i64(zp)
 
-    def level(x):                                         # the clamped activation input
-        return np.clip(rescale(x) + zp, clo, chi)
-    v0, v1 = int(level(np.array([lo]))[0]), int(level(np.array([hi]))[0])
-    k = v1 - v0
-    if k < 0 or k + 1 > _STEPS_MAX:
-        return None
-    # thresholds: t[j] = smallest acc in [lo, hi] with level(acc) >= v0 + 1 + j
-    target = np.arange(v0 + 1, v1 + 1, dtype=np.int64)
-    a = np.full(k, lo, np.int64)                          # level(a) < target
-    b = np.full(k, hi, np.int64)                          # level(b) >= target
-    while k and bool((b - a > 1).any()):
-        m = a + (b - a) // 2
-        ge = level(m) >= target
-        b = np.where(ge, m, b)
-        a = np.where(ge, a, m)
-    thr = b
-    if k and not bool((level(thr) >= target).all() and (level(thr - 1) < target).all()):
-        return None
-    vals = np.arange(v0, v1 + 1, dtype=np.int64)
-    table = _truncated(ctx.activation(vals - zp), ofm)   # activation(v - zp) = LUT(v) for v in range
-    # the composite once more on the thresholds and their neighbours
-    probe = np.unique(np.clip(np.concatenate([thr - 1, thr, thr + 1, [lo, hi]]), lo, hi))
+    def stage(acc):
+        p = acc * sc
+        if diff:
+            q = p >> 63                                   # -1 where the product < 0
+            q &= diff
+            p += rp
+            p += q
+        elif rp:
+            p += rp
+        p >>= sh
+        p += zpv
+        if table is not None:
+            np.clip(p, clo, chi, out=p)
+            p -= clo
+            return table[p]
+        if clo is not None:
+            np.clip(p, clo, chi, out=p)
+        return p.astype(odt)                              # truncate(): the low bits
+
+    rng = np.random.default_rng(_SEED)
+    probe = np.unique(np.concatenate([np.array([lo, hi, 0, -1, 1, lo + 1, hi - 1]).clip(lo, hi),
+                                      rng.integers(lo, hi + 1, 8192)])).astype(np.int64)
     want = _truncated(ctx.activation(rescale(probe)), ofm)
-    got = table[np.searchsorted(thr, probe, side="right")]
-    if not np.array_equal(got, want):
+    got = stage(probe.copy())
+    if got.dtype != want.dtype or not np.array_equal(got, want):
         return None
-    thr.setflags(write=False)
-    table.setflags(write=False)
-    return thr, table
+    return stage
 
 
 # ---------------------------------------------------------------------------- pool
