@@ -1244,9 +1244,9 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
         if out is None:
             raise _NotPlanned
         return out
-    epilogue = general
-    if pointwise and kc >= K:
-        epilogue = _small_epilogue(k, bound, zp, amin, amax, clamp, odt, np.dtype(dt), shape) or general
+    # the accumulators' type and bound follow from the IFM's domain bound, not the data
+    acc, acc_bound = accumulate(np.array(pre.inputs[0]))
+    epilogue = _small_epilogue(k, acc_bound, zp, amin, amax, clamp, odt, acc.dtype, shape) or general
 
     def compute(vals):
         return epilogue(*accumulate(vals[0]))
@@ -1256,23 +1256,49 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
 
 
 def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, odt, acc_dt, shape):
-    """common._fused_epilogue for a small OFM whose accumulators (type acc_dt, |acc| <= bound)
-    take its float64 path: the same operations on one block of precomputed tiles (None when
-    the fused epilogue would take another path or the OFM is large).  Checked against
-    _fused_epilogue on random accumulators and the bounds."""
+    """common._fused_epilogue for a small OFM (one block) whose accumulators have type acc_dt
+    and |acc| <= bound: the same operations of the path it would take (float64 or int64)
+    on precomputed tiles, without its per-call set-up.  None when it would decline (the
+    ordinary epilogue then) or the OFM is large.  Checked against _fused_epilogue on
+    random accumulators and the bounds."""
     h, w, d = shape
     M = h * w
-    if M * d > _common._EPI_BLOCK or acc_dt.kind != "f" or not clamp:
-        return _no("_small_epilogue:1231")
+    if M * d > _common._EPI_BLOCK or not d:
+        return _no("epilogue: large")
     # _fused_epilogue's choice, for these bounds
+    bits = k.bits
     A = bound + k.bmax
-    if A >= (1 << 53) or A >= (1 << (k.bits - 1)) or A * k.smax + k.rmax >= (1 << 63):
-        return _no("_small_epilogue:1235")
-    rb = A * k.qmax * (1 + 2.0 ** -40) + k.rqmax + 2
-    tmin, tmax = _common._TYPE_RANGE[odt.char]
-    if (rb + abs(zp) >= (1 << 31) or not (tmin <= amin and amax <= tmax and k.scale.size)
-            or A * k.smax + k.rmax + (max(abs(zp), abs(zp - amin)) << k.shmax) >= (1 << 53)):
-        return _no("_small_epilogue:1240")
+    if acc_dt.kind == "f" and A >= (1 << 53):
+        return _no("epilogue: float accumulators beyond 2**53")
+    wrap = A >= (1 << (bits - 1))
+    if wrap:
+        A = 1 << (bits - 1)
+    if A * k.smax + k.rmax >= (1 << 63):
+        return _no("epilogue: int64 overflow")
+    f64 = False
+    if clamp:
+        rb = A * k.qmax * (1 + 2.0 ** -40) + k.rqmax + 2
+        if rb + abs(zp) >= (1 << 31):
+            return _no("epilogue: int32 cast")
+        tmin, tmax = _common._TYPE_RANGE[odt.char]
+        f64 = (not wrap and tmin <= amin and amax <= tmax and bool(k.scale.size)
+               and A * k.smax + k.rmax + (max(abs(zp), abs(zp - amin)) << k.shmax) < (1 << 53))
+    if f64:
+        epilogue = _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape)
+    else:
+        epilogue = _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape)
+    rng = np.random.default_rng(_SEED)
+    for _ in range(4):
+        acc = rng.integers(-bound, bound + 1, (h, w, d)).astype(acc_dt)
+        acc.reshape(-1)[:2] = (-bound, bound)
+        want = _common._fused_epilogue(acc, bound, k, zp, amin, amax, clamp, odt)
+        if want is None or not np.array_equal(epilogue(acc, bound), want):
+            return _no("epilogue: check")
+    return epilogue
+
+
+def _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape):
+    """_fused_epilogue_f64 on one block."""
     tthr32, tthr64, tsc, tc, tdiff = k.ftiles(M, zp - amin)
     thr = tthr32 if acc_dt == np.float32 and bound < (1 << 24) else tthr64
     hi = float(np.nextafter(float(amax - amin) + 1.0, -np.inf))
@@ -1292,13 +1318,38 @@ def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, o
         if add:
             out += addv
         return out.view(odt).reshape(shape)
-    rng = np.random.default_rng(_SEED)
-    for _ in range(4):
-        acc = rng.integers(-bound, bound + 1, (h, w, d)).astype(acc_dt)
-        acc.reshape(-1)[:2] = (-bound, bound)
-        want = _common._fused_epilogue(acc, bound, k, zp, amin, amax, clamp, odt)
-        if want is None or not np.array_equal(epilogue(acc, bound), want):
-            return None
+    return epilogue
+
+
+def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape):
+    """_fused_epilogue's int64 loop on one block."""
+    tb, ts, tsh, trp, tdiff = k.tiles(M)
+    sh = np.int64(64 - k.bits)
+    zpv = np.int64(zp)
+    lo, hi = np.int64(amin - zp), np.int64(amax - zp)
+
+    def epilogue(acc, bound_):
+        b = np.empty((M, d), np.int64)
+        np.copyto(b, acc.reshape(M, d), casting="unsafe")
+        b += tb
+        if wrap:
+            b <<= sh
+            b >>= sh
+        b *= ts
+        if tdiff is not None:
+            c = b >> 63
+            c &= tdiff
+            b += trp
+            b -= c
+        else:
+            b += trp
+        b >>= tsh
+        if clamp:
+            np.maximum(b, lo, out=b)
+            np.minimum(b, hi, out=b)
+        out = np.empty((M, d), odt)
+        np.add(b, zpv, out=out, casting="unsafe")
+        return out.reshape(shape)
     return epilogue
 
 
