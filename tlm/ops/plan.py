@@ -799,8 +799,24 @@ class _StandIn:
         self.chain_length = 0
 
 
+def _memo_field(snap):
+    """snap.field with a memo: a plan's context reads the same few register fields on every
+    run of its compute (the snapshot is immutable)."""
+    memo: dict = {}
+    field = snap.field
+
+    def f(name: str, fld: str) -> int:
+        k = (name, fld)
+        v = memo.get(k)
+        if v is None:
+            v = memo[k] = field(name, fld)
+        return v
+    return f
+
+
 def _prepare_kernel(dev, name, d, snap) -> "_Prepared | None":
     ctx = _common.OpContext(snap, DataPort(_Dry(dev.memory), dev.route), _StandIn(dev), name)
+    ctx.f = _memo_field(snap)
     if ctx.ofm_h * ctx.ofm_w * ctx.ofm_d > _MAX_ELEMENTS:
         return _no("_prepare_kernel:794")
     if name == "NPU_OP_ELEMENTWISE":
