@@ -434,3 +434,21 @@ def test_pmu_tally_equals_advance():
         a.advance(10 + k, True, txns)
         b.tally(10 + k, True, txns, Pmu.increments(summarise(txns)))
     assert a.totals == b.totals and a.totals
+
+
+def test_policy_change_runs_as_the_ordinary_path(monkeypatch, fresh):
+    """Plans built under the default Policy; a run with tighter op budgets must fail (or
+    not) exactly as the ordinary path does under them, and a Policy assigned to a device
+    later changes the plans' environment."""
+    from tlm.config import Policy
+
+    vm, inputs = load("tinynet")
+    warm_up(monkeypatch, vm, inputs)
+    tight = Policy().replace(max_op_elements=2000, max_op_pages=1)
+    want = ordinary(monkeypatch, vm, inputs, policy=tight)
+    assert want.get("error", (None,))[0] == "model_limit", want.get("error")
+    assert_same(run(vm, inputs, policy=tight), want, "tight Policy")
+    d = device.Device(CONFIG)
+    before = plan._env(d), d._fetch_sig()
+    d.policy = Policy().replace(cycles_per_command=3)
+    assert plan._env(d) is not before[0] and d._fetch_sig() is not before[1]

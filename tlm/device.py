@@ -778,15 +778,16 @@ class Device:
         """A small int naming everything a segment's fetches depend on besides the stream
         bytes and QREAD (memoised in the route cache, which register writes and resets clear)."""
         key = ("fetch", self.cpl, self.csl)
-        sid = self._route_cache.get(key)
+        e = self._route_cache.get(key)
+        if e is not None and e[0] is self.policy:
+            return e[1]
+        r = self._fetch_route()
+        sig = (r, self.burst_boundary(r.interface), int(self.policy.fetch_block), self.qbase & ~3,
+               self.qsize & ~3, self.policy.cycles_per_command)
+        sid = _FETCH_SIGS.get(sig)
         if sid is None:
-            r = self._fetch_route()
-            sig = (r, self.burst_boundary(r.interface), int(self.policy.fetch_block), self.qbase & ~3,
-                   self.qsize & ~3, self.policy.cycles_per_command)
-            sid = _FETCH_SIGS.get(sig)
-            if sid is None:
-                sid = _FETCH_SIGS.put(sig, object())
-            self._route_cache[key] = sid
+            sid = _FETCH_SIGS.put(sig, object())
+        self._route_cache[key] = (self.policy, sid)             # (a Policy assigned later: recomputed)
         return sid
 
     def _segment(self) -> "_Segment | None":

@@ -73,8 +73,8 @@ PLANS = True                     # switch (tests run networks both ways)
 DEBUG = bool(os.environ.get("TLM_PLAN_DEBUG"))   # raise instead of declining a plan build
 STATS: Counter = Counter()       # (op, 'planned' | 'declined' | 'ordinary' | 'built') -> count
 
-_PLANS = Memo(1 << 14)           # key -> _Plan, or None: this key is run the ordinary way
-_REBUILDS = Memo(1 << 14)        # key -> plans built for it (a key whose data keep changing stops)
+_PLANS = Memo(1 << 13)           # key -> _Plan, or None: this key is run the ordinary way
+_REBUILDS = Memo(1 << 13)        # key -> plans built for it (a key whose data keep changing stops)
 _MAX_REBUILDS = 4
 _MAX_ELEMENTS = 1 << 16          # larger ops are data-bound: the ordinary path
 _ENV_SIGS = Memo(1 << 12)        # device environment -> a small token (keys stay cheap)
@@ -111,17 +111,18 @@ def _env(dev) -> object:
     clear)."""
     rc = dev._route_cache
     k = ("plan", dev.cpl, dev.csl)
-    tok = rc.get(k)
+    e = rc.get(k)
+    if e is not None and e[0] is dev.policy:
+        return e[1]
+    try:
+        routes = tuple(dev.route(r) for r in range(8))
+    except Exception:                                        # noqa: BLE001 - no plan then
+        routes = None
+    sig = (dev.config, dev.policy, routes)
+    tok = _ENV_SIGS.get(sig)
     if tok is None:
-        try:
-            routes = tuple(dev.route(r) for r in range(8))
-        except Exception:                                    # noqa: BLE001 - no plan then
-            routes = None
-        sig = (dev.config, dev.policy, routes)
-        tok = _ENV_SIGS.get(sig)
-        if tok is None:
-            tok = _ENV_SIGS.put(sig, object())
-        rc[k] = tok
+        tok = _ENV_SIGS.put(sig, object())
+    rc[k] = (dev.policy, tok)                               # (a Policy assigned later: recomputed)
     return tok
 
 
@@ -890,7 +891,8 @@ _STEP_REGS = ("NPU_SET_OFM_PRECISION", "NPU_SET_OFM_ZERO_POINT", "NPU_SET_OFM_SC
 _POOL_REGS = ("NPU_SET_IFM_PRECISION", "NPU_SET_IFM_ZERO_POINT", "NPU_SET_OFM_PRECISION", "NPU_SET_OFM_ZERO_POINT",
               "NPU_SET_OFM_SCALE", "NPU_SET_ACTIVATION", "NPU_SET_ACTIVATION_MIN", "NPU_SET_ACTIVATION_MAX",
               "NPU_SET_ACC_FORMAT")
-_COMPUTES = Memo(4096)           # compute key -> compute closure (None: not covered)
+_COMPUTES = Memo(256)            # compute key -> compute closure (None: not covered); tables
+                                 # of up to about 1 MB each
 
 
 def _raw(snap, names) -> tuple:
