@@ -100,6 +100,8 @@ def test_bench_networks_and_model_table(tmp_path):
     row = [ln for ln in out.splitlines() if ln.strip().startswith("tiny_add ")]
     assert row and row[-1].split()[-1] == "yes", row               # bit-exact column
     tlm_ms, ref_ms, ratio = (float(c.replace(",", "")) for c in row[-1].split()[2:5])
-    assert tlm_ms > 0 and ref_ms > 0 and abs(ratio - tlm_ms / ref_ms) <= 0.05 * ratio + 0.1, row
+    # the printed times are rounded to 0.001 ms: the ratio agrees with them within that
+    slack = ratio * (0.0006 / ref_ms + 0.0006 / tlm_ms) + 0.06
+    assert tlm_ms > 0 and ref_ms > 0 and abs(ratio - tlm_ms / ref_ms) <= slack, row
     broken = [ln for ln in out.splitlines() if ln.strip().startswith("broken ")]
     assert broken and "not run:" in broken[-1], out
