@@ -27,18 +27,20 @@ the plan does the same work with little Python per operation:
     ordinary evaluation itself (``elementwise._evaluate``, ``OpContext.rescale`` /
     ``activation``);
   - ELEMENTWISE add/sub/min/max/mul of 16-bit operands: per-operand input-scaling tables
-    (``arith.scale_input`` over the operand's domain), then the rescale + activation stage
-    as a monotone step function of the accumulator: thresholds found by bisection on
-    ``arith.rescale`` and the activation's clamp, and a table of ``arith.activation`` over
-    the clamped range;
+    (``arith.scale_input`` over the operand's domain), then the output stage: the rescale
+    ``(acc*scale + R) >> shift`` (R from ``arith.round_terms``), the activation's clamp and,
+    for a LUT function, a table of ``arith.activation`` over the clamp range;
+  - other ELEMENTWISE cases (32-bit operands): the ordinary evaluation on the operands;
   - CONV / DEPTHWISE: the ordinary kernels (``conv_acc`` / ``depthwise_acc``, a single
     BLAS product for a pointwise conv) and the ordinary fused epilogue
     (``common._fused_epilogue``), with the decoded weights and scale/bias records of the
     recorded run.
 
   When the plan is built, its compute runs on the recorded run's own operands and must
-  reproduce the bytes that run wrote (or pushed into a FIFO) exactly; elementwise stages
-  are also checked on random and extreme operand values against ``elementwise._evaluate``.
+  reproduce the bytes that run wrote (or pushed into a FIFO) exactly; the elementwise
+  output stage and the small-OFM conv epilogue are also checked on random and extreme
+  values against ``elementwise._evaluate`` / ``OpContext.rescale`` + ``activation`` /
+  ``common._fused_epilogue``.  Why an op got no plan is counted in ``STATS``.
   The plan's reads and writes must cover exactly the bytes of the recorded transactions.
 
 Plans run only on the plain memory model with the device as its only listener, and not
@@ -54,7 +56,6 @@ import numpy as np
 
 from .. import arith, fmap, isa
 from ..arith import ActType, Precision
-from ..errors import Unpredictable
 from ..fmap import FeatureMap, Storage
 from ..memo import Memo
 from .. import memory as _memory
@@ -71,7 +72,7 @@ _PAGE_MASK = _PAGE_SIZE - 1
 
 PLANS = True                     # switch (tests run networks both ways)
 DEBUG = bool(os.environ.get("TLM_PLAN_DEBUG"))   # raise instead of declining a plan build
-STATS: Counter = Counter()       # (op, 'planned' | 'declined' | 'ordinary' | 'built') -> count
+STATS: Counter = Counter()       # (op, "planned" | "declined" | "ordinary" | "built") and ("no plan", why)
 
 _PLANS = Memo(1 << 13)           # key -> _Plan, or None: this key is run the ordinary way
 _REBUILDS = Memo(1 << 13)        # key -> plans built for it (a key whose data keep changing stops)
@@ -574,11 +575,11 @@ class _Prepared:
         addrs = fmap.block_addresses(fm, ys, xs, cs)
         a = _abs(self.dev, fm.region, addrs)
         if a is None or a.size == 0:
-            return _no("mem_src:565")
+            return _no("operand: no address or wraps at 2**40")
         es = fm.element_size
         sp = _span(a, es)
         if sp is None:
-            return _no("mem_src:569")
+            return _no("operand: unaligned elements")
         lo, n, idx = sp
         src = _MemSrc(lo, n, _value_dtype(fm), idx, a.shape)
         self.srcs.append(src)
@@ -593,7 +594,7 @@ class _Prepared:
         src = _FifoSrc(fm.region, count, tuple(shape), lo, hi)
         v = src.get(None, st)
         if v is None:
-            return _no("fifo_src:584")
+            return _no("operand: FIFO values missing or out of range")
         self.srcs.append(src)
         self.inputs.append(np.array(v))
         return src
@@ -603,7 +604,7 @@ class _Prepared:
         if fm.storage == Storage.CHAINED:
             return self.fifo_src(fm, (len(ys), len(xs), len(cs)))
         if fm.storage not in (Storage.TILE2X2, Storage.TILE3X1):
-            return _no("operand:594")
+            return _no("operand: storage")
         return self.mem_src(fm, ys, xs, cs, channel)
 
     # ---- output
@@ -670,14 +671,14 @@ class _Prepared:
             return self._finish_dma(dev, txns)
         mem = dev.memory
         if not txns and (self.dst_pairs is not None or any(isinstance(s, _MemSrc) for s in self.srcs)):
-            return _no("finish:661")
+            return _no("check: no transactions")
         # every read comes before every write (the plan reads all, then writes)
         seen_write = False
         for t in txns:
             if t.write:
                 seen_write = True
             elif seen_write:
-                return _no("finish:668")
+                return _no("check: a read after a write")
         # the transactions cover exactly the plan's bytes, channel by channel
         by_channel: dict = {}
         for ch, pairs in self.channels:
@@ -685,41 +686,41 @@ class _Prepared:
         known = set(by_channel) | set(self.check_channels) | {Channel.wr_ofm}
         for t in txns:
             if t.channel not in known:
-                return _no("finish:676")
+                return _no("check: another channel")
         for ch, pairs in by_channel.items():
             if not _same(_intervals(_txn_pairs(txns, ch, False)), _intervals(pairs)):
-                return _no("finish:679")
+                return _no("check: operand bytes")
         for ch in self.check_channels:
             if not _same(_intervals(_txn_pairs(txns, ch, False)),
                          _intervals([(a, len(b)) for a, b, c in self.checks if c == ch])):
-                return _no("finish:683")
+                return _no("check: stream bytes")
         if not _same(_intervals(_txn_pairs(txns, Channel.wr_ofm, True)),
                      _intervals(self.dst_pairs if self.dst_pairs is not None else [])):
-            return _no("finish:686")
+            return _no("check: OFM bytes")
         for addr, data, _ in self.checks:                   # the streams did not change meanwhile
             if not mem.equals(addr, data):
-                return _no("finish:689")
+                return _no("check: streams changed")
         # the compute reproduces the ordinary run's result on its own operands
         out = self.compute([np.array(v) for v in self.inputs])
         if out.shape != self.shape:
             out = np.ascontiguousarray(np.broadcast_to(out, self.shape))
         if out.shape != self.shape or out.dtype != self.out_dt:
-            return _no("finish:695")
+            return _no("check: OFM shape or type")
         if isinstance(self.dst, _MemDst):
             got = mem.read_array(self.dst.alo, self.dst.n).view(self.dst.udt)
             got = got if self.dst.idx is None else got[self.dst.idx]
             if not np.array_equal(got.reshape(-1), out.reshape(-1).view(self.dst.udt)):
-                return _no("finish:700")
+                return _no("check: OFM values")
         elif isinstance(self.dst, _FifoDst):
             st = dev.op_state
             chunks = st.fifo[self.dst.fifo]
             if not chunks or not np.array_equal(chunks[-1], out.reshape(-1).astype(np.int64)):
-                return _no("finish:705")
+                return _no("check: FIFO values")
         st = dev.op_state
         if (st.chain_length, st.num_ifm, tuple(st.fifo_valid)) != self.chain:
-            return _no("finish:708")
+            return _no("check: chaining state")
         if out.size and dev.cond_status != int(out.reshape(-1)[-1]) & 1:
-            return _no("finish:710")
+            return _no("check: result flag")
         return self._plan(dev, txns)
 
     def _plan(self, dev, txns) -> _Plan:
@@ -757,26 +758,26 @@ class _Prepared:
         reads = _list(_txn_pairs(txns, write=False))
         writes = _list(_txn_pairs(txns, write=True))
         if any(t.channel not in (Channel.rd_mem2mem, Channel.wr_mem2mem) for t in txns):
-            return _no("_finish_dma:748")
+            return _no("DMA: another channel")
         internal = self.dma
         nread = sum(n for _, n in reads)
         if internal is None:                                # memory to memory
             if writes == [] or nread != sum(n for _, n in writes):
-                return _no("_finish_dma:753")
+                return _no("DMA: read and written bytes differ in number")
             ri, wi = _list(_intervals(reads)), _list(_intervals(writes))
             for lo, hi in ri:                               # no byte both read and written
                 for wlo, whi in wi:
                     if wlo < hi and lo < whi:
-                        return _no("_finish_dma:758")
+                        return _no("DMA: overlapping source and destination")
             data = np.concatenate([dev.memory.read_array(a, n) for a, n in reads]) if reads else None
             got = np.concatenate([dev.memory.read_array(a, n) for a, n in writes])
             if data is None or not np.array_equal(data, got):
-                return _no("_finish_dma:762")
+                return _no("DMA: copied bytes")
         else:                                               # one line into the LUT RAM
             lo, n = internal
             if writes or nread != n or not np.array_equal(
                     dev.lut[lo:lo + n], np.concatenate([dev.memory.read_array(a, k) for a, k in reads])):
-                return _no("_finish_dma:767")
+                return _no("DMA: LUT bytes")
         p = self._plan(dev, txns)
         p.dma_lines = (tuple(reads), tuple(writes))
         p.dma_lut = None if internal is None else internal
@@ -819,14 +820,14 @@ def _prepare_kernel(dev, name, d, snap) -> "_Prepared | None":
     ctx = _common.OpContext(snap, DataPort(_Dry(dev.memory), dev.route), _StandIn(dev), name)
     ctx.f = _memo_field(snap)
     if ctx.ofm_h * ctx.ofm_w * ctx.ofm_d > _MAX_ELEMENTS:
-        return _no("_prepare_kernel:794")
+        return _no("op: large")
     if name == "NPU_OP_ELEMENTWISE":
         return _prepare_elementwise(dev, ctx, snap, d)
     if name == "NPU_OP_POOL":
         return _prepare_pool(dev, ctx, snap, d)
     if name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE"):
         return _prepare_conv(dev, ctx, snap, d, name == "NPU_OP_DEPTHWISE")
-    return _no("_prepare_kernel:801")
+    return _no("op: RESIZE or another")
 
 
 def _lut_of(dev, f) -> "bytes | None":
@@ -841,7 +842,7 @@ def _truncated(v: np.ndarray, fm: FeatureMap) -> np.ndarray:
 def _prepare_elementwise(dev, ctx, snap, d) -> "_Prepared | None":
     mode = int(d.fields.get("elementwise_mode", 0))
     if ctx.upscale != 0 or ctx.ofm.precision not in (Precision.B8, Precision.B16, Precision.B32):
-        return _no("_prepare_elementwise:816")
+        return _no("elementwise: upscale or OFM precision")
     p = _ew._Params(ctx, mode)
     pre = _Prepared(dev, "NPU_OP_ELEMENTWISE")
     shape = (ctx.ofm_h, ctx.ofm_w, ctx.ofm_d)
@@ -860,9 +861,9 @@ def _prepare_elementwise(dev, ctx, snap, d) -> "_Prepared | None":
         sa, ca = operand(ctx.ifm, p.bm, "IFM", Channel.rd_ifm)
         sb, cb = (None, 0) if p.unary else operand(ctx.ifm2, p.bm2, "IFM2", Channel.rd_ifm_stream)
     except _NotPlanned:
-        return _no("operand:835")
+        return _no("elementwise: operand")
     if not pre.ofm(ctx.ofm, shape, _common.ALLOWED_PERMS_RTRANS):
-        return _no("operand:837")
+        return _no("elementwise: OFM")
     pre.chain_state(p.bm != _ew.SCALAR or not _ew.SCALAR_IS_NOT_AN_IFM, p.use_ifm2, ctx.ifm, ctx.ifm2, ctx.ofm)
     pre.lut = _lut_of(dev, ctx.f)
     key = ("ew", mode, _raw(snap, _EW_REGS), pre.lut, sa is not None, ca, sb is not None, cb)
@@ -870,7 +871,7 @@ def _prepare_elementwise(dev, ctx, snap, d) -> "_Prepared | None":
     if compute is False:
         compute = _COMPUTES.put(key, _ew_compute(ctx, p, mode, sa is not None, ca, sb is not None, cb))
     if compute is None:
-        return _no("operand:845")
+        return _no("elementwise: compute")
     pre.compute = compute
     return pre
 
@@ -1134,21 +1135,21 @@ def _output_stage(ctx, lo: int, hi: int):
 def _prepare_pool(dev, ctx, snap, d) -> "_Prepared | None":
     mode = int(d.fields.get("pooling_mode", 0))
     if mode not in (_pool.MAX, _pool.MIN, _pool.SUM, _pool.AVERAGE):
-        return _no("_prepare_pool:1086")
+        return _no("pool: mode")
     if (ctx.kernel_h, ctx.kernel_w, ctx.stride_y, ctx.stride_x) != (1, 1, 1, 1) or ctx.upscale != 0 \
             or ctx.pad_top or ctx.pad_left or ctx.pad_bottom or ctx.pad_right:
-        return _no("_prepare_pool:1089")
+        return _no("pool: not 1x1")
     if ctx.acc_input != 0 or ctx.acc_output != 0 or ctx.ofm.scale_mode != arith.ScaleMode.GLOBAL:
-        return _no("_prepare_pool:1091")
+        return _no("pool: accumulator or scale mode")
     if ctx.ifm.precision not in (Precision.B8, Precision.B16):
-        return _no("_prepare_pool:1093")
+        return _no("pool: IFM precision")
     pre = _Prepared(dev, "NPU_OP_POOL")
     oh, ow, od = ctx.ofm_h, ctx.ofm_w, ctx.ofm_d
     src = pre.operand(ctx.ifm, range(ctx.ifm_h), range(ctx.ifm_w), range(od), Channel.rd_ifm)
     if src is None or (ctx.ifm_h, ctx.ifm_w) != (oh, ow):
-        return _no("_prepare_pool:1098")
+        return _no("pool: IFM")
     if not pre.ofm(ctx.ofm, (oh, ow, od), _common.ALLOWED_PERMS_ALL):
-        return _no("_prepare_pool:1100")
+        return _no("pool: OFM")
     pre.chain_state(True, False, ctx.ifm, ctx.ifm2, ctx.ofm)
     pre.lut = _lut_of(dev, ctx.f)
     key = ("pool", mode, _raw(snap, _POOL_REGS), pre.lut)
@@ -1184,17 +1185,17 @@ def _pool_compute(ctx, mode):
 def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     name = "NPU_OP_DEPTHWISE" if depthwise else "NPU_OP_CONV"
     if not depthwise and int(d.fields.get("weights_ifm2", 0)):
-        return _no("_prepare_conv:1136")
+        return _no("conv: weights_ifm2")
     g = _conv._geometry(snap)
     if g.acc_input != 0 or ctx.acc_output != 0 or ctx.upscale != 0:
-        return _no("_prepare_conv:1139")
+        return _no("conv: accumulator or upscale")
     if ctx.ifm.storage not in (Storage.TILE2X2, Storage.TILE3X1):
-        return _no("_prepare_conv:1141")
+        return _no("conv: chained IFM")
     if ctx.ofm.scale_mode != arith.ScaleMode.PER_CHANNEL:
-        return _no("_prepare_conv:1143")
+        return _no("conv: global scale")
     prm = ctx._fused_params()
     if prm is None:
-        return _no("_prepare_conv:1146")
+        return _no("conv: not the fused epilogue's case")
     rm, dbl, zp, amin, amax, clamp, odt = prm
     dry = ctx.port.memory
     # weights and scale/bias through the dry port: the decoded forms and the stream bytes
@@ -1209,13 +1210,13 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     pre = _Prepared(dev, name)
     src = pre.operand(ctx.ifm, range(ctx.ifm_h), range(ctx.ifm_w), range(depth), Channel.rd_ifm)
     if src is None:
-        return _no("_prepare_conv:1159")
+        return _no("conv: IFM")
     pre.stream(dry.txns, Channel.rd_weights)
     pre.stream(dry.txns, Channel.rd_scale_bias)
     shape = (g.ofm_h, g.ofm_w, g.ofm_d)
     if not pre.ofm(ctx.ofm, shape, _common.ALLOWED_PERMS_ALL,
                    ctx.microblock_depth() if ctx.ofm.reverse == 3 else None):
-        return _no("_prepare_conv:1165")
+        return _no("conv: OFM")
     pre.chain_state(True, False, ctx.ifm, ctx.ifm2, ctx.ofm)
     k = sc.memo.get((g.ofm_d, rm, dbl, ctx.acc_bits))
     if k is None:
@@ -1224,7 +1225,7 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     izp = arith.ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check=False)
     bound_x = _conv._ifm_domain_bound(ctx)
     if bound_x is None:
-        return _no("_prepare_conv:1174")
+        return _no("conv: IFM domain")
     H = ctx.pad_top + ctx.ifm_h + ctx.pad_bottom
     W = ctx.pad_left + ctx.ifm_w + ctx.pad_right
     t, l, ih, iw = ctx.pad_top, ctx.pad_left, ctx.ifm_h, ctx.ifm_w
@@ -1375,15 +1376,15 @@ def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape):
 def _prepare_dma(dev, name, d, snap) -> "_Prepared | None":
     f = snap.field
     if f("NPU_SET_DMA0_SRC_REGION", "idx_mode") or f("NPU_SET_DMA0_DST_REGION", "idx_mode"):
-        return _no("_prepare_dma:1274")
+        return _no("DMA: gather or scatter")
     pre = _Prepared(dev, name)
     pre.is_dma = True
     if f("NPU_SET_DMA0_DST_REGION", "region_mode") == _dma_internal():
         if f("NPU_SET_DMA0_SRC_REGION", "stride_mode") != _dma_d1():
-            return _no("_prepare_dma:1279")
+            return _no("DMA: a LUT load of several lines")
         pre.dma = (f("NPU_SET_DMA0_DST", "addr") & ADDR_MASK, f("NPU_SET_DMA0_LEN", "addr") & ADDR_MASK)
         if pre.dma[0] + pre.dma[1] > dev.lut.size:
-            return _no("_prepare_dma:1282")
+            return _no("DMA: beyond the LUT RAM")
     return pre
 
 
