@@ -502,7 +502,7 @@ class Memory:
         kind = "w" if txn.write else "r"
         a = txn.addr
         e = a + txn.length
-        for f in self.faults:
+        for f in self._faults:
             if a < f.hi and e > f.lo and kind in f.kind:          # Fault.hits, inlined
                 txn = Transaction(txn.port, txn.channel, txn.write, txn.addr, txn.length,
                                   txn.prot, txn.cache, txn.domain, f.resp)
@@ -537,7 +537,7 @@ class Memory:
         n = len(b)
         kind = "w" if b.write else "r"
         lo, hi = b.extent()
-        faults = [f for f in self.faults if kind in f.kind and f.lo < hi and f.hi > lo]
+        faults = [f for f in self._faults if kind in f.kind and f.lo < hi and f.hi > lo]
         if hi <= (1 << ADDR_BITS) and not faults:
             return n                                        # nothing can answer an error
         a, ln = b.addr, b.length
@@ -681,7 +681,7 @@ class Memory:
             return None, self._gather(b.addr, b.length)
         a, ln = int(b.addr[k]), int(b.length[k])
         resp = Resp.OKAY
-        for f in self.faults:                                # as access(): first fault, then range
+        for f in self._faults:                                # as access(): first fault, then range
             if f.hits(a, ln, b.write):
                 resp = f.resp
                 break
