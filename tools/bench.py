@@ -1,41 +1,49 @@
 #!/usr/bin/env python3
-"""Benchmark: the TLM against LiteRT on one MobileNet-sized int8 network, side by side.
+"""Benchmark: the TLM against LiteRT, side by side in one process.
 
-    python tools/bench.py                        # ethos-u85-256, 3 timed runs per engine
-    python tools/bench.py --config ethos-u85-512 --runs 5
-    python tools/bench.py --profile              # + cProfile of one TLM run (top 15, cumulative)
-    python tools/bench.py --blas-threads 0       # numpy's BLAS at its own thread count (default 1)
-    python tools/bench.py --sim-only             # only the bench-throughput section (7. below)
-    python tools/bench.py --no-sim               # without it
+    python -m tools.bench                        # ethos-u85-256, 3 timed runs per engine
+    python -m tools.bench --config ethos-u85-512 --runs 5
+    python -m tools.bench --breakdown            # + the ordinary path per NPU op type
+    python -m tools.bench --profile              # + cProfile of one warm TLM run (top 15)
+    python -m tools.bench --no-models            # without the per-model table (section 3)
+    python -m tools.bench --blas-threads 0       # numpy's BLAS at its own thread count (default 1)
+    python -m tools.bench --sim-only             # only the bench-throughput section (4. below)
+    python -m tools.bench --no-sim               # without it
 
-(`make bench` runs the first form; `make bench BENCH_ARGS=--sim-only`.)  Performance figures live here, never in timed unit
-tests: every number below is measured in this one process, side by side.
+(`make bench` runs the first form; `make bench BENCH_ARGS=--sim-only`.)  Performance figures
+live here, never in timed unit tests: every number below is measured in this one process,
+side by side.
 
-What it does:
+Every network is measured the same way (class ``Net``): deterministic inputs over each
+input's full integer range (seed ``--seed``); LiteRT with the BUILTIN_REF op resolver (a
+first run, then at least 15 timed runs) and, for sections 1 and 2, LiteRT default (XNNPACK);
+the TLM (``tlm.ethos_u85.runner.run_model`` on the preloaded VelaModel: device, memory map, command
+stream, output read-back) once cold (the run that builds the operation plans), once more
+(the run that records the run trace), then ``--runs`` timed runs.  Medians of the timed runs
+give the ratios; wall and CPU time are both printed (CPU time is steadier on a busy host).
+Each line of the engine table also gives microseconds per NPU operation (the time per
+inference over the NPU operations the command stream executes, so BUILTIN_REF's figure is
+its time for the same network per NPU op) and M MAC/s (the CONV/DEPTHWISE MACs of the
+executed operations, from their register snapshots).  numpy's BLAS runs single-threaded
+by default (``--blas-threads``), as BUILTIN_REF does.  Every TLM output is compared with
+BUILTIN_REF bit for bit (exit 1 on any mismatch in sections 1 and 2; section 3 reports).
 
-1. Builds the catalog network (``--model``, default ``mobilenet_v2_0p5_224``, tag 'bench')
-   and compiles it with Vela (``nets.compiled``: cached under build/vela-cache).
-2. Makes the deterministic input (``nets.make_inputs``, seed 1235).
-3. Checks that the TLM implements every kernel operation in the command stream; if not, it
-   stops with one line naming the missing op(s) (exit 2), before timing anything.
-4. Runs LiteRT with the BUILTIN_REF op resolver, LiteRT default (XNNPACK) and the TLM
-   (``tlm.ethos_u85.runner.run_model`` on the preloaded VelaModel), each once untimed-for-the-median
-   ("first": for the TLM the cold run, before any cache in the model is warm) and then
-   ``--runs`` times; the median of those is the figure used for the ratios.
-   LiteRT interpreters are built once outside the timing (set_tensor + invoke + get_tensor
-   are timed); a TLM inference is one ``run_model`` call (device, memory map, command
-   stream execution, output read-back), the .npz parse is timed separately.
-   numpy's BLAS runs single-threaded by default (``--blas-threads``), as BUILTIN_REF does:
-   multi-threaded OpenBLAS on the TLM's small matrix products is slow and erratic on a
-   shared host.  Wall and CPU time are both reported (CPU time is steadier under load).
-5. Compares every TLM output with BUILTIN_REF bit for bit (exit 1 on any mismatch).
-6. Prints the table: time per inference, TLM/BUILTIN_REF and TLM/default ratios, the
-   network's MACs (CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED, from the TFLite graph), the
-   TLM's MAC/s, the NPU operations executed by type, and the TLM time per NPU op type
-   (the device's kernel-op dispatch table and the DMA entry point are wrapped with timers,
-   so the breakdown comes from the timed runs themselves; the wrapper costs ~1 us per op).
+1. The catalog network (``--model``, default ``mobilenet_v2_0p5_224``, tag 'bench'),
+   compiled with Vela (``nets.compiled``: cached under build/vela-cache): the TLM must be
+   faster than BUILTIN_REF.  Also printed: how many operations ran by their plans.
+2. The LSTM (``--lstm``, default ``tflm_micro_speech_lstm``: about 1,500 NPU operations of
+   80 elements) from the published models folder (``--models-dir``, $NPU_SHARED_MODELS or
+   ../shared/models): the per-operation cost; the target is within 10x of BUILTIN_REF.
+3. Every ``*.tflite`` of that folder (``--no-models`` skips it): NPU ops, TLM and
+   BUILTIN_REF medians (``--model-runs`` TLM runs), their ratio, us per NPU op, the cold
+   run, and the bit-exactness against BUILTIN_REF; a model the TLM cannot run gets one
+   line with the reason.  TLM inputs are the TFLite inputs, reshaped to the raw model's
+   input shapes when the runner asks for those.
+``--breakdown`` adds, for section 1, the ordinary path (plans, segments and traces off)
+timed per NPU op type (the device's kernel-op table and the DMA entry point wrapped with
+timers).
 
-7. Bench throughput (``--no-sim`` skips it, ``--sim-only`` runs only it): on each simulator
+4. Bench throughput (``--no-sim`` skips it, ``--sim-only`` runs only it): on each simulator
    (``--sims``, default verilator,icarus) runs one Vela network (``--sim-net``, default
    ``avgpool_5x5_s1_same_relu6``: a pooling network the RTL stand-in implements) through
    the cocotb bench (``python -m tb.core.run --npu-model ... --dut rtl``: APB driver flow, AXI
@@ -47,9 +55,9 @@ What it does:
    simulator. Printed: beats/s of each and bench/loopback. Builds are reused from
    sim_build/; numbers are printed, not asserted (a failing run is an error).
 
-Exit status: 0 = bit-exact, 1 = mismatch, 2 = the TLM cannot run the network (missing op,
-TLM error) or a setup problem; each failure is one line on stderr (``--traceback`` for
-details).
+Exit status: 0 = bit-exact, 1 = mismatch, 2 = the TLM cannot run the network of section 1
+or 2 (missing op, TLM error) or a setup problem; each failure is one line on stderr
+(``--traceback`` for details).
 """
 from __future__ import annotations
 
@@ -73,6 +81,7 @@ REPO = Path(__file__).resolve().parents[1]
 np = None  # numpy is imported by main() after the BLAS thread count is set (see --blas-threads)
 
 DEFAULT_MODEL = "mobilenet_v2_0p5_224"
+DEFAULT_LSTM = "tflm_micro_speech_lstm"
 DEFAULT_SIM_NET = "avgpool_5x5_s1_same_relu6"
 DEFAULT_CONFIG = "ethos-u85-256"
 
@@ -215,13 +224,25 @@ def litert_engine(tflite_bytes: bytes, ref: bool, threads):
                      num_threads=threads)
     it.allocate_tensors()
     ins, outs = it.get_input_details(), it.get_output_details()
+    # a model with variable (state) tensors (LSTMs) starts every inference from their
+    # initial values, as every TLM run does (a fresh device and memory)
+    stateful = any(d.get("name") for d in it.get_tensor_details()) and _has_variables(tflite_bytes)
 
     def infer(inputs):
+        if stateful:
+            it.reset_all_variables()
         for d, x in zip(ins, inputs):
             it.set_tensor(d["index"], x)
         it.invoke()
         return [it.get_tensor(d["index"]).copy() for d in outs]
     return infer
+
+
+def _has_variables(tflite_bytes: bytes) -> bool:
+    from ethosu.vela.tflite import Model
+
+    sg = Model.Model.GetRootAsModel(tflite_bytes, 0).Subgraphs(0)
+    return any(sg.Tensors(i).IsVariable() for i in range(sg.TensorsLength()))
 
 
 def timed_runs(fn, n: int, after=None):
@@ -243,7 +264,7 @@ def timed_runs(fn, n: int, after=None):
 def missing_ops(vm) -> Counter:
     """NPU_OP commands of the stream that the device cannot execute: name -> occurrences."""
     from tlm.ethos_u85 import isa, ops
-    from tlm.ethos_u85.device import KERNEL_OP_NAMES        # the device executes every other NPU_OP
+    from tlm.ethos_u85.ops import KERNEL_OP_NAMES           # the device executes every other NPU_OP
 
     used = Counter(d.cmd.name for d in isa.decode(vm.command_words) if d.cmd.is_op)
     return Counter({n: c for n, c in used.items()
@@ -266,7 +287,9 @@ def _tlm_failure(e) -> BenchError:
 
 # ============================================================================ formatting
 def fmt_ms(s: float | None) -> str:
-    return "-" if s is None else (f"{s * 1e3:,.1f}" if s < 100 else f"{s * 1e3:,.0f}")
+    if s is None:
+        return "-"
+    return f"{s * 1e3:,.3f}" if s < 0.01 else (f"{s * 1e3:,.1f}" if s < 100 else f"{s * 1e3:,.0f}")
 
 
 def fmt_macs(n: float) -> str:
@@ -287,7 +310,181 @@ def table(rows, header, aligns):
     return "\n".join(out)
 
 
-# ============================================================================ main
+# ============================================================================ networks
+def npu_macs_and_ops(vm, tlm_inputs, config) -> "tuple[int, Counter]":
+    """MACs of the CONV / DEPTHWISE operations one run executes (from their register
+    snapshots, as the breakdown labels them) and the NPU ops executed, by name."""
+    from tlm.ethos_u85 import runner
+
+    macs = [0]
+    real = runner.Device
+
+    def make(*a, **kw):
+        d = real(*a, **kw)
+
+        def hook(ev, det):
+            if ev == "op":
+                macs[0] += _npu_op_key_and_macs(det["name"], det["snapshot"])[1]
+        d.hooks.append(hook)
+        return d
+    runner.Device = make
+    try:
+        r = runner.run_model(vm, tlm_inputs, config=config)
+    finally:
+        runner.Device = real
+    return macs[0], Counter(r.device.op_counts)
+
+
+def tlm_runner(vm, tfl_inputs, config):
+    """(run function returning the outputs, the inputs it passes): the TFLite inputs as
+    they are, or - for a runner that wants the raw model's shapes (Vela folds a leading
+    RESHAPE into the input) - reshaped to them by element count."""
+    from tlm.ethos_u85 import runner
+
+    def once(inputs):
+        return runner.run_model(vm, inputs, config=config).outputs
+    try:
+        once(tfl_inputs)
+        return once, tfl_inputs
+    except runner.RunError as e:
+        if e.kind != "input" or len(vm.inputs) != len(tfl_inputs):
+            raise
+        shaped = [np.asarray(x).reshape(t.shape) for x, t in zip(tfl_inputs, vm.inputs)]
+        once(shaped)
+        return once, shaped
+
+
+def tflite_inputs(tfl: bytes, seed: int) -> list:
+    """Deterministic inputs over each input's full integer range; a TRANSPOSE_CONV model's
+    int32[4] output-shape input gets the true output shape (the models README)."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    it = Interpreter(model_content=bytes(tfl), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    rng = np.random.default_rng(seed)
+    out = []
+    for d in it.get_input_details():
+        dt = np.dtype(d["dtype"])
+        if dt == np.int32 and list(d["shape"]) == [4]:
+            out.append(np.array(it.get_output_details()[0]["shape"], np.int32))
+            continue
+        info = np.iinfo(dt)
+        out.append(rng.integers(info.min, int(info.max) + 1, size=d["shape"]).astype(dt))
+    return out
+
+
+def mismatches(outs, ref) -> "tuple[int, int]":
+    """(elements that differ, elements) of TLM outputs against LiteRT's (by element order)."""
+    n = total = 0
+    if len(outs) != len(ref):
+        return -1, sum(int(np.asarray(b).size) for b in ref)
+    for a, b in zip(outs, ref):
+        a, b = np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)
+        total += b.size
+        n += int(np.count_nonzero(a != b)) if a.size == b.size else max(a.size, b.size)
+    return n, total
+
+
+class Net:
+    """One network measured in this process: LiteRT BUILTIN_REF (and XNNPACK) and the TLM,
+    each a first run and `runs` timed runs (the TLM's first is the cold run that builds its
+    plans; one more untimed run records the run trace the timed runs replay)."""
+
+    def __init__(self, label, tfl, vm, config, seed, threads, runs, xnn=True):
+        self.label, self.config = label, config
+        clear_warm_caches()                           # this network's cold run is cold
+        inputs = tflite_inputs(tfl, seed)
+        ref_fn = litert_engine(tfl, True, threads)
+        t0 = time.perf_counter()
+        tlm_once, tlm_inputs = tlm_runner(vm, inputs, config)     # the cold run: plans are built
+        cold = time.perf_counter() - t0
+        ref_runs = max(runs, 15)
+        self.ref = timed_runs(lambda: ref_fn(inputs), ref_runs)
+        self.ref_out = self.ref[3][0]
+        if any(any(not np.array_equal(a, b) for a, b in zip(o, self.ref_out)) for o in self.ref[3][1:]):
+            raise BenchError(f"bench: FAIL: LiteRT BUILTIN_REF is not deterministic across runs ({label})")
+        self.xnn = None
+        if xnn:
+            xnn_fn = litert_engine(tfl, False, threads)
+            self.xnn = timed_runs(lambda: xnn_fn(inputs), runs)
+            self.xnn_mism = mismatches(self.xnn[3][0], self.ref_out)[0]
+        t0 = time.perf_counter()
+        tlm_once(tlm_inputs)                          # the second run records the run trace
+        self.t_record = time.perf_counter() - t0
+        _, times, cpu, outs = timed_runs(lambda: tlm_once(tlm_inputs), runs)
+        self.tlm = (cold, times, cpu, outs)
+        self.mism = [mismatches(o, self.ref_out)[0] for o in self.tlm[3]]
+        self.n_elems = mismatches(self.ref_out, self.ref_out)[1]
+        self.macs, self.ops = npu_macs_and_ops(vm, tlm_inputs, config)
+        self.n_ops = sum(self.ops.values())
+        self.med = {k: statistics.median(v[1]) for k, v in (("ref", self.ref), ("tlm", self.tlm))
+                    + ((("xnn", self.xnn),) if xnn else ())}
+
+    @property
+    def exact(self) -> bool:
+        return all(m == 0 for m in self.mism)
+
+
+def clear_warm_caches() -> None:
+    """Forget the TLM's operation plans, segments and run traces (tlm.ethos_u85.ops.plan,
+    tlm.ethos_u85.device): the next run of a network is a cold run."""
+    from tlm.ethos_u85 import device
+    from tlm.ethos_u85.ops import plan
+
+    plan.clear()
+    device._SEGMENTS.clear()
+    device._TRACES.clear()
+
+
+def print_net(net: Net, tfl_macs: "int | None" = None, per_type: str = "") -> None:
+    med = net.med
+    npu = ", ".join(f"{n.replace('NPU_OP_', '')} {c}" for n, c in net.ops.most_common())
+    if tfl_macs is not None:
+        print(f"  network: {tfl_macs:,} MACs ({fmt_macs(tfl_macs)}MAC){per_type}")
+    print(f"  NPU ops executed: {net.n_ops} ({npu}); CONV/DEPTHWISE MACs "
+          f"{fmt_macs(net.macs).strip() if net.macs else 'none'}")
+    print()
+
+    def row(name, runs, ratio_ref):
+        first, times, cpu, _ = runs
+        m = statistics.median(times)
+        return [name, fmt_ms(first), fmt_ms(m), fmt_ms(min(times)), fmt_ms(max(times)),
+                fmt_ms(statistics.median(cpu)), f"{m / net.n_ops * 1e6:,.1f}" if net.n_ops else "-",
+                f"{net.macs / m / 1e6:,.1f}" if net.macs else "-", ratio_ref]
+    rows = [row("LiteRT BUILTIN_REF", net.ref, "1.00")]
+    if net.xnn is not None:
+        rows.append(row("LiteRT default (XNNPACK)", net.xnn, f"{med['xnn'] / med['ref']:.2f}"))
+    rows.append(row("TLM (first run = cold)", net.tlm, f"{med['tlm'] / med['ref']:.2f}"))
+    print(table(rows, ["engine", "first ms", "median ms", "min ms", "max ms", "CPU ms", "us/NPU op",
+                       "M MAC/s", "/ REF"], "lrrrrrrrr"))
+    print("  (us/NPU op: time per inference / NPU operations the stream executes, for every engine; "
+          "M MAC/s: CONV/DEPTHWISE MACs per second)")
+    print()
+    cpu_ratio = statistics.median(net.tlm[2]) / max(statistics.median(net.ref[2]), 1e-9)
+    print(f"  TLM / BUILTIN_REF     {med['tlm'] / med['ref']:10.2f}x   (by CPU time {cpu_ratio:.2f}x)")
+    if net.xnn is not None:
+        print(f"  TLM / default         {med['tlm'] / med['xnn']:10.2f}x")
+    print(f"  TLM cold / warm       {net.tlm[0] / med['tlm']:10.2f}x   (cold {fmt_ms(net.tlm[0])} ms builds the "
+          f"plans; the second run, {fmt_ms(net.t_record)} ms, records the run trace)")
+    print(f"  TLM per NPU op        {med['tlm'] / net.n_ops * 1e6:10.1f} us   (BUILTIN_REF "
+          f"{med['ref'] / net.n_ops * 1e6:.2f} us per NPU op of the same network)")
+    xnn = f" (XNNPACK vs REF: {net.xnn_mism}, for information)" if net.xnn is not None else ""
+    print(f"  bit-exact vs REF      {'yes' if net.exact else 'NO'}: mismatches per TLM run "
+          f"{net.mism} of {net.n_elems} elements{xnn}")
+
+
+def warm_coverage() -> str:
+    """How the last runs executed their operations (tlm.ethos_u85.ops.plan statistics)."""
+    from tlm.ethos_u85.ops import plan
+
+    by: dict = defaultdict(Counter)
+    for (op, what), n in plan.STATS.items():
+        if what in ("planned", "ordinary", "declined"):
+            by[op][what] += n
+    return ", ".join(f"{op.replace('NPU_OP_', '')} {c['planned']}/{sum(c.values())}"
+                     for op, c in sorted(by.items())) or "-"
+
+
 def run(args) -> int:
     from tests import nets
     from tests.nets import catalog
@@ -295,26 +492,18 @@ def run(args) -> int:
     if args.model not in catalog.MODELS:
         raise BenchError(f"bench: unknown model {args.model!r} (bench models: "
                          f"{', '.join(getattr(catalog, 'BENCH_NAMES', [])) or 'none'})")
-    t0 = time.perf_counter()
-    tfl = nets.build(args.model)
-    t_build = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    try:
-        npz = nets.compiled(args.model, args.config, memory_mode=args.memory_mode)
-    except Exception as e:  # noqa: BLE001 - vela failure, one line
-        text = str(e)
-        why = text.split("--- stderr ---", 1)[-1].strip().splitlines()
-        why = [w for w in why if w.strip() and not w.startswith("---")]
-        raise BenchError(f"bench: vela failed for {args.model} ({args.config}): "
-                         f"{(why or text.splitlines() or [repr(e)])[-1].strip()}") from e
-    t_vela = time.perf_counter() - t0
-    inputs = nets.make_inputs(tfl, args.seed)
-    total_macs, per_type, n_tfl_ops = tflite_macs(tfl)
-
     try:
         from tlm.ethos_u85 import runner, vela
     except Exception as e:  # noqa: BLE001 - a module being edited, one line
         raise BenchError(f"bench: FAIL: cannot import the TLM runner: {type(e).__name__}: {e}") from e
+    t0 = time.perf_counter()
+    tfl = nets.build(args.model)
+    t_build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    npz = compile_or_fail(lambda: nets.compiled(args.model, args.config, memory_mode=args.memory_mode),
+                          args.model, args.config)
+    t_vela = time.perf_counter() - t0
+    total_macs, per_type, n_tfl_ops = tflite_macs(tfl)
     t0 = time.perf_counter()
     vm = vela.load(npz)
     t_load = time.perf_counter() - t0
@@ -324,155 +513,198 @@ def run(args) -> int:
         raise BenchError(f"bench: FAIL: the TLM does not implement {ops}, needed by {args.model} "
                          f"- no entry in tlm.ethos_u85.ops.KERNEL_OPS")
 
-    # ---------------------------------------------------------------- LiteRT
-    ref_fn = litert_engine(tfl, True, args.threads)
-    xnn_fn = litert_engine(tfl, False, args.threads)
-    ref_first, ref_times, ref_cpu, ref_outs = timed_runs(lambda: ref_fn(inputs), args.runs)
-    xnn_first, xnn_times, xnn_cpu, xnn_outs = timed_runs(lambda: xnn_fn(inputs), args.runs)
-    ref = ref_outs[0]
-    if any(any(not np.array_equal(a, b) for a, b in zip(o, ref)) for o in ref_outs[1:]):
-        raise BenchError("bench: FAIL: LiteRT BUILTIN_REF is not deterministic across runs")
-
-    # ---------------------------------------------------------------- TLM
-    timer = OpTimer()
-    results = []
-
-    def tlm_once():
-        r = runner.run_model(vm, inputs, config=args.config)
-        results.append(r)
-        return r.outputs
-
-    def after(i):
-        if i == 0:      # the cold run's breakdown; the timed warm runs run without the timers
-            cold_breakdown.update(time=dict(timer.time), count=Counter(timer.count))
-            timer.reset()
-            timer.__exit__(None, None, None)
-    cold_breakdown: dict = {}
-    try:
-        timer.__enter__()
-        try:
-            tlm_first, tlm_times, tlm_cpu, tlm_outs = timed_runs(tlm_once, args.runs, after)
-        finally:
-            timer.__exit__(None, None, None)
-        with timer:     # the per-op breakdown: as many warm runs again, with the op timers
-            bd_first, bd_times, _, _ = timed_runs(tlm_once, max(0, args.runs - 1))
-        bd_times = [bd_first] + bd_times
-    except runner.RunError as e:
-        raise _tlm_failure(e) from e
-
-    # ---------------------------------------------------------------- bit-exactness
-    mism_runs = []
-    for o in tlm_outs:
-        if len(o) != len(ref):
-            raise BenchError(f"bench: FAIL: the TLM returned {len(o)} outputs, LiteRT {len(ref)}", 1)
-        n = 0
-        for a, b in zip(o, ref):
-            a, b = np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)
-            n += int(np.count_nonzero(a != b)) if a.size == b.size else max(a.size, b.size)
-        mism_runs.append(n)
-    n_elems = sum(int(np.asarray(b).size) for b in ref)
-    xnn_mism = sum(int(np.count_nonzero(np.asarray(a).reshape(-1) != np.asarray(b).reshape(-1)))
-                   for a, b in zip(xnn_outs[0], ref))
-
-    # ---------------------------------------------------------------- report
-    med = {k: statistics.median(v) for k, v in
-           (("ref", ref_times), ("xnn", xnn_times), ("tlm", tlm_times))}
-    dev = results[-1].device
-    op_counts = Counter(dev.op_counts)
-
-    print(f"bench: {args.model} on {args.config} (memory mode {args.memory_mode}, vela "
-          f"{nets.vela_version()}), input seed {args.seed}, {args.runs} timed runs per engine")
+    print(f"bench: TLM vs LiteRT, {args.config} (memory mode {args.memory_mode}, vela {nets.vela_version()}), "
+          f"input seed {args.seed}, {args.runs} timed runs per engine (BUILTIN_REF at least 15)")
     load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
     print(f"  host: Python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs"
           f"{load}; LiteRT num_threads={args.threads or 'default'}; BLAS threads "
           f"{args.blas_threads or 'default'}")
-    print(f"  build {t_build * 1e3:.0f} ms, vela compile/cache {t_vela * 1e3:.0f} ms, npz load "
-          f"{t_load * 1e3:.0f} ms (not in the TLM times)")
     print()
+    # ---------------------------------------------------------------- 1. MobileNet-class
+    from tlm.ethos_u85.ops import plan
+    plan.STATS.clear()
+    try:
+        net = Net(args.model, tfl, vm, args.config, args.seed, args.threads, args.runs)
+    except runner.RunError as e:
+        raise _tlm_failure(e) from e
     kinds = ", ".join(f"{k} {c}x {fmt_macs(m)}MAC" if m else f"{k} {c}x"
                       for k, (c, m) in sorted(per_type.items(), key=lambda kv: -kv[1][1]))
-    print(f"  network: {total_macs:,} MACs ({fmt_macs(total_macs)}MAC), {n_tfl_ops} TFLite ops: {kinds}")
-    npu_ops = ", ".join(f"{n.replace('NPU_OP_', '')} {c}" for n, c in op_counts.most_common())
-    print(f"  NPU ops executed: {sum(op_counts.values())} ({npu_ops})")
-    print()
+    print(f"1. {args.model} (build {t_build * 1e3:.0f} ms, vela compile/cache {t_vela * 1e3:.0f} ms, npz load "
+          f"{t_load * 1e3:.0f} ms: not in the TLM times)")
+    print_net(net, total_macs, f", {n_tfl_ops} TFLite ops: {kinds}")
+    reached = "reached" if net.med["tlm"] < net.med["ref"] else "NOT reached"
+    print(f"  target TLM < BUILTIN_REF: {reached}; executions by plans / all, every run above: {warm_coverage()}")
+    failed = [] if net.exact else [f"{args.model}: TLM output differs from BUILTIN_REF in {max(net.mism)} of "
+                                   f"{net.n_elems} elements"]
+    if args.breakdown:
+        print()
+        breakdown(vm, net, args)
 
-    def row(name, first, times, cpu, ratio_ref, ratio_xnn):
-        return [name, fmt_ms(first), fmt_ms(statistics.median(times)), fmt_ms(min(times)),
-                fmt_ms(max(times)), fmt_ms(statistics.median(cpu)), ratio_ref, ratio_xnn]
-    rows = [
-        row("LiteRT BUILTIN_REF", ref_first, ref_times, ref_cpu, "1.00", f"{med['ref'] / med['xnn']:.2f}"),
-        row("LiteRT default (XNNPACK)", xnn_first, xnn_times, xnn_cpu, f"{med['xnn'] / med['ref']:.2f}",
-            "1.00"),
-        row("TLM (first run = cold)", tlm_first, tlm_times, tlm_cpu, f"{med['tlm'] / med['ref']:.2f}",
-            f"{med['tlm'] / med['xnn']:.2f}"),
-    ]
-    print(table(rows, ["engine", "first ms", "median ms", "min ms", "max ms", "CPU ms", "/ REF",
-                       "/ default"], "lrrrrrrr"))
-    print()
-    reached = "reached" if med["tlm"] < med["ref"] else "NOT reached"
-    cpu_ratio = statistics.median(tlm_cpu) / max(statistics.median(ref_cpu), 1e-9)
-    print(f"  TLM / BUILTIN_REF     {med['tlm'] / med['ref']:10.2f}x   (target < 1.00: {reached}; "
-          f"by CPU time {cpu_ratio:.2f}x)")
-    print(f"  TLM / default         {med['tlm'] / med['xnn']:10.2f}x")
-    print(f"  TLM cold / warm       {tlm_first / med['tlm']:10.2f}x")
-    print(f"  TLM throughput        {total_macs / med['tlm'] / 1e6:10.1f} M MAC/s   "
-          f"(BUILTIN_REF {total_macs / med['ref'] / 1e6:.1f}, default {total_macs / med['xnn'] / 1e6:.1f})")
-    exact = all(m == 0 for m in mism_runs)
-    print(f"  bit-exact vs REF      {'yes' if exact else 'NO'}: mismatches per TLM run "
-          f"{mism_runs} of {n_elems} elements (XNNPACK vs REF: {xnn_mism}, for information)")
-    print()
+    # ---------------------------------------------------------------- 2. LSTM
+    models = models_dir(args.models_dir)
+    if args.lstm and models is not None and (models / f"{args.lstm}.tflite").is_file():
+        print()
+        ltfl = (models / f"{args.lstm}.tflite").read_bytes()
+        lvm = vela.load(compile_or_fail(lambda: compiled_model(ltfl, args.lstm, args.config), args.lstm,
+                                        args.config))
+        plan.STATS.clear()
+        try:
+            lnet = Net(args.lstm, ltfl, lvm, args.config, args.seed, args.threads, args.runs)
+        except runner.RunError as e:
+            raise _tlm_failure(e) from e
+        print(f"2. {args.lstm} ({models / (args.lstm + '.tflite')})")
+        print_net(lnet)
+        ratio = lnet.med["tlm"] / lnet.med["ref"]
+        print(f"  target within 10x of BUILTIN_REF: {'reached' if ratio <= 10 else 'NOT reached'} ({ratio:.1f}x); "
+              f"executions by plans / all, every run above: {warm_coverage()}")
+        if not lnet.exact:
+            failed.append(f"{args.lstm}: TLM output differs from BUILTIN_REF in {max(lnet.mism)} elements")
+    elif args.lstm:
+        print(f"\n2. {args.lstm}: skipped: no {args.lstm}.tflite in the published models folder "
+              f"(--models-dir, $NPU_SHARED_MODELS or ../shared/models)")
 
-    # per NPU op type
-    runs = len(bd_times)
-    bd_med = statistics.median(bd_times)
-    tot_ops = sum(timer.time.values())
+    # ---------------------------------------------------------------- 3. every published model
+    if not args.no_models:
+        print()
+        models_table(models, args)
+
+    if args.profile:
+        print()
+        profile(vm, net, args)
+    if failed:
+        for f in failed:
+            print(f"bench: FAIL: {f}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def compile_or_fail(fn, name, config):
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - vela failure, one line
+        text = str(e)
+        why = text.split("--- stderr ---", 1)[-1].strip().splitlines()
+        why = [w for w in why if w.strip() and not w.startswith("---")]
+        raise BenchError(f"bench: vela failed for {name} ({config}): "
+                         f"{(why or text.splitlines() or [repr(e)])[-1].strip()}") from e
+
+
+def compiled_model(tfl: bytes, stem: str, config: str):
+    from tests.nets.compile import compiled_bytes
+    return compiled_bytes(tfl, stem, config)
+
+
+def models_dir(arg: "str | None") -> "Path | None":
+    """The published models folder: --models-dir, $NPU_SHARED_MODELS, or ../shared/models
+    next to the repository (or next to the folder holding this worktree)."""
+    cands = [Path(arg)] if arg else []
+    if os.environ.get("NPU_SHARED_MODELS"):
+        cands.append(Path(os.environ["NPU_SHARED_MODELS"]))
+    cands += [REPO.parent / "shared" / "models", REPO.parent.parent / "shared" / "models"]
+    for c in cands:
+        if c.is_dir() and any(c.glob("*.tflite")):
+            return c
+    return None
+
+
+def models_table(models: "Path | None", args) -> None:
+    """Section 3: every *.tflite of the published models folder, TLM against BUILTIN_REF."""
+    if models is None:
+        print("3. published models: skipped: no folder with *.tflite (--models-dir, $NPU_SHARED_MODELS or "
+              "../shared/models)")
+        return
+    from tlm.ethos_u85 import runner, vela
+
+    print(f"3. published models ({models}), {args.config}, warm TLM medians of {args.model_runs} runs, "
+          f"BUILTIN_REF medians of at least 15:")
+    rows, ratios = [], []
+    for path in sorted(models.glob("*.tflite")):
+        stem = path.stem
+        tfl = path.read_bytes()
+        try:
+            vm = vela.load(compiled_model(tfl, stem, args.config))
+            net = Net(stem, tfl, vm, args.config, args.seed, args.threads, args.model_runs, xnn=False)
+        except (runner.RunError, vela.VelaFormatError, RuntimeError, ValueError) as e:
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            rows.append([stem, "-", "-", "-", "-", "-", "-", "-", f"not run: {msg[:70]}"])
+            continue
+        r = net.med["tlm"] / net.med["ref"]
+        cpu = statistics.median(net.tlm[2]) / max(statistics.median(net.ref[2]), 1e-9)
+        ratios.append((r, stem))
+        mism = max(net.mism)
+        rows.append([stem, f"{net.n_ops}", fmt_ms3(net.med["tlm"]), fmt_ms3(net.med["ref"]), f"{r:,.1f}",
+                     f"{cpu:,.1f}", f"{net.med['tlm'] / net.n_ops * 1e6:,.1f}" if net.n_ops else "-",
+                     fmt_ms(net.tlm[0]), "yes" if mism == 0 else f"{mism} of {net.n_elems} differ"])
+    print(table(rows, ["model", "NPU ops", "TLM ms", "REF ms", "TLM/REF", "by CPU", "us/NPU op", "cold ms",
+                       "bit-exact vs REF"], "lrrrrrrrl"))
+    if ratios:
+        over = [s for r, s in ratios if r > 10]
+        print(f"  slower than 10x BUILTIN_REF: {', '.join(over) if over else 'none'} "
+              f"({len(over)} of {len(ratios)} models run)")
+
+
+def fmt_ms3(s: float) -> str:
+    return f"{s * 1e3:,.3f}" if s < 0.01 else fmt_ms(s)
+
+
+def breakdown(vm, net: Net, args) -> None:
+    """--breakdown: the ordinary path (no plans, segments or traces), per NPU op type."""
+    from tlm.ethos_u85 import device, runner
+    from tlm.ethos_u85.ops import plan
+
+    saved = plan.PLANS, device.SEGMENTS, device.TRACES
+    plan.PLANS = device.SEGMENTS = device.TRACES = False
+    timer = OpTimer()
+    inputs = tlm_runner(vm, tflite_inputs(nets_build(args.model), args.seed), args.config)[1]
+    try:
+        with timer:
+            _, times, _, _ = timed_runs(lambda: runner.run_model(vm, inputs, config=args.config), max(0, args.runs - 1))
+    finally:
+        plan.PLANS, device.SEGMENTS, device.TRACES = saved
+    runs = len(times) + 1
+    med = statistics.median(times) if times else 0.0
     rows = []
     for label in sorted(timer.time, key=lambda k: -timer.time[k]):
         t = timer.time[label] / runs
         macs = timer.macs[label] / runs
-        rows.append([label, f"{timer.count[label] // runs}", f"{t * 1e3:,.1f}",
-                     f"{100 * t / bd_med:.1f}", fmt_macs(macs) if macs else "-",
-                     f"{macs / t / 1e6:,.1f}" if macs and t else "-"])
-    other = bd_med - tot_ops / runs
+        rows.append([label, f"{timer.count[label] // runs}", f"{t * 1e3:,.1f}", f"{100 * t / med:.1f}" if med else "-",
+                     fmt_macs(macs) if macs else "-", f"{macs / t / 1e6:,.1f}" if macs and t else "-"])
+    other = med - sum(timer.time.values()) / runs
     rows.append(["other (driver, fetch/decode, memory)", "", f"{other * 1e3:,.1f}",
-                 f"{100 * other / bd_med:.1f}", "", ""])
-    print(f"  TLM time per NPU op type ({runs} more warm runs with per-op timers, which cost time "
-          f"themselves; median run {fmt_ms(bd_med)} ms):")
+                 f"{100 * other / med:.1f}" if med else "-", "", ""])
+    print(f"  ordinary path (plans, segments and traces off) per NPU op type, {runs} runs with per-op timers "
+          f"(they cost time themselves), median run {fmt_ms(med)} ms:")
     print(table(rows, ["op", "count", "ms", "%", "MACs", "M MAC/s"], "lrrrrr"))
-    if cold_breakdown:
-        extra = {k: cold_breakdown["time"][k] - timer.time.get(k, 0) / runs for k in cold_breakdown["time"]}
-        top = [kv for kv in sorted(extra.items(), key=lambda kv: -kv[1])[:3] if kv[1] > 0.0005]
-        if top:
-            print("  cold-run extra time: " + ", ".join(f"{k} +{v * 1e3:,.1f} ms" for k, v in top))
 
-    if args.profile:
-        print()
-        pr = cProfile.Profile()
-        pr.enable()
-        t0 = time.perf_counter()
-        runner.run_model(vm, inputs, config=args.config)
-        t_prof = time.perf_counter() - t0
-        pr.disable()
-        s = io.StringIO()
-        pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(args.profile_top)
-        print(f"  cProfile of one warm TLM run ({t_prof * 1e3:,.0f} ms under the profiler), "
-              f"top {args.profile_top} by cumulative time:")
-        text = s.getvalue()
-        start = text.find("   ncalls")
-        print(text[start:].rstrip() if start >= 0 else text.rstrip())
-        s = io.StringIO()
-        pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(args.profile_top)
-        text = s.getvalue()
-        start = text.find("   ncalls")
-        print(f"\n  top {args.profile_top} by own (tottime) time:")
-        print(text[start:].rstrip() if start >= 0 else text.rstrip())
 
-    if not exact:
-        print(f"bench: FAIL: TLM output differs from BUILTIN_REF in {max(mism_runs)} of {n_elems} "
-              f"elements", file=sys.stderr)
-        return 1
-    return 0
+def nets_build(name):
+    from tests import nets
+    return nets.build(name)
 
+
+def profile(vm, net: Net, args) -> None:
+    from tlm.ethos_u85 import runner
+
+    inputs = tlm_runner(vm, tflite_inputs(nets_build(args.model), args.seed), args.config)[1]
+    pr = cProfile.Profile()
+    pr.enable()
+    t0 = time.perf_counter()
+    runner.run_model(vm, inputs, config=args.config)
+    t_prof = time.perf_counter() - t0
+    pr.disable()
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(args.profile_top)
+    print(f"  cProfile of one warm TLM run of {args.model} ({t_prof * 1e3:,.0f} ms under the profiler), "
+          f"top {args.profile_top} by cumulative time:")
+    text = s.getvalue()
+    start = text.find("   ncalls")
+    print(text[start:].rstrip() if start >= 0 else text.rstrip())
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(args.profile_top)
+    text = s.getvalue()
+    start = text.find("   ncalls")
+    print(f"\n  top {args.profile_top} by own (tottime) time:")
+    print(text[start:].rstrip() if start >= 0 else text.rstrip())
 
 
 # ============================================================================ bench throughput
@@ -496,7 +728,7 @@ def _run_json(cmd: list, out: Path, env_extra: dict, timeout: int) -> "tuple[dic
 
 
 def sim_section(args) -> int:
-    """Section 7 of the module docstring. Returns 0, or 1 if a run failed."""
+    """Section 4 of the module docstring. Returns 0, or 1 if a run failed."""
     from tests import nets
     from tb.core.simtools import SIMS, sim_problem
     sims = [s.strip() for s in args.sims.split(",") if s.strip()] if args.sims else list(SIMS)
@@ -564,6 +796,15 @@ def main(argv=None) -> int:
                     help="BLAS threads for numpy in the TLM (default 1, like BUILTIN_REF; 0 = the BLAS "
                          "library's default). Multi-threaded OpenBLAS on the TLM's small matrix "
                          "products is much slower on a busy host")
+    ap.add_argument("--lstm", default=DEFAULT_LSTM,
+                    help=f"published model for section 2 (default {DEFAULT_LSTM}; '' skips it)")
+    ap.add_argument("--models-dir", default=None,
+                    help="published models folder (default: $NPU_SHARED_MODELS or ../shared/models)")
+    ap.add_argument("--no-models", action="store_true", help="skip the per-model table (section 3)")
+    ap.add_argument("--model-runs", type=int, default=5,
+                    help="timed TLM runs per model in the per-model table (default 5)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also time the ordinary path (no plans, segments or traces) per NPU op type")
     ap.add_argument("--profile", action="store_true", help="cProfile one extra TLM run")
     ap.add_argument("--profile-top", type=int, default=15, help="functions shown by --profile (default 15)")
     ap.add_argument("--traceback", action="store_true", help="full traceback on failure")
@@ -578,8 +819,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sim-dut", default="rtl", choices=("rtl", "tlm"),
                     help="DUT of the throughput section (default rtl)")
     args = ap.parse_args(argv)
-    if args.runs < 1:
-        ap.error("--runs must be >= 1")
+    if args.runs < 1 or args.model_runs < 1:
+        ap.error("--runs and --model-runs must be >= 1")
     if args.blas_threads:           # before numpy is imported: the BLAS reads these at load time
         for var in BLAS_THREAD_VARS:
             os.environ[var] = str(args.blas_threads)

@@ -8,6 +8,10 @@
   order kept, fixed latency honoured).
 * ``test_bench_sim_only_icarus``: ``tools/bench.py --sim-only --sims icarus`` on the small
   pooling network prints the throughput table with both figures and their ratio.
+* ``test_bench_networks_and_model_table``: the network sections on a small catalog network
+  and a models folder holding one published model: both engine tables with us/NPU op and
+  M MAC/s for BUILTIN_REF and the TLM, bit-exact, and the per-model table row (TLM ms, REF
+  ms, ratio); an unreadable model gets a row with the reason, not a traceback.
 """
 from __future__ import annotations
 
@@ -69,3 +73,36 @@ def test_bench_sim_only_icarus():
     cells = row[-1].split()
     assert re.fullmatch(r"[\d.]+x", cells[-1]), row[-1]          # bench/loopback ratio
     assert int(cells[1]) > 0 and int(cells[5]) > 0, row[-1]      # beats moved by both
+
+
+def test_bench_networks_and_model_table(tmp_path):
+    pytest.importorskip("ethosu.vela")
+    pytest.importorskip("ai_edge_litert")
+    from tests import nets
+
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "tiny_add.tflite").write_bytes(nets.build("add_int16"))
+    (models / "broken.tflite").write_bytes(b"TFL3 not a model")
+    p = _run(["-m", "tools.bench", "--no-sim", "--model", "tinynet", "--runs", "2", "--model-runs", "2",
+              "--models-dir", str(models), "--lstm", "tiny_add"], timeout=900)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
+    out = p.stdout
+    assert "Traceback" not in out + p.stderr
+    for section in ("1. tinynet", "2. tiny_add", "3. published models"):
+        assert section in out, section
+    ref_rows = [ln for ln in out.splitlines() if ln.strip().startswith("LiteRT BUILTIN_REF")]
+    tlm_rows = [ln for ln in out.splitlines() if ln.strip().startswith("TLM (first run = cold)")]
+    assert len(ref_rows) == 2 and len(tlm_rows) == 2, out
+    for row in ref_rows + tlm_rows:                      # ... median, min, max, CPU, us/NPU op, M MAC/s, / REF
+        cells = row.split()
+        assert re.fullmatch(r"[\d,.]+", cells[-3]) and float(cells[-3].replace(",", "")) > 0, row
+    assert out.count("bit-exact vs REF      yes") == 2, out
+    row = [ln for ln in out.splitlines() if ln.strip().startswith("tiny_add ")]
+    assert row and row[-1].split()[-1] == "yes", row               # bit-exact column
+    tlm_ms, ref_ms, ratio = (float(c.replace(",", "")) for c in row[-1].split()[2:5])
+    # the printed times are rounded to 0.001 ms: the ratio agrees with them within that
+    slack = ratio * (0.0006 / ref_ms + 0.0006 / tlm_ms) + 0.06
+    assert tlm_ms > 0 and ref_ms > 0 and abs(ratio - tlm_ms / ref_ms) <= slack, row
+    broken = [ln for ln in out.splitlines() if ln.strip().startswith("broken ")]
+    assert broken and "not run:" in broken[-1], out

@@ -478,9 +478,11 @@ def test_result_table_matches_direct(seed, monkeypatch):
     """The result-table path (tlm.ethos_u85.ops.elementwise._by_table, forced here on small blocks)
     gives the outputs and UNPREDICTABLE reports of the direct evaluation."""
     from tlm.ethos_u85.ops import elementwise as ew
+    from tlm.ethos_u85.ops import plan
 
     rng = np.random.default_rng(5000 + seed)
     bb, mode = _random_case(rng)
+    monkeypatch.setattr(plan, "PLANS", False)           # the ordinary path on the second run too
     monkeypatch.setattr(ew, "_TABLE_MAX", 0)
     direct = run_ew(bb, mode)
     out_direct = bb.output(direct)

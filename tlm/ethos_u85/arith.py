@@ -254,10 +254,29 @@ def _round_term(neg, s1u, mode: int, dbl_rnd: int):
     return np.asarray(R, dtype=np.uint64)
 
 
+_ROUND_TERMS: dict = {}       # (shift, shape, mode, dbl_rnd) -> (rp, rn) for a single shift
+
+
 def round_terms(shift, mode: int, dbl_rnd: int):
     """The rounding terms (R for a >= 0, R for a < 0) of rounded_shift_right per shift, as
-    uint64 arrays (0 where the shift is 0: no rounding)."""
+    uint64 arrays (0 where the shift is 0: no rounding).  For a single shift value the
+    (read-only) arrays are memoised: elementwise and pooling ops rescale by one shift."""
     s = np.asarray(shift)
+    if s.size == 1 and s.dtype.kind in "iu":
+        key = (int(s.reshape(-1)[0]), s.shape, int(mode), int(dbl_rnd))
+        r = _ROUND_TERMS.get(key)
+        if r is None:
+            r = _round_terms(s, mode, dbl_rnd)
+            for v in r:
+                v.setflags(write=False)
+            if len(_ROUND_TERMS) >= 4096:
+                _ROUND_TERMS.clear()
+            _ROUND_TERMS[key] = r
+        return r
+    return _round_terms(s, mode, dbl_rnd)
+
+
+def _round_terms(s: np.ndarray, mode: int, dbl_rnd: int):
     s1u = np.maximum(s, 1).astype(np.uint64)
     rp = _round_term(False, s1u, mode, dbl_rnd)
     rn = _round_term(True, s1u, mode, dbl_rnd)

@@ -48,10 +48,13 @@ from .config import NpuConfig, Pins, Policy, get_config
 from ..core.memo import Memo
 from ..core.errors import BudgetExceeded, Unpredictable
 from .memory import ADDR_MASK, PAGE_BITS, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
+from . import fmap as _fmap
+from . import memory as _memory
 from .ops import KERNEL_OP_NAMES, KERNEL_OPS
 from .ops.common import OpState
 from .ops import dma
-from .pmu import Pmu, beats
+from .ops import plan as _plans
+from .pmu import Pmu, beats, summarise
 
 
 # isa.decode_word results by command words (a pure function of the words; Decoded records
@@ -60,6 +63,73 @@ _DECODE_CACHE = Memo(1 << 14)
 # Runs of NPU_SET commands in a fetch buffer: (buffer bytes, index) -> (register values,
 # bytes, commands) (see Device._peek_run; a pure function of the bytes).
 _SET_RUNS = Memo(1 << 14)
+
+
+# Segments of the command loop: the run of NPU_SET commands from a QREAD to the next
+# operation, with the command fetches it makes (see Device._segment).  Keyed by QREAD, the
+# fetch buffer (its bytes) and the fetch signature (route, burst, block, QBASE, QSIZE,
+# cycles per command); replayed only after the stream bytes it fetches compare equal.
+_SEGMENTS = Memo(1 << 14)
+_SEGMENT_MAX_COMMANDS = 4096
+_FETCH_SIGS = Memo(1 << 12)          # fetch signature -> small int (segment keys stay cheap)
+SEGMENTS = True                      # test switch: False runs every command through the loop
+
+
+class _Segment:
+    """What executing a run of NPU_SET commands does (Device._replay): `blocks` the command
+    fetches ((address, bytes) each; `lo`/`hi` their extent), `txns` their transactions in
+    order, `values` the registers the run sets, `n` its commands, `end` the QREAD after it,
+    `buf` the fetch buffer after it, `cycles`/`work` its model cycles and work units,
+    `summary` its transactions' PMU summary, `op` the operation at `end` (decoded; None at
+    the stream end or where the loop must decode) and `op_txns`/`op_buf`/`op_beats`/
+    `op_work` the fetches of the operation's own words (they belong to the operation's
+    command; `blocks`, `lo` and `hi` include them, so the replay checks them too)."""
+    __slots__ = ("blocks", "txns", "values", "n", "end", "buf", "cycles", "work", "lo", "hi", "op", "summary",
+                 "op_txns", "op_buf", "op_beats", "op_work")
+
+
+class _DryMemory:
+    """A front door that answers reads from the memory's back door and records the
+    transactions (no log, listeners or faults): Device._build_segment fetches through it."""
+    __slots__ = ("memory", "txns")
+
+    def __init__(self, memory):
+        self.memory = memory
+        self.txns: list = []
+
+    def access(self, txn, data=None):
+        self.txns.append(txn)
+        return txn, self.memory.read_array(txn.addr, txn.length)
+
+
+# Traces: a whole run() as the segments and operations it executed (Device._play replays
+# them in one loop, without the per-command lookups).  Keyed by what the run starts from
+# (QREAD, fetch buffer, fetch signature, the registers, the chaining state, the plans'
+# environment, the op implementations); replayed only after the command-stream bytes it
+# fetches compare equal, and each planned operation still checks its own data.
+_TRACES = Memo(64)
+TRACES = True                        # test switch: False replays segments one at a time
+_T_KERNEL, _T_DMA, _T_WAIT, _T_ORDINARY, _T_END = range(5)
+_WAITS = ("NPU_OP_KERNEL_WAIT", "NPU_OP_DMA_WAIT")
+
+
+class _Trace:
+    """`steps`: (segment, op, snapshot, plan, kind, next QREAD, cycles, work, transactions,
+    summary) per operation (kind _T_END: a segment that ends the stream); `blocks` the
+    stream bytes its fetches read ((address, bytes), merged); `n` its commands; `work_last`
+    the work units before its last command; `ftok` the fault-list token its fetches were
+    found fault free for."""
+    __slots__ = ("steps", "blocks", "n", "work_last", "ftok")
+
+
+def _buffered(buf, off: int) -> "int | None":
+    """The stream word at offset *off* if the fetch buffer (lo, data, qbase) holds it."""
+    if buf is None:
+        return None
+    i = ((buf[2] + off) & ADDR_MASK) - buf[0]
+    if 0 <= i and i + 4 <= len(buf[1]):
+        return int.from_bytes(buf[1][i:i + 4], "little")
+    return None
 
 
 def _decoded_at(data: bytes, i: int) -> "isa.Decoded | bool | None":
@@ -665,17 +735,25 @@ class Device:
 
     # ================================================================== fetch
     def _fetch_word(self, off: int) -> int:
-        buf = self._fetch_buf                      # (lo, data, qbase): cleared when QBASE changes
-        if buf is not None:
-            i = ((buf[2] + off) & ADDR_MASK) - buf[0]
-            if 0 <= i and i + 4 <= len(buf[1]):
-                return int.from_bytes(buf[1][i:i + 4], "little")
-        qbase = self.qbase & ~3
-        addr = (qbase + off) & ADDR_MASK
+        w = _buffered(self._fetch_buf, off)           # (lo, data, qbase): cleared when QBASE changes
+        if w is not None:
+            return w
+        self._fetch_buf = buf = self._fetch_block(off, self.dataport)
+        return _buffered(buf, off)
+
+    def _fetch_route(self) -> RegionRoute:
         key = ("cmd", self.qconfig, self.cpl, self.csl)
         r = self._route_cache.get(key)
         if r is None:
             r = self._route_cache[key] = self._attr_route(self.qconfig, 0)
+        return r
+
+    def _fetch_block(self, off: int, port) -> tuple:
+        """Read the fetch block holding the stream word at *off* through *port* (channel
+        rd_cmd, split at burst boundaries); returns the new fetch buffer (lo, data, qbase)."""
+        qbase = self.qbase & ~3
+        addr = (qbase + off) & ADDR_MASK
+        r = self._fetch_route()
         blk = max(4, int(self.policy.fetch_block))
         lo = addr - addr % blk
         end = qbase + (self.qsize & ~3)
@@ -689,11 +767,129 @@ class Device:
         a = lo
         while a < hi:
             n = min(hi - a, bb - a % bb)
-            data += self.dataport.read_abs(r, a, n, Channel.rd_cmd).tobytes()
+            data += port.read_abs(r, a, n, Channel.rd_cmd).tobytes()
             a += n
-        self._fetch_buf = (lo, bytes(data), qbase)
-        i = addr - lo
-        return int.from_bytes(self._fetch_buf[1][i:i + 4], "little")
+        return (lo, bytes(data), qbase)
+
+    # ================================================================== segments
+    def _fetch_sig(self) -> int:
+        """A small int naming everything a segment's fetches depend on besides the stream
+        bytes and QREAD (memoised in the route cache, which register writes and resets clear)."""
+        key = ("fetch", self.cpl, self.csl)
+        e = self._route_cache.get(key)
+        if e is not None and e[0] is self.policy:
+            return e[1]
+        r = self._fetch_route()
+        sig = (r, self.burst_boundary(r.interface), int(self.policy.fetch_block), self.qbase & ~3,
+               self.qsize & ~3, self.policy.cycles_per_command)
+        sid = _FETCH_SIGS.get(sig)
+        if sid is None:
+            sid = _FETCH_SIGS.put(sig, object())
+        self._route_cache[key] = (self.policy, sid)             # (a Policy assigned later: recomputed)
+        return sid
+
+    def _segment(self) -> "_Segment | None":
+        """The segment starting at QREAD with the current fetch buffer (built on first use;
+        None when there is no NPU_SET command to run at once, or the stream needs the
+        command-by-command path: a decode error, a truncated cmd1)."""
+        key = (self.qread, self._fetch_buf, self._fetch_sig())
+        seg = _SEGMENTS.get(key, False)
+        if seg is False:
+            seg = _SEGMENTS.put(key, self._build_segment())
+        return seg
+
+    def _build_segment(self) -> "_Segment | None":
+        """Follow the stream from QREAD as the loop would, fetching through a _DryMemory:
+        the NPU_SET commands up to the next operation (whose own fetches stay with it) or
+        the stream end."""
+        qsize = self.qsize & ~3
+        off = self.qread
+        buf = self._fetch_buf
+        dry = _DryMemory(self.memory)
+        port = DataPort(dry, self.route)
+        blocks, txns, values, n, op, op_fetch = [], [], {}, 0, None, []
+
+        def fetch(o):
+            k = len(dry.txns)
+            b = self._fetch_block(o, port)
+            pending.append((b, dry.txns[k:]))
+            return b
+        while n < _SEGMENT_MAX_COMMANDS and off < qsize:
+            pending, tmp = [], buf
+            w0 = _buffered(tmp, off)
+            if w0 is None:
+                tmp = fetch(off)
+                w0 = _buffered(tmp, off)
+            key = w0
+            if isa.is_cmd1_header(w0):
+                if off + 8 > qsize:
+                    break                                  # truncated cmd1: the loop reports it
+                w1 = _buffered(tmp, off + 4)
+                if w1 is None:
+                    tmp = fetch(off + 4)
+                    w1 = _buffered(tmp, off + 4)
+                key = (w0, w1)
+            d = _DECODE_CACHE.get(key)
+            if d is None:
+                try:
+                    d = isa.decode_word([w0] if key is w0 else list(key), 0)
+                except isa.IsaError:
+                    break
+                _DECODE_CACHE.put(key, d)
+            if d.cmd.is_op:
+                op, op_fetch = d, pending                  # (the op's own fetches stay with it)
+                break
+            for b, t in pending:
+                blocks.append(b)
+                txns += t
+            buf = tmp
+            values[d.cmd.name] = isa.register_value(d)
+            n += 1
+            off += d.size
+        if n == 0 and op is None:
+            return None
+        seg = _Segment()
+        seg.n, seg.end, seg.buf, seg.values, seg.op = n, off, buf, values, op
+        seg.txns = tuple(txns)
+        seg.op_txns = tuple(t for _, ts in op_fetch for t in ts)
+        seg.op_buf = op_fetch[-1][0] if op_fetch else None
+        seg.op_beats = sum(beats(t.addr, t.length) for t in seg.op_txns)
+        seg.op_work = sum(1 + (t.length >> 6) for t in seg.op_txns)
+        every = blocks + [b for b, _ in op_fetch]
+        seg.blocks = tuple((b[0], b[1]) for b in every)
+        seg.lo = min((b[0] for b in every), default=0)
+        seg.hi = max((b[0] + len(b[1]) for b in every), default=0)
+        cpc = self.policy.cycles_per_command
+        seg.cycles = n * cpc + sum(beats(t.addr, t.length) for t in seg.txns)
+        seg.work = n + sum(1 + (t.length >> 6) for t in seg.txns)
+        seg.summary = Pmu.increments(summarise(seg.txns))
+        return seg
+
+    def _replay(self, seg: _Segment) -> bool:
+        """Execute a segment at once: the same fetch transactions, registers, QREAD, fetch
+        buffer, cycles, work and PMU totals as the commands one by one (run() calls it only
+        when no PMU counter counts and the budgets leave room for the whole segment).
+        False, with nothing done, when the stream bytes differ from the segment's or a fetch
+        could meet a bus fault (the loop then runs the commands itself)."""
+        mem = self.memory
+        if seg.blocks:
+            if not mem.fault_free(seg.lo, seg.hi, False):
+                return False
+            for lo, data in seg.blocks:
+                if not mem.equals(lo, data):
+                    return False
+            if seg.txns:
+                if mem.log_enabled:
+                    mem.log.extend(seg.txns)
+                self._fetch_buf = seg.buf
+        if seg.n:
+            self.rf._raw.update(seg.values)
+            self._snap = None
+            self.qread = seg.end
+            self.cycle += seg.cycles
+            self.work += seg.work
+            self.pmu.tally(seg.cycles, True, seg.txns, seg.summary)
+        return True
 
     # ================================================================== execution
     def _snapshot_stop(self, kind: StopKind, steps: int, error: str = "", detail: str = "") -> StopReason:
@@ -762,6 +958,27 @@ class Device:
         steps = 0
         self.work = 0
         cpc = self.policy.cycles_per_command
+        mem = self.memory
+        listeners = mem.listeners
+        # segments need the plain front door with the device as its only listener (a bench
+        # memory or listener sees every transaction as the loop makes it)
+        fast = (SEGMENTS and _memory.BATCHING and type(mem).access is Memory.access and listeners
+                and listeners[0] is self._txn_sink)
+        rec = tkey = None
+        if (fast and TRACES and _plans.PLANS and not _fmap.USE_REFERENCE and not self.stop_requested
+                and not (self.pmu.cnten and self.pmu.counting)):
+            tkey = self._trace_key()
+            tr = _TRACES.get(tkey)
+            if tr is None:
+                rec = []                           # this run is recorded (see _store_trace)
+            else:
+                try:
+                    n = self._play(tr, budget, work_budget)
+                except _HookError as e:
+                    raise e.__cause__ from None
+                if n is not None:
+                    steps += n
+                    self._update_irq()
         try:
             while True:
                 if self._check_stop():
@@ -772,6 +989,26 @@ class Device:
                     self._update_irq()
                     r = self._snapshot_stop(StopKind.BUDGET, steps, detail=f"budget of {what}")
                     return replace(r, work=self.work)
+                if fast and not self.stop_requested and len(listeners) == 1 and not (
+                        self.pmu.cnten and self.pmu.counting):
+                    # the run of NPU_SET commands up to the next operation at once (a PMU
+                    # counter that counts sees every command: the loop below then)
+                    seg = self._segment()
+                    if (seg is not None and steps + seg.n < budget
+                            and (work_budget is None or self.work + seg.work < work_budget)
+                            and self._replay(seg)):
+                        steps += seg.n
+                        if seg.op is not None:             # the operation after it, decoded
+                            w0 = self.work
+                            self._exec_one(seg.op, seg)
+                            steps += 1
+                            self._update_irq()
+                            if rec is not None and not self._record(rec, seg, w0):
+                                rec = None
+                        elif rec is not None:
+                            rec.append((seg, None, None, None, _T_END, seg.end, 0, 0, (), ()))
+                        continue
+                rec = None                                 # a command by command stretch
                 d = self._peek_set()
                 if d is None:
                     self._exec_one()
@@ -807,11 +1044,207 @@ class Device:
         except _HookError as e:
             raise e.__cause__ from None
         last = self._last_stop or self._snapshot_stop(StopKind.NOT_RUNNING, steps)
+        if rec and last.kind in (StopKind.STOP, StopKind.END) and not self.running:
+            self._store_trace(tkey, rec, steps)
         return StopReason(last.kind, steps, self.qread, self.status_word, self.cycle, last.error, last.detail,
                           self.work)
 
-    def _exec_one(self) -> None:
+    # ================================================================== traces
+    def _trace_key(self) -> tuple:
+        st = self.op_state
+        return (self.qread, self._fetch_buf, self._fetch_sig(), tuple(self.rf._raw.values()), st.chain_length,
+                st.num_ifm, tuple(st.fifo_valid), tuple(st.fifo_count), _plans._env(self),
+                tuple(self.kernel_ops.items()), dma.dma_start)
+
+    def _record(self, rec: list, seg: "_Segment", w0: int) -> bool:
+        """Add the operation just executed after *seg* to a trace being recorded; False when
+        the run cannot be a trace (an operation built a plan, left the straight path, or an
+        ordinary step whose effects a replay could not foresee)."""
+        d = seg.op
+        name = d.cmd.name
+        nxt = seg.end + d.size
+        if self._plan_built or not self.running and name != "NPU_OP_STOP":
+            return False
+        if self.running and self.qread != nxt:
+            return False
+        plan = self._plan_done
+        txns = seg.op_txns + (plan.txns if plan is not None else ())
+        summary = Pmu.increments(summarise(txns))
+        cpc = self.policy.cycles_per_command
+        if plan is not None:
+            kind = _T_DMA if name == "NPU_OP_DMA_START" else _T_KERNEL
+            cyc = cpc + seg.op_beats + plan.beats
+            wk = 1 + plan.op_work + 64 * len(plan.pages) + seg.op_work + plan.twork
+        elif name in _WAITS:
+            kind, cyc, wk = _T_WAIT, cpc + seg.op_beats, 1 + seg.op_work
+        else:
+            if name == "NPU_OP_DMA_START" or name == "NPU_OP_BRANCH":
+                return False                       # data-dependent addresses or control flow
+            # an ordinary step: its writes (register-determined for kernel ops) must stay
+            # out of the command stream (checked when the trace is stored)
+            writes = tuple((t.addr, t.length) for t in self._last_txns if t.write and not hasattr(t, "per_port"))
+            writes += tuple(p for t in self._last_txns if t.write and hasattr(t, "per_port")
+                            for p in zip(t.addr.tolist(), t.length.tolist()))
+            kind, cyc, wk, txns = _T_ORDINARY, 0, self.work - w0, writes
+        rec.append((seg, d, self._last_snap, plan, kind, nxt, cyc, wk, txns, summary))
+        return True
+
+    def _store_trace(self, key, rec: list, steps: int) -> None:
+        """Keep a recorded run as a trace (if nothing it does writes its command stream)."""
+        blocks: dict = {}
+        for step in rec:
+            for lo, data in step[0].blocks:
+                if blocks.get(lo, data) != data:
+                    return
+                blocks[lo] = data
+        merged: list = []
+        for lo in sorted(blocks):
+            data = blocks[lo]
+            if merged and lo <= merged[-1][0] + len(merged[-1][1]):
+                plo, pdata = merged[-1]
+                cut = lo - plo
+                if pdata[cut:cut + len(data)] != data[:len(pdata) - cut]:
+                    return
+                merged[-1] = (plo, pdata[:cut] + data if cut + len(data) > len(pdata) else pdata)
+            else:
+                merged.append((lo, data))
+        for step in rec:                           # writes stay out of the stream
+            plan, kind = step[3], step[4]
+            if plan is not None:
+                spans = plan.wint
+            elif kind == _T_ORDINARY:
+                spans = [(a, a + n) for a, n in step[8]]
+            else:
+                continue
+            for wlo, whi in spans:
+                if any(wlo < lo + len(data) and lo < whi for lo, data in merged):
+                    return
+        tr = _Trace()
+        tr.steps = tuple(rec)
+        tr.blocks = tuple(merged)
+        tr.n = steps
+        tr.work_last = sum(s[0].work + s[7] for s in rec) - (rec[-1][7] if rec[-1][1] is not None else 0)
+        tr.ftok = None
+        _TRACES.put(key, tr)
+
+    def _play(self, tr: _Trace, budget: int, work_budget: "int | None") -> "int | None":
+        """Replay a trace from the start of run(): the commands it executes (None: nothing
+        done - the budgets do not leave room, or the stream or faults differ).  Each planned
+        operation checks its own data; where one declines, or an ordinary step goes another
+        way, the replay stops after that command and the loop goes on."""
+        if tr.n > budget or (work_budget is not None and self.work + tr.work_last >= work_budget):
+            return None
+        mem = self.memory
+        if mem.faults.token != tr.ftok:
+            for lo, data in tr.blocks:
+                if not mem.fault_free(lo, lo + len(data), False):
+                    return None
+            tr.ftok = mem.faults.token
+        for lo, data in tr.blocks:
+            if not mem.equals(lo, data):
+                return None
+        log = mem.log if mem.log_enabled else None
+        raw = self.rf._raw
+        counts = self.op_counts
+        pmu = self.pmu
+        event = self._event
+        stats = _plans.STATS
+        done = 0
+        listeners = mem.listeners
+        for seg, d, snap, plan, kind, nxt, cyc, wk, txns, summary in tr.steps:
+            if len(listeners) != 1:                # a hook added a listener: command by command
+                return done
+            if seg.n:
+                raw.update(seg.values)
+                self._snap = None
+                self.qread = seg.end
+                self.cycle += seg.cycles
+                self.work += seg.work
+                pmu.tally(seg.cycles, True, seg.txns, seg.summary)
+                if seg.txns:
+                    if log is not None:
+                        log.extend(seg.txns)
+                    self._fetch_buf = seg.buf
+                done += seg.n
+            if kind == _T_END:
+                continue
+            if kind == _T_ORDINARY:
+                self._snap = snap
+                self._exec_one(d, seg)
+                done += 1
+                self._update_irq()
+                if not self.running or self.qread != nxt or self.stop_requested or (pmu.cnten and pmu.counting):
+                    return done
+                continue
+            off = self.qread
+            if seg.op_txns:
+                if log is not None:
+                    log.extend(seg.op_txns)
+                self._fetch_buf = seg.op_buf
+            name = d.cmd.name
+            counts[name] += 1
+            self._snap = snap
+            event("op", name=name, offset=off, fields=dict(d.fields), snapshot=snap)
+            if kind == _T_WAIT:
+                self.qread = nxt
+            else:
+                self._fetch_buf = None
+                if kind == _T_KERNEL:
+                    self._snap = None
+                    self.op_fields = dict(d.fields)
+                if len(listeners) != 1 or not plan.exec(self):    # (a hook added a listener) or
+                    # declined: the ordinary op, in a command of its own
+                    self._command_after_event(name, d, snap, off, nxt, seg, kind)
+                    done += 1
+                    self._update_irq()
+                    if not self.running or self.qread != nxt:
+                        return done
+                    continue
+                self.qread = nxt
+                stats[name, "planned"] += 1
+            self.cycle += cyc
+            self.work += wk
+            pmu.tally(cyc, True, txns, summary)
+            done += 1
+        return done
+
+    def _command_after_event(self, name, d, snap, off, nxt, seg, kind) -> None:
+        """An operation whose 'op' event and count are done, as _exec_one would finish it."""
+        self._begin_command(seg, logged=True)
+        self._cur_next, self._cur_op = nxt, d.cmd
+        try:
+            if kind == _T_KERNEL:
+                self._kernel_op(name, d, snap, off, nxt)
+            else:
+                _plans.execute_dma(self, d, snap, dma.dma_start)
+                self.qread = nxt
+        except _Stop:
+            pass
+        except _HookError:
+            raise
+        except Exception as e:                       # noqa: BLE001 - mapped as in _exec_one
+            self._command_failed(e, off)
+        finally:
+            self._end_command()
+
+    def _exec_one(self, d: "isa.Decoded | None" = None, seg: "_Segment | None" = None) -> None:
+        """Execute the command at QREAD (*d*: its decoding, when the caller has it - the
+        operation a segment ends with; *seg*: that segment, whose fetches of the operation's
+        own words, if any, belong to this command)."""
         off = self.qread
+        self._begin_command(seg)
+        try:
+            self._exec_at(off, d)
+        except _Stop:
+            pass
+        except _HookError:
+            raise
+        except Exception as e:                       # noqa: BLE001 - mapped to STATUS / events
+            self._command_failed(e, off)
+        finally:
+            self._end_command()
+
+    def _begin_command(self, seg: "_Segment | None" = None, logged: bool = False) -> None:
         self._executing = True
         self._txns = []
         self._extra_cycles = 0
@@ -820,56 +1253,68 @@ class Device:
         self._page_limit = None
         self._cur_next = None
         self._cur_op = None
-        try:
-            self._exec_at(off)
-        except _Stop:
-            pass
-        except _HookError:
-            raise
-        except BusFault as e:
+        self._plan_done = None
+        self._plan_built = False
+        if seg is not None and seg.op_txns:
+            # the fetches of the operation's words, checked with the segment: made (logged and
+            # counted) as part of this command, as _fetch_word would make them
+            self._txns = list(seg.op_txns)
+            if not logged and self.memory.log_enabled:
+                self.memory.log.extend(seg.op_txns)
+            self._fetch_buf = seg.op_buf
+
+    def _command_failed(self, e: Exception, off: int) -> None:
+        """An exception out of a command: STATUS bits, events and Policy (module doc)."""
+        if isinstance(e, BusFault):
             self.faulting_interface = int(e.interface)
             self.faulting_channel = int(e.channel) & 0xF
             self._raise_error("bus_status", str(e), offset=off, channel=e.channel.name,
                               interface=Interface(int(e.interface)).name, addr=e.addr, resp=int(e.resp))
-        except Unpredictable as e:
+            return
+        if isinstance(e, Unpredictable):
             self._event("unpredictable", what=e.what, offset=off)
-            try:
-                self._policy_error(self.policy.on_unpredictable, e.what, offset=off)
-                self._skip_current()
-            except _Stop:
-                pass
-        except NotImplementedError as e:             # an op mode the model does not cover
+            choice, what = self.policy.on_unpredictable, e.what
+        elif isinstance(e, NotImplementedError):     # an op mode the model does not cover
             self._event("op_unimplemented", name=getattr(self._cur_op, "name", "?"), offset=off, reason=str(e))
-            try:
-                self._policy_error(self.policy.on_unimplemented_op, f"not implemented: {e}", offset=off)
-                self._skip_current()
-            except _Stop:
-                pass
-        except Exception as e:                       # noqa: BLE001 - BudgetExceeded, model bugs
+            choice, what = self.policy.on_unimplemented_op, f"not implemented: {e}"
+        else:                                        # BudgetExceeded, model bugs
             kind = "model_limit" if isinstance(e, (BudgetExceeded, MemoryError)) else "internal_error"
             self._event(kind, error=repr(e), offset=off, tb=traceback.format_exc())
-            try:
-                self._policy_error(self.policy.on_model_limit, f"{kind}: {e!r}", offset=off)
-                self._skip_current()
-            except _Stop:
-                pass
-        finally:
-            self._executing = False
-            txns = self._txns
-            cycles = self.policy.cycles_per_command + self._extra_cycles
-            work = 1 + self._op_work + 64 * len(self._pages_written)
+            choice, what = self.policy.on_model_limit, f"{kind}: {e!r}"
+        try:
+            self._policy_error(choice, what, offset=off)
+            self._skip_current()
+        except _Stop:
+            pass
+
+    def _end_command(self) -> None:
+        self._executing = False
+        txns = self._last_txns = self._txns
+        if self._op_work is None:                        # a kernel op's OFM element-taps
+            self._op_work = _kernel_work(*self._op_of)
+        cycles = self.policy.cycles_per_command + self._extra_cycles
+        work = 1 + self._op_work + 64 * len(self._pages_written)
+        if txns:
+            self._txns = []
+            for t in txns:
+                tb = getattr(t, "total_beats", None)
+                if tb is not None:                       # a TxnBatch
+                    cycles += tb()
+                    work += len(t) + (t.total_bytes() >> 6)
+                else:
+                    cycles += beats(t.addr, t.length)
+                    work += 1 + (t.length >> 6)
+        plan = self._plan_done
+        if plan is not None:                             # a plan's transactions, summed once
+            cycles += plan.beats
+            work += plan.twork
             if txns:
-                self._txns = []
-                for t in txns:
-                    tb = getattr(t, "total_beats", None)
-                    if tb is not None:                       # a TxnBatch
-                        cycles += tb()
-                        work += len(t) + (t.total_bytes() >> 6)
-                    else:
-                        cycles += beats(t.addr, t.length)
-                        work += 1 + (t.length >> 6)
-            self.cycle += cycles
-            self.work += work
+                txns = txns + list(plan.txns)
+        self.cycle += cycles
+        self.work += work
+        if plan is not None and not txns:
+            self.pmu.tally(cycles, True, plan.txns, plan.summary)
+        else:
             self.pmu.advance(cycles, True, txns)
 
     def _note_pages(self, written) -> None:
@@ -930,7 +1375,9 @@ class Device:
         self._snap = None
         self.qread += d.size
 
-    def _exec_at(self, off: int) -> None:
+    def _fetch_decode(self, off: int) -> "isa.Decoded | None":
+        """Fetch and decode the command at stream offset *off*; None when it cannot execute
+        (a truncated cmd1 or a reserved encoding: the error is raised here)."""
         qsize = self.qsize & ~3
         w0 = self._fetch_word(off)
         words = [w0]
@@ -940,7 +1387,7 @@ class Device:
                 self._event("truncated_cmd1", offset=off, word=w0)
                 self._raise_error("cmd_parse_error", f"cmd1 at 0x{off:x} truncated by QSIZE", offset=off,
                                   word=w0)
-                return
+                return None
             words.append(self._fetch_word(off + 4))
         key = w0 if len(words) == 1 else (w0, words[1])
         d = _DECODE_CACHE.get(key)
@@ -954,7 +1401,14 @@ class Device:
             else:
                 self._event("unpredictable", what=f"reserved encoding: {e.reason}", offset=off, word=w0)
                 self.qread = off + 4
-            return
+            return None
+        return d
+
+    def _exec_at(self, off: int, d: "isa.Decoded | None" = None) -> None:
+        if d is None:
+            d = self._fetch_decode(off)
+            if d is None:
+                return
         nxt = off + d.size
         self._cur_next = nxt
         self._cur_op = d.cmd
@@ -965,7 +1419,7 @@ class Device:
         self.op_counts[name] += 1
         if self._snap is None:                     # shared while no NPU_SET intervenes
             self._snap = self.rf.snapshot()
-        snap = self._snap
+        snap = self._last_snap = self._snap
         self._event("op", name=name, offset=off, fields=dict(d.fields), snapshot=snap)
         f = d.fields
         if name == "NPU_OP_STOP":
@@ -986,28 +1440,32 @@ class Device:
             self.qread = nxt                       # barriers: no-ops in a sequential model
         elif name == "NPU_OP_DMA_START":
             self._fetch_buf = None
-            dma.dma_start(snap, self.dataport, lut=self.lut, policy=self.policy)
+            _plans.execute_dma(self, d, snap, dma.dma_start)
             self.qread = nxt
         elif name == "NPU_OP_BRANCH":
             self._branch(f["branch_cond"], f["branch_target"], off, nxt)
         elif name in KERNEL_OP_NAMES or name in self.kernel_ops:
-            fn = self.kernel_ops.get(name)
-            if fn is None:
-                self._event("op_unimplemented", name=name, offset=off)
-                self._policy_error(self.policy.on_unimplemented_op, f"{name} not implemented", offset=off)
-                self.qread = nxt
-                return
-            self._fetch_buf = None
-            self._snap = None                      # an op may change the state (chaining)
-            self.op_fields = dict(d.fields)
-            self._op_work = _kernel_work(snap, name)
-            self._page_limit = self.policy.max_op_pages
-            fn(snap, self.dataport, self)
-            self.qread = nxt
+            self._kernel_op(name, d, snap, off, nxt)
         else:                                      # an op the ISA knows but the device does not
             self._event("op_unimplemented", name=name, offset=off)
             self._policy_error(self.policy.on_unimplemented_op, f"{name} not implemented", offset=off)
             self.qread = nxt
+
+    def _kernel_op(self, name: str, d: "isa.Decoded", snap, off: int, nxt: int) -> None:
+        fn = self.kernel_ops.get(name)
+        if fn is None:
+            self._event("op_unimplemented", name=name, offset=off)
+            self._policy_error(self.policy.on_unimplemented_op, f"{name} not implemented", offset=off)
+            self.qread = nxt
+            return
+        self._fetch_buf = None
+        self._snap = None                      # an op may change the state (chaining)
+        self.op_fields = dict(d.fields)
+        self._op_work = None                   # _kernel_work(snap, name), unless a plan knows it
+        self._op_of = (snap, name)
+        self._page_limit = self.policy.max_op_pages
+        _plans.execute_kernel(self, name, d, snap, fn)
+        self.qread = nxt
 
     def _branch(self, cond: int, target: int, off: int, nxt: int) -> None:
         """TRM 3.11.2 NPU_OP_BRANCH."""

@@ -25,6 +25,7 @@ transaction in order, one call each.
 """
 from __future__ import annotations
 
+import bisect
 import enum
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -292,15 +293,86 @@ class TxnBatch:
         return [(p, int(cnt[p]), int(bts[p])) for p in range(cnt.size) if cnt[p]]
 
 
+_FAULT_SERIAL = [0]
+_FAULT_SETS: dict = {}               # fault list contents -> token (equal contents, equal token)
+
+
+class FaultList(list):
+    """Memory.faults: a list with a ``token`` that names its contents - equal for equal
+    contents (another Memory with the same guard bands), different for any other contents -
+    updated by every change, so the warm paths can tell in one comparison that the faults
+    their checks saw are still the faults."""
+    __slots__ = ("token",)
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self._changed()
+
+    def _changed(self):
+        key = tuple(self)
+        try:
+            tok = _FAULT_SETS.get(key)
+        except TypeError:                                    # unhashable entries: a token of its own
+            key, tok = None, None
+        if tok is None:
+            _FAULT_SERIAL[0] += 1
+            tok = _FAULT_SERIAL[0]
+            if key is not None:
+                if len(_FAULT_SETS) >= 4096:
+                    _FAULT_SETS.clear()
+                _FAULT_SETS[key] = tok
+        self.token = tok
+
+
+def _mutator(name):
+    base = getattr(list, name)
+
+    def fn(self, *a, **kw):
+        r = base(self, *a, **kw)
+        self._changed()
+        return r
+    fn.__name__ = name
+    return fn
+
+
+for _name in ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "__setitem__",
+              "__delitem__", "__iadd__", "__imul__"):
+    setattr(FaultList, _name, _mutator(_name))
+del _name
+
+
+def _fault_intervals(faults, kind: str) -> tuple[list, list]:
+    """The merged, sorted [lo, hi) ranges of the faults of one kind ('r' or 'w')."""
+    los: list = []
+    his: list = []
+    for lo, hi in sorted((f.lo, f.hi) for f in faults if kind in f.kind and f.hi > f.lo):
+        if his and lo <= his[-1]:
+            his[-1] = max(his[-1], hi)
+        else:
+            los.append(lo)
+            his.append(hi)
+    return los, his
+
+
 class Memory:
     """Sparse byte-addressed 40-bit memory; unwritten bytes read as zero."""
 
     def __init__(self, log: bool = True):
         self._pages: dict[int, np.ndarray] = {}
-        self.faults: list[Fault] = []
+        self._faults = FaultList()
         self.log_enabled = log
         self.log: list[Transaction] = []
         self.listeners: list[Callable[[Transaction], None]] = []
+        self._fault_index = None          # fault_free's sorted intervals, by fault list contents
+
+    @property
+    def faults(self) -> FaultList:
+        """The injected faults (a FaultList; assigning a list stores a FaultList copy)."""
+        return self._faults
+
+    @faults.setter
+    def faults(self, value) -> None:
+        self._faults = FaultList(value)
 
     # ---- back door -----------------------------------------------------------------
     @staticmethod
@@ -336,6 +408,49 @@ class Memory:
     def read(self, addr: int, length: int) -> bytes:
         return self.read_array(addr, length).tobytes()
 
+    def view(self, addr: int, length: int) -> np.ndarray:
+        """The bytes [addr, addr + length) without side effects: a read-only view of the page
+        when they lie in one written page, else a fresh copy (the warm paths' back door)."""
+        off = addr & (PAGE_SIZE - 1)
+        if off + length <= PAGE_SIZE and addr >= 0:
+            p = self._pages.get(addr >> PAGE_BITS)
+            if p is not None:
+                v = p[off:off + length]
+                v.flags.writeable = False
+                return v
+        return self.read_array(addr, length)
+
+    def equals(self, addr: int, data: bytes) -> bool:
+        """Whether memory holds exactly ``data`` at ``addr`` (back door, no side effects)."""
+        n = len(data)
+        off = addr & (PAGE_SIZE - 1)
+        if off + n <= PAGE_SIZE and addr >= 0:
+            p = self._pages.get(addr >> PAGE_BITS)
+            if p is not None:
+                return p[off:off + n].tobytes() == data
+        return self.read_array(addr, n).tobytes() == data
+
+    def fault_free(self, lo: int, hi: int, write: bool) -> bool:
+        """True when no access inside [lo, hi) in this direction can get an error response:
+        no injected fault of that kind overlaps it and it stays below 2**40.  (The fault
+        list is indexed once per distinct list contents: a sorted interval search.)"""
+        if hi > (1 << ADDR_BITS) or lo < 0:
+            return False
+        faults = self.faults
+        if not faults:
+            return True
+        key = getattr(faults, "token", None)
+        if key is None:                                      # a subclass with a plain list
+            key = tuple(faults)
+        idx = getattr(self, "_fault_index", None)
+        if idx is None or idx[0] != key:
+            idx = self._fault_index = (key, _fault_intervals(faults, "r"), _fault_intervals(faults, "w"))
+        los, his = idx[2] if write else idx[1]
+        if not los:
+            return True
+        j = bisect.bisect_right(his, lo)                     # first interval ending after lo
+        return j >= len(los) or los[j] >= hi
+
     def write(self, addr: int, data) -> None:
         buf = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) \
             else data.reshape(-1).view(np.uint8)
@@ -347,6 +462,18 @@ class Memory:
             p[off:off + n] = buf[pos:pos + n]
 
     write_array = write
+
+    def store(self, addr: int, buf: np.ndarray) -> None:
+        """write() of a uint8 array (the warm paths' back door; one page without a loop)."""
+        off = addr & (PAGE_SIZE - 1)
+        n = buf.size
+        if off + n <= PAGE_SIZE and addr >= 0 and addr + n <= (1 << ADDR_BITS):
+            p = self._pages.get(addr >> PAGE_BITS)
+            if p is None:
+                p = self._pages[addr >> PAGE_BITS] = np.zeros(PAGE_SIZE, np.uint8)
+            p[off:off + n] = buf
+            return
+        self.write(addr, buf)
 
     def read_u32(self, addr: int) -> int:
         return int.from_bytes(self.read(addr, 4), "little")
@@ -375,7 +502,7 @@ class Memory:
         kind = "w" if txn.write else "r"
         a = txn.addr
         e = a + txn.length
-        for f in self.faults:
+        for f in self._faults:
             if a < f.hi and e > f.lo and kind in f.kind:          # Fault.hits, inlined
                 txn = Transaction(txn.port, txn.channel, txn.write, txn.addr, txn.length,
                                   txn.prot, txn.cache, txn.domain, f.resp)
@@ -410,7 +537,7 @@ class Memory:
         n = len(b)
         kind = "w" if b.write else "r"
         lo, hi = b.extent()
-        faults = [f for f in self.faults if kind in f.kind and f.lo < hi and f.hi > lo]
+        faults = [f for f in self._faults if kind in f.kind and f.lo < hi and f.hi > lo]
         if hi <= (1 << ADDR_BITS) and not faults:
             return n                                        # nothing can answer an error
         a, ln = b.addr, b.length
@@ -554,7 +681,7 @@ class Memory:
             return None, self._gather(b.addr, b.length)
         a, ln = int(b.addr[k]), int(b.length[k])
         resp = Resp.OKAY
-        for f in self.faults:                                # as access(): first fault, then range
+        for f in self._faults:                                # as access(): first fault, then range
             if f.hits(a, ln, b.write):
                 resp = f.resp
                 break

@@ -202,6 +202,16 @@ class Batch:
         return self._summary
 
 
+def _total_keys(key: tuple) -> tuple:
+    """The totals' transaction and beat names of a summary key (group, port, write, ...)."""
+    kt = _TOTAL_KEYS.get(key[:3])
+    if kt is None:
+        grp, port, w = key[:3]
+        kind = "wr" if w else "rd"
+        kt = _TOTAL_KEYS[key[:3]] = (f"{grp}{port}_{kind}_trans", f"{grp}{port}_{kind}_beats")
+    return kt
+
+
 class Pmu:
     """PMU state and register access. Offsets are absolute APB offsets."""
 
@@ -259,11 +269,7 @@ class Pmu:
         totals = self._totals
         for b in self._unsummed:
             for key, (n, nb) in b.summary.items():
-                kt = _TOTAL_KEYS.get(key[:3])
-                if kt is None:
-                    grp, port, w = key[:3]
-                    kind = "wr" if w else "rd"
-                    kt = _TOTAL_KEYS[key[:3]] = (f"{grp}{port}_{kind}_trans", f"{grp}{port}_{kind}_beats")
+                kt = _total_keys(key)
                 totals[kt[0]] += n
                 totals[kt[1]] += nb
         self._unsummed.clear()
@@ -435,6 +441,28 @@ class Pmu:
             if (table >> k) & 1:
                 total += hi - lo
         return total
+
+    @staticmethod
+    def increments(summary: dict) -> tuple:
+        """The model-wide totals a summary (``summarise(txns)``) adds: ((name, count), ...)."""
+        out = []
+        for key, (n, nb) in summary.items():
+            kt = _total_keys(key)
+            out += [(kt[0], n), (kt[1], nb)]
+        return tuple(out)
+
+    def tally(self, cycles: int, running: bool, txns, increments: tuple) -> "Batch | None":
+        """advance() for transactions whose totals (``increments(summarise(txns))``) the
+        caller already has (a replayed segment or operation plan): while no counter counts
+        and no event is pending, only the model-wide totals change."""
+        if self._pending_extra or (self.cnten and self.counting):
+            return self.advance(cycles, running, txns)
+        if cycles > 0:
+            self._idle[0 if running else 1] += cycles
+        totals = self._totals
+        for k, v in increments:
+            totals[k] += v
+        return None
 
     def advance(self, cycles: int, running: bool, txns: Iterable = ()) -> Batch:
         """Advance model time by a batch and count its events."""

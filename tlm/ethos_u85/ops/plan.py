@@ -1,0 +1,1396 @@
+"""Plans: the warm path of kernel operations and NPU_OP_DMA_START.
+
+A network runs the same operations with the same registers again and again (every
+inference, every LSTM time step).  The first time an operation runs with a given key it
+runs the ordinary way (``tlm.ethos_u85.ops.KERNEL_OPS`` / ``tlm.ethos_u85.ops.dma.dma_start``); if the case is
+one the plans cover, that run is also recorded and a plan is built from it.  The next time,
+the plan does the same work with little Python per operation:
+
+* **key** (:func:`plan_key`): the operation and its payload, the register snapshot's contents,
+  the device's configuration, Policy and region routes (BASEP, REGIONCFG, MEM_ATTR, PROT,
+  striping pins), and the chaining state the op starts from (chain length, external IFM
+  count, valid FIFOs, values held per FIFO).  Everything else the plan depends on is
+  *data* and is compared on every run: the weight and scale/bias stream bytes (in full),
+  the LUT contents (ops with a LUT activation), the fault list (the plan's accesses must
+  be fault free) and, for chained operands, the value range of what the FIFO holds.  A
+  difference makes the plan decline; the op then runs the ordinary way (and the plan is
+  rebuilt from that run, a few times at most per key).
+* **run** (:meth:`_Plan.run`): (1) checks and gathers the operands through the memory's
+  back door (no side effects), (2) computes the OFM (no side effects; any exception here
+  declines), (3) commits: chaining state, FIFO pops and pushes, OFM bytes, the recorded
+  AXI transactions (memory log, the device's per-command list and written pages, hence
+  cycles, work units and PMU events exactly as the ordinary run), COND_STATUS.result_flag.
+* **compute**: exact by construction and checked when the plan is built:
+
+  - ELEMENTWISE / POOL 1x1 with small operand domains: a result table over every operand
+    value (int8 x int8, int8 or int16 unary, an int16 operand with a scalar), filled by the
+    ordinary evaluation itself (``elementwise._evaluate``, ``OpContext.rescale`` /
+    ``activation``);
+  - ELEMENTWISE add/sub/min/max/mul of 16-bit operands: per-operand input-scaling tables
+    (``arith.scale_input`` over the operand's domain), then the output stage: the rescale
+    ``(acc*scale + R) >> shift`` (R from ``arith.round_terms``), the activation's clamp and,
+    for a LUT function, a table of ``arith.activation`` over the clamp range;
+  - other ELEMENTWISE cases (32-bit operands): the ordinary evaluation on the operands;
+  - CONV / DEPTHWISE: the ordinary kernels (``conv_acc`` / ``depthwise_acc``, a single
+    BLAS product for a pointwise conv) and the ordinary fused epilogue
+    (``common._fused_epilogue``), with the decoded weights and scale/bias records of the
+    recorded run.
+
+  When the plan is built, its compute runs on the recorded run's own operands and must
+  reproduce the bytes that run wrote (or pushed into a FIFO) exactly; the elementwise
+  output stage and the small-OFM conv epilogue are also checked on random and extreme
+  values against ``elementwise._evaluate`` / ``OpContext.rescale`` + ``activation`` /
+  ``common._fused_epilogue``.  Why an op got no plan is counted in ``STATS``.
+  The plan's reads and writes must cover exactly the bytes of the recorded transactions.
+
+Plans run only on the plain memory model with the device as its only listener, and not
+with ``fmap.USE_REFERENCE`` / ``memory.BATCHING = False`` (the reference paths stay
+literal).  ``PLANS = False`` switches them off (tests compare both ways).
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import numpy as np
+
+from .. import arith, fmap, isa
+from ..arith import ActType, Precision
+from ..fmap import FeatureMap, Storage
+from ...core.memo import Memo
+from .. import memory as _memory
+from ..memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE as _PAGE_SIZE, Channel, DataPort, Memory
+from ..pmu import Pmu, beats, summarise
+from . import common as _common
+from . import conv as _conv
+from . import elementwise as _ew
+from . import pool as _pool
+
+__all__ = ["PLANS", "execute_kernel", "execute_dma", "plan_key", "clear"]
+
+_PAGE_MASK = _PAGE_SIZE - 1
+
+PLANS = True                     # switch (tests run networks both ways)
+DEBUG = bool(os.environ.get("TLM_PLAN_DEBUG"))   # raise instead of declining a plan build
+STATS: Counter = Counter()       # (op, "planned" | "declined" | "ordinary" | "built") and ("no plan", why)
+
+_PLANS = Memo(1 << 13)           # key -> _Plan, or None: this key is run the ordinary way
+_REBUILDS = Memo(1 << 13)        # key -> plans built for it (a key whose data keep changing stops)
+_MAX_REBUILDS = 4
+_MAX_ELEMENTS = 1 << 16          # larger ops are data-bound: the ordinary path
+_ENV_SIGS = Memo(1 << 12)        # device environment -> a small token (keys stay cheap)
+_SEED = 0x5EED                   # build-time spot checks (deterministic)
+
+_M = isa.elementwise_mode
+_EW_MODES_DECOMPOSED = (int(_M.add), int(_M.sub), int(_M.min), int(_M.max), int(_M.mul))
+_ACT_LUT_NONE = int(arith.ActivationFunction.LUT_NONE)
+_ACT_TANH = int(arith.ActivationFunction.LUT_TANH)
+_ACT_SIGMOID = int(arith.ActivationFunction.LUT_SIGMOID)
+_CLIP_B16 = int(arith.ClipRange.B16)
+_TABLE_MAX = 1 << 17             # entries of a full result table
+_STEPS_MAX = 1 << 18             # entries of an activation table (sigmoid's clamp range fits)
+
+
+def _no(reason: str) -> None:
+    """Not planned (the reason is counted in STATS under ('no plan', reason))."""
+    STATS["no plan", reason] += 1
+    return None
+
+
+def clear() -> None:
+    """Forget every plan (tests)."""
+    _PLANS.clear()
+    _REBUILDS.clear()
+    _COMPUTES.clear()
+    STATS.clear()
+
+
+# ============================================================================ keys
+def _env(dev) -> object:
+    """A token for the device's configuration, Policy and routes of the eight regions
+    (memoised in the device's route cache, which register writes, resets and pin samples
+    clear)."""
+    rc = dev._route_cache
+    k = ("plan", dev.cpl, dev.csl)
+    e = rc.get(k)
+    if e is not None and e[0] is dev.policy:
+        return e[1]
+    try:
+        routes = tuple(dev.route(r) for r in range(8))
+    except Exception:                                        # noqa: BLE001 - no plan then
+        routes = None
+    sig = (dev.config, dev.policy, routes)
+    tok = _ENV_SIGS.get(sig)
+    if tok is None:
+        tok = _ENV_SIGS.put(sig, object())
+    rc[k] = (dev.policy, tok)                               # (a Policy assigned later: recomputed)
+    return tok
+
+
+def plan_key(dev, name: str, d, snap, fn) -> "tuple | None":
+    """The plan key of an operation (see the module doc; *fn* the ordinary implementation
+    the device would call); None: not plannable."""
+    skey = _common.snapshot_key(snap)
+    if skey is None:
+        return None
+    st = dev.op_state
+    return (name, d.raw, skey, fn, _env(dev), st.chain_length, st.num_ifm, tuple(st.fifo_valid),
+            tuple(st.fifo_count))
+
+
+def _usable(dev) -> bool:
+    """Plans run on the plain memory model with the device as its only listener, never
+    on the reference paths."""
+    mem = dev.memory
+    ls = mem.listeners
+    return (PLANS and type(mem).access is Memory.access and len(ls) == 1 and ls[0] is dev._txn_sink
+            and not fmap.USE_REFERENCE and _memory.BATCHING)
+
+
+def _kernel_work(snap, name):
+    from ..device import _kernel_work as kw          # (tlm.device imports this module)
+    return kw(snap, name)
+
+
+# ============================================================================ entry points
+def execute_kernel(dev, name: str, d, snap, fn) -> None:
+    """Run kernel op *name* (decoded command *d*, register snapshot *snap*) on device *dev*:
+    by its plan when there is one that applies, else by *fn* (the ordinary op), recording
+    that run to build a plan."""
+    if not _usable(dev):
+        fn(snap, dev.dataport, dev)
+        return
+    key = plan_key(dev, name, d, snap, fn)
+    p = _PLANS.get(key, False) if key is not None else None
+    if p:
+        if p.run(dev):
+            STATS[name, "planned"] += 1
+            return
+        STATS[name, "declined"] += 1
+    elif p is None:
+        STATS[name, "ordinary"] += 1
+        fn(snap, dev.dataport, dev)
+        return
+    _build_around(dev, key, _prepare_kernel, name, d, snap, lambda: fn(snap, dev.dataport, dev))
+
+
+def execute_dma(dev, d, snap, start) -> None:
+    """NPU_OP_DMA_START by its plan, or by *start* (tlm.ethos_u85.ops.dma.dma_start; recording it to
+    build a plan)."""
+    def fn():
+        start(snap, dev.dataport, lut=dev.lut, policy=dev.policy)
+    if not _usable(dev):
+        fn()
+        return
+    key = plan_key(dev, "NPU_OP_DMA_START", d, snap, start)
+    p = _PLANS.get(key, False) if key is not None else None
+    name = "NPU_OP_DMA_START"
+    if p:
+        if p.run(dev):
+            STATS[name, "planned"] += 1
+            return
+        STATS[name, "declined"] += 1
+    elif p is None:
+        STATS[name, "ordinary"] += 1
+        fn()
+        return
+    _build_around(dev, key, _prepare_dma, "NPU_OP_DMA_START", d, snap, fn)
+
+
+def _build_around(dev, key, prepare, name, d, snap, run_ordinary) -> None:
+    """Run the op the ordinary way; when *prepare* accepted it, build its plan from that run."""
+    n = _REBUILDS.get(key, 0)
+    pre = None
+    STATS[name, "built"] += 1
+    dev._plan_built = True
+    if n < _MAX_REBUILDS:
+        try:
+            pre = prepare(dev, name, d, snap)
+        except Exception:                                   # noqa: BLE001 - not plannable
+            if DEBUG:
+                raise
+            pre = None
+    i0 = len(dev._txns)
+    try:
+        run_ordinary()                                      # raises as the op raises
+    except BaseException:
+        _REBUILDS.put(key, n + 1)
+        _PLANS.put(key, None)                               # (an op that fails runs the ordinary way)
+        raise
+    plan = None
+    if pre is not None:
+        try:
+            plan = pre.finish(dev, dev._txns[i0:])
+        except Exception:                                   # noqa: BLE001 - not plannable
+            if DEBUG:
+                raise
+            plan = None
+    _REBUILDS.put(key, n + 1)
+    _PLANS.put(key, plan)
+
+
+# ============================================================================ the plan
+class _Plan:
+    """See the module doc.  Built by a _Prepared.finish."""
+    __slots__ = ("srcs", "fifo_srcs", "compute", "shape", "dst", "rint", "wint", "ftok", "checks", "lut",
+                 "txns", "log", "pages", "chain", "clear", "macs", "flag", "dma_lines", "dma_lut", "beats",
+                 "twork", "summary", "op_work")
+
+    def _fault_free(self, mem) -> bool:
+        """No access of the plan can meet a fault (checked once per fault list contents)."""
+        tok = mem.faults.token
+        if tok == self.ftok:
+            return True
+        for lo, hi in self.rint:
+            if not mem.fault_free(lo, hi, False):
+                return False
+        for lo, hi in self.wint:
+            if not mem.fault_free(lo, hi, True):
+                return False
+        self.ftok = tok
+        return True
+
+    def _log(self) -> tuple:
+        """The memory log records of the plan's transactions (batches expanded)."""
+        log = []
+        for t in self.txns:
+            log += t.transactions() if hasattr(t, "transactions") else [t]
+        self.log = tuple(log)
+        return self.log
+
+    def run(self, dev) -> bool:
+        """Run inside the device's command (Device._exec_one): the transactions count there."""
+        if not self.exec(dev):
+            return False
+        dev._plan_done = self                   # its transactions count in the command's cycles,
+        dev._op_work = self.op_work             # work units and PMU events (Device._end_command)
+        if self.pages:
+            dev._note_pages(self.pages)
+        return True
+
+    def exec(self, dev) -> bool:
+        """The operation's effects except the command bookkeeping (cycles, work units, PMU,
+        written pages: the caller's); False with nothing done when the plan declines."""
+        mem = dev.memory
+        # ---- 1. checks and operands (no side effects)
+        if mem.faults.token != self.ftok and not self._fault_free(mem):
+            return False
+        for addr, data in self.checks:
+            if not mem.equals(addr, data):
+                return False
+        if self.lut is not None and dev.lut.tobytes() != self.lut:
+            return False
+        if self.dma_lines is not None:
+            return self._run_dma(dev, mem)
+        st = dev.op_state
+        vals = []
+        for s in self.srcs:
+            v = s.get(mem, st)
+            if v is None:
+                return False
+            vals.append(v)
+        # ---- 2. compute
+        try:
+            out = self.compute(vals)
+            if out.shape != self.shape:
+                out = np.ascontiguousarray(np.broadcast_to(out, self.shape))
+        except Exception:                                   # noqa: BLE001 - the ordinary path decides
+            return False
+        # ---- 3. commit
+        chain_length, num_ifm, fifo_valid = self.chain
+        if self.clear:                                      # a chain starts: its FIFOs empty
+            st.clear_fifos()
+        st.chain_length, st.num_ifm, st.fifo_valid = chain_length, num_ifm, list(fifo_valid)
+        for s in self.fifo_srcs:
+            s.pop(st)
+        dst = self.dst
+        if dst is not None:
+            dst.put(mem, st, out)
+        if mem.log_enabled:
+            mem.log.extend(self.log or self._log())
+        dev.chain_length = chain_length
+        if self.flag:
+            dev.cond_status = out.item(-1) & 1
+        if self.macs and hasattr(dev, "mac_count"):
+            dev.mac_count += self.macs
+        return True
+
+    def _run_dma(self, dev, mem) -> bool:
+        reads, writes = self.dma_lines
+        if len(reads) == 1:
+            buf = mem.view(*reads[0])
+        else:
+            buf = np.concatenate([mem.view(a, n) for a, n in reads])
+        if self.dma_lut is not None:
+            lo, n = self.dma_lut
+            dev.lut[lo:lo + n] = buf
+        else:
+            pos = 0
+            for a, n in writes:
+                mem.store(a, buf[pos:pos + n])
+                pos += n
+        if mem.log_enabled:
+            mem.log.extend(self.log or self._log())
+        return True
+
+
+# ---------------------------------------------------------------------------- operands
+class _MemSrc:
+    """An operand read from memory: the absolute span [alo, alo + n), its raw values as
+    ``dt`` at element indices ``idx`` (None: the whole span in order), shaped ``shape``."""
+    __slots__ = ("alo", "n", "dt", "idx", "shape", "fifo", "count")
+
+    def __init__(self, alo, n, dt, idx, shape):
+        self.alo, self.n, self.dt, self.idx, self.shape = alo, n, dt, idx, shape
+        self.fifo = None
+        self.count = 0
+
+    def get(self, mem, st):
+        off = self.alo & _PAGE_MASK
+        p = mem._pages.get(self.alo >> PAGE_BITS) if off + self.n <= _PAGE_SIZE else None
+        v = (p[off:off + self.n] if p is not None else mem.read_array(self.alo, self.n)).view(self.dt)
+        if self.idx is None:
+            return v.reshape(self.shape)
+        return v[self.idx]
+
+
+class _FifoSrc:
+    """An operand popped from chaining FIFO ``fifo`` (``count`` values, shaped ``shape``;
+    peeked here, popped at commit), checked to lie in [lo, hi]."""
+    __slots__ = ("fifo", "count", "shape", "lo", "hi")
+
+    def __init__(self, fifo, count, shape, lo, hi):
+        self.fifo, self.count, self.shape, self.lo, self.hi = fifo, count, shape, lo, hi
+
+    def pop(self, st) -> None:
+        """read_chaining_fifo's effect (get() has checked that the values are there)."""
+        n, count = self.fifo, self.count
+        chunks = st.fifo[n]
+        c = chunks[0]
+        if c.size == count:
+            chunks.pop(0)
+        elif c.size > count:
+            chunks[0] = c[count:]
+        else:
+            st.read_chaining_fifo(n, count)
+            return
+        st.fifo_count[n] -= count
+
+    def get(self, mem, st):
+        chunks = st.fifo[self.fifo]
+        if st.fifo_count[self.fifo] < self.count:
+            return None
+        c = chunks[0]
+        if c.size >= self.count:
+            v = c[:self.count]
+        else:
+            parts, need = [], self.count
+            for c in chunks:
+                parts.append(c[:need])
+                need -= min(need, c.size)
+                if not need:
+                    break
+            v = np.concatenate(parts)
+        if v.size and (int(v.min()) < self.lo or int(v.max()) > self.hi):
+            return None
+        return v.reshape(self.shape)
+
+
+class _MemDst:
+    """The OFM written to memory: values (the OFM type) to the absolute span [alo, alo + n),
+    element i at element index ``idx[i]`` of the span (None: the span in order), the
+    bytes between elements kept (read back and written unchanged)."""
+    __slots__ = ("alo", "n", "idx", "udt")
+
+    def __init__(self, alo, n, idx, udt):
+        self.alo, self.n, self.idx, self.udt = alo, n, idx, udt
+
+    def put(self, mem, st, out):
+        if self.idx is None:
+            mem.store(self.alo, np.ascontiguousarray(out).reshape(-1).view(np.uint8))
+            return
+        buf = mem.read_array(self.alo, self.n)
+        buf.view(self.udt)[self.idx] = np.ascontiguousarray(out).reshape(-1).view(self.udt)
+        mem.write(self.alo, buf)
+
+
+class _FifoDst:
+    """The OFM pushed into chaining FIFO ``fifo`` (as write_chaining_fifo: int64 values)."""
+    __slots__ = ("fifo",)
+
+    def __init__(self, fifo):
+        self.fifo = fifo
+
+    def put(self, mem, st, out):
+        st.write_chaining_fifo(self.fifo, out)
+
+
+# ============================================================================ building
+class _Dry:
+    """A front door answering reads from the back door and recording the transactions (no
+    log, listeners, faults or writes): the build reads what the op reads without effects."""
+
+    def __init__(self, memory):
+        self.memory = memory
+        self.txns: list = []
+
+    def access(self, txn, data=None):
+        self.txns.append(txn)
+        if txn.write:
+            return txn, None
+        return txn, self.memory.read_array(txn.addr, txn.length)
+
+    def batch_capable(self):
+        return False
+
+
+def _abs(dev, region: int, offsets: np.ndarray) -> "np.ndarray | None":
+    """Absolute addresses of region offsets (None when they would wrap at 2**40)."""
+    base = dev.route(region).base
+    a = base + offsets.astype(np.int64)
+    if a.size and (int(a.min()) < 0 or int(a.max()) >= ADDR_MASK - 64):
+        return None
+    return a
+
+
+def _span(addrs: np.ndarray, es: int):
+    """(lo, n, idx) of elements at absolute addresses: the span [lo, lo + n) holds them all,
+    idx their element indices in it (None when they are the span in order)."""
+    flat = addrs.reshape(-1)
+    lo = int(flat.min())
+    hi = int(flat.max()) + es
+    rel = flat - lo
+    if (rel % es).any():
+        return None
+    idx = rel // es
+    if idx.size == (hi - lo) // es and np.array_equal(idx, np.arange(idx.size)):
+        return lo, hi - lo, None
+    return lo, hi - lo, idx.astype(np.intp).reshape(addrs.shape)
+
+
+def _value_dtype(fm: FeatureMap) -> np.dtype:
+    es = fm.element_size
+    return np.dtype(f"<u{es}" if fm.act_type == ActType.UNSIGNED else f"<i{es}")
+
+
+def _type_range(fm: FeatureMap) -> tuple[int, int]:
+    bits = fm.bits
+    if fm.act_type == ActType.UNSIGNED:
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+_NO_PAIRS = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+def _pairs(pairs) -> tuple:
+    """(starts, lengths) int64 arrays of (address, length) pairs given as such arrays, a
+    list of tuples, or a list of such array pairs (concatenated)."""
+    if isinstance(pairs, tuple) and len(pairs) == 2 and isinstance(pairs[0], np.ndarray):
+        return pairs
+    pairs = list(pairs)
+    if not pairs:
+        return _NO_PAIRS
+    if isinstance(pairs[0], tuple) and len(pairs[0]) == 2 and isinstance(pairs[0][0], np.ndarray):
+        return (np.concatenate([a for a, _ in pairs]).astype(np.int64),
+                np.concatenate([n for _, n in pairs]).astype(np.int64))
+    a = np.array(pairs, np.int64).reshape(-1, 2)
+    return a[:, 0].copy(), a[:, 1].copy()
+
+
+def _intervals(pairs) -> tuple:
+    """Merged sorted [lo, hi) intervals of (address, length) pairs: (los, his) arrays."""
+    s, n = _pairs(pairs)
+    keep = n > 0
+    s, n = s[keep], n[keep]
+    if not s.size:
+        return _NO_PAIRS
+    order = np.argsort(s, kind="stable")
+    s = s[order]
+    e = np.maximum.accumulate(s + n[order])
+    new = np.empty(s.size, bool)
+    new[0] = True
+    new[1:] = s[1:] > e[:-1]
+    first = np.flatnonzero(new)
+    return s[first], e[np.r_[first[1:] - 1, s.size - 1]]
+
+
+def _same(a, b) -> bool:
+    return np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def _txn_pairs(txns, channel=None, write=None) -> tuple:
+    """(starts, lengths) of every transaction (batches expanded), optionally of one channel /
+    direction."""
+    parts = []
+    for t in txns:
+        if channel is not None and t.channel != channel:
+            continue
+        if write is not None and bool(t.write) != write:
+            continue
+        if hasattr(t, "per_port"):                          # a TxnBatch
+            parts.append((t.addr, t.length))
+        else:
+            parts.append((np.array([t.addr], np.int64), np.array([t.length], np.int64)))
+    return _pairs(parts)
+
+
+def _elem_pairs(addrs: np.ndarray, es: int) -> tuple:
+    u = np.unique(addrs.reshape(-1)).astype(np.int64)
+    return u, np.full(u.size, es, np.int64)
+
+
+def _list(pairs) -> list:
+    return list(zip(pairs[0].tolist(), pairs[1].tolist()))
+
+
+class _Prepared:
+    """A plan in the making: what the op reads (with the operand data before the op ran),
+    where its output goes, and how to compute it; ``finish`` completes and checks it
+    against the ordinary run's transactions and results."""
+
+    def __init__(self, dev, name):
+        self.dev, self.name = dev, name
+        self.srcs: list = []
+        self.inputs: list = []          # operand values before the op ran
+        self.channels: list = []        # per memory source: (channel, element pairs)
+        self.dst = None
+        self.dst_pairs = None           # element pairs of a memory OFM
+        self.out_dt = None
+        self.shape = None
+        self.compute = None
+        self.checks: list = []          # (addr, bytes) compared on every run
+        self.check_channels: list = []  # their channels (weights, scale/bias)
+        self.lut = None
+        self.macs = 0
+        self.chain = None
+        self.flag = True
+        self.is_dma = False
+        self.dma = None                 # DMA into the LUT RAM: (offset, length)
+        self.entry_chain = None         # chain length before the op
+        self.entry_fifo_count = ()      # values held per FIFO before the op
+
+    # ---- operands
+    def mem_src(self, fm: FeatureMap, ys, xs, cs, channel) -> "_MemSrc | None":
+        addrs = fmap.block_addresses(fm, ys, xs, cs)
+        a = _abs(self.dev, fm.region, addrs)
+        if a is None or a.size == 0:
+            return _no("operand: no address or wraps at 2**40")
+        es = fm.element_size
+        sp = _span(a, es)
+        if sp is None:
+            return _no("operand: unaligned elements")
+        lo, n, idx = sp
+        src = _MemSrc(lo, n, _value_dtype(fm), idx, a.shape)
+        self.srcs.append(src)
+        self.inputs.append(np.array(src.get(self.dev.memory, None)))
+        self.channels.append((channel, _elem_pairs(a, es)))
+        return src
+
+    def fifo_src(self, fm: FeatureMap, shape) -> "_FifoSrc | None":
+        st = self.dev.op_state
+        count = int(np.prod(shape))
+        lo, hi = _type_range(fm)
+        src = _FifoSrc(fm.region, count, tuple(shape), lo, hi)
+        v = src.get(None, st)
+        if v is None:
+            return _no("operand: FIFO values missing or out of range")
+        self.srcs.append(src)
+        self.inputs.append(np.array(v))
+        return src
+
+    def operand(self, fm: FeatureMap, ys, xs, cs, channel):
+        """mem_src or fifo_src for an IFM/IFM2 block (None: not plannable)."""
+        if fm.storage == Storage.CHAINED:
+            return self.fifo_src(fm, (len(ys), len(xs), len(cs)))
+        if fm.storage not in (Storage.TILE2X2, Storage.TILE3X1):
+            return _no("operand: storage")
+        return self.mem_src(fm, ys, xs, cs, channel)
+
+    # ---- output
+    def ofm(self, fm: FeatureMap, shape, allowed_perms, mbd=None) -> bool:
+        self.shape = tuple(shape)
+        self.out_dt = _value_dtype(fm) if fm.precision != Precision.B64 else None
+        if self.out_dt is None:
+            return False
+        if fm.storage == Storage.CHAINED:
+            self.dst = _FifoDst(fm.region)
+            return True
+        if fm.storage == Storage.NONE:
+            self.dst = None
+            return True
+        if fm.storage not in (Storage.TILE2X2, Storage.TILE3X1):
+            return False
+        h, w, d = shape
+        addrs = fmap.ofm_block_addresses(fm, range(h), range(w), range(d), allowed_perms=allowed_perms,
+                                         microblock_depth=mbd)
+        a = _abs(self.dev, fm.region, addrs)
+        if a is None or a.size == 0:
+            return False
+        es = fm.element_size
+        sp = _span(a, es)
+        if sp is None:
+            return False
+        lo, n, idx = sp
+        if idx is not None and np.unique(idx).size != idx.size:
+            return False                                    # aliasing elements: the ordinary path
+        self.dst = _MemDst(lo, n, None if idx is None else idx.reshape(-1), np.dtype(f"<u{es}"))
+        self.dst_pairs = _elem_pairs(a, es)
+        return True
+
+    def chain_state(self, use_ifm, use_ifm2, ifm, ifm2, ofm) -> None:
+        """The chaining state after add_operation_to_chain (which the ordinary run has
+        checked), from the state before."""
+        st = self.dev.op_state
+        length, num, valid = st.chain_length, st.num_ifm, list(st.fifo_valid)
+        self.entry_chain = length
+        self.entry_fifo_count = tuple(st.fifo_count)
+        if length == 0:
+            num, valid = 0, [False] * len(valid)
+        length += 1
+        if use_ifm and ifm.storage != Storage.CHAINED:
+            num += 1
+        if use_ifm2 and ifm2.storage != Storage.CHAINED:
+            num += 1
+        if ofm.storage == Storage.CHAINED:
+            valid[ofm.region] = True
+        else:
+            length = 0
+        self.chain = (length, num, tuple(valid))
+
+    def stream(self, txns, channel) -> None:
+        """Stream bytes the op reads and the plan compares (weights, scale/bias)."""
+        for addr, n in _list(_txn_pairs(txns, channel)):
+            self.checks.append((addr, self.dev.memory.read(addr, n), channel))
+        self.check_channels.append(channel)
+
+    # ---- completion
+    def finish(self, dev, txns) -> "_Plan | None":
+        """Check the recorded run against this plan and return the plan (None: not covered)."""
+        if self.is_dma:
+            return self._finish_dma(dev, txns)
+        mem = dev.memory
+        if not txns and (self.dst_pairs is not None or any(isinstance(s, _MemSrc) for s in self.srcs)):
+            return _no("check: no transactions")
+        # every read comes before every write (the plan reads all, then writes)
+        seen_write = False
+        for t in txns:
+            if t.write:
+                seen_write = True
+            elif seen_write:
+                return _no("check: a read after a write")
+        # the transactions cover exactly the plan's bytes, channel by channel
+        by_channel: dict = {}
+        for ch, pairs in self.channels:
+            by_channel.setdefault(ch, []).append(pairs)
+        known = set(by_channel) | set(self.check_channels) | {Channel.wr_ofm}
+        for t in txns:
+            if t.channel not in known:
+                return _no("check: another channel")
+        for ch, pairs in by_channel.items():
+            if not _same(_intervals(_txn_pairs(txns, ch, False)), _intervals(pairs)):
+                return _no("check: operand bytes")
+        for ch in self.check_channels:
+            if not _same(_intervals(_txn_pairs(txns, ch, False)),
+                         _intervals([(a, len(b)) for a, b, c in self.checks if c == ch])):
+                return _no("check: stream bytes")
+        if not _same(_intervals(_txn_pairs(txns, Channel.wr_ofm, True)),
+                     _intervals(self.dst_pairs if self.dst_pairs is not None else [])):
+            return _no("check: OFM bytes")
+        for addr, data, _ in self.checks:                   # the streams did not change meanwhile
+            if not mem.equals(addr, data):
+                return _no("check: streams changed")
+        # the compute reproduces the ordinary run's result on its own operands
+        out = self.compute([np.array(v) for v in self.inputs])
+        if out.shape != self.shape:
+            out = np.ascontiguousarray(np.broadcast_to(out, self.shape))
+        if out.shape != self.shape or out.dtype != self.out_dt:
+            return _no("check: OFM shape or type")
+        if isinstance(self.dst, _MemDst):
+            got = mem.read_array(self.dst.alo, self.dst.n).view(self.dst.udt)
+            got = got if self.dst.idx is None else got[self.dst.idx]
+            if not np.array_equal(got.reshape(-1), out.reshape(-1).view(self.dst.udt)):
+                return _no("check: OFM values")
+        elif isinstance(self.dst, _FifoDst):
+            st = dev.op_state
+            chunks = st.fifo[self.dst.fifo]
+            if not chunks or not np.array_equal(chunks[-1], out.reshape(-1).astype(np.int64)):
+                return _no("check: FIFO values")
+        st = dev.op_state
+        if (st.chain_length, st.num_ifm, tuple(st.fifo_valid)) != self.chain:
+            return _no("check: chaining state")
+        if out.size and dev.cond_status != int(out.reshape(-1)[-1]) & 1:
+            return _no("check: result flag")
+        return self._plan(dev, txns)
+
+    def _plan(self, dev, txns) -> _Plan:
+        p = _Plan()
+        p.srcs = tuple(self.srcs)
+        p.fifo_srcs = tuple(s for s in self.srcs if isinstance(s, _FifoSrc))
+        p.clear = self.entry_chain == 0 and any(self.entry_fifo_count)
+        p.ftok = None
+        p.compute = self.compute
+        p.dst = self.dst
+        p.shape = self.shape
+        p.rint = tuple(zip(*(v.tolist() for v in _intervals(_txn_pairs(txns, write=False)))))
+        p.wint = tuple(zip(*(v.tolist() for v in _intervals(_txn_pairs(txns, write=True)))))
+        p.checks = tuple((a, b) for a, b, _ in self.checks)
+        p.lut = self.lut
+        p.txns = tuple(txns)
+        p.log = None                                        # the log records, made on first use
+        pages = set()
+        for lo, hi in p.wint:
+            pages.update(range(lo >> PAGE_BITS, ((hi - 1) >> PAGE_BITS) + 1))
+        p.pages = tuple(sorted(pages))
+        p.beats = sum(t.total_beats() if hasattr(t, "total_beats") else beats(t.addr, t.length) for t in txns)
+        p.twork = sum(len(t) + (t.total_bytes() >> 6) if hasattr(t, "total_beats") else 1 + (t.length >> 6)
+                      for t in txns)
+        p.summary = Pmu.increments(summarise(txns))
+        p.op_work = dev._op_work if dev._op_work is not None else _kernel_work(*dev._op_of)
+        p.chain = self.chain
+        p.macs = self.macs
+        p.flag = self.flag
+        p.dma_lines = None
+        p.dma_lut = None
+        return p
+
+    def _finish_dma(self, dev, txns) -> "_Plan | None":
+        reads = _list(_txn_pairs(txns, write=False))
+        writes = _list(_txn_pairs(txns, write=True))
+        if any(t.channel not in (Channel.rd_mem2mem, Channel.wr_mem2mem) for t in txns):
+            return _no("DMA: another channel")
+        internal = self.dma
+        nread = sum(n for _, n in reads)
+        if internal is None:                                # memory to memory
+            if writes == [] or nread != sum(n for _, n in writes):
+                return _no("DMA: read and written bytes differ in number")
+            ri, wi = _list(_intervals(reads)), _list(_intervals(writes))
+            for lo, hi in ri:                               # no byte both read and written
+                for wlo, whi in wi:
+                    if wlo < hi and lo < whi:
+                        return _no("DMA: overlapping source and destination")
+            data = np.concatenate([dev.memory.read_array(a, n) for a, n in reads]) if reads else None
+            got = np.concatenate([dev.memory.read_array(a, n) for a, n in writes])
+            if data is None or not np.array_equal(data, got):
+                return _no("DMA: copied bytes")
+        else:                                               # one line into the LUT RAM
+            lo, n = internal
+            if writes or nread != n or not np.array_equal(
+                    dev.lut[lo:lo + n], np.concatenate([dev.memory.read_array(a, k) for a, k in reads])):
+                return _no("DMA: LUT bytes")
+        p = self._plan(dev, txns)
+        p.dma_lines = (tuple(reads), tuple(writes))
+        p.dma_lut = None if internal is None else internal
+        p.flag = False
+        return p
+
+
+# ============================================================================ kernel ops
+class _StandIn:
+    """The device as a plan's OpContext sees it: configuration, Policy, the op's payload
+    fields and a copy of the LUT RAM (a plan with a LUT activation compares the device's
+    LUT with that copy on every run), an OpState of its own, no result flag.  A plan never
+    holds on to the device it was built on."""
+
+    def __init__(self, dev):
+        self.config = dev.config
+        self.policy = dev.policy
+        self.op_fields = dict(dev.op_fields)
+        self.lut = dev.lut.copy()
+        self.op_state = _common.OpState()
+        self.chain_length = 0
+
+
+def _memo_field(snap):
+    """snap.field with a memo: a plan's context reads the same few register fields on every
+    run of its compute (the snapshot is immutable)."""
+    memo: dict = {}
+    field = snap.field
+
+    def f(name: str, fld: str) -> int:
+        k = (name, fld)
+        v = memo.get(k)
+        if v is None:
+            v = memo[k] = field(name, fld)
+        return v
+    return f
+
+
+def _prepare_kernel(dev, name, d, snap) -> "_Prepared | None":
+    ctx = _common.OpContext(snap, DataPort(_Dry(dev.memory), dev.route), _StandIn(dev), name)
+    ctx.f = _memo_field(snap)
+    if ctx.ofm_h * ctx.ofm_w * ctx.ofm_d > _MAX_ELEMENTS:
+        return _no("op: large")
+    if name == "NPU_OP_ELEMENTWISE":
+        return _prepare_elementwise(dev, ctx, snap, d)
+    if name == "NPU_OP_POOL":
+        return _prepare_pool(dev, ctx, snap, d)
+    if name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE"):
+        return _prepare_conv(dev, ctx, snap, d, name == "NPU_OP_DEPTHWISE")
+    return _no("op: RESIZE or another")
+
+
+def _lut_of(dev, f) -> "bytes | None":
+    return dev.lut.tobytes() if f("NPU_SET_ACTIVATION", "activation_function") != _ACT_LUT_NONE else None
+
+
+def _truncated(v: np.ndarray, fm: FeatureMap) -> np.ndarray:
+    return arith.truncate(np.asarray(v, dtype=np.int64), fm.bits, fm.act_type).astype(_value_dtype(fm))
+
+
+# ---------------------------------------------------------------------------- elementwise
+def _prepare_elementwise(dev, ctx, snap, d) -> "_Prepared | None":
+    mode = int(d.fields.get("elementwise_mode", 0))
+    if ctx.upscale != 0 or ctx.ofm.precision not in (Precision.B8, Precision.B16, Precision.B32):
+        return _no("elementwise: upscale or OFM precision")
+    p = _ew._Params(ctx, mode)
+    pre = _Prepared(dev, "NPU_OP_ELEMENTWISE")
+    shape = (ctx.ofm_h, ctx.ofm_w, ctx.ofm_d)
+
+    def operand(fm, bm, which, channel):
+        if bm == _ew.SCALAR:
+            return None, _ew.scalar_operand(ctx, which, p.scalar)
+        ys = _ew._bcast_index(ctx.ofm_h, _ew.BCAST_H, bm)
+        xs = _ew._bcast_index(ctx.ofm_w, _ew.BCAST_W, bm)
+        cs = _ew._bcast_index(ctx.ofm_d, _ew.BCAST_C, bm)
+        src = pre.operand(fm, ys, xs, cs, channel)
+        if src is None:
+            raise _NotPlanned
+        return src, None
+    try:
+        sa, ca = operand(ctx.ifm, p.bm, "IFM", Channel.rd_ifm)
+        sb, cb = (None, 0) if p.unary else operand(ctx.ifm2, p.bm2, "IFM2", Channel.rd_ifm_stream)
+    except _NotPlanned:
+        return _no("elementwise: operand")
+    if not pre.ofm(ctx.ofm, shape, _common.ALLOWED_PERMS_RTRANS):
+        return _no("elementwise: OFM")
+    pre.chain_state(p.bm != _ew.SCALAR or not _ew.SCALAR_IS_NOT_AN_IFM, p.use_ifm2, ctx.ifm, ctx.ifm2, ctx.ofm)
+    pre.lut = _lut_of(dev, ctx.f)
+    key = ("ew", mode, _raw(snap, _EW_REGS), pre.lut, sa is not None, ca, sb is not None, cb)
+    compute = _COMPUTES.get(key, False)
+    if compute is False:
+        compute = _COMPUTES.put(key, _ew_compute(ctx, p, mode, sa is not None, ca, sb is not None, cb))
+    if compute is None:
+        return _no("elementwise: compute")
+    pre.compute = compute
+    return pre
+
+
+class _NotPlanned(Exception):
+    pass
+
+
+# The registers the compute stages read (besides the mode, the operand kinds and the LUT):
+# computes are shared by every op with the same values (another LSTM time step, another
+# stripe), since building one (tables, thresholds, spot checks) costs milliseconds.
+_EW_REGS = ("NPU_SET_IFM_PRECISION", "NPU_SET_IFM2_PRECISION", "NPU_SET_OFM_PRECISION", "NPU_SET_IFM_ZERO_POINT",
+            "NPU_SET_IFM2_ZERO_POINT", "NPU_SET_OFM_ZERO_POINT", "NPU_SET_IFM_SCALE", "NPU_SET_IFM2_SCALE",
+            "NPU_SET_OFM_SCALE", "NPU_SET_ACTIVATION", "NPU_SET_ACTIVATION_MIN", "NPU_SET_ACTIVATION_MAX",
+            "NPU_SET_IFM_BROADCAST", "NPU_SET_IFM2_BROADCAST", "NPU_SET_OP_SCALAR", "NPU_SET_ACC_FORMAT")
+_STEP_REGS = ("NPU_SET_OFM_PRECISION", "NPU_SET_OFM_ZERO_POINT", "NPU_SET_OFM_SCALE", "NPU_SET_ACTIVATION",
+              "NPU_SET_ACTIVATION_MIN", "NPU_SET_ACTIVATION_MAX", "NPU_SET_ACC_FORMAT")
+_POOL_REGS = ("NPU_SET_IFM_PRECISION", "NPU_SET_IFM_ZERO_POINT", "NPU_SET_OFM_PRECISION", "NPU_SET_OFM_ZERO_POINT",
+              "NPU_SET_OFM_SCALE", "NPU_SET_ACTIVATION", "NPU_SET_ACTIVATION_MIN", "NPU_SET_ACTIVATION_MAX",
+              "NPU_SET_ACC_FORMAT")
+_COMPUTES = Memo(256)            # compute key -> compute closure (None: not covered); tables
+                                 # of up to about 1 MB each
+
+
+def _raw(snap, names) -> tuple:
+    return tuple(snap.raw(n) for n in names)
+
+
+def _ew_compute(ctx, p, mode, sa, ca, sb, cb):
+    """The elementwise compute (see the module doc), or None (not covered)."""
+    ofm = ctx.ofm
+    zpa = arith.ifm_zero_point(ctx.ifm.zero_point, ctx.ifm.precision, ctx.ifm.act_type, check=False)
+    zpb = arith.ifm_zero_point(ctx.ifm2.zero_point, ctx.ifm2.precision, ctx.ifm2.act_type, check=False)
+    # operand value sets (zero point subtracted): raw domain - zp, or the scalar
+    if sa:
+        alo, ahi = _type_range(ctx.ifm)
+        adom = (alo - zpa, ahi - zpa)
+    else:
+        adom = (ca, ca)
+    if p.unary:
+        bdom = (0, 0)
+    elif sb:
+        blo, bhi = _type_range(ctx.ifm2)
+        bdom = (blo - zpb, bhi - zpb)
+    else:
+        bdom = (cb, cb)
+    na, nb = adom[1] - adom[0] + 1, bdom[1] - bdom[0] + 1
+    odt = _value_dtype(ofm)
+    if na * nb <= _TABLE_MAX:
+        return _ew_table(ctx, p, mode, sa, sb, adom, bdom, na, nb, zpa, zpb)
+    if mode in _EW_MODES_DECOMPOSED and p.precision in (Precision.B8, Precision.B16) and sa and sb:
+        c = _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb)
+        if c is not None:
+            return c
+    return _ew_direct(ctx, p, mode, sa, ca, sb, cb, zpa, zpb)
+
+
+def _ew_direct(ctx, p, mode, sa, ca, sb, cb, zpa, zpb):
+    """The ordinary evaluation on the operands (wide operand types, or steps too many for
+    tables): read_ifm's zero point subtraction, then elementwise._evaluate."""
+    a_const = None if sa else np.full((1, 1, 1), np.int64(ca))
+    b_const = np.zeros((1, 1, 1), np.int64) if p.unary or sb else np.full((1, 1, 1), np.int64(cb))
+
+    def compute(vals):
+        i = 0
+        if sa:
+            a = np.subtract(vals[0], zpa, dtype=np.int64)
+            i = 1
+        else:
+            a = a_const
+        b = np.subtract(vals[i], zpb, dtype=np.int64) if sb else b_const
+        return _ew_evaluate(ctx, p, mode, a, b)
+    return compute
+
+
+def _ew_evaluate(ctx, p, mode, a, b):
+    """elementwise._evaluate (the ordinary compute) on operand arrays, truncated to the OFM."""
+    v = _ew._evaluate(ctx, p, mode, a, b)
+    return _truncated(v, ctx.ofm)
+
+
+def _ew_table(ctx, p, mode, sa, sb, adom, bdom, na, nb, zpa, zpb):
+    """A full result table over both operand domains."""
+    av = np.arange(adom[0], adom[1] + 1, dtype=np.int64).reshape(na, 1, 1)
+    bv = np.arange(bdom[0], bdom[1] + 1, dtype=np.int64).reshape(1, nb, 1)
+    t = _ew_evaluate(ctx, p, mode, av, bv).reshape(-1)
+    t.setflags(write=False)
+    # raw value -> table index: (raw - zp - adom[0]) * nb + (raw_b - zpb - bdom[0])
+    oa = zpa + adom[0]
+    ob = zpb + bdom[0]
+
+    def compute(vals):
+        i = 0
+        if sa:
+            ia = np.subtract(vals[0], oa, dtype=np.intp)
+            i = 1
+            if nb != 1:
+                ia *= nb
+        else:
+            ia = 0
+        if sb:
+            ib = np.subtract(vals[i], ob, dtype=np.intp)
+            idx = ia + ib
+        else:
+            idx = ia
+        return t[idx]
+    return compute
+
+
+def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
+    """16-bit binary add/sub/min/max/mul of two operands from memory or FIFOs: input-scaling
+    tables, the accumulator, then the rescale + activation step function (thresholds +
+    activation table); spot-checked against the ordinary evaluation."""
+    mul = mode == int(_M.mul)
+    if mul:
+        ta = tb = None
+        ends = [adom[i] * bdom[j] for i in (0, 1) for j in (0, 1)]
+        lo, hi = min(ends), max(ends)
+        if max(abs(lo), abs(hi)) >= (1 << 31):
+            return None                                     # the int32 acc could wrap
+    else:
+        ta = arith.scale_input(np.arange(adom[0], adom[1] + 1, dtype=np.int64), *p.sa)
+        tb = arith.scale_input(np.arange(bdom[0], bdom[1] + 1, dtype=np.int64), *p.sb)
+        ta.setflags(write=False)
+        tb.setflags(write=False)
+        a0, a1, b0, b1 = int(ta.min()), int(ta.max()), int(tb.min()), int(tb.max())
+        if mode == int(_M.add):
+            lo, hi = a0 + b0, a1 + b1
+        elif mode == int(_M.sub):
+            lo, hi = a0 - b1, a1 - b0
+        else:
+            lo, hi = min(a0, b0), max(a1, b1)
+        if max(abs(lo), abs(hi)) >= (1 << 31):
+            return None                                     # the int32 acc could wrap
+    key = ("stage", _raw(ctx.snap, _STEP_REGS), _lut_of(ctx.device, ctx.f), lo, hi)
+    stage = _COMPUTES.get(key, False)
+    if stage is False:
+        stage = _COMPUTES.put(key, _output_stage(ctx, lo, hi))
+    if stage is None:
+        return _no("elementwise: output stage")
+    if not mul:
+        ta, tb = ta.astype(np.int32), tb.astype(np.int32)  # (int32_t results: half the cache)
+    oa = zpa + adom[0]
+    ob = zpb + bdom[0]
+    op = {int(_M.add): np.add, int(_M.sub): np.subtract, int(_M.min): np.minimum,
+          int(_M.max): np.maximum}.get(mode)
+    i64 = np.int64
+
+    def compute(vals):
+        if mul:
+            acc = np.subtract(vals[0], zpa, dtype=i64)
+            acc *= np.subtract(vals[1], zpb, dtype=i64)
+        else:
+            acc = op(ta[np.subtract(vals[0], oa, dtype=np.intp)], tb[np.subtract(vals[1], ob, dtype=np.intp)],
+                     dtype=i64)
+        return stage(acc)
+
+    # spot checks against the ordinary evaluation: the domain corners and random values
+    rng = np.random.default_rng(_SEED)
+    n = 4096
+    ca = np.array([adom[0], adom[1], adom[0], adom[1]])
+    cb = np.array([bdom[0], bdom[1], bdom[1], bdom[0]])
+    xa = np.concatenate([ca, rng.integers(adom[0], adom[1] + 1, n), np.full(64, adom[0]), np.full(64, adom[1])])
+    xb = np.concatenate([cb, rng.integers(bdom[0], bdom[1] + 1, n), rng.integers(bdom[0], bdom[1] + 1, 128)])
+    want = _ew_evaluate(ctx, p, mode, xa.reshape(-1, 1, 1), xb.reshape(-1, 1, 1))
+    got = compute([(xa + zpa).astype(_value_dtype(ctx.ifm)).reshape(-1, 1, 1),
+                   (xb + zpb).astype(_value_dtype(ctx.ifm2)).reshape(-1, 1, 1)])
+    if got.shape != want.shape or not np.array_equal(got, want):
+        return None
+    return compute
+
+
+def _output_stage(ctx, lo: int, hi: int):
+    """rescale (global scale) + activation + truncation of int64 accumulators in [lo, hi]
+    as a closure: ``r = (acc*scale + R) >> shift`` with R by the product's sign
+    (arith.round_terms), the activation's clamp of ``r + zp`` and, for a LUT function, a
+    table of arith.activation over the clamp range.  None when the accumulator range
+    assert or the activation's int32 wrap could matter (the ordinary evaluation decides)
+    or the table would be too large.  Checked on the range's ends and random accumulators
+    against OpContext.rescale + activation."""
+    f = ctx.f
+    ofm = ctx.ofm
+    if ofm.scale_mode != arith.ScaleMode.GLOBAL:          # per-channel: not a function of acc alone
+        return None
+    acc_bits = ctx.acc_bits
+    if lo < -(1 << (acc_bits - 1)) or hi >= (1 << (acc_bits - 1)):
+        return None
+    scale, shift = f("NPU_SET_OFM_SCALE", "scale"), f("NPU_SET_OFM_SCALE", "shift")
+    rm, dbl = f("NPU_SET_OFM_SCALE", "round_mode"), f("NPU_SET_OFM_SCALE", "dbl_rnd")
+    if not (0 <= rm <= 5 and 0 <= dbl <= 30 and 0 <= shift <= 63 and scale >= 0):
+        return None
+    rp, rn = (int(v[0]) for v in arith.round_terms(np.array([shift]), rm, dbl))
+    if max(abs(lo), abs(hi)) * scale + max(rp, rn) >= (1 << 63):
+        return None
+    fn = f("NPU_SET_ACTIVATION", "activation_function")
+    zp, amin, amax = arith.ofm_activation_params(ofm.act_type, f("NPU_SET_OFM_ZERO_POINT", "zero_point"),
+                                                 f("NPU_SET_ACTIVATION_MIN", "clip_boundary"),
+                                                 f("NPU_SET_ACTIVATION_MAX", "clip_boundary"))
+    if fn == _ACT_TANH:
+        clo, chi = -0x10000, 0xFFFF
+    elif fn == _ACT_SIGMOID:
+        clo, chi = -0x1F000, 0x1EFFF
+    elif f("NPU_SET_ACTIVATION", "activation_clip_range") == _CLIP_B16:
+        clo, chi = amin, amax
+        if clo > chi:
+            return None
+    elif fn == _ACT_LUT_NONE:
+        clo, chi = None, None
+    else:
+        return None                                       # an unclamped LUT index: ordinary path
+
+    def rescale(x):
+        return ctx.rescale(x, _common.RESCALE_GLOBAL)
+    ends = rescale(np.array([lo, hi], np.int64))
+    if int(ends[0]) + zp < -(1 << 31) or int(ends[1]) + zp >= (1 << 31):
+        return None                                       # (int32_t)(r + zp) could wrap
+    odt = _value_dtype(ofm)
+    table = None
+    if fn != _ACT_LUT_NONE:
+        vlo, vhi = max(clo, int(ends[0]) + zp), min(chi, int(ends[1]) + zp)
+        if vhi - vlo + 1 > _STEPS_MAX:
+            return None
+        vlo = min(vlo, vhi)
+        table = _truncated(ctx.activation(np.arange(vlo, vhi + 1, dtype=np.int64) - zp), ofm)   # = LUT(v)
+        table.setflags(write=False)
+        clo, chi = vlo, vhi                               # r + zp lies in [ends] + zp: the same clamp
+    diff = rn - rp
+    i64 = np.int64
+    sh, sc, zpv = i64(shift), i64(scale), i64(zp)
+
+    def stage(acc):
+        p = acc * sc
+        if diff:
+            q = p >> 63                                   # -1 where the product < 0
+            q &= diff
+            p += rp
+            p += q
+        elif rp:
+            p += rp
+        p >>= sh
+        p += zpv
+        if table is not None:
+            np.clip(p, clo, chi, out=p)
+            p -= clo
+            return table[p]
+        if clo is not None:
+            np.clip(p, clo, chi, out=p)
+        return p.astype(odt)                              # truncate(): the low bits
+
+    rng = np.random.default_rng(_SEED)
+    probe = np.unique(np.concatenate([np.array([lo, hi, 0, -1, 1, lo + 1, hi - 1]).clip(lo, hi),
+                                      rng.integers(lo, hi + 1, 8192)])).astype(np.int64)
+    want = _truncated(ctx.activation(rescale(probe)), ofm)
+    got = stage(probe.copy())
+    if got.dtype != want.dtype or not np.array_equal(got, want):
+        return None
+    return stage
+
+
+# ---------------------------------------------------------------------------- pool
+def _prepare_pool(dev, ctx, snap, d) -> "_Prepared | None":
+    mode = int(d.fields.get("pooling_mode", 0))
+    if mode not in (_pool.MAX, _pool.MIN, _pool.SUM, _pool.AVERAGE):
+        return _no("pool: mode")
+    if (ctx.kernel_h, ctx.kernel_w, ctx.stride_y, ctx.stride_x) != (1, 1, 1, 1) or ctx.upscale != 0 \
+            or ctx.pad_top or ctx.pad_left or ctx.pad_bottom or ctx.pad_right:
+        return _no("pool: not 1x1")
+    if ctx.acc_input != 0 or ctx.acc_output != 0 or ctx.ofm.scale_mode != arith.ScaleMode.GLOBAL:
+        return _no("pool: accumulator or scale mode")
+    if ctx.ifm.precision not in (Precision.B8, Precision.B16):
+        return _no("pool: IFM precision")
+    pre = _Prepared(dev, "NPU_OP_POOL")
+    oh, ow, od = ctx.ofm_h, ctx.ofm_w, ctx.ofm_d
+    src = pre.operand(ctx.ifm, range(ctx.ifm_h), range(ctx.ifm_w), range(od), Channel.rd_ifm)
+    if src is None or (ctx.ifm_h, ctx.ifm_w) != (oh, ow):
+        return _no("pool: IFM")
+    if not pre.ofm(ctx.ofm, (oh, ow, od), _common.ALLOWED_PERMS_ALL):
+        return _no("pool: OFM")
+    pre.chain_state(True, False, ctx.ifm, ctx.ifm2, ctx.ofm)
+    pre.lut = _lut_of(dev, ctx.f)
+    key = ("pool", mode, _raw(snap, _POOL_REGS), pre.lut)
+    compute = _COMPUTES.get(key, False)
+    if compute is False:
+        compute = _COMPUTES.put(key, _pool_compute(ctx, mode))
+    pre.compute = compute
+    return pre
+
+
+def _pool_compute(ctx, mode):
+    """A 1x1 pool as a table over the IFM's raw values (read_ifm, read_accumulator with the
+    mode's identity, accumulate, rescale, activation, truncation: the ordinary steps)."""
+    lo, hi = _type_range(ctx.ifm)
+    zp = arith.ifm_zero_point(ctx.ifm.zero_point, ctx.ifm.precision, ctx.ifm.act_type, check=False)
+    x = np.arange(lo, hi + 1, dtype=np.int64) - zp      # read_ifm values over the domain
+    acc = x.reshape(1, -1, 1)
+    if mode in (_pool.SUM, _pool.AVERAGE):
+        acc = ctx.accumulate(np.zeros_like(acc), acc)
+    if mode == _pool.AVERAGE:
+        v = ctx.rescale(acc, _common.RESCALE_AVPOOL, divisor=np.ones_like(acc))
+    else:
+        v = ctx.rescale(acc, _common.RESCALE_NORMAL)
+    table = _truncated(ctx.activation(v), ctx.ofm).reshape(-1)
+    table.setflags(write=False)
+
+    def compute(vals):
+        return table[np.subtract(vals[0], lo, dtype=np.intp)]
+    return compute
+
+
+# ---------------------------------------------------------------------------- conv / depthwise
+def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
+    name = "NPU_OP_DEPTHWISE" if depthwise else "NPU_OP_CONV"
+    if not depthwise and int(d.fields.get("weights_ifm2", 0)):
+        return _no("conv: weights_ifm2")
+    g = _conv._geometry(snap)
+    if g.acc_input != 0 or ctx.acc_output != 0 or ctx.upscale != 0:
+        return _no("conv: accumulator or upscale")
+    if ctx.ifm.storage not in (Storage.TILE2X2, Storage.TILE3X1):
+        return _no("conv: chained IFM")
+    if ctx.ofm.scale_mode != arith.ScaleMode.PER_CHANNEL:
+        return _no("conv: global scale")
+    prm = ctx._fused_params()
+    if prm is None:
+        return _no("conv: not the fused epilogue's case")
+    rm, dbl, zp, amin, amax, clamp, odt = prm
+    dry = ctx.port.memory
+    # weights and scale/bias through the dry port: the decoded forms and the stream bytes
+    w = _conv.read_weight_tensor(snap, ctx.port, _conv._macs_of(dev), depthwise, name, policy=ctx.policy)
+    if w.flags.writeable:
+        return _no("conv: weights not cached")
+    if not depthwise and g.sparsity == _conv._SPARSE:
+        _conv._check_sparse(w, name)                        # these stream bytes (compared on every run)
+    ctx.scale_bias()
+    sc = ctx._scale_cache
+    depth = g.ofm_d if depthwise else g.ifm_d
+    pre = _Prepared(dev, name)
+    src = pre.operand(ctx.ifm, range(ctx.ifm_h), range(ctx.ifm_w), range(depth), Channel.rd_ifm)
+    if src is None:
+        return _no("conv: IFM")
+    pre.stream(dry.txns, Channel.rd_weights)
+    pre.stream(dry.txns, Channel.rd_scale_bias)
+    shape = (g.ofm_h, g.ofm_w, g.ofm_d)
+    if not pre.ofm(ctx.ofm, shape, _common.ALLOWED_PERMS_ALL,
+                   ctx.microblock_depth() if ctx.ofm.reverse == 3 else None):
+        return _no("conv: OFM")
+    pre.chain_state(True, False, ctx.ifm, ctx.ifm2, ctx.ofm)
+    k = sc.memo.get((g.ofm_d, rm, dbl, ctx.acc_bits))
+    if k is None:
+        k = sc.memo[(g.ofm_d, rm, dbl, ctx.acc_bits)] = _common._EpilogueConsts(sc, g.ofm_d, rm, dbl, ctx.acc_bits)
+    fm = ctx.ifm
+    izp = arith.ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check=False)
+    bound_x = _conv._ifm_domain_bound(ctx)
+    if bound_x is None:
+        return _no("conv: IFM domain")
+    H = ctx.pad_top + ctx.ifm_h + ctx.pad_bottom
+    W = ctx.pad_left + ctx.ifm_w + ctx.pad_right
+    t, l, ih, iw = ctx.pad_top, ctx.pad_left, ctx.ifm_h, ctx.ifm_w
+    padded = (H, W) != (ih, iw)
+    pointwise = (not depthwise and g.kh == 1 and g.kw == 1 and g.stride_y == 1 and g.stride_x == 1
+                 and not padded and (g.ofm_h, g.ofm_w) == (ih, iw))
+    wmax = _conv._wmax(w)
+    K = g.kh * g.kw * (1 if depthwise else g.ifm_d)
+    dt, kc = _conv._float_plan(bound_x, wmax, K)
+    if pointwise and kc >= K:
+        wm = _conv._weight_matrix(w, dt)
+        bound = bound_x * wmax * K
+        M = g.ofm_h * g.ofm_w
+
+        def accumulate(x):
+            a = np.subtract(x, izp, dtype=dt).reshape(M, K)
+            return (a @ wm).reshape(shape), bound
+    else:
+        def accumulate(x):
+            xp = np.empty((H, W, depth), np.float32)
+            if padded:
+                xp[:t] = 0
+                xp[t + ih:] = 0
+                xp[t:t + ih, :l] = 0
+                xp[t:t + ih, l + iw:] = 0
+            np.subtract(x, izp, out=xp[t:t + ih, l:l + iw], dtype=np.float32)
+            if depthwise:
+                return _conv.depthwise_acc(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w,
+                                           amax=bound_x)
+            return _conv.conv_acc(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w,
+                                  amax=bound_x)
+
+    def general(s, bound):
+        out = _common._fused_epilogue(s, bound, k, zp, amin, amax, clamp, odt)
+        if out is None:
+            raise _NotPlanned
+        return out
+    # the accumulators' type and bound follow from the IFM's domain bound, not the data
+    acc, acc_bound = accumulate(np.array(pre.inputs[0]))
+    epilogue = _small_epilogue(k, acc_bound, zp, amin, amax, clamp, odt, acc.dtype, shape) or general
+
+    def compute(vals):
+        return epilogue(*accumulate(vals[0]))
+    pre.compute = compute
+    pre.macs = g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw * (1 if depthwise else g.ifm_d)
+    return pre
+
+
+def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, odt, acc_dt, shape):
+    """common._fused_epilogue for a small OFM (one block) whose accumulators have type acc_dt
+    and |acc| <= bound: the same operations of the path it would take (float64 or int64)
+    on precomputed tiles, without its per-call set-up.  None when it would decline (the
+    ordinary epilogue then) or the OFM is large.  Checked against _fused_epilogue on
+    random accumulators and the bounds."""
+    h, w, d = shape
+    M = h * w
+    if M * d > _common._EPI_BLOCK or not d:
+        return _no("epilogue: large")
+    # _fused_epilogue's choice, for these bounds
+    bits = k.bits
+    A = bound + k.bmax
+    if acc_dt.kind == "f" and A >= (1 << 53):
+        return _no("epilogue: float accumulators beyond 2**53")
+    wrap = A >= (1 << (bits - 1))
+    if wrap:
+        A = 1 << (bits - 1)
+    if A * k.smax + k.rmax >= (1 << 63):
+        return _no("epilogue: int64 overflow")
+    f64 = False
+    if clamp:
+        rb = A * k.qmax * (1 + 2.0 ** -40) + k.rqmax + 2
+        if rb + abs(zp) >= (1 << 31):
+            return _no("epilogue: int32 cast")
+        tmin, tmax = _common._TYPE_RANGE[odt.char]
+        f64 = (not wrap and tmin <= amin and amax <= tmax and bool(k.scale.size)
+               and A * k.smax + k.rmax + (max(abs(zp), abs(zp - amin)) << k.shmax) < (1 << 53))
+    if f64:
+        epilogue = _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape)
+    else:
+        epilogue = _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape)
+    rng = np.random.default_rng(_SEED)
+    for _ in range(4):
+        acc = rng.integers(-bound, bound + 1, (h, w, d)).astype(acc_dt)
+        acc.reshape(-1)[:2] = (-bound, bound)
+        want = _common._fused_epilogue(acc, bound, k, zp, amin, amax, clamp, odt)
+        if want is None or not np.array_equal(epilogue(acc, bound), want):
+            return _no("epilogue: check")
+    return epilogue
+
+
+def _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape):
+    """_fused_epilogue_f64 on one block."""
+    tthr32, tthr64, tsc, tc, tdiff = k.ftiles(M, zp - amin)
+    thr = tthr32 if acc_dt == np.float32 and bound < (1 << 24) else tthr64
+    hi = float(np.nextafter(float(amax - amin) + 1.0, -np.inf))
+    udt = np.dtype(f"<u{odt.itemsize}")
+    add = amin % (1 << (8 * odt.itemsize))
+    addv = udt.type(add)
+    clip = _common._clip
+
+    def epilogue(acc, bound_):
+        x = acc.reshape(M, d)
+        b = x * tsc
+        b += tc
+        if tdiff is not None:
+            b -= (x < thr).view(np.uint8) * tdiff
+        clip(b, 0.0, hi, out=b)
+        out = b.astype(udt)
+        if add:
+            out += addv
+        return out.view(odt).reshape(shape)
+    return epilogue
+
+
+def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape):
+    """_fused_epilogue's int64 loop on one block."""
+    tb, ts, tsh, trp, tdiff = k.tiles(M)
+    sh = np.int64(64 - k.bits)
+    zpv = np.int64(zp)
+    lo, hi = np.int64(amin - zp), np.int64(amax - zp)
+
+    def epilogue(acc, bound_):
+        b = np.empty((M, d), np.int64)
+        np.copyto(b, acc.reshape(M, d), casting="unsafe")
+        b += tb
+        if wrap:
+            b <<= sh
+            b >>= sh
+        b *= ts
+        if tdiff is not None:
+            c = b >> 63
+            c &= tdiff
+            b += trp
+            b -= c
+        else:
+            b += trp
+        b >>= tsh
+        if clamp:
+            np.maximum(b, lo, out=b)
+            np.minimum(b, hi, out=b)
+        out = np.empty((M, d), odt)
+        np.add(b, zpv, out=out, casting="unsafe")
+        return out.reshape(shape)
+    return epilogue
+
+
+# ============================================================================ DMA
+def _prepare_dma(dev, name, d, snap) -> "_Prepared | None":
+    f = snap.field
+    if f("NPU_SET_DMA0_SRC_REGION", "idx_mode") or f("NPU_SET_DMA0_DST_REGION", "idx_mode"):
+        return _no("DMA: gather or scatter")
+    pre = _Prepared(dev, name)
+    pre.is_dma = True
+    if f("NPU_SET_DMA0_DST_REGION", "region_mode") == _dma_internal():
+        if f("NPU_SET_DMA0_SRC_REGION", "stride_mode") != _dma_d1():
+            return _no("DMA: a LUT load of several lines")
+        pre.dma = (f("NPU_SET_DMA0_DST", "addr") & ADDR_MASK, f("NPU_SET_DMA0_LEN", "addr") & ADDR_MASK)
+        if pre.dma[0] + pre.dma[1] > dev.lut.size:
+            return _no("DMA: beyond the LUT RAM")
+    return pre
+
+
+def _dma_internal():
+    return isa.dma_region_mode.internal
+
+
+def _dma_d1():
+    return isa.dma_stride_mode.d1
