@@ -18,8 +18,8 @@ Nothing in the generated files is typed by hand: every number comes from
   NPU_SET command holding exactly its fields) with their write logic and one wire per
   field, for the command decoder (npu_cmd_decode.v) and the kernel unit (npu_kernel.v) to
   include;
-* ``tlm/ethos_u85/arith.py``, ``tlm/ethos_u85/ops/pool.py`` -> ``rtl_stub/ethos_u85/gen/npu_kernel.vh``: the average-pool
-  scale table of rescale_mode_avpool and the pooling identities;
+* ``tlm/ethos_u85/arith.py``, ``tlm/ethos_u85/ops/pool.py`` -> ``rtl_stub/ethos_u85/gen/npu_kernel.vh``: the
+  average-pool scale table of rescale_mode_avpool and the pooling identities;
 * ``tb/ethos_u85/ports.py``       -> ``rtl_stub/ethos_u85/gen/ethosu85_ports.vh``: the top-level port list (TRM
   chapter 5) of the stand-in and of the DUT=tlm shell; ``rtl_stub/ethos_u85/gen/ethosu85_shell.vh``:
   the shell's ``tlm_<PORT>`` variables and output copies.

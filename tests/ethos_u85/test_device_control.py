@@ -671,9 +671,9 @@ def test_kernel_op_page_budget_stops_huge_ofm_strides():
         d = Device(b.config, Memory(), policy=pol, settle=True)
         for n, base in REGION_BASE.items():
             d.apb_write(OFF[f"BASEP{n}_LO"], base)
-        before = len(d.memory._pages)
+        before = d.memory.page_count
         b.run("NPU_OP_POOL", pooling_mode=MAX, device=d)
-        assert len(d.memory._pages) - before <= pages, limit
+        assert d.memory.page_count - before <= pages, limit
         limited = events(d, "model_limit")
         assert (b.stop.error == "cmd_parse_error" and "more than 100 memory pages" in limited[0]["error"]
                 if limit else not limited and b.stop.kind == StopKind.STOP)

@@ -155,12 +155,12 @@ def test_page_budget_counts_the_pages_a_strided_dma_writes_before_moving_data():
     page of the sparse memory (fuzz: 65,535 lines -> 4 GiB) is refused before anything moves."""
     from tlm.ethos_u85.config import Policy
     m, port, _, _ = setup(11)
-    pages0 = len(m._pages)
+    pages0 = m.page_count
     far = FakeRF(SRC_REGION__region=1, SRC_REGION__stride_mode=1, DST_REGION__region=2, LEN__addr=16,
                  SIZE0__size=300, SRC_STRIDE0__addr=16, DST_STRIDE0__addr=1 << 20)
     with pytest.raises(BudgetExceeded, match="300 memory pages"):
         dma_start(far, port, policy=Policy(dma_max_pages=299))
-    assert m.log == [] and len(m._pages) == pages0
+    assert m.log == [] and m.page_count == pages0
     assert dma_start(far, port, policy=Policy(dma_max_pages=300)) == 300 * 16
     # dense copies touch few pages: 4 MiB in 4096 lines is 64 (+1 unaligned) pages
     m, port, _, _ = setup(12)

@@ -6,14 +6,14 @@ route caches) must be invisible: bit-identical results, the same AXI transaction
 (Transaction for Transaction, in order), the same model cycle count and PMU state.
 
 * Whole networks (the MobileNetV2 bench net among them) run twice - fast, and with
-  ``fmap.USE_REFERENCE`` + ``memory.BATCHING = False`` (the straightforward sort-based
+  ``run_model(..., reference_paths=True)`` (the straightforward sort-based
   gather/scatter, one ``DataPort.read``/``write`` and one ``Memory.access`` per run) - and
   must agree in outputs, transaction log, cycles, PMU totals and PMU counters; the counters
   are also checked against values computed directly from the log.
 * Randomised unit checks: fmap blocks of every layout (tiles, formats, precisions,
   transposes, reverse, aliasing, sparse and unaligned addresses), DataPort runs with striping,
   wrap at 2**40, faults and listeners, PMU counting of batches, arith rescale, TxnBatch memos,
-  and the conv/depthwise fused epilogue (tlm.ethos_u85.ops.common._fused_epilogue, int64 and float64
+  and the conv/depthwise fused epilogue (tlm.ethos_u85.ops.common.fused_epilogue, int64 and float64
   forms) against write_accumulator's step-by-step arithmetic.  (The elementwise result
   tables and the vectorised SWD decoder are checked in test_ops_elementwise.py and
   test_weights.py.)
@@ -45,17 +45,6 @@ def rng(request):
     seed = SEED + sum(map(ord, request.node.name))
     print(f"\n{request.node.name}: seed {seed} (TLM_TEST_SEED={SEED})")
     return np.random.default_rng(seed)
-
-
-def _set_reference(on: bool):
-    fmap.USE_REFERENCE = on
-    memory.BATCHING = not on
-
-
-@pytest.fixture
-def restore_paths():
-    yield
-    _set_reference(False)
 
 
 # ================================================================================= networks
@@ -122,16 +111,11 @@ def _run_net(monkeypatch, name, config, pins, reference):
         p.write(OFF["PMCR"], 1)
         return d
     monkeypatch.setattr(runner, "Device", make)
-    _set_reference(reference)
-    try:
-        res = runner.run_model(vm, inputs, config=config, log_transactions=True)
-    finally:
-        _set_reference(False)
-    return res
+    return runner.run_model(vm, inputs, config=config, log_transactions=True, reference_paths=reference)
 
 
 @pytest.mark.parametrize("name,config,pins", NETS, ids=[f"{n}-{c}{'-hash' if p else ''}" for n, c, p in NETS])
-def test_network_fast_equals_reference(monkeypatch, restore_paths, name, config, pins):
+def test_network_fast_equals_reference(monkeypatch, name, config, pins):
     fast = _run_net(monkeypatch, name, config, pins, reference=False)
     ref = _run_net(monkeypatch, name, config, pins, reference=True)
     assert len(fast.outputs) == len(ref.outputs)
@@ -326,7 +310,7 @@ def _port_pair(nports=1, hash0=0, hash1=0, base=0x10_0000, faults=(), batching_l
     return out
 
 
-def test_fmap_through_dataport_fast_equals_reference(rng, restore_paths):
+def test_fmap_through_dataport_fast_equals_reference(rng):
     """The ops' accessor shape (port/region/channel) takes the batched span path; with faults
     the same transaction fails, after the same (logged, performed) transactions."""
     for _ in range(250):
@@ -350,17 +334,15 @@ def test_fmap_through_dataport_fast_equals_reference(rng, restore_paths):
         else:
             f = lambda: fmap.read_fmap(a1, fm, ys, xs, cs, check=False)            # noqa: E731
             g = lambda: fmap.read_fmap_ref(a2, fm, ys, xs, cs, check=False)        # noqa: E731
-        memory.BATCHING = True
+        m2.batching = False                  # the reference side: one access per run
         try:
             r1 = f()
         except BusFault as e:
             r1 = e
-        memory.BATCHING = False
         try:
             r2 = g()
         except BusFault as e:
             r2 = e
-        memory.BATCHING = True
         if isinstance(r1, BusFault) or isinstance(r2, BusFault):
             assert type(r1) is type(r2) and r1.txn == r2.txn
         elif r1 is not None:
@@ -416,8 +398,9 @@ def test_dataport_runs_equal_per_run_calls(rng, batching_listener):
                 assert np.array_equal(d1, d2)
         assert e1 == e2
         assert m1.log == m2.log and s1 == s2
-        assert m1._pages.keys() == m2._pages.keys()
-        assert all(np.array_equal(m1._pages[k], m2._pages[k]) for k in m1._pages)
+        pages1, pages2 = m1.copy_pages(), m2.copy_pages()
+        assert pages1.keys() == pages2.keys()
+        assert all(np.array_equal(pages1[k], pages2[k]) for k in pages1)
 
 
 def test_dataport_span_equals_runs(rng):
@@ -434,14 +417,14 @@ def test_dataport_span_equals_runs(rng):
                 e1 = None
             except BusFault as e:
                 e1 = e.txn
-            memory.BATCHING = False
+            m2.batching = False
             try:
                 p2.write_span(1, lo, mask, buf, Channel.wr_ofm)
                 e2 = None
             except BusFault as e:
                 e2 = e.txn
             finally:
-                memory.BATCHING = True
+                m2.batching = True
         else:
             fill = rng.integers(0, 256, 10000, dtype=np.uint8)
             m1.write(0x10_0000 - 200, fill)
@@ -457,8 +440,8 @@ def test_dataport_span_equals_runs(rng):
             if e1 is None:
                 assert np.array_equal(b1[mask], d2)
         assert e1 == e2 and m1.log == m2.log and s1 == s2
-        assert all(np.array_equal(m1._pages[k], m2._pages.get(k, np.zeros_like(m1._pages[k])))
-                   for k in m1._pages)
+        pages1, pages2 = m1.copy_pages(), m2.copy_pages()
+        assert all(np.array_equal(v, pages2.get(k, np.zeros_like(v))) for k, v in pages1.items())
 
 
 def test_txn_batch_pages_and_memos(rng):
@@ -480,7 +463,7 @@ def test_txn_batch_pages_and_memos(rng):
 
 def test_txn_batch_records():
     b = TxnBatch(("EXT0", "EXT1"), np.array([1, 0]), Channel.rd_weights, False, np.array([0x40, 0x7F]),
-                 np.array([16, 2]), 2, 0b1111, 3, interface=Interface.ext)
+                 np.array([16, 2]), 2, 0b1111, 3, interface=Interface.ext, txn_type=Transaction)
     ts = list(b)
     assert ts == [Transaction("EXT1", Channel.rd_weights, False, 0x40, 16, 2, 0b1111, 3),
                   Transaction("EXT0", Channel.rd_weights, False, 0x7F, 2, 2, 0b1111, 3)]
@@ -530,9 +513,9 @@ def test_pmu_summary_counts_equal_per_transaction(rng):
             ext = bool(rng.random() < 0.5)
             ports = ("EXT0", "EXT1", "EXT2", "EXT3") if ext else ("SRAM0", "SRAM1", "SRAM2", "SRAM3")
             idx = rng.integers(0, 4 if not ext else 2, n) if rng.random() < 0.7 else None
-            b = TxnBatch(ports, idx, int(rng.choice([1, 2, 8, 9])), bool(rng.random() < 0.5),
+            b = TxnBatch(ports, idx, Channel(int(rng.choice([1, 2, 8, 9]))), bool(rng.random() < 0.5),
                          rng.integers(0, 1 << 20, n), rng.integers(1, 200, n),
-                         interface=Interface.ext if ext else Interface.sram)
+                         interface=Interface.ext if ext else Interface.sram, txn_type=Transaction)
             items.append(b)
             flat.extend(b)
         for _ in range(int(rng.integers(0, 20))):
@@ -630,28 +613,28 @@ def _epilogue_steps(acc, bits, bias, scale, shift, mode, dbl, zp, amin, amax, cl
 
 
 def test_fused_epilogue_equals_steps(rng):
-    """tlm.ethos_u85.ops.common._fused_epilogue (the conv/depthwise write_accumulator fast path) is
+    """tlm.ethos_u85.ops.common.fused_epilogue (the conv/depthwise write_accumulator fast path) is
     bit-identical to the step-by-step path for every round mode, dbl_rnd, accumulator width,
     OFM type, clamp/no clamp, wrapping and float/int input, or declines (None)."""
     from tlm.ethos_u85.ops import common
-    from tlm.ethos_u85.ops.common import _EpilogueConsts, _fused_epilogue, _Scale
+    from tlm.ethos_u85.ops.common import EpilogueConsts, fused_epilogue, Scale
 
-    real_f64 = common._fused_epilogue_f64
+    real_f64 = common.fused_epilogue_f64
     f64 = []
 
     def count_f64(*a, **kw):
         f64.append(1)
         return real_f64(*a, **kw)
-    common._fused_epilogue_f64 = count_f64
+    common.fused_epilogue_f64 = count_f64
     try:
-        _check_fused_epilogue(rng, _EpilogueConsts, _fused_epilogue, _Scale)
+        _check_fused_epilogue(rng, EpilogueConsts, fused_epilogue, Scale)
     finally:
-        common._fused_epilogue_f64 = real_f64
+        common.fused_epilogue_f64 = real_f64
     print("float64 form:", len(f64))
     assert len(f64) > 15                                       # the float64 form was exercised
 
 
-def _check_fused_epilogue(rng, _EpilogueConsts, _fused_epilogue, _Scale):
+def _check_fused_epilogue(rng, EpilogueConsts, fused_epilogue, Scale):
     done = 0
     for it in range(400):
         h, w, d = int(rng.integers(1, 9)), int(rng.integers(1, 40)), int(rng.choice([1, 3, 16, 40, 300]))
@@ -687,10 +670,10 @@ def _check_fused_epilogue(rng, _EpilogueConsts, _fused_epilogue, _Scale):
             zp = int(rng.integers(0, 256))
             amin, amax = sorted(int(v) for v in rng.integers(0, 1 << 16, 2))
         clamp = rng.random() < 0.8
-        sc = _Scale(bias, scale, shift)
-        k = _EpilogueConsts(sc, d, mode, dbl, bits)
+        sc = Scale(bias, scale, shift)
+        k = EpilogueConsts(sc, d, mode, dbl, bits)
         odt = np.dtype(f"<{'u' if act_type == 0 else 'i'}{bits_out // 8}")
-        got = _fused_epilogue(src, bound, k, zp, amin, amax, clamp, odt)
+        got = fused_epilogue(src, bound, k, zp, amin, amax, clamp, odt)
         want = _epilogue_steps(acc, bits, bias, scale, shift, mode, dbl, zp & 0xFFFF, amin & 0xFFFF,
                                amax & 0xFFFF, clamp, bits_out, act_type)
         if got is None:

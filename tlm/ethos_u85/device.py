@@ -48,8 +48,6 @@ from .config import NpuConfig, Pins, Policy, get_config
 from ..core.memo import Memo
 from ..core.errors import BudgetExceeded, Unpredictable
 from .memory import ADDR_MASK, PAGE_BITS, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
-from . import fmap as _fmap
-from . import memory as _memory
 from .ops import KERNEL_OP_NAMES, KERNEL_OPS
 from .ops.common import OpState
 from .ops import dma
@@ -145,19 +143,31 @@ def _decoded_at(data: bytes, i: int) -> "isa.Decoded | bool | None":
     return _DECODE_CACHE.get((w0, int.from_bytes(data[i + 4:i + 8], "little")))
 
 
-_O = {r.ident: r.offset for r in R.iter_registers()}
+_O = R.OFFSET
 ID, STATUS, CMD, RESET = _O["ID"], _O["STATUS"], _O["CMD"], _O["RESET"]
 QBASE_LO, QBASE_HI, QREAD, QCONFIG, QSIZE = _O["QBASE_LO"], _O["QBASE_HI"], _O["QREAD"], _O["QCONFIG"], _O["QSIZE"]
-PROT, CONFIG, COND_STATUS, POWER_CTRL, REGIONCFG = _O["PROT"], _O["CONFIG"], _O["COND_STATUS"], _O["POWER_CTRL"], _O["REGIONCFG"]
+PROT, CONFIG, COND_STATUS = _O["PROT"], _O["CONFIG"], _O["COND_STATUS"]
+POWER_CTRL, REGIONCFG = _O["POWER_CTRL"], _O["REGIONCFG"]
 MEM_ATTR0, AXI_SRAM, AXI_EXT = _O["MEM_ATTR0"], _O["AXI_SRAM"], _O["AXI_EXT"]
 BASEP0 = _O["BASEP0_LO"]
 
-# STATUS bit positions (TRM 3.3.1.2)
-ST_STATE, ST_IRQ, ST_BUS, ST_RESET, ST_PARSE, ST_END, ST_PMU_IRQ, ST_ECC, ST_BRANCH = 0, 1, 2, 3, 4, 5, 6, 8, 9
+# Register fields by TRM name (tlm/ethos_u85/registers.py): STATUS (TRM 3.3.1.2), CMD (3.3.1.3),
+# COND_STATUS, REGIONCFG (3.3.1.13)
+_STATUS, _CMD = R.REGS.STATUS, R.REGS.CMD
+ST_STATE, ST_IRQ, ST_BUS, ST_RESET, ST_PARSE, ST_END, ST_PMU_IRQ, ST_ECC, ST_BRANCH, ST_ITF, ST_CHAN, ST_HIST = (
+    getattr(_STATUS, n).lsb for n in ("state", "irq_raised", "bus_status", "reset_status", "cmd_parse_error",
+                                       "cmd_end_reached", "pmu_irq_raised", "ecc_fault", "branch_fault",
+                                       "faulting_interface", "faulting_channel", "irq_history_mask"))
+_ST_CHAN_MASK = (1 << _STATUS.faulting_channel.width) - 1
+_ST_HIST_MASK = (1 << _STATUS.irq_history_mask.width) - 1
+_CMD_Q_ENABLES = _CMD.clock_q_enable.mask | _CMD.power_q_enable.mask
+_CMD_START = _CMD.transition_to_running_state.mask
+_COND_RESULT = R.REGS.COND_STATUS.result_flag
+_REGION_BITS = R.REGS.REGIONCFG.region0.width     # REGIONCFG.region<n>: MEM_ATTR index of region n
 STICKY_FAULTS = ("bus_status", "cmd_parse_error", "ecc_fault", "branch_fault")
 
 
-def _kernel_work(snap, name: str) -> int:
+def kernel_work(snap, name: str) -> int:
     """Work units of a kernel op beyond its transactions: OFM elements x kernel taps."""
     f = snap.field
     n = ((f("NPU_SET_OFM_HEIGHT_M1", "height_m1") + 1) * (f("NPU_SET_OFM_WIDTH_M1", "width_m1") + 1)
@@ -190,7 +200,7 @@ class StopReason:
 
     @property
     def running(self) -> bool:
-        return bool(self.status & 1)
+        return bool(_STATUS.state.get(self.status))
 
     def __str__(self) -> str:
         s = f"{self.kind.value} after {self.steps} steps, QREAD=0x{self.qread:x}, STATUS=0x{self.status:08x}"
@@ -245,8 +255,11 @@ class Device:
 
     def __init__(self, config: "str | int | NpuConfig" = "ethos-u85-256", memory: "Memory | None" = None,
                  pins: "Pins | Mapping[str, int] | None" = None, policy: "Policy | None" = None,
-                 kernel_ops: "Mapping | None" = None, settle: bool = False):
+                 kernel_ops: "Mapping | None" = None, settle: bool = False, reference_paths: bool = False):
         self.config = get_config(config)
+        # reference_paths: the ops take their literal reference paths (fmap's gather/scatter);
+        # with a Memory(batching=False) the tests compare them with the fast paths
+        self.reference_paths = bool(reference_paths)
         self.memory = memory if memory is not None else Memory()
         self.pins = Pins.make(pins)
         self.policy = policy or Policy()
@@ -260,7 +273,7 @@ class Device:
         self.rf = isa.RegisterFile()
         self.lut = np.zeros(LUT_RAM_SIZE, np.uint8)
         self.pmu = Pmu(self.config, self.policy, on_irq=self._pmu_irq)
-        self.dataport = DataPort(self.memory, self.route)
+        self.dataport = DataPort(self.memory, self.route, reference=self.reference_paths)
         self.op_counts: Counter = Counter()
         self.chain_length = 0            # g_chain_length, maintained by kernel ops
         self._irq_level = False
@@ -426,12 +439,16 @@ class Device:
     # ================================================================== register views
     @property
     def status_word(self) -> int:
-        return (int(self.running) << ST_STATE | (self.irq_raised & 1) << ST_IRQ
-                | (self.bus_status & 1) << ST_BUS | int(self.in_reset) << ST_RESET
-                | (self.cmd_parse_error & 1) << ST_PARSE | (self.cmd_end_reached & 1) << ST_END
-                | (self.pmu_irq_raised & 1) << ST_PMU_IRQ | (self.ecc_fault & 1) << ST_ECC
-                | (self.branch_fault & 1) << ST_BRANCH | (self.faulting_interface & 1) << 11
-                | (self.faulting_channel & 0xF) << 12 | (self.irq_history_mask & 0xFFFF) << 16)
+        flags = ((self.running, ST_STATE), (self.irq_raised, ST_IRQ), (self.bus_status, ST_BUS),
+                 (self.in_reset, ST_RESET), (self.cmd_parse_error, ST_PARSE), (self.cmd_end_reached, ST_END),
+                 (self.pmu_irq_raised, ST_PMU_IRQ), (self.ecc_fault, ST_ECC), (self.branch_fault, ST_BRANCH),
+                 (self.faulting_interface, ST_ITF))
+        w = 0
+        for v, bit in flags:
+            if v:
+                w |= 1 << bit
+        return (w | (self.faulting_channel & _ST_CHAN_MASK) << ST_CHAN
+                | (self.irq_history_mask & _ST_HIST_MASK) << ST_HIST)
 
     @property
     def status(self) -> StatusView:
@@ -440,6 +457,11 @@ class Device:
     @property
     def prot_word(self) -> int:
         return (self.csl & 1) << 1 | (self.cpl & 1)
+
+    def stored(self, offset: int) -> "int | None":
+        """The value held by a plain storage register at *offset* (None if that offset is not
+        one): no side effects, no access check (tools such as the fuzzer's invariants)."""
+        return self._store.get(offset)
 
     def _reg64(self, lo: int) -> int:
         return self._store[lo] | self._store[lo + 4] << 32
@@ -468,11 +490,11 @@ class Device:
 
     @property
     def clock_q_enable(self) -> int:
-        return (self.cmd_word >> 2) & 1
+        return _CMD.clock_q_enable.get(self.cmd_word)
 
     @property
     def power_q_enable(self) -> int:
-        return (self.cmd_word >> 3) & 1
+        return _CMD.power_q_enable.get(self.cmd_word)
 
     @property
     def clock_off_permitted(self) -> bool:
@@ -527,7 +549,7 @@ class Device:
         if off == CONFIG:
             return self.config.config_word
         if off == COND_STATUS:
-            return self.cond_status & 1
+            return _COND_RESULT.put(0, self.cond_status)
         if reg.name == "CFG_SRAM_CAP":
             return self.cfg_sram_cap
         if reg.name == "CFG_EXT_CAP":
@@ -711,7 +733,8 @@ class Device:
             return r
         if not 0 <= int(region) < 8:
             raise Unpredictable(f"memory region {region} outside 0..7")
-        r = self._attr_route((self.regioncfg >> (2 * region)) & 3, self.basep(region))
+        r = self._attr_route((self.regioncfg >> (_REGION_BITS * region)) & ((1 << _REGION_BITS) - 1),
+                             self.basep(region))
         self._route_cache[key] = r
         return r
 
@@ -806,7 +829,7 @@ class Device:
         off = self.qread
         buf = self._fetch_buf
         dry = _DryMemory(self.memory)
-        port = DataPort(dry, self.route)
+        port = DataPort(dry, self.route, reference=self.reference_paths)
         blocks, txns, values, n, op, op_fetch = [], [], {}, 0, None, []
 
         def fetch(o):
@@ -962,10 +985,10 @@ class Device:
         listeners = mem.listeners
         # segments need the plain front door with the device as its only listener (a bench
         # memory or listener sees every transaction as the loop makes it)
-        fast = (SEGMENTS and _memory.BATCHING and type(mem).access is Memory.access and listeners
+        fast = (SEGMENTS and mem.batching and type(mem).access is Memory.access and listeners
                 and listeners[0] is self._txn_sink)
         rec = tkey = None
-        if (fast and TRACES and _plans.PLANS and not _fmap.USE_REFERENCE and not self.stop_requested
+        if (fast and TRACES and _plans.PLANS and not self.reference_paths and not self.stop_requested
                 and not (self.pmu.cnten and self.pmu.counting)):
             tkey = self._trace_key()
             tr = _TRACES.get(tkey)
@@ -1291,7 +1314,7 @@ class Device:
         self._executing = False
         txns = self._last_txns = self._txns
         if self._op_work is None:                        # a kernel op's OFM element-taps
-            self._op_work = _kernel_work(*self._op_of)
+            self._op_work = kernel_work(*self._op_of)
         cycles = self.policy.cycles_per_command + self._extra_cycles
         work = 1 + self._op_work + 64 * len(self._pages_written)
         if txns:
@@ -1461,7 +1484,7 @@ class Device:
         self._fetch_buf = None
         self._snap = None                      # an op may change the state (chaining)
         self.op_fields = dict(d.fields)
-        self._op_work = None                   # _kernel_work(snap, name), unless a plan knows it
+        self._op_work = None                   # kernel_work(snap, name), unless a plan knows it
         self._op_of = (snap, name)
         self._page_limit = self.policy.max_op_pages
         _plans.execute_kernel(self, name, d, snap, fn)
@@ -1486,7 +1509,7 @@ class Device:
             self._raise_error("branch_fault", f"branch_target 0x{target:x} >= QSIZE 0x{self.qsize:x}",
                               offset=off, target=target)
             return
-        taken = cond == 0 or (cond == 1 and self.cond_status & 1)
+        taken = cond == 0 or (cond == 1 and bool(self.cond_status))
         self._event("branch", offset=off, cond=cond, target=target, taken=bool(taken))
         self.qread = target if taken else nxt
 
@@ -1503,4 +1526,4 @@ class Device:
 
     def start(self, pprot: int = 0b01) -> int:
         """CMD write with transition_to_running_state, keeping the Q-enable bits."""
-        return self.apb_write(CMD, (self.cmd_word & 0xC) | 1, pprot)
+        return self.apb_write(CMD, (self.cmd_word & _CMD_Q_ENABLES) | _CMD_START, pprot)

@@ -17,7 +17,8 @@
   tlm.ethos_u85.ops.common._RegionMem), gets all runs of a block in one call instead - the same runs.
   :func:`read_fmap_ref` / :func:`write_fmap_ref` are the straightforward (sort-based, one
   call per run) versions, kept as the reference the fast path is tested against
-  (``USE_REFERENCE = True`` routes read_fmap/write_fmap through them).
+  (``reference=True`` routes read_fmap/write_fmap through them; the device passes its
+  DataPort's ``reference``).
 
 Addresses: ``base`` is whatever the caller stores in the FeatureMap - region offsets as in the
 registers, or absolute addresses when ``from_registers(..., basep=...)`` resolved
@@ -58,9 +59,6 @@ __all__ = [
     "contiguous_runs", "read_fmap", "write_fmap", "read_element_ref", "write_element_ref",
     "read_fmap_ref", "write_fmap_ref",
 ]
-
-# Test switch: route read_fmap/write_fmap through the reference implementations.
-USE_REFERENCE = False
 
 MAX_BLOCK_HEIGHT = 128
 MAX_BLOCK_WIDTH = 128
@@ -1034,7 +1032,7 @@ def _byte_mask(emask: np.ndarray, es: int) -> np.ndarray:
 
 
 def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = False,
-              check: bool = True, dtype=None, out=None) -> np.ndarray:
+              check: bool = True, dtype=None, out=None, reference: bool = False) -> np.ndarray:
     """Gather the block ys x xs x cs of a feature map ([H, W, C] array).
 
     ``mem`` is either an object with ``read(addr, n) -> bytes`` (e.g. tlm.ethos_u85.memory.Memory's
@@ -1049,11 +1047,11 @@ def read_fmap(mem, fm: FeatureMap, ys, xs, cs, *, subtract_zero_point: bool = Fa
     converted straight from memory, so the caller picks a type that holds them (with the
     zero point subtracted: the subtraction is done in that type).  ``out`` (optional): a
     [len(ys), len(xs), len(cs)] array (or view) the values are stored into and returned;
-    its dtype is the result type.
+    its dtype is the result type.  ``reference``: take :func:`read_fmap_ref` instead.
     """
     if out is not None:
         dtype = out.dtype
-    if USE_REFERENCE:
+    if reference:
         v = read_fmap_ref(mem, fm, ys, xs, cs, subtract_zero_point=subtract_zero_point, check=check)
         return _into(v if dtype is None else v.astype(dtype), out)
     if fm.storage == Storage.CHAINED:
@@ -1120,7 +1118,7 @@ def _into(v: np.ndarray, out):
 
 
 def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = AllowedPerms.ALL,
-               microblock_depth: int | None = None, check: bool = True) -> None:
+               microblock_depth: int | None = None, check: bool = True, reference: bool = False) -> None:
     """Scatter ``values`` ([len(ys), len(xs), len(cs)], or broadcastable) to the OFM block
     ys x xs x cs, as write_ofm does: truncate to the OFM width, apply reverse/transpose
     (coordinates are OFM coordinates before transposition), little-endian store.
@@ -1130,8 +1128,9 @@ def write_fmap(mem, fm: FeatureMap, ys, xs, cs, values, *, allowed_perms: int = 
     ascending address order; where elements alias the same bytes, the later element (in
     (y, x, c) order) is written later, as sequential write_ofm calls would do.  storage
     none: no write.  Chained storage raises ValueError (the caller pushes into the FIFO).
+    ``reference``: take :func:`write_fmap_ref` instead.
     """
-    if USE_REFERENCE:
+    if reference:
         return write_fmap_ref(mem, fm, ys, xs, cs, values, allowed_perms=allowed_perms,
                               microblock_depth=microblock_depth, check=check)
     if fm.storage == Storage.NONE:

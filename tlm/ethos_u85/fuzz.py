@@ -1544,13 +1544,13 @@ def _put(mem: Memory, addr: int, data: bytes) -> None:
 
 
 def _pages(mem: Memory) -> dict:
-    return {k: v.copy() for k, v in mem._pages.items()}       # noqa: SLF001 - test tool
+    return mem.copy_pages()
 
 
 def _uncovered_changes(before: dict, mem: Memory, writes: list) -> "tuple | None":
     """(first address, count) of bytes that changed without an OKAY write transaction."""
     changed = []
-    for p, arr in mem._pages.items():                         # noqa: SLF001
+    for p, arr in mem.page_items():
         b = before.get(p)
         diff = (arr != b) if b is not None else (arr != 0)
         if diff.any():
@@ -1701,7 +1701,7 @@ class Session:
                 res.violation(f"apb_read({addr:#x}, pprot={pprot}) not permitted/unaligned but PSLVERR=0")
         else:
             _, addr, data, pprot, pstrb = op
-            q_before = (d.qbase, d.qsize, d.qconfig, d._store.get(QBASE_LO))   # noqa: SLF001
+            q_before = (d.qbase, d.qsize, d.qconfig, d.stored(QBASE_LO))
             err = self.call("Device.apb_write", d.apb_write, addr, data, pprot, pstrb)
             if err not in (0, 1):
                 res.violation(f"apb_write returned {err!r}")
@@ -1711,7 +1711,7 @@ class Session:
             a = addr & (R.APB_WINDOW - 1)
             if a == RESET and err == 0 and not in_reset and not (d.in_reset and not d.running):
                 res.violation("permitted RESET write did not start a reset sequence")
-            q_changed = (d.qbase, d.qsize, d.qconfig, d._store.get(QBASE_LO)) != q_before     # noqa: SLF001
+            q_changed = (d.qbase, d.qsize, d.qconfig, d.stored(QBASE_LO)) != q_before
             if was_running and a in QREGS and q_changed:
                 if d.policy.running_unpredictable != "allow":
                     res.violation(f"APB write {a:#x} while RUNNING changed QBASE/QSIZE/QCONFIG "
@@ -1768,7 +1768,7 @@ class Session:
         elif not res.outcome:
             self.note_stop("NOT_RUNNING")
         tr.finish()
-        pages = len(mem._pages)                                # noqa: SLF001
+        pages = mem.page_count
         bad = None
         if pages * PAGE_SIZE > FOOTPRINT_LIMIT:
             res.violation(f"memory: the case grew the sparse memory to {pages * PAGE_SIZE / (1 << 30):.1f} GiB "

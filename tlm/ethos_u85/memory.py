@@ -1,14 +1,13 @@
-"""Memory and AXI-side model of the NPU's manager ports.
+"""The Ethos-U85's AXI side: channels, port groups, region routing, the data port.
 
-`Memory` is a sparse 40-bit byte store. Its back door (`read`, `write`) is for loading
-networks and checking results; the front door (`access`) is what the NPU uses: every
-front-door access is an AXI-level `Transaction` (port, channel, address, length,
-AxPROT/AxCACHE/AxDOMAIN, response) that is logged, offered to listeners (PMU, bench
-replay) and checked against injected faults. A faulting access has no effect.
-
-`DataPort` turns the NPU's (region, offset) view into transactions: the device supplies
-a `route(region)` callable that resolves BASEP[region], REGIONCFG -> MEM_ATTR -> AXI port
-group, AxCACHE and AxDOMAIN (TRM 3.3.1.13-14, 3.6.3). Port selection inside a group uses
+The memory itself, its transactions and injected faults are device-neutral
+(tlm/core/memory.py: `Memory`, `Transaction`, `Resp`, `Fault`, `FaultList`, `BusFault`,
+`TxnBatch`); this module adds what is the Ethos-U85's: the 40-bit address space (`Memory`
+here is the core memory with that width), the DMA channels (`Channel`, STATUS.faulting_channel),
+the port groups (`Interface`, STATUS.faulting_interface; `Transaction.interface`), and
+`DataPort`, which turns the NPU's (region, offset) view into transactions: the device
+supplies a `route(region)` callable that resolves BASEP[region], REGIONCFG -> MEM_ATTR -> AXI
+port group, AxCACHE and AxDOMAIN (TRM 3.3.1.13-14, 3.6.3). Port selection inside a group uses
 the CFG*HASH xor-reduce of addr[39:6] (TRM 2.3.3).
 
 Batched accesses: `DataPort.read_runs` / `write_runs` perform a list of (offset, length)
@@ -19,26 +18,38 @@ the log still receives one `Transaction` per transaction, and a listener that de
 `on_batch(batch)` gets the whole batch in one call. `DataPort.read_span` / `write_span` do
 the same for the bytes marked in a boolean mask over an address span (one run per maximal
 stretch, ascending), moving the data as one span buffer. When the memory's front door is
-overridden (a subclass `access`, e.g. the cocotb bench) or a listener has no `on_batch`,
-the batched calls fall back to the per-run path, so every listener still sees every
-transaction in order, one call each.
+overridden (a subclass `access`, e.g. the cocotb bench), a listener has no `on_batch`, or the
+memory was made with `batching=False`, the batched calls fall back to the per-run path, so
+every listener still sees every transaction in order, one call each. `DataPort(...,
+reference=True)` marks the port as taking the reference paths (tlm/ethos_u85/fmap.py's
+literal gather/scatter).
 """
 from __future__ import annotations
 
-import bisect
 import enum
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 
+from ..core import memory as _core
+from ..core.memory import (  # noqa: F401 - the names the Ethos-U85's modules use, in one place
+    PAGE_BITS,
+    PAGE_SIZE,
+    BusFault,
+    Fault,
+    FaultList,
+    Resp,
+    SpanRuns,
+    TxnBatch,
+    mask_runs,
+)
+
+from .registers import REGS
+
 ADDR_BITS = 40
 ADDR_MASK = (1 << ADDR_BITS) - 1
-PAGE_BITS = 16
-PAGE_SIZE = 1 << PAGE_BITS
-
-# Test switch: False makes DataPort.read_runs/write_runs take the per-run reference path.
-BATCHING = True
+_MEM_ATTR = REGS.MEM_ATTR0          # the fields of every MEM_ATTR<n> (TRM 3.3.1.14)
 
 
 class Channel(enum.IntEnum):
@@ -56,14 +67,6 @@ class Channel(enum.IntEnum):
     @property
     def is_write(self) -> bool:
         return self >= Channel.wr_ofm
-
-
-class Resp(enum.IntEnum):
-    """AXI xRESP encoding."""
-    OKAY = 0
-    EXOKAY = 1
-    SLVERR = 2
-    DECERR = 3
 
 
 class Interface(enum.IntEnum):
@@ -92,610 +95,25 @@ def hash_select(mask: int, addr: int) -> int:
 
 
 @dataclass(frozen=True)
-class Transaction:
-    port: str            # 'SRAM0'..'SRAM3', 'EXT0', 'EXT1'
-    channel: Channel
-    write: bool
-    addr: int
-    length: int
-    prot: int = 0        # AxPROT[2:0]: [0] privileged, [1] non-secure
-    cache: int = 0       # AxCACHE
-    domain: int = 0      # AxDOMAIN
-    resp: Resp = Resp.OKAY
+class Transaction(_core.Transaction):
+    """A transaction on one of the NPU's manager ports ('SRAM0'..'SRAM3', 'EXT0', 'EXT1'),
+    channel a `Channel`."""
 
     @property
     def interface(self) -> Interface:
         return Interface.ext if self.port.startswith("EXT") else Interface.sram
 
 
-@dataclass(frozen=True)
-class Fault:
-    lo: int
-    hi: int              # exclusive
-    resp: Resp
-    kind: str            # 'r', 'w' or 'rw'
+class Memory(_core.Memory):
+    """The system memory as the NPU sees it: the core sparse memory with 40 address bits."""
 
-    def hits(self, addr: int, length: int, write: bool) -> bool:
-        return ("w" if write else "r") in self.kind and addr < self.hi and addr + length > self.lo
-
-
-class BusFault(Exception):
-    """An AXI error response seen by the NPU; the device turns it into STATUS.bus_status."""
-
-    def __init__(self, txn: Transaction):
-        super().__init__(f"{txn.resp.name} on {txn.channel.name} {txn.port} "
-                         f"{'write' if txn.write else 'read'} @0x{txn.addr:010x}+{txn.length}")
-        self.txn = txn
-        self.channel = txn.channel
-        self.interface = txn.interface
-        self.resp = txn.resp
-        self.addr = txn.addr
+    def __init__(self, log: bool = True, *, batching: bool = True):
+        super().__init__(log, addr_bits=ADDR_BITS, batching=batching)
 
 
 _new = object.__new__
 _PREFIX = {Interface.sram: "SRAM", Interface.ext: "EXT"}
 _PORT_NAMES = {itf: tuple(f"{pre}{i}" for i in range(4)) for itf, pre in _PREFIX.items()}
-
-
-def mask_runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, stops) index arrays of the maximal True stretches of a boolean vector."""
-    m = np.asarray(mask, dtype=bool).reshape(-1)
-    d = np.diff(m.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
-
-
-class SpanRuns:
-    """The runs of a reused span mask (``mask_runs``), with a memo of the TxnBatch built
-    for them per (route, absolute address, channel, direction): tlm.ethos_u85.fmap caches one per
-    block layout, so an op that runs again with the same registers skips both."""
-    __slots__ = ("starts", "stops", "batches")
-
-    def __init__(self, starts: np.ndarray, stops: np.ndarray):
-        self.starts, self.stops = starts, stops
-        self.batches: dict = {}
-
-
-def _range_index(starts: np.ndarray, lengths: np.ndarray, total: int) -> np.ndarray:
-    """Concatenation of arange(s, s + n) for every (s, n) pair, as one int64 array."""
-    if lengths.size and int(lengths.min()) == int(lengths.max()):
-        n = int(lengths[0])
-        return (starts[:, None] + np.arange(n, dtype=np.int64)).ravel()
-    shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    return np.arange(total, dtype=np.int64) + shift
-
-
-class TxnBatch:
-    """A run of transactions that share port group, channel, direction and attributes, held
-    as arrays (`addr`, `length`, `port_idx`: index into `ports`), all with response `resp`.
-
-    Iterating (or `transactions()`) gives the equivalent `Transaction` records in order.
-    """
-    __slots__ = ("ports", "port_idx", "channel", "write", "addr", "length", "prot", "cache", "domain",
-                 "resp", "interface", "_beats16", "_extent", "_pages")
-
-    def __init__(self, ports, port_idx, channel, write, addr, length, prot=0, cache=0, domain=0,
-                 resp=Resp.OKAY, interface=Interface.sram):
-        self.ports = ports                       # port names, indexed by port_idx
-        self.port_idx = port_idx                 # int array, or None: every transaction on ports[0]
-        self.channel = Channel(channel)
-        self.write = bool(write)
-        self.addr = addr                         # int64 array of absolute addresses
-        self.length = length                     # int64 array
-        self.prot, self.cache, self.domain = prot, cache, domain
-        self.resp = Resp(resp)
-        self.interface = Interface(interface)
-        self._beats16 = None                     # (total beats, per_port) on a 16-byte bus, memo
-        self._extent = None                      # (lowest address, highest end), memo
-        self._pages = None                       # distinct pages touched, memo
-
-    def __len__(self) -> int:
-        return int(self.addr.size)
-
-    def __getitem__(self, sl: slice) -> "TxnBatch":
-        if not isinstance(sl, slice):
-            raise TypeError("TxnBatch supports slicing only (iterate for Transaction records)")
-        return TxnBatch(self.ports, None if self.port_idx is None else self.port_idx[sl], self.channel,
-                        self.write, self.addr[sl], self.length[sl], self.prot, self.cache, self.domain,
-                        self.resp, self.interface)
-
-    def port_index_list(self) -> list:
-        return [0] * len(self) if self.port_idx is None else self.port_idx.tolist()
-
-    def transactions(self) -> list:
-        """The equivalent Transaction records (built without the frozen dataclass __init__,
-        which costs more than the rest of a batched access; the records are identical)."""
-        ports = self.ports
-        common = dict(channel=self.channel, write=self.write, prot=self.prot, cache=self.cache,
-                      domain=self.domain, resp=self.resp)
-        new = object.__new__
-        out = []
-        append = out.append
-        for p, a, n in zip(self.port_index_list(), self.addr.tolist(), self.length.tolist()):
-            t = new(Transaction)
-            d = t.__dict__
-            d.update(common)
-            d["port"] = ports[p]
-            d["addr"] = a
-            d["length"] = n
-            append(t)
-        return out
-
-    def __iter__(self):
-        return iter(self.transactions())
-
-    def beats(self, width: int = 16) -> np.ndarray:
-        """Data beats of every transaction on a `width`-byte bus (address-aligned)."""
-        a = self.addr
-        return (a + self.length - 1) // width - a // width + 1
-
-    def total_beats(self, width: int = 16) -> int:
-        if width == 16:
-            return self._memo16()[0]
-        return int(self.beats(width).sum()) if len(self) else 0
-
-    def total_bytes(self) -> int:
-        """Sum of the transaction lengths (memo, with the extent)."""
-        e = self._extent
-        if e is None or len(e) < 3:
-            lo, hi = self.extent()
-            e = self._extent = (lo, hi, int(self.length.sum()) if len(self) else 0)
-        return e[2]
-
-    def extent(self) -> tuple[int, int]:
-        """(lowest start address, highest end address) of the transactions (memo)."""
-        e = self._extent
-        if e is None:
-            e = self._extent = ((int(self.addr.min()), int((self.addr + self.length).max())) if len(self)
-                                else (0, 0))
-        return e[0], e[1]
-
-    def pages(self, page_bits: int = PAGE_BITS) -> tuple:
-        """The distinct pages (address >> page_bits) the transactions touch, ascending
-        (memo for the default page size: a cached batch is performed many times)."""
-        if page_bits == PAGE_BITS and self._pages is not None:
-            return self._pages
-        if not len(self):
-            r: tuple = ()
-        else:
-            a = self.addr
-            p0, p1 = a >> page_bits, (a + self.length - 1) >> page_bits
-            if int((p1 - p0).max()) > 1:
-                n = p1 - p0 + 1
-                p0 = np.repeat(p0 - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
-            r = tuple(np.unique(np.concatenate((p0, p1))).tolist())
-        if page_bits == PAGE_BITS:
-            self._pages = r
-        return r
-
-    def _memo16(self):
-        # a batch is never modified after construction (slicing makes a new one), so the
-        # 16-byte-bus figures are computed once (cached batches are performed many times)
-        m = self._beats16
-        if m is None:
-            m = self._beats16 = (int(self.beats(16).sum()) if len(self) else 0, tuple(self._per_port(16)))
-        return m
-
-    def per_port(self, width: int = 16) -> list:
-        """[(port index, transactions, beats)] for the ports that carry transactions."""
-        if width == 16:
-            return list(self._memo16()[1])
-        return self._per_port(width)
-
-    def _per_port(self, width: int) -> list:
-        n = len(self)
-        if not n:
-            return []
-        b = self.beats(width)
-        if self.port_idx is None:
-            return [(0, n, int(b.sum()))]
-        cnt = np.bincount(self.port_idx)
-        bts = np.bincount(self.port_idx, weights=b)          # float64: exact below 2**53
-        return [(p, int(cnt[p]), int(bts[p])) for p in range(cnt.size) if cnt[p]]
-
-
-_FAULT_SERIAL = [0]
-_FAULT_SETS: dict = {}               # fault list contents -> token (equal contents, equal token)
-
-
-class FaultList(list):
-    """Memory.faults: a list with a ``token`` that names its contents - equal for equal
-    contents (another Memory with the same guard bands), different for any other contents -
-    updated by every change, so the warm paths can tell in one comparison that the faults
-    their checks saw are still the faults."""
-    __slots__ = ("token",)
-
-    def __init__(self, *a):
-        super().__init__(*a)
-        self._changed()
-
-    def _changed(self):
-        key = tuple(self)
-        try:
-            tok = _FAULT_SETS.get(key)
-        except TypeError:                                    # unhashable entries: a token of its own
-            key, tok = None, None
-        if tok is None:
-            _FAULT_SERIAL[0] += 1
-            tok = _FAULT_SERIAL[0]
-            if key is not None:
-                if len(_FAULT_SETS) >= 4096:
-                    _FAULT_SETS.clear()
-                _FAULT_SETS[key] = tok
-        self.token = tok
-
-
-def _mutator(name):
-    base = getattr(list, name)
-
-    def fn(self, *a, **kw):
-        r = base(self, *a, **kw)
-        self._changed()
-        return r
-    fn.__name__ = name
-    return fn
-
-
-for _name in ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "__setitem__",
-              "__delitem__", "__iadd__", "__imul__"):
-    setattr(FaultList, _name, _mutator(_name))
-del _name
-
-
-def _fault_intervals(faults, kind: str) -> tuple[list, list]:
-    """The merged, sorted [lo, hi) ranges of the faults of one kind ('r' or 'w')."""
-    los: list = []
-    his: list = []
-    for lo, hi in sorted((f.lo, f.hi) for f in faults if kind in f.kind and f.hi > f.lo):
-        if his and lo <= his[-1]:
-            his[-1] = max(his[-1], hi)
-        else:
-            los.append(lo)
-            his.append(hi)
-    return los, his
-
-
-class Memory:
-    """Sparse byte-addressed 40-bit memory; unwritten bytes read as zero."""
-
-    def __init__(self, log: bool = True):
-        self._pages: dict[int, np.ndarray] = {}
-        self._faults = FaultList()
-        self.log_enabled = log
-        self.log: list[Transaction] = []
-        self.listeners: list[Callable[[Transaction], None]] = []
-        self._fault_index = None          # fault_free's sorted intervals, by fault list contents
-
-    @property
-    def faults(self) -> FaultList:
-        """The injected faults (a FaultList; assigning a list stores a FaultList copy)."""
-        return self._faults
-
-    @faults.setter
-    def faults(self, value) -> None:
-        self._faults = FaultList(value)
-
-    # ---- back door -----------------------------------------------------------------
-    @staticmethod
-    def _check(addr: int, length: int) -> None:
-        if addr < 0 or length < 0 or addr + length > (1 << ADDR_BITS):
-            raise ValueError(f"access 0x{addr:x}+{length} is outside the 40-bit address space")
-
-    def _spans(self, addr: int, length: int) -> Iterable[tuple[int, int, int, int]]:
-        """(page index, offset in page, offset in buffer, count) for a byte range."""
-        done = 0
-        while done < length:
-            a = addr + done
-            page, off = a >> PAGE_BITS, a & (PAGE_SIZE - 1)
-            n = min(PAGE_SIZE - off, length - done)
-            yield page, off, done, n
-            done += n
-
-    def read_array(self, addr: int, length: int) -> np.ndarray:
-        self._check(addr, length)
-        off = addr & (PAGE_SIZE - 1)
-        if off + length <= PAGE_SIZE:                       # within one page
-            p = self._pages.get(addr >> PAGE_BITS)
-            return np.zeros(length, np.uint8) if p is None else p[off:off + length].copy()
-        out = np.empty(length, np.uint8)
-        for page, off, pos, n in self._spans(addr, length):
-            p = self._pages.get(page)
-            if p is not None:
-                out[pos:pos + n] = p[off:off + n]
-            else:
-                out[pos:pos + n] = 0                          # unwritten bytes read as zero
-        return out
-
-    def read(self, addr: int, length: int) -> bytes:
-        return self.read_array(addr, length).tobytes()
-
-    def view(self, addr: int, length: int) -> np.ndarray:
-        """The bytes [addr, addr + length) without side effects: a read-only view of the page
-        when they lie in one written page, else a fresh copy (the warm paths' back door)."""
-        off = addr & (PAGE_SIZE - 1)
-        if off + length <= PAGE_SIZE and addr >= 0:
-            p = self._pages.get(addr >> PAGE_BITS)
-            if p is not None:
-                v = p[off:off + length]
-                v.flags.writeable = False
-                return v
-        return self.read_array(addr, length)
-
-    def equals(self, addr: int, data: bytes) -> bool:
-        """Whether memory holds exactly ``data`` at ``addr`` (back door, no side effects)."""
-        n = len(data)
-        off = addr & (PAGE_SIZE - 1)
-        if off + n <= PAGE_SIZE and addr >= 0:
-            p = self._pages.get(addr >> PAGE_BITS)
-            if p is not None:
-                return p[off:off + n].tobytes() == data
-        return self.read_array(addr, n).tobytes() == data
-
-    def fault_free(self, lo: int, hi: int, write: bool) -> bool:
-        """True when no access inside [lo, hi) in this direction can get an error response:
-        no injected fault of that kind overlaps it and it stays below 2**40.  (The fault
-        list is indexed once per distinct list contents: a sorted interval search.)"""
-        if hi > (1 << ADDR_BITS) or lo < 0:
-            return False
-        faults = self.faults
-        if not faults:
-            return True
-        key = getattr(faults, "token", None)
-        if key is None:                                      # a subclass with a plain list
-            key = tuple(faults)
-        idx = getattr(self, "_fault_index", None)
-        if idx is None or idx[0] != key:
-            idx = self._fault_index = (key, _fault_intervals(faults, "r"), _fault_intervals(faults, "w"))
-        los, his = idx[2] if write else idx[1]
-        if not los:
-            return True
-        j = bisect.bisect_right(his, lo)                     # first interval ending after lo
-        return j >= len(los) or los[j] >= hi
-
-    def write(self, addr: int, data) -> None:
-        buf = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) \
-            else data.reshape(-1).view(np.uint8)
-        self._check(addr, buf.size)
-        for page, off, pos, n in self._spans(addr, buf.size):
-            p = self._pages.get(page)
-            if p is None:
-                p = self._pages[page] = np.zeros(PAGE_SIZE, np.uint8)
-            p[off:off + n] = buf[pos:pos + n]
-
-    write_array = write
-
-    def store(self, addr: int, buf: np.ndarray) -> None:
-        """write() of a uint8 array (the warm paths' back door; one page without a loop)."""
-        off = addr & (PAGE_SIZE - 1)
-        n = buf.size
-        if off + n <= PAGE_SIZE and addr >= 0 and addr + n <= (1 << ADDR_BITS):
-            p = self._pages.get(addr >> PAGE_BITS)
-            if p is None:
-                p = self._pages[addr >> PAGE_BITS] = np.zeros(PAGE_SIZE, np.uint8)
-            p[off:off + n] = buf
-            return
-        self.write(addr, buf)
-
-    def read_u32(self, addr: int) -> int:
-        return int.from_bytes(self.read(addr, 4), "little")
-
-    def write_u32(self, addr: int, value: int) -> None:
-        self.write(addr, (value & 0xFFFFFFFF).to_bytes(4, "little"))
-
-    # ---- fault injection -------------------------------------------------------------
-    def inject_fault(self, lo: int, hi: int, resp: Resp | str = Resp.SLVERR, kind: str = "rw") -> Fault:
-        """Make accesses overlapping [lo, hi) answer `resp` (SLVERR or DECERR)."""
-        resp = Resp[resp] if isinstance(resp, str) else Resp(resp)
-        if resp not in (Resp.SLVERR, Resp.DECERR):
-            raise ValueError("an injected fault answers SLVERR or DECERR")
-        if kind not in ("r", "w", "rw"):
-            raise ValueError("fault kind is 'r', 'w' or 'rw'")
-        f = Fault(lo, hi, resp, kind)
-        self.faults.append(f)
-        return f
-
-    def clear_faults(self) -> None:
-        self.faults.clear()
-
-    # ---- front door ------------------------------------------------------------------
-    def access(self, txn: Transaction, data=None):
-        """Perform one transaction. Returns (logged transaction, data or None)."""
-        kind = "w" if txn.write else "r"
-        a = txn.addr
-        e = a + txn.length
-        for f in self._faults:
-            if a < f.hi and e > f.lo and kind in f.kind:          # Fault.hits, inlined
-                txn = Transaction(txn.port, txn.channel, txn.write, txn.addr, txn.length,
-                                  txn.prot, txn.cache, txn.domain, f.resp)
-                break
-        if txn.addr + txn.length > (1 << ADDR_BITS):
-            txn = Transaction(txn.port, txn.channel, txn.write, txn.addr, txn.length,
-                              txn.prot, txn.cache, txn.domain, Resp.DECERR)
-        if self.log_enabled:
-            self.log.append(txn)
-        for cb in self.listeners:
-            cb(txn)
-        if txn.resp != Resp.OKAY:
-            return txn, None
-        if txn.write:
-            self.write(txn.addr, data)
-            return txn, None
-        return txn, self.read_array(txn.addr, txn.length)
-
-    # ---- batched front door -------------------------------------------------------------
-    def batch_capable(self) -> bool:
-        """Whether `access_batch` is equivalent to calling `access` per transaction: the
-        front door is this class's and every listener accepts batches (`on_batch`)."""
-        if not BATCHING or type(self).access is not Memory.access:
-            return False
-        for cb in self.listeners:
-            if getattr(cb, "on_batch", None) is None:
-                return False
-        return True
-
-    def _first_error(self, b: TxnBatch) -> int:
-        """Index of the first transaction of `b` that gets an error response (len(b) if none)."""
-        n = len(b)
-        kind = "w" if b.write else "r"
-        lo, hi = b.extent()
-        faults = [f for f in self._faults if kind in f.kind and f.lo < hi and f.hi > lo]
-        if hi <= (1 << ADDR_BITS) and not faults:
-            return n                                        # nothing can answer an error
-        a, ln = b.addr, b.length
-        end = a + ln
-        hit = None
-        if int(end.max()) > (1 << ADDR_BITS):
-            hit = end > (1 << ADDR_BITS)
-        if len(faults) > 8:                                 # merged ranges + binary search
-            iv = sorted((int(f.lo), int(f.hi)) for f in faults if f.hi > f.lo)
-            los, his = [], []
-            for lo, hi in iv:
-                if his and lo <= his[-1]:
-                    his[-1] = max(his[-1], hi)
-                else:
-                    los.append(lo)
-                    his.append(hi)
-            if los:
-                los_a, his_a = np.asarray(los, np.int64), np.asarray(his, np.int64)
-                j = np.searchsorted(his_a, a, side="right")          # first range with hi > a
-                jj = np.minimum(j, los_a.size - 1)
-                h = (j < los_a.size) & (los_a[jj] < end) & (ln > 0)
-                hit = h if hit is None else hit | h
-        else:
-            for f in faults:
-                h = (a < f.hi) & (end > f.lo)
-                hit = h if hit is None else hit | h
-        if hit is None:
-            return n
-        k = int(np.argmax(hit))
-        return k if hit[k] else n
-
-    def _gather(self, addr: np.ndarray, length: np.ndarray) -> np.ndarray:
-        n = addr.size
-        total = int(length.sum())
-        if n == 1:
-            return self.read_array(int(addr[0]), int(length[0]))
-        lo, hi = int(addr.min()), int((addr + length).max())
-        if hi - lo <= 2 * total + PAGE_SIZE:
-            span = self.read_array(lo, hi - lo)
-            return span[_range_index(addr - lo, length, total)]
-        out = np.empty(total, np.uint8)
-        pos = 0
-        for a, ln in zip(addr.tolist(), length.tolist()):
-            out[pos:pos + ln] = self.read_array(a, ln)
-            pos += ln
-        return out
-
-    def _scatter(self, addr: np.ndarray, length: np.ndarray, buf: np.ndarray) -> None:
-        n = addr.size
-        if n == 0:
-            return
-        end = addr + length
-        first, last = int(addr[0]) >> PAGE_BITS, (int(end[-1]) - 1) >> PAGE_BITS
-        if n == 1 or not bool(np.all(addr[1:] >= end[:-1])) or last - first > 4 * n:
-            pos = 0                                          # overlapping (order matters) / sparse
-            for a, ln in zip(addr.tolist(), length.tolist()):
-                self.write(a, buf[pos:pos + ln])
-                pos += ln
-            return
-        total = buf.size
-        pos = _range_index(addr, length, total)              # ascending absolute byte addresses
-        cuts = np.searchsorted(pos, np.arange(first, last + 2, dtype=np.int64) << PAGE_BITS).tolist()
-        pages = self._pages
-        for k, page in enumerate(range(first, last + 1)):
-            i, j = cuts[k], cuts[k + 1]
-            if i == j:
-                continue
-            p = pages.get(page)
-            if p is None:
-                p = pages[page] = np.zeros(PAGE_SIZE, np.uint8)
-            if j - i == pos[j - 1] - pos[i] + 1:             # one contiguous stretch
-                o = int(pos[i]) & (PAGE_SIZE - 1)
-                p[o:o + j - i] = buf[i:j]
-            else:
-                p[pos[i:j] & (PAGE_SIZE - 1)] = buf[i:j]
-
-    def _write_masked(self, lo: int, mask: np.ndarray, buf: np.ndarray, full: bool = False) -> None:
-        """Store buf[i] at lo + i for every i with mask[i] (pages created only where written).
-        ``full``: the caller knows every mask bit is set."""
-        n = mask.size
-        pos = 0
-        pages = self._pages
-        while pos < n:
-            a = lo + pos
-            page, off = a >> PAGE_BITS, a & (PAGE_SIZE - 1)
-            k = min(PAGE_SIZE - off, n - pos)
-            m = mask[pos:pos + k]
-            cnt = k if full else int(np.count_nonzero(m))
-            if cnt:
-                p = pages.get(page)
-                if p is None:
-                    p = pages[page] = np.zeros(PAGE_SIZE, np.uint8)
-                if cnt == k:
-                    p[off:off + k] = buf[pos:pos + k]
-                else:
-                    np.copyto(p[off:off + k], buf[pos:pos + k], where=m)
-            pos += k
-
-    def access_batch(self, b: TxnBatch, data=None, *, span=None):
-        """Perform the transactions of `b` in order, as `access` would one by one, stopping
-        at the first error response.  Returns (error Transaction or None, data): for a read
-        without error the concatenated bytes of all transactions, else None.  `data` (writes)
-        is the concatenation of every transaction's bytes.  The transactions before an error
-        are logged, offered to the listeners (`on_batch`) and performed; the erroring one is
-        logged and offered (`listener(txn)`) and has no effect.
-
-        ``span=(lo, mask, buf)``: the transactions are ascending, disjoint and cover exactly
-        the bytes lo + i with mask[i] (no wrap past 2**40); data moves through the span
-        instead: a read returns the whole span lo .. lo + mask.size - 1 (bytes outside the
-        transactions are unspecified), a write stores buf[i] where mask[i].  An optional fourth
-        element ``full`` (True) says every mask bit is set (the mask is then not scanned)."""
-        n = len(b)
-        if n == 0:
-            return None, (np.zeros(0, np.uint8) if not b.write else None)
-        k = self._first_error(b)
-        ok = b if k == n else b[:k]
-        if k:
-            if self.log_enabled:
-                self.log.extend(ok.transactions())
-            for cb in self.listeners:
-                cb.on_batch(ok)
-        if b.write and k:
-            if span is not None:
-                lo, mask, sbuf = span[:3]
-                full = len(span) > 3 and span[3] and k == n
-                if k < n:
-                    mask = mask.copy()
-                    mask[int(b.addr[k]) - lo:] = False      # transactions are ascending
-                self._write_masked(lo, mask, sbuf, full)
-            else:
-                buf = data if isinstance(data, np.ndarray) else np.frombuffer(bytes(data), np.uint8)
-                buf = buf.reshape(-1).view(np.uint8)
-                if k < n:
-                    buf = buf[:int(ok.length.sum())]
-                self._scatter(ok.addr, ok.length, buf)
-        if k == n:
-            if b.write:
-                return None, None
-            if span is not None:
-                return None, self.read_array(span[0], span[1].size)
-            return None, self._gather(b.addr, b.length)
-        a, ln = int(b.addr[k]), int(b.length[k])
-        resp = Resp.OKAY
-        for f in self._faults:                                # as access(): first fault, then range
-            if f.hits(a, ln, b.write):
-                resp = f.resp
-                break
-        if a + ln > (1 << ADDR_BITS):
-            resp = Resp.DECERR
-        p = 0 if b.port_idx is None else int(b.port_idx[k])
-        err = Transaction(b.ports[p], b.channel, b.write, a, ln, b.prot, b.cache, b.domain, resp)
-        if resp == Resp.OKAY:                                # cannot happen: _first_error agrees with hits()
-            raise AssertionError(f"access_batch: no fault for {err}")
-        if self.log_enabled:
-            self.log.append(err)
-        for cb in self.listeners:
-            cb(err)
-        return err, None
 
 
 @dataclass(frozen=True)
@@ -716,10 +134,10 @@ class RegionRoute:
         """The route of a MEM_ATTR word (TRM 3.3.1.14): axi_port (bit 2) picks the port group,
         memtype (bits 7:4) the AxCACHE (``axcache``), mem_domain (bits 1:0) AxDOMAIN; AxPROT
         is *prot* (from PROT, TRM 2.2); the striping hash and port count of the group."""
-        if (attr >> 2) & 1:
-            return cls(base, Interface.ext, (attr >> 4) & 0xF, attr & 3, prot, ext_hash, 0, ext_ports)
-        return cls(base, Interface.sram, (attr >> 4) & 0xF, attr & 3, prot, sram_hash[0],
-                   sram_hash[1], sram_ports)
+        memtype, domain = _MEM_ATTR.memtype.get(attr), _MEM_ATTR.mem_domain.get(attr)
+        if _MEM_ATTR.axi_port.get(attr):
+            return cls(base, Interface.ext, memtype, domain, prot, ext_hash, 0, ext_ports)
+        return cls(base, Interface.sram, memtype, domain, prot, sram_hash[0], sram_hash[1], sram_ports)
 
     def axi_attrs(self, addr: int, write: bool) -> "tuple[str, int, int, int]":
         """(port, AxPROT, AxCACHE, AxDOMAIN) of an access at *addr* by this route."""
@@ -749,9 +167,10 @@ class DataPort:
     access where the striping hash changes port.
     """
 
-    def __init__(self, memory: Memory, route: Callable[[int], RegionRoute]):
+    def __init__(self, memory: _core.Memory, route: Callable[[int], RegionRoute], reference: bool = False):
         self.memory = memory
         self.route = route
+        self.reference = reference          # the ops take their literal reference paths
 
     def address(self, region: int, offset: int) -> int:
         return (self.route(region).base + offset) & ADDR_MASK
@@ -830,8 +249,8 @@ class DataPort:
             if r.nports > 2:
                 m1 = r.hash1 & ADDR_MASK & ~0x3F
                 port_idx |= (np.bitwise_count(starts & np.int64(m1)).astype(np.intp) & 1) << 1
-        return TxnBatch(_PORT_NAMES[r.interface], port_idx, channel, write, starts, lengths, r.prot,
-                        axcache(r.memtype, write), r.domain, Resp.OKAY, r.interface)
+        return TxnBatch(_PORT_NAMES[r.interface], port_idx, Channel(channel), write, starts, lengths, r.prot,
+                        axcache(r.memtype, write), r.domain, Resp.OKAY, r.interface, Transaction)
 
     @staticmethod
     def _runs(starts, lengths) -> tuple[np.ndarray, np.ndarray]:

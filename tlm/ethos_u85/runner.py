@@ -502,7 +502,8 @@ def _failure(model: VelaModel, dev: Device, stop: StopReason, status: int, watch
 def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuConfig | None" = None,
               max_steps: "int | None" = None, *, max_work: "int | None" = None,
               driver: DriverConfig = DRIVER_DEFAULTS, policy: "Policy | None" = None,
-              log_transactions: bool = False, strict: bool = False) -> RunResult:
+              log_transactions: bool = False, strict: bool = False,
+              reference_paths: bool = False) -> RunResult:
     """Run `model` (a VelaModel or a path for `vela.load`) on `inputs` (one array per model
     input, NHWC, the model's dtypes; see check_inputs). `config` overrides the embedded
     configuration (a disagreement with the model's CONFIG word is a warning);
@@ -510,7 +511,9 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
     `max_work` the model's work units (Policy.default_max_work if None); a run that uses
     either up fails with kind 'budget'. The result's `warnings` list every kind of
     UNPREDICTABLE or model-limit event; with `strict` a run that has any warning raises
-    RunError kind 'strict' (its `warnings` attribute holds them).
+    RunError kind 'strict' (its `warnings` attribute holds them). `reference_paths` runs the
+    literal reference paths (Device(reference_paths=True), Memory(batching=False)): the tests
+    compare them with the fast paths.
     Raises RunError (see its `kind`) or vela.VelaFormatError."""
     if not isinstance(model, VelaModel):
         model = load(model)
@@ -519,12 +522,12 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
     arrays = check_inputs(model, inputs)
     mmap = plan_memory(model, driver)
 
-    memory = Memory(log=log_transactions)
+    memory = Memory(log=log_transactions, batching=not reference_paths)
     for lo, hi in mmap.faults:
         memory.inject_fault(lo, hi, Resp.DECERR)
     load_memory(memory, model, mmap, arrays)
 
-    dev = Device(npu, memory, policy=policy)
+    dev = Device(npu, memory, policy=policy, reference_paths=reference_paths)
     watch = _Watch(model)
     dev.hooks.append(watch)
     host = DeviceHost(dev, driver.pprot)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 from tlm.core.memory import Memory, Resp, Transaction
@@ -26,19 +26,18 @@ class BenchFault:
 
 
 class BenchMemory(Memory):
-    """The system memory of the bench: a sparse 40-bit ``tlm.ethos_u85.memory.Memory`` whose faults are
-    per AXI port (``BenchFault``).
+    """The system memory of the bench: a sparse ``tlm.core.memory.Memory`` of ``addr_bits``
+    address bits whose faults are per AXI port (``BenchFault``).
 
     ``read``/``write`` are the back door. ``access(txn)`` is a front door with
-    ``tlm.ethos_u85.memory.Memory`` semantics (a faulting access has no effect), used by a reference
+    ``tlm.core.memory.Memory`` semantics (a faulting access has no effect), used by a reference
     model on a copy (``snapshot``); when an executor is attached for the calling thread
     (``attach``, DUT=tlm), the access is instead performed on the AXI pins by that executor.
     """
 
     def __init__(self, log: bool = False, addr_bits: int = 40):
-        super().__init__(log=log)
-        self.addr_bits = addr_bits
-        self.faults: list[BenchFault] = []
+        super().__init__(log=log, addr_bits=addr_bits)
+        self.faults = []              # BenchFault entries (a FaultList)
         self._front = {}              # thread ident -> callable(txn, data) -> (resp, data)
 
     # faults ------------------------------------------------------------------------
@@ -76,16 +75,14 @@ class BenchMemory(Memory):
         if front is not None:
             resp, rdata = front(txn, data)
             if resp != txn.resp:
-                txn = Transaction(txn.port, txn.channel, txn.write, txn.addr, txn.length,
-                                  txn.prot, txn.cache, txn.domain, Resp(resp))
+                txn = replace(txn, resp=Resp(resp))          # (the device's Transaction type)
             self._post(txn)
             return txn, rdata
         resp = self.fault_for(txn.port, txn.addr, txn.length, txn.write)
-        if txn.addr + txn.length > (1 << self.addr_bits):
+        if txn.addr + txn.length > self.addr_limit:
             resp = Resp.DECERR
         if resp is not None:
-            txn = Transaction(txn.port, txn.channel, txn.write, txn.addr, txn.length,
-                              txn.prot, txn.cache, txn.domain, resp)
+            txn = replace(txn, resp=resp)
         self._post(txn)
         if txn.resp != Resp.OKAY:
             return txn, None
@@ -104,16 +101,15 @@ class BenchMemory(Memory):
     def snapshot(self, log: bool = True) -> "BenchMemory":
         """A detached copy (contents and faults) for a reference model."""
         m = BenchMemory(log=log, addr_bits=self.addr_bits)
-
-        m._pages = {k: v.copy() for k, v in self._pages.items()}
+        m.load_pages(self.page_items())
         m.faults = list(self.faults)
         return m
 
     def load_from(self, other: Memory) -> None:
         """Make the contents equal to *other*'s (faults: *other*'s if it has bench faults)."""
-        self._pages = {k: v.copy() for k, v in other._pages.items()}
+        self.load_pages(other.page_items())
         if isinstance(other, BenchMemory):
             self.faults = list(other.faults)
 
     def pages(self) -> set:
-        return set(self._pages)
+        return {k for k, _ in self.page_items()}

@@ -24,7 +24,7 @@ register-derived attributes of an OpContext, FeatureMaps and fused-epilogue para
 memoised by the register snapshot's contents (:func:`snapshot_key`); decoded scale/bias
 streams by their bytes; ``read_ifm_padded(dtype=float32)`` reads b8/b16 IFMs straight into
 the type the kernels compute in; ``write_accumulator(..., bound=)`` runs the common case
-(per-channel scale, no LUT) as one blocked pass (:func:`_fused_epilogue`, float64 where
+(per-channel scale, no LUT) as one blocked pass (:func:`fused_epilogue`, float64 where
 every intermediate is provably exact, else int64) that writes the OFM type directly.
 
 Value domains: everything is int64 numpy.  Reads return the zero-point-subtracted value as
@@ -224,7 +224,7 @@ class _RegionMem:
 
 
 @dataclass(eq=False)
-class _Scale:
+class Scale:
     bias: np.ndarray
     scale: np.ndarray
     shift: np.ndarray
@@ -238,21 +238,21 @@ _SB_CACHE = Memo(512)
 
 
 # =========================================================================== fused epilogue
-_EPI_BLOCK = 32768            # elements per block of _fused_epilogue (scratch stays in L2)
+_EPI_BLOCK = 32768            # elements per block of fused_epilogue (scratch stays in L2)
 _TYPE_RANGE = {np.dtype(t).char: (int(np.iinfo(t).min), int(np.iinfo(t).max))
                for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32)}
 # the clip ufunc itself (np.clip adds a Python-level wrapper per call)
 _clip = getattr(getattr(np, "_core", None) or getattr(np, "core", None), "umath", np).clip
 
 
-class _EpilogueConsts:
+class EpilogueConsts:
     """Per (scale/bias stream, depth, round mode, dbl_rnd, accumulator width) constants of
     the fused epilogue: the per-channel bias/scale/shift, the rounding terms R for a
     non-negative and a negative product (arith.round_terms), and their bounds."""
     __slots__ = ("bias", "scale", "shift", "rp", "diff", "bmax", "smax", "rmax", "bits", "rtot", "shmax", "qmax",
                  "rqmax")
 
-    def __init__(self, sc: "_Scale", d: int, mode: int, dbl: int, bits: int):
+    def __init__(self, sc: "Scale", d: int, mode: int, dbl: int, bits: int):
         self.bits = bits
         self.bias = np.ascontiguousarray(sc.bias[:d])
         self.scale = np.ascontiguousarray(sc.scale[:d])
@@ -301,20 +301,20 @@ class _EpilogueConsts:
         return t
 
 
-# Tiles of _EpilogueConsts (a few MB per op): one LRU with a byte budget across all ops.
+# Tiles of EpilogueConsts (a few MB per op): one LRU with a byte budget across all ops.
 _TILES: dict = {}
 _TILES_BYTES = [0]
 _TILES_MAX_BYTES = 1 << 26
 
 
-def _tile_get(k: _EpilogueConsts, what: tuple):
+def _tile_get(k: EpilogueConsts, what: tuple):
     e = _TILES.get((id(k),) + what)
     if e is None or e[0] is not k:
         return None
     return e[1]
 
 
-def _tile_put(k: _EpilogueConsts, what: tuple, tiles: tuple) -> tuple:
+def _tile_put(k: EpilogueConsts, what: tuple, tiles: tuple) -> tuple:
     size = sum(t.nbytes for t in tiles if t is not None)
     key = (id(k),) + what
     old = _TILES.pop(key, None)
@@ -327,7 +327,7 @@ def _tile_put(k: _EpilogueConsts, what: tuple, tiles: tuple) -> tuple:
     return tiles
 
 
-def _fused_epilogue(acc: np.ndarray, bound: int, k: _EpilogueConsts, zp: int, amin: int, amax: int,
+def fused_epilogue(acc: np.ndarray, bound: int, k: EpilogueConsts, zp: int, amin: int, amax: int,
                     clamp: bool, odt: np.dtype) -> "np.ndarray | None":
     """write_accumulator for per-channel scaling, no LUT, in one blocked pass:
     ``a = sign_extend(acc + bias, bits)``, ``r = (a*scale + R) >> shift`` (rescale, R by the
@@ -358,7 +358,7 @@ def _fused_epilogue(acc: np.ndarray, bound: int, k: _EpilogueConsts, zp: int, am
         tmin, tmax = _TYPE_RANGE[odt.char]
         if (not wrap and tmin <= amin and amax <= tmax and k.scale.size
                 and A * k.smax + k.rmax + (max(abs(zp), abs(zp - amin)) << k.shmax) < (1 << 53)):
-            return _fused_epilogue_f64(acc, bound, k, amin, amax, zp, odt)
+            return fused_epilogue_f64(acc, bound, k, amin, amax, zp, odt)
     h, w, d = acc.shape
     M = h * w
     a2 = acc.reshape(M, d)
@@ -399,9 +399,9 @@ def _fused_epilogue(acc: np.ndarray, bound: int, k: _EpilogueConsts, zp: int, am
     return out.reshape(h, w, d)
 
 
-def _fused_epilogue_f64(acc: np.ndarray, bound: int, k: _EpilogueConsts, amin: int, amax: int, zp: int,
+def fused_epilogue_f64(acc: np.ndarray, bound: int, k: EpilogueConsts, amin: int, amax: int, zp: int,
                         odt: np.dtype) -> np.ndarray:
-    """_fused_epilogue in float64 (SIMD multiplies instead of int64 multiplies and
+    """fused_epilogue in float64 (SIMD multiplies instead of int64 multiplies and
     per-channel shifts), for the case the caller has checked: no wrap, a clamp whose bounds
     lie in odt's range and, per channel,
     |acc + bias| * scale + R + max(|zp|, |zp - amin|) * 2**shift < 2**53.
@@ -496,6 +496,7 @@ class OpContext:
     def __init__(self, snap, port, device, name: str):
         self.snap = snap
         self.port = port
+        self.reference = getattr(port, "reference", False)   # DataPort(reference=...): literal fmap paths
         self.device = device
         self.name = name
         self.policy = policy_of(device)           # work budgets (max_op_*)
@@ -513,7 +514,7 @@ class OpContext:
             self._decode(f, snap, name, macs)
             if key is not None:
                 _CTX_STATIC.put((key, macs), {a: self.__dict__[a] for a in _CTX_STATIC_ATTRS})
-        self._scale_cache: _Scale | None = None
+        self._scale_cache: Scale | None = None
         n = self.ofm_h * self.ofm_w * self.ofm_d
         if n > self.policy.max_op_elements:
             raise BudgetExceeded(f"{name}: {n} OFM elements exceed the model's budget of {self.policy.max_op_elements}")
@@ -645,7 +646,8 @@ class OpContext:
                 # with a float dtype the zero point is subtracted in the conversion (same
                 # check, after the read); read_fmap's errors are worded as the ones below
                 sub = subtract_zp and dtype is not None and np.dtype(dtype).kind == "f"
-                vals = read_fmap(mem, fm, ys, xs, cs, dtype=dtype, out=out, subtract_zero_point=sub)
+                vals = read_fmap(mem, fm, ys, xs, cs, dtype=dtype, out=out, subtract_zero_point=sub,
+                                 reference=self.reference)
             except Unpredictable as e:
                 raise Unpredictable(f"{self.name}: read_{which.lower()}: {e}") from None
             if sub:
@@ -799,13 +801,13 @@ class OpContext:
                         raise Unpredictable(f"{self.name}: {e}") from None
                     for a in sb:
                         a.setflags(write=False)
-                    sc = _Scale(sb.bias, sb.scale, sb.shift)
+                    sc = Scale(sb.bias, sb.scale, sb.shift)
                     _SB_CACHE.put(key, sc)
                 self._scale_cache = sc
             else:
                 sc = self.f("NPU_SET_OFM_SCALE", "scale")
                 sh = self.f("NPU_SET_OFM_SCALE", "shift")
-                self._scale_cache = _Scale(np.zeros(d, np.int64), np.full(d, sc, np.int64),
+                self._scale_cache = Scale(np.zeros(d, np.int64), np.full(d, sc, np.int64),
                                            np.full(d, sh, np.int64))
         s = self._scale_cache
         return s.bias, s.scale, s.shift
@@ -880,7 +882,7 @@ class OpContext:
         holding integers, e.g. a float32 BLAS result) and a Python int >= max|acc|; they are
         wrapped to the accumulator width here (sign_extend(sum) == the per-MAC wraps).  The
         common case (per-channel scale, no LUT, b8/b16/b32 OFM) then runs as one fused,
-        cache-blocked pass (:func:`_fused_epilogue`) that is bit-identical to the steps
+        cache-blocked pass (:func:`fused_epilogue`) that is bit-identical to the steps
         above."""
         if bound is not None:
             if self._fused_write(acc, rescale_mode, int(bound)):
@@ -922,8 +924,8 @@ class OpContext:
         key = (d, rm, dbl, self.acc_bits)
         k = sc.memo.get(key)
         if k is None:
-            k = sc.memo[key] = _EpilogueConsts(sc, d, rm, dbl, self.acc_bits)
-        out = _fused_epilogue(acc, bound, k, zp, amin, amax, clamp, odt)
+            k = sc.memo[key] = EpilogueConsts(sc, d, rm, dbl, self.acc_bits)
+        out = fused_epilogue(acc, bound, k, zp, amin, amax, clamp, odt)
         if out is None:
             return False
         self.write_ofm(out, ALLOWED_PERMS_ALL)
@@ -985,7 +987,7 @@ class OpContext:
                        f"reserved OFM activation_storage {fm.storage}")
             mem = _RegionMem(self.port, fm.region, Channel.wr_ofm)
             write_fmap(mem, fm, range(h), range(w), range(d), tv,
-                       allowed_perms=allowed_perms, microblock_depth=mbd)
+                       allowed_perms=allowed_perms, microblock_depth=mbd, reference=self.reference)
         except Unpredictable as e:
             if str(e).startswith(self.name):
                 raise

@@ -28,7 +28,7 @@ is computed here in bulk:
 * Both hand the *unwrapped* exact sums (in that type) and their bound to
   ``OpContext.write_accumulator(..., bound=)``, whose fused epilogue applies the accumulator
   wrap (only when the bound says it can happen), bias, rescale, activation and truncation in
-  one cache-blocked pass (tlm.ethos_u85.ops.common._fused_epilogue), writing the OFM type directly.
+  one cache-blocked pass (tlm.ethos_u85.ops.common.fused_epilogue), writing the OFM type directly.
 * Register-derived values (geometry, weight order) are memoised by the register snapshot's
   contents, decoded weights by their stream bytes (compared in full on every hit), and the
   float weight matrices by the cached tensor.

@@ -33,18 +33,18 @@ the plan does the same work with little Python per operation:
   - other ELEMENTWISE cases (32-bit operands): the ordinary evaluation on the operands;
   - CONV / DEPTHWISE: the ordinary kernels (``conv_acc`` / ``depthwise_acc``, a single
     BLAS product for a pointwise conv) and the ordinary fused epilogue
-    (``common._fused_epilogue``), with the decoded weights and scale/bias records of the
+    (``common.fused_epilogue``), with the decoded weights and scale/bias records of the
     recorded run.
 
   When the plan is built, its compute runs on the recorded run's own operands and must
   reproduce the bytes that run wrote (or pushed into a FIFO) exactly; the elementwise
   output stage and the small-OFM conv epilogue are also checked on random and extreme
   values against ``elementwise._evaluate`` / ``OpContext.rescale`` + ``activation`` /
-  ``common._fused_epilogue``.  Why an op got no plan is counted in ``STATS``.
+  ``common.fused_epilogue``.  Why an op got no plan is counted in ``STATS``.
   The plan's reads and writes must cover exactly the bytes of the recorded transactions.
 
 Plans run only on the plain memory model with the device as its only listener, and not
-with ``fmap.USE_REFERENCE`` / ``memory.BATCHING = False`` (the reference paths stay
+with ``Device(reference_paths=True)`` / ``Memory(batching=False)`` (the reference paths stay
 literal).  ``PLANS = False`` switches them off (tests compare both ways).
 """
 from __future__ import annotations
@@ -58,7 +58,6 @@ from .. import arith, fmap, isa
 from ..arith import ActType, Precision
 from ..fmap import FeatureMap, Storage
 from ...core.memo import Memo
-from .. import memory as _memory
 from ..memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE as _PAGE_SIZE, Channel, DataPort, Memory
 from ..pmu import Pmu, beats, summarise
 from . import common as _common
@@ -144,11 +143,11 @@ def _usable(dev) -> bool:
     mem = dev.memory
     ls = mem.listeners
     return (PLANS and type(mem).access is Memory.access and len(ls) == 1 and ls[0] is dev._txn_sink
-            and not fmap.USE_REFERENCE and _memory.BATCHING)
+            and not dev.reference_paths and mem.batching)
 
 
 def _kernel_work(snap, name):
-    from ..device import _kernel_work as kw          # (tlm.device imports this module)
+    from ..device import kernel_work as kw           # (tlm.ethos_u85.device imports this module)
     return kw(snap, name)
 
 
@@ -902,7 +901,6 @@ def _raw(snap, names) -> tuple:
 
 def _ew_compute(ctx, p, mode, sa, ca, sb, cb):
     """The elementwise compute (see the module doc), or None (not covered)."""
-    ofm = ctx.ofm
     zpa = arith.ifm_zero_point(ctx.ifm.zero_point, ctx.ifm.precision, ctx.ifm.act_type, check=False)
     zpb = arith.ifm_zero_point(ctx.ifm2.zero_point, ctx.ifm2.precision, ctx.ifm2.act_type, check=False)
     # operand value sets (zero point subtracted): raw domain - zp, or the scalar
@@ -919,7 +917,6 @@ def _ew_compute(ctx, p, mode, sa, ca, sb, cb):
     else:
         bdom = (cb, cb)
     na, nb = adom[1] - adom[0] + 1, bdom[1] - bdom[0] + 1
-    odt = _value_dtype(ofm)
     if na * nb <= _TABLE_MAX:
         return _ew_table(ctx, p, mode, sa, sb, adom, bdom, na, nb, zpa, zpb)
     if mode in _EW_MODES_DECOMPOSED and p.precision in (Precision.B8, Precision.B16) and sa and sb:
@@ -1220,7 +1217,7 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     pre.chain_state(True, False, ctx.ifm, ctx.ifm2, ctx.ofm)
     k = sc.memo.get((g.ofm_d, rm, dbl, ctx.acc_bits))
     if k is None:
-        k = sc.memo[(g.ofm_d, rm, dbl, ctx.acc_bits)] = _common._EpilogueConsts(sc, g.ofm_d, rm, dbl, ctx.acc_bits)
+        k = sc.memo[(g.ofm_d, rm, dbl, ctx.acc_bits)] = _common.EpilogueConsts(sc, g.ofm_d, rm, dbl, ctx.acc_bits)
     fm = ctx.ifm
     izp = arith.ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check=False)
     bound_x = _conv._ifm_domain_bound(ctx)
@@ -1259,7 +1256,7 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
                                   amax=bound_x)
 
     def general(s, bound):
-        out = _common._fused_epilogue(s, bound, k, zp, amin, amax, clamp, odt)
+        out = _common.fused_epilogue(s, bound, k, zp, amin, amax, clamp, odt)
         if out is None:
             raise _NotPlanned
         return out
@@ -1275,16 +1272,16 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
 
 
 def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, odt, acc_dt, shape):
-    """common._fused_epilogue for a small OFM (one block) whose accumulators have type acc_dt
+    """common.fused_epilogue for a small OFM (one block) whose accumulators have type acc_dt
     and |acc| <= bound: the same operations of the path it would take (float64 or int64)
     on precomputed tiles, without its per-call set-up.  None when it would decline (the
-    ordinary epilogue then) or the OFM is large.  Checked against _fused_epilogue on
+    ordinary epilogue then) or the OFM is large.  Checked against fused_epilogue on
     random accumulators and the bounds."""
     h, w, d = shape
     M = h * w
     if M * d > _common._EPI_BLOCK or not d:
         return _no("epilogue: large")
-    # _fused_epilogue's choice, for these bounds
+    # fused_epilogue's choice, for these bounds
     bits = k.bits
     A = bound + k.bmax
     if acc_dt.kind == "f" and A >= (1 << 53):
@@ -1310,14 +1307,14 @@ def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, o
     for _ in range(4):
         acc = rng.integers(-bound, bound + 1, (h, w, d)).astype(acc_dt)
         acc.reshape(-1)[:2] = (-bound, bound)
-        want = _common._fused_epilogue(acc, bound, k, zp, amin, amax, clamp, odt)
+        want = _common.fused_epilogue(acc, bound, k, zp, amin, amax, clamp, odt)
         if want is None or not np.array_equal(epilogue(acc, bound), want):
             return _no("epilogue: check")
     return epilogue
 
 
 def _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape):
-    """_fused_epilogue_f64 on one block."""
+    """fused_epilogue_f64 on one block."""
     tthr32, tthr64, tsc, tc, tdiff = k.ftiles(M, zp - amin)
     thr = tthr32 if acc_dt == np.float32 and bound < (1 << 24) else tthr64
     hi = float(np.nextafter(float(amax - amin) + 1.0, -np.inf))
@@ -1341,7 +1338,7 @@ def _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape):
 
 
 def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape):
-    """_fused_epilogue's int64 loop on one block."""
+    """fused_epilogue's int64 loop on one block."""
     tb, ts, tsh, trp, tdiff = k.tiles(M)
     sh = np.int64(64 - k.bits)
     zpv = np.int64(zp)
