@@ -11,7 +11,8 @@ behind ``make sim`` (device-neutral; the device comes from the registry, tlm/cor
   simulates the port-only shell with the Python TLM behind its pins; ``--dut rtl`` the
   device's RTL stand-in (an error line if the device has none).
 * Builds go to ``sim_build/<device>/<sim>-<dut>/`` (``-<config>`` appended for a device whose
-  configurations are Verilog macros, ``BenchInfo.defines``; ``-waves`` appended with waves, so
+  configurations are HDL macros or parameters, ``BenchInfo.defines``/``parameters``, but the
+  default one; ``-waves`` appended with waves, so
   switching WAVES does not throw a build away) and are reused when nothing changed; one run
   at a time per build folder.
 * Waveforms: Verilator writes ``dump.fst`` (``dump.vcd`` if liblz4-dev, which its FST writer
@@ -59,6 +60,7 @@ from tb.core.simtools import (
     bench_of,
     dut_defines,
     dut_includes,
+    dut_parameters,
     dut_sources,
     dut_toplevel,
     fst_supported,
@@ -79,13 +81,18 @@ class RunOptions:
 
     ``add_arguments(parser)`` adds the options; ``prepare(args, info)`` checks them (raise
     ``SetupError`` with one line) and returns ``(extra_env, test_filter)``: environment
-    variables for the tests and a default test filter (None: run everything)."""
+    variables for the tests and a default test filter (None: run everything).
+    ``hdl_config(args, info)`` names the configuration the options imply when ``--config`` is
+    not given (e.g. a network's own), for which the HDL is built; None: the default."""
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         pass
 
     def prepare(self, args: argparse.Namespace, info) -> "tuple[dict, str | None]":
         return {}, None
+
+    def hdl_config(self, args: argparse.Namespace, info) -> "str | None":
+        return None
 
 
 def _options(device: str) -> RunOptions:
@@ -200,7 +207,14 @@ def run(args: argparse.Namespace) -> int:
     toplevel = dut_toplevel(device, args.dut)
     sources = dut_sources(device, args.dut)
     includes = dut_includes(device, args.dut)
-    defines = dut_defines(device, config)
+    hdl_config = config
+    if not args.config and trace is None:
+        try:
+            hdl_config = info.check_config(_options(device).hdl_config(args, info) or config)
+        except UnknownDevice as e:
+            raise SetupError(str(e)) from None
+    defines = dut_defines(device, hdl_config)
+    parameters = dut_parameters(device, hdl_config, args.dut)
     tool = setup_verilator(env) if args.sim == "verilator" else setup_icarus(env)
     if trace is not None:
         if not bench.trace_adapter:
@@ -226,8 +240,10 @@ def run(args: argparse.Namespace) -> int:
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    # A device with per-configuration macros builds each configuration in its own folder.
-    name = f"{args.sim}-{args.dut}{f'-{config}' if defines else ''}{'-waves' if args.waves else ''}"
+    # A device whose configurations are HDL macros or parameters builds each configuration in
+    # its own folder (the default configuration in the plain one).
+    per_config = (defines or parameters) and hdl_config != info.default_config
+    name = f"{args.sim}-{args.dut}{f'-{hdl_config}' if per_config else ''}{'-waves' if args.waves else ''}"
     root = Path(args.build_root).resolve() if args.build_root else REPO / "sim_build"
     build_dir = root / device / name
     # One run at a time per build folder: a second run would rebuild (or clean) it under
@@ -241,16 +257,19 @@ def run(args: argparse.Namespace) -> int:
             fcntl.flock(lock, fcntl.LOCK_EX)
         extra_env = {"TB_DEVICE": device, "TB_DUT": args.dut, "NPU_CONFIG": config,
                      "NPU_CONFIG_EXPLICIT": "1" if args.config else "", **extra}
-        return _build_and_run(args, env, toplevel, sources, includes, defines, tool, seed, build_dir,
+        hdl = {"defines": defines, "parameters": parameters}
+        return _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, build_dir,
                               modules, test_filter, extra_env, get_runner, get_results)
 
 
-def _build_and_run(args, env, toplevel, sources, includes, defines, tool, seed, build_dir, modules,
+def _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, build_dir, modules,
                    test_filter, extra_env, get_runner, get_results) -> int:
+    defines, parameters = hdl["defines"], hdl["parameters"]
     stamp = {"sim": args.sim, "dut": args.dut, "waves": bool(args.waves), "tool": tool,
              "toplevel": toplevel, "sources": [str(s) for s in sources],
              "timescale": list(TIMESCALE), "includes": [str(i) for i in includes],
-             "defines": {k: str(v) for k, v in defines.items()}}
+             "defines": {k: str(v) for k, v in defines.items()},
+             "parameters": {k: str(v) for k, v in parameters.items()}}
     runner = get_runner(args.sim)
     build_args: list[str] = []
     wave_name = f"{toplevel}.fst"
@@ -279,7 +298,7 @@ def _build_and_run(args, env, toplevel, sources, includes, defines, tool, seed, 
     (build_dir / "tb_hdl.sha1").unlink(missing_ok=True)
     runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir, clean=clean,
                  always=always, waves=bool(args.waves), timescale=TIMESCALE,
-                 build_args=build_args, includes=includes, defines=defines)
+                 build_args=build_args, includes=includes, defines=defines, parameters=parameters)
 
     (build_dir / "tb_build.json").write_text(json.dumps(stamp, indent=1))
     (build_dir / "tb_hdl.sha1").write_text(digest)

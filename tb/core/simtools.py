@@ -209,6 +209,16 @@ def dut_defines(device: str, config: str) -> dict:
     return dict(resolve(bench.defines)(config))
 
 
+def dut_parameters(device: str, config: str, dut: str) -> dict:
+    """The top-level HDL parameters of *device* in configuration *config* for *dut*
+    (``BenchInfo.parameters``)."""
+    bench = bench_of(device)
+    if not bench.parameters:
+        return {}
+    from tlm.core.registry import resolve
+    return dict(resolve(bench.parameters)(config, dut))
+
+
 def sim_problem(sim: str) -> "str | None":
     """None if *sim* can run here, else the reason it cannot."""
     if sim == "icarus":

@@ -27,10 +27,12 @@ def test_bench_is_runnable(name):
         assert srcs and all(p.is_file() for p in srcs)
         assert all(p.is_dir() for p in simtools.dut_includes(name, dut))
         assert simtools.dut_toplevel(name, dut)
-    for ref in (bench.env, bench.trace_adapter, bench.options, bench.defines):
+    for ref in (bench.env, bench.trace_adapter, bench.options, bench.defines, bench.parameters):
         assert ref is None or _module_exists(ref), ref
-    for cfg in registry.get(name).configs:            # Verilog macros of every configuration
+    for cfg in registry.get(name).configs:            # HDL macros and parameters of every configuration
         assert all(isinstance(k, str) for k in simtools.dut_defines(name, cfg))
+        for dut in ("tlm", "rtl") if bench.rtl_toplevel else ("tlm",):
+            assert all(isinstance(k, str) for k in simtools.dut_parameters(name, cfg, dut))
 
 
 @pytest.mark.parametrize("name", [n for n in BENCHES if registry.get(n).bench.rtl_toplevel is None])

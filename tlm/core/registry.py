@@ -52,8 +52,10 @@ class BenchInfo:
     folders of the sources.
 
     `defines` ("module:callable(config) -> dict") gives the Verilog macros of a configuration
-    (compiled into both tops, e.g. parameter defaults; each configuration then has its own
-    build folder).
+    (compiled into both tops, e.g. parameter defaults) and `parameters` ("module:callable(config,
+    dut) -> dict") the top level's parameters for DUT=rtl or tlm; a configuration whose macros or
+    parameters are not empty builds in its own folder (the default configuration in the plain
+    one).
 
     `env` ("module:Class") is the bench env the device's tests build; `trace_adapter`
     ("module:callable(dut, config) -> adapter") drives a trace through the pins
@@ -66,6 +68,7 @@ class BenchInfo:
     rtl_sources: "str | None" = None
     includes: tuple[str, ...] = ()
     defines: "str | None" = None
+    parameters: "str | None" = None
     env: "str | None" = None
     trace_adapter: "str | None" = None
     options: "str | None" = None
