@@ -276,7 +276,7 @@ def _tlm_failure(e) -> BenchError:
     if kind == "unimplemented":
         at = f" (command offset 0x{e.offset:x})" if e.offset is not None else ""
         detail = (e.detail or "").strip()
-        why = "kernel op missing in tlm/ops" if not detail or detail.endswith("not implemented") \
+        why = "kernel op missing in tlm/ethos_u85/ops" if not detail or detail.endswith("not implemented") \
             else detail
         return BenchError(f"bench: FAIL: the TLM does not implement {e.op or detail}{at}: {why}")
     where = f" in {e.op} at command offset 0x{e.offset:x}" if getattr(e, "offset", None) is not None \

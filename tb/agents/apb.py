@@ -112,7 +112,7 @@ class Apb5Manager:
     def from_entity(cls, entity, clock=None, prefix: str = "", pinmap=None,
                     **kwargs) -> "Apb5Manager":
         """Bind to the TRM pins ``{prefix}PADDR`` ... of *entity* through the pin map
-        (tb/pinmap.py: *pinmap*, else ``TB_PINMAP``, else the names themselves); clock
+        (tb/core/pinmap.py: *pinmap*, else ``TB_PINMAP``, else the names themselves); clock
         defaults to ``CLK``."""
         from tb.core.pinmap import PinMap
         pm = PinMap.coerce(pinmap)

@@ -3,7 +3,7 @@
 ``Env(dut)`` binds to the ports of TRM chapter 5 (CLK, nRESET, PORPL, PORSL, CFG*, the APB5
 completer, IRQ, the Q-Channels, the AXI manager ports ``<signal><port>``), so the same
 bench drives the TLM behind the port-only shell (DUT=tlm), the RTL stand-in or licensed RTL.
-Every pin is found through a pin map (tb/pinmap.py: ``Env(dut, pinmap=...)``, else
+Every pin is found through a pin map (tb/core/pinmap.py: ``Env(dut, pinmap=...)``, else
 ``TB_PINMAP=path``, else the TRM names themselves), so a netlist with other port names or
 hierarchy needs only a map; ``env.pin("IRQ")`` is the handle of a TRM-named pin.
 

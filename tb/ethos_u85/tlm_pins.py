@@ -16,7 +16,7 @@
   WRSTQREQ is high no new one starts (warm-reset halt, TRM 5.6);
 * when the device enters RUNNING, hands it to the execution hook ``execute`` (see below).
 
-Binding: every pin is looked up by its TRM name through the pin map (tb/pinmap.py;
+Binding: every pin is looked up by its TRM name through the pin map (tb/core/pinmap.py;
 ``TlmPins(dut, pinmap=...)``, else ``TB_PINMAP``, else the names themselves); an output is
 written through the shell's ``tlm_<name>`` variable next to the mapped pin when there is one.
 

@@ -1,4 +1,4 @@
-"""Functional coverage of the NE16 bench (the shared model of tb/coverage.py).
+"""Functional coverage of the NE16 bench (on the shared engine tb/core/coverage.py).
 
 Points (bins from the register table and the job decode, never retyped):
 * one point per CONFIG0 field of the seed (plus the EXT rounding bit), sampled at each job

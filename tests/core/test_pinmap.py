@@ -1,4 +1,4 @@
-"""The bench binds by TRM names through a pin map (tb/pinmap.py).
+"""The bench binds by TRM names through a pin map (tb/core/pinmap.py).
 
 * Unit tests on a fake design object: identity, patterns, overrides, hierarchical and indexed
   paths, "absent" entries, loading from JSON / Python / TB_PINMAP, bad maps; and that the

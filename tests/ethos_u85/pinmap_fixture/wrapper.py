@@ -40,7 +40,7 @@ def wrapped_name(name: str) -> str:
 
 def write_wrapper(path) -> Path:
     ps = ports()
-    assert len(ps) > 100, f"only {len(ps)} ports in tb/ports.py"
+    assert len(ps) > 100, f"only {len(ps)} ports in tb/ethos_u85/ports.py"
     names = [wrapped_name(n) for _, _, n in ps]
     assert len(set(names)) == len(names), "wrapper port names collide"
     decl = ",\n".join(f"    {d:6} wire {r}{w}" for (d, r, _), w in zip(ps, names))
