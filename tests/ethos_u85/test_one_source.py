@@ -1,7 +1,7 @@
 """One source of truth on the Python side: no Ethos-U85 register offset or bit position is
 typed outside the tables (tlm/ethos_u85/registers.py, tlm/ethos_u85/isa.py,
-tb/ethos_u85/ports.py), tests included; everything else derives them from the tables (`tlm.ethos_u85.registers.OFFSET`, `REGS.X`,
-field masks/shifts by TRM name).
+tb/ethos_u85/ports.py), tests included; everything else derives them from the tables
+(`tlm.ethos_u85.registers.OFFSET`, `REGS.X`, field masks/shifts by TRM name).
 
 The check is an AST scan of every tracked Python file except the table modules; it reports
 file:line of
