@@ -20,6 +20,7 @@ from tb import simtools  # noqa: E402
 
 UNITS = {
     "npu_swd": (["npu_swd.v"], "tests.rtl_units.swd_fwd_tb", "test_swd"),
+    "npu_fwd": (["npu_fwd.v"], "tests.rtl_units.swd_fwd_tb", "test_fwd"),
 }
 
 

@@ -167,3 +167,49 @@ async def test_swd_corrupt_streams(dut):
                 else stats["stopped"] + 1
     cocotb.log.info("corrupt streams: %s", stats)
     assert stats["stopped"] > 0
+
+
+def _fwd_stream(rng: random.Random):
+    n = rng.choice((1, 31, 32, 33, 64, 100, 129, rng.randint(1, 1500)))
+    for _ in range(50):
+        w = _weights(rng, n)
+        mode = rng.choice(("auto", "raw", "lut4", "lut2"))
+        kw = {}
+        if mode == "raw" and rng.random() < 0.5 and w.size:
+            lo, hi = int(w.min()), int(w.max())
+            if hi - lo <= 255:
+                kw["zero_point"] = rng.randint(max(-128, -128 - lo), min(127, 127 - hi))
+        if mode != "raw":
+            w = np.asarray(rng.choices(sorted(set(w.tolist()))[:16 if mode == "lut4" else 4] or [0], k=n))
+        try:
+            return w, encode_fwd(w, mode=mode, **kw), mode
+        except ValueError:
+            continue
+    return w, encode_fwd(np.zeros(n, np.int64)), "auto"
+
+
+@cocotb.test()
+async def test_fwd_random_streams(dut):
+    """Random FWD streams (raw with zero points, LUT4, LUT2): every weight as
+    tlm.weights.decode_fwd; cut streams stop where the TLM raises."""
+    rng = random.Random(SEED + 2)
+    cocotb.log.info("UNIT_SEED=%d", SEED)
+    cocotb.start_soon(Clock(dut.CLK, 10, unit="ns").start())
+    await _reset(dut)
+    for case in range(CASES):
+        w, data, mode = _fwd_stream(rng)
+        cut = rng.random() < 0.15
+        if cut:
+            data = data[:rng.randrange(0, len(data))]
+        try:
+            ref = decode_fwd(data, len(w))
+        except WeightStreamError:
+            ref = None
+        got, how = await _decode(dut, rng, data, len(w), 40 * len(data) + 20 * len(w) + 200)
+        if ref is None:
+            assert how in ("err", "end"), f"case {case} ({mode}, cut): the TLM raises, the unit {how}"
+            continue
+        assert how == "done", f"case {case} ({mode}, {len(w)} weights, {len(data)} bytes): {how} after {len(got)}"
+        bad = np.flatnonzero(np.asarray(got[:len(w)]) != ref)
+        assert bad.size == 0, (f"case {case} ({mode}): {bad.size} weights differ, first at {bad[0]}: "
+                               f"{got[bad[0]]} vs {ref[bad[0]]}")
