@@ -98,11 +98,15 @@ module npu_cmd_decode #(
     output wire              k_start,
     input  wire              k_busy,
     input  wire              k_flag,
-    // weight / scale-bias stream fetch of CONV and DEPTHWISE (npu_wfetch.v)
-    output wire              w_start,
-    output wire              w_no_weights,   // NPU_OP_CONV weights_ifm2
-    input  wire              w_busy,
-    input  wire              w_done,
+    // CONV / DEPTHWISE unit (npu_conv.v)
+    output wire              c_op_dw,        // NPU_OP_DEPTHWISE (else CONV)
+    output wire              c_op_wi2,       // NPU_OP_CONV weights_ifm2
+    input  wire              c_unsupported,
+    input  wire              c_unpredictable,
+    output wire              c_start,
+    input  wire              c_busy,
+    input  wire              c_flag,
+    input  wire              c_flag_set,     // the unit computed COND_STATUS.result_flag
     // PMU
     output wire              pmu_mask_we,
     output wire              pmu_mask_val,
@@ -199,16 +203,16 @@ module npu_cmd_decode #(
 
     // ---------------------------------------------------------------- execute
     wire exec = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_req_pend
-                && !k_busy && !w_busy && (qread_q < qsize_al) && have;
+                && !k_busy && !c_busy && (qread_q < qsize_al) && have;
 
     logic        adv4, adv8, do_stop, do_irq, do_perr, do_bfault, do_branch, do_push;
-    logic        do_pmu, do_kstart, do_wstart;
+    logic        do_pmu, do_kstart, do_cstart;
     wire [31:0]  br_target = w1;
     wire         br_taken = (w0[16] == NPU_E_BRANCH_COND_ALWAYS[0]) || cond_result_flag;
     always @(*) begin
         adv4 = 1'b0; adv8 = 1'b0; do_stop = 1'b0; do_irq = 1'b0; do_perr = 1'b0;
         do_bfault = 1'b0; do_branch = 1'b0; do_push = 1'b0; do_pmu = 1'b0; set_we = 1'b0;
-        do_kstart = 1'b0; do_wstart = 1'b0;
+        do_kstart = 1'b0; do_cstart = 1'b0;
         if (exec) begin
             if (bad) begin
                 do_perr = 1'b1;
@@ -252,10 +256,17 @@ module npu_cmd_decode #(
                     do_kstart = 1'b1;
                     adv4 = 1'b1;
                 end
-            end else if (is_conv && !w_done) begin
-                do_wstart = 1'b1;                   // read the weight and scale/bias streams
+            end else if (is_conv) begin
+                if (c_unsupported) begin
+                    do_perr = 1'b1;                 // not implemented by the stand-in
+                end else if (c_unpredictable) begin
+                    adv4 = 1'b1;                    // UNPREDICTABLE: no effect
+                end else begin
+                    do_cstart = 1'b1;
+                    adv4 = 1'b1;
+                end
             end else begin
-                // NPU_OP_CONV, DEPTHWISE once their streams are read, RESIZE: not implemented
+                // NPU_OP_RESIZE: not implemented
                 do_perr = 1'b1;
             end
         end
@@ -275,14 +286,15 @@ module npu_cmd_decode #(
     assign k_op_ew = is_ew;
     assign k_op_mode = w0[21:16];
     assign k_start = do_kstart;
-    assign w_start = do_wstart;
-    assign w_no_weights = (opc == OPC0_NPU_OP_CONV) && w0[16];
+    assign c_start = do_cstart;
+    assign c_op_dw = (opc == OPC0_NPU_OP_DEPTHWISE);
+    assign c_op_wi2 = w0[16];
 
     // ---------------------------------------------------------------- control
     wire start_ok = (fsm == S_STOPPED) && cmd_start && !sticky && !reset_halt;
     wire [31:0] start_off = resume_ok ? qread_q : 32'd0;
     wire fault_new = fault_valid && !bus_status;
-    wire drained = fetch_idle && dma_idle && !k_busy && !w_busy && ports_idle;
+    wire drained = fetch_idle && dma_idle && !k_busy && !c_busy && ports_idle;
 
     assign fetch_restart = start_ok || do_branch;
     assign fetch_off = do_branch ? br_target : start_off;
@@ -381,7 +393,15 @@ module npu_cmd_decode #(
 
     assign running = (fsm != S_STOPPED);
     assign qread = qread_q;
-    assign cond_result_flag = k_flag;   // bit 0 of the last OFM element (npu_kernel.v)
+    // bit 0 of the last OFM element of the last kernel operation that computed it (npu_kernel.v
+    // or npu_conv.v)
+    logic flag_conv;
+    always_ff @(posedge CLK or negedge rst_n) begin
+        if (!rst_n) flag_conv <= 1'b0;
+        else if (do_kstart) flag_conv <= 1'b0;
+        else if (c_flag_set) flag_conv <= 1'b1;
+    end
+    assign cond_result_flag = flag_conv ? c_flag : k_flag;
     assign irq = irq_raised | pmu_irq_raised;
     assign status_word = {irq_hist, fault_chn, fault_ifc, 1'b0, branch_fault, 1'b0 /* ecc_fault */,
                           1'b0, pmu_irq_raised, end_reached, parse_error, 1'b0 /* reset_status */,

@@ -428,7 +428,7 @@ module npu_swd #(
         end
     end
 
-    wire unused_ok = ^{pal_i, bb_o1[BBW-1:12], bb_o2[BBW-1:12], q_bad, rank};
+    wire unused_ok = ^{pal_i, bb_o1[BBW-1:12], bb_o2[BBW-1:12], q_bad, rank, vf_head[10], vf_head[8:0]};
 endmodule
 
 `default_nettype wire
