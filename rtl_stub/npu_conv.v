@@ -204,6 +204,12 @@ module npu_conv #(
     localparam [1:0] ST_CHAINED = NPU_E_ACTIVATION_STORAGE_CHAINED[1:0];
     localparam [1:0] ST_NONE = NPU_E_ACTIVATION_STORAGE_NONE[1:0];
 
+    // ================================================================ control state
+    localparam [3:0] T_IDLE = 4'd0, T_SETUP = 4'd1, T_SB = 4'd2, T_SBWAIT = 4'd3, T_PASS = 4'd4,
+                     T_RUN = 4'd5, T_NEXT = 4'd6, T_DRAIN = 4'd7;
+    logic [3:0]  t;
+    logic        dw_q;                       // the operation is DEPTHWISE
+
     // ================================================================ derived values
     wire [1:0]  sty_v = {sy_msb, sy_lsb} + 2'd1;          // stride (1..3; 4 wraps to 0)
     wire [1:0]  stx_v = {sx_msb, sx_lsb} + 2'd1;
@@ -234,15 +240,17 @@ module npu_conv #(
     wire        ifm16 = (i_prec == B16);
     wire [1:0]  nwd_l = (wfmt == NPU_E_WEIGHT_FORMAT_FWD[0]) ? 2'd0 : NUM_WD_LOG2;
     wire        mb_i16only = (lwo == 4'd4) && (mb <= NPU_E_MICROBLOCK_U1X2[2:0]);
-    wire        pk = op_dw || (w_order == NPU_E_WEIGHT_ORDER_PART_KERNEL_FIRST[0]);
+    // the operation: the command at the decoder's head until it starts, then the latched one
+    wire        is_dw = (t == T_IDLE) ? op_dw : dw_q;
+    wire        pk = is_dw || (w_order == NPU_E_WEIGHT_ORDER_PART_KERNEL_FIRST[0]);
     wire [7:0]  ibd = pk ? 8'd16 : (!wsparse && mb_i16only) ? 8'd32 : (!wsparse || ifm16) ? 8'd64 : 8'd128;
-    wire [3:0]  wblk_k = pk ? ((!ifm16 && !wsparse && !op_dw) ? 4'd5 : 4'd10) : 4'd1;
-    wire [7:0]  wblk_i = op_dw ? 8'd1 : (pk && ifm16 && !wsparse) ? 8'd8 : ibd;
+    wire [3:0]  wblk_k = pk ? ((!ifm16 && !wsparse && !is_dw) ? 4'd5 : 4'd10) : 4'd1;
+    wire [7:0]  wblk_i = is_dw ? 8'd1 : (pk && ifm16 && !wsparse) ? 8'd8 : ibd;
     wire [3:0]  dcmp = decomp ? 4'd4 : 4'd8;
     wire [3:0]  dh = dcmp >> dil_yb;
     wire [3:0]  dwd = dcmp >> dil_xb;
     // IB words (16 channels) a patch position: ceil(channels / 16)
-    wire [8:0]  cw = op_dw ? wblk_o : {1'b0, wblk_i};
+    wire [8:0]  cw = is_dw ? wblk_o : {1'b0, wblk_i};
     wire [1:0]  lcg = (cw > 9'd64) ? 2'd3 : (cw > 9'd32) ? 2'd2 : (cw > 9'd16) ? 2'd1 : 2'd0;
     wire [16:0] dmax = (od < {6'd0, blkd}) ? od : {6'd0, blkd};
     wire [8:0]  ublks = 9'((dmax + {8'd0, wblk_o} - 17'd1) >> lwo);   // wblk_o steps of a depth block
@@ -359,10 +367,6 @@ module npu_conv #(
         .awcache(or_awc), .domain(or_dom));
 
     // ================================================================ sequencing
-    localparam [3:0] T_IDLE = 4'd0, T_SETUP = 4'd1, T_SB = 4'd2, T_SBWAIT = 4'd3, T_PASS = 4'd4,
-                     T_RUN = 4'd5, T_NEXT = 4'd6, T_DRAIN = 4'd7;
-    logic [3:0]  t;
-    logic        dw_q;                       // the operation is DEPTHWISE
     logic [7:0]  s_h, s_w;                   // spatial block (pixels)
     logic [15:0] oy0, ox0;
     logic        sb_bad, halted, failed;
@@ -479,7 +483,8 @@ module npu_conv #(
 
     // ---- IFM loader and buffer
     logic        pass_clear;
-    wire [RP*AW-1:0]  ib_raddr, pv_addr;
+    wire [RP*AW-1:0]  ib_raddr;
+    wire         ib_ren;
     wire [RP*256-1:0] ib_rdata;
     wire [RP-1:0]     pv_data;
     wire [1:0]   ib_loaded, ib_rel;
@@ -496,7 +501,7 @@ module npu_conv #(
         .gq_valid(gq_valid), .gq_rec(gq_rec), .gq_ready(gq_ready), .pw_out(unused_pw),
         .rq_valid(a_rq_valid), .rq_addr(a_rq_addr), .rq_len(a_rq_len), .rq_ready(a_rq_ready),
         .rb_valid(a_rb_valid && busy), .rb_data(a_rb_data), .rb_resp(a_rb_resp),
-        .rd_addr(ib_raddr), .rd_data(ib_rdata), .pv_addr(pv_addr), .pv_data(pv_data),
+        .rd_addr(ib_raddr), .rd_en(ib_ren), .rd_data(ib_rdata), .pv_data(pv_data),
         .loaded(ib_loaded), .rel(ib_rel), .pw_h0(pw_h0), .pw_h1(pw_h1), .busy(ifm_busy), .err(ifm_err));
     assign a_rq_ext = ir_ext;
     assign a_rq_cache = ir_arc;
@@ -508,6 +513,7 @@ module npu_conv #(
     wire [16:0]  d_oblk;
     wire [10:0]  d_len;
     wire [4*ABA-1:0]  ab_raddr;
+    wire         ab_ren;
     wire [4*NU*48-1:0] ab_rdata;
     wire [3:0]   ab_rvalid;
     npu_conv_mac #(.MACS(MACS), .RP(RP), .ABW(ABW), .AW(AW), .BM(69)) u_mac (
@@ -515,10 +521,10 @@ module npu_conv #(
         .dw(dw_q), .sparse(wsparse), .lwo(lwo), .mb_h(mb_h), .mb_w(mb_w), .lmbw(lmbw), .lcg(lcg),
         .sty(sty_v), .stx(stx_v), .dil_y(dily), .dil_x(dilx), .ifd(ifd_c), .ngx(ngx), .ngy(ngy),
         .bq_valid(bq_valid), .bq_w(bq_w), .bq_meta(bq_meta), .bq_pop(bq_pop),
-        .rd_addr(ib_raddr), .rd_data(ib_rdata), .pv_addr(pv_addr), .pv_data(pv_data),
+        .rd_addr(ib_raddr), .rd_en(ib_ren), .rd_data(ib_rdata), .pv_data(pv_data),
         .loaded(ib_loaded), .rel(ib_rel), .pw_h0(pw_h0), .pw_h1(pw_h1),
         .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .out_busy(out_busy),
-        .ab_raddr(ab_raddr), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid), .busy(mac_busy));
+        .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid), .busy(mac_busy));
 
     // ---- output stage
     wire dead = halt || ifm_err || (|(q_err & q_valid));
@@ -532,7 +538,7 @@ module npu_conv #(
         .o_none(o_stor == ST_NONE), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
         .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .busy(out_busy),
         .sb_we(sb_we), .sb_waddr(srec[10:0]), .sb_wdata({r_bias, r_scale, r_shift}),
-        .ab_raddr(ab_raddr), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid),
+        .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid),
         .wq_valid(wq_valid), .wq_addr(wq_addr), .wq_ready(wq_ready), .wd_valid(wd_valid),
         .wd_data(wd_data), .wd_strb(wd_strb), .wd_ready(wd_ready), .flag(cond_flag), .flag_set(cond_set));
     assign wq_ext = or_ext;

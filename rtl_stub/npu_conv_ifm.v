@@ -71,11 +71,12 @@ module npu_conv_ifm #(
     input  wire            rb_valid,
     input  wire [127:0]    rb_data,
     input  wire [1:0]      rb_resp,
-    // IB read ports (word address with the half as its MSB)
+    // IB read ports (word address with the half as its MSB), registered: the data of an
+    // address come the next cycle, with the valid bit of its position
     input  wire [RP*AW-1:0] rd_addr,
-    output wire [RP*256-1:0] rd_data,
-    input  wire [RP*AW-1:0] pv_addr,         // position address (half as MSB)
-    output wire [RP-1:0]   pv_data,
+    input  wire            rd_en,
+    output logic [RP*256-1:0] rd_data,
+    output logic [RP-1:0]  pv_data,
     output wire [1:0]      loaded,
     input  wire [1:0]      rel,
     output wire [15:0]     pw_h0,            // PW of each half's patch
@@ -177,35 +178,46 @@ module npu_conv_ifm #(
 
     // ================================================================ IFM buffer
     wire [16:0] zp17 = sgn ? {zp[15], zp} : {1'b0, zp};
-    genvar gl, gr;
-    generate
-        for (gl = 0; gl < 16; gl = gl + 1) begin : g_lane
-            logic [15:0] mem [0:2*IBH-1];
-            // lane gl receives byte (gl - rot) mod 16 of the beat, channel j = jb + that byte
-            wire [3:0]  src = 4'(gl) - rot;
-            wire signed [9:0] j = jb + $signed({6'd0, src});
-            wire        ok = beat && (j >= 10'sd0) && (j < $signed({1'b0, t_cn}));
-            wire [5:0]  w = j[9:4];
-            wire [7:0]  by = rb_data[src*8 +: 8];
-            wire [16:0] v = {{9{sgn & by[7]}}, by} - zp17;
-            wire unused_v = v[16];
-            always_ff @(posedge CLK) begin
-                if (ok) mem[{t_half, t_pos + (AW-1)'(w)}] <= v[15:0];
-            end
-            for (gr = 0; gr < RP; gr = gr + 1) begin : g_rd
-                assign rd_data[gr*256 + gl*16 +: 16] = mem[rd_addr[gr*AW +: AW]];
-            end
+    logic [255:0] ib [0:2*IBH-1];
+    logic         pv [0:2*IBH-1];
+    // lane l of the IB receives byte (l - rot) mod 16 of the beat: channel j = jb + that byte,
+    // IB word j / 16 of the position, written when 0 <= j < cn
+    logic [15:0]  ok;
+    logic [5:0]   wl [0:15];
+    logic [15:0]  vl [0:15];
+    always @(*) begin : lanes
+        integer l;
+        logic [3:0]  src;
+        logic signed [9:0] j;
+        logic [7:0]  by;
+        logic [15:0] v;
+        for (l = 0; l < 16; l = l + 1) begin
+            src = 4'(l) - rot;
+            j = jb + $signed({6'd0, src});
+            ok[l] = beat && (j >= 10'sd0) && (j < $signed({1'b0, t_cn}));
+            wl[l] = j[9:4];
+            by = rb_data[src*8 +: 8];
+            v = {{8{sgn & by[7]}}, by} - zp17[15:0];   // fits 10 bits (8-bit values and zero points)
+            vl[l] = v;
         end
-    endgenerate
-    logic pv [0:2*IBH-1];
-    genvar gp;
-    generate
-        for (gp = 0; gp < RP; gp = gp + 1) begin : g_pv
-            assign pv_data[gp] = pv[pv_addr[gp*AW +: AW]];
-        end
-    endgenerate
-    always_ff @(posedge CLK) begin
+    end
+    always_ff @(posedge CLK) begin : ib_rw
+        integer l, q;
+        logic [RP*256-1:0] rd;
+        logic [RP-1:0]     pvr;
+        logic [AW-1:0]     a;
+        for (l = 0; l < 16; l = l + 1)
+            if (ok[l]) ib[{t_half, t_pos + (AW-1)'(wl[l])}][l*16 +: 16] <= vl[l];
         if (pos_done) pv[{ghalf, pos}] <= inb;
+        if (rd_en) begin
+            for (q = 0; q < RP; q = q + 1) begin
+                a = rd_addr[q*AW +: AW];
+                rd[q*256 +: 256] = ib[a];
+                pvr[q] = pv[{a[AW-1], (AW-1)'(a[AW-2:0] >> lcg)}];
+            end
+            rd_data <= rd;
+            pv_data <= pvr;
+        end
     end
 
     assign loaded = loaded_q;

@@ -11,16 +11,19 @@
 // channels: two cycles); depthwise bricks (one weight per channel) use one multiplier of each
 // unit: unit (p, o) adds IFM[p][channel o] * W[o].
 //
-// IFM values come from the IFM buffer (npu_conv_ifm.v): the tap (ty, tx) of the brick,
-// relative to its sub-kernel, of output pixel (r, c) of S is patch position
+// Two stages: A walks the groups of the head brick and addresses the IFM buffer (npu_conv_ifm.v,
+// registered reads); B, one cycle later, multiplies and updates the accumulators with the
+// brick's weights (copied from the head when A starts the brick). The tap (ty, tx) of the
+// brick, relative to its sub-kernel, of output pixel (r, c) of S is patch position
 // (r*stride_y + ty*dilation_y, c*stride_x + tx*dilation_x); a padding position reads 0, and
 // so does an IFM channel >= IFM depth (its weights are the stream's padding).
-// Accumulators (48 bits, 32-bit results are taken from their low bits at the output: the
+// Accumulators (48 bits; 32-bit results are taken from their low bits at the output: the
 // wrap of every accumulate() is the wrap of the sum) live in the accumulator buffer AB:
 // word ublk*NG + group holds the NU accumulators of one microblock group and one wblk_o
 // channel step of the OFM block; a valid bit per word starts each OFM block at 0.
 // After the last brick of an OFM block, d_req asks the output stage (npu_conv_out.v) to
-// drain the block; the next block's first brick waits until it is done.
+// drain the block; the next block's first brick waits until it is done. The output stage
+// reads 4 AB words a cycle (registered: the data of ab_raddr come one cycle later).
 `default_nettype none
 
 module npu_conv_mac #(
@@ -56,10 +59,10 @@ module npu_conv_mac #(
     input  wire [2*MACS*9-1:0] bq_w,
     input  wire [BM-1:0]      bq_meta,
     output wire               bq_pop,
-    // IFM buffer
+    // IFM buffer (registered reads)
     output logic [RP*AW-1:0]  rd_addr,
+    output wire               rd_en,
     input  wire [RP*256-1:0]  rd_data,
-    output logic [RP*AW-1:0]  pv_addr,
     input  wire [RP-1:0]      pv_data,
     input  wire [1:0]         loaded,
     output logic [1:0]        rel,
@@ -72,12 +75,12 @@ module npu_conv_mac #(
     input  wire               d_ack,         // the output stage took it
     input  wire               out_busy,
     input  wire [4*ABA-1:0]   ab_raddr,
-    output wire [4*NU*48-1:0] ab_rdata,
-    output wire [3:0]         ab_rvalid,
+    input  wire               ab_ren,
+    output logic [4*NU*48-1:0] ab_rdata,
+    output logic [3:0]        ab_rvalid,
     output wire               busy
 );
-
-    // ================================================================ brick metadata
+    // ================================================================ brick metadata (head)
     wire [16:0] m_cbase = bq_meta[BM-1 -: 17];
     wire [16:0] m_oblk  = bq_meta[BM-18 -: 17];
     wire [10:0] m_dlen  = bq_meta[BM-35 -: 11];
@@ -91,28 +94,37 @@ module npu_conv_mac #(
     wire        m_dlast = bq_meta[1];
     wire        m_pad   = bq_meta[0];
 
-    // ================================================================ state
-    logic        run;                        // applying the head brick to the groups
+    // ================================================================ stage A
+    logic        run;                        // walking the groups of the head brick
     logic [7:0]  gy, gx;
     logic        hsub;                       // sparse: second 8 channels
-    logic [ABA-1:0] abase, aw;               // AB word of (ublk, group 0) / current
+    logic [ABA-1:0] aw;                      // AB word of the current group
     logic        cur_valid, cur_half;        // a group is in use, its half
     logic [ABW-1:0] abv;                     // AB word written in this OFM block
-    logic [NU*48-1:0] ab [0:ABW-1];
     wire [15:0]  pwh = m_half ? pw_h1 : pw_h0;
+    // stage B
+    logic        vb, hb, lastb, dlb;
+    logic [ABA-1:0] awb;
+    logic [3:0]  ig8b;
+    logic [16:0] c8b;
+    logic [2*MACS*9-1:0] wb;                 // the weights of stage B's brick
+    logic [16:0] d_oblk_b;
+    logic [10:0] d_len_b;
 
     // the head brick may start: its group loaded; an OFM block's first brick waits until the
-    // output stage has drained the previous block
+    // output stage has drained the previous block (and stage B is done with it)
     wire need_grp = m_grp || !cur_valid;
     wire can_go = bq_valid && !run && !halt && (!need_grp || loaded[m_half])
-                  && !(m_dfirst && (out_busy || d_req));
+                  && !(m_dfirst && (out_busy || d_req || vb));
     wire last_g = (gx + 8'd1 >= ngx) && (gy + 8'd1 >= ngy) && (!sparse || hsub);
-    assign bq_pop = (can_go && m_pad) || (run && last_g);
-    assign busy = run || bq_valid;
+    wire a_go = run && !halt;                // stage A works on a group this cycle
+    assign bq_pop = (can_go && m_pad) || (a_go && last_g);
+    assign rd_en = a_go;
+    assign busy = run || bq_valid || vb;
 
-    // ================================================================ IB addresses
-    // port q serves pixel p = q (conv), or q >> (lwo - 4) with word q mod (wblk_o/16)
-    // (depthwise, wblk_o >= 16), or q (depthwise, wblk_o < 16)
+    // ---- IB addresses of the current group: port q serves pixel p = q (conv), or
+    // q >> (lwo - 4) with word q mod (wblk_o/16) (depthwise, wblk_o >= 16), or q (depthwise,
+    // wblk_o < 16)
     wire        dw_wide = dw && (lwo >= 4'd4);
     integer q;
     logic [4:0]  pq, wq;
@@ -120,6 +132,7 @@ module npu_conv_mac #(
     logic [15:0] prow, pcol;
     logic [31:0] pos;
     always @(*) begin
+        pq = 5'd0; wq = 5'd0; lr = 3'd0; lc = 3'd0; prow = 16'd0; pcol = 16'd0; pos = 32'd0;
         for (q = 0; q < RP; q = q + 1) begin
             pq = dw_wide ? 5'(q >> (lwo - 4'd4)) : 5'(q);
             wq = dw_wide ? 5'(q & ((1 << (lwo - 4'd4)) - 1)) : 5'd0;
@@ -128,50 +141,47 @@ module npu_conv_mac #(
             prow = 16'(({8'd0, gy} * mb_h + {13'd0, lr}) * sty) + 16'(m_ty * dil_y);
             pcol = 16'(({8'd0, gx} * mb_w + {13'd0, lc}) * stx) + 16'(m_tx * dil_x);
             pos = {16'd0, prow} * {16'd0, pwh} + {16'd0, pcol};
-            pv_addr[q*AW +: AW] = {m_half, (AW-1)'(pos)};
-            rd_addr[q*AW +: AW] = {m_half, (AW-1)'((pos << lcg) + (dw ? {27'd0, wq} : {28'd0, (m_ig + {3'd0, hsub}) >> 1}))};
+            rd_addr[q*AW +: AW] = {m_half, (AW-1)'((pos << lcg) + (dw ? {27'd0, wq}
+                                                                     : {28'd0, (m_ig + {3'd0, hsub}) >> 1}))};
         end
     end
 
-    // ================================================================ the units
-    wire [3:0]  ig8 = m_ig + {3'd0, hsub};         // 8-channel group of the IFM patch
-    wire [16:0] c8 = m_cbase + (hsub ? 17'd8 : 17'd0);
+    // ================================================================ stage B: the units
     logic [7:0] chok;                               // channel < IFM depth
     integer c;
     always @(*) begin
-        for (c = 0; c < 8; c = c + 1) chok[c] = dw || (c8 + 17'(c) < ifd);
+        for (c = 0; c < 8; c = c + 1) chok[c] = dw || (c8b + 17'(c) < ifd);
     end
-    wire [NU*48-1:0] old = ab[aw];
+    logic [NU*48-1:0] ab [0:ABW-1];
+    wire [NU*48-1:0] old = ab[awb];
+    wire             oldv = abv[awb];
     wire [NU*48-1:0] nxt;
     genvar gu;
     generate
         for (gu = 0; gu < NU; gu = gu + 1) begin : g_u
-            // (pixel lane, channel lane) of this unit for each wblk_o = NU >> s
-            logic [4:0] p;
-            logic [8:0] o;
-            logic [71:0] wv;                        // the unit's 8 weights
-            logic [127:0] iv;                       // 8 IFM values of its pixel (16 bits each)
-            logic [15:0] dv;                        // depthwise: the IFM value of channel o
-            wire unused_dv = ^dv[15:9];
-            logic        pvok;
+            // (pixel lane, channel lane) of this unit for wblk_o = 1 << lwo
+            logic [4:0]   p;
+            logic [8:0]   o;
+            logic [71:0]  wv;                       // the unit's 8 weights
             logic [255:0] word;
-            always @(*) begin
-                p = 5'(gu >> lwo);
-                o = 9'(gu & ((1 << lwo) - 1));
-                if (dw) wv = {63'd0, bq_w[o*9 +: 9]};
-                else if (sparse) wv = bq_w[(({o, 4'd0} + (hsub ? 13'd8 : 13'd0)) * 9) +: 72];
-                else wv = bq_w[({o, 3'd0} * 9) +: 72];
-                word = dw_wide ? rd_data[(gu >> 4) * 256 +: 256] : rd_data[p * 256 +: 256];
-                pvok = dw_wide ? pv_data[4'(gu >> 4)] : pv_data[4'(p)];
-                iv = ig8[0] ? word[255:128] : word[127:0];
-                dv = dw_wide ? word[(gu & 15) * 16 +: 16] : word[o[3:0] * 16 +: 16];
-            end
+            logic [127:0] iv;                       // 8 IFM values of its pixel (16 bits each)
+            logic [15:0]  dv;                       // depthwise: the IFM value of channel o
+            logic         pvok;
             logic signed [20:0] sum;
             logic signed [17:0] pr;
             logic signed [8:0]  a, w;
             integer k;
             always @(*) begin
-                sum = 21'sd0;
+                p = 5'(gu >> lwo);
+                o = 9'(gu & ((1 << lwo) - 1));
+                if (dw) wv = {63'd0, wb[o*9 +: 9]};
+                else if (sparse) wv = wb[(({o, 4'd0} + (hb ? 13'd8 : 13'd0)) * 9) +: 72];
+                else wv = wb[({o, 3'd0} * 9) +: 72];
+                word = dw_wide ? rd_data[(gu >> 4) * 256 +: 256] : rd_data[p * 256 +: 256];
+                pvok = dw_wide ? pv_data[4'(gu >> 4)] : pv_data[4'(p)];
+                iv = ig8b[0] ? word[255:128] : word[127:0];
+                dv = dw_wide ? word[(gu & 15) * 16 +: 16] : word[o[3:0] * 16 +: 16];
+                sum = 21'sd0; pr = 18'sd0; a = 9'sd0; w = 9'sd0;
                 if (dw) begin
                     a = pvok ? $signed(dv[8:0]) : 9'sd0;
                     w = $signed(wv[8:0]);
@@ -186,34 +196,57 @@ module npu_conv_mac #(
                     end
                 end
             end
-            wire [47:0] prev = abv[aw] ? old[gu*48 +: 48] : 48'd0;
+            wire [47:0] prev = oldv ? old[gu*48 +: 48] : 48'd0;
             assign nxt[gu*48 +: 48] = prev + {{27{sum[20]}}, sum};
+            wire unused_dv = ^dv[15:9];
         end
     endgenerate
 
-    // ================================================================ AB read ports (output stage)
-    genvar gr;
-    generate
-        for (gr = 0; gr < 4; gr = gr + 1) begin : g_abr
-            assign ab_rdata[gr*NU*48 +: NU*48] = ab[ab_raddr[gr*ABA +: ABA]];
-            assign ab_rvalid[gr] = abv[ab_raddr[gr*ABA +: ABA]];
+    // ================================================================ AB
+    always_ff @(posedge CLK) begin : ab_rw
+        integer r;
+        logic [4*NU*48-1:0] abr;
+        logic [3:0]         abrv;
+        if (vb) ab[awb] <= nxt;
+        // output-stage reads, registered (one vector update a cycle)
+        if (ab_ren) begin
+            for (r = 0; r < 4; r = r + 1) begin
+                abr[r*NU*48 +: NU*48] = ab[ab_raddr[r*ABA +: ABA]];
+                abrv[r] = abv[ab_raddr[r*ABA +: ABA]];
+            end
+            ab_rdata <= abr;
+            ab_rvalid <= abrv;
         end
-    endgenerate
-
-    always_ff @(posedge CLK) begin
-        if (run) ab[aw] <= nxt;
     end
 
     // ================================================================ sequencing
     wire [ABA-1:0] ng_mul = ABA'({8'd0, ngx} * {8'd0, ngy} * {7'd0, m_u});
     always_ff @(posedge CLK or negedge rst_n) begin
         if (!rst_n) begin
-            run <= 1'b0; gy <= 8'd0; gx <= 8'd0; hsub <= 1'b0; abase <= '0; aw <= '0;
+            run <= 1'b0; gy <= 8'd0; gx <= 8'd0; hsub <= 1'b0; aw <= '0;
             cur_valid <= 1'b0; cur_half <= 1'b0; abv <= '0; rel <= 2'b00;
             d_req <= 1'b0; d_oblk <= 17'd0; d_len <= 11'd0;
+            vb <= 1'b0; hb <= 1'b0; lastb <= 1'b0; dlb <= 1'b0; awb <= '0; ig8b <= 4'd0; c8b <= 17'd0;
+            d_oblk_b <= 17'd0; d_len_b <= 11'd0;
         end else begin
             rel <= 2'b00;
             if (d_ack) d_req <= 1'b0;
+            // ---- stage B: accumulate; the OFM block is complete after its last group
+            if (vb) abv[awb] <= 1'b1;
+            if (vb && lastb && dlb) begin
+                d_req <= 1'b1; d_oblk <= d_oblk_b; d_len <= d_len_b;
+            end
+            vb <= a_go;
+            hb <= hsub;
+            awb <= aw;
+            ig8b <= m_ig + {3'd0, hsub};
+            c8b <= m_cbase + (hsub ? 17'd8 : 17'd0);
+            lastb <= last_g;
+            dlb <= m_dlast;
+            d_oblk_b <= m_oblk;
+            d_len_b <= m_dlen;
+            if (a_go && gx == 8'd0 && gy == 8'd0 && !hsub) wb <= bq_w;
+            // ---- stage A
             if (clear) begin
                 cur_valid <= 1'b0;
                 run <= 1'b0;
@@ -231,20 +264,15 @@ module npu_conv_mac #(
                 end else begin
                     run <= 1'b1;
                     gy <= 8'd0; gx <= 8'd0; hsub <= 1'b0;
-                    abase <= ng_mul;
                     aw <= ng_mul;
                 end
             end else if (run) begin
-                abv[aw] <= 1'b1;
                 if (sparse && !hsub) begin
                     hsub <= 1'b1;
                 end else begin
                     hsub <= 1'b0;
                     if (last_g) begin
                         run <= 1'b0;
-                        if (m_dlast) begin
-                            d_req <= 1'b1; d_oblk <= m_oblk; d_len <= m_dlen;
-                        end
                     end else begin
                         aw <= aw + 1'b1;
                         if (gx + 8'd1 < ngx) gx <= gx + 8'd1;
@@ -255,7 +283,7 @@ module npu_conv_mac #(
         end
     end
 
-    wire unused_ok = ^{abase, mb_w, lmbw, ig8[3:1]};
+    wire unused_ok = ^{mb_w, lmbw, ig8b[3:1]};
 endmodule
 
 `default_nettype wire

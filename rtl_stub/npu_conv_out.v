@@ -70,8 +70,10 @@ module npu_conv_out #(
     input  wire            sb_we,
     input  wire [SBA-1:0]  sb_waddr,
     input  wire [84:0]     sb_wdata,
-    // accumulator buffer
+    // accumulator buffer (registered reads: the data of ab_raddr come the next cycle when
+    // ab_ren is 1, and stay)
     output logic [4*ABA-1:0] ab_raddr,
+    output wire            ab_ren,
     input  wire [4*NU*48-1:0] ab_rdata,
     input  wire [3:0]      ab_rvalid,
     // OFM writes (wr_ofm), single-beat bursts
@@ -134,7 +136,6 @@ module npu_conv_out #(
 
     // ---- stage 1: the chunk's accumulators and records
     logic        s1;
-    logic [47:0] acc1 [0:15];
     logic [84:0] rec1 [0:15];
     logic [15:0] m1;
     logic [39:0] a1;                         // address of lane 0
@@ -145,16 +146,20 @@ module npu_conv_out #(
     wire         f_pix = (oy == oh_m1) && (ox == ow_m1);
     wire  [16:0] od_m1 = od - 17'd1;
     wire         f_chk = f_pix && (od_m1 >= c_lo) && (od_m1 < c_hi);
+    logic [16:0] cb1;                        // the chunk's channel base (stage 1)
+    logic [4:0]  pl1;
+    logic [8:0]  u01;
     logic [47:0] accs [0:15];
     logic [16:0] rl;
     logic [8:0]  uw;
     logic [10:0] unit;
     integer j;
     always @(*) begin
+        rl = 17'd0; uw = 9'd0; unit = 11'd0;
         for (j = 0; j < 16; j = j + 1) begin
-            rl = cb + 17'(j) - oblk;
-            uw = 9'(rl >> lwo) - u0;
-            unit = 11'(({6'd0, pl} << lwo) | {1'b0, 10'(rl & ((17'd1 << lwo) - 17'd1))});
+            rl = cb1 + 17'(j) - oblk;
+            uw = 9'(rl >> lwo) - u01;
+            unit = 11'(({6'd0, pl1} << lwo) | {1'b0, 10'(rl & ((17'd1 << lwo) - 17'd1))});
             accs[j] = ab_rvalid[uw[1:0]] ? ab_rdata[uw[1:0]*NU*48 + unit*48 +: 48] : 48'd0;
         end
     end
@@ -166,7 +171,7 @@ module npu_conv_out #(
         for (gl = 0; gl < 16; gl = gl + 1) begin : g_lane
             wire [84:0] rc = rec1[gl];
             npu_conv_rescale u_rs (
-                .acc(acc1[gl]), .i48(i48), .per_ch(per_ch), .bias(rc[84:37]),
+                .acc(accs[gl]), .i48(i48), .per_ch(per_ch), .bias(rc[84:37]),
                 .scale(per_ch ? rc[36:6] : g_scale), .shift(per_ch ? rc[5:0] : g_shift),
                 .rnd(rnd), .dbl(dbl), .zp(o_zp), .clip(clip), .amin(amin), .amax(amax), .t(t[gl]));
         end
@@ -200,16 +205,17 @@ module npu_conv_out #(
     assign wd_data  = qd[q_dp[2:0]];
     assign wd_strb  = qs[q_dp[2:0]];
     assign d_ack = d_req && !act && !s1;
+    assign ab_ren = adv;
     assign busy = act || s1 || (q_cnt != 4'd0);
     assign flag_set = push && f1;
 
     integer e;
     always_ff @(posedge CLK) begin
         if (adv) begin
-            for (e = 0; e < 16; e = e + 1) begin
-                acc1[e] <= accs[e];
-                rec1[e] <= sb[SBA'(cb + 17'(e))];
-            end
+            for (e = 0; e < 16; e = e + 1) rec1[e] <= sb[SBA'(cb + 17'(e))];
+            cb1 <= cb;
+            pl1 <= pl;
+            u01 <= u0;
             m1 <= lmask & {16{pix_in}};
             a1 <= a_chk;
             f1 <= f_chk && pix_in;

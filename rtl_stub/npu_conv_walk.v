@@ -63,9 +63,9 @@ module npu_conv_walk #(
     output logic [NWD*4-1:0]   dec_space,
     input  wire [NWD-1:0]      dec_stop,
     // brick queue head
-    output wire               bq_valid,
-    output wire [2*MACS*9-1:0] bq_w,
-    output wire [BM-1:0]      bq_meta,
+    output logic              bq_valid,
+    output logic [2*MACS*9-1:0] bq_w,
+    output logic [BM-1:0]     bq_meta,
     input  wire               bq_pop,
     // IFM patch records (to the loader)
     output wire               gq_valid,
@@ -143,13 +143,16 @@ module npu_conv_walk #(
     wire [3:0]  rem = (cm1 == 4'd0) ? 4'd0 : wblk_k - cm1;         // end padding slots
 
     // ================================================================ bricks
-    logic [8:0]  bk [0:1][0:BW-1];
-    logic [BM-1:0] bmeta [0:1];
-    logic [1:0]  bq_cnt;
+    // two brick buffers (filled by the decoders) and the head brick the MAC array reads (a
+    // register loaded when the MAC array takes the next brick: it changes once a brick)
+    logic [BW*9-1:0] e0, e1;
+    logic [BM-1:0] m0, m1;
+    logic [1:0]  bq_cnt;                     // complete bricks in e0/e1 not yet at the head
     logic        bq_rp, bq_wp;
     logic [LBW:0] fcnt [0:NWD-1];
     wire [LBW:0] share = (LBW+1)'((({9'd0, wblk_o} << (dw ? 0 : sparse ? 4 : 3))) >> nwd_l);
     wire         filling = act && !fin && !failq && !halt && (bq_cnt != 2'd2);
+    wire         load = (!bq_valid || bq_pop) && (bq_cnt != 2'd0);
     wire [4:0]   lisz = dw ? 5'd0 : sparse ? 5'd4 : 5'd3;
 
     // decoder space and the brick's completion
@@ -213,16 +216,25 @@ module npu_conv_walk #(
     wire last_of_d = call_last && last_ublk && last_wiz && last_suby && last_subx && last_iblk;
     wire last_oblk = ({1'b0, oblk} + {7'd0, blkd} >= {1'b0, od});
     wire bq_push = complete && !(new_grp && !g_sent && !gq_ready);
-    assign done = fin;
+    assign done = fin && (bq_cnt == 2'd0);
 
     integer b;
     always_ff @(posedge CLK) begin
         // decoder weights into the brick being filled
         for (d = 0; d < NWD; d = d + 1)
             for (l = 0; l < OW; l = l + 1)
-                if (filling && l < dec_n[d*4 +: 4])
-                    bk[bq_wp][bpos(2'(d), fcnt[d] + (LBW+1)'(l))] <= dec_w[(d*OW + l)*9 +: 9];
-        if (bq_push) bmeta[bq_wp] <= meta;
+                if (filling && l < dec_n[d*4 +: 4]) begin
+                    if (bq_wp) e1[bpos(2'(d), fcnt[d] + (LBW+1)'(l))*9 +: 9] <= dec_w[(d*OW + l)*9 +: 9];
+                    else       e0[bpos(2'(d), fcnt[d] + (LBW+1)'(l))*9 +: 9] <= dec_w[(d*OW + l)*9 +: 9];
+                end
+        if (bq_push) begin
+            if (bq_wp) m1 <= meta;
+            else m0 <= meta;
+        end
+        if (load) begin
+            bq_w <= bq_rp ? e1 : e0;
+            bq_meta <= bq_rp ? m1 : m0;
+        end
     end
 
     always_ff @(posedge CLK or negedge rst_n) begin
@@ -233,7 +245,7 @@ module npu_conv_walk #(
             psy <= 2'd0; psx <= 2'd0; pky <= 4'd0; pkx <= 4'd0; cm <= 4'd0;
             pad_kind <= 2'd0; pad_left <= 4'd0; pad_then_end <= 1'b0; ig <= 4'd0;
             half <= 1'b0; new_grp <= 1'b1; new_d <= 1'b1; g_sent <= 1'b0;
-            bq_cnt <= 2'd0; bq_rp <= 1'b0; bq_wp <= 1'b0;
+            bq_cnt <= 2'd0; bq_rp <= 1'b0; bq_wp <= 1'b0; bq_valid <= 1'b0;
             for (b = 0; b < NWD; b = b + 1) fcnt[b] <= {(LBW+1){1'b0}};
         end else if (start) begin
             act <= 1'b1; fin <= 1'b0; failq <= 1'b0;
@@ -242,11 +254,16 @@ module npu_conv_walk #(
             psy <= 2'd0; psx <= 2'd0; pky <= 4'd0; pkx <= 4'd0; cm <= 4'd0;
             pad_kind <= 2'd0; pad_left <= 4'd0; pad_then_end <= 1'b0; ig <= 4'd0;
             half <= 1'b0; new_grp <= 1'b1; new_d <= 1'b1; g_sent <= 1'b0;
-            bq_cnt <= 2'd0; bq_rp <= 1'b0; bq_wp <= 1'b0;
+            bq_cnt <= 2'd0; bq_rp <= 1'b0; bq_wp <= 1'b0; bq_valid <= 1'b0;
             for (b = 0; b < NWD; b = b + 1) fcnt[b] <= {(LBW+1){1'b0}};
         end else begin
-            bq_cnt <= bq_cnt + {1'b0, bq_push} - {1'b0, bq_pop && bq_cnt != 2'd0};
-            if (bq_pop && bq_cnt != 2'd0) bq_rp <= ~bq_rp;
+            bq_cnt <= bq_cnt + {1'b0, bq_push} - {1'b0, load};
+            if (load) begin
+                bq_rp <= ~bq_rp;
+                bq_valid <= 1'b1;
+            end else if (bq_pop) begin
+                bq_valid <= 1'b0;
+            end
             if (gq_valid && gq_ready) g_sent <= 1'b1;
             if (filling && |stuck) failq <= 1'b1;
             // decoder fill counts
@@ -337,15 +354,6 @@ module npu_conv_walk #(
         end
     end
 
-    // ================================================================ queue head
-    assign bq_valid = (bq_cnt != 2'd0);
-    assign bq_meta = bmeta[bq_rp];
-    genvar gi;
-    generate
-        for (gi = 0; gi < BW; gi = gi + 1) begin : g_bw
-            assign bq_w[gi*9 +: 9] = bk[bq_rp][gi];
-        end
-    endgenerate
 
     wire unused_ok = ^{ils, ty_w[5:3], tx_w[5:3], i_sz, pk};
 endmodule

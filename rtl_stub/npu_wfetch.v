@@ -107,7 +107,7 @@ module npu_wfetch #(
     always @(*) begin
         sel = 3'd0; found = 1'b0; cand = 3'd0;
         for (k = 1; k <= 5; k = k + 1) begin
-            cand = (rr + 3'(k) >= 3'd5) ? rr + 3'(k) - 3'd5 : rr + 3'(k);
+            cand = ({1'b0, rr} + 4'(k) >= 4'd5) ? 3'({1'b0, rr} + 4'(k) - 4'd5) : rr + 3'(k);
             if (!found && want[cand] && res[cand] != (LFD+1)'(FD)) begin
                 sel = cand;
                 found = 1'b1;
