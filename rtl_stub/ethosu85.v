@@ -298,6 +298,9 @@ module ethosu85 #(
     assign k_wd_valid  = kw_wd_valid || cw_wd_valid;
     assign k_wd_data   = cw_wd_valid ? cw_wd_data : kw_wd_data;
     assign k_wd_strb   = cw_wd_valid ? cw_wd_strb : kw_wd_strb;
+    // B responses of wr_ofm: the CONV unit's while it is busy, else the kernel unit's (a unit
+    // finishes only when all its writes are answered, and the two never run together)
+    wire        ofm_b = (s_wb_valid && s_wb_id == ID_WR_OFM) || (e_wb_valid && e_wb_id == ID_WR_OFM);
     wire [39:0] d_wq_addr;
     wire [7:0]  d_wq_len;
     wire [3:0]  d_wq_cache;
@@ -455,7 +458,7 @@ module ethosu85 #(
         .wq_valid(kw_wq_valid), .wq_ext(kw_wq_ext), .wq_addr(kw_wq_addr), .wq_cache(kw_wq_cache),
         .wq_domain(kw_wq_domain), .wq_ready(k_wq_ready),
         .wd_valid(kw_wd_valid), .wd_data(kw_wd_data), .wd_strb(kw_wd_strb), .wd_ready(k_wd_ready),
-        .wb_valid((s_wb_valid && s_wb_id == ID_WR_OFM) || (e_wb_valid && e_wb_id == ID_WR_OFM)));
+        .wb_valid(ofm_b && !c_busy));
 
     // ================================================================ CONV / DEPTHWISE
     npu_conv #(.MACS(MACS), .NUM_WD_LOG2(CONFIG_WORD[NPU_F_CONFIG_NUM_WD +: 2])) u_conv (
@@ -477,7 +480,7 @@ module ethosu85 #(
         .wq_valid(cw_wq_valid), .wq_ext(cw_wq_ext), .wq_addr(cw_wq_addr), .wq_cache(cw_wq_cache),
         .wq_domain(cw_wq_domain), .wq_ready(k_wq_ready),
         .wd_valid(cw_wd_valid), .wd_data(cw_wd_data), .wd_strb(cw_wd_strb), .wd_ready(k_wd_ready),
-        .wb_valid((s_wb_valid && s_wb_id == ID_WR_OFM) || (e_wb_valid && e_wb_id == ID_WR_OFM)));
+        .wb_valid(ofm_b && c_busy));
 
     // ================================================================ PMU
     npu_pmu u_pmu (
