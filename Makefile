@@ -1,5 +1,5 @@
 # Ethos-U85 TLM, cocotb bench and RTL stand-in.
-#   make sim   run the cocotb regression (SIM=verilator|icarus DUT=rtl|tlm WAVES=1 SEED=n TESTS=pattern NPU_MODEL=x_vela.npz)
+#   make sim   run the cocotb regression (SIM=verilator|icarus DUT=rtl|tlm WAVES=1 SEED=n TESTS=pattern NPU_MODEL=x_vela.npz CONFIG=ethos-u85-N)
 #   make test  everything CI runs; make lint: RTL checks; make bench; make fuzz N=...
 SHELL   := /bin/bash
 PYTHON  ?= python3
@@ -14,6 +14,7 @@ SEED    ?=
 TESTS   ?=
 NPU_MODEL ?=
 NPU_MODEL_REF ?=
+CONFIG  ?=
 N       ?= 20000
 
 .PHONY: all venv sim test lint fuzz bench clean distclean
@@ -28,7 +29,7 @@ $(STAMP): pyproject.toml
 
 sim: $(STAMP)
 	$(PY) -m tb.run --sim $(SIM) --dut $(DUT) --waves $(WAVES) \
-	    $(if $(SEED),--seed $(SEED)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)') $(if $(NPU_MODEL_REF),--npu-model-ref '$(NPU_MODEL_REF)')
+	    $(if $(SEED),--seed $(SEED)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)') $(if $(NPU_MODEL_REF),--npu-model-ref '$(NPU_MODEL_REF)') $(if $(CONFIG),--config $(CONFIG))
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests

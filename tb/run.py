@@ -264,6 +264,20 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise SetupError(str(e)) from None
 
+    # DUT=rtl: the stand-in is built for the configuration's MACS (its CONFIG word, weight
+    # decoders and datapath width): --config, else the network's own, else ethos-u85-256
+    macs = None
+    if args.dut == "rtl":
+        try:
+            from tlm.config import get_config
+            name = config
+            if npu_model is not None and not args.config:
+                from tlm import runner as _runner
+                from tlm.vela import load as _load
+                name = _runner.resolve_config(_load(npu_model), None).name
+            macs = get_config(name).macs
+        except ImportError:
+            macs = None
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     _say(f"SIM={args.sim} DUT={args.dut} WAVES={args.waves} seed={seed} "
          f"(rerun with SEED={seed}); {tool}")
@@ -273,7 +287,8 @@ def run(args: argparse.Namespace) -> int:
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    name = f"{args.sim}-{args.dut}{'-waves' if args.waves else ''}"
+    name = (f"{args.sim}-{args.dut}{'' if macs in (None, 256) else f'-{macs}'}"
+            f"{'-waves' if args.waves else ''}")
     build_dir = Path(args.build_root).resolve() / name if args.build_root else REPO / "sim_build" / name
     # One run at a time per build folder: a second run would rebuild (or clean) it under
     # the first one's feet.
@@ -286,14 +301,15 @@ def run(args: argparse.Namespace) -> int:
             _say(f"waiting for another run using {build_dir}")
             fcntl.flock(lock, fcntl.LOCK_EX)
         return _build_and_run(args, env, sources, tool, seed, npu_model, npu_ref, config,
-                              build_dir, modules, get_runner, get_results)
+                              build_dir, modules, get_runner, get_results, macs)
 
 
 def _build_and_run(args, env, sources, tool, seed, npu_model, npu_ref, config, build_dir,
-                   modules, get_runner, get_results) -> int:
+                   modules, get_runner, get_results, macs=None) -> int:
+    parameters = {"MACS": macs} if macs is not None else {}
     stamp = {"sim": args.sim, "dut": args.dut, "waves": bool(args.waves), "tool": tool,
              "sources": [str(s) for s in sources], "timescale": list(TIMESCALE),
-             "includes": [str(RTL)]}
+             "includes": [str(RTL)], "parameters": parameters}
 
     runner = get_runner(args.sim)
     build_args: list[str] = []
@@ -323,6 +339,7 @@ def _build_and_run(args, env, sources, tool, seed, npu_model, npu_ref, config, b
     runner.build(sources=sources, hdl_toplevel=TOPLEVEL, build_dir=build_dir, clean=clean,
                  always=always,
                  waves=bool(args.waves), timescale=TIMESCALE, build_args=build_args,
+                 parameters=parameters,
                  includes=[RTL])    # the stand-in includes "gen/*.vh"
     (build_dir / "tb_build.json").write_text(json.dumps(stamp, indent=1))
     (build_dir / "tb_hdl.sha1").write_text(digest)

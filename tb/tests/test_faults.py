@@ -27,7 +27,7 @@ from tb.tests.common import (CH_RD_CMD, CH_RD_M2M, CH_RD_M2M_IDX, CH_WR_M2M, EXT
                              dma_cmds, dma_expect, enc, fill_random, check_bytes,
                              freeze_outstanding_limits, hold_responses, irq_pin, kernel_case,
                              named, permitted, program_regions, prot_after_reset_write,
-                             qconfig_interface, region_interface, rtl_unsupported, run_job_allowing,
+                             qconfig_interface, region_interface, run_job_allowing,
                              run_job_counting_irq,
                              seeded_rng,
                              soft_reset, start_env, status_fields, tlm_run, wait_reset_clear)
@@ -173,7 +173,6 @@ async def test_conv_fault(dut, operand, resp):
     await kernel_fault(dut, "conv", operand, resp)
 
 
-@rtl_unsupported("NPU_OP_CONV")
 @cocotb.parametrize(operand=named(["ifm", "ofm"]), resp=RESPS)
 @cocotb.test(**TIMEOUT)
 async def test_conv_fault_datapath(dut, operand, resp):

@@ -46,8 +46,8 @@ visits every bin of those cover points; everything else is drawn freely.
 On DUT=rtl the generator emits only what the stand-in implements (rtl_stub/README.md: 8-bit
 ELEMENTWISE mul/add/sub/min/max and POOL max/min/average/sum, single-tile storage, lut_none,
 global scale, no transposes), plus the branches, PMU_MASK and LUT DMAs, so
-``test_random_ops`` passes there too; ``test_random_conv`` (CONV/DEPTHWISE only) is marked
-expected-unsupported on DUT=rtl (rtl_unsupported("NPU_OP_CONV")).
+``test_random_ops`` passes there too; ``test_random_conv`` (CONV/DEPTHWISE only) runs the stand-in's CONV/DEPTHWISE subset there
+(8-bit IFM and OFM, no upscale, chaining, LUT or transposes; rtl_stub/README.md).
 
 Tests:
 
@@ -75,7 +75,7 @@ import cocotb
 from tb.env import Env
 from tb.scoreboard import IntervalSet
 from tb.tests.common import (DUT, OFF, REGION_BASE, STREAM_ADDR, enc, fmap_cmds, named,
-                             program_regions, rtl_unsupported, status_fields)
+                             program_regions, status_fields)
 from tlm import isa
 from tlm.config import get_config
 from tlm.device import KERNEL_OP_NAMES
