@@ -391,7 +391,9 @@ module ethosu85 #(
     wire [9:0]        st_opc;
     wire [63:0]       st_raw;
     wire [5:0]        k_op_mode;
-    wire [127:0]      unused_lut_rdata;      // LUT read port: for the kernel datapath (phase 2)
+    wire [6:0]        k_lut_raddr;           // LUT RAM read port of the kernel datapath
+    wire [127:0]      k_lut_rdata;
+    wire              k_chain;
     wire [DESC_W-1:0] dma_desc;
     wire [2:0]        dma_outstanding;
     npu_cmd_decode #(.DESC_W(DESC_W)) u_dec (
@@ -409,7 +411,7 @@ module ethosu85 #(
         .st_we(st_we), .st_kind(st_kind), .st_opc(st_opc), .st_raw(st_raw),
         .k_op_pool(k_op_pool), .k_op_ew(k_op_ew), .k_op_mode(k_op_mode),
         .k_unsupported(k_unsup), .k_unpredictable(k_unpred), .k_start(k_start), .k_busy(k_busy),
-        .k_flag(k_flag),
+        .k_flag(k_flag), .k_chain(k_chain),
         .c_op_dw(c_op_dw), .c_op_wi2(c_op_wi2), .c_unsupported(c_unsup), .c_unpredictable(c_unpred),
         .c_start(c_start), .c_busy(c_busy), .c_flag(c_flag), .c_flag_set(c_flag_set),
         .pmu_mask_we(pmu_mask_we), .pmu_mask_val(pmu_mask_val),
@@ -436,7 +438,7 @@ module ethosu85 #(
         .wd_valid(d_wd_valid), .wd_ext(d_wd_ext), .wd_data(d_wd_data), .wd_strb(d_wd_strb),
         .wd_last(d_wd_last), .wd_ready(d_wd_ready),
         .wb_valid((s_wb_valid && s_wb_id == ID_WR_M2M) || (e_wb_valid && e_wb_id == ID_WR_M2M)),
-        .lut_raddr(7'd0), .lut_rdata(unused_lut_rdata),
+        .lut_raddr(k_lut_raddr), .lut_rdata(k_lut_rdata),
         .idle(dma_idle));
 
     // ================================================================ kernel operations
@@ -446,7 +448,9 @@ module ethosu85 #(
         .op_pool(k_op_pool), .op_ew(k_op_ew), .op_mode(k_op_mode),
         .op_unsupported(k_unsup), .op_unpredictable(k_unpred),
         .start(k_start), .busy(k_busy), .abort(dma_abort), .pause(pause), .cond_flag(k_flag),
+        .chain_open(k_chain),
         .basep(basep), .regioncfg(regioncfg), .mem_attr(mem_attr),
+        .lut_raddr(k_lut_raddr), .lut_rdata(k_lut_rdata),
         .a_rq_valid(kk_rq_valid), .a_rq_ext(kk_rq_ext), .a_rq_addr(kk_rq_addr),
         .a_rq_cache(kk_rq_cache), .a_rq_domain(kk_rq_domain), .a_rq_ready(ka_rq_ready),
         .a_rb_valid(s_hit_ka || e_hit_ka), .a_rb_data(s_hit_ka ? s_rb_data : e_rb_data),

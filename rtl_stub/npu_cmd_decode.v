@@ -29,13 +29,13 @@
 //     answered), so the kernel unit sees stable NPU_SET state.
 //   - NPU_OP_KERNEL_WAIT: operations complete before the next command: completes at once.
 //   - NPU_OP_PMU_MASK: passed to the PMU (which applies it if PMCR.mask_en = 1).
-//   - NPU_OP_CONV, DEPTHWISE: the weight and scale/bias streams are read (npu_wfetch.v);
-//     when every read has completed the operation stops with cmd_parse_error (the
-//     arithmetic is not implemented; QREAD at the operation, IRQ). An error response on
-//     those reads stops the NPU as every bus fault does, QREAD at the operation.
+//   - NPU_OP_CONV, DEPTHWISE: checked and run by the CONV unit (npu_conv.v) as the kernel
+//     unit does for POOL/ELEMENTWISE; inside an open chain (k_chain: the kernel unit's
+//     g_chain_length != 0) they cannot be appended: UNPREDICTABLE, no effect.
 //   - NPU_OP_RESIZE: not implemented: cmd_parse_error (the NPU stops with IRQ, QREAD at the
 //     operation).
-// * Stops: NPU_OP_STOP, QREAD reaching QSIZE (cmd_end_reached), CMD.stop_request, errors.
+// * Stops: NPU_OP_STOP, QREAD reaching QSIZE (cmd_end_reached), CMD.stop_request (taken
+//   once no chain is open: the commands of an open chain run on), errors.
 //   STATUS.state reads RUNNING until every outstanding command fetch, DMA transfer, kernel
 //   operation and AXI transaction has completed; then the NPU is STOPPED and irq_raised is
 //   set. On an error (and during a soft reset) the DMA and the kernel unit are aborted: no
@@ -98,6 +98,7 @@ module npu_cmd_decode #(
     output wire              k_start,
     input  wire              k_busy,
     input  wire              k_flag,
+    input  wire              k_chain,        // a chain of kernel operations is open
     // CONV / DEPTHWISE unit (npu_conv.v)
     output wire              c_op_dw,        // NPU_OP_DEPTHWISE (else CONV)
     output wire              c_op_wi2,       // NPU_OP_CONV weights_ifm2
@@ -202,7 +203,9 @@ module npu_cmd_decode #(
                    f_npu_set_dma0_src__addr};                    // [39:0]
 
     // ---------------------------------------------------------------- execute
-    wire exec = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_req_pend
+    // a stop request is taken at a command boundary outside a chain
+    wire stop_now = stop_req_pend && !k_chain;
+    wire exec = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_now
                 && !k_busy && !c_busy && (qread_q < qsize_al) && have;
 
     logic        adv4, adv8, do_stop, do_irq, do_perr, do_bfault, do_branch, do_push;
@@ -259,7 +262,7 @@ module npu_cmd_decode #(
             end else if (is_conv) begin
                 if (c_unsupported) begin
                     do_perr = 1'b1;                 // not implemented by the stand-in
-                end else if (c_unpredictable) begin
+                end else if (c_unpredictable || k_chain) begin
                     adv4 = 1'b1;                    // UNPREDICTABLE: no effect
                 end else begin
                     do_cstart = 1'b1;
@@ -298,7 +301,7 @@ module npu_cmd_decode #(
 
     assign fetch_restart = start_ok || do_branch;
     assign fetch_off = do_branch ? br_target : start_off;
-    assign fetch_enable = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_req_pend;
+    assign fetch_enable = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_now;
     assign dma_abort = reset_halt || bus_status || (fsm == S_DRAIN && kind == K_ERR);
 
     always_ff @(posedge CLK or negedge rst_n) begin
@@ -369,7 +372,7 @@ module npu_cmd_decode #(
                     end else if (do_stop) begin
                         fsm <= S_DRAIN;
                         kind <= K_STOP;
-                    end else if (stop_req_pend && !pause) begin
+                    end else if (stop_now && !pause) begin
                         fsm <= S_DRAIN;
                         kind <= K_REQ;
                     end else if (!pause && qread_q >= qsize_al) begin

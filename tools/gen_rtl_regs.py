@@ -253,7 +253,7 @@ def gen_kernel() -> str:
     from tlm import arith
     from tlm.ops import pool
 
-    out = [HEADER.format(name="npu_kernel.vh", sources="tlm/arith.py and tlm/ops/pool.py"),
+    out = [HEADER.format(name="npu_kernel.vh", sources="tlm/arith.py, tlm/ops/pool.py and tlm/ops/common.py"),
            "// Constants of the kernel datapath (npu_kernel.v, npu_kernel_alu.v). Include inside a",
            "// module body.",
            "/* verilator lint_off UNUSEDPARAM */", ""]
@@ -273,6 +273,11 @@ def gen_kernel() -> str:
     for m in ("MAX", "MIN", "AVERAGE", "SUM"):
         v = pool._identity(getattr(pool, m)) & 0xFFFFFFFF
         out.append(f"localparam [31:0] NPU_POOL_IDENTITY_{m} = {_hex(v, 32)};")
+    out.append("")
+    from tlm.ops import common
+    out.append("// ---- chaining (tlm.ops.common, TRM 3.6.4): FIFOs, operations in a chain ----")
+    out.append(f"localparam integer NPU_NUM_CHAINING_FIFO = {common.NUM_CHAINING_FIFO};")
+    out.append(f"localparam integer NPU_MAX_CHAIN_LENGTH = {common.MAX_CHAIN_LENGTH};")
     out.append("")
     out.append("/* verilator lint_on UNUSEDPARAM */")
     return "\n".join(out) + "\n"

@@ -31,6 +31,8 @@ _MB_HW = ((1, 1), (1, 2), (1, 4), (2, 2), (2, 4), (4, 4))
 # implementation sizes of npu_conv.v (AB words, IFM buffer words per half, scale/bias records)
 AB_WORDS = 256
 SB_RECORDS = 2048
+CHAIN_DEPTH = 1024                          # npu_kernel.v: values per chaining FIFO
+NUM_CHAINING_FIFO = 3
 
 
 def ib_half_words(macs: int) -> int:
@@ -60,8 +62,8 @@ def _geometry(f):
     return sy, sx, kh, kw, oh, ow, ih, iw
 
 
-def _common(f) -> "str | None":
-    """Output-stage and feature-map features every kernel unit lacks."""
+def _conv_out(f) -> "str | None":
+    """Output-stage features the CONV/DEPTHWISE unit lacks."""
     if f("NPU_SET_OFM_PRECISION", "activation_precision") != B8:
         return "OFM precision other than b8"
     if f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained:
@@ -83,7 +85,7 @@ def _conv(f, dw: bool, wi2: bool, macs: int) -> "str | None":
         return "IFM upscale"
     if f("NPU_SET_ACC_FORMAT", "acc_input") in (1, 2) or f("NPU_SET_ACC_FORMAT", "acc_output") != 0:
         return "accumulator keep/restore"
-    why = _common(f)
+    why = _conv_out(f)
     if why:
         return why
     if f("NPU_SET_OFM_PRECISION", "activation_storage") != ST.none and (
@@ -133,30 +135,28 @@ def _conv(f, dw: bool, wi2: bool, macs: int) -> "str | None":
 
 
 def _pool(f, mode: int) -> "str | None":
-    if mode not in (PM.max, PM.min, PM.average, PM.sum):
+    if mode not in (PM.max, PM.min, PM.average, PM.sum, PM.reduce_sum):
         return f"pooling mode {PM(mode).name}"
-    prec, sgn = f("NPU_SET_IFM_PRECISION", "activation_precision"), f("NPU_SET_IFM_PRECISION", "activation_type")
-    if prec in (P.b16, P.b32) and sgn:
-        return "16/32-bit IFM"
-    if mode == PM.sum and f("NPU_SET_ACC_FORMAT", "acc_format") != 0:
-        return "sum pooling with acc_format i48"
     if f("NPU_SET_ACC_FORMAT", "acc_input") in (1, 2) or f("NPU_SET_ACC_FORMAT", "acc_output") != 0:
         return "accumulator keep/restore"
     up = f("NPU_SET_IFM_UPSCALE", "mode")
-    if up == 1 or (up == 2 and mode not in (PM.max, PM.min)):
+    if mode != PM.reduce_sum and (up == 1 or (up == 2 and mode not in (PM.max, PM.min))):
         return "IFM upscale"
     if f("NPU_SET_IFM_PRECISION", "activation_storage") == ST.chained:
         return "chained IFM"
     if f("NPU_SET_OFM_PRECISION", "scale_mode") == 0:
         return "per-channel scale"
-    why = _common(f)
-    if why:
-        return why
+    if f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b64:
+        return "b64 OFM"
+    if f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained:
+        return "chained OFM"
     if f("NPU_SET_OFM_PRECISION", "activation_reverse") or f("NPU_SET_OFM_PRECISION", "activation_transpose"):
         return "OFM reverse/transpose"
     sy, sx, kh, kw, oh, ow, ih, iw = _geometry(f)
     if mode in (PM.max, PM.min) and (kh > 256 or kw > 256):
         return "max/min kernel above 256"
+    if mode == PM.reduce_sum:
+        ih, iw = oh, ow
     if not _tile0(f, "IFM", ih - 1, iw - 1):
         return "IFM outside tile 0"
     if f("NPU_SET_OFM_PRECISION", "activation_storage") != ST.none and not _tile0(f, "OFM", oh - 1, ow - 1):
@@ -164,39 +164,92 @@ def _pool(f, mode: int) -> "str | None":
     return None
 
 
+def _scaled(prec: int, sgn: int) -> bool:
+    """scale_a / scale_b scale the operand (b8, signed b16); others pass unscaled."""
+    return prec == P.b8 or (prec == P.b16 and sgn)
+
+
+def _zp(raw: int, sgn: int) -> int:
+    return raw - 0x10000 if sgn and raw & 0x8000 else raw
+
+
 def _elementwise(f, mode: int) -> "str | None":
-    if mode > EW.max:
-        return f"elementwise mode {EW(mode).name}"
-    prec, sgn = f("NPU_SET_IFM_PRECISION", "activation_precision"), f("NPU_SET_IFM_PRECISION", "activation_type")
-    if prec == P.b16 or (prec == P.b32 and sgn):
-        return "16/32-bit IFM"
-    scal1 = f("NPU_SET_IFM_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
-    scal2 = f("NPU_SET_IFM2_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
-    if (not scal1 and f("NPU_SET_IFM_PRECISION", "activation_storage") == ST.chained) or (
-            not scal2 and f("NPU_SET_IFM2_PRECISION", "activation_storage") == ST.chained):
-        return "chained IFM"
-    why = _common(f)
-    if why:
-        return why
+    if mode == EW.div:
+        return "elementwise mode div"
+    if f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b64:
+        return "b64 OFM"
+    if (f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained
+            and f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b32
+            and not f("NPU_SET_OFM_PRECISION", "activation_type")):
+        return "chained unsigned b32 OFM"
     if f("NPU_SET_OFM_PRECISION", "activation_transpose") in (2, 6):
         return "OFM transpose"
+    scal1 = f("NPU_SET_IFM_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
+    scal2 = f("NPU_SET_IFM2_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
+    unary = mode in (EW.lrelu, EW.abs, EW.clz, EW["not"])
+    if mode != EW.mul:
+        scalar = f("NPU_SET_OP_SCALAR", "scalar")
+        scalar = scalar - (1 << 32) if scalar & 0x80000000 else scalar
+        for which, scal, used in (("IFM", scal1, True), ("IFM2", scal2, not unary)):
+            prec = f(f"NPU_SET_{which}_PRECISION", "activation_precision")
+            sgn = f(f"NPU_SET_{which}_PRECISION", "activation_type")
+            v = scalar - _zp(f(f"NPU_SET_{which}_ZERO_POINT", "zero_point"), sgn)
+            if scal and used and not _scaled(prec, sgn) and not -(1 << 31) <= v < (1 << 31):
+                return "unscaled scalar operand outside int32"
     oh = f("NPU_SET_OFM_HEIGHT_M1", "height_m1")
     ow = f("NPU_SET_OFM_WIDTH_M1", "width_m1")
     bm1 = f("NPU_SET_IFM_BROADCAST", "broadcast_mode")
     bm2 = f("NPU_SET_IFM2_BROADCAST", "broadcast_mode")
-    if not scal1 and not _tile0(f, "IFM", 0 if bm1 & 1 else oh, 0 if bm1 & 2 else ow):
+    ch1 = f("NPU_SET_IFM_PRECISION", "activation_storage") == ST.chained
+    ch2 = f("NPU_SET_IFM2_PRECISION", "activation_storage") == ST.chained
+    if not scal1 and not ch1 and not _tile0(f, "IFM", 0 if bm1 & 1 else oh, 0 if bm1 & 2 else ow):
         return "IFM outside tile 0"
-    if not scal2 and not _tile0(f, "IFM2", 0 if bm2 & 1 else oh, 0 if bm2 & 2 else ow):
+    if not unary and not scal2 and not ch2 and not _tile0(f, "IFM2", 0 if bm2 & 1 else oh, 0 if bm2 & 2 else ow):
         return "IFM2 outside tile 0"
-    if f("NPU_SET_OFM_PRECISION", "activation_storage") != ST.none and not _tile0(f, "OFM", oh, ow):
+    if f("NPU_SET_OFM_PRECISION", "activation_storage") in (0, 1) and not _tile0(f, "OFM", oh, ow):
         return "OFM outside tile 0"
     return None
+
+
+class _Chain:
+    """The chaining FIFOs' fill (npu_kernel.v CHAIN_DEPTH values each)."""
+
+    def __init__(self):
+        self.length = 0
+        self.count = [0] * NUM_CHAINING_FIFO
+
+    def elementwise(self, f, mode: int) -> "str | None":
+        if self.length == 0:
+            self.count = [0] * NUM_CHAINING_FIFO
+        n = ((f("NPU_SET_OFM_HEIGHT_M1", "height_m1") + 1) * (f("NPU_SET_OFM_WIDTH_M1", "width_m1") + 1)
+             * (f("NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1))
+        unary = mode in (EW.lrelu, EW.abs, EW.clz, EW["not"])
+        for which, used in (("IFM", True), ("IFM2", not unary)):
+            scal = f(f"NPU_SET_{which}_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
+            if used and not scal and f(f"NPU_SET_{which}_PRECISION", "activation_storage") == ST.chained:
+                r = f(f"NPU_SET_{which}_REGION", "region")
+                if r < NUM_CHAINING_FIFO:
+                    self.count[r] = max(0, self.count[r] - n)
+        if f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained:
+            r = f("NPU_SET_OFM_REGION", "region")
+            self.length += 1
+            if r < NUM_CHAINING_FIFO:
+                self.count[r] += n
+                if self.count[r] > CHAIN_DEPTH:
+                    return f"a chaining FIFO holding more than {CHAIN_DEPTH} values"
+        else:
+            self.length = 0
+        return None
+
+    def other(self) -> None:
+        self.length = 0
 
 
 def first_unsupported(words, macs: int):
     """(byte offset, NPU_OP name, reason) of the first kernel operation of *words* the
     stand-in does not claim, or None."""
     regs = isa.RegisterFile()
+    chain = _Chain()
     for d in isa.iter_decode(list(words)):
         name = d.cmd.name
         if name.startswith("NPU_SET_"):
@@ -211,9 +264,11 @@ def first_unsupported(words, macs: int):
         elif name == "NPU_OP_POOL":
             why = _pool(f, d.fields["pooling_mode"])
         elif name == "NPU_OP_ELEMENTWISE":
-            why = _elementwise(f, d.fields["elementwise_mode"])
+            why = _elementwise(f, d.fields["elementwise_mode"]) or chain.elementwise(f, d.fields["elementwise_mode"])
         elif name == "NPU_OP_RESIZE":
             why = "NPU_OP_RESIZE"
+        if name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL"):
+            chain.other()
         if why:
             return d.offset, name, why
     return None

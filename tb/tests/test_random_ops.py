@@ -101,8 +101,8 @@ TRANSPOSE = {m.name: int(m) for m in isa.activation_transpose}
 UNARY = ("lrelu", "abs", "clz", "not")
 # (precision, signed) of IFMs: an unsigned b32 IFM is legal for no kernel operation
 IFM_TYPES = ((B8, 1), (B8, 0), (B16, 1), (B16, 0), (B32, 1))
-RTL_EW = ("mul", "add", "sub", "min", "max")
-RTL_POOL = ("max", "min", "average", "sum")
+RTL_EW = tuple(m for m in EW if m != "div")
+RTL_POOL = ("max", "min", "average", "sum", "reduce_sum")
 # region offsets the generator may use in one job (REGION_BASE spacing is >= 0x30000)
 REGION_LIMIT = 0x2_F000
 MAX_WEIGHT_BYTES = 6144             # weight streams of one operation (bounds the AXI traffic)
@@ -283,8 +283,6 @@ class OpGen:
     def ifm_type(self, types) -> tuple:
         """(precision, signed, format) of an IFM from the balanced deck, among *types*
         ((precision, signed) pairs the operation accepts; b8 only on the stand-in)."""
-        if self.rtl:
-            types = [t for t in types if t[0] == B8]
         return self.ifm_deck.draw({(p, s, f) for p, s in types for f in (NHWC, NHCWB16)})
 
     # ---------------------------------------------------------------- tensors
@@ -396,7 +394,7 @@ class OpGen:
         if ofm.prec == B8:
             tlo, thi = (-128, 127) if ofm.signed else (0, 255)
         fn, table, clip = "lut_none", 0, 0
-        if lut_ok and not self.rtl:
+        if lut_ok:
             fn = self.act_deck.draw()
             table = {"lut_u8_u8": r.randrange(8), "lut_s8_s8": r.randrange(8),
                      "lut_s8_s16": r.randrange(4), "lut_s8_s32": r.randrange(2)}.get(fn, 0)
@@ -422,7 +420,7 @@ class OpGen:
         return cmds, fn != "lut_none"
 
     def ofm_out(self, oh: int, ow: int, od: int, *, transposes=("HWC",), reverse: bool = False,
-                storage_none: float = 0.04):
+                storage_none: float = 0.04, precs=(B8, B16, B32)):
         """An OFM for a logical [oh, ow, od] result, its type and format from the balanced
         deck: (tensor, OFM_PRECISION extras, block dims, transpose name)."""
         r = self.rng
@@ -435,7 +433,7 @@ class OpGen:
         mem = {"HWC": (oh, ow, od), "WHC": (ow, oh, od), "HCW": (oh, od, ow), "CWH": (od, ow, oh),
                "CHW": (od, oh, ow), "WCH": (ow, od, oh)}[tr]
         fmts = (NHWC,) if (tr != "HWC" or rev == 3) else (NHWC, NHCWB16)    # simple block rules
-        prec, signed, fmt = self.ofm_deck.draw({(p, s, f) for p in ((B8,) if self.rtl else (B8, B16, B32))
+        prec, signed, fmt = self.ofm_deck.draw({(p, s, f) for p in precs
                                                 for s in (0, 1) for f in fmts})
         none = r.random() < storage_none
         t = self.tensor(*mem, prec, signed, ofm=True, fmt=fmt, storage_none=none)
@@ -487,7 +485,7 @@ class OpGen:
         return cmds, {REGION_BASE[region] + off: data + pad}
 
     def lut_ok(self) -> bool:
-        return self.lut_loaded and not self.rtl
+        return self.lut_loaded
 
     # ---------------------------------------------------------------- ELEMENTWISE
     def elementwise(self, mode: str) -> Op:
@@ -659,9 +657,7 @@ class OpGen:
         image = {}
         if mode != "none":
             image.update(ifm.image(self.values(ifm), r))
-        acc48 = mode in ("sum", "reduce_sum", "none") and not self.rtl and r.random() < 0.4
-        if mode == "sum" and self.rtl:
-            acc48 = False
+        acc48 = mode in ("sum", "reduce_sum", "none") and r.random() < 0.4
         ofm, extra, blk, tr = self.ofm_out(oh, ow, od, transposes=tuple(TRANSPOSE), reverse=True)
         mb = r.randrange(6)
         per_channel = not self.rtl and mode != "average" and r.random() < 0.3
@@ -769,7 +765,8 @@ class OpGen:
 
     # ---------------------------------------------------------------- CONV / DEPTHWISE
     def conv(self, variant: str) -> Op:
-        ifm_t = self.ifm_type([(B8, 0), (B8, 1), (B16, 1)])
+        # the stand-in's CONV/DEPTHWISE: 8-bit IFM and OFM, no LUT
+        ifm_t = self.ifm_type([(B8, 0), (B8, 1)] if self.rtl else [(B8, 0), (B8, 1), (B16, 1)])
         if variant == "matmul":
             return self.matmul(ifm_t)
         for _ in range(100):
@@ -847,7 +844,8 @@ class OpGen:
         prec, signed, fmt1 = ifm_t
         ifm = self.tensor(sh, sw, idp, prec, signed, fmt=fmt1)
         image = ifm.image(self.values(ifm), r)
-        ofm, extra, blk, tr = self.ofm_out(oh, ow, od, transposes=tuple(TRANSPOSE), reverse=True)
+        ofm, extra, blk, tr = self.ofm_out(oh, ow, od, transposes=tuple(TRANSPOSE), reverse=True,
+                                           precs=(B8,) if self.rtl else (B8, B16, B32))
         ebits = 8 << ofm.prec
         taps = kh * kw * (1 if dw else idp)
         bits = (16 if ifm16 else 8) + 8 + max(1, taps.bit_length())
@@ -890,7 +888,7 @@ class OpGen:
             cmds += [(f"NPU_SET_WEIGHT{names[k]}_BASE", dict(addr=off)),
                      (f"NPU_SET_WEIGHT{names[k]}_LENGTH", dict(length=len(blob)))]
         cmds += [("NPU_SET_OFM_SCALE", osc)]
-        act, lut = self.activation(ofm, self.lut_ok())
+        act, lut = self.activation(ofm, self.lut_ok() and not self.rtl)
         cmds += self.ofm_cmds(ofm, extra, oh, ow, od, blk) + act
         cmds += [("NPU_SET_ACC_FORMAT", dict(acc_format=int(acc48), acc_input=acc_input, acc_output=0,
                                              microblock=mb))]

@@ -27,14 +27,13 @@ import cocotb
 from cocotb.triggers import ClockCycles
 
 from tb.env import Env
-from tb.tests.common import DUT, OFF, named, skip_now
+from tb.tests.common import DUT, named, skip_now, soft_reset
 from tb.tests.netjob import run_network, vela_model
 from tb.tests.rtl_support import first_unsupported
 
 QUICK = ("conv2d_3x3_s2_same_relu6_pc", "dwconv_5x5_s2_c33", "fc_64x32_pt", "conv2d_3x3_c7to21_odd",
          "avgpool_3x3_s1_same", "add_bcast_relu", "resize_nearest_8x8to12x12")
 SKIP = ("mobilenet_v2_0p5_224",)           # the bench network (minutes of simulation)
-RESET = OFF["RESET"]
 
 
 def _catalog() -> list:
@@ -110,8 +109,7 @@ async def test_catalog_networks(dut, mode):
             job = env.scoreboard.jobs[-1]
             assert job.closed and job.mismatches_in_job == 0, \
                 f"{name}: scoreboard mismatches before the refused operation: {env.scoreboard.mismatches[-3:]}"
-            await env.write_ok(RESET, 0b01)                  # clear the sticky cmd_parse_error
-            await env.wait_reset_done()
+            await soft_reset(env, 0b01)                      # clear the sticky cmd_parse_error
             refused += 1
             cocotb.log.info("%s (%s, %s): stopped with cmd_parse_error at %s 0x%x as claimed (%s)", name,
                             env.config, mode, op, off, why)
