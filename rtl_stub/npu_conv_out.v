@@ -181,7 +181,14 @@ module npu_conv_out #(
     always @(*) begin
         for (b = 0; b < 16; b = b + 1) bytes[b*8 +: 8] = t[b][7:0];
     end
-    wire [255:0] win  = {128'd0, bytes} << {a1[3:0], 3'b000};
+`ifdef PLANT_CONV_BUG
+    // test-only (tests/test_rtl_plant.py): the OFM's last element is written with bit 0
+    // flipped; the regression must catch it
+    wire [127:0] bytes_w = f1 ? bytes ^ ({120'd0, 8'h01} << {fl1, 3'b000}) : bytes;
+`else
+    wire [127:0] bytes_w = bytes;
+`endif
+    wire [255:0] win  = {128'd0, bytes_w} << {a1[3:0], 3'b000};
     wire [31:0]  wm   = {16'd0, m1} << a1[3:0];
     wire         two  = (wm[31:16] != 16'd0);
     wire         one  = (wm[15:0] != 16'd0);
