@@ -1,6 +1,7 @@
 # Ethos-U85 TLM, cocotb bench and RTL stand-in.
 #   make sim   run the cocotb regression (SIM=verilator|icarus DUT=rtl|tlm WAVES=1 SEED=n TESTS=pattern NPU_MODEL=x_vela.npz CONFIG=ethos-u85-N)
 #   make test  everything CI runs; make lint: RTL checks; make bench; make fuzz N=...
+#   make mutate  mutation testing of the RTL stand-in's datapath (MUTANTS=n sampled, default 40)
 SHELL   := /bin/bash
 PYTHON  ?= python3
 VENV    ?= .venv
@@ -17,7 +18,7 @@ NPU_MODEL_REF ?=
 CONFIG  ?=
 N       ?= 20000
 
-.PHONY: all venv sim test lint fuzz bench clean distclean
+.PHONY: all venv sim test lint fuzz bench mutate clean distclean
 all: test
 
 venv: $(STAMP)
@@ -33,6 +34,11 @@ sim: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+# mutation testing of the stand-in's datapath against a fast DUT=rtl regression (Icarus)
+MUTANTS ?= 40
+mutate: $(STAMP)
+	$(PY) tools/mutate.py -n $(MUTANTS) $(if $(SEED),--seed $(SEED))
 
 # RTL: verilator --lint-only -Wall, iverilog -g2012, Yosys (no latches), generated includes up to date
 lint: $(STAMP)
