@@ -546,13 +546,15 @@ module npu_conv #(
     assign wq_domain = or_dom;
 
     // ---- beat consumers
+    wire [3:0] dec_ready4 = 4'(dec_ready);     // the decoders there are, zero-extended
+    wire [3:0] dec_stop4 = 4'(dec_stop);
     always @(*) begin
         q_pop = 5'd0;
         q_drop = 5'd0;
         for (wk = 0; wk < 4; wk = wk + 1) begin
-            q_pop[wk] = (wk < NWD) ? dec_ready[wk] : 1'b0;
+            q_pop[wk] = (wk < NWD) ? dec_ready4[wk] : 1'b0;
             // a decoder that has stopped, or a pass that needs no more weights, drops its beats
-            q_drop[wk] = (wk >= NWD) || (dec_stop[wk] && wk < NWD) || w_done || failed || halt;
+            q_drop[wk] = (wk >= NWD) || (dec_stop4[wk] && wk < NWD) || w_done || failed || halt;
         end
         if (fwd) q_pop[0] = fwd_ready;
         q_pop[4] = sb_take;

@@ -270,6 +270,9 @@ module npu_kernel #(
     localparam [2:0] TR_HWC = NPU_E_ACTIVATION_TRANSPOSE_HWC[2:0];
     localparam [2:0] TR_HCW = NPU_E_ACTIVATION_TRANSPOSE_HCW[2:0];
     localparam [2:0] TR_CHW = NPU_E_ACTIVATION_TRANSPOSE_CHW[2:0];
+    localparam [2:0] TR_WHC = NPU_E_ACTIVATION_TRANSPOSE_WHC[2:0];
+    localparam [2:0] TR_CWH = NPU_E_ACTIVATION_TRANSPOSE_CWH[2:0];
+    localparam [2:0] TR_WCH = NPU_E_ACTIVATION_TRANSPOSE_WCH[2:0];
     localparam [4:0] F_S8S16 = NPU_E_ACTIVATION_FUNCTION_LUT_S8_S16[4:0];
     localparam [4:0] F_S8S32 = NPU_E_ACTIVATION_FUNCTION_LUT_S8_S32[4:0];
     localparam [4:0] F_S16 = NPU_E_ACTIVATION_FUNCTION_LUT_S16_S16[4:0];
@@ -341,7 +344,10 @@ module npu_kernel #(
     wire [1:0]  lmax_ab = (a_mem && b_mem) ? ((i_prec > j_prec) ? i_prec : j_prec)
                         : a_mem ? i_prec : b_mem ? j_prec : 2'd0;
     wire [1:0]  lmax = (o_mem && o_prec > lmax_ab) ? o_prec : lmax_ab;
-    wire [4:0]  CH = 5'd16 >> lmax;
+    // write_ofm transposes that move the channel axis out of the innermost place: one
+    // element a chunk (CH = 1), each written on its own
+    wire        tr_elem = o_tr == TR_HCW || o_tr == TR_CWH || o_tr == TR_CHW || o_tr == TR_WCH;
+    wire [4:0]  CH = (tr_elem && o_mem) ? 5'd1 : 5'd16 >> lmax;
     wire        bc_a = !pl && i_bm[2];                           // IFM broadcast in c
     wire        bc_b = j_bm[2];
     // strides: stride_y/x = 2*msb + lsb + 1
@@ -406,7 +412,19 @@ module npu_kernel #(
     wire [20:0] ew_i_maxx = i_bm[1] ? 21'd0 : {5'd0, ow_m1};
     wire [20:0] ew_j_maxy = j_bm[0] ? 21'd0 : {5'd0, oh_m1};
     wire [20:0] ew_j_maxx = j_bm[1] ? 21'd0 : {5'd0, ow_m1};
-    wire        o_tile0 = tile0(o_stor, o_w0m1, o_h0m1, o_h1m1, {5'd0, oh_m1}, {5'd0, ow_m1});
+    // the OFM's largest memory y' and x' (after write_ofm's transpose)
+    logic [15:0] o_my, o_mx;
+    always @(*) begin
+        case (o_tr)
+            NPU_E_ACTIVATION_TRANSPOSE_WHC[2:0]: begin o_my = ow_m1; o_mx = oh_m1; end
+            NPU_E_ACTIVATION_TRANSPOSE_HCW[2:0]: begin o_my = oh_m1; o_mx = od_m1; end
+            NPU_E_ACTIVATION_TRANSPOSE_CWH[2:0]: begin o_my = od_m1; o_mx = ow_m1; end
+            NPU_E_ACTIVATION_TRANSPOSE_CHW[2:0]: begin o_my = od_m1; o_mx = oh_m1; end
+            NPU_E_ACTIVATION_TRANSPOSE_WCH[2:0]: begin o_my = ow_m1; o_mx = od_m1; end
+            default:                             begin o_my = oh_m1; o_mx = ow_m1; end
+        endcase
+    end
+    wire        o_tile0 = tile0(o_stor, o_w0m1, o_h0m1, o_h1m1, {5'd0, o_my}, {5'd0, o_mx});
     wire        act_fn_valid = (act_fn <= 5'd11) && NPU_EMAP_ACTIVATION_FUNCTION[act_fn[3:0]];
     wire        o_scale_ok = (os_rnd <= NPU_E_ROUND_MODE_OFM_TRUNCATE_TO_LOWER[2:0]) && (os_dbl != 5'd31);
     // activation(): the table asserts of the LUT functions
@@ -447,6 +465,12 @@ module npu_kernel #(
     // ================================================================ checks: ELEMENTWISE
     wire ew_mode_valid = (op_mode <= 6'd42) && NPU_EMAP_ELEMENTWISE_MODE[op_mode];
     wire ew_tr_ok      = (o_tr == TR_HWC) || (o_tr == TR_HCW) || (o_tr == TR_CHW);
+    // write_ofm's block limits of the transposes other than HWC and WHC (the register fields
+    // bound the others): OFM_BLK_DEPTH <= MAX_BLOCK_WIDTH
+    wire [10:0] blk_d = {1'b0, f_npu_set_ofm_blk_depth_m1__depth_m1} + 11'd1;
+    wire tr_blk_ok     = !(tr_elem && blk_d > 11'(NPU_MAX_BLOCK_WIDTH));
+    // transposes are implemented for NHWC OFMs
+    wire tr_unsup      = o_mem && o_tr != TR_HWC && o_fmt != NHWC;
     // scale_a / scale_b are applied (to an operand of a scaled type)
     wire uses_sa = !(mulop || md == M_DIV);
     wire uses_sb = uses_sa && !(md == M_ABS || md == M_CLZ || md == M_NOT);
@@ -462,7 +486,7 @@ module npu_kernel #(
            (ew_mode_valid && md == M_DIV)
         || (o_prec == B64)
         || (o_chain && o_prec == B32 && !o_sgn)
-        || (o_tr == TR_HCW) || (o_tr == TR_CHW)
+        || tr_unsup
         || (a_scalar && pass_a && !a_scl_fits32)
         || (use_b && b_scalar && pass_b && !b_scl_fits32);
     // implementation limits (below a failed TRM assert in priority)
@@ -491,6 +515,7 @@ module npu_kernel #(
         || (!(md == M_SHL || md == M_LSHR) && !o_scale_ok)
         || !act_ok
         || (o_chain && (o_tr != TR_HWC))
+        || !tr_blk_ok
         || !o_addr_ok
         || ch_unpred;
 
@@ -507,7 +532,7 @@ module npu_kernel #(
         || (acc_out != NPU_E_ACC_OUTPUT_ENABLE[0])
         || (o_smode != NPU_E_OFM_SCALE_MODE_GLOBAL[0])
         || (o_prec == B64) || o_chain
-        || (o_rev != 2'd0) || (NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr] && o_tr != TR_HWC);
+        || (o_rev != 2'd0) || (NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr] && tr_unsup);
     wire pool_limit =
            (p_maxmin && (kh > 17'd256 || kw > 17'd256))
         || !tile0(i_stor, i_w0m1, i_h0m1, i_h1m1, ifm_hm1, ifm_wm1)
@@ -529,7 +554,7 @@ module npu_kernel #(
         || (acc_in == 2'd3) || (i_up == 2'd3)
         || (i_stor == ST_NONE) || !i_addr_ok || !i_zp_ok
         || !o_scale_ok || !act_ok
-        || !NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr]
+        || !NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr] || !tr_blk_ok
         || !o_addr_ok;
 
     // priority: a feature this unit lacks, then a failed TRM assert (whose register checks
@@ -566,7 +591,22 @@ module npu_kernel #(
     // per-tensor steps: NHWC x*STRIDE_X; NHCWB16 16*size*x
     wire [39:0] a_xs = (i_fmt == NHCWB16) ? (40'd16 << i_prec) : i_sx;
     wire [39:0] b_xs = (j_fmt == NHCWB16) ? (40'd16 << j_prec) : j_sx;
-    wire [39:0] o_xs = (o_fmt == NHCWB16) ? (40'd16 << o_prec) : o_sx;
+    // OFM steps of the logical y, x and c (write_ofm's transposes of an NHWC OFM: memory
+    // (y', x', c') of WHC = (x, y, c), HCW = (y, c, x), CWH = (c, x, y), CHW = (c, y, x),
+    // WCH = (x, c, y); c' steps by the element size, y' by STRIDE_Y, x' by STRIDE_X)
+    wire [39:0] o_es = 40'd1 << o_prec;
+    logic [39:0] o_ys, o_xs, o_cs;
+    always @(*) begin
+        o_ys = o_sy; o_xs = (o_fmt == NHCWB16) ? (40'd16 << o_prec) : o_sx; o_cs = o_es;
+        case (o_tr)
+            TR_WHC: begin o_ys = o_sx; o_xs = o_sy; end
+            TR_HCW: begin o_ys = o_sy; o_xs = o_es; o_cs = o_sx; end
+            TR_CWH: begin o_ys = o_es; o_xs = o_sx; o_cs = o_sy; end
+            TR_CHW: begin o_ys = o_sx; o_xs = o_es; o_cs = o_sy; end
+            TR_WCH: begin o_ys = o_es; o_xs = o_sy; o_cs = o_sx; end
+            default: ;
+        endcase
+    end
     // stride * step (pooling)
     wire [39:0] a_ys_row = k_pool ? i_sy + (sy_lsb ? i_sy : 40'd0) + (sy_msb ? {i_sy[38:0], 1'b0} : 40'd0)
                                   : (i_bm[0] ? 40'd0 : i_sy);
@@ -807,7 +847,7 @@ module npu_kernel #(
     wire [127:0] ob_mask = ((o_prec == B8) ? 128'hFF : (o_prec == B16) ? 128'hFFFF : 128'hFFFF_FFFF) << ob_pos;
     wire [127:0] ob_val = {96'd0, q} << ob_pos;
 
-    wire [39:0] oaddr = oay + oax + cterm(o_fmt, o_prec, o_c0, o_cb);
+    wire [39:0] oaddr = oay + oax + (tr_elem ? o_cb : cterm(o_fmt, o_prec, o_c0, o_cb));
     wire        emit = (c == C_EMIT) && !w_full;
     wire        o_write = o_mem && !dead;
     wire [16:0] o_cnext = {1'b0, o_c0} + {12'd0, CH};
@@ -1084,14 +1124,15 @@ module npu_kernel #(
                         if (o_crem > {12'd0, CH}) begin
                             o_crem <= o_crem - {12'd0, CH};
                             o_c0 <= o_cnext[15:0];
-                            if (o_cnext[3:0] == 4'd0) o_cb <= o_cb + o_sc;
+                            if (tr_elem) o_cb <= o_cb + o_cs;
+                            else if (o_cnext[3:0] == 4'd0) o_cb <= o_cb + o_sc;
                         end else begin
                             o_crem <= od; o_c0 <= 16'd0; o_cb <= 40'd0;
                             if (oox != ow_m1) begin
                                 oox <= oox + 16'd1; oax <= oax + o_xs;
                             end else begin
                                 oox <= 16'd0; oax <= 40'd0;
-                                ooy <= ooy + 16'd1; oay <= oay + o_sy;
+                                ooy <= ooy + 16'd1; oay <= oay + o_ys;
                             end
                         end
                     end

@@ -253,7 +253,7 @@ def gen_kernel() -> str:
     from tlm import arith
     from tlm.ops import pool
 
-    out = [HEADER.format(name="npu_kernel.vh", sources="tlm/arith.py, tlm/ops/pool.py and tlm/ops/common.py"),
+    out = [HEADER.format(name="npu_kernel.vh", sources="tlm/arith.py, tlm/ops/pool.py, tlm/ops/common.py and tlm/fmap.py"),
            "// Constants of the kernel datapath (npu_kernel.v, npu_kernel_alu.v). Include inside a",
            "// module body.",
            "/* verilator lint_off UNUSEDPARAM */", ""]
@@ -278,6 +278,11 @@ def gen_kernel() -> str:
     out.append("// ---- chaining (tlm.ops.common, TRM 3.6.4): FIFOs, operations in a chain ----")
     out.append(f"localparam integer NPU_NUM_CHAINING_FIFO = {common.NUM_CHAINING_FIFO};")
     out.append(f"localparam integer NPU_MAX_CHAIN_LENGTH = {common.MAX_CHAIN_LENGTH};")
+    out.append("")
+    from tlm import fmap
+    out.append("// ---- OFM block limits of write_ofm's transposes (tlm.fmap, TRM 3.6.5) ----")
+    for n in ("HEIGHT", "WIDTH", "DEPTH"):
+        out.append(f"localparam integer NPU_MAX_BLOCK_{n} = {getattr(fmap, 'MAX_BLOCK_' + n)};")
     out.append("")
     out.append("/* verilator lint_on UNUSEDPARAM */")
     return "\n".join(out) + "\n"

@@ -303,7 +303,11 @@ def main(argv=None) -> int:
     ap.add_argument("--report", default=str(REPO / "sim_build" / "mutate_report.json"))
     args = ap.parse_args(argv)
 
-    all_m = [m for f in DATAPATH for m in sites(RTL / f)]
+    # a snapshot of the sources: edits made while the run goes on do not mix in
+    tmp_root = Path(tempfile.mkdtemp(prefix="mutate-"))
+    base = tmp_root / "base"
+    shutil.copytree(RTL, base)
+    all_m = [m for f in DATAPATH for m in sites(base / f)]
     if args.only:
         want = set(args.only.split(","))
         chosen = [m for m in all_m if m.id in want]
@@ -315,18 +319,19 @@ def main(argv=None) -> int:
     if args.list:
         for m in chosen:
             print(m.id)
+        shutil.rmtree(tmp_root, ignore_errors=True)
         return 0
     if not shutil.which("iverilog"):
         print("mutate: iverilog not found", file=sys.stderr)
         return 2
     results = []
     counts = {"killed": 0, "survived": 0, "stillborn": 0, "error": 0, "equivalent": 0}
-    with tempfile.TemporaryDirectory(prefix="mutant-") as tmp:
-        work = Path(tmp) / "src"
+    try:
+        work = tmp_root / "src"
         for i, m in enumerate(chosen, 1):
             if work.exists():
                 shutil.rmtree(work)
-            shutil.copytree(RTL, work)
+            shutil.copytree(base, work)
             apply(work, m)
             if not _compiles(work):
                 outcome, detail = "stillborn", "does not compile"
@@ -338,6 +343,8 @@ def main(argv=None) -> int:
             counts[outcome] += 1
             results.append(dict(id=m.id, outcome=outcome, detail=detail))
             print(f"[{i}/{len(chosen)}] {m.id}: {outcome} - {detail}", flush=True)
+    finally:
+        shutil.rmtree(tmp_root, ignore_errors=True)
     scored = counts["killed"] + counts["survived"]
     rate = counts["killed"] / scored if scored else 1.0
     print(f"\nmutate: {counts['killed']} killed, {counts['survived']} survived, {counts['equivalent']} "

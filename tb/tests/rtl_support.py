@@ -150,8 +150,11 @@ def _pool(f, mode: int) -> "str | None":
         return "b64 OFM"
     if f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained:
         return "chained OFM"
-    if f("NPU_SET_OFM_PRECISION", "activation_reverse") or f("NPU_SET_OFM_PRECISION", "activation_transpose"):
-        return "OFM reverse/transpose"
+    if f("NPU_SET_OFM_PRECISION", "activation_reverse"):
+        return "OFM reverse"
+    why = _transpose(f)
+    if why:
+        return why
     sy, sx, kh, kw, oh, ow, ih, iw = _geometry(f)
     if mode in (PM.max, PM.min) and (kh > 256 or kw > 256):
         return "max/min kernel above 256"
@@ -159,8 +162,26 @@ def _pool(f, mode: int) -> "str | None":
         ih, iw = oh, ow
     if not _tile0(f, "IFM", ih - 1, iw - 1):
         return "IFM outside tile 0"
-    if f("NPU_SET_OFM_PRECISION", "activation_storage") != ST.none and not _tile0(f, "OFM", oh - 1, ow - 1):
+    if f("NPU_SET_OFM_PRECISION", "activation_storage") != ST.none and not _tile0(f, "OFM", *_ofm_max(f)):
         return "OFM outside tile 0"
+    return None
+
+
+def _ofm_max(f) -> tuple:
+    """The OFM's largest memory (y, x) after write_ofm's transpose."""
+    y = f("NPU_SET_OFM_HEIGHT_M1", "height_m1")
+    x = f("NPU_SET_OFM_WIDTH_M1", "width_m1")
+    c = f("NPU_SET_OFM_DEPTH_M1", "depth_m1")
+    return {1: (x, y), 2: (y, c), 7: (c, x), 6: (c, y), 3: (x, c)}.get(
+        f("NPU_SET_OFM_PRECISION", "activation_transpose"), (y, x))
+
+
+def _transpose(f) -> "str | None":
+    """write_ofm transposes: implemented for NHWC OFMs."""
+    if (f("NPU_SET_OFM_PRECISION", "activation_transpose") != 0
+            and f("NPU_SET_OFM_PRECISION", "activation_storage") in (0, 1)
+            and f("NPU_SET_OFM_PRECISION", "activation_format") != FMT.nhwc):
+        return "OFM transpose of an NHCWB16 OFM"
     return None
 
 
@@ -182,8 +203,9 @@ def _elementwise(f, mode: int) -> "str | None":
             and f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b32
             and not f("NPU_SET_OFM_PRECISION", "activation_type")):
         return "chained unsigned b32 OFM"
-    if f("NPU_SET_OFM_PRECISION", "activation_transpose") in (2, 6):
-        return "OFM transpose"
+    why = _transpose(f)
+    if why:
+        return why
     scal1 = f("NPU_SET_IFM_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
     scal2 = f("NPU_SET_IFM2_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
     unary = mode in (EW.lrelu, EW.abs, EW.clz, EW["not"])
@@ -206,7 +228,7 @@ def _elementwise(f, mode: int) -> "str | None":
         return "IFM outside tile 0"
     if not unary and not scal2 and not ch2 and not _tile0(f, "IFM2", 0 if bm2 & 1 else oh, 0 if bm2 & 2 else ow):
         return "IFM2 outside tile 0"
-    if f("NPU_SET_OFM_PRECISION", "activation_storage") in (0, 1) and not _tile0(f, "OFM", oh, ow):
+    if f("NPU_SET_OFM_PRECISION", "activation_storage") in (0, 1) and not _tile0(f, "OFM", *_ofm_max(f)):
         return "OFM outside tile 0"
     return None
 

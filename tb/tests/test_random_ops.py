@@ -425,7 +425,7 @@ class OpGen:
         deck: (tensor, OFM_PRECISION extras, block dims, transpose name)."""
         r = self.rng
         tr = "HWC"
-        if not self.rtl and r.random() < 0.3:
+        if r.random() < 0.3:
             tr = r.choice(transposes)
         rev = 0
         if reverse and tr == "HWC" and not self.rtl and r.random() < 0.25:
@@ -844,8 +844,8 @@ class OpGen:
         prec, signed, fmt1 = ifm_t
         ifm = self.tensor(sh, sw, idp, prec, signed, fmt=fmt1)
         image = ifm.image(self.values(ifm), r)
-        ofm, extra, blk, tr = self.ofm_out(oh, ow, od, transposes=tuple(TRANSPOSE), reverse=True,
-                                           precs=(B8,) if self.rtl else (B8, B16, B32))
+        ofm, extra, blk, tr = self.ofm_out(oh, ow, od, transposes=("HWC",) if self.rtl else tuple(TRANSPOSE),
+                                           reverse=True, precs=(B8,) if self.rtl else (B8, B16, B32))
         ebits = 8 << ofm.prec
         taps = kh * kw * (1 if dw else idp)
         bits = (16 if ifm16 else 8) + 8 + max(1, taps.bit_length())
