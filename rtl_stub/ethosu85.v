@@ -385,7 +385,7 @@ module ethosu85 #(
 
     // ================================================================ decoder / control
     wire              dma_push, dma_full, dma_abort, dma_idle;
-    wire              st_we, st_kind, k_op_pool, k_op_ew, k_unsup, k_unpred, k_start, k_busy;
+    wire              st_we, st_kind, k_op_pool, k_op_ew, k_op_resize, k_unsup, k_unpred, k_start, k_busy;
     wire              k_flag;
     wire              c_op_dw, c_op_wi2, c_unsup, c_unpred, c_start, c_busy, c_flag, c_flag_set;
     wire [9:0]        st_opc;
@@ -409,7 +409,7 @@ module ethosu85 #(
         .dma_outstanding(dma_outstanding), .dma_abort(dma_abort), .dma_idle(dma_idle),
         .ports_idle(ports_idle),
         .st_we(st_we), .st_kind(st_kind), .st_opc(st_opc), .st_raw(st_raw),
-        .k_op_pool(k_op_pool), .k_op_ew(k_op_ew), .k_op_mode(k_op_mode),
+        .k_op_pool(k_op_pool), .k_op_ew(k_op_ew), .k_op_resize(k_op_resize), .k_op_mode(k_op_mode),
         .k_unsupported(k_unsup), .k_unpredictable(k_unpred), .k_start(k_start), .k_busy(k_busy),
         .k_flag(k_flag), .k_chain(k_chain),
         .c_op_dw(c_op_dw), .c_op_wi2(c_op_wi2), .c_unsupported(c_unsup), .c_unpredictable(c_unpred),
@@ -445,7 +445,7 @@ module ethosu85 #(
     npu_kernel u_kernel (
         .CLK(CLK), .rst_n(core_rst_n),
         .set_we(st_we), .set_kind(st_kind), .set_opc(st_opc), .set_raw(st_raw),
-        .op_pool(k_op_pool), .op_ew(k_op_ew), .op_mode(k_op_mode),
+        .op_pool(k_op_pool), .op_ew(k_op_ew), .op_resize(k_op_resize), .op_mode(k_op_mode),
         .op_unsupported(k_unsup), .op_unpredictable(k_unpred),
         .start(k_start), .busy(k_busy), .abort(dma_abort), .pause(pause), .cond_flag(k_flag),
         .chain_open(k_chain),

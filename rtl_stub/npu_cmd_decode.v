@@ -21,7 +21,7 @@
 //     stride_mode, internal destination address or length not 16-byte aligned) are
 //     UNPREDICTABLE: the command is skipped without effect (as the TLM does).
 //   - NPU_OP_DMA_WAIT k: waits until at most k DMA descriptors are outstanding.
-//   - NPU_OP_POOL, NPU_OP_ELEMENTWISE: checked by the kernel unit (npu_kernel.v) against
+//   - NPU_OP_POOL, NPU_OP_ELEMENTWISE, NPU_OP_RESIZE: checked by the kernel unit (npu_kernel.v) against
 //     the current NPU_SET state: a configuration it does not implement -> cmd_parse_error
 //     (QREAD at the operation); a failed register-only TRM assert (UNPREDICTABLE) -> the
 //     command completes without effect (TLM policy); else the operation starts and no
@@ -32,8 +32,6 @@
 //   - NPU_OP_CONV, DEPTHWISE: checked and run by the CONV unit (npu_conv.v) as the kernel
 //     unit does for POOL/ELEMENTWISE; inside an open chain (k_chain: the kernel unit's
 //     g_chain_length != 0) they cannot be appended: UNPREDICTABLE, no effect.
-//   - NPU_OP_RESIZE: not implemented: cmd_parse_error (the NPU stops with IRQ, QREAD at the
-//     operation).
 // * Stops: NPU_OP_STOP, QREAD reaching QSIZE (cmd_end_reached), CMD.stop_request (taken
 //   once no chain is open: the commands of an open chain run on), errors.
 //   STATUS.state reads RUNNING until every outstanding command fetch, DMA transfer, kernel
@@ -92,6 +90,7 @@ module npu_cmd_decode #(
     output wire [63:0]       st_raw,
     output wire              k_op_pool,
     output wire              k_op_ew,
+    output wire              k_op_resize,
     output wire [5:0]        k_op_mode,
     input  wire              k_unsupported,
     input  wire              k_unpredictable,
@@ -158,6 +157,7 @@ module npu_cmd_decode #(
     wire is_pmask  = !is1 && (opc == OPC0_NPU_OP_PMU_MASK);
     wire is_pool   = !is1 && (opc == OPC0_NPU_OP_POOL);
     wire is_ew     = !is1 && (opc == OPC0_NPU_OP_ELEMENTWISE);
+    wire is_resize = !is1 && (opc == OPC0_NPU_OP_RESIZE);
     wire is_conv   = !is1 && (opc == OPC0_NPU_OP_CONV || opc == OPC0_NPU_OP_DEPTHWISE);
     wire is_branch = is1 && (opc == OPC1_NPU_OP_BRANCH);
 
@@ -250,7 +250,7 @@ module npu_cmd_decode #(
             end else if (is_pmask) begin
                 do_pmu = 1'b1;
                 adv4 = 1'b1;
-            end else if (is_pool || is_ew) begin
+            end else if (is_pool || is_ew || is_resize) begin
                 if (k_unsupported) begin
                     do_perr = 1'b1;                 // not implemented by the stand-in
                 end else if (k_unpredictable) begin
@@ -269,8 +269,7 @@ module npu_cmd_decode #(
                     adv4 = 1'b1;
                 end
             end else begin
-                // NPU_OP_RESIZE: not implemented
-                do_perr = 1'b1;
+                do_perr = 1'b1;                     // (no other operation reaches here)
             end
         end
     end
@@ -287,6 +286,7 @@ module npu_cmd_decode #(
     assign st_raw = set_raw;
     assign k_op_pool = is_pool;
     assign k_op_ew = is_ew;
+    assign k_op_resize = is_resize;
     assign k_op_mode = w0[21:16];
     assign k_start = do_kstart;
     assign c_start = do_cstart;

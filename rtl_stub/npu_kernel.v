@@ -98,7 +98,8 @@ module npu_kernel #(
     // the command at the decoder's head
     input  wire          op_pool,
     input  wire          op_ew,
-    input  wire [5:0]    op_mode,         // pooling_mode [2:0] / elementwise_mode
+    input  wire          op_resize,
+    input  wire [5:0]    op_mode,         // pooling_mode [2:0] / elementwise_mode / resize_mode [1:0]
     output wire          op_unsupported,
     output wire          op_unpredictable,
     input  wire          start,
@@ -284,14 +285,20 @@ module npu_kernel #(
 
     // ================================================================ the operation
     // k_busy: the latched operation kind; else the command at the decoder's head (checks)
+    // (RESIZE runs on the pooling path: k_pool, with k_rs)
     logic        k_busy;
     logic        k_pool;
+    logic        k_rs;
     logic [5:0]  k_mode;
-    wire         pl = k_busy ? k_pool : op_pool;
+    wire         rs = k_busy ? k_rs : op_resize;
+    wire         pl = k_busy ? k_pool : (op_pool || op_resize);
+    wire         plp = pl && !rs;                                // NPU_OP_POOL
     wire         ew = k_busy ? !k_pool : op_ew;
     wire [5:0]   md = k_busy ? k_mode : op_mode;
     wire [2:0]   pmode = md[2:0];
-    wire         reduce = pl && pmode == P_RSUM;
+    wire         reduce = plp && pmode == P_RSUM;
+    wire         rs_bil = rs && md[1:0] == NPU_E_RESIZE_MODE_BILINEAR[1:0];
+    wire         rs_near = rs && md[1:0] == NPU_E_RESIZE_MODE_NEAREST[1:0];
     wire         p_maxmin = pmode == P_MAX || pmode == P_MIN;
     wire         unary = md == M_LRELU || md == M_ABS || md == M_CLZ || md == M_NOT;
     wire         mulop = md == M_MUL;
@@ -557,12 +564,46 @@ module npu_kernel #(
         || !NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr] || !tr_blk_ok
         || !o_addr_ok;
 
+    // ================================================================ checks: RESIZE
+    // (the IFM size is KERNEL_HEIGHT/WIDTH; the sampling recurrence per axis: tlm/ops/resize.py)
+    wire [11:0] ry_n = {1'b0, f_npu_set_resize_y_scale_n_m1__resize_y_scale_n_m1} + 12'd1;
+    wire [11:0] rx_n = {1'b0, f_npu_set_resize_x_scale_n_m1__resize_x_scale_n_m1} + 12'd1;
+    wire [11:0] ry_off = f_npu_set_resize_y_offset__resize_y_offset;        // signed
+    wire [11:0] rx_off = f_npu_set_resize_x_offset__resize_x_offset;
+    wire [10:0] ry_smod = f_npu_set_resize_y_step__one_step_mod;
+    wire [10:0] rx_smod = f_npu_set_resize_x_step__one_step_mod;
+    wire [3:0]  ry_sint = f_npu_set_resize_y_step__one_step_int;
+    wire [3:0]  rx_sint = f_npu_set_resize_x_step__one_step_int;
+    function off_ok;                    // -scale_n <= offset < scale_n
+        input [11:0] off;
+        input [11:0] n;
+        off_ok = ($signed({off[11], off}) >= -$signed({1'b0, n})) && ($signed({off[11], off}) < $signed({1'b0, n}));
+    endfunction
+    wire rs_unsup =
+           (o_rev != 2'd0) || (o_prec == B64) || (i_stor == ST_CHAINED);
+    wire rs_limit =
+           !tile0(i_stor, i_w0m1, i_h0m1, i_h1m1, {5'd0, kh_m1}, {5'd0, kw_m1})
+        || (o_mem && !o_tile0);
+    wire rs_unpred =
+           (acc_fmt > 2'd1)
+        || (md[1:0] == 2'd3)
+        || !off_ok(ry_off, ry_n) || !off_ok(rx_off, rx_n)
+        || ({1'b0, ry_smod} >= ry_n) || ({1'b0, rx_smod} >= rx_n)
+        || ch_open || o_chain || (o_tr != TR_HWC) || (i_up != UP_NONE)
+        || (i_zp != 16'd0) || (j_zp != 16'd0)
+        || !(i_prec == B8 || (i_prec == B16 && i_sgn))
+        || (os_shift < 6'd16) || (o_smode != NPU_E_OFM_SCALE_MODE_GLOBAL[0]) || !o_scale_ok || !act_ok
+        || (i_stor == ST_NONE) || !i_addr_ok
+        || !o_addr_ok;
+
     // priority: a feature this unit lacks, then a failed TRM assert (whose register checks
     // above assume the supported subset), then an implementation limit
     assign op_unsupported   = (op_pool && (pool_unsup || (!pool_unpred && pool_limit)))
-                           || (op_ew && (ew_unsup || (!ew_unpred && ew_limit)));
+                           || (op_ew && (ew_unsup || (!ew_unpred && ew_limit)))
+                           || (op_resize && (rs_unsup || (!rs_unpred && rs_limit)));
     assign op_unpredictable = (op_pool && !pool_unsup && pool_unpred)
-                           || (op_ew && !ew_unsup && ew_unpred);
+                           || (op_ew && !ew_unsup && ew_unpred)
+                           || (op_resize && !rs_unsup && rs_unpred);
     assign chain_open = ch_open;
 
     // ================================================================ routing
@@ -614,8 +655,9 @@ module npu_kernel #(
                                   : (i_bm[1] ? 40'd0 : a_xs);
     wire [39:0] b_ys_row = j_bm[0] ? 40'd0 : j_sy;
     wire [39:0] b_xs_col = j_bm[1] ? 40'd0 : b_xs;
-    wire [15:0] kh_e = (k_pool && !reduce) ? kh_m1 : 16'd0;
-    wire [15:0] kw_e = (k_pool && !reduce) ? kw_m1 : 16'd0;
+    // taps: the pooling kernel; reduce_sum 1; RESIZE bilinear the 2x2 samples, else 1
+    wire [15:0] kh_e = rs ? {15'd0, rs_bil} : (k_pool && !reduce) ? kh_m1 : 16'd0;
+    wire [15:0] kw_e = rs ? {15'd0, rs_bil} : (k_pool && !reduce) ? kw_m1 : 16'd0;
     // channels the chunk loop covers: the OFM depth, the IFM depth for reduce_sum
     wire [16:0] g_depth = reduce ? id : od;
     // channel term of an address: chunk start channel c0, brick term cb (NHCWB16)
@@ -631,9 +673,9 @@ module npu_kernel #(
     endfunction
 
     // ================================================================ request generator
-    localparam [2:0] G_IDLE = 3'd0, G_SETUP = 3'd1, G_TAP = 3'd2, G_A0 = 3'd3, G_A1 = 3'd4,
-                     G_B0 = 3'd5, G_B1 = 3'd6, G_END = 3'd7;
-    logic [2:0]  g;
+    localparam [3:0] G_IDLE = 4'd0, G_SETUP = 4'd1, G_TAP = 4'd2, G_A0 = 4'd3, G_A1 = 4'd4,
+                     G_B0 = 4'd5, G_B1 = 4'd6, G_END = 4'd7, G_RSCHK = 4'd8;
+    logic [3:0]  g;
     logic [6:0]  su_cnt;                       // padding setup counter
     logic [15:0] oy, ox, ky, kx;
     logic [16:0] c_rem;                        // channels from this chunk on
@@ -643,14 +685,52 @@ module npu_kernel #(
     logic [39:0] ay_row, ay, ax_col, ax, ax_init, a_cb;     // IFM
     logic [39:0] by, bx, b_cb;                 // IFM2
 
+    // ---- RESIZE sampling positions (TRM recurrence): integer part and fraction mod/scale_n
+    // per axis; the x position restarts every row
+    logic [23:0] ry_int, rx_int;               // signed
+    logic [11:0] ry_mod, rx_mod;
+    logic [16:0] rs_n;                         // check pass: position index
+    logic        rs_bad;
+    wire  [23:0] ry_int0 = ry_off[11] ? 24'hFF_FFFF : 24'd0;
+    wire  [11:0] ry_mod0 = ry_off[11] ? ry_off + ry_n : ry_off;
+    wire  [23:0] rx_int0 = rx_off[11] ? 24'hFF_FFFF : 24'd0;
+    wire  [11:0] rx_mod0 = rx_off[11] ? rx_off + rx_n : rx_off;
+    wire  [12:0] ry_msum = {1'b0, ry_mod} + {2'b0, ry_smod};
+    wire  [12:0] rx_msum = {1'b0, rx_mod} + {2'b0, rx_smod};
+    wire         ry_wrap = ry_msum >= {1'b0, ry_n};
+    wire         rx_wrap = rx_msum >= {1'b0, rx_n};
+    wire  [11:0] ry_mod_n = 12'(ry_msum - (ry_wrap ? {1'b0, ry_n} : 13'd0));
+    wire  [11:0] rx_mod_n = 12'(rx_msum - (rx_wrap ? {1'b0, rx_n} : 13'd0));
+    wire  [23:0] ry_int_n = ry_int + {20'd0, ry_sint} + {23'd0, ry_wrap};
+    wire  [23:0] rx_int_n = rx_int + {20'd0, rx_sint} + {23'd0, rx_wrap};
+    // iy0 = max(int, 0), iy1 = min(int + 1, ifm_height_m1)
+    wire  [23:0] riy0 = ry_int[23] ? 24'd0 : ry_int;
+    wire  [23:0] rix0 = rx_int[23] ? 24'd0 : rx_int;
+    wire  [23:0] ry_p1 = ry_int + 24'd1;
+    wire  [23:0] rx_p1 = rx_int + 24'd1;
+    wire  [23:0] riy1 = (ry_p1 > {8'd0, kh_m1}) ? {8'd0, kh_m1} : ry_p1;
+    wire  [23:0] rix1 = (rx_p1 > {8'd0, kw_m1}) ? {8'd0, kw_m1} : rx_p1;
+    // the tap's sample: bilinear (ky, kx), nearest the closer one, replicate (iy0, ix0)
+    wire         rs_ty = rs_bil ? ky[0] : (rs_near && !({ry_mod, 1'b0} < {1'b0, ry_n}));
+    wire         rs_tx = rs_bil ? kx[0] : (rs_near && !({rx_mod, 1'b0} < {1'b0, rx_n}));
+    wire  [15:0] rs_iy = 16'(rs_ty ? riy1 : riy0);
+    wire  [15:0] rs_ix = 16'(rs_tx ? rix1 : rix0);
+    wire  [11:0] rs_wy = ky[0] ? ry_mod : ry_n - ry_mod;
+    wire  [11:0] rs_wx = kx[0] ? rx_mod : rx_n - rx_mod;
+    wire  [23:0] rs_w = rs_bil ? rs_wy * rs_wx : 24'd1;
+    wire  [39:0] rs_ya = {24'd0, rs_iy} * i_sy;          // (mod 2^40, as every address)
+    wire  [39:0] rs_xa = {24'd0, rs_ix} * a_xs;
+    wire  [39:0] rs_addr = ir_base + i_base + rs_ya + rs_xa
+                         + cterm(i_fmt, i_prec, c0, a_cb);
+
     wire [4:0]  n_chunk = (c_rem >= {12'd0, CH}) ? CH : c_rem[4:0];
-    wire        vy = reduce || ((wy >= {14'd0, pad_t}) && (wy < yend));
-    wire        vx = reduce || ((wx >= {14'd0, pad_l}) && (wx < xend));
+    wire        vy = reduce || rs || ((wy >= {14'd0, pad_t}) && (wy < yend));
+    wire        vx = reduce || rs || ((wx >= {14'd0, pad_l}) && (wx < xend));
     wire        need_a = k_pool ? (vy && vx) : a_mem;
     wire        need_b = !k_pool && b_mem;
     wire [5:0]  a_nb = {1'b0, bc_a ? 5'd1 : n_chunk} << i_prec;     // bytes of the chunk
     wire [5:0]  b_nb = {1'b0, bc_b ? 5'd1 : n_chunk} << j_prec;
-    wire [39:0] aaddr = ay + ax + (bc_a ? 40'd0 : cterm(i_fmt, i_prec, c0, a_cb));
+    wire [39:0] aaddr = k_rs ? rs_addr : ay + ax + (bc_a ? 40'd0 : cterm(i_fmt, i_prec, c0, a_cb));
     wire [39:0] baddr = by + bx + (bc_b ? 40'd0 : cterm(j_fmt, j_prec, c0, b_cb));
     wire [6:0]  a_end = {3'd0, aaddr[3:0]} + {1'b0, a_nb};
     wire [6:0]  b_end = {3'd0, baddr[3:0]} + {1'b0, b_nb};
@@ -662,7 +742,7 @@ module npu_kernel #(
     wire        brick_end = (c_next[3:0] == 4'd0);
 
     // token FIFO (generator -> compute), one entry per tap
-    localparam integer TW = 18;
+    localparam integer TW = 42;
     logic [TW-1:0] tok [0:3];
     logic [1:0]    tok_wp, tok_rp;
     logic [2:0]    tok_cnt;
@@ -697,7 +777,7 @@ module npu_kernel #(
                  || (g == G_TAP && tap_go && !need_a && !need_b);
     // last: the tap that completes the output chunk (reduce_sum: the last IFM chunk)
     wire tok_last = reduce ? last_chunk : last_tap;
-    wire [TW-1:0] tok_in = {need_a, aaddr[3:0], a_two, need_b, baddr[3:0], b_two, tok_last, n_chunk};
+    wire [TW-1:0] tok_in = {rs_w, need_a, aaddr[3:0], a_two, need_b, baddr[3:0], b_two, tok_last, n_chunk};
     wire gen_done = (oy == oh_m1) && (ox == ow_m1) && last_chunk && last_tap;
 
     // ================================================================ compute side
@@ -734,6 +814,7 @@ module npu_kernel #(
     wire          tk_b_two  = tk[6];
     wire          tk_last   = tk[5];
     wire [4:0]    tk_n      = tk[4:0];
+    wire [23:0]   tk_w      = tk[41:18];       // RESIZE: the sample's weight
     logic [2:0]   a_cnt, b_cnt;                // beats in the queues
     wire          a_ok = !tk_need_a || (a_cnt >= (tk_a_two ? 3'd2 : 3'd1));
     wire          b_ok = !tk_need_b || (b_cnt >= (tk_b_two ? 3'd2 : 3'd1));
@@ -772,7 +853,7 @@ module npu_kernel #(
     endfunction
 
     // pooling: the lanes of a tap, zero point subtracted, folded into the accumulators
-    wire [47:0] ident = (k_mode[2:0] == P_MAX) ? {{16{NPU_POOL_IDENTITY_MAX[31]}}, NPU_POOL_IDENTITY_MAX} :
+    wire [47:0] ident = k_rs ? 48'd0 : (k_mode[2:0] == P_MAX) ? {{16{NPU_POOL_IDENTITY_MAX[31]}}, NPU_POOL_IDENTITY_MAX} :
                         (k_mode[2:0] == P_MIN) ? {{16{NPU_POOL_IDENTITY_MIN[31]}}, NPU_POOL_IDENTITY_MIN} :
                         (k_mode[2:0] == P_AVG) ? {{16{NPU_POOL_IDENTITY_AVERAGE[31]}}, NPU_POOL_IDENTITY_AVERAGE}
                                                : {{16{NPU_POOL_IDENTITY_SUM[31]}}, NPU_POOL_IDENTITY_SUM};
@@ -783,6 +864,7 @@ module npu_kernel #(
         wrap_acc = w32 ? {{16{v[31]}}, v[31:0]} : v;
     endfunction
     wire [47:0] fold [0:15];
+    wire [47:0] rfold_l [0:15];
     wire [32:0] pv [0:15];
     genvar gl;
     generate
@@ -795,6 +877,9 @@ module npu_kernel #(
             wire        lt = $signed(v) < $signed(pacc[gl]);
             localparam [4:0] GL = gl;
             assign pv[gl] = (GL < tk_n) ? v33 : 33'd0;
+            // RESIZE: the sample times its weight (b8 / b16 values)
+            wire [41:0] wv = $signed(v33[16:0]) * $signed({1'b0, tk_w});
+            assign rfold_l[gl] = pacc[gl] + {{6{wv[41]}}, wv};
             assign fold[gl] = (k_mode[2:0] == P_MAX) ? (gt ? v : pacc[gl]) :
                               (k_mode[2:0] == P_MIN) ? (lt ? v : pacc[gl]) :
                                                        wrap_acc(pacc[gl] + v, acc32);
@@ -833,7 +918,8 @@ module npu_kernel #(
         .a_scale(is_scale), .a_shift(is_shift), .a_rnd(is_rnd), .a_dbl(is_dbl),
         .b_scale(js_scale), .b_shift(js_shift), .b_rnd(js_rnd), .b_dbl(js_dbl),
         .sa(sa), .sb(sb),
-        .pool_acc(pacc[lane]), .avg(k_pool && k_mode[2:0] == P_AVG), .count_m1(count_m1[5:0]),
+        .pool_acc(pacc[lane]), .avg(k_pool && !k_rs && k_mode[2:0] == P_AVG), .rs(k_rs),
+        .count_m1(count_m1[5:0]),
         .o_scale(os_scale), .o_shift(os_shift), .o_rnd(os_rnd), .o_dbl(os_dbl),
         .o_zp(o_zp17), .clip(clip_rg == NPU_E_ACTIVATION_CLIP_RANGE_B16[0]),
         .o_min(o_min17), .o_max(o_max17), .act_fn(act_fn), .table_i(act_tab),
@@ -900,7 +986,9 @@ module npu_kernel #(
                         | (o_chain ? NF'(1 << o_reg[1:0]) : {NF{1'b0}});
     always_ff @(posedge CLK or negedge rst_n) begin
         if (!rst_n) begin
-            k_busy <= 1'b0; k_pool <= 1'b0; k_mode <= 6'd0;
+            k_busy <= 1'b0; k_pool <= 1'b0; k_rs <= 1'b0; k_mode <= 6'd0;
+            ry_int <= 24'd0; rx_int <= 24'd0; ry_mod <= 12'd0; rx_mod <= 12'd0; rs_n <= 17'd0;
+            rs_bad <= 1'b0;
             a_ext <= 1'b0; b_ext <= 1'b0; o_ext <= 1'b0;
             a_cache <= 4'd0; b_cache <= 4'd0; o_cache <= 4'd0;
             a_dom <= 2'd0; b_dom <= 2'd0; o_dom <= 2'd0;
@@ -927,8 +1015,11 @@ module npu_kernel #(
             // ---------------------------------------------------- start
             if (start && !k_busy) begin
                 k_busy <= 1'b1;
-                k_pool <= op_pool;
+                k_pool <= op_pool || op_resize;
+                k_rs <= op_resize;
                 k_mode <= op_mode;
+                ry_int <= ry_int0; ry_mod <= ry_mod0; rx_int <= rx_int0; rx_mod <= rx_mod0;
+                rs_n <= 17'd0; rs_bad <= 1'b0;
                 a_ext <= ir_ext; a_cache <= ir_arc; a_dom <= ir_dom;
                 b_ext <= jr_ext; b_cache <= jr_arc; b_dom <= jr_dom;
                 o_ext <= or_ext; o_cache <= or_awc; o_dom <= or_dom;
@@ -942,7 +1033,7 @@ module npu_kernel #(
                 a_cnt <= 3'd0; b_cnt <= 3'd0; a_res <= 3'd0; b_res <= 3'd0;
                 c <= C_WAIT; count <= 7'd0; dead <= 1'b0;
                 for (k = 0; k < 16; k = k + 1)
-                    pacc[k] <= (op_mode[2:0] == P_MAX) ? {{16{NPU_POOL_IDENTITY_MAX[31]}}, NPU_POOL_IDENTITY_MAX} :
+                    pacc[k] <= op_resize ? 48'd0 : (op_mode[2:0] == P_MAX) ? {{16{NPU_POOL_IDENTITY_MAX[31]}}, NPU_POOL_IDENTITY_MAX} :
                                (op_mode[2:0] == P_MIN) ? {{16{NPU_POOL_IDENTITY_MIN[31]}}, NPU_POOL_IDENTITY_MIN} : 48'd0;
                 ooy <= 16'd0; oox <= 16'd0; o_c0 <= 16'd0; o_crem <= od;
                 oay <= or_base + o_base; oax <= 40'd0; o_cb <= 40'd0;
@@ -966,6 +1057,8 @@ module npu_kernel #(
                     // pooling: start the IFM address terms at (-pad_top, -pad_left)
                     if (abort) begin
                         g <= G_END;
+                    end else if (k_rs) begin
+                        g <= G_RSCHK;
                     end else if (!k_pool || reduce || (su_cnt >= pad_t && su_cnt >= pad_l)) begin
                         ay <= ay_row;
                         ax <= ax_col;
@@ -975,6 +1068,24 @@ module npu_kernel #(
                         if (su_cnt < pad_t) ay_row <= ay_row - i_sy;
                         if (su_cnt < pad_l) ax_col <= ax_col - a_xs;
                         su_cnt <= su_cnt + 7'd1;
+                    end
+                end
+                G_RSCHK: begin
+                    // RESIZE: the position asserts over every row and column (iy0 <=
+                    // ifm_height_m1, ix0 <= ifm_width_m1, the last column reads the last IFM
+                    // column); a failure ends the operation without effect
+                    if (abort) begin
+                        g <= G_END;
+                    end else if (rs_n > {1'b0, oh_m1} && rs_n > {1'b0, ow_m1}) begin
+                        g <= rs_bad ? G_END : G_TAP;
+                        ry_int <= ry_int0; ry_mod <= ry_mod0; rx_int <= rx_int0; rx_mod <= rx_mod0;
+                    end else begin
+                        if ((rs_n <= {1'b0, oh_m1} && riy0 > {8'd0, kh_m1})
+                            || (rs_n <= {1'b0, ow_m1} && rix0 > {8'd0, kw_m1})
+                            || (rs_n == {1'b0, ow_m1} && rix1 != {8'd0, kw_m1}))
+                            rs_bad <= 1'b1;
+                        ry_int <= ry_int_n; ry_mod <= ry_mod_n; rx_int <= rx_int_n; rx_mod <= rx_mod_n;
+                        rs_n <= rs_n + 17'd1;
                     end
                 end
                 G_TAP: begin
@@ -1031,12 +1142,15 @@ module npu_kernel #(
                             c_rem <= g_depth; c0 <= 16'd0; a_cb <= 40'd0; b_cb <= 40'd0;
                             if (ox != ow_m1) begin
                                 ox <= ox + 16'd1;
+                                rx_int <= rx_int_n; rx_mod <= rx_mod_n;
                                 wx_col <= wx_col + {18'd0, sx_v}; wx <= wx_col + {18'd0, sx_v};
                                 ax_col <= ax_col + a_xs_col; ax <= ax_col + a_xs_col;
                                 bx <= bx + b_xs_col;
                                 wy <= wy_row; ay <= ay_row;
                             end else begin
                                 ox <= 16'd0; wx_col <= 21'd0; wx <= 21'd0;
+                                rx_int <= rx_int0; rx_mod <= rx_mod0;
+                                ry_int <= ry_int_n; ry_mod <= ry_mod_n;
                                 ax_col <= ax_init; ax <= ax_init; bx <= 40'd0;
                                 oy <= oy + 16'd1;
                                 wy_row <= wy_row + {18'd0, sy_v}; wy <= wy_row + {18'd0, sy_v};
@@ -1085,6 +1199,7 @@ module npu_kernel #(
                         if (k_pool) begin
                             if (tk_need_a) begin
                                 if (reduce) pacc[0] <= rfold;
+                                else if (k_rs) for (k = 0; k < 16; k = k + 1) pacc[k] <= rfold_l[k];
                                 else for (k = 0; k < 16; k = k + 1) pacc[k] <= fold[k];
                                 count <= count + 7'd1;
                             end

@@ -12,6 +12,7 @@
 //   phase 2  acc = pooling: pool_acc (reduce_sum: 48 bits); elementwise: the mode of sa, sb
 //            (add, sub, min, max, shr, shl, lshr, clz, abs, lrelu, cmp_*, and, or, xor, not,
 //            and_not), wrapped to int32 except the b32 mul product
+//            RESIZE: r = rounded_shift_right((int64)acc << 16, OFM_SCALE.shift, ...)
 //            rescale: rescale_mode_global / normal r = rounded_shift_right(acc * scale, shift,
 //            OFM_SCALE.round_mode, OFM_SCALE.dbl_rnd) (scale, shift: OFM_SCALE, or the
 //            average-pool table entry of d = count_m1 + 1); shift_only (b32 mul) without the
@@ -48,6 +49,7 @@ module npu_kernel_alu (
     input  wire [31:0] sb,            // phase 1 result (signed)
     input  wire [47:0] pool_acc,      // signed (32 bits sign-extended, or 48)
     input  wire        avg,
+    input  wire        rs,            // RESIZE: rescale shift_only of pool_acc << 16
     input  wire [5:0]  count_m1,
     input  wire [30:0] o_scale,
     input  wire [5:0]  o_shift,
@@ -152,7 +154,8 @@ module npu_kernel_alu (
     // phase 0/1: operand * its scale, phase 2: acc * scale; the mul product (phase 0, mul)
     // a*b of the two 33-bit operands has its own multiplier
     wire signed [65:0] pmul = $signed(a) * $signed(b);
-    wire [79:0] prod = (phase == 2'd2 && (mul64 || (!is_pool && ew_op == M_SHR)))
+    wire [79:0] prod = (phase == 2'd2 && rs) ? {{16{acc48[47]}}, acc48, 16'd0}
+                     : (phase == 2'd2 && (mul64 || (!is_pool && ew_op == M_SHR)))
                        ? (mul64 ? {{16{sa[63]}}, sa} : {{48{sa32[31]}}, sa32})
                        : pw[79:0];
     wire [31:0] r;

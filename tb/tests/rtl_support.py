@@ -233,6 +233,20 @@ def _elementwise(f, mode: int) -> "str | None":
     return None
 
 
+def _resize(f) -> "str | None":
+    if f("NPU_SET_OFM_PRECISION", "activation_reverse"):
+        return "OFM reverse"
+    if f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b64:
+        return "b64 OFM"
+    if f("NPU_SET_IFM_PRECISION", "activation_storage") == ST.chained:
+        return "chained IFM"
+    if not _tile0(f, "IFM", f("NPU_SET_KERNEL_HEIGHT_M1", "height_m1"), f("NPU_SET_KERNEL_WIDTH_M1", "width_m1")):
+        return "IFM outside tile 0"
+    if f("NPU_SET_OFM_PRECISION", "activation_storage") in (0, 1) and not _tile0(f, "OFM", *_ofm_max(f)):
+        return "OFM outside tile 0"
+    return None
+
+
 class _Chain:
     """The chaining FIFOs' fill (npu_kernel.v CHAIN_DEPTH values each)."""
 
@@ -288,8 +302,8 @@ def first_unsupported(words, macs: int):
         elif name == "NPU_OP_ELEMENTWISE":
             why = _elementwise(f, d.fields["elementwise_mode"]) or chain.elementwise(f, d.fields["elementwise_mode"])
         elif name == "NPU_OP_RESIZE":
-            why = "NPU_OP_RESIZE"
-        if name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL"):
+            why = _resize(f)
+        if name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_RESIZE"):
             chain.other()
         if why:
             return d.offset, name, why

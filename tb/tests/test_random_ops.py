@@ -267,8 +267,8 @@ class OpGen:
         self.lut_loaded = False
         ops = [("elementwise", m) for m in (RTL_EW if rtl else EW)]
         ops += [("pool", m) for m in (RTL_POOL if rtl else POOL)]
+        ops += [("resize", m) for m in RESIZE]
         if not rtl:
-            ops += [("resize", m) for m in RESIZE]
             ops += [("conv", "conv"), ("conv", "conv"), ("conv", "dw"), ("conv", "dw"), ("conv", "matmul")]
         else:
             ops += [("conv", "conv"), ("conv", "conv"), ("conv", "dw"), ("conv", "dw")]

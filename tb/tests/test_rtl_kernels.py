@@ -603,7 +603,6 @@ UNSUPPORTED_CASES = {
     "pool_ofm_chained": ("pool", {"NPU_SET_OFM_PRECISION": dict(activation_storage=2),
                                   "NPU_SET_OFM_REGION": dict(region=0)}),
     "conv_matmul": ("conv", {}),
-    "resize": ("resize", {}),
 }
 
 
