@@ -2,6 +2,7 @@
 #   make sim   run a device's cocotb regression (DEVICE=ethos-u85 SIM=verilator|icarus DUT=rtl|tlm
 #              WAVES=1 SEED=n TESTS=pattern CONFIG=name TRACE=path NPU_MODEL=x_vela.npz)
 #   make test  everything CI runs; make lint: ruff + RTL checks; make bench; make fuzz N=...
+#   make mutate  mutation testing of the Ethos-U85 stand-in's datapath (MUTANTS=n sampled, default 40)
 SHELL   := /bin/bash
 PYTHON  ?= python3
 VENV    ?= .venv
@@ -20,7 +21,7 @@ NPU_MODEL ?=
 NPU_MODEL_REF ?=
 N       ?= 20000
 
-.PHONY: all venv sim test lint fuzz bench clean distclean
+.PHONY: all venv sim test lint fuzz bench mutate clean distclean
 all: test
 
 venv: $(STAMP)
@@ -37,6 +38,11 @@ sim: $(STAMP)
 test: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q tests
+
+# mutation testing of the Ethos-U85 stand-in's datapath against a fast DUT=rtl regression (Icarus)
+MUTANTS ?= 40
+mutate: $(STAMP)
+	$(PY) -m tools.mutate -n $(MUTANTS) $(if $(SEED),--seed $(SEED))
 
 # Python: ruff (pyproject.toml); RTL: verilator --lint-only -Wall, iverilog -g2012, Yosys (no
 # latches), generated includes up to date

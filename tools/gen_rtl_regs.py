@@ -250,7 +250,8 @@ def gen_kernel() -> str:
     from tlm.ethos_u85 import arith
     from tlm.ethos_u85.ops import pool
 
-    out = [HEADER.format(name="npu_kernel.vh", sources="tlm/ethos_u85/arith.py and ops/pool.py"),
+    out = [HEADER.format(name="npu_kernel.vh",
+                         sources="tlm/ethos_u85/arith.py, ops/pool.py, ops/common.py and fmap.py"),
            "// Constants of the kernel datapath (npu_kernel.v, npu_kernel_alu.v). Include inside a",
            "// module body.",
            "/* verilator lint_off UNUSEDPARAM */", ""]
@@ -270,6 +271,149 @@ def gen_kernel() -> str:
     for m in ("MAX", "MIN", "AVERAGE", "SUM"):
         v = pool._identity(getattr(pool, m)) & 0xFFFFFFFF
         out.append(f"localparam [31:0] NPU_POOL_IDENTITY_{m} = {_hex(v, 32)};")
+    out.append("")
+    from tlm.ethos_u85.ops import common
+    out.append("// ---- chaining (tlm.ops.common, TRM 3.6.4): FIFOs, operations in a chain ----")
+    out.append(f"localparam integer NPU_NUM_CHAINING_FIFO = {common.NUM_CHAINING_FIFO};")
+    out.append(f"localparam integer NPU_MAX_CHAIN_LENGTH = {common.MAX_CHAIN_LENGTH};")
+    out.append("")
+    from tlm.ethos_u85 import fmap
+    out.append("// ---- OFM block limits of write_ofm's transposes (tlm.fmap, TRM 3.6.5) ----")
+    for n in ("HEIGHT", "WIDTH", "DEPTH"):
+        out.append(f"localparam integer NPU_MAX_BLOCK_{n} = {getattr(fmap, 'MAX_BLOCK_' + n)};")
+    out.append("")
+    out.append("/* verilator lint_on UNUSEDPARAM */")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------- npu_conv.vh
+# SWD slice header syntax (TRM 3.9.5, Table 3-91): (symbol, bits), in stream order. The
+# generator checks the table against a stream made by the TLM's encoder (_check_swd_syntax).
+SWD_SLICE_HEADER = (("zdiv", 3), ("slicelen_m1", 15), ("wdiv", 3), ("wtrunc", 1), ("newpal", 1))
+SWD_PALETTE_HEADER = (("dirofs", 5), ("palsize", 5), ("palbits", 3))
+
+
+def _check_swd_syntax() -> None:
+    from tlm.ethos_u85.weights import decode_swd_slices, encode_swd
+    data = encode_swd([3, -7, 0, 0, 9, 1] * 5, zdiv=2, wdiv=1)
+    bits = int.from_bytes(data, "little")
+    _, slices = decode_swd_slices(data)
+    s = slices[0]
+    pos, got = 0, {}
+    for name, w in SWD_SLICE_HEADER + SWD_PALETTE_HEADER:
+        got[name] = (bits >> pos) & ((1 << w) - 1)
+        pos += w
+    want = dict(zdiv=s.zdiv, slicelen_m1=s.slicelen - 1, wdiv=s.wdiv, wtrunc=s.wtrunc, newpal=s.newpal,
+                dirofs=s.dirofs, palsize=max(0, s.palette_size - 1), palbits=s.palette_bits - 2)
+    assert got == want, (got, want)
+
+
+def _probe_scale_bias(acc48: bool) -> dict:
+    """Bit ranges (lsb, width) of bias, scale and shift in one scale/bias record, found by
+    encoding records with tlm.scale_bias (the TLM's layout is the source)."""
+    from tlm.ethos_u85.scale_bias import RECORD_BYTES, encode_scale_bias
+
+    def rec(**kw):
+        v = dict(bias=[0], scale=[0], shift=[0])
+        v.update({k: [x] for k, x in kw.items()})
+        data = encode_scale_bias(v["bias"], v["scale"], v["shift"], acc48=acc48, set_channels=16)
+        return int.from_bytes(data[:RECORD_BYTES], "little")
+
+    def field(bits):
+        lsb = (bits & -bits).bit_length() - 1
+        return lsb, bits.bit_length() - lsb
+
+    bbits = 48 if acc48 else 32
+    return {"bias": field(rec(bias=-1)), "scale": field(rec(scale=(1 << (63 - bbits)) - 1)),
+            "shift": field(rec(shift=63)), "bias_bits": bbits}
+
+
+def _probe_fwd_header() -> dict:
+    """(lsb, width) of the FWD header symbols, from streams made by tlm.weights.encode_fwd."""
+    from tlm.ethos_u85.weights import encode_fwd
+    raw = int.from_bytes(encode_fwd([1, 2], mode="raw", zero_point=-1)[:32], "little")
+    lut2 = int.from_bytes(encode_fwd([-255, 255], mode="lut2")[:32], "little")
+    lut4 = int.from_bytes(encode_fwd(list(range(5)), mode="lut4")[:32], "little")
+    zp_bits = raw & ~1
+    zlsb = (zp_bits & -zp_bits).bit_length() - 1
+    lut_bits = lut2 & ~3
+    llsb = (lut_bits & -lut_bits).bit_length() - 1
+    assert raw & 1 and not lut4 & 3 and lut2 & 2, "FWD flag bits"
+    assert (lut2 >> llsb) & 0x3FFFF == (0x1FF | (0x1FE << 9)), "FWD LUT entry layout"
+    return {"raw_flag": 0, "small_lut_flag": 1, "zero_point": (zlsb, zp_bits.bit_length() - zlsb),
+            "lut": llsb, "lut_entry": 9}
+
+
+def gen_conv() -> str:
+    from tlm.ethos_u85 import isa
+    from tlm.ethos_u85.scale_bias import RECORD_BYTES
+    from tlm.ethos_u85.weights import codec, ordering
+
+    _check_swd_syntax()
+    out = [HEADER.format(name="npu_conv.vh",
+                         sources="tlm/ethos_u85/weights (codec, ordering), scale_bias.py and isa.py"),
+           "// Constants of the CONV/DEPTHWISE datapath (npu_conv.v, npu_swd.v, npu_fwd.v).",
+           "// Include inside a module body.",
+           "/* verilator lint_off UNUSEDPARAM */", ""]
+    out.append("// ---- SWD weight stream (TRM 3.9.4-3.9.8; tlm/ethos_u85/weights/codec.py) ----")
+    out.append(f"localparam integer SWD_ZDIV_NO_ZRUN = {codec.ZDIV_NO_ZRUN};      // zdiv: no zero-run coding")
+    out.append(f"localparam integer SWD_ZDIV_EOS = {codec.ZDIV_EOS};          // zdiv: end of stream")
+    out.append(f"localparam integer SWD_WDIV_UNCOMPRESSED = {codec.WDIV_UNCOMPRESSED}; // wdiv: uncompressed indices")
+    out.append("// slice header symbols (TRM Table 3-91): SWD_H_<symbol> lsb, SWD_HW_<symbol> width")
+    pos = 0
+    for name, w in SWD_SLICE_HEADER + SWD_PALETTE_HEADER:
+        out.append(f"localparam integer SWD_H_{name.upper()} = {pos};  localparam integer SWD_HW_{name.upper()} = {w};")
+        pos += w
+    out.append(f"localparam integer SWD_HDR_BITS = {sum(w for _, w in SWD_SLICE_HEADER)};")
+    out.append(f"localparam integer SWD_HDR_PAL_BITS = {pos};")
+    out.append("")
+    out.append("// ---- FWD weight stream (TRM 3.9.11; tlm.weights.encode_fwd) ----")
+    fh = _probe_fwd_header()
+    out.append(f"localparam integer FWD_WORD_BYTES = {codec.FWD_WORD_BYTES};")
+    out.append(f"localparam integer FWD_H_RAW = {fh['raw_flag']};  "
+               f"localparam integer FWD_H_SMALL = {fh['small_lut_flag']};")
+    out.append(f"localparam integer FWD_H_ZP = {fh['zero_point'][0]};  "
+               f"localparam integer FWD_HW_ZP = {fh['zero_point'][1]};")
+    out.append(f"localparam integer FWD_H_LUT = {fh['lut']};  localparam integer FWD_HW_LUT_ENTRY = {fh['lut_entry']};")
+    out.append("")
+    out.append("// ---- weight decoders and depthwise kernel padding (TRM Table 3-90; "
+               "tlm.ethos_u85.weights.ordering.NUM_WD) ----")
+    out.append("// NPU_NUM_WD_<macs>, NPU_DW8_PAD_K_<macs>, NPU_DW16_PAD_K_<macs>")
+    for macs, (nwd, p8, p16) in sorted(ordering.NUM_WD.items()):
+        out.append(f"localparam integer NPU_NUM_WD_{macs} = {nwd};  localparam integer NPU_DW8_PAD_K_{macs} = {p8};  "
+                   f"localparam integer NPU_DW16_PAD_K_{macs} = {p16};")
+    out.append("")
+    out.append("// ---- microblocks (TRM microblock_depth(); enum names u<h>x<w>) ----")
+    out.append("// NPU_MB_LDIV: entry m at [3m+2:3m] = log2(MACS / microblock_depth); NPU_MB_H / NPU_MB_W:")
+    out.append("// entry m at [3m+2:3m] = microblock height / width")
+    ldiv = mbh = mbw = 0
+    n = 0
+    for m in isa.microblock:
+        d = ordering._MB_DIV[int(m)]
+        assert d & (d - 1) == 0
+        h, w = (int(x) for x in m.name[1:].split("x"))
+        ldiv |= (d.bit_length() - 1) << (3 * int(m))
+        mbh |= h << (3 * int(m))
+        mbw |= w << (3 * int(m))
+        n = max(n, int(m) + 1)
+    out.append(f"localparam [{3 * n - 1}:0] NPU_MB_LDIV = {_hex(ldiv, 3 * n)};")
+    out.append(f"localparam [{3 * n - 1}:0] NPU_MB_H = {_hex(mbh, 3 * n)};")
+    out.append(f"localparam [{3 * n - 1}:0] NPU_MB_W = {_hex(mbw, 3 * n)};")
+    out.append("")
+    out.append("// ---- scale/bias stream records (TRM 3.7; tlm/ethos_u85/scale_bias.py) ----")
+    out.append(f"localparam integer SB_RECORD_BYTES = {RECORD_BYTES};")
+    for acc48 in (False, True):
+        p = _probe_scale_bias(acc48)
+        t = "I48" if acc48 else "I32"
+        for f in ("bias", "scale", "shift"):
+            out.append(f"localparam integer SB_{t}_{f.upper()} = {p[f][0]};  "
+                       f"localparam integer SB_{t}_{f.upper()}_W = {p[f][1]};")
+        used = 0
+        for f in ("bias", "scale", "shift"):
+            lsb, w = p[f]
+            used |= ((1 << w) - 1) << lsb
+        rsv = ((1 << (8 * RECORD_BYTES)) - 1) & ~used
+        out.append(f"localparam [{8 * RECORD_BYTES - 1}:0] SB_{t}_RESERVED = {_hex(rsv, 8 * RECORD_BYTES)};")
     out.append("")
     out.append("/* verilator lint_on UNUSEDPARAM */")
     return "\n".join(out) + "\n"
@@ -313,6 +457,7 @@ def generate() -> dict[Path, str]:
             GEN_DIR / "npu_isa.vh": gen_isa(),
             GEN_DIR / "npu_cmd_state.vh": gen_cmd_state(),
             GEN_DIR / "npu_kernel.vh": gen_kernel(),
+            GEN_DIR / "npu_conv.vh": gen_conv(),
             GEN_DIR / "ethosu85_ports.vh": gen_ports(),
             GEN_DIR / "ethosu85_shell.vh": gen_shell()}
 

@@ -184,6 +184,20 @@ module ethosu85 #(
     wire [39:0] ka_rq_addr, kb_rq_addr;
     wire [3:0]  ka_rq_cache, kb_rq_cache;
     wire [1:0]  ka_rq_domain, kb_rq_domain;
+    wire [7:0]  ka_rq_len;
+    // client 3 (rd_ifm) is shared by the kernel unit (single beats) and the CONV unit; client
+    // 1 of the write ports (wr_ofm) likewise: only one kernel operation runs at a time
+    wire        kk_rq_valid, kk_rq_ext, cc_rq_valid, cc_rq_ext;
+    wire [39:0] kk_rq_addr, cc_rq_addr;
+    wire [3:0]  kk_rq_cache, cc_rq_cache;
+    wire [1:0]  kk_rq_domain, cc_rq_domain;
+    wire [7:0]  cc_rq_len;
+    assign ka_rq_valid  = kk_rq_valid || cc_rq_valid;
+    assign ka_rq_ext    = cc_rq_valid ? cc_rq_ext : kk_rq_ext;
+    assign ka_rq_addr   = cc_rq_valid ? cc_rq_addr : kk_rq_addr;
+    assign ka_rq_cache  = cc_rq_valid ? cc_rq_cache : kk_rq_cache;
+    assign ka_rq_domain = cc_rq_valid ? cc_rq_domain : kk_rq_domain;
+    assign ka_rq_len    = cc_rq_valid ? cc_rq_len : 8'd0;
     wire        w_rq_valid, w_rq_ext, w_rq_ready, w_rq_scale;
     wire [39:0] w_rq_addr;
     wire [7:0]  w_rq_len;
@@ -211,7 +225,7 @@ module ethosu85 #(
                                ka_rq_valid && ka_rq_ext, i_rq_valid && i_rq_ext,
                                d_rq_valid && d_rq_ext, f_rq_valid && q_ext};
     wire [239:0] rq_addr6   = {w_rq_addr, kb_rq_addr, ka_rq_addr, i_rq_addr, d_rq_addr, f_rq_addr};
-    wire [47:0]  rq_len6    = {w_rq_len, 8'd0, 8'd0, 8'd0, d_rq_len, f_rq_len};
+    wire [47:0]  rq_len6    = {w_rq_len, 8'd0, ka_rq_len, 8'd0, d_rq_len, f_rq_len};
     wire [35:0]  rq_id6     = {w_rq_scale ? ID_RD_SB : ID_RD_W, ID_RD_IFM2, ID_RD_IFM, ID_RD_IDX,
                                ID_RD_M2M, ID_RD_CMD};
     wire [23:0]  rq_cache6  = {w_rq_cache, kb_rq_cache, ka_rq_cache, i_rq_cache, d_rq_cache, q_arcache};
@@ -270,6 +284,23 @@ module ethosu85 #(
     wire [1:0]  k_wq_domain;
     wire [127:0] k_wd_data;
     wire [15:0] k_wd_strb;
+    wire        kw_wq_valid, kw_wq_ext, kw_wd_valid, cw_wq_valid, cw_wq_ext, cw_wd_valid;
+    wire [39:0] kw_wq_addr, cw_wq_addr;
+    wire [3:0]  kw_wq_cache, cw_wq_cache;
+    wire [1:0]  kw_wq_domain, cw_wq_domain;
+    wire [127:0] kw_wd_data, cw_wd_data;
+    wire [15:0] kw_wd_strb, cw_wd_strb;
+    assign k_wq_valid  = kw_wq_valid || cw_wq_valid;
+    assign k_wq_ext    = c_busy ? cw_wq_ext : kw_wq_ext;
+    assign k_wq_addr   = cw_wq_valid ? cw_wq_addr : kw_wq_addr;
+    assign k_wq_cache  = cw_wq_valid ? cw_wq_cache : kw_wq_cache;
+    assign k_wq_domain = cw_wq_valid ? cw_wq_domain : kw_wq_domain;
+    assign k_wd_valid  = kw_wd_valid || cw_wd_valid;
+    assign k_wd_data   = cw_wd_valid ? cw_wd_data : kw_wd_data;
+    assign k_wd_strb   = cw_wd_valid ? cw_wd_strb : kw_wd_strb;
+    // B responses of wr_ofm: the CONV unit's while it is busy, else the kernel unit's (a unit
+    // finishes only when all its writes are answered, and the two never run together)
+    wire        ofm_b = (s_wb_valid && s_wb_id == ID_WR_OFM) || (e_wb_valid && e_wb_id == ID_WR_OFM);
     wire [39:0] d_wq_addr;
     wire [7:0]  d_wq_len;
     wire [3:0]  d_wq_cache;
@@ -354,13 +385,15 @@ module ethosu85 #(
 
     // ================================================================ decoder / control
     wire              dma_push, dma_full, dma_abort, dma_idle;
-    wire              st_we, st_kind, k_op_pool, k_op_ew, k_unsup, k_unpred, k_start, k_busy;
+    wire              st_we, st_kind, k_op_pool, k_op_ew, k_op_resize, k_unsup, k_unpred, k_start, k_busy;
     wire              k_flag;
-    wire              w_start, w_no_weights, w_busy, w_done;
+    wire              c_op_dw, c_op_wi2, c_unsup, c_unpred, c_start, c_busy, c_flag, c_flag_set;
     wire [9:0]        st_opc;
     wire [63:0]       st_raw;
     wire [5:0]        k_op_mode;
-    wire [127:0]      unused_lut_rdata;      // LUT read port: for the kernel datapath (phase 2)
+    wire [6:0]        k_lut_raddr;           // LUT RAM read port of the kernel datapath
+    wire [127:0]      k_lut_rdata;
+    wire              k_chain;
     wire [DESC_W-1:0] dma_desc;
     wire [2:0]        dma_outstanding;
     npu_cmd_decode #(.DESC_W(DESC_W)) u_dec (
@@ -376,10 +409,11 @@ module ethosu85 #(
         .dma_outstanding(dma_outstanding), .dma_abort(dma_abort), .dma_idle(dma_idle),
         .ports_idle(ports_idle),
         .st_we(st_we), .st_kind(st_kind), .st_opc(st_opc), .st_raw(st_raw),
-        .k_op_pool(k_op_pool), .k_op_ew(k_op_ew), .k_op_mode(k_op_mode),
+        .k_op_pool(k_op_pool), .k_op_ew(k_op_ew), .k_op_resize(k_op_resize), .k_op_mode(k_op_mode),
         .k_unsupported(k_unsup), .k_unpredictable(k_unpred), .k_start(k_start), .k_busy(k_busy),
-        .k_flag(k_flag),
-        .w_start(w_start), .w_no_weights(w_no_weights), .w_busy(w_busy), .w_done(w_done),
+        .k_flag(k_flag), .k_chain(k_chain),
+        .c_op_dw(c_op_dw), .c_op_wi2(c_op_wi2), .c_unsupported(c_unsup), .c_unpredictable(c_unpred),
+        .c_start(c_start), .c_busy(c_busy), .c_flag(c_flag), .c_flag_set(c_flag_set),
         .pmu_mask_we(pmu_mask_we), .pmu_mask_val(pmu_mask_val),
         .status_word(status_core), .running(running), .qread(qread),
         .cond_result_flag(cond_flag), .irq(npu_irq));
@@ -404,41 +438,53 @@ module ethosu85 #(
         .wd_valid(d_wd_valid), .wd_ext(d_wd_ext), .wd_data(d_wd_data), .wd_strb(d_wd_strb),
         .wd_last(d_wd_last), .wd_ready(d_wd_ready),
         .wb_valid((s_wb_valid && s_wb_id == ID_WR_M2M) || (e_wb_valid && e_wb_id == ID_WR_M2M)),
-        .lut_raddr(7'd0), .lut_rdata(unused_lut_rdata),
+        .lut_raddr(k_lut_raddr), .lut_rdata(k_lut_rdata),
         .idle(dma_idle));
 
     // ================================================================ kernel operations
     npu_kernel u_kernel (
         .CLK(CLK), .rst_n(core_rst_n),
         .set_we(st_we), .set_kind(st_kind), .set_opc(st_opc), .set_raw(st_raw),
-        .op_pool(k_op_pool), .op_ew(k_op_ew), .op_mode(k_op_mode),
+        .op_pool(k_op_pool), .op_ew(k_op_ew), .op_resize(k_op_resize), .op_mode(k_op_mode),
         .op_unsupported(k_unsup), .op_unpredictable(k_unpred),
         .start(k_start), .busy(k_busy), .abort(dma_abort), .pause(pause), .cond_flag(k_flag),
+        .chain_open(k_chain),
         .basep(basep), .regioncfg(regioncfg), .mem_attr(mem_attr),
-        .a_rq_valid(ka_rq_valid), .a_rq_ext(ka_rq_ext), .a_rq_addr(ka_rq_addr),
-        .a_rq_cache(ka_rq_cache), .a_rq_domain(ka_rq_domain), .a_rq_ready(ka_rq_ready),
+        .lut_raddr(k_lut_raddr), .lut_rdata(k_lut_rdata),
+        .a_rq_valid(kk_rq_valid), .a_rq_ext(kk_rq_ext), .a_rq_addr(kk_rq_addr),
+        .a_rq_cache(kk_rq_cache), .a_rq_domain(kk_rq_domain), .a_rq_ready(ka_rq_ready),
         .a_rb_valid(s_hit_ka || e_hit_ka), .a_rb_data(s_hit_ka ? s_rb_data : e_rb_data),
         .a_rb_resp(s_hit_ka ? s_rb_resp : e_rb_resp),
         .b_rq_valid(kb_rq_valid), .b_rq_ext(kb_rq_ext), .b_rq_addr(kb_rq_addr),
         .b_rq_cache(kb_rq_cache), .b_rq_domain(kb_rq_domain), .b_rq_ready(kb_rq_ready),
         .b_rb_valid(s_hit_kb || e_hit_kb), .b_rb_data(s_hit_kb ? s_rb_data : e_rb_data),
         .b_rb_resp(s_hit_kb ? s_rb_resp : e_rb_resp),
-        .wq_valid(k_wq_valid), .wq_ext(k_wq_ext), .wq_addr(k_wq_addr), .wq_cache(k_wq_cache),
-        .wq_domain(k_wq_domain), .wq_ready(k_wq_ready),
-        .wd_valid(k_wd_valid), .wd_data(k_wd_data), .wd_strb(k_wd_strb), .wd_ready(k_wd_ready),
-        .wb_valid((s_wb_valid && s_wb_id == ID_WR_OFM) || (e_wb_valid && e_wb_id == ID_WR_OFM)));
+        .wq_valid(kw_wq_valid), .wq_ext(kw_wq_ext), .wq_addr(kw_wq_addr), .wq_cache(kw_wq_cache),
+        .wq_domain(kw_wq_domain), .wq_ready(k_wq_ready),
+        .wd_valid(kw_wd_valid), .wd_data(kw_wd_data), .wd_strb(kw_wd_strb), .wd_ready(k_wd_ready),
+        .wb_valid(ofm_b && !c_busy));
 
-    // ================================================================ CONV / DEPTHWISE streams
-    npu_wfetch #(.MACS(MACS), .NUM_WD_LOG2(CONFIG_WORD[NPU_F_CONFIG_NUM_WD +: 2])) u_wfetch (
+    // ================================================================ CONV / DEPTHWISE
+    npu_conv #(.MACS(MACS), .NUM_WD_LOG2(CONFIG_WORD[NPU_F_CONFIG_NUM_WD +: 2])) u_conv (
         .CLK(CLK), .rst_n(core_rst_n),
         .set_we(st_we), .set_kind(st_kind), .set_opc(st_opc), .set_raw(st_raw),
-        .start(w_start), .no_weights(w_no_weights), .clear(fetch_restart), .abort(dma_abort),
-        .pause(pause), .busy(w_busy), .done(w_done),
+        .op_dw(c_op_dw), .op_wi2(c_op_wi2), .op_unsupported(c_unsup), .op_unpredictable(c_unpred),
+        .start(c_start), .busy(c_busy), .abort(dma_abort), .pause(pause),
+        .cond_flag(c_flag), .cond_set(c_flag_set),
         .basep(basep), .regioncfg(regioncfg), .mem_attr(mem_attr), .sram_mb(s_mb), .ext_mb(e_mb),
-        .rq_valid(w_rq_valid), .rq_ext(w_rq_ext), .rq_addr(w_rq_addr), .rq_len(w_rq_len),
-        .rq_scale(w_rq_scale), .rq_cache(w_rq_cache), .rq_domain(w_rq_domain),
-        .rq_ready(w_rq_ready),
-        .rb_valid(s_hit_w || e_hit_w), .rb_resp(s_hit_w ? s_rb_resp : e_rb_resp));
+        .a_rq_valid(cc_rq_valid), .a_rq_ext(cc_rq_ext), .a_rq_addr(cc_rq_addr), .a_rq_len(cc_rq_len),
+        .a_rq_cache(cc_rq_cache), .a_rq_domain(cc_rq_domain), .a_rq_ready(ka_rq_ready),
+        .a_rb_valid(s_hit_ka || e_hit_ka), .a_rb_data(s_hit_ka ? s_rb_data : e_rb_data),
+        .a_rb_resp(s_hit_ka ? s_rb_resp : e_rb_resp),
+        .w_rq_valid(w_rq_valid), .w_rq_ext(w_rq_ext), .w_rq_addr(w_rq_addr), .w_rq_len(w_rq_len),
+        .w_rq_scale(w_rq_scale), .w_rq_cache(w_rq_cache), .w_rq_domain(w_rq_domain),
+        .w_rq_ready(w_rq_ready),
+        .w_rb_valid(s_hit_w || e_hit_w), .w_rb_data(s_hit_w ? s_rb_data : e_rb_data),
+        .w_rb_resp(s_hit_w ? s_rb_resp : e_rb_resp),
+        .wq_valid(cw_wq_valid), .wq_ext(cw_wq_ext), .wq_addr(cw_wq_addr), .wq_cache(cw_wq_cache),
+        .wq_domain(cw_wq_domain), .wq_ready(k_wq_ready),
+        .wd_valid(cw_wd_valid), .wd_data(cw_wd_data), .wd_strb(cw_wd_strb), .wd_ready(k_wd_ready),
+        .wb_valid(ofm_b && c_busy));
 
     // ================================================================ PMU
     npu_pmu u_pmu (

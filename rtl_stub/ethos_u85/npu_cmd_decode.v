@@ -21,7 +21,7 @@
 //     stride_mode, internal destination address or length not 16-byte aligned) are
 //     UNPREDICTABLE: the command is skipped without effect (as the TLM does).
 //   - NPU_OP_DMA_WAIT k: waits until at most k DMA descriptors are outstanding.
-//   - NPU_OP_POOL, NPU_OP_ELEMENTWISE: checked by the kernel unit (npu_kernel.v) against
+//   - NPU_OP_POOL, NPU_OP_ELEMENTWISE, NPU_OP_RESIZE: checked by the kernel unit (npu_kernel.v) against
 //     the current NPU_SET state: a configuration it does not implement -> cmd_parse_error
 //     (QREAD at the operation); a failed register-only TRM assert (UNPREDICTABLE) -> the
 //     command completes without effect (TLM policy); else the operation starts and no
@@ -29,13 +29,11 @@
 //     answered), so the kernel unit sees stable NPU_SET state.
 //   - NPU_OP_KERNEL_WAIT: operations complete before the next command: completes at once.
 //   - NPU_OP_PMU_MASK: passed to the PMU (which applies it if PMCR.mask_en = 1).
-//   - NPU_OP_CONV, DEPTHWISE: the weight and scale/bias streams are read (npu_wfetch.v);
-//     when every read has completed the operation stops with cmd_parse_error (the
-//     arithmetic is not implemented; QREAD at the operation, IRQ). An error response on
-//     those reads stops the NPU as every bus fault does, QREAD at the operation.
-//   - NPU_OP_RESIZE: not implemented: cmd_parse_error (the NPU stops with IRQ, QREAD at the
-//     operation).
-// * Stops: NPU_OP_STOP, QREAD reaching QSIZE (cmd_end_reached), CMD.stop_request, errors.
+//   - NPU_OP_CONV, DEPTHWISE: checked and run by the CONV unit (npu_conv.v) as the kernel
+//     unit does for POOL/ELEMENTWISE; inside an open chain (k_chain: the kernel unit's
+//     g_chain_length != 0) they cannot be appended: UNPREDICTABLE, no effect.
+// * Stops: NPU_OP_STOP, QREAD reaching QSIZE (cmd_end_reached), CMD.stop_request (taken
+//   once no chain is open: the commands of an open chain run on), errors.
 //   STATUS.state reads RUNNING until every outstanding command fetch, DMA transfer, kernel
 //   operation and AXI transaction has completed; then the NPU is STOPPED and irq_raised is
 //   set. On an error (and during a soft reset) the DMA and the kernel unit are aborted: no
@@ -92,17 +90,23 @@ module npu_cmd_decode #(
     output wire [63:0]       st_raw,
     output wire              k_op_pool,
     output wire              k_op_ew,
+    output wire              k_op_resize,
     output wire [5:0]        k_op_mode,
     input  wire              k_unsupported,
     input  wire              k_unpredictable,
     output wire              k_start,
     input  wire              k_busy,
     input  wire              k_flag,
-    // weight / scale-bias stream fetch of CONV and DEPTHWISE (npu_wfetch.v)
-    output wire              w_start,
-    output wire              w_no_weights,   // NPU_OP_CONV weights_ifm2
-    input  wire              w_busy,
-    input  wire              w_done,
+    input  wire              k_chain,        // a chain of kernel operations is open
+    // CONV / DEPTHWISE unit (npu_conv.v)
+    output wire              c_op_dw,        // NPU_OP_DEPTHWISE (else CONV)
+    output wire              c_op_wi2,       // NPU_OP_CONV weights_ifm2
+    input  wire              c_unsupported,
+    input  wire              c_unpredictable,
+    output wire              c_start,
+    input  wire              c_busy,
+    input  wire              c_flag,
+    input  wire              c_flag_set,     // the unit computed COND_STATUS.result_flag
     // PMU
     output wire              pmu_mask_we,
     output wire              pmu_mask_val,
@@ -153,6 +157,7 @@ module npu_cmd_decode #(
     wire is_pmask  = !is1 && (opc == OPC0_NPU_OP_PMU_MASK);
     wire is_pool   = !is1 && (opc == OPC0_NPU_OP_POOL);
     wire is_ew     = !is1 && (opc == OPC0_NPU_OP_ELEMENTWISE);
+    wire is_resize = !is1 && (opc == OPC0_NPU_OP_RESIZE);
     wire is_conv   = !is1 && (opc == OPC0_NPU_OP_CONV || opc == OPC0_NPU_OP_DEPTHWISE);
     wire is_branch = is1 && (opc == OPC1_NPU_OP_BRANCH);
 
@@ -198,17 +203,19 @@ module npu_cmd_decode #(
                    f_npu_set_dma0_src__addr};                    // [39:0]
 
     // ---------------------------------------------------------------- execute
-    wire exec = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_req_pend
-                && !k_busy && !w_busy && (qread_q < qsize_al) && have;
+    // a stop request is taken at a command boundary outside a chain
+    wire stop_now = stop_req_pend && !k_chain;
+    wire exec = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_now
+                && !k_busy && !c_busy && (qread_q < qsize_al) && have;
 
     logic        adv4, adv8, do_stop, do_irq, do_perr, do_bfault, do_branch, do_push;
-    logic        do_pmu, do_kstart, do_wstart;
+    logic        do_pmu, do_kstart, do_cstart;
     wire [31:0]  br_target = w1;
     wire         br_taken = (w0[16] == NPU_E_BRANCH_COND_ALWAYS[0]) || cond_result_flag;
     always @(*) begin
         adv4 = 1'b0; adv8 = 1'b0; do_stop = 1'b0; do_irq = 1'b0; do_perr = 1'b0;
         do_bfault = 1'b0; do_branch = 1'b0; do_push = 1'b0; do_pmu = 1'b0; set_we = 1'b0;
-        do_kstart = 1'b0; do_wstart = 1'b0;
+        do_kstart = 1'b0; do_cstart = 1'b0;
         if (exec) begin
             if (bad) begin
                 do_perr = 1'b1;
@@ -243,7 +250,7 @@ module npu_cmd_decode #(
             end else if (is_pmask) begin
                 do_pmu = 1'b1;
                 adv4 = 1'b1;
-            end else if (is_pool || is_ew) begin
+            end else if (is_pool || is_ew || is_resize) begin
                 if (k_unsupported) begin
                     do_perr = 1'b1;                 // not implemented by the stand-in
                 end else if (k_unpredictable) begin
@@ -252,11 +259,17 @@ module npu_cmd_decode #(
                     do_kstart = 1'b1;
                     adv4 = 1'b1;
                 end
-            end else if (is_conv && !w_done) begin
-                do_wstart = 1'b1;                   // read the weight and scale/bias streams
+            end else if (is_conv) begin
+                if (c_unsupported) begin
+                    do_perr = 1'b1;                 // not implemented by the stand-in
+                end else if (c_unpredictable || k_chain) begin
+                    adv4 = 1'b1;                    // UNPREDICTABLE: no effect
+                end else begin
+                    do_cstart = 1'b1;
+                    adv4 = 1'b1;
+                end
             end else begin
-                // NPU_OP_CONV, DEPTHWISE once their streams are read, RESIZE: not implemented
-                do_perr = 1'b1;
+                do_perr = 1'b1;                     // (no other operation reaches here)
             end
         end
     end
@@ -273,20 +286,22 @@ module npu_cmd_decode #(
     assign st_raw = set_raw;
     assign k_op_pool = is_pool;
     assign k_op_ew = is_ew;
+    assign k_op_resize = is_resize;
     assign k_op_mode = w0[21:16];
     assign k_start = do_kstart;
-    assign w_start = do_wstart;
-    assign w_no_weights = (opc == OPC0_NPU_OP_CONV) && w0[16];
+    assign c_start = do_cstart;
+    assign c_op_dw = (opc == OPC0_NPU_OP_DEPTHWISE);
+    assign c_op_wi2 = w0[16];
 
     // ---------------------------------------------------------------- control
     wire start_ok = (fsm == S_STOPPED) && cmd_start && !sticky && !reset_halt;
     wire [31:0] start_off = resume_ok ? qread_q : 32'd0;
     wire fault_new = fault_valid && !bus_status;
-    wire drained = fetch_idle && dma_idle && !k_busy && !w_busy && ports_idle;
+    wire drained = fetch_idle && dma_idle && !k_busy && !c_busy && ports_idle;
 
     assign fetch_restart = start_ok || do_branch;
     assign fetch_off = do_branch ? br_target : start_off;
-    assign fetch_enable = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_req_pend;
+    assign fetch_enable = (fsm == S_RUN) && !pause && !reset_halt && !bus_status && !stop_now;
     assign dma_abort = reset_halt || bus_status || (fsm == S_DRAIN && kind == K_ERR);
 
     always_ff @(posedge CLK or negedge rst_n) begin
@@ -357,7 +372,7 @@ module npu_cmd_decode #(
                     end else if (do_stop) begin
                         fsm <= S_DRAIN;
                         kind <= K_STOP;
-                    end else if (stop_req_pend && !pause) begin
+                    end else if (stop_now && !pause) begin
                         fsm <= S_DRAIN;
                         kind <= K_REQ;
                     end else if (!pause && qread_q >= qsize_al) begin
@@ -381,7 +396,15 @@ module npu_cmd_decode #(
 
     assign running = (fsm != S_STOPPED);
     assign qread = qread_q;
-    assign cond_result_flag = k_flag;   // bit 0 of the last OFM element (npu_kernel.v)
+    // bit 0 of the last OFM element of the last kernel operation that computed it (npu_kernel.v
+    // or npu_conv.v)
+    logic flag_conv;
+    always_ff @(posedge CLK or negedge rst_n) begin
+        if (!rst_n) flag_conv <= 1'b0;
+        else if (do_kstart) flag_conv <= 1'b0;
+        else if (c_flag_set) flag_conv <= 1'b1;
+    end
+    assign cond_result_flag = flag_conv ? c_flag : k_flag;
     assign irq = irq_raised | pmu_irq_raised;
     assign status_word = {irq_hist, fault_chn, fault_ifc, 1'b0, branch_fault, 1'b0 /* ecc_fault */,
                           1'b0, pmu_irq_raised, end_reached, parse_error, 1'b0 /* reset_status */,

@@ -535,16 +535,26 @@ module npu_dma #(
     end
 
     // ================================================================ LUT RAM (2048 bytes)
+    // Cleared at every reset (TRM 2.2: all NPU memories): a line not written since the reset
+    // reads 0 (lut_v), and its first write stores 0 in the bytes it does not write.
     logic [127:0] lut [0:127];
+    logic [127:0] lut_v;
     wire  [6:0]   lut_wa = s_daddr[wr_p][10:4] + {2'd0, j};
+    wire  [127:0] lut_old = lut_v[lut_wa] ? lut[lut_wa] : 128'd0;
+    logic [127:0] lut_new;
     integer lb;
-    always_ff @(posedge CLK) begin
-        if (w == W_LUT) begin
-            for (lb = 0; lb < 16; lb = lb + 1)
-                if (strb[lb]) lut[lut_wa][lb*8 +: 8] <= pair[lb*8 +: 8];
-        end
+    always @(*) begin
+        for (lb = 0; lb < 16; lb = lb + 1)
+            lut_new[lb*8 +: 8] = strb[lb] ? pair[lb*8 +: 8] : lut_old[lb*8 +: 8];
     end
-    assign lut_rdata = lut[lut_raddr];
+    always_ff @(posedge CLK) begin
+        if (w == W_LUT) lut[lut_wa] <= lut_new;
+    end
+    always_ff @(posedge CLK or negedge rst_n) begin
+        if (!rst_n) lut_v <= 128'd0;
+        else if (w == W_LUT) lut_v[lut_wa] <= 1'b1;
+    end
+    assign lut_rdata = lut_v[lut_raddr] ? lut[lut_raddr] : 128'd0;
 
     wire unused_ok = ^{ib_resp[0], i_lane[1:0], s_daddr[wr_p][39:11], rb_resp[0], rb_sum[9],
                        rb_sum[3:0], wb_sum[9], wb_sum[3:0], delta[4], lo_i[4], pair[255:128],

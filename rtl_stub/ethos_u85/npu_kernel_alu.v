@@ -1,35 +1,42 @@
 // npu_kernel_alu.v -- the arithmetic of one output element of the kernel datapath (TRM
-// 3.6.6, 3.6.7, 3.10.5, 3.10.6): one 33x32 multiplier and one rounded_shift_right (npu_rsr)
+// 3.6.6, 3.6.7, 3.10.5, 3.10.6): one 49x32 multiplier and one rounded_shift_right (npu_rsr)
 // shared by up to three phases, chosen by the caller (npu_kernel.v keeps sa/sb between
 // phases):
 //
-//   phase 0  elementwise add/sub/min/max: r32 = scale_a(a)
+//   phase 0  elementwise (not mul): r = scale_a(a)
 //              scale_x(v) = (int32_t)rounded_shift_right(v * X_SCALE.scale, X_SCALE.shift,
 //                                                        X_SCALE.round_mode, X_SCALE.dbl_rnd)
-//            elementwise mul: r32 = (int32_t)(a * b)             (no input scaling)
-//   phase 1  elementwise add/sub/min/max: r32 = scale_b(b)
-//   phase 2  acc = pooling: pool_acc; mul: sa; add: sa + sb; sub: sa - sb; min/max (int32)
-//            r = rounded_shift_right(acc * scale, shift, OFM_SCALE.round_mode,
-//                                    OFM_SCALE.dbl_rnd)
-//              scale, shift: avg = 1 (rescale_mode_avpool): the built-in table entry of
-//              d = count_m1 + 1 (gen/npu_kernel.vh); else OFM_SCALE (global)
-//            activation (lut_none): t = (int32_t)(r + OFM zero point); clip_range b16:
-//            t = t < min ? min : t > max ? max : t; q = t[7:0] (write_ofm's truncate).
+//              for b8 and signed b16 operands; b32 and unsigned b16 operands pass unscaled
+//            elementwise mul: r = a * b (64 bits, no input scaling)
+//   phase 1  elementwise: r = scale_b(b) (lrelu: scale_b(a))
+//   phase 2  acc = pooling: pool_acc (reduce_sum: 48 bits); elementwise: the mode of sa, sb
+//            (add, sub, min, max, shr, shl, lshr, clz, abs, lrelu, cmp_*, and, or, xor, not,
+//            and_not), wrapped to int32 except the b32 mul product
+//            RESIZE: r = rounded_shift_right((int64)acc << 16, OFM_SCALE.shift, ...)
+//            rescale: rescale_mode_global / normal r = rounded_shift_right(acc * scale, shift,
+//            OFM_SCALE.round_mode, OFM_SCALE.dbl_rnd) (scale, shift: OFM_SCALE, or the
+//            average-pool table entry of d = count_m1 + 1); shift_only (b32 mul) without the
+//            multiply; none (shr, shl, lshr): acc
+//            activation: t = (int32_t)(r + OFM zero point); tanh / sigmoid: their clamps,
+//            else clip_range b16: clamp(t, min, max); then the LUT function (lut_* from the
+//            LUT RAM line the caller reads at lut_line: the line of lut_byte)
+//            q = the value for write_ofm (the caller truncates it to the OFM width)
 //
 // a and b are the operands with their zero points subtracted (read_ifm / read_ifm2; a
-// scalar operand is OP_SCALAR minus its zero point, see npu_kernel.v). Ranges the kernel
-// unit guarantees: data operands fit 9 bits; a scalar fits 33 bits (mul) or 16 bits
-// (add/sub/min/max, a TRM assert of scale_a/scale_b). Every product given to npu_rsr fits
-// 64 bits (|16b x 31b| < 2^47, |32b x 31b| < 2^62).
+// scalar operand is OP_SCALAR minus its zero point, see npu_kernel.v): up to 33 bits.
+// Only the low 32 bits of any rounded result are used (every consumer casts to int32_t),
+// and npu_rsr gives them exactly.
 `default_nettype none
 
 module npu_kernel_alu (
     input  wire [1:0]  phase,
     input  wire        is_pool,
-    input  wire [2:0]  ew_op,         // elementwise_mode: mul 0, add 1, sub 2, min 3, max 4
+    input  wire [5:0]  ew_op,         // elementwise_mode
     input  wire [32:0] a,             // signed
     input  wire [32:0] b,             // signed
-    input  wire        a_wide,        // a is a scalar operand (mul: b is the 9-bit factor)
+    input  wire        pass_a,        // a passes scale_a unscaled (b32, unsigned b16)
+    input  wire        pass_b,
+    input  wire [1:0]  prec,          // IFM precision (shl/lshr masks, b32 mul)
     input  wire [30:0] a_scale,
     input  wire [5:0]  a_shift,
     input  wire        a_rnd,
@@ -38,10 +45,11 @@ module npu_kernel_alu (
     input  wire [5:0]  b_shift,
     input  wire        b_rnd,
     input  wire [4:0]  b_dbl,
-    input  wire [31:0] sa,            // phase 0 result (signed)
+    input  wire [63:0] sa,            // phase 0 result (signed; the mul product is 64 bits)
     input  wire [31:0] sb,            // phase 1 result (signed)
-    input  wire [31:0] pool_acc,      // signed
+    input  wire [47:0] pool_acc,      // signed (32 bits sign-extended, or 48)
     input  wire        avg,
+    input  wire        rs,            // RESIZE: rescale shift_only of pool_acc << 16
     input  wire [5:0]  count_m1,
     input  wire [30:0] o_scale,
     input  wire [5:0]  o_shift,
@@ -51,30 +59,70 @@ module npu_kernel_alu (
     input  wire        clip,
     input  wire [16:0] o_min,         // signed
     input  wire [16:0] o_max,         // signed
-    output wire [31:0] r32,
-    output wire [7:0]  q
+    input  wire [4:0]  act_fn,        // activation_function
+    input  wire [2:0]  table_i,       // ACTIVATION.table
+    output wire [10:0] lut_byte,      // byte of the LUT RAM the LUT function reads
+    input  wire [127:0] lut_line,     // the LUT RAM line of lut_byte
+    output wire [63:0] r64,           // phases 0 and 1
+    output wire [31:0] q              // phase 2
 );
 `include "gen/npu_isa.vh"
 `include "gen/npu_kernel.vh"
 
-    wire mulop = (ew_op == NPU_E_ELEMENTWISE_MODE_MUL[2:0]);
+    localparam [5:0] M_MUL = NPU_E_ELEMENTWISE_MODE_MUL[5:0], M_ADD = NPU_E_ELEMENTWISE_MODE_ADD[5:0],
+                     M_SUB = NPU_E_ELEMENTWISE_MODE_SUB[5:0], M_MIN = NPU_E_ELEMENTWISE_MODE_MIN[5:0],
+                     M_MAX = NPU_E_ELEMENTWISE_MODE_MAX[5:0], M_LRELU = NPU_E_ELEMENTWISE_MODE_LRELU[5:0],
+                     M_ABS = NPU_E_ELEMENTWISE_MODE_ABS[5:0], M_CLZ = NPU_E_ELEMENTWISE_MODE_CLZ[5:0],
+                     M_SHR = NPU_E_ELEMENTWISE_MODE_SHR[5:0], M_SHL = NPU_E_ELEMENTWISE_MODE_SHL[5:0],
+                     M_LSHR = NPU_E_ELEMENTWISE_MODE_LSHR[5:0], M_EQ = NPU_E_ELEMENTWISE_MODE_CMP_EQ[5:0],
+                     M_NE = NPU_E_ELEMENTWISE_MODE_CMP_NE[5:0], M_GE = NPU_E_ELEMENTWISE_MODE_CMP_GE[5:0],
+                     M_GT = NPU_E_ELEMENTWISE_MODE_CMP_GT[5:0], M_AND = NPU_E_ELEMENTWISE_MODE_AND[5:0],
+                     M_OR = NPU_E_ELEMENTWISE_MODE_OR[5:0], M_XOR = NPU_E_ELEMENTWISE_MODE_XOR[5:0],
+                     M_NOT = NPU_E_ELEMENTWISE_MODE_NOT[5:0], M_ANDN = NPU_E_ELEMENTWISE_MODE_AND_NOT[5:0];
+    localparam [1:0] B8 = NPU_E_ACTIVATION_PRECISION_B8[1:0], B16 = NPU_E_ACTIVATION_PRECISION_B16[1:0];
 
-    // ---------------------------------------------------------------- acc of phase 2
+    wire mulop  = !is_pool && (ew_op == M_MUL);
+    wire mul64  = mulop && prec != B8 && prec != B16;          // b32: shift-only rescale
+    wire [31:0] sa32 = sa[31:0];
+    wire [31:0] pmask = (prec == B8) ? 32'h0000_00FF : (prec == B16) ? 32'h0000_FFFF : 32'hFFFF_FFFF;
+
+    // ---------------------------------------------------------------- the mode (phase 2)
     logic [31:0] acc_ew;
+    logic [5:0]  clz_n;
+    integer i;
     always @(*) begin
+        clz_n = 6'd32;
+        for (i = 0; i < 32; i = i + 1)
+            if (sa32[i]) clz_n = 6'(31 - i);
         case (ew_op)
-            NPU_E_ELEMENTWISE_MODE_MUL[2:0]: acc_ew = sa;
-            NPU_E_ELEMENTWISE_MODE_ADD[2:0]: acc_ew = sa + sb;
-            NPU_E_ELEMENTWISE_MODE_SUB[2:0]: acc_ew = sa - sb;
-            NPU_E_ELEMENTWISE_MODE_MIN[2:0]: acc_ew = ($signed(sa) < $signed(sb)) ? sa : sb;
-            default:                         acc_ew = ($signed(sa) > $signed(sb)) ? sa : sb;
+            M_MUL:   acc_ew = sa32;
+            M_ADD:   acc_ew = sa32 + sb;
+            M_SUB:   acc_ew = sa32 - sb;
+            M_MIN:   acc_ew = ($signed(sa32) < $signed(sb)) ? sa32 : sb;
+            M_MAX:   acc_ew = ($signed(sa32) > $signed(sb)) ? sa32 : sb;
+            M_LRELU: acc_ew = a[32] ? sb : sa32;
+            M_ABS:   acc_ew = sa32[31] ? 32'd0 - sa32 : sa32;
+            M_CLZ:   acc_ew = {26'd0, clz_n};
+            M_SHL:   acc_ew = (sa32 << sb[4:0]) & pmask;
+            M_LSHR:  acc_ew = (sa32 & pmask) >> sb[4:0];
+            M_EQ:    acc_ew = (sa32 == sb) ? 32'hFFFF_FFFF : 32'd0;
+            M_NE:    acc_ew = (sa32 != sb) ? 32'hFFFF_FFFF : 32'd0;
+            M_GE:    acc_ew = ($signed(sa32) >= $signed(sb)) ? 32'hFFFF_FFFF : 32'd0;
+            M_GT:    acc_ew = ($signed(sa32) > $signed(sb)) ? 32'hFFFF_FFFF : 32'd0;
+            M_AND:   acc_ew = sa32 & sb;
+            M_OR:    acc_ew = sa32 | sb;
+            M_XOR:   acc_ew = sa32 ^ sb;
+            M_NOT:   acc_ew = ~sa32;
+            M_ANDN:  acc_ew = sa32 & ~sb;
+            default: acc_ew = sa32;                  // shr: the shift is the rounding below
         endcase
     end
-    wire [31:0] acc = is_pool ? pool_acc : acc_ew;
+    wire [47:0] acc48 = is_pool ? pool_acc : {{16{acc_ew[31]}}, acc_ew};
     wire [36:0] avg_entry = NPU_AVGPOOL_TABLE[count_m1 * 37 +: 37];
+    wire        ew_none = !is_pool && (ew_op == M_SHR || ew_op == M_SHL || ew_op == M_LSHR);
 
     // ---------------------------------------------------------------- shared multiplier
-    logic [32:0] mx;
+    logic [48:0] mx;
     logic [31:0] my;
     logic [5:0]  sh;
     logic [2:0]  rm;
@@ -82,40 +130,116 @@ module npu_kernel_alu (
     always @(*) begin
         case (phase)
             2'd0: begin
-                if (mulop) begin
-                    mx = a_wide ? a : b;
-                    my = a_wide ? {{23{b[8]}}, b[8:0]} : {{23{a[8]}}, a[8:0]};
-                end else begin
-                    mx = {{17{a[15]}}, a[15:0]};
-                    my = {1'b0, a_scale};
-                end
+                mx = {{33{a[15]}}, a[15:0]};
+                my = {1'b0, a_scale};
                 sh = a_shift; rm = {2'b00, a_rnd}; db = a_dbl;
             end
             2'd1: begin
-                mx = {{17{b[15]}}, b[15:0]};
+                // lrelu scales a with IFM2_SCALE
+                mx = (ew_op == M_LRELU) ? {{33{a[15]}}, a[15:0]} : {{33{b[15]}}, b[15:0]};
                 my = {1'b0, b_scale};
                 sh = b_shift; rm = {2'b00, b_rnd}; db = b_dbl;
             end
             default: begin
-                mx = {acc[31], acc};
+                mx = {acc48[47], acc48};
                 my = {1'b0, avg ? avg_entry[30:0] : o_scale};
                 sh = avg ? avg_entry[36:31] : o_shift; rm = o_rnd; db = o_dbl;
+                if (!is_pool && ew_op == M_SHR) begin
+                    sh = {1'b0, sb[4:0]};                // shr: rounded by OFM_SCALE's mode
+                end
             end
         endcase
     end
-    wire signed [64:0] p = $signed(mx) * $signed(my);
+    wire signed [80:0] pw = $signed(mx) * $signed({1'b0, my});
+    // phase 0/1: operand * its scale, phase 2: acc * scale; the mul product (phase 0, mul)
+    // a*b of the two 33-bit operands has its own multiplier
+    wire signed [65:0] pmul = $signed(a) * $signed(b);
+    wire [79:0] prod = (phase == 2'd2 && rs) ? {{16{acc48[47]}}, acc48, 16'd0}
+                     : (phase == 2'd2 && (mul64 || (!is_pool && ew_op == M_SHR)))
+                       ? (mul64 ? {{16{sa[63]}}, sa} : {{48{sa32[31]}}, sa32})
+                       : pw[79:0];
     wire [31:0] r;
-    npu_rsr #(.PW(64)) u_rsr (.p(p[63:0]), .shift(sh), .mode(rm), .dbl(db), .q(r));
-    assign r32 = (phase == 2'd0 && mulop) ? p[31:0] : r;
+    npu_rsr #(.PW(80)) u_rsr (.p(prod), .shift(sh), .mode(rm), .dbl(db), .q(r));
+    // scale_b uses the IFM2 type also when lrelu applies it to a
+    wire pass = (phase == 2'd0 && pass_a) || (phase == 2'd1 && pass_b);
+    wire [32:0] pass_v = (phase == 2'd1 && ew_op != M_LRELU) ? b : a;
+    assign r64 = (phase == 2'd0 && mulop) ? pmul[63:0] :
+                 pass ? {{31{pass_v[32]}}, pass_v} : {{32{r[31]}}, r};
+    wire [31:0] res = ew_none && ew_op != M_SHR ? acc_ew : r;
 
     // ---------------------------------------------------------------- activation
-    wire [31:0] t  = r + {{15{o_zp[16]}}, o_zp};
-    wire [31:0] lo = {{15{o_min[16]}}, o_min};
-    wire [31:0] hi = {{15{o_max[16]}}, o_max};
-    wire [31:0] c  = !clip ? t : ($signed(t) < $signed(lo)) ? lo : ($signed(t) > $signed(hi)) ? hi : t;
-    assign q = c[7:0];
+    localparam [4:0] F_NONE = NPU_E_ACTIVATION_FUNCTION_LUT_NONE[4:0], F_U8 = NPU_E_ACTIVATION_FUNCTION_LUT_U8_U8[4:0],
+                     F_S8 = NPU_E_ACTIVATION_FUNCTION_LUT_S8_S8[4:0], F_S8S16 = NPU_E_ACTIVATION_FUNCTION_LUT_S8_S16[4:0],
+                     F_S8S32 = NPU_E_ACTIVATION_FUNCTION_LUT_S8_S32[4:0], F_S16 = NPU_E_ACTIVATION_FUNCTION_LUT_S16_S16[4:0],
+                     F_S16S32 = NPU_E_ACTIVATION_FUNCTION_LUT_S16_S32[4:0], F_TANH = NPU_E_ACTIVATION_FUNCTION_LUT_TANH[4:0],
+                     F_SIG = NPU_E_ACTIVATION_FUNCTION_LUT_SIGMOID[4:0];
+    wire [31:0] t0 = res + {{15{o_zp[16]}}, o_zp};
+    logic [31:0] lo, hi;
+    logic        do_clip;
+    always @(*) begin
+        do_clip = 1'b1;
+        if (act_fn == F_TANH) begin lo = 32'hFFFF_0000; hi = 32'h0000_FFFF; end
+        else if (act_fn == F_SIG) begin lo = 32'hFFFE_1000; hi = 32'h0001_EFFF; end
+        else begin
+            lo = {{15{o_min[16]}}, o_min}; hi = {{15{o_max[16]}}, o_max}; do_clip = clip;
+        end
+    end
+    // the TRM's clamp order: below min first, then above max
+    wire [31:0] t = !do_clip ? t0 : ($signed(t0) < $signed(lo)) ? lo : ($signed(t0) > $signed(hi)) ? hi : t0;
+    // LUT entry: 8-bit index modes use (table << 8) + byte; interpolating modes the entry
+    // i = 256 + (t >> shift) of (base, slope) int16 pairs
+    wire [7:0]  i8 = (act_fn == F_U8) ? t[7:0] : t[7:0] + 8'd128;
+    wire [10:0] e8 = {table_i, i8};
+    logic [4:0] ish;
+    always @(*) begin
+        case (act_fn)
+            F_TANH:  ish = 5'd8;
+            F_SIG:   ish = 5'd9;
+            default: ish = 5'd7;
+        endcase
+    end
+    wire [31:0] tsh = $signed(t) >>> ish;
+    wire [8:0]  ie = 9'(10'd256 + tsh[9:0]);
+    logic [10:0] byte_a;
+    always @(*) begin
+        case (act_fn)
+            F_U8, F_S8: byte_a = e8;
+            F_S8S16:    byte_a = {e8[9:0], 1'b0};
+            F_S8S32:    byte_a = {e8[8:0], 2'b00};
+            default:    byte_a = {ie, 2'b00};
+        endcase
+    end
+    assign lut_byte = byte_a;
+    wire [31:0] w32 = lut_line[{byte_a[3:2], 5'd0} +: 32];
+    wire [15:0] w16 = lut_line[{byte_a[3:1], 4'd0} +: 16];
+    wire [7:0]  w8  = lut_line[{byte_a[3:0], 3'd0} +: 8];
+    wire signed [31:0] base  = {{16{w32[15]}}, w32[15:0]};
+    wire signed [31:0] slope = {{16{w32[31]}}, w32[31:16]};
+    wire [8:0]  frac = (act_fn == F_TANH) ? {1'b0, t[7:0]} : (act_fn == F_SIG) ? t[8:0] : {2'd0, t[6:0]};
+    wire signed [41:0] fs = $signed({1'b0, frac}) * slope;
+    wire signed [41:0] b7  = {{3{base[31]}}, base, 7'd0};
+    wire signed [41:0] s16v = b7 + fs + 42'sd64;
+    wire signed [41:0] s32v = b7 + fs;
+    wire signed [41:0] thv = {{2{base[31]}}, base, 8'd0} + fs + (t[31] ? 42'sd127 : 42'sd128);
+    wire signed [41:0] sgv = {{1{base[31]}}, base, 9'd0} + fs + (t[31] ? 42'sh10001FF : 42'sh1000200);
+    logic [31:0] v;
+    always @(*) begin
+        case (act_fn)
+            F_U8:     v = {24'd0, w8};
+            F_S8:     v = {{24{w8[7]}}, w8};
+            F_S8S16:  v = {{16{w16[15]}}, w16};
+            F_S8S32:  v = w32;
+            F_S16:    v = {{16{s16v[22]}}, s16v[22:7]};
+            F_S16S32: v = s32v[31:0];
+            F_TANH:   v = thv[39:8];
+            F_SIG:    v = sgv[41:10];
+            default:  v = t;
+        endcase
+    end
+    assign q = v;
 
-    wire unused_ok = ^{p[64], a[32:16], b[32:16], c[31:8]};
+    wire unused_ok = ^{pw[80], pmul[65:64], t[31:10], s16v[41:23], s16v[6:0], s32v[41:32], thv[41:40],
+                       thv[7:0], sgv[9:0], tsh[31:10], e8[10], F_NONE, b[32:16] & 17'd0};
 endmodule
 
 `default_nettype wire

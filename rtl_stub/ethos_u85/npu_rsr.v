@@ -16,7 +16,7 @@
 `default_nettype none
 
 module npu_rsr #(
-    parameter integer PW = 64          // operand width, 32..64
+    parameter integer PW = 64          // operand width, 32..80
 ) (
     input  wire [PW-1:0] p,            // signed
     input  wire [5:0]    shift,
@@ -25,7 +25,7 @@ module npu_rsr #(
     output wire [31:0]   q
 );
 `include "gen/npu_isa.vh"
-    localparam integer SW = 66;
+    localparam integer SW = (PW > 64) ? PW + 2 : 66;
 
     wire        neg    = p[PW-1];
     wire [5:0]  s_m1   = shift - 6'd1;
@@ -47,7 +47,7 @@ module npu_rsr #(
         endcase
     end
 
-    wire signed [SW-1:0] sum = $signed({{(SW-PW){p[PW-1]}}, p}) + $signed({2'b00, r});
+    wire signed [SW-1:0] sum = $signed({{(SW-PW){p[PW-1]}}, p}) + $signed({{(SW-64){1'b0}}, r});
     wire signed [SW-1:0] shr = sum >>> shift;
     assign q = (shift == 6'd0) ? p[31:0] : shr[31:0];
 

@@ -1,5 +1,8 @@
 """The Ethos-U85's options of the bench runner (tb/core/run.py): ``NPU_MODEL``.
 
+Without ``--config`` (``CONFIG``), DUT=rtl builds the stand-in for ``--npu-model``'s own
+configuration (``hdl_config``), else for the default ethos-u85-256.
+
 * ``--npu-model PATH`` (``NPU_MODEL``) runs a Vela output through the bench
   (tb/ethos_u85/tests/test_network.py); without ``--tests`` only that test runs.
   ``--npu-model-ref`` (default: the ``NPU_MODEL_REF`` environment variable) is an .npz with
@@ -51,3 +54,15 @@ class U85RunOptions(RunOptions):
                 raise SetupError(f"NPU_MODEL_REF {args.npu_model_ref}: no such file")
             ref = str(refp)
         return {"NPU_MODEL": str(model), "NPU_MODEL_REF": ref}, "test_npu_model"
+
+    def hdl_config(self, args: argparse.Namespace, info) -> "str | None":
+        """Without ``--config``, the stand-in is built for ``--npu-model``'s own configuration
+        (the CONFIG word Vela embedded; ``prepare`` reports a model that does not load)."""
+        if not args.npu_model:
+            return None
+        from tlm.ethos_u85.runner import resolve_config
+        from tlm.ethos_u85.vela import load
+        try:
+            return resolve_config(load(Path(args.npu_model).expanduser()), None).name
+        except Exception:  # noqa: BLE001 - prepare() turns a bad model into one error line
+            return None

@@ -20,6 +20,7 @@ DEVICE = DeviceInfo(
         rtl_toplevel="ethosu85",
         rtl_sources="rtl_stub/ethos_u85",
         includes=("rtl_stub/ethos_u85",),          # the stand-in includes "gen/*.vh"
+        parameters="tb.ethos_u85.build:parameters",  # DUT=rtl: MACS of the configuration
         env="tb.ethos_u85.env:Env",
         trace_adapter="tb.ethos_u85.trace_adapter:U85PinTarget",
         options="tb.ethos_u85.run_options:U85RunOptions",

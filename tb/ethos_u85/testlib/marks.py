@@ -19,14 +19,13 @@ TIMEOUT = dict(timeout_time=5, timeout_unit="ms")
 # until the stand-in grows the feature, and then fail loudly ("passed but we expected a
 # failure") so that the marker is removed.
 RTL_UNSUPPORTED = {
-    "kernel_ops": "kernel operations the stand-in lacks (NPU_OP_CONV/DEPTHWISE/RESIZE stop with "
-                  "cmd_parse_error; see rtl_stub/ethos_u85/README.md)",
-    # One key per kernel operation, for tests of a single op (tb/tests/test_faults.py): delete
-    # the key when the stand-in implements that op, and its tests must then pass.
-    "NPU_OP_CONV": "NPU_OP_CONV (stops with cmd_parse_error in phase 1)",
-    # (NPU_OP_POOL and NPU_OP_ELEMENTWISE: rtl_stub/ethos_u85/npu_kernel.v)
-    "NPU_OP_DEPTHWISE": "NPU_OP_DEPTHWISE (stops with cmd_parse_error in phase 1)",
-    "NPU_OP_RESIZE": "NPU_OP_RESIZE (stops with cmd_parse_error in phase 1)",
+    "kernel_ops": "kernel operations the stand-in lacks (NPU_OP_RESIZE, and the CONV/DEPTHWISE, "
+                  "POOL and ELEMENTWISE configurations of rtl_stub/ethos_u85/README.md stop with "
+                  "cmd_parse_error)",
+    # One key per kernel operation, for tests of a single op: delete the key when the stand-in
+    # implements that op, and its tests must then pass. (NPU_OP_CONV and NPU_OP_DEPTHWISE:
+    # rtl_stub/ethos_u85/npu_conv.v; NPU_OP_POOL and NPU_OP_ELEMENTWISE: rtl_stub/ethos_u85/npu_kernel.v)
+    "NPU_OP_RESIZE": "NPU_OP_RESIZE (stops with cmd_parse_error)",
 }
 
 def rtl_unsupported(feature: str, condition: bool = True):

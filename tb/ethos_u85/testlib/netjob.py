@@ -87,6 +87,13 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
     cycles = (get_sim_time("ns") - sim0) / env.clk_period_ns
     beats = env.axi.beats() - beats0
     report = host.check_faults(status)
+    if report and report.fields["cmd_parse_error"]:
+        # name the command the NPU stopped at (QREAD): on DUT=rtl, an operation the stand-in
+        # does not implement as configured (rtl_stub/README.md)
+        q = await env.read_ok(QREAD, driver.pprot)
+        at = next((d for d in isa.decode(model.command_words) if d.offset == q), None)
+        raise AssertionError(f"{path.name}: stopped with cmd_parse_error at "
+                             f"{at.cmd.name if at else '?'} (command offset 0x{q:x}); STATUS 0x{status:08x}")
     assert not report, f"{path.name}: stopped with {report}"
     qread = await env.read_ok(QREAD, driver.pprot)
     assert report.fields["cmd_end_reached"] or qread == 4 * len(model.command_words), \

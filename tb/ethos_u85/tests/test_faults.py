@@ -35,7 +35,7 @@ from tb.ethos_u85.testlib.hostile import (
     start_env,
     wait_reset_clear,
 )
-from tb.ethos_u85.testlib.marks import TIMEOUT, named, rtl_unsupported, seeded_rng
+from tb.ethos_u85.testlib.marks import TIMEOUT, named, seeded_rng
 from tb.ethos_u85.testlib.memmap import (
     EXT_REGIONS,
     REGION_BASE,
@@ -213,7 +213,6 @@ async def test_conv_fault(dut, operand, resp):
     await kernel_fault(dut, "conv", operand, resp)
 
 
-@rtl_unsupported("NPU_OP_CONV")
 @cocotb.parametrize(operand=named(["ifm", "ofm"]), resp=RESPS)
 @cocotb.test(**TIMEOUT)
 async def test_conv_fault_datapath(dut, operand, resp):

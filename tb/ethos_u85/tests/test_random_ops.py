@@ -4,7 +4,7 @@ Each test builds random but TRM-legal command streams with ``tlm.ethos_u85.isa.e
 and field names), writes random inputs into the bench memory, runs every stream as one job
 through the pins (tb.ethos_u85.env.Env) and lets the scoreboard's reference TLM check STATUS, QREAD,
 IRQ edges and every byte written. The value of the module is the stimulus and the functional
-coverage it reaches (tb/coverage.py); the checks here make sure no case passes vacuously:
+coverage it reaches (tb/ethos_u85/coverage.py); the checks here make sure no case passes vacuously:
 
 * the job stops at its final NPU_OP_STOP (no cmd_parse_error, bus_status or branch_fault);
 * the reference executed every kernel operation of the job and none of them hit a failed TRM
@@ -46,8 +46,9 @@ visits every bin of those cover points; everything else is drawn freely.
 On DUT=rtl the generator emits only what the stand-in implements (rtl_stub/ethos_u85/README.md: 8-bit
 ELEMENTWISE mul/add/sub/min/max and POOL max/min/average/sum, single-tile storage, lut_none,
 global scale, no transposes), plus the branches, PMU_MASK and LUT DMAs, so
-``test_random_ops`` passes there too; ``test_random_conv`` (CONV/DEPTHWISE only) is marked
-expected-unsupported on DUT=rtl (rtl_unsupported("NPU_OP_CONV")).
+``test_random_ops`` passes there too; ``test_random_conv`` (CONV/DEPTHWISE only) runs the
+stand-in's CONV/DEPTHWISE subset there (8-bit IFM and OFM, no upscale, chaining, LUT or
+transposes; rtl_stub/ethos_u85/README.md).
 
 Tests:
 
@@ -73,7 +74,7 @@ import numpy as np
 
 from tb.ethos_u85.env import Env
 from tb.ethos_u85.scoreboard import IntervalSet
-from tb.ethos_u85.testlib.marks import DUT, named, rtl_unsupported
+from tb.ethos_u85.testlib.marks import DUT, named
 from tb.ethos_u85.testlib.memmap import REGION_BASE, STREAM_ADDR, program_regions
 from tb.ethos_u85.testlib.regs import OFF, status_fields
 from tb.ethos_u85.testlib.streams import enc, fmap_cmds
@@ -82,7 +83,8 @@ from tlm.ethos_u85.config import get_config
 from tlm.ethos_u85.ops import KERNEL_OP_NAMES
 from tlm.core.errors import Unpredictable
 from tlm.ethos_u85.scale_bias import channels_in_set, encode_scale_bias
-from tlm.ethos_u85.weights import WeightOrder, encode_fwd, encode_swd, fwd_from_weights, streams_from_weights
+from tlm.ethos_u85.weights import (WeightOrder, encode_fwd, encode_swd, fwd_from_weights, num_wd,
+                                   streams_from_weights)
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
 RTL = DUT == "rtl"
@@ -102,8 +104,8 @@ TRANSPOSE = {m.name: int(m) for m in isa.activation_transpose}
 UNARY = ("lrelu", "abs", "clz", "not")
 # (precision, signed) of IFMs: an unsigned b32 IFM is legal for no kernel operation
 IFM_TYPES = ((B8, 1), (B8, 0), (B16, 1), (B16, 0), (B32, 1))
-RTL_EW = ("mul", "add", "sub", "min", "max")
-RTL_POOL = ("max", "min", "average", "sum")
+RTL_EW = tuple(m for m in EW if m != "div")
+RTL_POOL = ("max", "min", "average", "sum", "reduce_sum")
 # region offsets the generator may use in one job (REGION_BASE spacing is >= 0x30000)
 REGION_LIMIT = 0x2_F000
 MAX_WEIGHT_BYTES = 6144             # weight streams of one operation (bounds the AXI traffic)
@@ -268,9 +270,11 @@ class OpGen:
         self.lut_loaded = False
         ops = [("elementwise", m) for m in (RTL_EW if rtl else EW)]
         ops += [("pool", m) for m in (RTL_POOL if rtl else POOL)]
+        ops += [("resize", m) for m in RESIZE]
         if not rtl:
-            ops += [("resize", m) for m in RESIZE]
             ops += [("conv", "conv"), ("conv", "conv"), ("conv", "dw"), ("conv", "dw"), ("conv", "matmul")]
+        else:
+            ops += [("conv", "conv"), ("conv", "conv"), ("conv", "dw"), ("conv", "dw")]
         self.op_deck = Deck(rng, ops)
         self.ifm_deck = Deck(rng, [(p, s, f) for p, s in IFM_TYPES for f in (NHWC, NHCWB16)])
         self.ofm_deck = Deck(rng, [(p, s, f) for p in (B8, B16, B32) for s in (0, 1) for f in (NHWC, NHCWB16)])
@@ -282,8 +286,6 @@ class OpGen:
     def ifm_type(self, types) -> tuple:
         """(precision, signed, format) of an IFM from the balanced deck, among *types*
         ((precision, signed) pairs the operation accepts; b8 only on the stand-in)."""
-        if self.rtl:
-            types = [t for t in types if t[0] == B8]
         return self.ifm_deck.draw({(p, s, f) for p, s in types for f in (NHWC, NHCWB16)})
 
     # ---------------------------------------------------------------- tensors
@@ -395,7 +397,7 @@ class OpGen:
         if ofm.prec == B8:
             tlo, thi = (-128, 127) if ofm.signed else (0, 255)
         fn, table, clip = "lut_none", 0, 0
-        if lut_ok and not self.rtl:
+        if lut_ok:
             fn = self.act_deck.draw()
             table = {"lut_u8_u8": r.randrange(8), "lut_s8_s8": r.randrange(8),
                      "lut_s8_s16": r.randrange(4), "lut_s8_s32": r.randrange(2)}.get(fn, 0)
@@ -421,12 +423,12 @@ class OpGen:
         return cmds, fn != "lut_none"
 
     def ofm_out(self, oh: int, ow: int, od: int, *, transposes=("HWC",), reverse: bool = False,
-                storage_none: float = 0.04):
+                storage_none: float = 0.04, precs=(B8, B16, B32)):
         """An OFM for a logical [oh, ow, od] result, its type and format from the balanced
         deck: (tensor, OFM_PRECISION extras, block dims, transpose name)."""
         r = self.rng
         tr = "HWC"
-        if not self.rtl and r.random() < 0.3:
+        if r.random() < 0.3:
             tr = r.choice(transposes)
         rev = 0
         if reverse and tr == "HWC" and not self.rtl and r.random() < 0.25:
@@ -434,7 +436,7 @@ class OpGen:
         mem = {"HWC": (oh, ow, od), "WHC": (ow, oh, od), "HCW": (oh, od, ow), "CWH": (od, ow, oh),
                "CHW": (od, oh, ow), "WCH": (ow, od, oh)}[tr]
         fmts = (NHWC,) if (tr != "HWC" or rev == 3) else (NHWC, NHCWB16)    # simple block rules
-        prec, signed, fmt = self.ofm_deck.draw({(p, s, f) for p in ((B8,) if self.rtl else (B8, B16, B32))
+        prec, signed, fmt = self.ofm_deck.draw({(p, s, f) for p in precs
                                                 for s in (0, 1) for f in fmts})
         none = r.random() < storage_none
         t = self.tensor(*mem, prec, signed, ofm=True, fmt=fmt, storage_none=none)
@@ -486,7 +488,7 @@ class OpGen:
         return cmds, {REGION_BASE[region] + off: data + pad}
 
     def lut_ok(self) -> bool:
-        return self.lut_loaded and not self.rtl
+        return self.lut_loaded
 
     # ---------------------------------------------------------------- ELEMENTWISE
     def elementwise(self, mode: str) -> Op:
@@ -658,9 +660,7 @@ class OpGen:
         image = {}
         if mode != "none":
             image.update(ifm.image(self.values(ifm), r))
-        acc48 = mode in ("sum", "reduce_sum", "none") and not self.rtl and r.random() < 0.4
-        if mode == "sum" and self.rtl:
-            acc48 = False
+        acc48 = mode in ("sum", "reduce_sum", "none") and r.random() < 0.4
         ofm, extra, blk, tr = self.ofm_out(oh, ow, od, transposes=tuple(TRANSPOSE), reverse=True)
         mb = r.randrange(6)
         per_channel = not self.rtl and mode != "average" and r.random() < 0.3
@@ -768,7 +768,8 @@ class OpGen:
 
     # ---------------------------------------------------------------- CONV / DEPTHWISE
     def conv(self, variant: str) -> Op:
-        ifm_t = self.ifm_type([(B8, 0), (B8, 1), (B16, 1)])
+        # the stand-in's CONV/DEPTHWISE: 8-bit IFM and OFM, no LUT
+        ifm_t = self.ifm_type([(B8, 0), (B8, 1)] if self.rtl else [(B8, 0), (B8, 1), (B16, 1)])
         if variant == "matmul":
             return self.matmul(ifm_t)
         for _ in range(100):
@@ -783,7 +784,7 @@ class OpGen:
         dil = (r.randint(1, 2), r.randint(1, 2)) if r.random() < 0.3 else (1, 1)
         stride = (r.randint(1, 3), r.randint(1, 3))
         upscale = 0
-        if r.random() < 0.15:
+        if r.random() < 0.15 and not self.rtl:
             upscale, stride = r.randint(1, 2), (1, 1)
         kh, kw = r.randint(1, 4), r.randint(1, 4)
         oh, ow = r.randint(1, 4), r.randint(1, 4)
@@ -797,7 +798,7 @@ class OpGen:
                     pads[a] -= 1
         od = r.randint(1, 40) if r.random() < 0.2 else r.randint(1, 20)
         idp = od if dw else (r.randint(1, 40) if r.random() < 0.2 else r.randint(1, 20))
-        fwd = not dw and r.random() < 0.3
+        fwd = not dw and r.random() < 0.3 and not (self.rtl and num_wd(self.macs) > 1)
         sparse = not dw and not fwd and r.random() < 0.15
         order = int(not dw and r.random() < 0.4)
         d4x4 = int(r.random() < 0.3)
@@ -846,7 +847,8 @@ class OpGen:
         prec, signed, fmt1 = ifm_t
         ifm = self.tensor(sh, sw, idp, prec, signed, fmt=fmt1)
         image = ifm.image(self.values(ifm), r)
-        ofm, extra, blk, tr = self.ofm_out(oh, ow, od, transposes=tuple(TRANSPOSE), reverse=True)
+        ofm, extra, blk, tr = self.ofm_out(oh, ow, od, transposes=("HWC",) if self.rtl else tuple(TRANSPOSE),
+                                           reverse=True, precs=(B8,) if self.rtl else (B8, B16, B32))
         ebits = 8 << ofm.prec
         taps = kh * kw * (1 if dw else idp)
         bits = (16 if ifm16 else 8) + 8 + max(1, taps.bit_length())
@@ -874,7 +876,7 @@ class OpGen:
                              max_scale=(1 << 15) if acc48 else (1 << 31))
         # acc_input = ifm2: the accumulators start from a signed b32 (i32) / b64 (i48) IFM2
         acc_input = 0
-        if r.random() < 0.1:
+        if r.random() < 0.1 and not self.rtl:
             acc_input = 2
             ifm2 = self.tensor(oh, ow, od, B64 if acc48 else B32, 1, zp=0)
             image.update(ifm2.image(self.values(ifm2, -(1 << 24), 1 << 24), r))
@@ -889,7 +891,7 @@ class OpGen:
             cmds += [(f"NPU_SET_WEIGHT{names[k]}_BASE", dict(addr=off)),
                      (f"NPU_SET_WEIGHT{names[k]}_LENGTH", dict(length=len(blob)))]
         cmds += [("NPU_SET_OFM_SCALE", osc)]
-        act, lut = self.activation(ofm, self.lut_ok())
+        act, lut = self.activation(ofm, self.lut_ok() and not self.rtl)
         cmds += self.ofm_cmds(ofm, extra, oh, ow, od, blk) + act
         cmds += [("NPU_SET_ACC_FORMAT", dict(acc_format=int(acc48), acc_input=acc_input, acc_output=0,
                                              microblock=mb))]
@@ -1162,7 +1164,6 @@ async def test_random_ops(dut, backpressure):
     env.finish()
 
 
-@rtl_unsupported("NPU_OP_CONV")
 @cocotb.parametrize(wd=named([2, 4], lambda v: f"{v}wd"))
 @cocotb.test(**TIMEOUT)
 async def test_random_conv(dut, wd):
@@ -1174,7 +1175,7 @@ async def test_random_conv(dut, wd):
     config = None if RTL else ("ethos-u85-512" if wd == 2 else rng.choice(("ethos-u85-1024", "ethos-u85-2048")))
     env, watch = await start_bench(dut, config=config, seed=rng.getrandbits(16))
     cocotb.log.info("configuration %s", env.config)
-    gen = OpGen(rng, get_config(env.config).macs, rtl=False)
+    gen = OpGen(rng, get_config(env.config).macs, rtl=RTL)
     total = n_ops(rng, 12, 18)
     done = j = 0
     while done < total:

@@ -1,0 +1,662 @@
+// npu_conv.v -- NPU_OP_CONV and NPU_OP_DEPTHWISE in the Ethos-U85 stand-in (TRM 2.3.4, 3.7,
+// 3.9, 3.10.2, 3.10.3): checks, sequencing and the datapath's blocks.
+//
+//   npu_wfetch      weight streams (rd_weights) and the scale/bias stream (rd_scale_bias)
+//   npu_swd x num_wd, npu_fwd   weight decoders
+//   npu_conv_walk   the weight order (TRM 3.9.2): bricks for the MAC array, IFM patch records
+//   npu_conv_ifm    IFM patches (rd_ifm) into the IFM buffer
+//   npu_conv_mac    MACS multipliers a cycle, 48-bit accumulators in the accumulator buffer
+//   npu_conv_out    bias, rescale, activation, OFM writes (wr_ofm); the scale/bias RAM
+//
+// Execution of one operation (the decoder waits until busy falls, so the NPU_SET state read
+// here is stable):
+//   1. per_channel scale_mode: the scale/bias stream is read once (align_up(OFM depth,
+//      channels_in_set) records, TRM 3.7) into the scale/bias RAM; a record with a reserved
+//      bit set makes the operation complete without further effect (the TLM's UNPREDICTABLE,
+//      ScaleBiasError), before anything is written.
+//   2. The OFM is cut into spatial blocks S of SH x SW pixels (OFM_BLK_HEIGHT/WIDTH rounded
+//      up to the microblock, halved until the block's accumulators fit the AB and its largest
+//      IFM patch one half of the IFM buffer). For each S: the weight streams are read and
+//      decoded from their start (every byte of every stream, as the TLM reads them), the walker
+//      assembles bricks, the loader reads the IFM patches, the MAC array accumulates, and
+//      after each OFM depth block the output stage writes its part of the OFM.
+//   3. The operation completes when every write has its B response.
+// A weight stream that ends or fails to decode before the weights the operation needs
+// (tlm.weights: WeightStreamError, UNPREDICTABLE in the TLM, which then writes nothing) ends
+// the operation at that point without further effect: OFM blocks written before stay.
+// abort (bus error, soft reset): nothing new goes out, bursts on the bus complete, busy
+// until then; a read with an error response stops further OFM writes at once. pause: no new
+// bursts.
+//
+// Checks (combinational, for the command at the decoder's head), as npu_kernel.v:
+//   op_unsupported   a feature this unit lacks (see rtl_stub/README.md), or an
+//                    implementation limit (tile 0 only, IFM buffer / AB / scale RAM sizes,
+//                    OFM_BLK_DEPTH not a multiple of 8 with several depth blocks, weight
+//                    stream bases not 16-byte aligned): cmd_parse_error.
+//   op_unpredictable a failed register-only TRM assert of the TLM's path (tlm/ops/conv.py,
+//                    common.py, fmap.py, arith.py, weights/ordering.py): no effect.
+`default_nettype none
+
+module npu_conv #(
+    parameter integer MACS = 256,
+    parameter [1:0]   NUM_WD_LOG2 = 2'd0       // CONFIG.num_wd
+) (
+    input  wire          CLK,
+    input  wire          rst_n,
+    // NPU_SET state write port (from npu_cmd_decode)
+    input  wire          set_we,
+    input  wire          set_kind,
+    input  wire [9:0]    set_opc,
+    input  wire [63:0]   set_raw,
+    // the command at the decoder's head
+    input  wire          op_dw,              // NPU_OP_DEPTHWISE (else NPU_OP_CONV)
+    input  wire          op_wi2,             // NPU_OP_CONV weights_ifm2
+    output wire          op_unsupported,
+    output wire          op_unpredictable,
+    input  wire          start,
+    output wire          busy,
+    input  wire          abort,
+    input  wire          pause,
+    output wire          cond_flag,
+    output wire          cond_set,           // COND_STATUS.result_flag computed (pulse)
+    // routing state (APB registers)
+    input  wire [319:0]  basep,
+    input  wire [15:0]   regioncfg,
+    input  wire [31:0]   mem_attr,
+    input  wire [1:0]    sram_mb,
+    input  wire [1:0]    ext_mb,
+    // IFM reads (rd_ifm)
+    output wire          a_rq_valid,
+    output wire          a_rq_ext,
+    output wire [39:0]   a_rq_addr,
+    output wire [7:0]    a_rq_len,
+    output wire [3:0]    a_rq_cache,
+    output wire [1:0]    a_rq_domain,
+    input  wire          a_rq_ready,
+    input  wire          a_rb_valid,
+    input  wire [127:0]  a_rb_data,
+    input  wire [1:0]    a_rb_resp,
+    // weight / scale-bias reads (rd_weights, rd_scale_bias)
+    output wire          w_rq_valid,
+    output wire          w_rq_ext,
+    output wire [39:0]   w_rq_addr,
+    output wire [7:0]    w_rq_len,
+    output wire          w_rq_scale,
+    output wire [3:0]    w_rq_cache,
+    output wire [1:0]    w_rq_domain,
+    input  wire          w_rq_ready,
+    input  wire          w_rb_valid,
+    input  wire [127:0]  w_rb_data,
+    input  wire [1:0]    w_rb_resp,
+    // OFM writes (wr_ofm), one beat a burst
+    output wire          wq_valid,
+    output wire          wq_ext,
+    output wire [39:0]   wq_addr,
+    output wire [3:0]    wq_cache,
+    output wire [1:0]    wq_domain,
+    input  wire          wq_ready,
+    output wire          wd_valid,
+    output wire [127:0]  wd_data,
+    output wire [15:0]   wd_strb,
+    input  wire          wd_ready,
+    input  wire          wb_valid            // B responses of AWID wr_ofm
+);
+`include "gen/npu_isa.vh"
+`include "gen/npu_conv.vh"
+`include "gen/npu_cmd_state.vh"
+
+    localparam integer LOG_MACS = $clog2(MACS);
+    localparam integer NU = MACS / 8;
+    localparam integer NWD = 1 << NUM_WD_LOG2;
+    localparam integer OW = 8;
+    localparam integer RP = 16;
+    localparam integer ABW = 256;                        // AB words of NU accumulators
+    localparam integer IBH = (MACS < 128) ? 512 : 4 * MACS;   // IB words (16 values) a half
+    localparam integer AW = $clog2(2 * IBH);
+    localparam integer SBN = 2048;                       // scale/bias records
+    localparam integer DW_MAX_LWO = 6;                   // depthwise: wblk_o <= 64
+    localparam [2:0] DW8_PAD = (MACS == 128) ? 3'(NPU_DW8_PAD_K_128) : (MACS == 512) ? 3'(NPU_DW8_PAD_K_512) :
+                               (MACS == 1024) ? 3'(NPU_DW8_PAD_K_1024) : (MACS == 2048) ? 3'(NPU_DW8_PAD_K_2048) :
+                               3'(NPU_DW8_PAD_K_256);
+
+    // ================================================================ register fields
+    wire        i_sgn   = f_npu_set_ifm_precision__activation_type;
+    wire [1:0]  i_prec  = f_npu_set_ifm_precision__activation_precision;
+    wire [1:0]  i_fmt   = f_npu_set_ifm_precision__activation_format;
+    wire [1:0]  i_stor  = f_npu_set_ifm_precision__activation_storage;
+    wire [2:0]  i_reg   = f_npu_set_ifm_region__region;
+    wire [39:0] i_base  = f_npu_set_ifm_base0__addr;
+    wire [39:0] i_sx    = f_npu_set_ifm_stride_x__addr;
+    wire [39:0] i_sy    = f_npu_set_ifm_stride_y__addr;
+    wire [39:0] i_sc    = f_npu_set_ifm_stride_c__addr;
+    wire [15:0] i_w0m1  = f_npu_set_ifm_width0_m1__width_m1;
+    wire [15:0] i_h0m1  = f_npu_set_ifm_height0_m1__height_m1;
+    wire [15:0] i_h1m1  = f_npu_set_ifm_height1_m1__height_m1;
+    wire [15:0] i_zp    = f_npu_set_ifm_zero_point__zero_point;
+    wire [1:0]  i_up    = f_npu_set_ifm_upscale__mode;
+    wire [15:0] id_m1   = f_npu_set_ifm_depth_m1__depth_m1;
+    wire        o_sgn   = f_npu_set_ofm_precision__activation_type;
+    wire [1:0]  o_prec  = f_npu_set_ofm_precision__activation_precision;
+    wire [1:0]  o_fmt   = f_npu_set_ofm_precision__activation_format;
+    wire        o_smode = f_npu_set_ofm_precision__scale_mode;
+    wire [1:0]  o_rev   = f_npu_set_ofm_precision__activation_reverse;
+    wire [2:0]  o_tr    = f_npu_set_ofm_precision__activation_transpose;
+    wire [1:0]  o_stor  = f_npu_set_ofm_precision__activation_storage;
+    wire [2:0]  o_reg   = f_npu_set_ofm_region__region;
+    wire [39:0] o_base  = f_npu_set_ofm_base0__addr;
+    wire [39:0] o_sx    = f_npu_set_ofm_stride_x__addr;
+    wire [39:0] o_sy    = f_npu_set_ofm_stride_y__addr;
+    wire [39:0] o_sc    = f_npu_set_ofm_stride_c__addr;
+    wire [15:0] o_w0m1  = f_npu_set_ofm_width0_m1__width_m1;
+    wire [15:0] o_h0m1  = f_npu_set_ofm_height0_m1__height_m1;
+    wire [15:0] o_h1m1  = f_npu_set_ofm_height1_m1__height_m1;
+    wire [15:0] o_zp    = f_npu_set_ofm_zero_point__zero_point;
+    wire [15:0] oh_m1   = f_npu_set_ofm_height_m1__height_m1;
+    wire [15:0] ow_m1   = f_npu_set_ofm_width_m1__width_m1;
+    wire [15:0] od_m1   = f_npu_set_ofm_depth_m1__depth_m1;
+    wire [6:0]  blkh_m1 = f_npu_set_ofm_blk_height_m1__height_m1;
+    wire [6:0]  blkw_m1 = f_npu_set_ofm_blk_width_m1__width_m1;
+    wire [9:0]  blkd_m1 = f_npu_set_ofm_blk_depth_m1__depth_m1;
+    wire [15:0] kh_m1   = f_npu_set_kernel_height_m1__height_m1;
+    wire [15:0] kw_m1   = f_npu_set_kernel_width_m1__width_m1;
+    wire        sy_lsb  = f_npu_set_kernel_stride__stride_y_lsb;
+    wire        sy_msb  = f_npu_set_kernel_stride__stride_y_msb;
+    wire        sx_lsb  = f_npu_set_kernel_stride__stride_x_lsb;
+    wire        sx_msb  = f_npu_set_kernel_stride__stride_x_msb;
+    wire        dil_xb  = f_npu_set_kernel_stride__dilation_x;
+    wire        dil_yb  = f_npu_set_kernel_stride__dilation_y;
+    wire        decomp  = f_npu_set_kernel_stride__decomposition;
+    wire        w_order = f_npu_set_kernel_stride__weight_order;
+    wire [6:0]  pad_t   = f_npu_set_ifm_pad_top__pad;
+    wire [6:0]  pad_l   = f_npu_set_ifm_pad_left__pad;
+    wire [7:0]  pad_b   = f_npu_set_ifm_pad_bottom__pad;
+    wire [7:0]  pad_r   = f_npu_set_ifm_pad_right__pad;
+    wire [1:0]  acc_fmt = f_npu_set_acc_format__acc_format;
+    wire [1:0]  acc_in  = f_npu_set_acc_format__acc_input;
+    wire        acc_out = f_npu_set_acc_format__acc_output;
+    wire [2:0]  mb      = f_npu_set_acc_format__microblock;
+    wire [4:0]  act_fn  = f_npu_set_activation__activation_function;
+    wire        clip_rg = f_npu_set_activation__activation_clip_range;
+    wire [15:0] act_min = f_npu_set_activation_min__clip_boundary;
+    wire [15:0] act_max = f_npu_set_activation_max__clip_boundary;
+    wire [30:0] os_scale = f_npu_set_ofm_scale__scale;
+    wire [5:0]  os_shift = f_npu_set_ofm_scale__shift;
+    wire [2:0]  os_rnd   = f_npu_set_ofm_scale__round_mode;
+    wire [4:0]  os_dbl   = f_npu_set_ofm_scale__dbl_rnd;
+    wire        wfmt     = f_npu_set_weight_format__weight_format;
+    wire        wsparse  = f_npu_set_weight_format__weight_sparsity;
+    wire [2:0]  w_reg    = f_npu_set_weight_region__region;
+    wire [2:0]  s_reg    = f_npu_set_scale_region__region;
+    wire [39:0] s_base   = f_npu_set_scale_base__addr;
+    wire [19:0] s_len    = f_npu_set_scale_length__length;
+    wire [159:0] w_bases = {f_npu_set_weight3_base__addr, f_npu_set_weight2_base__addr,
+                            f_npu_set_weight1_base__addr, f_npu_set_weight_base__addr};
+    wire [127:0] w_lens  = {f_npu_set_weight3_length__length, f_npu_set_weight2_length__length,
+                            f_npu_set_weight1_length__length, f_npu_set_weight_length__length};
+
+    // ================================================================ enum shorthands
+    localparam [1:0] B8 = NPU_E_ACTIVATION_PRECISION_B8[1:0];
+    localparam [1:0] B16 = NPU_E_ACTIVATION_PRECISION_B16[1:0];
+    localparam [1:0] NHWC = NPU_E_ACTIVATION_FORMAT_NHWC[1:0];
+    localparam [1:0] NHCWB16 = NPU_E_ACTIVATION_FORMAT_NHCWB16[1:0];
+    localparam [1:0] ST_2X2 = NPU_E_ACTIVATION_STORAGE_TILE2X2[1:0];
+    localparam [1:0] ST_3X1 = NPU_E_ACTIVATION_STORAGE_TILE3X1[1:0];
+    localparam [1:0] ST_CHAINED = NPU_E_ACTIVATION_STORAGE_CHAINED[1:0];
+    localparam [1:0] ST_NONE = NPU_E_ACTIVATION_STORAGE_NONE[1:0];
+
+    // ================================================================ control state
+    localparam [3:0] T_IDLE = 4'd0, T_SETUP = 4'd1, T_SB = 4'd2, T_SBWAIT = 4'd3, T_PASS = 4'd4,
+                     T_RUN = 4'd5, T_NEXT = 4'd6, T_DRAIN = 4'd7;
+    logic [3:0]  t;
+    logic        dw_q;                       // the operation is DEPTHWISE
+
+    // ================================================================ derived values
+    wire [1:0]  sty_v = {sy_msb, sy_lsb} + 2'd1;          // stride (1..3; 4 wraps to 0)
+    wire [1:0]  stx_v = {sx_msb, sx_lsb} + 2'd1;
+    wire        stride4 = (sy_msb && sy_lsb) || (sx_msb && sx_lsb);
+    wire [1:0]  dily = dil_yb ? 2'd2 : 2'd1;
+    wire [1:0]  dilx = dil_xb ? 2'd2 : 2'd1;
+    wire [16:0] kh = {1'b0, kh_m1} + 17'd1;                // dilated extents
+    wire [16:0] kw = {1'b0, kw_m1} + 17'd1;
+    wire [15:0] khu = 16'((kh + {16'd0, dil_yb}) >> dil_yb);   // undilated kernel
+    wire [15:0] kwu = 16'((kw + {16'd0, dil_xb}) >> dil_xb);
+    wire [16:0] od = {1'b0, od_m1} + 17'd1;
+    wire [16:0] ifd_c = {1'b0, id_m1} + 17'd1;
+    wire [10:0] blkd = {1'b0, blkd_m1} + 11'd1;
+    // derived IFM size: (ofm - 1)*stride + dilated kernel - padding
+    wire [19:0] ohs = {4'd0, oh_m1} * {18'd0, sy_msb, sy_lsb} + {4'd0, oh_m1};
+    wire [19:0] ows = {4'd0, ow_m1} * {18'd0, sx_msb, sx_lsb} + {4'd0, ow_m1};
+    wire [20:0] ifm_h21 = {1'b0, ohs} + {4'd0, kh} - {14'd0, pad_t} - {13'd0, pad_b};
+    wire [20:0] ifm_w21 = {1'b0, ows} + {4'd0, kw} - {14'd0, pad_l} - {13'd0, pad_r};
+    wire        ifm_hw_ok = !ifm_h21[20] && (ifm_h21 != 21'd0) && !ifm_w21[20] && (ifm_w21 != 21'd0);
+    // microblock, weight blocking (TRM 3.9.2)
+    wire        mb_ok = (mb <= NPU_E_MICROBLOCK_U4X4[2:0]);
+    wire [2:0]  mb_ldiv = mb_ok ? NPU_MB_LDIV[3*mb +: 3] : 3'd3;
+    wire [2:0]  mb_h = mb_ok ? NPU_MB_H[3*mb +: 3] : 3'd1;
+    wire [2:0]  mb_w = mb_ok ? NPU_MB_W[3*mb +: 3] : 3'd1;
+    wire [1:0]  lmbw = (mb_w == 3'd4) ? 2'd2 : (mb_w == 3'd2) ? 2'd1 : 2'd0;
+    wire [3:0]  lwo = 4'(LOG_MACS) - {1'b0, mb_ldiv};     // log2(microblock depth)
+    wire [8:0]  wblk_o = 9'd1 << lwo;
+    wire        ifm16 = (i_prec == B16);
+    wire [1:0]  nwd_l = (wfmt == NPU_E_WEIGHT_FORMAT_FWD[0]) ? 2'd0 : NUM_WD_LOG2;
+    wire        mb_i16only = (lwo == 4'd4) && (mb <= NPU_E_MICROBLOCK_U1X2[2:0]);
+    // the operation: the command at the decoder's head until it starts, then the latched one
+    wire        is_dw = (t == T_IDLE) ? op_dw : dw_q;
+    wire        pk = is_dw || (w_order == NPU_E_WEIGHT_ORDER_PART_KERNEL_FIRST[0]);
+    wire [7:0]  ibd = pk ? 8'd16 : (!wsparse && mb_i16only) ? 8'd32 : (!wsparse || ifm16) ? 8'd64 : 8'd128;
+    wire [3:0]  wblk_k = pk ? ((!ifm16 && !wsparse && !is_dw) ? 4'd5 : 4'd10) : 4'd1;
+    wire [7:0]  wblk_i = is_dw ? 8'd1 : (pk && ifm16 && !wsparse) ? 8'd8 : ibd;
+    wire [3:0]  dcmp = decomp ? 4'd4 : 4'd8;
+    wire [3:0]  dh = dcmp >> dil_yb;
+    wire [3:0]  dwd = dcmp >> dil_xb;
+    // IB words (16 channels) a patch position: ceil(channels / 16)
+    wire [8:0]  cw = is_dw ? wblk_o : {1'b0, wblk_i};
+    wire [1:0]  lcg = (cw > 9'd64) ? 2'd3 : (cw > 9'd32) ? 2'd2 : (cw > 9'd16) ? 2'd1 : 2'd0;
+    wire [16:0] dmax = (od < {6'd0, blkd}) ? od : {6'd0, blkd};
+    wire [8:0]  ublks = 9'((dmax + {8'd0, wblk_o} - 17'd1) >> lwo);   // wblk_o steps of a depth block
+    wire [3:0]  subh = (khu < {12'd0, dh}) ? khu[3:0] : dh;         // largest sub-kernel
+    wire [3:0]  subw = (kwu < {12'd0, dwd}) ? kwu[3:0] : dwd;
+    // scale/bias bytes: align_up(depth, channels_in_set) * 10, channels_in_set = align_up(mbd, 16)
+    wire [3:0]  lcis = (lwo < 4'd4) ? 4'd4 : lwo;
+    wire [16:0] cmask = (17'd1 << lcis) - 17'd1;
+    wire [16:0] d_al = (od + cmask) & ~cmask;
+    wire [20:0] sb_need = {1'b0, d_al, 3'd0} + {3'd0, d_al, 1'b0};
+    wire        per_ch = (o_smode == NPU_E_OFM_SCALE_MODE_PER_CHANNEL[0]);
+
+    // zero points and clip bounds as read_ifm / activation() type them
+    wire [16:0] o_zp17 = o_sgn ? {o_zp[15], o_zp} : {1'b0, o_zp};
+    wire [16:0] o_min17 = o_sgn ? {act_min[15], act_min} : {1'b0, act_min};
+    wire [16:0] o_max17 = o_sgn ? {act_max[15], act_max} : {1'b0, act_max};
+    wire        i_zp_ok = i_sgn ? (i_zp[15:7] == 9'h000 || i_zp[15:7] == 9'h1FF) : (i_zp[15:8] == 8'h00);
+    wire        o_zp_ok = o_sgn ? (o_zp[15:7] == 9'h000 || o_zp[15:7] == 9'h1FF)
+                                : (o_zp[15:8] == 8'h00 || o_zp == 16'h8000);
+    function addr_ok;                   // element_address_in_region asserts, 8-bit elements
+        input [1:0] fmt;
+        input [3:0] base, sc, sy;
+        begin
+            if (fmt == NHCWB16) addr_ok = (base == 4'd0) && (sc == 4'd0) && (sy == 4'd0);
+            else addr_ok = (fmt == NHWC);
+        end
+    endfunction
+    function tile0;
+        input [1:0]  stor;
+        input [15:0] w0m1, h0m1, h1m1;
+        input [20:0] maxy, maxx;
+        begin
+            if (stor == ST_2X2) tile0 = (maxx <= {5'd0, w0m1}) && (maxy <= {5'd0, h0m1});
+            else if (stor == ST_3X1) tile0 = (maxy <= {5'd0, h0m1}) && (maxy <= {5'd0, h1m1});
+            else tile0 = 1'b1;
+        end
+    endfunction
+    wire        act_fn_valid = (act_fn <= 5'd11) && NPU_EMAP_ACTIVATION_FUNCTION[act_fn[3:0]];
+
+    // ================================================================ checks
+    wire c_unsup =
+           (!op_dw && op_wi2)                                   // matrix multiply
+        || ifm16                                                // 16-bit IFM
+        || (i_stor == ST_CHAINED) || (o_stor == ST_CHAINED)     // chaining
+        || (i_up == NPU_E_IFM_UPSCALE_MODE_NEAREST[1:0]) || (i_up == NPU_E_IFM_UPSCALE_MODE_ZEROS[1:0])
+        || (acc_in == NPU_E_ACC_INPUT_KEEP[1:0]) || (acc_in == NPU_E_ACC_INPUT_IFM2[1:0])
+        || (acc_out != NPU_E_ACC_OUTPUT_ENABLE[0])
+        || (o_prec != B8)
+        || (act_fn_valid && act_fn != NPU_E_ACTIVATION_FUNCTION_LUT_NONE[4:0])
+        || (o_stor != ST_NONE && (o_rev != 2'd0 || (NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr] && o_tr != 3'd0)));
+    wire c_unpred =
+           (acc_fmt > 2'd1)
+        || !ifm_hw_ok
+        || (kh * kw > 34'd4096) || (kh > 17'd64 && kw > 17'd64)
+        || !(i_prec == B8 || (i_prec == B16 && i_sgn))
+        || (op_dw && (wfmt == NPU_E_WEIGHT_FORMAT_FWD[0] || wsparse))
+        // WeightOrder.check
+        || (mb > NPU_E_MICROBLOCK_U4X4[2:0]) || stride4
+        || (lwo < 4'd2 + {2'd0, nwd_l})
+        || (!op_dw && mb_i16only && !(ifm16 && kh == 17'd1 && kw == 17'd1))
+        // read_ifm
+        || (i_up == 2'd3)
+        || (i_stor == ST_NONE) || !addr_ok(i_fmt, i_base[3:0], i_sc[3:0], i_sy[3:0]) || !i_zp_ok
+        // scale_bias()
+        || (per_ch && (s_base[3:0] != 4'd0 || s_len[3:0] != 4'd0 || {1'b0, s_len} < sb_need))
+        // rescale, activation, write_ofm
+        || (os_rnd > NPU_E_ROUND_MODE_OFM_TRUNCATE_TO_LOWER[2:0]) || (os_dbl == 5'd31)
+        || !o_zp_ok || !act_fn_valid
+        || (o_stor != ST_NONE && (!NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr]
+                                  || !addr_ok(o_fmt, o_base[3:0], o_sc[3:0], o_sy[3:0])));
+    // implementation limits (checked with the smallest spatial block)
+    wire [20:0] ifm_hm1 = ifm_h21 - 21'd1;
+    wire [20:0] ifm_wm1 = ifm_w21 - 21'd1;
+    function [31:0] patch_words;         // IB words of a patch for an h x w pixel block
+        input [7:0] h, w;
+        begin
+            patch_words = (({24'd0, h - 8'd1} * {30'd0, sty_v} + {28'd0, subh - 4'd1} * {30'd0, dily} + 32'd1)
+                         * ({24'd0, w - 8'd1} * {30'd0, stx_v} + {28'd0, subw - 4'd1} * {30'd0, dilx} + 32'd1)) << lcg;
+        end
+    endfunction
+    wire [31:0] ib_min = patch_words({5'd0, mb_h}, {5'd0, mb_w});
+    logic       wb_ok;
+    integer wk;
+    always @(*) begin
+        wb_ok = 1'b1;
+        for (wk = 0; wk < 4; wk = wk + 1)
+            if (wk < (1 << nwd_l) && w_bases[40*wk +: 4] != 4'd0) wb_ok = 1'b0;
+    end
+    wire c_limit =
+           !tile0(i_stor, i_w0m1, i_h0m1, i_h1m1, ifm_hm1, ifm_wm1)
+        || (o_stor != ST_NONE && !tile0(o_stor, o_w0m1, o_h0m1, o_h1m1, {5'd0, oh_m1}, {5'd0, ow_m1}))
+        || (wfmt == NPU_E_WEIGHT_FORMAT_FWD[0] && NUM_WD_LOG2 != 2'd0)
+        || (op_dw && lwo > 4'(DW_MAX_LWO))
+        || (od > {6'd0, blkd} && blkd[2:0] != 3'd0)
+        || ({23'd0, ublks} > 32'(ABW))
+        || (ib_min > 32'(IBH))
+        || (per_ch && od > 17'(SBN))
+        || !wb_ok;
+    assign op_unsupported   = c_unsup || (!c_unpred && c_limit);
+    assign op_unpredictable = !c_unsup && c_unpred;
+
+    // ================================================================ routes
+    wire [39:0] ir_base, or_base;
+    wire        ir_ext, or_ext;
+    wire [3:0]  ir_arc, or_awc, unused_ir_awc, unused_or_arc;
+    wire [1:0]  ir_dom, or_dom;
+    npu_region_route u_ifm_route (
+        .region(i_reg), .use_attr(1'b0), .attr_idx(2'd0), .basep(basep), .regioncfg(regioncfg),
+        .mem_attr(mem_attr), .base(ir_base), .ext(ir_ext), .arcache(ir_arc),
+        .awcache(unused_ir_awc), .domain(ir_dom));
+    npu_region_route u_ofm_route (
+        .region(o_reg), .use_attr(1'b0), .attr_idx(2'd0), .basep(basep), .regioncfg(regioncfg),
+        .mem_attr(mem_attr), .base(or_base), .ext(or_ext), .arcache(unused_or_arc),
+        .awcache(or_awc), .domain(or_dom));
+
+    // ================================================================ sequencing
+    logic [7:0]  s_h, s_w;                   // spatial block (pixels)
+    logic [15:0] oy0, ox0;
+    logic        sb_bad, halted, failed;
+    logic [5:0]  b_pend;
+    wire         halt = abort || halted;
+
+    // spatial block: fits the AB and one half of the IFM buffer
+    wire [7:0]  ngx = s_w >> lmbw;
+    wire [7:0]  ngy = 8'(s_h / {5'd0, mb_h});
+    wire [31:0] ab_need = {23'd0, ublks} * {24'd0, ngx} * {24'd0, ngy};
+    wire [31:0] ib_need = patch_words(s_h, s_w);
+    wire        s_fits = (ab_need <= 32'(ABW)) && (ib_need <= 32'(IBH));
+    function [7:0] rup;                      // round n up to a multiple of m (1, 2, 4)
+        input [7:0] n;
+        input [2:0] m;
+        begin
+            rup = (n + {5'd0, m} - 8'd1) & ~({5'd0, m} - 8'd1);
+        end
+    endfunction
+    wire [7:0]  mh0 = (oh_m1 > {9'd0, blkh_m1}) ? {1'b0, blkh_m1} : oh_m1[7:0];
+    wire [7:0]  mw0 = (ow_m1 > {9'd0, blkw_m1}) ? {1'b0, blkw_m1} : ow_m1[7:0];
+    wire [7:0]  bh0 = rup(mh0 + 8'd1, mb_h);
+    wire [7:0]  bw0 = rup(mw0 + 8'd1, mb_w);
+
+    // ---- scale/bias loader: records from the scale/bias stream
+    wire [4:0]   q_valid, q_err;
+    wire [639:0] q_data;
+    logic [4:0]  q_pop, q_drop;
+    logic [255:0] sbuf;
+    logic [5:0]  sbytes;                     // bytes in sbuf
+    logic [16:0] srec;                       // records parsed
+    wire  [16:0] srecs = 17'(sb_need / 21'd10);
+    wire  [79:0] rec = sbuf[79:0];
+    wire         rec_go = (t == T_SBWAIT) && (sbytes >= 6'd10) && (srec < srecs);
+    wire  [79:0] rsv = (acc_fmt == NPU_E_ACC_FORMAT_I48[1:0]) ? SB_I48_RESERVED : SB_I32_RESERVED;
+    wire         sb_take = (t == T_SBWAIT) && q_valid[4] && (sbytes <= 6'd16) && !rec_go;
+    wire  [47:0] r_bias = (acc_fmt == NPU_E_ACC_FORMAT_I48[1:0])
+                          ? rec[SB_I48_BIAS +: 48]
+                          : {{16{rec[SB_I32_BIAS + 31]}}, rec[SB_I32_BIAS +: 32]};
+    wire  [30:0] r_scale = (acc_fmt == NPU_E_ACC_FORMAT_I48[1:0])
+                          ? {16'd0, rec[SB_I48_SCALE +: 15]} : rec[SB_I32_SCALE +: 31];
+    wire  [5:0]  r_shift = rec[SB_I32_SHIFT +: 6];
+    wire         sb_we = rec_go && (srec < od) && (srec < 17'(SBN));
+
+    // ---- weight fetch, decoders
+    logic        f_start, f_scale;
+    wire         f_busy;
+    npu_wfetch u_fetch (
+        .CLK(CLK), .rst_n(rst_n), .start(f_start), .scale(f_scale),
+        .n_w(3'd1 << nwd_l), .w_base(w_bases), .w_len(w_lens), .w_region(w_reg),
+        .s_base(s_base), .s_len({11'd0, sb_need}), .s_region(s_reg),
+        .abort(halt), .pause(pause), .busy(f_busy),
+        .basep(basep), .regioncfg(regioncfg), .mem_attr(mem_attr), .sram_mb(sram_mb), .ext_mb(ext_mb),
+        .rq_valid(w_rq_valid), .rq_ext(w_rq_ext), .rq_addr(w_rq_addr), .rq_len(w_rq_len),
+        .rq_scale(w_rq_scale), .rq_cache(w_rq_cache), .rq_domain(w_rq_domain), .rq_ready(w_rq_ready),
+        .rb_valid(w_rb_valid), .rb_data(w_rb_data), .rb_resp(w_rb_resp),
+        .q_valid(q_valid), .q_data(q_data), .q_err(q_err), .q_pop(q_pop), .q_drop(q_drop));
+
+    logic        d_start;
+    wire         fwd = (wfmt == NPU_E_WEIGHT_FORMAT_FWD[0]);
+    wire [NWD*OW*9-1:0] dec_w;
+    wire [NWD*4-1:0]    dec_n, dec_space;
+    wire [NWD-1:0]      dec_stop, dec_ready;
+    wire [OW*9-1:0] fwd_w;
+    wire [3:0]   fwd_n;
+    wire         fwd_ready, fwd_err, fwd_end, unused_fwd_busy;
+    npu_fwd #(.OW(OW)) u_fwd (
+        .CLK(CLK), .rst_n(rst_n), .start(d_start && fwd), .len_bytes(w_lens[31:0]),
+        .in_valid(q_valid[0] && fwd), .in_data(q_data[127:0]), .in_ready(fwd_ready),
+        .out_space(fwd ? dec_space[3:0] : 4'd0), .out_w(fwd_w), .out_n(fwd_n),
+        .stop_err(fwd_err), .stop_end(fwd_end), .busy(unused_fwd_busy));
+    genvar gd;
+    generate
+        for (gd = 0; gd < NWD; gd = gd + 1) begin : g_dec
+            wire [OW*9-1:0] sw;
+            wire [3:0]      sn;
+            wire            s_rdy, s_err, s_end, unused_busy;
+            wire            used = !fwd || gd != 0;
+            npu_swd #(.OW(OW)) u_swd (
+                .CLK(CLK), .rst_n(rst_n), .start(d_start && used), .len_bytes(w_lens[32*gd +: 32]),
+                .in_valid(q_valid[gd] && used), .in_data(q_data[128*gd +: 128]), .in_ready(s_rdy),
+                .out_space(used ? dec_space[4*gd +: 4] : 4'd0), .out_w(sw), .out_n(sn),
+                .stop_err(s_err), .stop_end(s_end), .busy(unused_busy));
+            if (gd == 0) begin : g_d0
+                assign dec_w[0 +: OW*9] = fwd ? fwd_w : sw;
+                assign dec_n[3:0] = fwd ? fwd_n : sn;
+                assign dec_stop[0] = fwd ? (fwd_err || fwd_end) : (s_err || s_end);
+                assign dec_ready[0] = fwd ? fwd_ready : s_rdy;
+            end else begin : g_dn
+                assign dec_w[gd*OW*9 +: OW*9] = sw;
+                assign dec_n[4*gd +: 4] = sn;
+                assign dec_stop[gd] = s_err || s_end;
+                assign dec_ready[gd] = s_rdy;
+            end
+        end
+    endgenerate
+
+    // ---- walker
+    logic        w_start;
+    wire         bq_valid, bq_pop, gq_valid, gq_ready, w_done, w_fail;
+    wire [2*MACS*9-1:0] bq_w;
+    wire [68:0]  bq_meta;
+    wire [66:0]  gq_rec;
+    npu_conv_walk #(.MACS(MACS), .NWD(NWD), .OW(OW)) u_walk (
+        .CLK(CLK), .rst_n(rst_n), .start(w_start), .halt(halt || failed),
+        .dw(dw_q), .pk(pk), .sparse(wsparse), .nwd_l(nwd_l), .od(od), .ifd(dw_q ? 17'd1 : ifd_c),
+        .blkd(blkd), .ibd(ibd), .wblk_i(wblk_i), .wblk_k(wblk_k),
+        .dw_pad_k(dw_q ? (ifm16 ? 3'd2 : DW8_PAD) : 3'd0),
+        .wblk_o(wblk_o), .lwo(lwo), .khu(khu), .kwu(kwu), .dh(dh), .dwd(dwd),
+        .sty(pk ? sty_v : 2'd1), .stx(pk ? stx_v : 2'd1),
+        .dec_w(dec_w), .dec_n(dec_n), .dec_space(dec_space), .dec_stop(dec_stop),
+        .bq_valid(bq_valid), .bq_w(bq_w), .bq_meta(bq_meta), .bq_pop(bq_pop),
+        .gq_valid(gq_valid), .gq_rec(gq_rec), .gq_ready(gq_ready), .done(w_done), .fail(w_fail));
+
+    // ---- IFM loader and buffer
+    logic        pass_clear;
+    wire [RP*AW-1:0]  ib_raddr;
+    wire         ib_ren;
+    wire [RP*256-1:0] ib_rdata;
+    wire [RP-1:0]     pv_data;
+    wire [1:0]   ib_loaded, ib_rel;
+    wire [15:0]  pw_h0, pw_h1;
+    wire [7:0]   unused_pw;
+    wire         ifm_busy, ifm_err;
+    wire [20:0]  ifm_h = ifm_h21, ifm_w = ifm_w21;
+    npu_conv_ifm #(.IBH(IBH), .RP(RP), .GR(67)) u_ifm (
+        .CLK(CLK), .rst_n(rst_n), .clear(pass_clear), .halt(halt || failed), .pause(pause),
+        .base(ir_base + i_base), .sy_b(i_sy), .sx_b(i_sx), .sc_b(i_sc), .nhcwb16(i_fmt == NHCWB16),
+        .sgn(i_sgn), .zp(i_zp), .ifm_h(ifm_h[16:0]), .ifm_w(ifm_w[16:0]), .dil_y(dily), .dil_x(dilx),
+        .sty(sty_v), .stx(stx_v), .pad_t(pad_t), .pad_l(pad_l), .lcg(lcg), .sram_mb(sram_mb),
+        .ext_mb(ext_mb), .ext(ir_ext), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
+        .gq_valid(gq_valid), .gq_rec(gq_rec), .gq_ready(gq_ready), .pw_out(unused_pw),
+        .rq_valid(a_rq_valid), .rq_addr(a_rq_addr), .rq_len(a_rq_len), .rq_ready(a_rq_ready),
+        .rb_valid(a_rb_valid && busy), .rb_data(a_rb_data), .rb_resp(a_rb_resp),
+        .rd_addr(ib_raddr), .rd_en(ib_ren), .rd_data(ib_rdata), .pv_data(pv_data),
+        .loaded(ib_loaded), .rel(ib_rel), .pw_h0(pw_h0), .pw_h1(pw_h1), .busy(ifm_busy), .err(ifm_err));
+    assign a_rq_ext = ir_ext;
+    assign a_rq_cache = ir_arc;
+    assign a_rq_domain = ir_dom;
+
+    // ---- MAC array and accumulators
+    localparam integer ABA = $clog2(ABW);
+    wire         d_req, d_ack, out_busy, mac_busy;
+    wire [16:0]  d_oblk;
+    wire [10:0]  d_len;
+    wire [4*ABA-1:0]  ab_raddr;
+    wire         ab_ren;
+    wire [4*NU*48-1:0] ab_rdata;
+    wire [3:0]   ab_rvalid;
+    npu_conv_mac #(.MACS(MACS), .RP(RP), .ABW(ABW), .AW(AW), .BM(69)) u_mac (
+        .CLK(CLK), .rst_n(rst_n), .clear(pass_clear), .halt(halt || failed),
+        .dw(dw_q), .sparse(wsparse), .lwo(lwo), .mb_h(mb_h), .mb_w(mb_w), .lmbw(lmbw), .lcg(lcg),
+        .sty(sty_v), .stx(stx_v), .dil_y(dily), .dil_x(dilx), .ifd(ifd_c), .ngx(ngx), .ngy(ngy),
+        .bq_valid(bq_valid), .bq_w(bq_w), .bq_meta(bq_meta), .bq_pop(bq_pop),
+        .rd_addr(ib_raddr), .rd_en(ib_ren), .rd_data(ib_rdata), .pv_data(pv_data),
+        .loaded(ib_loaded), .rel(ib_rel), .pw_h0(pw_h0), .pw_h1(pw_h1),
+        .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .out_busy(out_busy),
+        .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid), .busy(mac_busy));
+
+    // ---- output stage
+    wire dead = halt || ifm_err || (|(q_err & q_valid));
+    npu_conv_out #(.MACS(MACS), .ABW(ABW), .SBN(SBN)) u_out (
+        .CLK(CLK), .rst_n(rst_n), .clear(pass_clear && t == T_SETUP), .dead(dead || failed),
+        .od(od), .oh_m1(oh_m1), .ow_m1(ow_m1), .lwo(lwo), .mb_h(mb_h), .mb_w(mb_w), .ngx(ngx), .ngy(ngy),
+        .i48(acc_fmt == NPU_E_ACC_FORMAT_I48[1:0]), .per_ch(per_ch), .g_scale(os_scale),
+        .g_shift(os_shift), .rnd(os_rnd), .dbl(os_dbl), .o_zp(o_zp17),
+        .clip(clip_rg == NPU_E_ACTIVATION_CLIP_RANGE_B16[0]), .amin(o_min17), .amax(o_max17),
+        .obase(or_base + o_base), .o_sy(o_sy), .o_sx(o_sx), .o_sc(o_sc), .o_nhcwb16(o_fmt == NHCWB16),
+        .o_none(o_stor == ST_NONE), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
+        .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .busy(out_busy),
+        .sb_we(sb_we), .sb_waddr(srec[10:0]), .sb_wdata({r_bias, r_scale, r_shift}),
+        .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid),
+        .wq_valid(wq_valid), .wq_addr(wq_addr), .wq_ready(wq_ready), .wd_valid(wd_valid),
+        .wd_data(wd_data), .wd_strb(wd_strb), .wd_ready(wd_ready), .flag(cond_flag), .flag_set(cond_set));
+    assign wq_ext = or_ext;
+    assign wq_cache = or_awc;
+    assign wq_domain = or_dom;
+
+    // ---- beat consumers
+    wire [3:0] dec_ready4 = 4'(dec_ready);     // the decoders there are, zero-extended
+    wire [3:0] dec_stop4 = 4'(dec_stop);
+    always @(*) begin
+        q_pop = 5'd0;
+        q_drop = 5'd0;
+        for (wk = 0; wk < 4; wk = wk + 1) begin
+            q_pop[wk] = (wk < NWD) ? dec_ready4[wk] : 1'b0;
+            // a decoder that has stopped, or a pass that needs no more weights, drops its beats
+            q_drop[wk] = (wk >= NWD) || (dec_stop4[wk] && wk < NWD) || w_done || failed || halt;
+        end
+        if (fwd) q_pop[0] = fwd_ready;
+        q_pop[4] = sb_take;
+        q_drop[4] = (t != T_SBWAIT) || sb_bad;
+    end
+
+    // ================================================================ control FSM
+    wire pass_done = w_done && !bq_valid && !mac_busy && !d_req && !out_busy;
+    wire last_s = ({8'd0, s_h} + oy0 > oh_m1) && ({8'd0, s_w} + ox0 > ow_m1);
+    wire all_quiet = !f_busy && !ifm_busy && !out_busy && (b_pend == 6'd0);
+    always_ff @(posedge CLK or negedge rst_n) begin
+        if (!rst_n) begin
+            t <= T_IDLE; dw_q <= 1'b0; s_h <= 8'd0; s_w <= 8'd0; oy0 <= 16'd0; ox0 <= 16'd0;
+            sb_bad <= 1'b0; halted <= 1'b0; failed <= 1'b0; b_pend <= 6'd0;
+            f_start <= 1'b0; f_scale <= 1'b0; d_start <= 1'b0; w_start <= 1'b0; pass_clear <= 1'b0;
+            sbuf <= 256'd0; sbytes <= 6'd0; srec <= 17'd0;
+        end else begin
+            f_start <= 1'b0; d_start <= 1'b0; w_start <= 1'b0; pass_clear <= 1'b0;
+            b_pend <= b_pend + {5'd0, wq_valid && wq_ready} - {5'd0, wb_valid};
+            if (abort && t != T_IDLE) halted <= 1'b1;
+            if (w_fail) failed <= 1'b1;
+            case (t)
+                T_IDLE: begin
+                    if (start) begin
+                        t <= T_SETUP;
+                        dw_q <= op_dw;
+                        s_h <= bh0; s_w <= bw0;
+                        oy0 <= 16'd0; ox0 <= 16'd0;
+                        sb_bad <= 1'b0; halted <= abort; failed <= 1'b0;
+                        pass_clear <= 1'b1;
+                    end
+                end
+                T_SETUP: begin
+                    // halve the spatial block until it fits
+                    if (halt) t <= T_DRAIN;
+                    else if (!s_fits) begin
+                        if (s_h > {5'd0, mb_h} && (s_h >= s_w || s_w == {5'd0, mb_w})) s_h <= rup(s_h >> 1, mb_h);
+                        else s_w <= rup(s_w >> 1, mb_w);
+                    end else if (per_ch) begin
+                        t <= T_SB;
+                    end else begin
+                        t <= T_PASS;
+                    end
+                end
+                T_SB: begin
+                    if (halt) t <= T_DRAIN;
+                    else if (!f_busy) begin
+                        f_start <= 1'b1; f_scale <= 1'b1;
+                        sbytes <= 6'd0; srec <= 17'd0;
+                        t <= T_SBWAIT;
+                    end
+                end
+                T_SBWAIT: begin
+                    if (rec_go) begin
+                        sbuf <= sbuf >> 80;
+                        sbytes <= sbytes - 6'd10;
+                        srec <= srec + 17'd1;
+                        if ((rec & rsv) != 80'd0) sb_bad <= 1'b1;
+                    end else if (sb_take) begin
+                        sbuf <= sbuf | ({128'd0, q_data[639:512]} << {sbytes, 3'b000});
+                        sbytes <= sbytes + 6'd16;
+                    end
+                    if (halt) t <= T_DRAIN;
+                    else if (srec == srecs && !rec_go) t <= sb_bad ? T_DRAIN : T_PASS;
+                end
+                T_PASS: begin
+                    if (halt || failed) t <= T_DRAIN;
+                    else if (!f_busy && !ifm_busy) begin
+                        f_start <= 1'b1; f_scale <= 1'b0;
+                        d_start <= 1'b1;
+                        w_start <= 1'b1;
+                        pass_clear <= 1'b1;
+                        t <= T_RUN;
+                    end
+                end
+                T_RUN: begin
+                    if (halt || failed) t <= T_DRAIN;
+                    else if (pass_done && !w_start) t <= T_NEXT;
+                end
+                T_NEXT: begin
+                    if (last_s) begin
+                        t <= T_DRAIN;
+                    end else begin
+                        if ({8'd0, s_w} + ox0 <= ow_m1) ox0 <= ox0 + {8'd0, s_w};
+                        else begin ox0 <= 16'd0; oy0 <= oy0 + {8'd0, s_h}; end
+                        t <= T_PASS;
+                    end
+                end
+                default: begin   // T_DRAIN: every burst back, every write answered
+                    if (all_quiet) begin
+                        t <= T_IDLE;
+                        halted <= 1'b0;
+                    end
+                end
+            endcase
+        end
+    end
+    assign busy = (t != T_IDLE) || f_busy || ifm_busy || (b_pend != 6'd0);
+
+    wire unused_ok = ^{set_raw[15:0], unused_ir_awc, unused_or_arc, unused_pw, unused_fwd_busy,
+                       i_h1m1, ifm_h[20:17], ifm_w[20:17], q_err[3:0], dec_ready, ifm_hm1, ifm_wm1,
+                       q_data[511:128]};
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,286 @@
+// npu_conv_out.v -- output stage of NPU_OP_CONV / NPU_OP_DEPTHWISE in the Ethos-U85
+// stand-in: write_accumulator (bias, rescale, activation) and write_ofm (TRM 3.6.5-3.6.7)
+// for one OFM block of one spatial block, 16 channels a cycle.
+//
+// On d_req (npu_conv_mac.v: the block's accumulators are complete) the stage walks the
+// output pixels of the spatial block S that lie in the OFM (rows oy0.., columns ox0..) and,
+// for each, the 16-channel-aligned chunks of the block's channels [oblk, oblk+len) below
+// the OFM depth: the accumulators come from the AB (word ublk*NG + group, unit
+// pixel_lane*wblk_o + channel_lane; up to 4 words a chunk), the per-channel bias, scale and
+// shift from the scale/bias RAM (channel - oblk), then 16 npu_conv_rescale lanes, and the
+// truncated 8-bit values go out as one 16-byte beat (NHCWB16, or NHWC when aligned) or two
+// (an NHWC chunk across a 16-byte boundary), single-beat bursts on wr_ofm with WSTRB on the
+// chunk's bytes:
+//   NHWC     BASE0 + oy*STRIDE_Y + ox*STRIDE_X + c
+//   NHCWB16  BASE0 + oy*STRIDE_Y + (c/16)*STRIDE_C + 16*ox + c%16
+// OFM storage none: computed (COND_STATUS), not written. `dead`: no further write goes out
+// (a read of the operation failed, or it ended early). COND_STATUS.result_flag is bit 0 of
+// OFM element (ofm_h-1, ofm_w-1, ofm_d-1), the last in (y, x, c) order as in the TLM.
+`default_nettype none
+
+module npu_conv_out #(
+    parameter integer MACS = 256,
+    parameter integer ABW = 256,
+    parameter integer SBN = 2048,            // scale/bias records (OFM channels)
+    parameter integer NU = MACS / 8,
+    parameter integer ABA = $clog2(ABW),
+    parameter integer SBA = $clog2(SBN)
+) (
+    input  wire            CLK,
+    input  wire            rst_n,
+    input  wire            clear,
+    input  wire            dead,
+    // operation parameters
+    input  wire [16:0]     od,
+    input  wire [15:0]     oh_m1,
+    input  wire [15:0]     ow_m1,
+    input  wire [3:0]      lwo,
+    input  wire [2:0]      mb_h,
+    input  wire [2:0]      mb_w,
+    input  wire [7:0]      ngx,
+    input  wire [7:0]      ngy,
+    input  wire            i48,
+    input  wire            per_ch,
+    input  wire [30:0]     g_scale,
+    input  wire [5:0]      g_shift,
+    input  wire [2:0]      rnd,
+    input  wire [4:0]      dbl,
+    input  wire [16:0]     o_zp,
+    input  wire            clip,
+    input  wire [16:0]     amin,
+    input  wire [16:0]     amax,
+    input  wire [39:0]     obase,            // BASEP[OFM_REGION] + OFM_BASE0
+    input  wire [39:0]     o_sy,
+    input  wire [39:0]     o_sx,
+    input  wire [39:0]     o_sc,
+    input  wire            o_nhcwb16,
+    input  wire            o_none,           // storage none
+    // spatial block
+    input  wire [15:0]     oy0,
+    input  wire [15:0]     ox0,
+    input  wire [7:0]      s_h,
+    input  wire [7:0]      s_w,
+    // OFM block from the MAC array
+    input  wire            d_req,
+    input  wire [16:0]     d_oblk,
+    input  wire [10:0]     d_len,
+    output wire            d_ack,
+    output wire            busy,
+    // scale/bias RAM write port: {bias[47:0], scale[30:0], shift[5:0]} of OFM channel sb_waddr
+    input  wire            sb_we,
+    input  wire [SBA-1:0]  sb_waddr,
+    input  wire [84:0]     sb_wdata,
+    // accumulator buffer (registered reads: the data of ab_raddr come the next cycle when
+    // ab_ren is 1, and stay)
+    output logic [4*ABA-1:0] ab_raddr,
+    output wire            ab_ren,
+    input  wire [4*NU*48-1:0] ab_rdata,
+    input  wire [3:0]      ab_rvalid,
+    // OFM writes (wr_ofm), single-beat bursts
+    output wire            wq_valid,
+    output wire [39:0]     wq_addr,
+    input  wire            wq_ready,
+    output wire            wd_valid,
+    output wire [127:0]    wd_data,
+    output wire [15:0]     wd_strb,
+    input  wire            wd_ready,
+    output logic           flag,
+    output wire            flag_set          // the flag's element was computed
+);
+    // ================================================================ scale/bias RAM
+    logic [84:0] sb [0:SBN-1];
+    always_ff @(posedge CLK) begin
+        if (sb_we) sb[sb_waddr] <= sb_wdata;
+    end
+
+    // ================================================================ walk
+    logic        act;
+    logic [16:0] oblk, cend;                 // channels [oblk, cend)
+    logic [7:0]  r, c;                       // pixel of S
+    logic [12:0] k;                          // chunk: channels [16k, 16k+16)
+    wire  [16:0] dend = d_oblk + {6'd0, d_len};
+    wire  [12:0] k0 = oblk[16:4];
+    wire  [12:0] k1 = 13'((cend - 17'd1) >> 4);
+    wire  [15:0] oy = oy0 + {8'd0, r};
+    wire  [15:0] ox = ox0 + {8'd0, c};
+    wire         pix_in = (oy <= oh_m1) && (ox <= ow_m1);
+    wire         last_c = (c + 8'd1 >= s_w);
+    wire         last_r = (r + 8'd1 >= s_h);
+    wire         last_k = (k >= k1) || !pix_in;
+    // chunk lanes j: channel 16k + j in [c_lo, c_hi)
+    wire  [16:0] cb = {k, 4'd0};
+    wire  [16:0] c_lo = (oblk > cb) ? oblk : cb;
+    wire  [16:0] c_hi = (cend < cb + 17'd16) ? cend : cb + 17'd16;
+    wire  [15:0] lmask;
+    genvar gj;
+    generate
+        for (gj = 0; gj < 16; gj = gj + 1) begin : g_m
+            assign lmask[gj] = (cb + 17'(gj) >= c_lo) && (cb + 17'(gj) < c_hi);
+        end
+    endgenerate
+    // the pixel's group and lane
+    wire  [7:0]  gy = 8'(r / {5'd0, mb_h});
+    wire  [7:0]  gx = 8'(c / {5'd0, mb_w});
+    wire  [2:0]  lr = 3'(r % {5'd0, mb_h});
+    wire  [2:0]  lc = 3'(c % {5'd0, mb_w});
+    wire  [15:0] g = {8'd0, gy} * {8'd0, ngx} + {8'd0, gx};
+    wire  [4:0]  pl = 5'({2'd0, lr} * mb_w + {2'd0, lc});
+    wire  [16:0] rel0 = c_lo - oblk;
+    wire  [8:0]  u0 = 9'(rel0 >> lwo);
+    wire  [15:0] ng = {8'd0, ngx} * {8'd0, ngy};
+    integer q;
+    always @(*) begin
+        for (q = 0; q < 4; q = q + 1)
+            ab_raddr[q*ABA +: ABA] = ABA'(({7'd0, u0} + 16'(q)) * ng + g);
+    end
+
+    // ---- stage 1: the chunk's accumulators and records
+    logic        s1;
+    logic [84:0] rec1 [0:15];
+    logic [15:0] m1;
+    logic [39:0] a1;                         // address of lane 0
+    logic        f1;                         // the chunk holds the flag element
+    logic [3:0]  fl1;                        // its lane
+    wire  [39:0] a_pix = obase + 40'(oy * o_sy) + (o_nhcwb16 ? {20'd0, ox, 4'd0} : 40'(ox * o_sx));
+    wire  [39:0] a_chk = o_nhcwb16 ? a_pix + 40'(o_sc * {27'd0, k}) : a_pix + {23'd0, cb};
+    wire         f_pix = (oy == oh_m1) && (ox == ow_m1);
+    wire  [16:0] od_m1 = od - 17'd1;
+    wire         f_chk = f_pix && (od_m1 >= c_lo) && (od_m1 < c_hi);
+    logic [16:0] cb1;                        // the chunk's channel base (stage 1)
+    logic [4:0]  pl1;
+    logic [8:0]  u01;
+    logic [47:0] accs [0:15];
+    logic [16:0] rl;
+    logic [8:0]  uw;
+    logic [10:0] unit;
+    integer j;
+    always @(*) begin
+        rl = 17'd0; uw = 9'd0; unit = 11'd0;
+        for (j = 0; j < 16; j = j + 1) begin
+            rl = cb1 + 17'(j) - oblk;
+            uw = 9'(rl >> lwo) - u01;
+            unit = 11'(({6'd0, pl1} << lwo) | {1'b0, 10'(rl & ((17'd1 << lwo) - 17'd1))});
+            accs[j] = ab_rvalid[uw[1:0]] ? ab_rdata[uw[1:0]*NU*48 + unit*48 +: 48] : 48'd0;
+        end
+    end
+
+    // ---- stage 2: rescale, activation, truncation; into the write queue
+    logic [31:0] t [0:15];
+    genvar gl;
+    generate
+        for (gl = 0; gl < 16; gl = gl + 1) begin : g_lane
+            wire [84:0] rc = rec1[gl];
+            npu_conv_rescale u_rs (
+                .acc(accs[gl]), .i48(i48), .per_ch(per_ch), .bias(rc[84:37]),
+                .scale(per_ch ? rc[36:6] : g_scale), .shift(per_ch ? rc[5:0] : g_shift),
+                .rnd(rnd), .dbl(dbl), .zp(o_zp), .clip(clip), .amin(amin), .amax(amax), .t(t[gl]));
+        end
+    endgenerate
+    logic [127:0] bytes;
+    integer b;
+    always @(*) begin
+        for (b = 0; b < 16; b = b + 1) bytes[b*8 +: 8] = t[b][7:0];
+    end
+`ifdef PLANT_CONV_BUG
+    // test-only (tests/test_rtl_plant.py): the OFM's last element is written with bit 0
+    // flipped; the regression must catch it
+    wire [127:0] bytes_w = f1 ? bytes ^ ({120'd0, 8'h01} << {fl1, 3'b000}) : bytes;
+`else
+    wire [127:0] bytes_w = bytes;
+`endif
+    wire [255:0] win  = {128'd0, bytes_w} << {a1[3:0], 3'b000};
+    wire [31:0]  wm   = {16'd0, m1} << a1[3:0];
+    wire         two  = (wm[31:16] != 16'd0);
+    wire         one  = (wm[15:0] != 16'd0);
+
+    // ---- write queue: {addr, data, strb}
+    localparam integer WQN = 8;
+    logic [39:0]  qa [0:WQN-1];
+    logic [127:0] qd [0:WQN-1];
+    logic [15:0]  qs [0:WQN-1];
+    logic [3:0]   q_wp, q_ap, q_dp;          // write, AW, W pointers (mod 2*WQN)
+    wire  [3:0]   q_cnt = q_wp - q_dp;       // entries not yet W-sent
+    wire          room2 = (q_cnt <= 4'(WQN - 2));
+    wire          push = s1 && room2;        // stage 1 moves on
+    wire          wr_en = push && !o_none && !dead;
+    wire [1:0]    npush = wr_en ? ({1'b0, one} + {1'b0, two}) : 2'd0;
+    wire          adv = act && (!s1 || push);
+    // once dead, queued bursts whose AW has not gone out are dropped (an AW's W beat is sent)
+    assign wq_valid = (q_ap != q_wp) && !dead;
+    assign wq_addr  = qa[q_ap[2:0]];
+    assign wd_valid = (q_dp != q_ap);
+    assign wd_data  = qd[q_dp[2:0]];
+    assign wd_strb  = qs[q_dp[2:0]];
+    assign d_ack = d_req && !act && !s1;
+    assign ab_ren = adv;
+    assign busy = act || s1 || (q_cnt != 4'd0);
+    assign flag_set = push && f1;
+
+    integer e;
+    always_ff @(posedge CLK) begin
+        if (adv) begin
+            for (e = 0; e < 16; e = e + 1) rec1[e] <= sb[SBA'(cb + 17'(e))];
+            cb1 <= cb;
+            pl1 <= pl;
+            u01 <= u0;
+            m1 <= lmask & {16{pix_in}};
+            a1 <= a_chk;
+            f1 <= f_chk && pix_in;
+            fl1 <= 4'(od_m1 - cb);
+        end
+        if (wr_en && one) begin
+            qa[q_wp[2:0]] <= {a1[39:4], 4'd0};
+            qd[q_wp[2:0]] <= win[127:0];
+            qs[q_wp[2:0]] <= wm[15:0];
+        end
+        if (wr_en && two) begin
+            qa[3'(q_wp[2:0] + {2'd0, one})] <= {a1[39:4] + 36'd1, 4'd0};
+            qd[3'(q_wp[2:0] + {2'd0, one})] <= win[255:128];
+            qs[3'(q_wp[2:0] + {2'd0, one})] <= wm[31:16];
+        end
+    end
+
+    always_ff @(posedge CLK or negedge rst_n) begin
+        if (!rst_n) begin
+            act <= 1'b0; oblk <= 17'd0; cend <= 17'd0; r <= 8'd0; c <= 8'd0; k <= 13'd0; s1 <= 1'b0;
+            q_wp <= 4'd0; q_ap <= 4'd0; q_dp <= 4'd0; flag <= 1'b0;
+        end else begin
+            if (clear) begin
+                act <= 1'b0;
+                s1 <= 1'b0;
+            end else begin
+                if (d_ack) begin
+                    act <= 1'b1;
+                    oblk <= d_oblk;
+                    cend <= (dend < od) ? dend : od;
+                    r <= 8'd0; c <= 8'd0; k <= d_oblk[16:4];
+                end else if (adv) begin
+                    s1 <= 1'b1;
+                    if (!last_k) begin
+                        k <= k + 13'd1;
+                    end else begin
+                        k <= k0;
+                        if (!last_c) c <= c + 8'd1;
+                        else begin
+                            c <= 8'd0;
+                            if (!last_r) r <= r + 8'd1;
+                            else act <= 1'b0;
+                        end
+                    end
+                end else if (push) begin
+                    s1 <= 1'b0;
+                end
+                if (push && f1) flag <= t[fl1][0];
+            end
+            // queue pointers
+            if (dead) q_wp <= q_ap;
+            else q_wp <= q_wp + {2'd0, npush};
+            if (wq_valid && wq_ready) q_ap <= q_ap + 4'd1;
+            if (wd_valid && wd_ready) q_dp <= q_dp + 4'd1;
+        end
+    end
+
+    wire unused_ok = ^{g[15:8], uw[8:2]};
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,310 @@
+"""What the RTL stand-in claims to run (rtl_stub/ethos_u85/README.md, "What is implemented"), as a
+predicate over a command stream, for the tests that sweep Vela networks on DUT=rtl.
+
+``first_unsupported(words, macs)`` walks the stream with the sticky NPU_SET state and returns
+``(offset, operation, reason)`` of the first kernel operation the stand-in refuses (it stops
+there with cmd_parse_error), or None when it claims every operation. The tests hold the
+stand-in to it both ways (tb/ethos_u85/tests/test_rtl_networks.py): a claimed network must run through
+the pins with the scoreboard clean, and an unclaimed one must stop with cmd_parse_error at
+exactly the named operation. So the README's support table, this predicate and the RTL's
+checks (npu_kernel.v, npu_conv.v) cannot drift apart unnoticed.
+
+Only the feature and implementation-limit checks are here: the streams these tests use are
+legal (no TRM assert fails), and the UNPREDICTABLE rules are the TLM's, checked elsewhere.
+
+Not a test module (tb.run collects ``test_*.py`` only).
+"""
+from __future__ import annotations
+
+from tlm.ethos_u85 import isa
+from tlm.ethos_u85.weights import num_wd
+
+P = isa.activation_precision
+ST = isa.activation_storage
+FMT = isa.activation_format
+AF = isa.activation_function
+EW = isa.elementwise_mode
+PM = isa.pooling_mode
+B8 = int(P.b8)
+_MB_DIV = (8, 16, 32, 32, 64, 128)          # microblock_depth() divisor (tlm.weights.ordering)
+_MB_HW = ((1, 1), (1, 2), (1, 4), (2, 2), (2, 4), (4, 4))
+# implementation sizes of npu_conv.v (AB words, IFM buffer words per half, scale/bias records)
+AB_WORDS = 256
+SB_RECORDS = 2048
+CHAIN_DEPTH = 1024                          # npu_kernel.v: values per chaining FIFO
+NUM_CHAINING_FIFO = 3
+
+
+def ib_half_words(macs: int) -> int:
+    return 512 if macs < 128 else 4 * macs
+
+
+def _tile0(f, which: str, maxy: int, maxx: int) -> bool:
+    st = f(f"NPU_SET_{which}_PRECISION", "activation_storage")
+    h0 = f(f"NPU_SET_{which}_HEIGHT0_M1", "height_m1")
+    if st == ST.tile2x2:
+        return maxx <= f(f"NPU_SET_{which}_WIDTH0_M1", "width_m1") and maxy <= h0
+    if st == ST.tile3x1:
+        return maxy <= h0 and maxy <= f(f"NPU_SET_{which}_HEIGHT1_M1", "height_m1")
+    return True
+
+
+def _geometry(f):
+    ks = "NPU_SET_KERNEL_STRIDE"
+    sy = 2 * f(ks, "stride_y_msb") + f(ks, "stride_y_lsb") + 1
+    sx = 2 * f(ks, "stride_x_msb") + f(ks, "stride_x_lsb") + 1
+    kh = f("NPU_SET_KERNEL_HEIGHT_M1", "height_m1") + 1
+    kw = f("NPU_SET_KERNEL_WIDTH_M1", "width_m1") + 1
+    oh = f("NPU_SET_OFM_HEIGHT_M1", "height_m1") + 1
+    ow = f("NPU_SET_OFM_WIDTH_M1", "width_m1") + 1
+    ih = (oh - 1) * sy + kh - f("NPU_SET_IFM_PAD_TOP", "pad") - f("NPU_SET_IFM_PAD_BOTTOM", "pad")
+    iw = (ow - 1) * sx + kw - f("NPU_SET_IFM_PAD_LEFT", "pad") - f("NPU_SET_IFM_PAD_RIGHT", "pad")
+    return sy, sx, kh, kw, oh, ow, ih, iw
+
+
+def _conv_out(f) -> "str | None":
+    """Output-stage features the CONV/DEPTHWISE unit lacks."""
+    if f("NPU_SET_OFM_PRECISION", "activation_precision") != B8:
+        return "OFM precision other than b8"
+    if f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained:
+        return "chained OFM"
+    fn = f("NPU_SET_ACTIVATION", "activation_function")
+    if fn != AF.lut_none:
+        return "LUT activation"
+    return None
+
+
+def _conv(f, dw: bool, wi2: bool, macs: int) -> "str | None":
+    if wi2:
+        return "matrix multiply (weights_ifm2)"
+    if f("NPU_SET_IFM_PRECISION", "activation_precision") != B8:
+        return "IFM precision other than b8"
+    if ST.chained in (f("NPU_SET_IFM_PRECISION", "activation_storage"),):
+        return "chained IFM"
+    if f("NPU_SET_IFM_UPSCALE", "mode") in (1, 2):
+        return "IFM upscale"
+    if f("NPU_SET_ACC_FORMAT", "acc_input") in (1, 2) or f("NPU_SET_ACC_FORMAT", "acc_output") != 0:
+        return "accumulator keep/restore"
+    why = _conv_out(f)
+    if why:
+        return why
+    if f("NPU_SET_OFM_PRECISION", "activation_storage") != ST.none and (
+            f("NPU_SET_OFM_PRECISION", "activation_reverse") or f("NPU_SET_OFM_PRECISION", "activation_transpose")):
+        return "OFM reverse/transpose"
+    # implementation limits
+    sy, sx, kh, kw, oh, ow, ih, iw = _geometry(f)
+    if not _tile0(f, "IFM", ih - 1, iw - 1):
+        return "IFM outside tile 0"
+    if (f("NPU_SET_OFM_PRECISION", "activation_storage") != ST.none
+            and not _tile0(f, "OFM", oh - 1, ow - 1)):
+        return "OFM outside tile 0"
+    fwd = f("NPU_SET_WEIGHT_FORMAT", "weight_format") == 1
+    if fwd and num_wd(macs) > 1:
+        return "FWD with several weight decoders"
+    mb = f("NPU_SET_ACC_FORMAT", "microblock")
+    mbd = macs // _MB_DIV[mb]
+    if dw and mbd > 64:
+        return "depthwise with a microblock deeper than 64"
+    od = f("NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1
+    blkd = f("NPU_SET_OFM_BLK_DEPTH_M1", "depth_m1") + 1
+    if od > blkd and blkd % 8:
+        return "OFM_BLK_DEPTH not a multiple of 8"
+    if -(-min(od, blkd) // mbd) > AB_WORDS:
+        return "OFM block deeper than the accumulator buffer"
+    if f("NPU_SET_OFM_PRECISION", "scale_mode") == 0 and od > SB_RECORDS:
+        return "more OFM channels than the scale/bias RAM"
+    dil_y = f("NPU_SET_KERNEL_STRIDE", "dilation_y")
+    dil_x = f("NPU_SET_KERNEL_STRIDE", "dilation_x")
+    dcmp = 4 if f("NPU_SET_KERNEL_STRIDE", "decomposition") else 8
+    khu, kwu = (kh + dil_y) >> dil_y, (kw + dil_x) >> dil_x
+    subh, subw = min(khu, dcmp >> dil_y), min(kwu, dcmp >> dil_x)
+    pk = dw or f("NPU_SET_KERNEL_STRIDE", "weight_order") == 1
+    sparse = f("NPU_SET_WEIGHT_FORMAT", "weight_sparsity") == 1
+    ibd = 16 if pk else (32 if not sparse and mbd == 16 and mb <= 1 else (64 if not sparse else 128))
+    cw = mbd if dw else ibd
+    cg = -(-cw // 16)
+    mh, mw = _MB_HW[mb]
+    words = ((mh - 1) * sy + (subh - 1) * (dil_y + 1) + 1) * ((mw - 1) * sx + (subw - 1) * (dil_x + 1) + 1) * cg
+    if words > ib_half_words(macs):
+        return "IFM patch larger than the IFM buffer"
+    streams = 1 if fwd else num_wd(macs)
+    names = ("NPU_SET_WEIGHT_BASE", "NPU_SET_WEIGHT1_BASE", "NPU_SET_WEIGHT2_BASE", "NPU_SET_WEIGHT3_BASE")
+    if any(f(n, "addr") % 16 for n in names[:streams]):
+        return "weight stream base not 16-byte aligned"
+    return None
+
+
+def _pool(f, mode: int) -> "str | None":
+    if mode not in (PM.max, PM.min, PM.average, PM.sum, PM.reduce_sum):
+        return f"pooling mode {PM(mode).name}"
+    if f("NPU_SET_ACC_FORMAT", "acc_input") in (1, 2) or f("NPU_SET_ACC_FORMAT", "acc_output") != 0:
+        return "accumulator keep/restore"
+    up = f("NPU_SET_IFM_UPSCALE", "mode")
+    if mode != PM.reduce_sum and (up == 1 or (up == 2 and mode not in (PM.max, PM.min))):
+        return "IFM upscale"
+    if f("NPU_SET_IFM_PRECISION", "activation_storage") == ST.chained:
+        return "chained IFM"
+    if f("NPU_SET_OFM_PRECISION", "scale_mode") == 0:
+        return "per-channel scale"
+    if f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b64:
+        return "b64 OFM"
+    if f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained:
+        return "chained OFM"
+    if f("NPU_SET_OFM_PRECISION", "activation_reverse"):
+        return "OFM reverse"
+    why = _transpose(f)
+    if why:
+        return why
+    sy, sx, kh, kw, oh, ow, ih, iw = _geometry(f)
+    if mode in (PM.max, PM.min) and (kh > 256 or kw > 256):
+        return "max/min kernel above 256"
+    if mode == PM.reduce_sum:
+        ih, iw = oh, ow
+    if not _tile0(f, "IFM", ih - 1, iw - 1):
+        return "IFM outside tile 0"
+    if f("NPU_SET_OFM_PRECISION", "activation_storage") != ST.none and not _tile0(f, "OFM", *_ofm_max(f)):
+        return "OFM outside tile 0"
+    return None
+
+
+def _ofm_max(f) -> tuple:
+    """The OFM's largest memory (y, x) after write_ofm's transpose."""
+    y = f("NPU_SET_OFM_HEIGHT_M1", "height_m1")
+    x = f("NPU_SET_OFM_WIDTH_M1", "width_m1")
+    c = f("NPU_SET_OFM_DEPTH_M1", "depth_m1")
+    return {1: (x, y), 2: (y, c), 7: (c, x), 6: (c, y), 3: (x, c)}.get(
+        f("NPU_SET_OFM_PRECISION", "activation_transpose"), (y, x))
+
+
+def _transpose(f) -> "str | None":
+    """write_ofm transposes: implemented for NHWC OFMs."""
+    if (f("NPU_SET_OFM_PRECISION", "activation_transpose") != 0
+            and f("NPU_SET_OFM_PRECISION", "activation_storage") in (0, 1)
+            and f("NPU_SET_OFM_PRECISION", "activation_format") != FMT.nhwc):
+        return "OFM transpose of an NHCWB16 OFM"
+    return None
+
+
+def _scaled(prec: int, sgn: int) -> bool:
+    """scale_a / scale_b scale the operand (b8, signed b16); others pass unscaled."""
+    return prec == P.b8 or (prec == P.b16 and sgn)
+
+
+def _zp(raw: int, sgn: int) -> int:
+    return raw - 0x10000 if sgn and raw & 0x8000 else raw
+
+
+def _elementwise(f, mode: int) -> "str | None":
+    if mode == EW.div:
+        return "elementwise mode div"
+    if f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b64:
+        return "b64 OFM"
+    if (f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained
+            and f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b32
+            and not f("NPU_SET_OFM_PRECISION", "activation_type")):
+        return "chained unsigned b32 OFM"
+    why = _transpose(f)
+    if why:
+        return why
+    scal1 = f("NPU_SET_IFM_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
+    scal2 = f("NPU_SET_IFM2_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
+    unary = mode in (EW.lrelu, EW.abs, EW.clz, EW["not"])
+    if mode != EW.mul:
+        scalar = f("NPU_SET_OP_SCALAR", "scalar")
+        scalar = scalar - (1 << 32) if scalar & 0x80000000 else scalar
+        for which, scal, used in (("IFM", scal1, True), ("IFM2", scal2, not unary)):
+            prec = f(f"NPU_SET_{which}_PRECISION", "activation_precision")
+            sgn = f(f"NPU_SET_{which}_PRECISION", "activation_type")
+            v = scalar - _zp(f(f"NPU_SET_{which}_ZERO_POINT", "zero_point"), sgn)
+            if scal and used and not _scaled(prec, sgn) and not -(1 << 31) <= v < (1 << 31):
+                return "unscaled scalar operand outside int32"
+    oh = f("NPU_SET_OFM_HEIGHT_M1", "height_m1")
+    ow = f("NPU_SET_OFM_WIDTH_M1", "width_m1")
+    bm1 = f("NPU_SET_IFM_BROADCAST", "broadcast_mode")
+    bm2 = f("NPU_SET_IFM2_BROADCAST", "broadcast_mode")
+    ch1 = f("NPU_SET_IFM_PRECISION", "activation_storage") == ST.chained
+    ch2 = f("NPU_SET_IFM2_PRECISION", "activation_storage") == ST.chained
+    if not scal1 and not ch1 and not _tile0(f, "IFM", 0 if bm1 & 1 else oh, 0 if bm1 & 2 else ow):
+        return "IFM outside tile 0"
+    if not unary and not scal2 and not ch2 and not _tile0(f, "IFM2", 0 if bm2 & 1 else oh, 0 if bm2 & 2 else ow):
+        return "IFM2 outside tile 0"
+    if f("NPU_SET_OFM_PRECISION", "activation_storage") in (0, 1) and not _tile0(f, "OFM", *_ofm_max(f)):
+        return "OFM outside tile 0"
+    return None
+
+
+def _resize(f) -> "str | None":
+    if f("NPU_SET_OFM_PRECISION", "activation_reverse"):
+        return "OFM reverse"
+    if f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b64:
+        return "b64 OFM"
+    if f("NPU_SET_IFM_PRECISION", "activation_storage") == ST.chained:
+        return "chained IFM"
+    if not _tile0(f, "IFM", f("NPU_SET_KERNEL_HEIGHT_M1", "height_m1"), f("NPU_SET_KERNEL_WIDTH_M1", "width_m1")):
+        return "IFM outside tile 0"
+    if f("NPU_SET_OFM_PRECISION", "activation_storage") in (0, 1) and not _tile0(f, "OFM", *_ofm_max(f)):
+        return "OFM outside tile 0"
+    return None
+
+
+class _Chain:
+    """The chaining FIFOs' fill (npu_kernel.v CHAIN_DEPTH values each)."""
+
+    def __init__(self):
+        self.length = 0
+        self.count = [0] * NUM_CHAINING_FIFO
+
+    def elementwise(self, f, mode: int) -> "str | None":
+        if self.length == 0:
+            self.count = [0] * NUM_CHAINING_FIFO
+        n = ((f("NPU_SET_OFM_HEIGHT_M1", "height_m1") + 1) * (f("NPU_SET_OFM_WIDTH_M1", "width_m1") + 1)
+             * (f("NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1))
+        unary = mode in (EW.lrelu, EW.abs, EW.clz, EW["not"])
+        for which, used in (("IFM", True), ("IFM2", not unary)):
+            scal = f(f"NPU_SET_{which}_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
+            if used and not scal and f(f"NPU_SET_{which}_PRECISION", "activation_storage") == ST.chained:
+                r = f(f"NPU_SET_{which}_REGION", "region")
+                if r < NUM_CHAINING_FIFO:
+                    self.count[r] = max(0, self.count[r] - n)
+        if f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained:
+            r = f("NPU_SET_OFM_REGION", "region")
+            self.length += 1
+            if r < NUM_CHAINING_FIFO:
+                self.count[r] += n
+                if self.count[r] > CHAIN_DEPTH:
+                    return f"a chaining FIFO holding more than {CHAIN_DEPTH} values"
+        else:
+            self.length = 0
+        return None
+
+    def other(self) -> None:
+        self.length = 0
+
+
+def first_unsupported(words, macs: int):
+    """(byte offset, NPU_OP name, reason) of the first kernel operation of *words* the
+    stand-in does not claim, or None."""
+    regs = isa.RegisterFile()
+    chain = _Chain()
+    for d in isa.iter_decode(list(words)):
+        name = d.cmd.name
+        if name.startswith("NPU_SET_"):
+            regs.set(d)
+            continue
+        f = regs.field
+        why = None
+        if name == "NPU_OP_CONV":
+            why = _conv(f, False, bool(d.fields.get("weights_ifm2")), macs)
+        elif name == "NPU_OP_DEPTHWISE":
+            why = _conv(f, True, False, macs)
+        elif name == "NPU_OP_POOL":
+            why = _pool(f, d.fields["pooling_mode"])
+        elif name == "NPU_OP_ELEMENTWISE":
+            why = _elementwise(f, d.fields["elementwise_mode"]) or chain.elementwise(f, d.fields["elementwise_mode"])
+        elif name == "NPU_OP_RESIZE":
+            why = _resize(f)
+        if name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_RESIZE"):
+            chain.other()
+        if why:
+            return d.offset, name, why
+    return None

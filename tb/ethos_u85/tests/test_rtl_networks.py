@@ -1,0 +1,115 @@
+"""The project's Vela catalog (tests/nets) through the pins of the RTL stand-in (DUT=rtl).
+
+Every network is compiled with Vela for the bench's configuration (``make sim ...
+CONFIG=ethos-u85-N``; tb.run builds the stand-in with that MACS) and a memory mode, loaded
+and started as tlm.ethos_u85.runner does (tb/ethos_u85/testlib/netjob.py), and checked by the scoreboard's TLM:
+
+* a network made only of what the stand-in claims (tb/ethos_u85/testlib/rtl_support.py, the README's
+  support table) must run to its end with every AXI write, STATUS, QREAD and IRQ equal to the
+  TLM's and every output byte the TLM's;
+* any other network must stop with cmd_parse_error with QREAD at exactly the first operation
+  rtl_support names, having written nothing the TLM does not write before that operation
+  (the scoreboard allows no write outside the TLM's footprint).
+
+A quick list by default (a few networks with CONV/DEPTHWISE, pooling, elementwise and one
+the stand-in refuses); every NPU network of the catalog with ``KERNEL_NETS=all``
+(``KERNEL_NETS=name,name`` picks some). DUT=tlm: skipped (the TLM runs every network;
+tests/ethos_u85/test_nets.py covers it against LiteRT).
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import cocotb
+from cocotb.triggers import ClockCycles
+
+from tb.ethos_u85.env import Env
+from tb.ethos_u85.testlib.hostile import soft_reset
+from tb.ethos_u85.testlib.marks import DUT, named, skip_now
+from tb.ethos_u85.testlib.netjob import run_network, vela_model
+from tb.ethos_u85.testlib.rtl_support import first_unsupported
+
+QUICK = ("conv2d_3x3_s2_same_relu6_pc", "dwconv_5x5_s2_c33", "fc_64x32_pt", "conv2d_3x3_c7to21_odd",
+         "avgpool_3x3_s1_same", "add_bcast_relu", "resize_nearest_8x8to12x12")
+SKIP = ("mobilenet_v2_0p5_224",)           # the bench network (minutes of simulation)
+
+
+def _catalog() -> list:
+    from tests.nets import catalog
+    return [n for n in catalog.NAMES if n not in SKIP]
+
+
+def _refusing(fn, offset: int):
+    """Kernel op *fn* of the reference TLM, refusing the operation at *offset*."""
+    def op(snap, port, dev):
+        if dev.qread == offset:
+            raise NotImplementedError("refused by the RTL stand-in (tb/ethos_u85/testlib/rtl_support.py)")
+        return fn(snap, port, dev)
+    return op
+
+
+def _names() -> list:
+    sel = os.environ.get("KERNEL_NETS", "")
+    if sel == "all":
+        return _catalog()
+    if sel:
+        return [n for n in sel.split(",") if n]
+    return list(QUICK)
+
+
+@cocotb.parametrize(mode=named(["default", "sram_only"]))
+@cocotb.test(timeout_time=36000, timeout_unit="sec")
+async def test_catalog_networks(dut, mode):
+    """Catalog networks on the stand-in: claimed ones run clean, the others stop with
+    cmd_parse_error at the first operation the stand-in does not claim."""
+    if DUT != "rtl":
+        skip_now("the RTL stand-in's support claim (DUT=rtl)")
+    from tlm.ethos_u85.config import get_config
+    from tlm.ethos_u85.vela import load
+
+    env = Env(dut, reference_model=True)
+    await env.start()
+    macs = get_config(env.config).macs
+    rng = random.Random(0x5eed ^ macs)
+    names = _names()
+    ran = refused = 0
+    for name in names:
+        path = vela_model(name, env.config, mode)
+        model = load(path)
+        miss = first_unsupported(model.command_words, macs)
+        if miss is None:
+            res = await run_network(env, path, rng)
+            ran += 1
+            cocotb.log.info("%s (%s, %s): %d output bytes match the TLM; %d cycles; %s", name, env.config,
+                            mode, res.output_bytes, res.cycles, res.ops)
+        else:
+            off, op, why = miss
+            # the scoreboard's reference refuses the same operation (cmd_parse_error, QREAD at
+            # it), so everything before it is compared as usual
+            ref = env.model
+            ops = ref.kernel_ops
+            ref.kernel_ops = {k: _refusing(fn, off) for k, fn in ops.items()}
+            try:
+                await run_network(env, path, rng)
+            except AssertionError as e:
+                msg = str(e)
+                assert "cmd_parse_error" in msg and f"at {op} (command offset 0x{off:x})" in msg, \
+                    f"{name}: expected cmd_parse_error at {op} 0x{off:x} ({why}), got: {msg}"
+            else:
+                raise AssertionError(f"{name}: ran to its end, but the stand-in does not claim "
+                                     f"{op} at 0x{off:x} ({why}): update rtl_support and the README")
+            finally:
+                ref.kernel_ops = ops
+            job = env.scoreboard.jobs[-1]
+            assert job.closed and job.mismatches_in_job == 0, \
+                f"{name}: scoreboard mismatches before the refused operation: {env.scoreboard.mismatches[-3:]}"
+            await soft_reset(env, 0b01)                      # clear the sticky cmd_parse_error
+            refused += 1
+            cocotb.log.info("%s (%s, %s): stopped with cmd_parse_error at %s 0x%x as claimed (%s)", name,
+                            env.config, mode, op, off, why)
+        await ClockCycles(env.clock, 4)
+    cocotb.log.info("%d networks ran to their end, %d refused as claimed (%s, %s)", ran, refused,
+                    env.config, mode)
+    assert ran > 0, "no network of the list is claimed by the stand-in"
+    env.finish()

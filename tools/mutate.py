@@ -1,0 +1,363 @@
+"""Mutation testing of the RTL stand-in's datapath (``make mutate``).
+
+Each mutant changes one operator or one constant at one place of one datapath file
+(DATAPATH below): ``+``/``-``, ``==``/``!=``, ``<``/``<=``/``>``/``>=``, ``&&``/``||``,
+``&``/``|``/``^``, ``<<``/``>>``, a dropped ``!`` or ``~``, a sized constant (``4'd3`` ->
+``4'd2``/``4'd4``, ``1'b1`` <-> ``1'b0``) or a plain decimal constant (n -> n+1, n-1).
+Sites are the expressions of assignments, conditions and case items; declarations,
+parameters, port lists, bit ranges ``[...]``, ``for`` headers, reset values (the
+``if (!rst_n)`` branches), the test-only ``PLANT_CONV_BUG`` block and ``unused_ok`` sinks
+are left alone.
+
+For each mutant (a seeded sample of all sites, or all of them with ``--all``): the sources
+are copied with the change, compiled with Icarus (a mutant that does not compile is
+"stillborn" and not counted), and the fast regression tools/mutate_tb.py runs on it: fixed
+CONV/DEPTHWISE and ELEMENTWISE/POOL jobs of the bench's generator and a Vela network, every
+byte checked by the scoreboard's TLM, every job bounded in simulated cycles. The mutant is
+killed when the regression fails; a run that exceeds the wall-clock bound (--timeout) counts
+as killed with a reported timeout (a hang), never a stuck run.
+
+Report: per mutant its place, change and outcome, then the kill rate over the mutants that
+compiled, minus those judged equivalent (EQUIVALENT below: a change that cannot alter any
+output, with the reason), and the survivors left to examine.
+
+  python -m tools.mutate [-n 40] [--seed 1] [--all] [--jobs 1] [--timeout 900] [--list]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RTL = REPO / "rtl_stub" / "ethos_u85"
+DEVICE = "ethos-u85"
+
+# the datapath of CONV/DEPTHWISE and of the kernel unit
+DATAPATH = ("npu_swd.v", "npu_fwd.v", "npu_wfetch.v", "npu_conv.v", "npu_conv_walk.v",
+            "npu_conv_ifm.v", "npu_conv_mac.v", "npu_conv_out.v", "npu_conv_rescale.v", "npu_rsr.v",
+            "npu_kernel.v", "npu_kernel_alu.v")
+KERNEL_FILES = ("npu_kernel.v", "npu_kernel_alu.v")
+
+# mutants judged equivalent (no output can change), by id: "file:line:col:old->new" -> reason
+EQUIVALENT: dict[str, str] = {}
+
+# operator replacements (tried in this order at each site)
+OPS = {
+    "===": (), "!==": (),
+    "<<<": (">>>",), ">>>": (">>",),
+    "<<": (">>",), ">>": ("<<",),
+    "==": ("!=",), "!=": ("==",),
+    "<=": ("<",), ">=": (">",),
+    "&&": ("||",), "||": ("&&",),
+    "<": ("<=",), ">": (">=",),
+    "+": ("-",), "-": ("+",),
+    "&": ("|",), "|": ("&",), "^": ("&",),
+    "!": ("",), "~": ("",),
+}
+_TOKEN = re.compile(r"(\d+'[sS]?[bBdDhH][0-9a-fA-F_xXzZ]+)|('[01])|(\b\d+\b)"
+                    r"|(===|!==|<<<|>>>|<<|>>|==|!=|<=|>=|&&|\|\||[-+<>&|^!~])"
+                    r"|([A-Za-z_$][\w$]*)|(\S)")
+
+
+@dataclass
+class Mutant:
+    file: str
+    line: int          # 1-based
+    col: int           # 0-based column of the token
+    old: str
+    new: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}:{self.old}->{self.new}"
+
+
+def _strip_comments(text: str) -> list[str]:
+    """Lines with comments blanked (columns kept)."""
+    out = []
+    in_block = False
+    for line in text.split("\n"):
+        buf = list(line)
+        i = 0
+        while i < len(line):
+            if in_block:
+                if line.startswith("*/", i):
+                    buf[i] = buf[i + 1] = " "
+                    in_block = False
+                    i += 2
+                    continue
+                buf[i] = " "
+                i += 1
+                continue
+            if line.startswith("//", i):
+                for k in range(i, len(line)):
+                    buf[k] = " "
+                break
+            if line.startswith("/*", i):
+                in_block = True
+                buf[i] = buf[i + 1] = " "
+                i += 2
+                continue
+            if line[i] == '"':
+                j = line.find('"', i + 1)
+                j = len(line) - 1 if j < 0 else j
+                for k in range(i, j + 1):
+                    buf[k] = " "
+                i = j + 1
+                continue
+            i += 1
+        out.append("".join(buf))
+    return out
+
+
+def _const_variants(tok: str) -> list[str]:
+    m = re.match(r"(\d+)'([sS]?)([bBdDhH])([0-9a-fA-F_]+)$", tok)
+    if not m:
+        return []
+    width, sgn, base, digits = m.groups()
+    radix = {"b": 2, "d": 10, "h": 16}[base.lower()]
+    try:
+        v = int(digits.replace("_", ""), radix)
+    except ValueError:
+        return []
+    w = int(width)
+    fmt = {2: "b", 10: "d", 16: "h"}[radix]
+
+    def enc(x):
+        x &= (1 << w) - 1
+        return f"{width}'{sgn}{base}{format(x, fmt if fmt != 'h' else 'X')}"
+    if w == 1:
+        return [enc(1 - v)]
+    out = [enc(v + 1)]
+    if v > 0:
+        out.append(enc(v - 1))
+    return [o for o in dict.fromkeys(out) if o != tok]
+
+
+_SKIP_START = re.compile(r"^\s*(input|output|inout|localparam|parameter|integer|genvar|logic\b|reg\b|"
+                         r"wire\s+(\[[^\]]*\]\s*)?[A-Za-z_]\w*\s*(,|;))")
+_SKIP_LINE = re.compile(r"^\s*(`|module|endmodule|function|endfunction|task|endtask|generate|endgenerate|"
+                        r"for\s*\(|wire\s+unused_ok|.*#\()")
+_LV_TAIL = re.compile(r"(\{[^}]*\}|[A-Za-z_]\w*(\s*\[[^\]]*\])*)\s*$")
+
+
+def _is_assignment(line: str, col: int) -> bool:
+    """Whether the '<=' at col assigns (nonblocking) rather than compares: an lvalue right
+    before it, and before that nothing or a statement boundary."""
+    head = line[:col]
+    m = _LV_TAIL.search(head)
+    if not m:
+        return False
+    before = head[:m.start()].rstrip()
+    return (before == "" or before.endswith((")", ";", ":")) or re.search(r"\b(begin|else)$", before) is not None)
+
+
+def sites(path: Path) -> list[Mutant]:
+    """Every mutant of one file."""
+    text = path.read_text()
+    lines = _strip_comments(text)
+    raw = text.split("\n")
+    out: list[Mutant] = []
+    plant = in_ports = skipping = False
+    reset_indent = None                 # inside the asynchronous reset branch
+    for n, line in enumerate(lines, 1):
+        s = line.strip()
+        r = raw[n - 1].lstrip()
+        ind = len(line) - len(line.lstrip())
+        if reset_indent is not None:
+            if s.startswith("end") and ind <= reset_indent:
+                reset_indent = None
+            continue
+        if re.search(r"\bif\s*\(\s*!\s*rst_n\s*\)", line):
+            reset_indent = ind
+            continue
+        if r.startswith("`ifdef PLANT_CONV_BUG"):
+            plant = True
+        if plant:
+            if r.startswith("`endif"):
+                plant = False
+            continue
+        if s.startswith("module"):
+            in_ports = True
+        if in_ports:
+            if s.endswith(");"):
+                in_ports = False
+            continue
+        if skipping or _SKIP_START.match(line):
+            skipping = not s.endswith(";")
+            continue
+        if not s or _SKIP_LINE.match(line):
+            continue
+        depth = 0                       # inside [...] (bit/part selects, widths)
+        prev = ""
+        for t in _TOKEN.finditer(line):
+            tok = t.group(0)
+            col = t.start()
+            if tok == "[":
+                depth += 1
+            elif tok == "]":
+                depth = max(0, depth - 1)
+            if depth or tok in ("[", "]"):
+                prev = tok
+                continue
+            if t.group(1):                                   # sized constant
+                for new in _const_variants(tok):
+                    out.append(Mutant(path.name, n, col, tok, new))
+            elif t.group(3):                                 # plain decimal
+                v = int(tok)
+                if prev not in ("'", "#") and v < 1 << 20:
+                    out.append(Mutant(path.name, n, col, tok, str(v + 1)))
+            elif t.group(4):
+                unary_pos = prev in ("", "(", "=", "<=", ",", "?", ":", "{", "!", "~", "&&", "||", "return")
+                if tok == "<=" and _is_assignment(line, col):
+                    pass
+                elif tok in ("-", "+") and unary_pos:
+                    pass                                     # a sign
+                elif tok in ("&", "|", "^") and unary_pos:
+                    pass                                     # a reduction
+                else:
+                    for new in OPS.get(tok, ()):
+                        out.append(Mutant(path.name, n, col, tok, new))
+            prev = tok
+    return out
+
+
+def apply(src_dir: Path, m: Mutant) -> None:
+    p = src_dir / m.file
+    lines = p.read_text().split("\n")
+    line = lines[m.line - 1]
+    assert line[m.col:m.col + len(m.old)] == m.old, (m.id, line)
+    lines[m.line - 1] = line[:m.col] + m.new + line[m.col + len(m.old):]
+    p.write_text("\n".join(lines))
+
+
+def _sources(src_dir: Path) -> list[Path]:
+    from tb.core import simtools
+    return [src_dir / Path(p).name for p in simtools.dut_sources(DEVICE, "rtl")]
+
+
+def _compiles(src_dir: Path) -> bool:
+    exe = shutil.which("iverilog")
+    r = subprocess.run([exe, "-g2012", "-I", str(src_dir), "-s", "ethosu85", "-o", str(src_dir / "chk.vvp"),
+                        *map(str, _sources(src_dir))], capture_output=True, text=True, timeout=300)
+    return r.returncode == 0
+
+
+def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, str]:
+    """Run the fast regression on the sources in src_dir: (outcome, detail)."""
+    import signal
+    code = (
+        "import json\n"
+        "from pathlib import Path\n"
+        "from tb.core import simtools\n"
+        "n, f = simtools.run_fixture('icarus', 'mutant', [Path(p) for p in %r], 'ethosu85',"
+        " 'tools.mutate_tb', %r, includes=[Path(%r)])\n"
+        "print('MUTANT_RESULT', json.dumps([n, f]))\n"
+    ) % ([str(p) for p in _sources(src_dir)],
+         {"TB_DUT": "rtl", "MUTATE_FIRST": first, "MUTATE_SEED": str(seed),
+          "PYTHONPATH": str(REPO)}, str(src_dir))       # the simulator imports tools.mutate_tb
+    # a fresh build: the copied sources keep their modification times, so a build folder
+    # of an earlier mutant could look up to date
+    shutil.rmtree(REPO / "sim_build" / "icarus-mutant", ignore_errors=True)
+    t0 = time.time()
+    # its own session: on a timeout the whole group (python, vvp) is ended
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, cwd=REPO, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return "killed", f"timeout after {timeout:.0f} s (hang)"
+    m = re.search(r"MUTANT_RESULT (\[.*\])", out)
+    if not m:
+        return "error", out[-800:]
+    n, f = json.loads(m.group(1))
+    if n == 0:
+        return "killed", "the simulation ended without a result (crash)"
+    if f:
+        why = re.findall(r"AssertionError: ([^\n]{0,160})", out) or re.findall(r"(SimTimeoutError[^\n]{0,120})", out)
+        return "killed", (why[0] if why else "regression failed") + f" ({time.time() - t0:.0f} s)"
+    return "survived", f"{time.time() - t0:.0f} s"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", type=int, default=int(os.environ.get("MUTANTS", "40") or 40),
+                    help="mutants to sample (default 40, MUTANTS=n)")
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("MUTATE_SEED", "1") or 1))
+    ap.add_argument("--all", action="store_true", help="every mutant (hours)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="wall-clock bound per mutant, s")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--only", default="", help="comma-separated mutant ids to run")
+    ap.add_argument("--report", default=str(REPO / "sim_build" / "mutate_report.json"))
+    args = ap.parse_args(argv)
+
+    # a snapshot of the sources: edits made while the run goes on do not mix in
+    tmp_root = Path(tempfile.mkdtemp(prefix="mutate-"))
+    base = tmp_root / "base"
+    shutil.copytree(RTL, base)
+    all_m = [m for f in DATAPATH for m in sites(base / f)]
+    if args.only:
+        want = set(args.only.split(","))
+        chosen = [m for m in all_m if m.id in want]
+    elif args.all:
+        chosen = all_m
+    else:
+        chosen = random.Random(args.seed).sample(all_m, min(args.n, len(all_m)))
+    print(f"mutate: {len(all_m)} mutants in {len(DATAPATH)} datapath files; running {len(chosen)}")
+    if args.list:
+        for m in chosen:
+            print(m.id)
+        shutil.rmtree(tmp_root, ignore_errors=True)
+        return 0
+    if not shutil.which("iverilog"):
+        print("mutate: iverilog not found", file=sys.stderr)
+        return 2
+    results = []
+    counts = {"killed": 0, "survived": 0, "stillborn": 0, "error": 0, "equivalent": 0}
+    try:
+        work = tmp_root / "src"
+        for i, m in enumerate(chosen, 1):
+            if work.exists():
+                shutil.rmtree(work)
+            shutil.copytree(base, work)
+            apply(work, m)
+            if not _compiles(work):
+                outcome, detail = "stillborn", "does not compile"
+            else:
+                first = "kernel" if m.file in KERNEL_FILES else "conv"
+                outcome, detail = run_one(work, first, args.timeout, args.seed)
+                if outcome == "survived" and m.id in EQUIVALENT:
+                    outcome, detail = "equivalent", EQUIVALENT[m.id]
+            counts[outcome] += 1
+            results.append(dict(id=m.id, outcome=outcome, detail=detail))
+            print(f"[{i}/{len(chosen)}] {m.id}: {outcome} - {detail}", flush=True)
+    finally:
+        shutil.rmtree(tmp_root, ignore_errors=True)
+    scored = counts["killed"] + counts["survived"]
+    rate = counts["killed"] / scored if scored else 1.0
+    print(f"\nmutate: {counts['killed']} killed, {counts['survived']} survived, {counts['equivalent']} "
+          f"equivalent, {counts['stillborn']} stillborn, {counts['error']} errors; kill rate "
+          f"{100 * rate:.1f} % of the {scored} non-equivalent mutants that compiled")
+    for r in results:
+        if r["outcome"] in ("survived", "error"):
+            print(f"  {r['outcome']}: {r['id']}")
+    Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.report).write_text(json.dumps(dict(counts=counts, kill_rate=rate, results=results), indent=1))
+    print(f"mutate: report {args.report}")
+    return 0 if counts["error"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

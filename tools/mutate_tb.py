@@ -1,0 +1,82 @@
+"""The fast regression tools/mutate.py runs on each mutant of the RTL stand-in (cocotb test
+module; DUT=rtl, the bench's configuration).
+
+A fixed, seeded list of jobs from the bench's own random generator (tb/ethos_u85/tests/test_random_ops.py
+OpGen with the stand-in's subset): CONV/DEPTHWISE operations and ELEMENTWISE/POOL operations
+(with LUT loads), then the softmax_1x10 Vela network (a chain), each checked by the scoreboard's
+TLM exactly as the regression does. The first failing job ends the test (the mutant is
+killed). Every job has a bound on its simulated cycles (MUTATE_MAX_CYCLES), so a mutant that
+hangs fails too.
+
+Environment: MUTATE_SEED (default 1), MUTATE_CONV / MUTATE_KERNEL (numbers of jobs, default
+14 / 30), MUTATE_FIRST=conv|kernel (which part runs first: the mutated file's), and
+MUTATE_MAX_CYCLES (default 200000).
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+
+import cocotb
+from cocotb.triggers import ClockCycles
+
+from tb.ethos_u85.testlib.memmap import REGION_BASE, STREAM_ADDR
+from tb.ethos_u85.testlib.netjob import run_network, vela_model
+from tb.ethos_u85.testlib.regs import status_fields
+from tb.ethos_u85.tests.test_random_ops import CMD, NONE, QREAD, OpGen, build_job, start_bench
+from tlm.ethos_u85.config import get_config
+
+SEED = int(os.environ.get("MUTATE_SEED", "1"))
+N_CONV = int(os.environ.get("MUTATE_CONV", "14"))
+N_KERNEL = int(os.environ.get("MUTATE_KERNEL", "30"))
+FIRST = os.environ.get("MUTATE_FIRST", "kernel")
+MAX_CYCLES = int(os.environ.get("MUTATE_MAX_CYCLES", "200000"))
+
+
+async def _run(env, watch, job, tag: str) -> None:
+    for addr, data in job.image.items():
+        env.memory.write(addr, data)
+    await env.write_ok(CMD, 0xC | 0x2)                   # clear_irq before the job
+    await env.load_stream(STREAM_ADDR, job.words)
+    watch.clear()
+    status = await env.run_job(max_cycles=MAX_CYCLES, poll=32)
+    f = status_fields(status)
+    assert not (f["cmd_parse_error"] or f["bus_status"] or f["branch_fault"]), f"{tag}: STATUS 0x{status:08x}"
+    assert await env.read_ok(QREAD) == 4 * len(job.words), f"{tag}: the job did not reach its NPU_OP_STOP"
+    sb = env.scoreboard
+    job_sb = sb.close_job()
+    assert job_sb is not None and job_sb.closed, f"{tag}: the scoreboard saw no job"
+    assert job_sb.mismatches_in_job == 0, f"{tag}: scoreboard mismatches: {sb.mismatches[-2:]}"
+    mirror = sb.ref.memory
+    for op in job.ops:
+        if op.ofm is None or op.ofm.storage == NONE:
+            continue
+        for lo, hi in op.ofm.spans():
+            a = REGION_BASE[op.ofm.region] + lo
+            got = np.frombuffer(env.memory.read(a, hi - lo), np.uint8)
+            ref = np.frombuffer(mirror.read(a, hi - lo), np.uint8)
+            assert (got == ref).all(), f"{tag}: {op.desc}: OFM differs from the reference"
+
+
+@cocotb.test(timeout_time=200, timeout_unit="ms")
+async def mutant_regression(dut):
+    rng = random.Random(SEED)
+    env, watch = await start_bench(dut, seed=rng.getrandbits(16))
+    macs = get_config(env.config).macs
+    # the two job lists are drawn from their own generators, so their contents do not depend
+    # on the order they run in
+    gens = {"conv": OpGen(random.Random(SEED * 7 + 1), macs, rtl=True),
+            "kernel": OpGen(random.Random(SEED * 7 + 2), macs, rtl=True)}
+    kinds = {"conv": ("conv",), "kernel": ("elementwise", "pool")}
+    counts = {"conv": N_CONV, "kernel": N_KERNEL}
+    order = ("conv", "kernel") if FIRST == "conv" else ("kernel", "conv")
+    for part in order:
+        for j in range(counts[part]):
+            job = build_job(gens[part], 1, kinds=kinds[part])
+            await _run(env, watch, job, f"{part} job {j}: {job.ops[0].desc}")
+    res = await run_network(env, vela_model("softmax_1x10", env.config, "default"), rng)
+    cocotb.log.info("softmax_1x10: %d output bytes match", res.output_bytes)
+    await ClockCycles(env.clock, 4)
+    env.finish()
