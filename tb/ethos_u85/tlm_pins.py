@@ -434,7 +434,7 @@ class TlmPins:
         # Recent transfers as the device saw them: (write, addr, data, pprot, pstrb, pslverr).
         self.apb_log: deque = deque(maxlen=100_000)
         self.protocol_errors: list[str] = []
-        # Test-only fault hook (tb/tests/test_apb_protocol.py): fn(self, phase) right after
+        # Test-only fault hook (tb/ethos_u85/tests/test_apb_protocol.py): fn(self, phase) right after
         # the adapter drives PREADY/PSLVERR/PRDATA, phase "respond" (completion) or "idle"
         # (dropped after it); it may overwrite those pins to break a completer rule.
         self.apb_fault: Callable[["TlmPins", str], None] | None = None

@@ -107,7 +107,7 @@ def _coverage(p: subprocess.CompletedProcess) -> dict:
     return rep
 
 
-# tb/tests/test_faults.py: number of tests and a few that must be among them
+# tb/ethos_u85/tests/test_faults.py: number of tests and a few that must be among them
 FAULT_TESTS = 60
 FAULT_NAMES = (
     "test_dma_index_fault/iface=sram/resp=SLVERR", "test_dma_index_fault/iface=ext/resp=DECERR",
@@ -189,7 +189,7 @@ def test_cocotb_regression(sim, dut):
         assert f"{name}" in p.stdout, f"{name} did not run on {sim}-{dut}"
     if dut == "tlm":
         assert "test_scoreboard_catches/bug=stray_write passed" in p.stdout
-    # the hostile-input tests (tb/tests/test_faults.py) ran and passed (or, for a kernel op the
+    # the hostile-input tests (tb/ethos_u85/tests/test_faults.py) ran and passed (or, for a kernel op the
     # stand-in lacks, failed as expected) on this simulator and DUT
     faults = re.findall(r"tb\.ethos_u85\.tests\.test_faults\.(\S+) passed", p.stdout)
     assert len(faults) >= FAULT_TESTS, (f"only {len(faults)} of the {FAULT_TESTS} test_faults "

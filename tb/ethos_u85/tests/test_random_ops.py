@@ -43,12 +43,12 @@ The operation kinds/modes, the IFM and OFM type x format and the activation func
 drawn from coverage-balanced decks (``Deck``: random order, without replacement), so one run
 visits every bin of those cover points; everything else is drawn freely.
 
-On DUT=rtl the generator emits only what the stand-in implements (rtl_stub/ethos_u85/README.md: 8-bit
-ELEMENTWISE mul/add/sub/min/max and POOL max/min/average/sum, single-tile storage, lut_none,
-global scale, no transposes), plus the branches, PMU_MASK and LUT DMAs, so
-``test_random_ops`` passes there too; ``test_random_conv`` (CONV/DEPTHWISE only) runs the
-stand-in's CONV/DEPTHWISE subset there (8-bit IFM and OFM, no upscale, chaining, LUT or
-transposes; rtl_stub/ethos_u85/README.md).
+On DUT=rtl the generator emits only what the stand-in implements (rtl_stub/ethos_u85/README.md,
+tb/ethos_u85/testlib/rtl_support.py): no elementwise div, no pooling none/argmax, single-tile storage,
+global scale for pooling, no reverse, transposes only for ELEMENTWISE/POOL (NHWC), no
+upscale; CONV/DEPTHWISE with 8-bit IFM and OFM, no LUT, no transposes, no accumulator
+restore, FWD only with one weight decoder; plus the branches, PMU_MASK and LUT DMAs, so
+``test_random_ops`` and ``test_random_conv`` pass there too.
 
 Tests:
 
@@ -56,7 +56,8 @@ Tests:
   operations of every kind in jobs of one to four, the bench's configuration.
 * ``test_random_conv[wd=2wd|4wd]``: 12-18 CONV/DEPTHWISE/matrix-multiply operations on a
   configuration with 2 (ethos-u85-512) or 4 (ethos-u85-1024/2048, by the seed) weight
-  decoders on DUT=tlm; the bench's configuration on DUT=rtl (expected to fail there).
+  decoders on DUT=tlm; on DUT=rtl CONV/DEPTHWISE on the bench's configuration
+  (``make sim CONFIG=ethos-u85-N`` picks it, and the stand-in's MACS).
 
 Seeds and size: every test draws its own seed from cocotb's random seed (``make sim SEED=n``
 reproduces a run; the test logs both); ``RANDOM_OPS_SEED=s`` fixes the test seed directly.
@@ -1169,8 +1170,7 @@ async def test_random_ops(dut, backpressure):
 async def test_random_conv(dut, wd):
     """Random CONV/DEPTHWISE jobs (SWD weight streams for each of the 2 or 4 weight
     decoders, FWD, scale/bias streams) on a configuration with *wd* weight decoders
-    (ethos-u85-512, or -1024/-2048) on DUT=tlm; on DUT=rtl the bench's configuration, where
-    the stand-in has no CONV (expected to fail)."""
+    (ethos-u85-512, or -1024/-2048) on DUT=tlm; on DUT=rtl the bench's configuration."""
     rng = seeded(f"test_random_conv[{wd}wd]")
     config = None if RTL else ("ethos-u85-512" if wd == 2 else rng.choice(("ethos-u85-1024", "ethos-u85-2048")))
     env, watch = await start_bench(dut, config=config, seed=rng.getrandbits(16))

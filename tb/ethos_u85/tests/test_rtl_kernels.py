@@ -1,7 +1,9 @@
-"""Kernel operations of the RTL stand-in (rtl_stub/ethos_u85/npu_kernel.v) against the TLM.
+"""Kernel operations of the RTL stand-in (rtl_stub/ethos_u85/npu_kernel.v, npu_conv.v) against the TLM.
 
-NPU_OP_ELEMENTWISE (mul, add, sub, min, max) and NPU_OP_POOL (max, min, average, sum) on
-8-bit tensors, streams built with tlm.ethos_u85.isa.encode from seeded random parameters (shapes,
+Directed and seeded cases of NPU_OP_ELEMENTWISE (mul, add, sub, min, max) and NPU_OP_POOL
+(max, min, average, sum) on 8-bit tensors (the stand-in's wider subset - every precision,
+mode, LUT, chaining, RESIZE, CONV/DEPTHWISE - is exercised by tb/ethos_u85/tests/test_random_ops.py
+and the Vela catalog sweep tb/ethos_u85/tests/test_rtl_networks.py), streams built with tlm.ethos_u85.isa.encode from seeded random parameters (shapes,
 signedness, zero points, IFM/IFM2/OFM scales with every rounding mode and dbl_rnd,
 activation clipping, broadcast and scalar operands, NHWC / NHCWB16, tile2x2 / tile3x1
 single-tile storage, strides, padding, kernels). Every job runs with the scoreboard (the
@@ -20,9 +22,9 @@ vacuously.
 * ``test_kernel_unsupported`` (DUT=rtl only): each refused feature stops with
   cmd_parse_error + IRQ, QREAD at the operation, nothing written.
 * ``test_kernel_bus_error``: an error response on the IFM, IFM2 or OFM channel.
-* ``test_conv_streams`` (DUT=rtl only): NPU_OP_CONV / NPU_OP_DEPTHWISE read exactly their
-  weight streams (rd_weights) and then their scale/bias stream (rd_scale_bias), in legal
-  bursts, before they stop with cmd_parse_error (rtl_stub/ethos_u85/npu_wfetch.v); the faults on those
+* ``test_conv_streams`` (DUT=rtl only): NPU_OP_CONV / NPU_OP_DEPTHWISE read their
+  scale/bias stream (rd_scale_bias) before their weight streams (rd_weights), whole
+  streams, in legal bursts, and compute the OFM the TLM computes; the faults on those
   streams against the TLM are in tb/ethos_u85/tests/test_faults.py.
 * ``test_kernel_stop_and_reset`` (DUT=rtl only): CMD.stop_request and a soft reset while an
   operation runs.
