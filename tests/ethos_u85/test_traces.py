@@ -5,9 +5,9 @@ TLM run, `npu-tlm replay` replays them on the TLM, `make sim TRACE=` through the
   check_mem expectations (what the TLM computed) must equal LiteRT BUILTIN_REF's outputs (an
   independent reference), and the trace must replay with every check passing on the TLM
   (in process and through the `npu-tlm replay` command line).
-* Through the pins (Icarus; one network on Verilator too): every trace on DUT=tlm, and on
-  DUT=rtl those the RTL stand-in supports (``STANDIN_NETS``: only int8 ELEMENTWISE and POOL;
-  the others use CONV, DEPTHWISE or RESIZE, which the stand-in stops with cmd_parse_error).
+* Through the pins (Icarus; one network on Verilator too): every trace on DUT=tlm and on
+  DUT=rtl (the stand-in claims every operation of these networks,
+  tb/ethos_u85/testlib/rtl_support.py; ``test_standin_claims_the_trace_nets`` checks it).
 * A corrupted expectation fails with the address named (TLM and pins); a malformed trace is
   one error line (exit status 2) for `npu-tlm replay` and `make sim TRACE=`.
 """
@@ -26,10 +26,9 @@ from tests.support import REPO, tool_missing
 from tlm.core.registry import get
 from tlm.core.trace import parse, replay
 
-STANDIN_NETS = ("add_8x8x16", "add_bcast_relu", "mul_bcast_relu", "sub_bcast_relu6", "maxpool_3x3_s2_same",
-                "avgpool_3x3_s1_same", "sim_default")
-TLM_ONLY_NETS = ("conv2d_3x3_s1_same_relu6_pc", "dwconv_3x3_s1_same_relu6_pc", "resize_bilinear_8x8to16x16")
-TRACE_NETS = STANDIN_NETS + TLM_ONLY_NETS
+TRACE_NETS = ("add_8x8x16", "add_bcast_relu", "mul_bcast_relu", "sub_bcast_relu6", "maxpool_3x3_s2_same",
+              "avgpool_3x3_s1_same", "sim_default", "conv2d_3x3_s1_same_relu6_pc",
+              "dwconv_3x3_s1_same_relu6_pc", "resize_bilinear_8x8to16x16")
 CONFIG = "ethos-u85-256"
 
 
@@ -63,6 +62,19 @@ def test_vela_traces_replay_on_the_tlm(traces):
         assert tr.device == "ethos-u85" and tr.config == CONFIG and tr.checks >= 3 + len(ref)
         res = replay(tr, get(tr.device).make_target(tr.config))
         assert (res.failed, res.faulted, res.passed) == (0, False, tr.checks), (name, res.messages)
+
+
+@pytest.mark.vela
+def test_standin_claims_the_trace_nets(traces):
+    """The DUT=rtl cases below are real runs, not expected failures: the stand-in claims
+    every operation of every trace network (for the MACS of CONFIG)."""
+    from tb.ethos_u85.testlib.rtl_support import first_unsupported
+    from tlm.ethos_u85.config import get_config
+    from tlm.ethos_u85.vela import load
+    macs = get_config(CONFIG).macs
+    for name, (_, model, _) in traces.items():
+        miss = first_unsupported(load(model).command_words, macs)
+        assert miss is None, (name, miss)
 
 
 def _cli(*args, timeout=300):
@@ -149,7 +161,7 @@ def _replayed(p: subprocess.CompletedProcess) -> str:
 def _cases():
     for name in TRACE_NETS:
         yield pytest.param("icarus", "tlm", name, id=f"icarus-tlm-{name}")
-    for name in STANDIN_NETS:
+    for name in TRACE_NETS:
         yield pytest.param("icarus", "rtl", name, id=f"icarus-rtl-{name}")
     yield pytest.param("verilator", "tlm", "conv2d_3x3_s1_same_relu6_pc", id="verilator-tlm-conv")
     yield pytest.param("verilator", "rtl", "sim_default", id="verilator-rtl-sim_default")
