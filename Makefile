@@ -54,9 +54,12 @@ lint: $(STAMP)
 fuzz: $(STAMP)
 	$(PY) -m tlm.core.fuzz --device $(DEVICE) --cases $(N) $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS))
 
-# TLM vs LiteRT (BUILTIN_REF, XNNPACK) on a MobileNet-sized net; BENCH_ARGS e.g. --config ethos-u85-512 --profile
+# Ethos-U85: TLM vs LiteRT (BUILTIN_REF, XNNPACK) and bench vs bare AXI loopback; BENCH_ARGS e.g.
+# --config ethos-u85-512 --profile. DTPU: the RTL's MACs/cycle vs its peak on micro_speech's
+# depthwise layer and stream beats/s (DTPU_BENCH_ARGS e.g. --sim icarus --layers person_detect:1,2)
 bench: $(STAMP)
 	$(PY) -m tools.bench $(BENCH_ARGS)
+	$(PY) -m tools.bench_dtpu $(DTPU_BENCH_ARGS)
 
 clean:
 	rm -rf sim_build build .pytest_cache results.xml *.vcd *.fst
