@@ -32,6 +32,10 @@ behind ``make sim`` (device-neutral; the device comes from the registry, tlm/cor
 * Functional coverage: each simulator process may write ``<build>/coverage/coverage-<pid>.json``
   (tb/core/coverage.py); after the run they are merged, one line a cover point is printed and
   the JSON report goes to ``<build>/coverage.json`` (next to results.xml).
+* Expected failures (tb/core/expect.py: a test that verified the DUT failed exactly as
+  expected) are marked in results.xml (``<skipped type="expected failure">``), listed one line
+  each (``tb.run: XFAIL name: reason``) and counted in the summary line; each failed test is
+  one line ``tb.run: FAIL name: message``.
 * Exit status: 0 only if at least one test ran and none failed (expected failures and skips
   do not count as failures; the summary line counts them); 2 for a setup problem (missing
   simulator, missing stand-in, bad argument, malformed trace), reported on one line.
@@ -53,6 +57,7 @@ import sys
 import time
 from pathlib import Path
 
+from tb.core import expect
 from tb.core.simtools import (
     REPO,
     TIMESCALE,
@@ -307,8 +312,10 @@ def _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, buil
     cov_dir = build_dir / "coverage"        # one file per simulator process, merged below
     shutil.rmtree(cov_dir, ignore_errors=True)
     cov_dir.mkdir(parents=True, exist_ok=True)
-    extra_env = dict(extra_env, TB_COVERAGE_DIR=str(cov_dir))
     results = build_dir / "results.xml"
+    xfail_file = build_dir / "expected_failures.jsonl"        # tb/core/expect.py
+    xfail_file.unlink(missing_ok=True)
+    extra_env = dict(extra_env, TB_COVERAGE_DIR=str(cov_dir), **{expect.XFAIL_ENV: str(xfail_file)})
     wave = build_dir / wave_name
     wave.unlink(missing_ok=True)
     t1 = time.monotonic()
@@ -326,7 +333,8 @@ def _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, buil
     except RuntimeError:
         _say(f"FAIL: the simulation ended without a results file (simulator exit {sim_exit})")
         return 1
-    n_skipped = count_skipped(results)
+    n_xfail = expect.mark_results(results, expect.read_records(xfail_file))
+    n_skipped = count_skipped(results) - n_xfail
     wave_note = ""
     if args.waves:
         wave_note = f"; waves: {_rel(wave)}" + ("" if wave.is_file() else " (MISSING)")
@@ -335,8 +343,12 @@ def _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, buil
     report_coverage(cov_dir, build_dir / "coverage.json",
                     dict(device=extra_env["TB_DEVICE"], sim=args.sim, dut=args.dut, seed=seed,
                          tests=test_filter, config=extra_env["NPU_CONFIG"], results=_rel(results)))
-    _say(f"{n_tests} tests, {n_failed} failed, {n_skipped} skipped; build {t_build:.1f}s, "
-         f"run {t_run:.1f}s; seed={seed}; results: {_rel(results)}{wave_note}")
+    for name, reason in expect.expected_failures(results):
+        _say(f"XFAIL {name}: {reason}")
+    for name, msg in expect.failures(results):
+        _say(f"FAIL {name}: {msg}")
+    _say(f"{n_tests} tests, {n_failed} failed, {n_skipped} skipped, {n_xfail} expected failures; "
+         f"build {t_build:.1f}s, run {t_run:.1f}s; seed={seed}; results: {_rel(results)}{wave_note}")
     if n_tests == 0:
         _say("FAIL: no test ran" + (f" (TESTS={args.tests!r} matched nothing?)" if args.tests else ""))
         return 1
