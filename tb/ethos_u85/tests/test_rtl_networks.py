@@ -26,7 +26,7 @@ from cocotb.triggers import ClockCycles
 
 from tb.ethos_u85.env import Env
 from tb.ethos_u85.testlib.hostile import soft_reset
-from tb.ethos_u85.testlib.marks import DUT, named, skip_now
+from tb.ethos_u85.testlib.marks import DUT, named, rtl_unsupported, skip_now
 from tb.ethos_u85.testlib.netjob import refusing_reference, run_network, vela_model
 from tb.ethos_u85.testlib.rtl_support import Refused, first_unsupported, judge
 
@@ -95,4 +95,39 @@ async def test_catalog_networks(dut, mode):
     cocotb.log.info("%d networks ran to their end, %d refused as claimed (%s, %s)", ran, refused,
                     env.config, mode)
     assert ran > 0, "no network of the list is claimed by the stand-in"
+    env.finish()
+
+
+UNCLAIMED_NET = "conv2d_3x3_int16"          # int16 CONV: the stand-in stops at its first CONV
+
+
+@cocotb.test(timeout_time=600, timeout_unit="sec")
+@rtl_unsupported
+async def test_unclaimed_network(dut):
+    """A catalog network with an operation the stand-in does not claim (int16 CONV). DUT=tlm:
+    runs to its end, every output byte equal to the TLM's and LiteRT's. DUT=rtl: an expected
+    failure only if the stand-in stops with cmd_parse_error at exactly the operation
+    rtl_support names with the scoreboard clean (``rtl_unsupported``); anything else fails."""
+    import contextlib
+
+    import numpy as np
+
+    from tests import nets
+    from tlm.ethos_u85.config import get_config
+    from tlm.ethos_u85.vela import load
+
+    env = Env(dut, reference_model=True)
+    await env.start()
+    path = vela_model(UNCLAIMED_NET, env.config)
+    miss = first_unsupported(load(path).command_words, get_config(env.config).macs)
+    assert miss is not None, f"{UNCLAIMED_NET}: the stand-in claims it now; pick a network it refuses"
+    inputs, want = nets.reference(nets.build(UNCLAIMED_NET))
+    ctx = refusing_reference(env, miss[0]) if DUT == "rtl" else contextlib.nullcontext()
+    with ctx:
+        res = await run_network(env, path, random.Random(0), inputs=inputs)
+    for i, (got, lit) in enumerate(zip(res.outputs, want, strict=True)):
+        lit = np.asarray(lit).reshape(-1)
+        assert got.dtype == lit.dtype and got.size == lit.size, (i, got.dtype, lit.dtype, got.size, lit.size)
+        bad = np.flatnonzero(got != lit)
+        assert bad.size == 0, f"output{i}: {bad.size} of {got.size} elements differ from LiteRT"
     env.finish()
