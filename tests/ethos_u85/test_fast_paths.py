@@ -27,6 +27,8 @@ import os
 import numpy as np
 import pytest
 
+from tests.support import require
+
 from tlm.ethos_u85 import arith, fmap, memory, runner
 from tlm.ethos_u85 import registers as R
 from tlm.ethos_u85.arith import Precision, Unpredictable
@@ -91,7 +93,7 @@ def _expected_counters(log):
 def _run_net(monkeypatch, name, config, pins, reference):
     from tests import nets
 
-    pytest.importorskip("ethosu.vela")
+    require("ethosu.vela")
     tfl = nets.build(name)
     npz = nets.compiled(name, config)
     from tlm.ethos_u85 import vela

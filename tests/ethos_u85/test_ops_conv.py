@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pytest
 
+from tests.support import under_ci
 from tlm.ethos_u85 import isa
 from tlm.ethos_u85 import registers as R
 from tlm.ethos_u85.arith import activation_ref, rescale_ref, sign_extend
@@ -954,7 +955,7 @@ def _have(mod):
         return False
 
 
-needs_vela = pytest.mark.skipif(not (_have("ethosu.vela") and _have("ai_edge_litert")),
+needs_vela = pytest.mark.skipif(not under_ci() and not (_have("ethosu.vela") and _have("ai_edge_litert")),
                                 reason="needs ethos-u-vela and ai-edge-litert")
 
 VELA_NETS = [
