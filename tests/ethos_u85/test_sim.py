@@ -359,3 +359,20 @@ def test_npu_model_unclaimed_op_on_rtl_fails_naming_it():
     assert name.endswith("test_network.test_npu_model")
     assert f"does not implement {op} at command offset 0x{off:x} ({why})" in msg, msg
     assert "stopped there with cmd_parse_error" in msg, msg
+
+
+def test_tb_device_factory_swaps_the_model():
+    """README: ``TB_DEVICE_FACTORY=module:callable`` swaps in another model with the Device API.
+    A model that reads ID with bit 0 flipped (tests/ethos_u85/support/device_factory.py) makes
+    test_reset_values fail at its ID check (test_run_options_seed_filter_waves is the clean
+    run of the same test)."""
+    reason = simtools.sim_problem("icarus")
+    if reason:
+        tool_missing(reason)
+    p = run_sim("--sim", "icarus", "--dut", "tlm", "--tests", "test_reset_values$",
+                env_extra={"TB_DEVICE_FACTORY": "tests.ethos_u85.support.device_factory:WrongIdDevice"})
+    assert p.returncode == 1, _explain(p)
+    assert _summary(p)[:2] == (1, 1), _explain(p)
+    fails = re.findall(r"^tb\.run: FAIL (\S+): (.*)$", p.stdout, re.M)
+    assert len(fails) == 1 and fails[0][0].endswith("test_reset_values"), _explain(p)
+    assert "ID_RESET" in (p.stdout + p.stderr) or "read_ok(ID)" in (p.stdout + p.stderr), _explain(p)
