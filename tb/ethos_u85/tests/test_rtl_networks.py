@@ -5,8 +5,9 @@ CONFIG=ethos-u85-N``; tb.run builds the stand-in with that MACS) and a memory mo
 and started as tlm.ethos_u85.runner does (tb/ethos_u85/testlib/netjob.py), and checked by the scoreboard's TLM:
 
 * a network made only of what the stand-in claims (tb/ethos_u85/testlib/rtl_support.py, the README's
-  support table) must run to its end with every AXI write, STATUS, QREAD and IRQ equal to the
-  TLM's and every output byte the TLM's;
+  support table) must run to its end on LiteRT's inputs with every AXI write, STATUS, QREAD
+  and IRQ equal to the TLM's and every output byte the TLM's and LiteRT's (tests/nets
+  ``VELA_VS_LITERT`` names the networks where Vela's stream and LiteRT disagree);
 * any other network must stop with cmd_parse_error with QREAD at exactly the first operation
   rtl_support names, having written nothing the TLM does not write before that operation
   (the scoreboard allows no write outside the TLM's footprint).
@@ -56,6 +57,9 @@ async def test_catalog_networks(dut, mode):
     cmd_parse_error at the first operation the stand-in does not claim."""
     if DUT != "rtl":
         skip_now("the RTL stand-in's support claim (DUT=rtl)")
+    import numpy as np
+
+    from tests import nets
     from tlm.ethos_u85.config import get_config
     from tlm.ethos_u85.vela import load
 
@@ -70,10 +74,20 @@ async def test_catalog_networks(dut, mode):
         model = load(path)
         miss = first_unsupported(model.command_words, macs)
         if miss is None:
-            res = await run_network(env, path, rng)
+            # LiteRT's inputs; the outputs must equal LiteRT's as well as the TLM's (but for
+            # the networks where Vela's stream and LiteRT disagree, tests/nets VELA_VS_LITERT)
+            inputs, lit = nets.reference(nets.build(name))
+            res = await run_network(env, path, rng, inputs=inputs)
+            litert = name not in nets.VELA_VS_LITERT
+            if litert:
+                for i, (got, want) in enumerate(zip(res.outputs, lit, strict=True)):
+                    want = np.asarray(want).reshape(-1)
+                    assert got.dtype == want.dtype and got.size == want.size, (name, i, got.dtype, want.dtype)
+                    bad = np.flatnonzero(got != want)
+                    assert bad.size == 0, f"{name} output{i}: {bad.size} of {got.size} elements differ from LiteRT"
             ran += 1
-            cocotb.log.info("%s (%s, %s): %d output bytes match the TLM; %d cycles; %s", name, env.config,
-                            mode, res.output_bytes, res.cycles, res.ops)
+            cocotb.log.info("%s (%s, %s): %d output bytes match the TLM%s; %d cycles; %s", name, env.config,
+                            mode, res.output_bytes, " and LiteRT" if litert else "", res.cycles, res.ops)
         else:
             off, op, why = miss
             # the scoreboard's reference refuses the same operation (cmd_parse_error, QREAD at
