@@ -103,8 +103,9 @@ def _passed(outcomes: dict, name: str) -> bool:
     return bool(hits) and all(v == "passed" for v in hits)
 
 
-# cover points of tb/ethos_u85/coverage.py that the regression must hit (on both DUTs: the scoreboard's
-# reference model samples the commands and kernel-op configurations)
+# cover points of tb/ethos_u85/coverage.py that the regression must hit on both DUTs (APB/AXI from the
+# pins, job_end/bus_fault from the DUT's STATUS, commands and kernel settings of the jobs the DUT
+# completed without a scoreboard mismatch)
 KEY_COVER_POINTS = ("opcode", "kernel_op_mode", "ifm_precision x ifm_format",
                     "ofm_precision x ofm_format", "activation_function", "ofm_round_mode",
                     "acc_format", "axi_burst_len", "axi_burst_size", "axi_resp", "axi_prot",
