@@ -20,6 +20,8 @@ behind ``make sim`` (device-neutral; the device comes from the registry, tlm/cor
 * ``--seed`` goes to cocotb as COCOTB_RANDOM_SEED; without it a seed is drawn and printed.
 * ``--tests`` is cocotb's test filter: a regular expression searched in the full test name
   (``tb.ethos_u85.tests.test_registers.test_reset_values``).
+* ``--define NAME[=VALUE]`` (``DEFINES="A B=2"``) adds Verilog macros to the DUT's build (e.g.
+  the Ethos-U85 stand-in's test-only ``PLANT_CONV_BUG``), in a build folder of its own.
 * ``--config`` is one of the device's configurations (default: its default), given to the
   tests as NPU_CONFIG (NPU_CONFIG_EXPLICIT=1 when given).
 * ``--trace PATH`` (``TRACE``) replays a trace (docs/trace-format.md) through the pins
@@ -149,6 +151,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--tests", default=None, help="regex searched in the full cocotb test name")
     ap.add_argument("--config", default=None, help="device configuration (default: its default)")
     ap.add_argument("--trace", default=None, help="replay this trace through the pins")
+    ap.add_argument("--define", action="append", default=[], metavar="NAME[=VALUE]",
+                    help="extra Verilog macro for the DUT (repeatable; e.g. a stand-in's test-only "
+                         "PLANT_CONV_BUG); builds in its own folder")
     ap.add_argument("--clean", action="store_true", help="rebuild from scratch")
     ap.add_argument("--build-root", default=os.environ.get("TB_BUILD_ROOT") or None,
                     help="folder for the build folders (default sim_build/)")
@@ -219,6 +224,13 @@ def run(args: argparse.Namespace) -> int:
         except UnknownDevice as e:
             raise SetupError(str(e)) from None
     defines = dut_defines(device, hdl_config)
+    extra_defines = {}
+    for d in args.define:
+        k, _, v = d.partition("=")
+        if not k.isidentifier():
+            raise SetupError(f"--define {d!r}: not a macro name")
+        extra_defines[k] = v or 1
+    defines = {**defines, **extra_defines}
     parameters = dut_parameters(device, hdl_config, args.dut)
     tool = setup_verilator(env) if args.sim == "verilator" else setup_icarus(env)
     if trace is not None:
@@ -249,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
     # its own folder (the default configuration in the plain one).
     per_config = (defines or parameters) and hdl_config != info.default_config
     name = f"{args.sim}-{args.dut}{f'-{hdl_config}' if per_config else ''}{'-waves' if args.waves else ''}"
+    if extra_defines:
+        name += "-def-" + "-".join(sorted(extra_defines))
     root = Path(args.build_root).resolve() if args.build_root else REPO / "sim_build"
     build_dir = root / device / name
     # One run at a time per build folder: a second run would rebuild (or clean) it under

@@ -76,3 +76,27 @@ def test_hang_is_a_bounded_failure(tmp_path):
     assert fail.get("type") == "Hang", (fail.get("type"), msg)
     assert "test_rtl_kernels.test_elementwise" in msg and "no AXI beat" in msg, msg
     assert "STATUS 0x" in msg and "QREAD 0x" in msg and "AXI:" in msg and "last bursts" in msg, msg
+
+
+def test_make_sim_fails_with_planted_conv_bug():
+    """``make sim DUT=rtl DEFINES=PLANT_CONV_BUG`` (tb.core.run --define): the runner builds the
+    stand-in with the define and exits non-zero, its FAIL line naming the data mismatch (here
+    only the catalog test on one CONV network, for time)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    reason = simtools.sim_problem("icarus")
+    if reason:
+        tool_missing(reason)
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    env["KERNEL_NETS"] = NET
+    p = subprocess.run([sys.executable, "-m", "tb.core.run", "--device", "ethos-u85", "--sim", "icarus",
+                        "--dut", "rtl", "--define", "PLANT_CONV_BUG", "--tests", "test_catalog_networks/mode=default$"],
+                       cwd=simtools.REPO, env=env, capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-2000:]
+    fails = re.findall(r"^tb\.run: FAIL (\S+): (.*)$", p.stdout, re.M)
+    assert len(fails) == 1 and fails[0][0].endswith("test_catalog_networks/mode=default"), p.stdout[-3000:]
+    assert "differ" in fails[0][1], fails[0][1]
+    assert "sim_build/ethos-u85/icarus-rtl-def-PLANT_CONV_BUG/results.xml" in p.stdout
