@@ -112,6 +112,10 @@ KEY_COVER_POINTS = ("opcode", "kernel_op_mode", "ifm_precision x ifm_format",
                     "job_end", "bus_fault", "apb_prot")
 
 
+# kernel-operation modes the RTL stand-in does not implement at all (tb/ethos_u85/testlib/rtl_support.py)
+RTL_REFUSED_MODES = ("NPU_OP_ELEMENTWISE.div", "NPU_OP_POOL.none", "NPU_OP_POOL.argmax_x", "NPU_OP_POOL.argmax_y")
+
+
 def _coverage(p: subprocess.CompletedProcess) -> dict:
     """The coverage summary tb.core.run printed (one line a cover point) and its JSON report."""
     assert "tb.run: functional coverage" in p.stdout, _explain(p)
@@ -248,6 +252,11 @@ def test_cocotb_regression(sim, dut):
     assert pts["opcode"]["hits"]["NPU_OP_DMA_START"] > 0 and pts["job_end"]["hits"]["bus_status"] > 0
     assert pts["apb_prot"]["hits"]["nonsecure_user/write/PSLVERR"] > 0     # the PROT matrix
     assert pts["axi_resp"]["covered"] == pts["axi_resp"]["bins"]          # every port/dir/resp
+    if dut == "rtl":
+        # modes the stand-in refuses (rtl_support) are never completed by it, so never credited
+        refused = {k: pts["kernel_op_mode"]["hits"][k] for k in RTL_REFUSED_MODES}
+        assert not any(refused.values()), f"coverage credits operations the DUT did not complete: {refused}"
+        assert pts["job_end"]["hits"]["cmd_parse_error"] > 0            # the refusals it did see
 
 
 @pytest.fixture(scope="module")
