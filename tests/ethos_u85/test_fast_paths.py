@@ -121,7 +121,7 @@ def test_network_fast_equals_reference(monkeypatch, name, config, pins):
     fast = _run_net(monkeypatch, name, config, pins, reference=False)
     ref = _run_net(monkeypatch, name, config, pins, reference=True)
     assert len(fast.outputs) == len(ref.outputs)
-    for a, b in zip(fast.outputs, ref.outputs):
+    for a, b in zip(fast.outputs, ref.outputs, strict=True):
         assert a.dtype == b.dtype and np.array_equal(a, b)
     la, lb = fast.device.memory.log, ref.device.memory.log
     assert len(la) == len(lb)

@@ -1001,10 +1001,10 @@ def test_vela_network_bit_exact(name, config, vela_compiled, net_reference):
             pytest.skip(f"needs {e.op}")
         raise
     assert not res.unpredictable, res.unpredictable
-    outs = [np.asarray(a).reshape(np.shape(b)) for a, b in zip(res.outputs, ref)]
-    same = all(np.array_equal(a, b) for a, b in zip(outs, ref))
+    outs = [np.asarray(a).reshape(np.shape(b)) for a, b in zip(res.outputs, ref, strict=True)]
+    same = all(np.array_equal(a, b) for a, b in zip(outs, ref, strict=True))
     if name in VELA_VS_LITERT:
-        diff = max(int(np.abs(a.astype(np.int64) - b.astype(np.int64)).max()) for a, b in zip(outs, ref))
+        diff = max(int(np.abs(a.astype(np.int64) - b.astype(np.int64)).max()) for a, b in zip(outs, ref, strict=True))
         assert diff <= 1
         if not same:
             pytest.xfail(VELA_VS_LITERT[name])
@@ -1024,7 +1024,7 @@ def test_vela_memory_modes(name, mode, vela_compiled, net_reference):
     inputs, ref = net_reference(name)
     inputs = [np.asarray(x).reshape(t.shape) for x, t in zip(inputs, model.inputs)]
     res = run_model(model, inputs)
-    assert all(np.array_equal(np.asarray(a).reshape(np.shape(b)), b) for a, b in zip(res.outputs, ref))
+    assert all(np.array_equal(np.asarray(a).reshape(np.shape(b)), b) for a, b in zip(res.outputs, ref, strict=True))
 
 
 BMM_CASES = {                              # (a shape, b shape, dtype, adj_y)
