@@ -303,11 +303,12 @@ class _Progress:
         self.last_move = self.t0
 
     def step_ns(self) -> float:
-        """Time to wait before the next check."""
-        left = self.end - get_sim_time("ns")
+        """Time to wait before the next check: whole cycles (a Timer must be representable in
+        the simulator's precision)."""
+        cycles = int((self.end - get_sim_time("ns")) // self.period)
         if self.beats:
-            left = min(left, max(1, self.stall // 4) * self.period)
-        return max(self.period, left)
+            cycles = min(cycles, max(1, self.stall // 4))
+        return max(1, cycles) * self.period
 
     def check(self) -> "str | None":
         """Why the wait is over (None: go on)."""
