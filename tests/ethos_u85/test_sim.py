@@ -98,8 +98,12 @@ def _outcomes(p: subprocess.CompletedProcess) -> dict:
 
 
 def _passed(outcomes: dict, name: str) -> bool:
-    """Did test *name* ('module.test/params' or a unique tail of it) pass?"""
-    hits = [v for k, v in outcomes.items() if k == name or k.endswith("." + name)]
+    """Did test *name* pass? *name*: 'module.test/params' or its tail from the test name on,
+    the parameters given in full or as a leading part ('test_dma/mode=3d' is every
+    'test_dma/mode=3d/...'); at least one test must match and every one must have passed."""
+    def match(k: str) -> bool:
+        return any(t == name or t.startswith(name + "/") for t in (k, k.split(".", 1)[-1]))
+    hits = [v for k, v in outcomes.items() if match(k)]
     return bool(hits) and all(v == "passed" for v in hits)
 
 
@@ -199,6 +203,10 @@ def test_passed_is_not_satisfied_by_a_skip_or_an_xfail():
     assert not _passed(oc, "test_dma/mode=3d")
     assert not _passed(oc, "test_unclaimed_network")
     assert not _passed(oc, "test_missing")
+    oc.update({"test_jobs.test_dma/mode=1d/bp=none": "passed", "test_jobs.test_dma/mode=1d/bp=yes": "passed",
+               "test_jobs.test_dma_fault/x=1": "failed"})
+    assert _passed(oc, "test_dma/mode=1d") and _passed(oc, "test_jobs.test_dma/mode=1d")
+    assert not _passed(oc, "test_dma/mode=1")          # a partial parameter value is no match
 
 
 def _cases():
