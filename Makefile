@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml
 
 sim: $(STAMP)
 	$(PY) -m tb.core.run $(if $(TRACE),,--device $(DEVICE)) --sim $(SIM) --dut $(DUT) --waves $(WAVES) \
-	    $(if $(TRACE),--trace '$(TRACE)') $(if $(CONFIG),--config '$(CONFIG)') $(if $(SEED),--seed $(SEED)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)') $(if $(NPU_MODEL_REF),--npu-model-ref '$(NPU_MODEL_REF)')
+	    $(if $(TRACE),--trace '$(TRACE)') $(if $(CONFIG),--config '$(CONFIG)') $(if $(SEED),--seed $(SEED)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)') $(if $(NPU_MODEL_REF),--npu-model-ref '$(NPU_MODEL_REF)') $(foreach d,$(DEFINES),--define '$(d)')
 
 test: $(STAMP)
 	$(PY) -m ruff check .

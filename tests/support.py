@@ -19,3 +19,13 @@ def tool_missing(reason: str) -> None:
     if under_ci():
         pytest.fail(f"required tool missing under CI: {reason}")
     pytest.skip(reason)
+
+
+def require(module: str, what: str = ""):
+    """Import *module* (a tool's Python package, e.g. ethosu.vela); if it is not installed,
+    ``tool_missing`` (skip locally, fail under CI). Project modules are imported plainly."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        tool_missing(f"{what or module} not installed ({e})")

@@ -378,7 +378,7 @@ def mismatches(outs, ref) -> "tuple[int, int]":
     n = total = 0
     if len(outs) != len(ref):
         return -1, sum(int(np.asarray(b).size) for b in ref)
-    for a, b in zip(outs, ref):
+    for a, b in zip(outs, ref, strict=True):
         a, b = np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)
         total += b.size
         n += int(np.count_nonzero(a != b)) if a.size == b.size else max(a.size, b.size)

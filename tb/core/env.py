@@ -1,6 +1,9 @@
 """What every device's bench env shares (device-neutral): the DUT and its pin map, which DUT
 is under the pins (``TB_DUT``: rtl or tlm), the configuration (``NPU_CONFIG``), pins by name,
-the clock.
+the clock, and the bounds of a wait for the DUT: ``stall_cycles`` (at most that many cycles
+without bus activity while a device's driver waits for the DUT to finish; None: no bound but
+the wait's own) and ``bus_activity()`` (one line about the last bus activity, for the report
+of a hang).
 
 A device's env (tb/<device>/env.py) subclasses ``EnvBase`` and adds its agents, reference
 model and scoreboard; the runner (tb/core/run.py) sets ``TB_DEVICE``, ``TB_DUT`` and
@@ -17,6 +20,10 @@ from tb.core.pinmap import PinMap
 
 
 class EnvBase:
+    # A wait for the DUT fails after this many cycles without a bus beat (a hang is a
+    # verdict, not a stuck run); devices' drivers read it.
+    stall_cycles: "int | None" = 100_000
+
     def __init__(self, dut, *, pinmap=None, dut_kind: "str | None" = None, config: "str | None" = None,
                  default_config: str = "", clk_period_ns: float = 10, log_name: str = "cocotb.tb.env"):
         self.dut = dut
@@ -49,3 +56,7 @@ class EnvBase:
     def start_clock(self, handle) -> None:
         """Start a clock of ``clk_period_ns`` on *handle* (low first)."""
         self._clock_task = Clock(handle, self.clk_period_ns, unit="ns").start(start_high=False)
+
+    def bus_activity(self) -> str:
+        """One line on the last bus activity (a device's env says more)."""
+        return "no bus activity recorded"

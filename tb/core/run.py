@@ -20,6 +20,8 @@ behind ``make sim`` (device-neutral; the device comes from the registry, tlm/cor
 * ``--seed`` goes to cocotb as COCOTB_RANDOM_SEED; without it a seed is drawn and printed.
 * ``--tests`` is cocotb's test filter: a regular expression searched in the full test name
   (``tb.ethos_u85.tests.test_registers.test_reset_values``).
+* ``--define NAME[=VALUE]`` (``DEFINES="A B=2"``) adds Verilog macros to the DUT's build (e.g.
+  the Ethos-U85 stand-in's test-only ``PLANT_CONV_BUG``), in a build folder of its own.
 * ``--config`` is one of the device's configurations (default: its default), given to the
   tests as NPU_CONFIG (NPU_CONFIG_EXPLICIT=1 when given).
 * ``--trace PATH`` (``TRACE``) replays a trace (docs/trace-format.md) through the pins
@@ -32,6 +34,10 @@ behind ``make sim`` (device-neutral; the device comes from the registry, tlm/cor
 * Functional coverage: each simulator process may write ``<build>/coverage/coverage-<pid>.json``
   (tb/core/coverage.py); after the run they are merged, one line a cover point is printed and
   the JSON report goes to ``<build>/coverage.json`` (next to results.xml).
+* Expected failures (tb/core/expect.py: a test that verified the DUT failed exactly as
+  expected) are marked in results.xml (``<skipped type="expected failure">``), listed one line
+  each (``tb.run: XFAIL name: reason``) and counted in the summary line; each failed test is
+  one line ``tb.run: FAIL name: message``.
 * Exit status: 0 only if at least one test ran and none failed (expected failures and skips
   do not count as failures; the summary line counts them); 2 for a setup problem (missing
   simulator, missing stand-in, bad argument, malformed trace), reported on one line.
@@ -53,6 +59,7 @@ import sys
 import time
 from pathlib import Path
 
+from tb.core import expect
 from tb.core.simtools import (
     REPO,
     TIMESCALE,
@@ -144,6 +151,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--tests", default=None, help="regex searched in the full cocotb test name")
     ap.add_argument("--config", default=None, help="device configuration (default: its default)")
     ap.add_argument("--trace", default=None, help="replay this trace through the pins")
+    ap.add_argument("--define", action="append", default=[], metavar="NAME[=VALUE]",
+                    help="extra Verilog macro for the DUT (repeatable; e.g. a stand-in's test-only "
+                         "PLANT_CONV_BUG); builds in its own folder")
     ap.add_argument("--clean", action="store_true", help="rebuild from scratch")
     ap.add_argument("--build-root", default=os.environ.get("TB_BUILD_ROOT") or None,
                     help="folder for the build folders (default sim_build/)")
@@ -214,6 +224,13 @@ def run(args: argparse.Namespace) -> int:
         except UnknownDevice as e:
             raise SetupError(str(e)) from None
     defines = dut_defines(device, hdl_config)
+    extra_defines = {}
+    for d in args.define:
+        k, _, v = d.partition("=")
+        if not k.isidentifier():
+            raise SetupError(f"--define {d!r}: not a macro name")
+        extra_defines[k] = v or 1
+    defines = {**defines, **extra_defines}
     parameters = dut_parameters(device, hdl_config, args.dut)
     tool = setup_verilator(env) if args.sim == "verilator" else setup_icarus(env)
     if trace is not None:
@@ -244,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
     # its own folder (the default configuration in the plain one).
     per_config = (defines or parameters) and hdl_config != info.default_config
     name = f"{args.sim}-{args.dut}{f'-{hdl_config}' if per_config else ''}{'-waves' if args.waves else ''}"
+    if extra_defines:
+        name += "-def-" + "-".join(sorted(extra_defines))
     root = Path(args.build_root).resolve() if args.build_root else REPO / "sim_build"
     build_dir = root / device / name
     # One run at a time per build folder: a second run would rebuild (or clean) it under
@@ -307,8 +326,10 @@ def _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, buil
     cov_dir = build_dir / "coverage"        # one file per simulator process, merged below
     shutil.rmtree(cov_dir, ignore_errors=True)
     cov_dir.mkdir(parents=True, exist_ok=True)
-    extra_env = dict(extra_env, TB_COVERAGE_DIR=str(cov_dir))
     results = build_dir / "results.xml"
+    xfail_file = build_dir / "expected_failures.jsonl"        # tb/core/expect.py
+    xfail_file.unlink(missing_ok=True)
+    extra_env = dict(extra_env, TB_COVERAGE_DIR=str(cov_dir), **{expect.XFAIL_ENV: str(xfail_file)})
     wave = build_dir / wave_name
     wave.unlink(missing_ok=True)
     t1 = time.monotonic()
@@ -326,7 +347,8 @@ def _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, buil
     except RuntimeError:
         _say(f"FAIL: the simulation ended without a results file (simulator exit {sim_exit})")
         return 1
-    n_skipped = count_skipped(results)
+    n_xfail = expect.mark_results(results, expect.read_records(xfail_file))
+    n_skipped = count_skipped(results) - n_xfail
     wave_note = ""
     if args.waves:
         wave_note = f"; waves: {_rel(wave)}" + ("" if wave.is_file() else " (MISSING)")
@@ -335,8 +357,12 @@ def _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, buil
     report_coverage(cov_dir, build_dir / "coverage.json",
                     dict(device=extra_env["TB_DEVICE"], sim=args.sim, dut=args.dut, seed=seed,
                          tests=test_filter, config=extra_env["NPU_CONFIG"], results=_rel(results)))
-    _say(f"{n_tests} tests, {n_failed} failed, {n_skipped} skipped; build {t_build:.1f}s, "
-         f"run {t_run:.1f}s; seed={seed}; results: {_rel(results)}{wave_note}")
+    for name, reason in expect.expected_failures(results):
+        _say(f"XFAIL {name}: {reason}")
+    for name, msg in expect.failures(results):
+        _say(f"FAIL {name}: {msg}")
+    _say(f"{n_tests} tests, {n_failed} failed, {n_skipped} skipped, {n_xfail} expected failures; "
+         f"build {t_build:.1f}s, run {t_run:.1f}s; seed={seed}; results: {_rel(results)}{wave_note}")
     if n_tests == 0:
         _say("FAIL: no test ran" + (f" (TESTS={args.tests!r} matched nothing?)" if args.tests else ""))
         return 1

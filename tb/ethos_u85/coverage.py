@@ -25,11 +25,20 @@
 
 Sampling (cheap: a few dict increments per transfer or command):
 
-* the scoreboard (tb/scoreboard.py) feeds every APB transfer and AXI burst it listens to, and
-  attaches a ``JobRecorder`` to its reference ``tlm.ethos_u85.device.Device``: the recorder listens to
-  the device's events (``op``, ``branch``, ``fault``, ``state``) and decodes the NPU_SET
-  commands between two operations from the stream in memory, so ``opcode`` counts exactly the
-  commands executed (branches followed);
+* points about the DUT come from the pins and the DUT's status: the scoreboard
+  (tb/ethos_u85/scoreboard.py) feeds every APB transfer and AXI burst the agents saw
+  (``apb_prot``, ``axi_*``), and at the end of each job ``job_end`` and ``bus_fault`` from
+  the STATUS word the DUT reported (its fault bits, faulting_interface/channel; a clean stop
+  takes the reference's kind, npu_op_stop / cmd_end_reached / stop_request, only if the
+  scoreboard found no mismatch in the job);
+* points about intent (``opcode``, ``kernel_op_mode`` and the kernel settings) come from a
+  ``JobRecorder`` on the scoreboard's reference ``tlm.ethos_u85.device.Device``: it listens
+  to the device's events (``op``, ``branch``, ``state``) and decodes the NPU_SET commands
+  between two operations from the stream in memory, so ``opcode`` counts exactly the
+  commands executed (branches followed). The scoreboard's recorder is *deferred*: the
+  samples of a job are kept and counted only when the job closes with no mismatch, and then
+  not those of the operation a faulting job stopped at (the DUT did not complete it); a job
+  cut short by a reset or never seen to end counts nothing;
 * ``current()`` is the process's model (tb.core.coverage.current with ``BenchCoverage``);
   the scoreboard flushes it at the end of each test, tb/core/run.py merges the files.
 
@@ -173,6 +182,10 @@ class BenchCoverage(Coverage):
         self.bus_fault.sample(interface, channel)
 
 
+def _table_name(table, value: int) -> str:
+    return dict(table).get(value, str(value))
+
+
 def _enum_name(enum, value: int) -> str:
     try:
         return enum(value).name
@@ -193,10 +206,15 @@ class JobRecorder:
     operations in one job (a runaway loop) the recorder stops sampling until the next job.
     """
 
-    def __init__(self, device, cov: "BenchCoverage | None" = None, max_ops: int = 100_000):
+    def __init__(self, device, cov: "BenchCoverage | None" = None, max_ops: int = 100_000,
+                 deferred: bool = False):
         self.device = device
         self.cov = cov if cov is not None else current()
         self.max_ops = max_ops
+        # deferred: intent samples go to ``pending`` as (command offset, sampler, args) for the
+        # scoreboard to commit; job_end / bus_fault are then the scoreboard's (from the DUT)
+        self.deferred = deferred
+        self.pending: list = []
         self._pos: "int | None" = None      # offset of the next command not yet sampled
         self._ops = 0
         self._segments: dict = {}          # (qbase, lo, hi) -> command names
@@ -209,7 +227,7 @@ class JobRecorder:
             elif event == "branch":
                 if self._pos is not None and details.get("taken"):
                     self._pos = details.get("target", self._pos) & ~3
-            elif event == "fault":
+            elif event == "fault" and not self.deferred:
                 if details.get("bit") == "bus_status" and "interface" in details:
                     self.cov.sample_bus_fault(details["interface"], details.get("channel", "?"))
             elif event == "state":
@@ -244,10 +262,16 @@ class JobRecorder:
             names = self._segments[key] = tuple(out)
         return names
 
+    def _emit(self, offset: int, fn, *args) -> None:
+        if self.deferred:
+            self.pending.append((offset, fn, args))
+        else:
+            fn(*args)
+
     def _sample_range(self, lo: int, hi: int) -> None:
         if hi > lo:
             for name in self._commands(lo, hi):
-                self.cov.opcode.sample(name)
+                self._emit(lo, self.cov.opcode.sample, name)
 
     def _on_op(self, d: dict) -> None:
         if self._pos is None:
@@ -258,16 +282,48 @@ class JobRecorder:
             return
         off, name = int(d["offset"]), d["name"]
         self._sample_range(self._pos, off)
-        self.cov.opcode.sample(name)
+        self._emit(off, self.cov.opcode.sample, name)
         self._pos = off + (8 if name == "NPU_OP_BRANCH" else 4)
         if name in self.cov.kernel_ops and d.get("snapshot") is not None:
-            self.cov.sample_kernel_op(name, d.get("fields") or {}, d["snapshot"])
+            self._emit(off, self.cov.sample_kernel_op, name, d.get("fields") or {}, d["snapshot"])
 
     def _on_stop(self, d: dict) -> None:
         if self._pos is not None:
             self._sample_range(self._pos, int(d.get("qread", self._pos)))
         self._pos = None
-        self.cov.sample_job_end(d.get("error") or d.get("reason", "?"))
+        if not self.deferred:
+            self.cov.sample_job_end(d.get("error") or d.get("reason", "?"))
+
+    def take(self) -> list:
+        """The pending samples (deferred mode), emptied."""
+        out, self.pending = self.pending, []
+        return out
+
+    def commit(self, pending: list, status: int, ref_stop, mismatches: int) -> None:
+        """Count a closed job: *status* the STATUS word the DUT stopped with (None: not seen),
+        *ref_stop* the reference's StopReason, *pending* its ``take()``. job_end / bus_fault
+        from the DUT's fault bits (a clean stop: the reference's kind if *mismatches* is 0);
+        the intent samples only with no mismatch, without those of the operation a faulting
+        job stopped at."""
+        from tlm.ethos_u85 import registers as R
+        cov = self.cov
+        faults = []
+        if status is not None:
+            f = R.get("STATUS").decode(status)
+            faults = [b for b in JOB_ENDS[3:] if f.get(b)]
+            if faults:
+                cov.sample_job_end(faults[0])
+                if f.get("bus_status"):
+                    cov.sample_bus_fault(_table_name(R.DMA_FAULT_SRC_T, f["faulting_interface"]),
+                                         _table_name(R.PMU_AXI_CHANNEL_T, f["faulting_channel"]))
+            elif mismatches == 0 and ref_stop is not None and ref_stop.kind.value in JOB_ENDS[:3]:
+                cov.sample_job_end(ref_stop.kind.value)
+        if mismatches or status is None:
+            return
+        stop_at = ref_stop.qread if faults and ref_stop is not None else None
+        for off, fn, args in pending:
+            if off != stop_at:
+                fn(*args)
 
 
 def current() -> "BenchCoverage":

@@ -178,31 +178,49 @@ class HostDriver:
 
     async def wait_irq(self, max_cycles: int = 20_000, prot: "int | None" = None) -> int:
         """Wait for the IRQ pin to rise (at once if it is high) within *max_cycles*, then read
-        STATUS; return it."""
+        STATUS; return it. A hang (no IRQ within *max_cycles*, or no AXI beat for
+        ``env.stall_cycles`` while waiting) raises ``Hang`` naming the test, STATUS, QREAD and
+        the last bus activity."""
         irq = self.env.irq
         assert irq is not None, "the design has no IRQ pin"
         if not _high(irq):
-            timeout = Timer(max_cycles * self.env.clk_period_ns, unit="ns")
-            if await First(RisingEdge(irq), timeout) is timeout:
-                raise TimeoutError(f"no IRQ within {max_cycles} cycles")
+            watch = _Progress(self.env, max_cycles)
+            while True:
+                timeout = Timer(watch.step_ns(), unit="ns")
+                if await First(RisingEdge(irq), timeout) is not timeout:
+                    break
+                why = watch.check()
+                if why:
+                    raise await self.hang(f"no IRQ: {why}", prot)
         return await self.read("STATUS", prot)
 
     async def wait_stopped(self, max_cycles: int = 20_000, poll: int = 8,
                            prot: "int | None" = None) -> int:
         """Poll STATUS every *poll* cycles until the NPU shows it stopped (state 0 with
         irq_raised or a fault bit: clear the IRQ before a job); then read QREAD (so the
-        scoreboard compares both with the reference); return that STATUS."""
-        t0 = get_sim_time("ns")
-        limit = max_cycles * self.env.clk_period_ns
+        scoreboard compares both with the reference); return that STATUS. A hang raises
+        ``Hang`` as in ``wait_irq``."""
+        watch = _Progress(self.env, max_cycles)
         while True:
             status = await self.read("STATUS", prot)
             if _stopped(status):
                 await self.read("QREAD", prot)
                 return status
-            if get_sim_time("ns") - t0 > limit:
-                raise TimeoutError(f"the NPU did not stop within {max_cycles} cycles "
-                                   f"(STATUS 0x{status:08x})")
+            why = watch.check()
+            if why:
+                raise await self.hang(f"the NPU did not stop: {why}", prot)
             await ClockCycles(self.env.clock, poll)
+
+    async def hang(self, what: str, prot: "int | None" = None) -> "Hang":
+        """A ``Hang`` for *what*: the test's name, STATUS and QREAD read now, the last bus
+        activity (``env.bus_activity()``)."""
+        from tb.core.expect import current_test
+        try:
+            state = f"STATUS 0x{await self.read('STATUS', prot):08x}, QREAD 0x{await self.read('QREAD', prot):x}"
+        except Exception as e:  # noqa: BLE001 - the report must come out whatever the APB does
+            state = f"STATUS/QREAD unreadable ({type(e).__name__}: {e})"
+        return Hang(f"{current_test() or 'test'}: {what} at {get_sim_time('ns'):.0f} ns; {state}; "
+                    f"{self.env.bus_activity()}")
 
     async def wait_done(self, max_cycles: int = 20_000, use_irq: bool = True, poll: int = 8,
                         prot: "int | None" = None) -> int:
@@ -263,6 +281,48 @@ def _high(handle) -> bool:
         return int(handle.value) == 1
     except ValueError:
         return False
+
+
+class Hang(TimeoutError):
+    """The DUT did not finish within the bench's bound (see ``HostDriver.wait_irq``)."""
+
+
+class _Progress:
+    """The bound of a wait: *max_cycles* in all, and at most ``env.stall_cycles`` (if set)
+    without an AXI beat (``env.axi.beats()``)."""
+
+    def __init__(self, env, max_cycles: int):
+        self.env, self.period = env, env.clk_period_ns
+        self.t0 = get_sim_time("ns")
+        self.end = self.t0 + max_cycles * self.period
+        self.max_cycles = max_cycles
+        self.stall = getattr(env, "stall_cycles", None)
+        axi = getattr(env, "axi", None)
+        self.beats = axi.beats if axi is not None and self.stall else None
+        self.last_beats = self.beats() if self.beats else 0
+        self.last_move = self.t0
+
+    def step_ns(self) -> float:
+        """Time to wait before the next check: whole cycles (a Timer must be representable in
+        the simulator's precision)."""
+        cycles = int((self.end - get_sim_time("ns")) // self.period)
+        if self.beats:
+            cycles = min(cycles, max(1, self.stall // 4))
+        return max(1, cycles) * self.period
+
+    def check(self) -> "str | None":
+        """Why the wait is over (None: go on)."""
+        now = get_sim_time("ns")
+        if self.beats:
+            b = self.beats()
+            if b != self.last_beats:
+                self.last_beats, self.last_move = b, now
+            elif now - self.last_move >= self.stall * self.period:
+                return (f"no AXI beat for {(now - self.last_move) / self.period:.0f} cycles "
+                        f"(stall bound {self.stall})")
+        if now >= self.end:
+            return f"not within {self.max_cycles} cycles"
+        return None
 
 
 def _stopped(status: int) -> bool:

@@ -312,6 +312,12 @@ class Env(EnvBase):
     async def start_npu(self, prot: int = PROT_SECURE_PRIV) -> None:
         await self.driver.run(prot)
 
+    def bus_activity(self) -> str:
+        """AXI beats so far and the last bursts the subordinates completed (for a hang report)."""
+        bursts = self.axi.bursts()[-2:]
+        last = "; ".join(f"{b} ended {b.end_ns:.0f} ns" for b in bursts) or "none"
+        return f"AXI: {self.axi.beats()} beats moved, last bursts: {last}"
+
     async def wait_stopped(self, max_cycles: int = 20_000, poll: int = 8,
                            prot: int = PROT_SECURE_PRIV) -> int:
         return await self.driver.wait_stopped(max_cycles, poll, prot)

@@ -197,6 +197,7 @@ class Job:
     dut_status: "int | None" = None
     closed: bool = False
     mismatches_before: int = 0
+    cov_pending: list = field(default_factory=list)     # coverage samples (JobRecorder.take)
 
     def ref_all_writes(self) -> IntervalSet:
         s = IntervalSet()
@@ -232,6 +233,7 @@ class Scoreboard:
         self.coverage = bench_coverage.current() if coverage is True else (coverage or None)
         self.log = log or logging.getLogger("cocotb.tb.ethos_u85.scoreboard")
         self.ref = None
+        self._recorder = None
         self.enabled = True
         self.ignore: Callable = lambda r: False      # ApbResult -> True: replay, do not compare
         self.checked = 0
@@ -251,8 +253,11 @@ class Scoreboard:
             self.job.end_ns = self._now()           # dropped by a reset, unchecked
         self.job = None
         self._dut_idle_rises = 0
+        self._recorder = None
         if self.coverage is not None and isinstance(getattr(device, "hooks", None), list):
-            device.hooks.append(bench_coverage.JobRecorder(device, self.coverage))
+            # deferred: a job's intent samples count at close_job, if the DUT completed it
+            self._recorder = bench_coverage.JobRecorder(device, self.coverage, deferred=True)
+            device.hooks.append(self._recorder)
 
     def _mismatch(self, msg: str) -> None:
         if len(self.mismatches) < self.max_report:
@@ -399,6 +404,8 @@ class Scoreboard:
         finally:
             ref.hooks.remove(hook)
             mem.log_enabled = was_log
+        if self._recorder is not None:
+            job.cov_pending = self._recorder.take()
         job.ref_irq_rises = rises[0]
         job.ref_irq = bool(ref.irq)
         job.ref_status = ref.status_word
@@ -492,6 +499,9 @@ class Scoreboard:
             self._compare_memory(job, tag, (ref_all | dut_all) - job.ref_dontcare)
         n = len(self.mismatches) - job.mismatches_before
         job._mismatch_count = n
+        if self._recorder is not None:
+            self._recorder.commit(job.cov_pending, job.dut_status, job.ref_stop, n)
+        job.cov_pending = []
         self.log.info("%s closed: %d DUT write bursts, IRQ edges %d/%d, %s", tag, job.dut_bursts,
                       job.dut_irq_rises, job.ref_irq_rises,
                       "OK" if n == 0 else f"{n} mismatch(es)")

@@ -13,6 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.support import require
+
 from tb.core.pinmap import PinMap, PinMapError, current
 
 
@@ -113,7 +115,7 @@ def test_bad_maps(tmp_path, text, match):
 
 def test_agents_bind_through_the_map():
     """The APB manager, the AXI port view and the TLM adapter's port lookup use the map."""
-    pytest.importorskip("cocotb")
+    require("cocotb")
     from tb.agents.apb import Apb5Manager
     from tb.agents.axi import AXI5_SIGNALS, PortView, port_present, port_signals
     widths = {"paddr": 13, "pwdata": 32, "prdata": 32}

@@ -195,7 +195,7 @@ def test_system_path_equals_direct_path():
     sys_outs = host.run_system(plan, target)
     assert not target.faults()
     direct = host.run_direct(plan)
-    assert all(np.array_equal(a, b) for a, b in zip(sys_outs, direct))
+    assert all(np.array_equal(a, b) for a, b in zip(sys_outs, direct, strict=True))
 
 
 def test_cases_round_trip(tmp_path):

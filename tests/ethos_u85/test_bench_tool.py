@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import tool_missing
+from tests.support import require, tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
 HAVE_ICARUS = bool(shutil.which("iverilog") and shutil.which("vvp"))
@@ -76,8 +76,8 @@ def test_bench_sim_only_icarus():
 
 
 def test_bench_networks_and_model_table(tmp_path):
-    pytest.importorskip("ethosu.vela")
-    pytest.importorskip("ai_edge_litert")
+    require("ethosu.vela")
+    require("ai_edge_litert")
     from tests import nets
 
     models = tmp_path / "models"

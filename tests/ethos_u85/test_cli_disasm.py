@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support import require
+
 from tests.ethos_u85.support.vela_files import STREAM, cop1, cop2, write_npz
 from tlm.core import cli
 from tlm.ethos_u85 import isa
@@ -102,7 +104,7 @@ def test_disasm_errors_are_one_line(tmp_path, capsys, case):
 
 
 def test_tflite_without_ethosu_op(tmp_path, capsys):
-    pytest.importorskip("ethosu.vela")
+    require("ethosu.vela")
     from tests import nets
 
     path = tmp_path / "plain.tflite"

@@ -174,3 +174,58 @@ def test_run_merges_prints_and_writes_report(tmp_path, capsys):
     empty.mkdir()
     assert report_coverage(empty, tmp_path / "c2.json", {}) is None
     assert "no coverage file" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ deferred (the scoreboard's)
+def _deferred():
+    dev = Device("ethos-u85-256", memory=Memory())
+    dev.wait_reset()
+    cov = BenchCoverage()
+    rec = JobRecorder(dev, cov, deferred=True)
+    dev.hooks.append(rec)
+    return dev, cov, rec
+
+
+ST = R.get("STATUS")
+POOL_THEN_STOP = (isa.encode("NPU_SET_OFM_REGION", region=1) + isa.encode("NPU_OP_POOL", pooling_mode="max")
+                  + isa.encode("NPU_OP_STOP", mask=1))
+
+
+def test_deferred_counts_nothing_until_committed_and_nothing_with_a_mismatch():
+    dev, cov, rec = _deferred()
+    stop = _run(dev, POOL_THEN_STOP)
+    assert not _names(cov) and not sum(cov.job_end.hits.values())
+    pending = rec.take()
+    assert pending and not rec.pending
+    # the DUT stopped with cmd_parse_error where the model ran on: a mismatch, so no intent
+    # point counts; job_end is the DUT's fault bit
+    rec.commit(pending, ST.encode(cmd_parse_error=1, irq_raised=1), stop, mismatches=2)
+    assert not _names(cov) and not sum(cov.kernel_op_mode.hits.values())
+    assert cov.job_end.hits == {**{k: 0 for k in U.JOB_ENDS}, "cmd_parse_error": 1}
+    # a clean job: every command, the op's mode, the reference's kind of stop
+    rec.commit(pending, ST.encode(cmd_end_reached=0, irq_raised=1), stop, mismatches=0)
+    assert cov.kernel_op_mode.hits["NPU_OP_POOL.max"] == 1 and cov.opcode.hits["NPU_OP_STOP"] == 1
+    assert cov.job_end.hits["npu_op_stop"] == 1
+    # no STATUS seen from the DUT: nothing
+    before = dict(cov.opcode.hits)
+    rec.commit(pending, None, stop, mismatches=0)
+    assert cov.opcode.hits == before
+
+
+def test_deferred_drops_the_operation_a_faulting_job_stopped_at():
+    dev, cov, rec = _deferred()
+    pool = next(d.offset for d in isa.iter_decode(POOL_THEN_STOP) if d.cmd.name == "NPU_OP_POOL")
+    ops = dev.kernel_ops
+    dev.kernel_ops = {k: (lambda *a: (_ for _ in ()).throw(NotImplementedError("refused"))) for k in ops}
+    stop = _run(dev, POOL_THEN_STOP)
+    assert stop.error == "cmd_parse_error" and stop.qread == pool
+    status = ST.encode(cmd_parse_error=1, irq_raised=1, bus_status=0)
+    pending = rec.take()
+    assert any(off == pool for off, _, _ in pending)        # sampled at issue, then dropped
+    rec.commit(pending, status, stop, mismatches=0)
+    assert cov.opcode.hits["NPU_SET_OFM_REGION"] == 1
+    assert cov.opcode.hits["NPU_OP_POOL"] == 0 and not sum(cov.kernel_op_mode.hits.values())
+    assert cov.job_end.hits["cmd_parse_error"] == 1 and cov.job_end.hits["npu_op_stop"] == 0
+    # a bus fault the DUT reported: interface x channel from its STATUS
+    rec.commit([], ST.encode(bus_status=1, faulting_interface=1, faulting_channel=8), stop, mismatches=1)
+    assert cov.bus_fault.hits["ext/wr_ofm"] == 1 and cov.job_end.hits["bus_status"] == 1

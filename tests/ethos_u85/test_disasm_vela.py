@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support import require
+
 from tests.ethos_u85.support import vela_print
 from tests.ethos_u85.support.vela_files import CONFIG_256, ID_WORD, STREAM, cop1, cop2, write_npz
 from tlm.ethos_u85 import cli, isa, vela
@@ -171,7 +173,7 @@ NOT_EMITTED = {"NPU_OP_BRANCH", "NPU_OP_IRQ", "NPU_OP_PMU_MASK", "NPU_SET_DMA0_S
 @pytest.fixture(scope="session")
 def compiled(tmp_path_factory):
     """job -> (output path, vela stdout); all jobs compiled once per session, in parallel."""
-    pytest.importorskip("ethosu.vela")
+    require("ethosu.vela")
     from tests import nets
 
     cache = tmp_path_factory.mktemp("vela")

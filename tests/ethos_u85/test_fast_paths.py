@@ -27,6 +27,8 @@ import os
 import numpy as np
 import pytest
 
+from tests.support import require
+
 from tlm.ethos_u85 import arith, fmap, memory, runner
 from tlm.ethos_u85 import registers as R
 from tlm.ethos_u85.arith import Precision, Unpredictable
@@ -91,7 +93,7 @@ def _expected_counters(log):
 def _run_net(monkeypatch, name, config, pins, reference):
     from tests import nets
 
-    pytest.importorskip("ethosu.vela")
+    require("ethosu.vela")
     tfl = nets.build(name)
     npz = nets.compiled(name, config)
     from tlm.ethos_u85 import vela
@@ -119,7 +121,7 @@ def test_network_fast_equals_reference(monkeypatch, name, config, pins):
     fast = _run_net(monkeypatch, name, config, pins, reference=False)
     ref = _run_net(monkeypatch, name, config, pins, reference=True)
     assert len(fast.outputs) == len(ref.outputs)
-    for a, b in zip(fast.outputs, ref.outputs):
+    for a, b in zip(fast.outputs, ref.outputs, strict=True):
         assert a.dtype == b.dtype and np.array_equal(a, b)
     la, lb = fast.device.memory.log, ref.device.memory.log
     assert len(la) == len(lb)

@@ -54,7 +54,7 @@ def test_reference_runs(name, net_reference):
     assert outs and all(o.size for o in outs)
     # inputs are reproducible and explicit inputs give the same outputs
     ins2, outs2 = nets.reference(nets.build(name), inputs=ins)
-    for a, b in zip(outs, outs2):
+    for a, b in zip(outs, outs2, strict=True):
         np.testing.assert_array_equal(a, b)
     ins3, _ = nets.reference(nets.build(name))
     for a, b in zip(ins, ins3):

@@ -232,3 +232,41 @@ def test_e2e_resize_other_configs(name, accel):
 @pytest.mark.parametrize("mode", ["shared_sram", "sram_only", "separate_io"])
 def test_e2e_resize_memory_modes(mode):
     e2e("resize_bilinear_4x5to16x20", mode=mode)
+
+
+# The README's hand computation of the known mismatch: for a nearest resize without
+# half-pixel centres at a non-integer ratio, the stream Vela compiles (offset -1) gives
+# TFLite's *half-pixel* result, in = min(floor((out + 0.5) * in_size / out_size), in_size - 1)
+# per axis (TFLite's resize_nearest_neighbor formula, written here from its definition), so
+# the TLM's output is that and not LiteRT's (which floors out * in_size / out_size).
+HALF_PIXEL_RATIOS = [((8, 8), (12, 12)), ((5, 5), (7, 7)), ((6, 6), (9, 9)), ((12, 12), (8, 8))]
+
+
+def _half_pixel_nearest(x, oh, ow):
+    ih, iw = x.shape[1:3]
+    ys = np.minimum(np.floor((np.arange(oh) + 0.5) * ih / oh).astype(int), ih - 1)
+    xs = np.minimum(np.floor((np.arange(ow) + 0.5) * iw / ow).astype(int), iw - 1)
+    return x[:, ys][:, :, xs]
+
+
+@pytest.mark.vela
+@pytest.mark.parametrize("src,dst", HALF_PIXEL_RATIOS, ids=lambda v: f"{v[0]}x{v[1]}")
+def test_resize_nearest_plain_ratio_is_tflite_half_pixel(src, dst):
+    from tests import nets
+    from tests.nets.builder import Graph
+    from tlm.ethos_u85.runner import run_model
+
+    g = Graph(1, description="resize ratio")
+    x = g.input((1, *src, 8))
+    g.output(g.resize(x, dst, "NEAREST"))
+    tfl = g.serialize()
+    path = nets.compiled_bytes(tfl, f"resize_nearest_{src[0]}to{dst[0]}", "ethos-u85-256")
+    inputs, lit = nets.reference(tfl)
+    res = run_model(path, inputs)
+    # the network is a pure index gather with the same quantisation in and out
+    want = _half_pixel_nearest(np.asarray(inputs[0]), *dst)
+    got = np.asarray(res.outputs[0]).reshape(want.shape)
+    assert np.array_equal(got, want), f"{src}->{dst}: {np.count_nonzero(got != want)} elements differ from half-pixel"
+    if dst[0] % src[0]:
+        assert not np.array_equal(got, np.asarray(lit[0]).reshape(want.shape)), \
+            f"{src}->{dst}: the TLM now equals LiteRT (no mismatch left): update the README"

@@ -499,7 +499,7 @@ def test_published_model_as_vela_tflite(name):
     inputs, _ = reference(name)
     model = load(compiled(name, "ethos-u85-256", "tflite"))
     got = run_model(model, tlm_inputs(model, inputs), strict=True).outputs
-    assert compare(got, [x.reshape(y.shape) for x, y in zip(raw.outputs, got)]) is None
+    assert compare(got, [x.reshape(y.shape) for x, y in zip(raw.outputs, got, strict=True)]) is None
 
 
 # Vela 5.2 with --separate-io-regions and state tensors: micro_speech_lstm's stream writes
@@ -529,4 +529,4 @@ def test_state_tensors_with_separate_io_regions(name):
         assert e.value.kind == "bus_fault" and "faulting_channel=wr_ofm" in str(e.value)
         pytest.xfail(SEPARATE_IO_INCONSISTENT[name])
     got = run_model(model, tlm_inputs(model, inputs), strict=True).outputs
-    assert compare(got, [x.reshape(y.shape) for x, y in zip(raw.outputs, got)]) is None
+    assert compare(got, [x.reshape(y.shape) for x, y in zip(raw.outputs, got, strict=True)]) is None

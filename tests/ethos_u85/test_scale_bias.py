@@ -129,7 +129,7 @@ MODELS = {
 @pytest.mark.parametrize("cfg", CONFIGS)
 @pytest.mark.parametrize("name", list(MODELS))
 def test_vela_scale_bias(name, cfg):
-    nets = pytest.importorskip("tests.nets")
+    from tests import nets
     g = nets.Graph(21)
     g.output(MODELS[name](g))
     tfl = g.serialize()

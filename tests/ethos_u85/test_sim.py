@@ -8,9 +8,12 @@ build folders under sim_build/ (tb.core.run serialises runs that share a build f
   and DUT=rtl (rtl_stub/ethos_u85/ethosu85.v must lint with Verilator). Tests of features the
   stand-in lacks are expected failures there. A missing simulator skips locally and fails
   under CI (conftest.tool_missing).
-  Expected failures: none on DUT=tlm, on DUT=rtl only tests marked ``rtl_unsupported``
-  (found in tb/tests by `rtl_unsupported_tests`). The default network (test_npu_model with
-  tests/data/sim_default_vela.npz) must have run and passed.
+  Expected failures (tb/core/expect.py: verified, marked in results.xml, ``tb.run: XFAIL``
+  lines): none on DUT=tlm, on DUT=rtl only tests marked ``rtl_unsupported`` (found in
+  tb/ethos_u85/tests by `rtl_unsupported_tests`); they never count as passes. The tests that
+  must run are looked up in results.xml and must have *passed* (a skip or an expected failure
+  does not do). The default network (test_npu_model with tests/data/sim_default_vela.npz)
+  must have run and passed.
   Each run must print the functional-coverage summary (tb/ethos_u85/coverage.py) and write its JSON
   report with hits in every key cover point.
 * ``test_npu_model_through_pins[sim]``: ``make sim NPU_MODEL=... NPU_MODEL_REF=...`` on the
@@ -77,18 +80,44 @@ def _explain(p: subprocess.CompletedProcess) -> str:
     return "\n".join(keep[-40:] or out[-40:])
 
 
-def _summary(p: subprocess.CompletedProcess) -> tuple[int, int, int]:
-    m = re.search(r"tb\.run: (\d+) tests, (\d+) failed(?:, (\d+) skipped)?", p.stdout)
+def _summary(p: subprocess.CompletedProcess) -> tuple[int, int, int, int]:
+    """(tests, failed, skipped, expected failures) of tb.run's summary line."""
+    m = re.search(r"tb\.run: (\d+) tests, (\d+) failed, (\d+) skipped, (\d+) expected failures", p.stdout)
     assert m, _explain(p)
-    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+    return int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4))
 
 
-# cover points of tb/ethos_u85/coverage.py that the regression must hit (on both DUTs: the scoreboard's
-# reference model samples the commands and kernel-op configurations)
+def _outcomes(p: subprocess.CompletedProcess) -> dict:
+    """'module.test[/params]' (under tb.ethos_u85.tests) -> passed/failed/skipped/xfail, from
+    the results.xml the run's summary line names."""
+    from tb.core.expect import outcomes
+    m = re.search(r"results: (\S+)", p.stdout)
+    assert m, _explain(p)
+    pre = "tb.ethos_u85.tests."
+    return {k[len(pre):]: v for k, v in outcomes(REPO / m.group(1)).items() if k.startswith(pre)}
+
+
+def _passed(outcomes: dict, name: str) -> bool:
+    """Did test *name* pass? *name*: 'module.test/params' or its tail from the test name on,
+    the parameters given in full or as a leading part ('test_dma/mode=3d' is every
+    'test_dma/mode=3d/...'); at least one test must match and every one must have passed."""
+    def match(k: str) -> bool:
+        return any(t == name or t.startswith(name + "/") for t in (k, k.split(".", 1)[-1]))
+    hits = [v for k, v in outcomes.items() if match(k)]
+    return bool(hits) and all(v == "passed" for v in hits)
+
+
+# cover points of tb/ethos_u85/coverage.py that the regression must hit on both DUTs (APB/AXI from the
+# pins, job_end/bus_fault from the DUT's STATUS, commands and kernel settings of the jobs the DUT
+# completed without a scoreboard mismatch)
 KEY_COVER_POINTS = ("opcode", "kernel_op_mode", "ifm_precision x ifm_format",
                     "ofm_precision x ofm_format", "activation_function", "ofm_round_mode",
                     "acc_format", "axi_burst_len", "axi_burst_size", "axi_resp", "axi_prot",
                     "job_end", "bus_fault", "apb_prot")
+
+
+# kernel-operation modes the RTL stand-in does not implement at all (tb/ethos_u85/testlib/rtl_support.py)
+RTL_REFUSED_MODES = ("NPU_OP_ELEMENTWISE.div", "NPU_OP_POOL.none", "NPU_OP_POOL.argmax_x", "NPU_OP_POOL.argmax_y")
 
 
 def _coverage(p: subprocess.CompletedProcess) -> dict:
@@ -127,24 +156,28 @@ FAULT_NAMES = (
 
 @functools.lru_cache(maxsize=1)
 def rtl_unsupported_tests() -> frozenset:
-    """'module.function' of every cocotb test in tb/tests marked ``@rtl_unsupported(...)``
-    (read from the source): the only tests that may fail as expected on DUT=rtl."""
+    """'module.function' of every cocotb test in tb/ethos_u85/tests decorated with
+    ``rtl_unsupported`` (read from the source): the only tests that may be expected failures
+    on DUT=rtl."""
     import ast
+
+    def is_mark(d) -> bool:
+        d = d.func if isinstance(d, ast.Call) else d
+        return getattr(d, "id", None) == "rtl_unsupported"
 
     out = set()
     for path in sorted((REPO / "tb" / "ethos_u85" / "tests").glob("test_*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, (ast.AsyncFunctionDef, ast.FunctionDef)) and any(
-                    isinstance(d, ast.Call) and getattr(d.func, "id", None) == "rtl_unsupported"
-                    for d in node.decorator_list):
+            if isinstance(node, (ast.AsyncFunctionDef, ast.FunctionDef)) and any(map(is_mark, node.decorator_list)):
                 out.add(f"{path.stem}.{node.name}")
     return frozenset(out)
 
 
 def check_xfails(stdout: str, dut: str) -> list:
-    """The expected failures of a regression run ('module.function/params'): none on
-    DUT=tlm (the TLM has every feature), on DUT=rtl only tests marked rtl_unsupported."""
-    xfails = re.findall(r"tb\.ethos_u85\.tests\.(\w+\.\w+)(\S*) passed: failed as expected", stdout)
+    """The expected failures of a regression run ('module.function/params', from tb.run's
+    ``XFAIL`` lines): none on DUT=tlm (the TLM has every feature), on DUT=rtl only tests
+    marked rtl_unsupported."""
+    xfails = re.findall(r"^tb\.run: XFAIL tb\.ethos_u85\.tests\.(\w+\.\w+)(\S*): ", stdout, re.M)
     allowed = rtl_unsupported_tests() if dut == "rtl" else frozenset()
     stray = sorted(f"{t}{params}" for t, params in xfails if t not in allowed)
     assert not stray, f"expected failures on DUT={dut} of tests not marked rtl_unsupported there: {stray}"
@@ -153,14 +186,27 @@ def check_xfails(stdout: str, dut: str) -> list:
 
 def test_check_xfails_allows_only_rtl_unsupported_tests():
     marked = rtl_unsupported_tests()
-    assert "test_faults.test_conv_fault_datapath" in marked or "test_random_ops.test_random_conv" in marked, marked
+    assert "test_rtl_networks.test_unclaimed_network" in marked, marked
     name = sorted(marked)[0]
-    line = f"  tb.ethos_u85.tests.{name}/x=1 passed: failed as expected\n"
+    line = f"tb.run: XFAIL tb.ethos_u85.tests.{name}/x=1: expected failure: the RTL stand-in stopped ...\n"
     assert check_xfails(line, "rtl") == [f"{name}/x=1"]
     with pytest.raises(AssertionError, match="DUT=tlm"):
         check_xfails(line, "tlm")
     with pytest.raises(AssertionError, match="test_faults.test_qsize/case=zero"):
-        check_xfails("  tb.ethos_u85.tests.test_faults.test_qsize/case=zero passed: failed as expected\n", "rtl")
+        check_xfails("tb.run: XFAIL tb.ethos_u85.tests.test_faults.test_qsize/case=zero: x\n", "rtl")
+
+
+def test_passed_is_not_satisfied_by_a_skip_or_an_xfail():
+    oc = {"test_jobs.test_dma/mode=3d": "skipped", "test_jobs.test_end_of_queue": "passed",
+          "test_rtl_networks.test_unclaimed_network": "xfail"}
+    assert _passed(oc, "test_end_of_queue")
+    assert not _passed(oc, "test_dma/mode=3d")
+    assert not _passed(oc, "test_unclaimed_network")
+    assert not _passed(oc, "test_missing")
+    oc.update({"test_jobs.test_dma/mode=1d/bp=none": "passed", "test_jobs.test_dma/mode=1d/bp=yes": "passed",
+               "test_jobs.test_dma_fault/x=1": "failed"})
+    assert _passed(oc, "test_dma/mode=1d") and _passed(oc, "test_jobs.test_dma/mode=1d")
+    assert not _passed(oc, "test_dma/mode=1")          # a partial parameter value is no match
 
 
 def _cases():
@@ -179,33 +225,34 @@ def test_cocotb_regression(sim, dut):
         assert problem is None, problem
     p = run_sim("--sim", sim, "--dut", dut, "--waves", "0")
     assert p.returncode == 0, f"tb.core.run --sim {sim} --dut {dut} failed:\n{_explain(p)}"
-    n, failed, skipped = _summary(p)
+    n, failed, skipped, xfailed = _summary(p)
     assert n > 0 and failed == 0, _explain(p)
-    ran = n - skipped
+    oc = _outcomes(p)
+    assert sum(v == "xfail" for v in oc.values()) == xfailed
+    ran = sum(v == "passed" for v in oc.values())
     # the job tests (DMA, stop/resume, end of queue, reserved opcode, bus errors) must run
-    assert ran >= 30, f"only {ran} tests ran on {sim}-{dut}:\n{_explain(p)}"
+    assert ran >= 30, f"only {ran} tests passed on {sim}-{dut}:\n{_explain(p)}"
     for name in ("test_dma/mode=3d", "test_stop_and_resume", "test_end_of_queue",
                  "test_reserved_opcode", "test_bus_error/where=dma_write"):
-        assert f"{name}" in p.stdout, f"{name} did not run on {sim}-{dut}"
+        assert _passed(oc, name), f"{name} did not run and pass on {sim}-{dut}"
     if dut == "tlm":
-        assert "test_scoreboard_catches/bug=stray_write passed" in p.stdout
-    # the hostile-input tests (tb/ethos_u85/tests/test_faults.py) ran and passed (or, for a kernel op the
-    # stand-in lacks, failed as expected) on this simulator and DUT
-    faults = re.findall(r"tb\.ethos_u85\.tests\.test_faults\.(\S+) passed", p.stdout)
+        assert _passed(oc, "test_scoreboard_catches/bug=stray_write")
+    # the hostile-input tests (tb/ethos_u85/tests/test_faults.py) ran and passed
+    faults = [k.split(".", 1)[1] for k, v in oc.items() if k.startswith("test_faults.") and v == "passed"]
     assert len(faults) >= FAULT_TESTS, (f"only {len(faults)} of the {FAULT_TESTS} test_faults "
                                         f"tests passed on {sim}-{dut}:\n{_explain(p)}")
     for name in FAULT_NAMES:
         assert name in faults, f"test_faults.{name} did not pass on {sim}-{dut}"
     # expected failures: none on DUT=tlm; on DUT=rtl only the tests marked rtl_unsupported
-    check_xfails(p.stdout, dut)
+    assert len(check_xfails(p.stdout, dut)) == xfailed
     # the shipped default network ran through the pins and passed (not skipped, not an
     # expected failure: it uses only POOL and ELEMENTWISE, which the stand-in has)
     assert (REPO / "tests" / "ethos_u85" / "data" / "sim_default_vela.npz").is_file(), \
         "tests/ethos_u85/data/sim_default_vela.npz missing"
-    assert re.search(r"tb\.ethos_u85\.tests\.test_network\.test_npu_model passed(?!: failed as expected)", p.stdout), \
+    assert _passed(oc, "test_network.test_npu_model"), \
         f"test_npu_model did not run and pass on {sim}-{dut}:\n{_explain(p)}"
     # functional coverage: summary printed, report written, every key point hit
-    assert "test_coverage_sampled passed" in p.stdout, f"test_coverage_sampled on {sim}-{dut}"
+    assert _passed(oc, "test_coverage_sampled"), f"test_coverage_sampled on {sim}-{dut}"
     rep = _coverage(p)
     empty = [k for k in KEY_COVER_POINTS if rep["points"][k]["covered"] == 0]
     assert not empty, f"no coverage on {sim}-{dut} for {empty}"
@@ -213,6 +260,11 @@ def test_cocotb_regression(sim, dut):
     assert pts["opcode"]["hits"]["NPU_OP_DMA_START"] > 0 and pts["job_end"]["hits"]["bus_status"] > 0
     assert pts["apb_prot"]["hits"]["nonsecure_user/write/PSLVERR"] > 0     # the PROT matrix
     assert pts["axi_resp"]["covered"] == pts["axi_resp"]["bins"]          # every port/dir/resp
+    if dut == "rtl":
+        # modes the stand-in refuses (rtl_support) are never completed by it, so never credited
+        refused = {k: pts["kernel_op_mode"]["hits"][k] for k in RTL_REFUSED_MODES}
+        assert not any(refused.values()), f"coverage credits operations the DUT did not complete: {refused}"
+        assert pts["job_end"]["hits"]["cmd_parse_error"] > 0            # the refusals it did see
 
 
 @pytest.fixture(scope="module")
@@ -242,7 +294,7 @@ def test_npu_model_through_pins(sim, pool_net):
     assert p.returncode == 0, f"NPU_MODEL run failed:\n{_explain(p)}"
     assert _summary(p)[:2] == (1, 0), _explain(p)
     text = p.stdout + p.stderr
-    assert "test_npu_model passed" in text
+    assert _passed(_outcomes(p), "test_network.test_npu_model"), _explain(p)
     assert re.search(r"output0 .*bytes match the TLM and NPU_MODEL_REF", text), _explain(p)
     rep = _coverage(p)
     assert rep["points"]["kernel_op_mode"]["hits"]["NPU_OP_POOL.max"] > 0, rep["points"]["kernel_op_mode"]
@@ -284,3 +336,61 @@ def test_run_bad_npu_model_is_one_clear_line(tmp_path):
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "NPU_MODEL" in lines[0], p.stderr
+
+
+def test_run_bad_npu_model_ref_is_one_clear_line(tmp_path):
+    """An NPU_MODEL_REF whose keys/shapes/dtypes do not match the model: exit 2 before any
+    build, one line (tb.ethos_u85.run_options.check_model_ref)."""
+    from tb.ethos_u85.run_options import DEFAULT_NET
+    ref = tmp_path / "ref.npz"
+    np.savez(ref, input0=np.zeros(7, np.int8), output0=np.zeros(7, np.int8))
+    p = run_sim("--sim", "icarus", "--dut", "tlm", "--npu-model", str(DEFAULT_NET),
+                env_extra={"NPU_MODEL_REF": str(ref)})
+    assert p.returncode == 2, _explain(p)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "NPU_MODEL_REF" in lines[0] and "missing" in lines[0], p.stderr
+
+
+UNCLAIMED_NET = "conv2d_3x3_int16"          # int16 CONV: the stand-in refuses its first CONV
+
+
+def test_npu_model_unclaimed_op_on_rtl_fails_naming_it():
+    """``make sim DUT=rtl NPU_MODEL=<a network with an op the stand-in does not claim>`` is
+    never an expected failure: non-zero exit and one FAIL line naming the operation
+    rtl_support names (after the stand-in was seen to stop exactly there)."""
+    reason = simtools.sim_problem("verilator")
+    if reason:
+        tool_missing(reason)
+    if shutil.which("vela") is None and not (Path(sys.executable).parent / "vela").exists():
+        tool_missing("vela not installed (pip install -e '.[test]')")
+    from tb.ethos_u85.testlib.rtl_support import first_unsupported
+    from tests import nets
+    from tlm.ethos_u85.vela import load
+    model = nets.compiled(UNCLAIMED_NET, "ethos-u85-256", "default", "raw")
+    off, op, why = first_unsupported(load(model).command_words, 256)
+    p = run_sim("--sim", "verilator", "--dut", "rtl", "--npu-model", str(model))
+    assert p.returncode == 1, _explain(p)
+    assert _summary(p)[:2] == (1, 1), _explain(p)
+    fails = re.findall(r"^tb\.run: FAIL (\S+): (.*)$", p.stdout, re.M)
+    assert len(fails) == 1, _explain(p)
+    name, msg = fails[0]
+    assert name.endswith("test_network.test_npu_model")
+    assert f"does not implement {op} at command offset 0x{off:x} ({why})" in msg, msg
+    assert "stopped there with cmd_parse_error" in msg, msg
+
+
+def test_tb_device_factory_swaps_the_model():
+    """README: ``TB_DEVICE_FACTORY=module:callable`` swaps in another model with the Device API.
+    A model that reads ID with bit 0 flipped (tests/ethos_u85/support/device_factory.py) makes
+    test_reset_values fail at its ID check (test_run_options_seed_filter_waves is the clean
+    run of the same test)."""
+    reason = simtools.sim_problem("icarus")
+    if reason:
+        tool_missing(reason)
+    p = run_sim("--sim", "icarus", "--dut", "tlm", "--tests", "test_reset_values$",
+                env_extra={"TB_DEVICE_FACTORY": "tests.ethos_u85.support.device_factory:WrongIdDevice"})
+    assert p.returncode == 1, _explain(p)
+    assert _summary(p)[:2] == (1, 1), _explain(p)
+    fails = re.findall(r"^tb\.run: FAIL (\S+): (.*)$", p.stdout, re.M)
+    assert len(fails) == 1 and fails[0][0].endswith("test_reset_values"), _explain(p)
+    assert "ID_RESET" in (p.stdout + p.stderr) or "read_ok(ID)" in (p.stdout + p.stderr), _explain(p)

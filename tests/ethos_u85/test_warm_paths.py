@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support import REPO, tool_missing
+from tests.support import require, REPO, tool_missing
 from tlm.ethos_u85 import device, runner, vela
 from tlm.ethos_u85 import registers as R
 from tlm.ethos_u85.memory import Fault, FaultList, Memory, Resp
@@ -67,7 +67,7 @@ def shared_models_dir() -> "Path | None":
 def _catalog(name):
     from tests import nets
 
-    pytest.importorskip("ethosu.vela")
+    require("ethosu.vela")
     tfl = nets.build(name)
     vm = vela.load(nets.compiled(name, CONFIG))
     return vm, nets.make_inputs(tfl, 1235)
@@ -77,7 +77,7 @@ def _shared(stem):
     d = shared_models_dir()
     if d is None:
         tool_missing("published models not found: no ../shared/models (or $NPU_SHARED_MODELS) with *.tflite")
-    pytest.importorskip("ethosu.vela")
+    require("ethosu.vela")
     from tests.nets.compile import compiled_bytes
 
     vm = vela.load(compiled_bytes((d / f"{stem}.tflite").read_bytes(), stem, CONFIG))

@@ -9,6 +9,8 @@ import time
 import numpy as np
 import pytest
 
+from tests.support import require
+
 from tests.ethos_u85.support.stream_state import kernel_op_states
 from tlm.core.errors import Unpredictable
 from tlm.ethos_u85.weights import (
@@ -36,7 +38,7 @@ from tlm.ethos_u85.weights import (
 )
 from tlm.ethos_u85.weights.codec import BitWriter
 
-mlw = pytest.importorskip("ethosu.mlw_codec")
+mlw = require("ethosu.mlw_codec")
 
 CONFIGS = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048"]
 
@@ -611,7 +613,7 @@ def _tensor(g, suffix):
 
 def build_vela_model(name, seed=11):
     """(tflite bytes, weight tensor [O, KH, KW, I] / [C, KH, KW, 1], graph)."""
-    nets = pytest.importorskip("tests.nets")
+    from tests import nets
     g = nets.Graph(seed)
     g.output(_vela_models()[name](g))
     t = _tensor(g, "_w")
@@ -666,7 +668,7 @@ def stream_at(st, k: int) -> tuple:
 
 
 def compile_model(tfl, cfg, extra=()):
-    nets = pytest.importorskip("tests.nets")
+    from tests import nets
     # Sram_Only: no weight DMA, WEIGHT_BASE addresses region 0 = the npz weight_data.
     p = nets.compiled_bytes(tfl, "wtest", cfg, memory_mode="sram_only", extra_args=extra)
     z = np.load(p, allow_pickle=True)
@@ -723,7 +725,7 @@ def test_vela_weights(name, cfg, fwd):
 @pytest.mark.parametrize("name", ["conv2x5s12d21", "dw5x5s2", "conv3x3_i16", "conv1x1_sparse"])
 def test_from_registers(name):
     """WeightOrder.from_registers on tlm.ethos_u85.isa's register snapshots equals the hand parse."""
-    isa = pytest.importorskip("tlm.ethos_u85.isa")
+    from tlm.ethos_u85 import isa
     tfl, _, _ = build_vela_model(name)
     for cfg in ("ethos-u85-256", "ethos-u85-2048"):
         macs = int(cfg.rsplit("-", 1)[1])

@@ -108,7 +108,7 @@ def test_network_layer_by_layer(name, eight_bit, flow):
     assert not t.faults()
     expect = reference_chain(net, xq)
     assert len(got) == len(expect)
-    for i, (g, e) in enumerate(zip(got, expect)):
+    for i, (g, e) in enumerate(zip(got, expect, strict=True)):
         assert g is not None and np.array_equal(g, e), f"layer {i} differs (seed {seed})"
     final = driver.read_map(t, net.out_map)
     assert np.array_equal(final, expect[-1])

@@ -15,12 +15,12 @@ API::
 """
 
 from .builder import Graph, T
-from .catalog import ALL_NAMES, CPU_NAMES, MODELS, NAMES, build, graph, names, seed_of
+from .catalog import ALL_NAMES, CPU_NAMES, MODELS, NAMES, VELA_VS_LITERT, build, graph, names, seed_of
 from .compile import MEMORY_MODES, compile_vela, compiled, compiled_bytes, compiled_stdout, vela_args, vela_version
 from .reference import DEFAULT_INPUT_SEED, io_quantization, make_inputs, reference, run
 
 __all__ = [
     "ALL_NAMES", "CPU_NAMES", "DEFAULT_INPUT_SEED", "Graph", "MEMORY_MODES", "MODELS", "NAMES", "T", "build",
     "compile_vela", "compiled", "compiled_bytes", "compiled_stdout", "graph", "io_quantization",
-    "make_inputs", "names", "reference", "run", "seed_of", "vela_args", "vela_version",
+    "make_inputs", "names", "reference", "run", "seed_of", "vela_args", "vela_version", "VELA_VS_LITERT",
 ]

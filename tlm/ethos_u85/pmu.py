@@ -32,8 +32,13 @@ npu_active (35)                         every model cycle with STATUS.state = ru
 axi_latency_any (160)                   transactions of PMCAXI_CHAN.CH_SEL on AXI_SEL
 axi_latency_32..1024 (161..166)         same, if Policy.axi_latency_cycles >= threshold
                                         (default latency 0: these read 0)
-mac_active, mac_dpu_active, ao_active,  0 unless an operation reports them through
-wd_active, wd_stalled                   add_event (kernel ops are not modelled yet)
+======================================  ==============================================
+
+Not modelled: these read 0 for every real operation (not counted honestly, so not claimed)
+======================================  ==============================================
+mac_active, mac_dpu_active, ao_active,  0: the kernel operations do not report MAC, output
+wd_active, wd_stalled                   stage or weight-decoder activity (``add_event``
+                                        counts what an operation reports; none does yet)
 *_stalled, *_stall_limit (+3,+8,+9,     0: the TLM has no back-pressure and no
 +14, +15)                               outstanding-transaction limit stalls
 ecc_* (176..181)                        0: no ECC model

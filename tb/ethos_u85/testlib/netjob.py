@@ -9,7 +9,8 @@ bench's AXI subordinates), ``check_inputs`` checks random inputs, ``load_memory`
 memory by the back door. The host driver (tb/driver.py) then programs what the runner's
 ``program`` does with the runner's ``DriverConfig`` values (MEM_ATTR, REGIONCFG, AXI limits,
 QBASE/QSIZE/QCONFIG, BASEP), starts the NPU, waits for the IRQ and checks the fault bits
-(no fault, end of stream reached), closes the scoreboard's job
+(no fault, end of stream reached; a stop with cmd_parse_error raises
+``rtl_support.Refused`` naming the operation at QREAD), closes the scoreboard's job
 (every AXI write, STATUS, QREAD and IRQ against the reference TLM on a mirror of memory) and
 compares every output byte with the reference's. Returns a ``NetResult``.
 """
@@ -23,6 +24,7 @@ import numpy as np
 
 from tb.ethos_u85.driver import HostDriver
 from tb.ethos_u85.testlib.regs import OFF
+from tb.ethos_u85.testlib.rtl_support import Refused
 
 QREAD = OFF["QREAD"]
 
@@ -89,11 +91,16 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
     report = host.check_faults(status)
     if report and report.fields["cmd_parse_error"]:
         # name the command the NPU stopped at (QREAD): on DUT=rtl, an operation the stand-in
-        # does not implement as configured (rtl_stub/README.md)
+        # does not implement as configured (rtl_stub/ethos_u85/README.md)
         q = await env.read_ok(QREAD, driver.pprot)
         at = next((d for d in isa.decode(model.command_words) if d.offset == q), None)
-        raise AssertionError(f"{path.name}: stopped with cmd_parse_error at "
-                             f"{at.cmd.name if at else '?'} (command offset 0x{q:x}); STATUS 0x{status:08x}")
+        job = env.scoreboard.close_job() if env.use_reference else None
+        from tlm.ethos_u85.config import get_config
+        raise Refused(f"{path.name}: stopped with cmd_parse_error at {at.cmd.name if at else '?'} "
+                      f"(command offset 0x{q:x}); STATUS 0x{status:08x}",
+                      words=model.command_words, macs=get_config(env.config).macs, offset=q,
+                      op=at.cmd.name if at else "?", status=status,
+                      mismatches=job.mismatches_in_job if job is not None else None)
     assert not report, f"{path.name}: stopped with {report}"
     qread = await env.read_ok(QREAD, driver.pprot)
     assert report.fields["cmd_end_reached"] or qread == 4 * len(model.command_words), \
@@ -109,7 +116,7 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
                    if e[0] in ("unpredictable", "op_unimplemented")]
         assert not skipped, f"{path.name}: the TLM skipped an operation: {skipped[:2]}"
         mirror = env.scoreboard.ref.memory
-        for i, (t, got) in enumerate(zip(model.outputs, outputs)):
+        for i, (t, got) in enumerate(zip(model.outputs, outputs, strict=True)):
             want = np.frombuffer(mirror.read(mmap.basep[t.region] + t.offset, t.nbytes), got.dtype)
             bad = np.flatnonzero(got != want)
             assert bad.size == 0, (f"{path.name} output{i} ({t.name}): {bad.size} of {got.size} "
@@ -119,3 +126,30 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
                   if d.cmd.name.startswith("NPU_OP_") and d.cmd.name != "NPU_OP_STOP"})
     return NetResult(path.name, status, sum(t.nbytes for t in model.outputs), beats, wall,
                      cycles, ops, outputs)
+
+
+class refusing_reference:
+    """``with refusing_reference(env, offset):`` the scoreboard's reference TLM refuses the
+    kernel operation at command offset *offset* as the RTL stand-in does (cmd_parse_error,
+    QREAD at it), so everything before it is compared as usual."""
+
+    def __init__(self, env, offset: int):
+        self.env, self.offset, self.ops = env, offset, None
+
+    def __enter__(self):
+        ref = self.env.model
+        self.ops = ref.kernel_ops
+        off = self.offset
+
+        def refusing(fn):
+            def op(snap, port, dev):
+                if dev.qread == off:
+                    raise NotImplementedError("refused by the RTL stand-in (tb/ethos_u85/testlib/rtl_support.py)")
+                return fn(snap, port, dev)
+            return op
+        ref.kernel_ops = {k: refusing(fn) for k, fn in self.ops.items()}
+        return self
+
+    def __exit__(self, *exc):
+        self.env.model.kernel_ops = self.ops
+        return False

@@ -308,3 +308,36 @@ def first_unsupported(words, macs: int):
         if why:
             return d.offset, name, why
     return None
+
+
+class Refused(AssertionError):
+    """The DUT stopped with cmd_parse_error at command offset *offset* (QREAD), operation *op*,
+    running the stream *words* on a configuration with *macs* MACs; *mismatches*: the
+    scoreboard's mismatches in that job (None: no scoreboard). Raised by the job helpers
+    (tb/ethos_u85/testlib/netjob.py); ``judge`` decides whether it is the expected refusal."""
+
+    def __init__(self, msg: str, *, words, macs: int, offset: int, op: str, status: int,
+                 mismatches: "int | None"):
+        super().__init__(msg)
+        self.words, self.macs, self.offset, self.op = list(words), macs, offset, op
+        self.status, self.mismatches = status, mismatches
+
+
+def judge(e: Refused) -> str:
+    """The reason of an expected refusal: the stand-in stopped at exactly the operation
+    ``first_unsupported`` names (offset and op) with the scoreboard clean. Raise
+    AssertionError (naming what differs) otherwise."""
+    miss = first_unsupported(e.words, e.macs)
+    if miss is None:
+        raise AssertionError(f"{e} but the stand-in claims every operation of the stream "
+                             f"(tb/ethos_u85/testlib/rtl_support.py): a bug, not an expected failure")
+    off, op, why = miss
+    if (off, op) != (e.offset, e.op):
+        raise AssertionError(f"{e} but the first operation the stand-in does not claim is {op} at "
+                             f"command offset 0x{off:x} ({why})")
+    if e.mismatches is None:
+        raise AssertionError(f"{e}: no scoreboard checked the job before it (reference_model=True)")
+    if e.mismatches:
+        raise AssertionError(f"{e}: at the expected operation, but with {e.mismatches} scoreboard "
+                             f"mismatch(es) before it")
+    return f"the RTL stand-in stopped with cmd_parse_error at {op} (command offset 0x{off:x}): {why}"

@@ -10,8 +10,8 @@ the AXI rules (VALID held until READY, every burst completed) and counts IRQ edg
 
 Where the TRM leaves the NPU a choice and the stand-in and the TLM choose differently, the
 check states the allowed range with the TRM section (command prefetch: QREAD after a fetch
-error, a read-ahead error after the last command). Kernel-operation tests are expected
-failures on DUT=rtl while the stand-in lacks the op (RTL_UNSUPPORTED, per op).
+error, a read-ahead error after the last command). The kernel-operation tests use
+configurations the stand-in claims (tb/ethos_u85/testlib/rtl_support.py), so they run on both DUTs.
 """
 from __future__ import annotations
 

@@ -13,7 +13,12 @@ memory: every AXI write, STATUS, QREAD and the IRQ are checked, and every output
 compared with the reference's and, with ``NPU_MODEL_REF=ref.npz`` (``input0..``,
 ``output0..``, e.g. LiteRT BUILTIN_REF outputs), with those.
 
-Inputs: ``input<i>`` of NPU_MODEL_REF if present, else random in the model's dtype (seeded
+NPU_MODEL_REF is validated first (``tb.ethos_u85.run_options.check_model_ref``: keys, shapes,
+dtypes). On DUT=rtl a network with an operation the stand-in does not claim
+(``rtl_support.first_unsupported``) runs up to it, must stop there with cmd_parse_error and
+a clean scoreboard, and then fails with one line naming the operation.
+
+Inputs: ``input<i>`` of NPU_MODEL_REF if given, else random in the model's dtype (seeded
 from the test seed). The configuration: NPU_CONFIG if given to tb.core.run, else the one Vela
 embedded in the model.
 
@@ -30,13 +35,16 @@ import cocotb
 import numpy as np
 
 from tb.ethos_u85.env import Env
+from tb.ethos_u85.run_options import check_model_ref
 from tb.ethos_u85.testlib.marks import DUT, seeded_rng, skip_now
-from tb.ethos_u85.testlib.netjob import random_inputs, run_network
+from tb.ethos_u85.testlib.netjob import random_inputs, refusing_reference, run_network
+from tb.ethos_u85.testlib.rtl_support import Refused, first_unsupported, judge
 
 NPU_MODEL = os.environ.get("NPU_MODEL") or None
 NPU_MODEL_REF = os.environ.get("NPU_MODEL_REF") or None
-# A network the RTL stand-in cannot run fails (no expected failure): it stops with
-# cmd_parse_error and run_network names the operation (tb/ethos_u85/testlib/netjob.py).
+# A network the RTL stand-in cannot run is never an expected failure: on DUT=rtl the test
+# checks that the stand-in stops with cmd_parse_error at the first operation
+# tb/ethos_u85/testlib/rtl_support.py names, and then fails with one line naming it.
 
 
 def _ops_in_model() -> set:
@@ -53,11 +61,6 @@ def _ops_in_model() -> set:
 _OPS = _ops_in_model()
 
 
-def _load_ref(path: str) -> dict:
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
-
-
 @cocotb.skipif(NPU_MODEL is None, reason="no network given (make sim NPU_MODEL=path/x_vela.npz)")
 @cocotb.test(timeout_time=5000, timeout_unit="ms")
 async def test_npu_model(dut):
@@ -71,10 +74,9 @@ async def test_npu_model(dut):
     model = load(NPU_MODEL)
     cfg = os.environ.get("NPU_CONFIG_EXPLICIT") and os.environ.get("NPU_CONFIG")
     npu = runner.resolve_config(model, cfg or None)
-    ref_npz = _load_ref(NPU_MODEL_REF) if NPU_MODEL_REF else {}
+    ref_npz = check_model_ref(model, NPU_MODEL_REF) if NPU_MODEL_REF else {}
     rng = seeded_rng()
-    inputs = [ref_npz[f"input{i}"] if f"input{i}" in ref_npz else rand
-              for i, rand in enumerate(random_inputs(model, rng))]
+    inputs = [ref_npz[f"input{i}"] if ref_npz else rand for i, rand in enumerate(random_inputs(model, rng))]
     mmap = runner.plan_memory(model, runner.DRIVER_DEFAULTS)
     cocotb.log.info("network %s on %s (%s): ops %s", os.path.basename(NPU_MODEL), DUT, npu.name,
                     sorted(o for o in _OPS if o.startswith("NPU_OP")))
@@ -84,6 +86,20 @@ async def test_npu_model(dut):
 
     env = Env(dut, config=npu.name, reference_model=True)
     await env.start()
+    miss = first_unsupported(model.command_words, npu.macs) if DUT == "rtl" else None
+    if miss is not None:
+        off, op, why = miss
+        try:
+            with refusing_reference(env, off):
+                await run_network(env, NPU_MODEL, rng, inputs=inputs)
+        except Refused as e:
+            judge(e)
+        else:
+            raise AssertionError(f"{os.path.basename(NPU_MODEL)}: ran to its end, but the stand-in does "
+                                 f"not claim {op} at 0x{off:x} ({why}): update rtl_support and the README")
+        raise AssertionError(f"NPU_MODEL {os.path.basename(NPU_MODEL)}: the RTL stand-in does not implement "
+                             f"{op} at command offset 0x{off:x} ({why}); it stopped there with "
+                             f"cmd_parse_error as tb/ethos_u85/testlib/rtl_support.py says (DUT=tlm runs it)")
     res = await run_network(env, NPU_MODEL, rng, inputs=inputs)
     cocotb.log.info("throughput: %d AXI beats in %.3f s wall, %d cycles: %.0f beats/s", res.beats,
                     res.wall_s, res.cycles, res.beats / res.wall_s if res.wall_s > 0 else 0.0)
@@ -93,13 +109,14 @@ async def test_npu_model(dut):
                        "wall_s": res.wall_s, "cycles": res.cycles,
                        "beats_per_s": res.beats / res.wall_s if res.wall_s > 0 else 0.0}, fh)
     cocotb.log.info("stopped: STATUS 0x%08x, reference: %s", res.status, env.scoreboard.jobs[-1].ref_stop)
-    for i, (t, got) in enumerate(zip(model.outputs, res.outputs)):
-        if f"output{i}" in ref_npz:
-            lit = np.asarray(ref_npz[f"output{i}"]).reshape(-1).astype(got.dtype)
-            assert lit.size == got.size, f"output{i}: NPU_MODEL_REF has {lit.size} elements, model {got.size}"
+    for i, (t, got) in enumerate(zip(model.outputs, res.outputs, strict=True)):
+        if ref_npz:
+            lit = ref_npz[f"output{i}"].reshape(-1)
+            assert lit.size == got.size and lit.dtype == got.dtype, \
+                f"output{i}: NPU_MODEL_REF has {lit.size} {lit.dtype}, the DUT's {got.size} {got.dtype}"
             bad = np.flatnonzero(got != lit)
             assert bad.size == 0, (f"output{i} ({t.name}): {bad.size} of {got.size} elements differ "
                                    f"from NPU_MODEL_REF, first at {bad[0]}: {got[bad[0]]} vs {lit[bad[0]]}")
         cocotb.log.info("output%d (%s, %s %s): %d bytes match the TLM%s", i, t.name, t.dtype,
-                        list(t.shape), t.nbytes, " and NPU_MODEL_REF" if f"output{i}" in ref_npz else "")
+                        list(t.shape), t.nbytes, " and NPU_MODEL_REF" if ref_npz else "")
     env.finish()

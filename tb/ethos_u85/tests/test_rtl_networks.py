@@ -5,8 +5,9 @@ CONFIG=ethos-u85-N``; tb.run builds the stand-in with that MACS) and a memory mo
 and started as tlm.ethos_u85.runner does (tb/ethos_u85/testlib/netjob.py), and checked by the scoreboard's TLM:
 
 * a network made only of what the stand-in claims (tb/ethos_u85/testlib/rtl_support.py, the README's
-  support table) must run to its end with every AXI write, STATUS, QREAD and IRQ equal to the
-  TLM's and every output byte the TLM's;
+  support table) must run to its end on LiteRT's inputs with every AXI write, STATUS, QREAD
+  and IRQ equal to the TLM's and every output byte the TLM's and LiteRT's (tests/nets
+  ``VELA_VS_LITERT`` names the networks where Vela's stream and LiteRT disagree);
 * any other network must stop with cmd_parse_error with QREAD at exactly the first operation
   rtl_support names, having written nothing the TLM does not write before that operation
   (the scoreboard allows no write outside the TLM's footprint).
@@ -26,9 +27,9 @@ from cocotb.triggers import ClockCycles
 
 from tb.ethos_u85.env import Env
 from tb.ethos_u85.testlib.hostile import soft_reset
-from tb.ethos_u85.testlib.marks import DUT, named, skip_now
-from tb.ethos_u85.testlib.netjob import run_network, vela_model
-from tb.ethos_u85.testlib.rtl_support import first_unsupported
+from tb.ethos_u85.testlib.marks import DUT, named, rtl_unsupported, skip_now
+from tb.ethos_u85.testlib.netjob import refusing_reference, run_network, vela_model
+from tb.ethos_u85.testlib.rtl_support import Refused, first_unsupported, judge
 
 QUICK = ("conv2d_3x3_s2_same_relu6_pc", "dwconv_5x5_s2_c33", "fc_64x32_pt", "conv2d_3x3_c7to21_odd",
          "avgpool_3x3_s1_same", "add_bcast_relu", "resize_nearest_8x8to12x12")
@@ -38,15 +39,6 @@ SKIP = ("mobilenet_v2_0p5_224",)           # the bench network (minutes of simul
 def _catalog() -> list:
     from tests.nets import catalog
     return [n for n in catalog.NAMES if n not in SKIP]
-
-
-def _refusing(fn, offset: int):
-    """Kernel op *fn* of the reference TLM, refusing the operation at *offset*."""
-    def op(snap, port, dev):
-        if dev.qread == offset:
-            raise NotImplementedError("refused by the RTL stand-in (tb/ethos_u85/testlib/rtl_support.py)")
-        return fn(snap, port, dev)
-    return op
 
 
 def _names() -> list:
@@ -65,6 +57,9 @@ async def test_catalog_networks(dut, mode):
     cmd_parse_error at the first operation the stand-in does not claim."""
     if DUT != "rtl":
         skip_now("the RTL stand-in's support claim (DUT=rtl)")
+    import numpy as np
+
+    from tests import nets
     from tlm.ethos_u85.config import get_config
     from tlm.ethos_u85.vela import load
 
@@ -79,31 +74,33 @@ async def test_catalog_networks(dut, mode):
         model = load(path)
         miss = first_unsupported(model.command_words, macs)
         if miss is None:
-            res = await run_network(env, path, rng)
+            # LiteRT's inputs; the outputs must equal LiteRT's as well as the TLM's (but for
+            # the networks where Vela's stream and LiteRT disagree, tests/nets VELA_VS_LITERT)
+            inputs, lit = nets.reference(nets.build(name))
+            res = await run_network(env, path, rng, inputs=inputs)
+            litert = name not in nets.VELA_VS_LITERT
+            if litert:
+                for i, (got, want) in enumerate(zip(res.outputs, lit, strict=True)):
+                    want = np.asarray(want).reshape(-1)
+                    assert got.dtype == want.dtype and got.size == want.size, (name, i, got.dtype, want.dtype)
+                    bad = np.flatnonzero(got != want)
+                    assert bad.size == 0, f"{name} output{i}: {bad.size} of {got.size} elements differ from LiteRT"
             ran += 1
-            cocotb.log.info("%s (%s, %s): %d output bytes match the TLM; %d cycles; %s", name, env.config,
-                            mode, res.output_bytes, res.cycles, res.ops)
+            cocotb.log.info("%s (%s, %s): %d output bytes match the TLM%s; %d cycles; %s", name, env.config,
+                            mode, res.output_bytes, " and LiteRT" if litert else "", res.cycles, res.ops)
         else:
             off, op, why = miss
             # the scoreboard's reference refuses the same operation (cmd_parse_error, QREAD at
-            # it), so everything before it is compared as usual
-            ref = env.model
-            ops = ref.kernel_ops
-            ref.kernel_ops = {k: _refusing(fn, off) for k, fn in ops.items()}
+            # it), so everything before it is compared as usual; judge() holds the stop to
+            # exactly that operation with the scoreboard clean
             try:
-                await run_network(env, path, rng)
-            except AssertionError as e:
-                msg = str(e)
-                assert "cmd_parse_error" in msg and f"at {op} (command offset 0x{off:x})" in msg, \
-                    f"{name}: expected cmd_parse_error at {op} 0x{off:x} ({why}), got: {msg}"
+                with refusing_reference(env, off):
+                    await run_network(env, path, rng)
+            except Refused as e:
+                judge(e)
             else:
                 raise AssertionError(f"{name}: ran to its end, but the stand-in does not claim "
                                      f"{op} at 0x{off:x} ({why}): update rtl_support and the README")
-            finally:
-                ref.kernel_ops = ops
-            job = env.scoreboard.jobs[-1]
-            assert job.closed and job.mismatches_in_job == 0, \
-                f"{name}: scoreboard mismatches before the refused operation: {env.scoreboard.mismatches[-3:]}"
             await soft_reset(env, 0b01)                      # clear the sticky cmd_parse_error
             refused += 1
             cocotb.log.info("%s (%s, %s): stopped with cmd_parse_error at %s 0x%x as claimed (%s)", name,
@@ -112,4 +109,39 @@ async def test_catalog_networks(dut, mode):
     cocotb.log.info("%d networks ran to their end, %d refused as claimed (%s, %s)", ran, refused,
                     env.config, mode)
     assert ran > 0, "no network of the list is claimed by the stand-in"
+    env.finish()
+
+
+UNCLAIMED_NET = "conv2d_3x3_int16"          # int16 CONV: the stand-in stops at its first CONV
+
+
+@cocotb.test(timeout_time=600, timeout_unit="sec")
+@rtl_unsupported
+async def test_unclaimed_network(dut):
+    """A catalog network with an operation the stand-in does not claim (int16 CONV). DUT=tlm:
+    runs to its end, every output byte equal to the TLM's and LiteRT's. DUT=rtl: an expected
+    failure only if the stand-in stops with cmd_parse_error at exactly the operation
+    rtl_support names with the scoreboard clean (``rtl_unsupported``); anything else fails."""
+    import contextlib
+
+    import numpy as np
+
+    from tests import nets
+    from tlm.ethos_u85.config import get_config
+    from tlm.ethos_u85.vela import load
+
+    env = Env(dut, reference_model=True)
+    await env.start()
+    path = vela_model(UNCLAIMED_NET, env.config)
+    miss = first_unsupported(load(path).command_words, get_config(env.config).macs)
+    assert miss is not None, f"{UNCLAIMED_NET}: the stand-in claims it now; pick a network it refuses"
+    inputs, want = nets.reference(nets.build(UNCLAIMED_NET))
+    ctx = refusing_reference(env, miss[0]) if DUT == "rtl" else contextlib.nullcontext()
+    with ctx:
+        res = await run_network(env, path, random.Random(0), inputs=inputs)
+    for i, (got, lit) in enumerate(zip(res.outputs, want, strict=True)):
+        lit = np.asarray(lit).reshape(-1)
+        assert got.dtype == lit.dtype and got.size == lit.size, (i, got.dtype, lit.dtype, got.size, lit.size)
+        bad = np.flatnonzero(got != lit)
+        assert bad.size == 0, f"output{i}: {bad.size} of {got.size} elements differ from LiteRT"
     env.finish()

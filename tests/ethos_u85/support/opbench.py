@@ -221,7 +221,7 @@ def e2e(name, accel="ethos-u85-256", mode="default"):
     path = nets.compiled(name, accel, memory_mode=mode)
     inputs, ref = nets.reference(nets.build(name))
     res = run_model(path, inputs)
-    for o, r in zip(res.outputs, ref):
+    for o, r in zip(res.outputs, ref, strict=True):
         o, r = np.asarray(o).reshape(-1), np.asarray(r).reshape(-1)
         bad = np.flatnonzero(o != r)
         assert bad.size == 0, f"{name} {accel} {mode}: {bad.size}/{r.size} differ, first at {bad[:5]}"
