@@ -429,11 +429,8 @@ def clear_warm_caches() -> None:
     """Forget the TLM's operation plans, segments and run traces (tlm.ethos_u85.ops.plan,
     tlm.ethos_u85.device): the next run of a network is a cold run."""
     from tlm.ethos_u85 import device
-    from tlm.ethos_u85.ops import plan
 
-    plan.clear()
-    device._SEGMENTS.clear()
-    device._TRACES.clear()
+    device.clear_warm_caches()
 
 
 def print_net(net: Net, tfl_macs: "int | None" = None, per_type: str = "") -> None:
@@ -649,18 +646,13 @@ def fmt_ms3(s: float) -> str:
 
 def breakdown(vm, net: Net, args) -> None:
     """--breakdown: the ordinary path (no plans, segments or traces), per NPU op type."""
-    from tlm.ethos_u85 import device, runner
-    from tlm.ethos_u85.ops import plan
+    from tlm.ethos_u85 import runner
 
-    saved = plan.PLANS, device.SEGMENTS, device.TRACES
-    plan.PLANS = device.SEGMENTS = device.TRACES = False
     timer = OpTimer()
     inputs = tlm_runner(vm, tflite_inputs(nets_build(args.model), args.seed), args.config)[1]
-    try:
-        with timer:
-            _, times, _, _ = timed_runs(lambda: runner.run_model(vm, inputs, config=args.config), max(0, args.runs - 1))
-    finally:
-        plan.PLANS, device.SEGMENTS, device.TRACES = saved
+    with timer:
+        _, times, _, _ = timed_runs(lambda: runner.run_model(vm, inputs, config=args.config, warm_paths=False),
+                                    max(0, args.runs - 1))
     runs = len(times) + 1
     med = statistics.median(times) if times else 0.0
     rows = []

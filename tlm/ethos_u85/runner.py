@@ -503,7 +503,7 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
               max_steps: "int | None" = None, *, max_work: "int | None" = None,
               driver: DriverConfig = DRIVER_DEFAULTS, policy: "Policy | None" = None,
               log_transactions: bool = False, strict: bool = False,
-              reference_paths: bool = False) -> RunResult:
+              reference_paths: bool = False, warm_paths: bool = True) -> RunResult:
     """Run `model` (a VelaModel or a path for `vela.load`) on `inputs` (one array per model
     input, NHWC, the model's dtypes; see check_inputs). `config` overrides the embedded
     configuration (a disagreement with the model's CONFIG word is a warning);
@@ -513,7 +513,8 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
     UNPREDICTABLE or model-limit event; with `strict` a run that has any warning raises
     RunError kind 'strict' (its `warnings` attribute holds them). `reference_paths` runs the
     literal reference paths (Device(reference_paths=True), Memory(batching=False)): the tests
-    compare them with the fast paths.
+    compare them with the fast paths. `warm_paths=False` runs without segments, operation
+    plans and run traces (Device(segments=, plans=, traces=)): the command-by-command path.
     Raises RunError (see its `kind`) or vela.VelaFormatError."""
     if not isinstance(model, VelaModel):
         model = load(model)
@@ -527,7 +528,8 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
         memory.inject_fault(lo, hi, Resp.DECERR)
     load_memory(memory, model, mmap, arrays)
 
-    dev = Device(npu, memory, policy=policy, reference_paths=reference_paths)
+    dev = Device(npu, memory, policy=policy, reference_paths=reference_paths, segments=warm_paths,
+                 plans=warm_paths, traces=warm_paths)
     watch = _Watch(model)
     dev.hooks.append(watch)
     host = DeviceHost(dev, driver.pprot)
