@@ -431,6 +431,6 @@ def test_policy_change_runs_as_the_ordinary_path(monkeypatch, fresh):
     assert want.get("error", (None,))[0] == "model_limit", want.get("error")
     assert_same(run(vm, inputs, policy=tight), want, "tight Policy")
     d = device.Device(CONFIG)
-    before = plan._env(d), d._fetch_sig()
+    before = plan.env_token(d), d._fetch_sig()
     d.policy = Policy().replace(cycles_per_command=3)
-    assert plan._env(d) is not before[0] and d._fetch_sig() is not before[1]
+    assert plan.env_token(d) is not before[0] and d._fetch_sig() is not before[1]
