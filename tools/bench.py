@@ -341,8 +341,10 @@ def tlm_runner(vm, tfl_inputs, config):
     RESHAPE into the input) - reshaped to them by element count."""
     from tlm.ethos_u85 import runner
 
+    session = runner.Session(vm, config)          # repeated inferences (run_model's run each)
+
     def once(inputs):
-        return runner.run_model(vm, inputs, config=config).outputs
+        return session.run(inputs).outputs
     try:
         once(tfl_inputs)
         return once, tfl_inputs

@@ -59,7 +59,7 @@ from .. import arith, fmap, isa
 from ..arith import ActType, Precision
 from ..fmap import FeatureMap, Storage
 from ...core.memo import Memo
-from ..memory import ADDR_MASK, PAGE_BITS, Channel, DataPort, Memory
+from ..memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, DataPort, Memory
 from ..pmu import Pmu, beats, summarise
 from . import common as _common
 from . import conv as _conv
@@ -338,21 +338,44 @@ class _Plan:
 
 
 # ---------------------------------------------------------------------------- operands
+def _page_view(mem, alo: int, n: int, dt):
+    """(page array, its bytes [alo, alo + n) as dtype dt) when they lie in one written page,
+    else (None, None).  The view stays valid while mem.page() returns the same array."""
+    off = alo & (PAGE_SIZE - 1)
+    if off + n > PAGE_SIZE:
+        return None, None
+    page = mem.page(alo >> PAGE_BITS)
+    if page is None:
+        return None, None
+    return page, page[off:off + n].view(dt)
+
+
 class _MemSrc:
     """An operand read from memory: the absolute span [alo, alo + n), its raw values as
-    ``dt`` at element indices ``idx`` (None: the whole span in order), shaped ``shape``."""
-    __slots__ = ("alo", "n", "dt", "idx", "shape", "fifo", "count")
+    ``dt`` at element indices ``idx`` (None: the whole span in order), shaped ``shape``.
+    A span inside one page is read through a read-only view of that page, kept while the
+    memory holds the same page array."""
+    __slots__ = ("alo", "n", "dt", "idx", "shape", "fifo", "count", "page", "pno", "cached")
 
     def __init__(self, alo, n, dt, idx, shape):
         self.alo, self.n, self.dt, self.idx, self.shape = alo, n, dt, idx, shape
         self.fifo = None
         self.count = 0
+        self.page = self.cached = None
+        self.pno = alo >> PAGE_BITS
 
     def get(self, mem, st):
-        v = mem.view(self.alo, self.n).view(self.dt)
-        if self.idx is None:
-            return v.reshape(self.shape)
-        return v[self.idx]
+        page = self.page
+        if page is not None and mem.page(self.pno) is page:
+            return self.cached
+        page, v = _page_view(mem, self.alo, self.n, self.dt)
+        if page is None:
+            v = mem.read_array(self.alo, self.n).view(self.dt)
+        v = v.reshape(self.shape) if self.idx is None else v[self.idx]
+        if page is not None and self.idx is None:
+            v.flags.writeable = False
+            self.page, self.cached = page, v
+        return v
 
 
 class _FifoSrc:
@@ -392,7 +415,7 @@ class _FifoSrc:
                 if not need:
                     break
             v = np.concatenate(parts)
-        if v.size and (int(v.min()) < self.lo or int(v.max()) > self.hi):
+        if v.size and (int(_MIN(v)) < self.lo or int(_MAX(v)) > self.hi):
             return None
         return v.reshape(self.shape)
 
@@ -400,14 +423,27 @@ class _FifoSrc:
 class _MemDst:
     """The OFM written to memory: values (the OFM type) to the absolute span [alo, alo + n),
     element i at element index ``idx[i]`` of the span (None: the span in order), the
-    bytes between elements kept (read back and written unchanged)."""
-    __slots__ = ("alo", "n", "idx", "udt")
+    bytes between elements kept (read back and written unchanged).  A span inside one
+    page is written through a view of that page (as ``udt``), kept while the memory holds
+    the same page array."""
+    __slots__ = ("alo", "n", "idx", "udt", "page", "pno", "cached")
 
     def __init__(self, alo, n, idx, udt):
         self.alo, self.n, self.idx, self.udt = alo, n, idx, udt
+        self.page = self.cached = None
+        self.pno = alo >> PAGE_BITS
 
     def put(self, mem, st, out):
+        page = self.page
+        if page is not None and mem.page(self.pno) is page:
+            self.cached[...] = out.reshape(-1).view(self.udt)
+            return
         if self.idx is None:
+            page, v = _page_view(mem, self.alo, self.n, self.udt)
+            if page is not None and v.size * v.itemsize == self.n:
+                self.page, self.cached = page, v
+                v[...] = out.reshape(-1).view(self.udt)
+                return
             mem.store(self.alo, np.ascontiguousarray(out).reshape(-1).view(np.uint8))
             return
         buf = mem.read_array(self.alo, self.n)
@@ -416,14 +452,18 @@ class _MemDst:
 
 
 class _FifoDst:
-    """The OFM pushed into chaining FIFO ``fifo`` (as write_chaining_fifo: int64 values)."""
+    """The OFM pushed into chaining FIFO ``fifo`` (as write_chaining_fifo: int64 values;
+    the FIFO number was checked when the plan was built)."""
     __slots__ = ("fifo",)
 
     def __init__(self, fifo):
         self.fifo = fifo
 
     def put(self, mem, st, out):
-        st.write_chaining_fifo(self.fifo, out)
+        v = out.astype(np.int64).reshape(-1)                # (a copy)
+        if v.size:
+            st.fifo[self.fifo].append(v)
+            st.fifo_count[self.fifo] += v.size
 
 
 # ============================================================================ building
@@ -482,6 +522,7 @@ def _type_range(fm: FeatureMap) -> tuple[int, int]:
 
 
 _NO_PAIRS = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce          # (without ndarray.min's Python wrapper)
 
 
 def _pairs(pairs) -> tuple:
@@ -615,6 +656,8 @@ class _Prepared:
         if self.out_dt is None:
             return False
         if fm.storage == Storage.CHAINED:
+            if not 0 <= fm.region < _common.NUM_CHAINING_FIFO:
+                return False
             self.dst = _FifoDst(fm.region)
             return True
         if fm.storage == Storage.NONE:
@@ -1018,14 +1061,16 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
     op = {int(_M.add): np.add, int(_M.sub): np.subtract, int(_M.min): np.minimum,
           int(_M.max): np.maximum}.get(mode)
     i64 = np.int64
+    if not mul:
+        la = _lookup(ta, oa, _value_dtype(ctx.ifm))          # ta[raw - oa]
+        lb = _lookup(tb, ob, _value_dtype(ctx.ifm2))
 
     def compute(vals):
         if mul:
             acc = np.subtract(vals[0], zpa, dtype=i64)
             acc *= np.subtract(vals[1], zpb, dtype=i64)
         else:
-            acc = op(ta[np.subtract(vals[0], oa, dtype=np.intp)], tb[np.subtract(vals[1], ob, dtype=np.intp)],
-                     dtype=i64)
+            acc = op(la(vals), lb(vals[1:]), dtype=i64)
         return stage(acc)
 
     # spot checks against the ordinary evaluation: the domain corners and random values
@@ -1100,6 +1145,9 @@ def _output_stage(ctx, lo: int, hi: int):
     diff = rn - rp
     i64 = np.int64
     sh, sc, zpv = i64(shift), i64(scale), i64(zp)
+    clip = _common.clip_ufunc
+    if clo is not None:
+        clo, chi = i64(clo), i64(chi)
 
     def stage(acc):
         p = acc * sc
@@ -1113,11 +1161,11 @@ def _output_stage(ctx, lo: int, hi: int):
         p >>= sh
         p += zpv
         if table is not None:
-            np.clip(p, clo, chi, out=p)
+            clip(p, clo, chi, out=p)
             p -= clo
             return table[p]
         if clo is not None:
-            np.clip(p, clo, chi, out=p)
+            clip(p, clo, chi, out=p)
         return p.astype(odt)                              # truncate(): the low bits
 
     rng = np.random.default_rng(_SEED)
@@ -1174,9 +1222,25 @@ def _pool_compute(ctx, mode):
         v = ctx.rescale(acc, _common.RESCALE_NORMAL)
     table = _truncated(ctx.activation(v), ctx.ofm).reshape(-1)
     table.setflags(write=False)
+    return _lookup(table, lo, _value_dtype(ctx.ifm))
+
+
+def _lookup(table: np.ndarray, lo: int, dt: np.dtype):
+    """compute(vals) = table[vals[0] - lo] for a table over every value of type dt from lo
+    up: operands of type dt index a rotated copy through their unsigned view (no
+    subtraction); others (FIFO values, int64) take the subtraction."""
+    bits = 8 * dt.itemsize
+    full = table.size == 1 << bits and lo == (-(1 << (bits - 1)) if dt.kind == "i" else 0)
+    if full:
+        udt = np.dtype(f"<u{dt.itemsize}")
+        rolled = np.roll(table, lo and 1 << (bits - 1))   # rolled[v & mask] = table[v - lo]
+        rolled.setflags(write=False)
 
     def compute(vals):
-        return table[np.subtract(vals[0], lo, dtype=np.intp)]
+        v = vals[0]
+        if full and v.dtype == dt:
+            return rolled[v.view(udt)]
+        return table[np.subtract(v, lo, dtype=np.intp)]
     return compute
 
 
