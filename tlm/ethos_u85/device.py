@@ -69,7 +69,8 @@ _SET_RUNS = Memo(1 << 14)
 # cycles per command); replayed only after the stream bytes it fetches compare equal.
 _SEGMENTS = Memo(1 << 14)
 _SEGMENT_MAX_COMMANDS = 4096
-_FETCH_SIGS = Memo(1 << 12)          # fetch signature -> small int (segment keys stay cheap)
+_FETCH_SIGS = Memo(1 << 12)
+_ROUTES = Memo(1 << 12)              # RegionRoute.from_mem_attr arguments -> the route          # fetch signature -> small int (segment keys stay cheap)
 
 
 class _Segment:
@@ -122,7 +123,7 @@ class _Trace:
     stream bytes its fetches read ((address, bytes), merged); `n` its commands; `work_last`
     the work units before its last command; `ftok` the fault-list token its fetches were
     found fault free for."""
-    __slots__ = ("steps", "blocks", "n", "work_last", "ftok")
+    __slots__ = ("steps", "blocks", "n", "work_last", "ftok", "chunks")
 
 
 def _buffered(buf, off: int) -> "int | None":
@@ -276,6 +277,8 @@ class Device:
         self.kernel_ops = KERNEL_OPS if kernel_ops is None else kernel_ops
         self.op_fields: dict = {}        # payload fields of the NPU_OP being executed
         self.events: deque = deque(maxlen=self.policy.max_events)   # (event, details), newest last
+        # hooks: callables (event, details); one with a true attribute `passive` only records
+        # (it reads and changes nothing of the device while the run goes on)
         self.hooks: list = []
         self.log_events = True
         self.cycle = 0
@@ -726,10 +729,12 @@ class Device:
 
     # ================================================================== routing
     def _attr_route(self, attr_index: int, base: int) -> RegionRoute:
-        return RegionRoute.from_mem_attr(self.mem_attr(attr_index & 3), base, self.prot_word,
-                                         (self.cfg_sram_hash0, self.cfg_sram_hash1),
-                                         self.cfg_ext_hash0, self.config.sram_ports,
-                                         self.config.ext_ports)
+        key = (self.mem_attr(attr_index & 3), base, self.prot_word, self.cfg_sram_hash0, self.cfg_sram_hash1,
+               self.cfg_ext_hash0, self.config.sram_ports, self.config.ext_ports)
+        r = _ROUTES.get(key)
+        if r is None:                                 # (a RegionRoute is frozen: shared)
+            r = _ROUTES.put(key, RegionRoute.from_mem_attr(key[0], base, key[2], key[3:5], *key[5:]))
+        return r
 
     def route(self, region: int) -> RegionRoute:
         """Region n -> BASEP[n], MEM_ATTR[REGIONCFG.region<n>] (TRM 3.3.1.13-14, 3.3.2, 2.3.3);
@@ -1158,6 +1163,25 @@ class Device:
         tr.n = steps
         tr.work_last = sum(s[0].work + s[7] for s in rec) - (rec[-1][7] if rec[-1][1] is not None else 0)
         tr.ftok = None
+        # PMU totals per chunk: the steps from the start or an ordinary step's successor up
+        # to the next ordinary step's segment (or the end): start -> (steps, last pend entry,
+        # cycles, increments), as _play_steps defers them when nothing declines
+        tr.chunks = {}
+        start, cycles, total = 0, 0, Counter()
+        for j, st in enumerate(rec):
+            seg, kind = st[0], st[4]
+            if seg.n:
+                cycles += seg.cycles
+                for k, v in seg.summary:
+                    total[k] += v
+            if kind not in (_T_END, _T_ORDINARY):
+                cycles += st[6]
+                for k, v in st[9]:
+                    total[k] += v
+            if kind == _T_ORDINARY or j == len(rec) - 1:
+                last = j if kind not in (_T_END, _T_ORDINARY) else ~j
+                tr.chunks[start] = (j + 1 - start, last, cycles, tuple(total.items()))
+                start, cycles, total = j + 1, 0, Counter()
         _TRACES.put(key, tr)
 
     def _play(self, tr: _Trace, budget: int, work_budget: "int | None") -> "int | None":
@@ -1176,6 +1200,37 @@ class Device:
         for lo, data in tr.blocks:
             if not mem.equals(lo, data):
                 return None
+        # PMU totals: while every hook only observes (``passive``) nothing can read them or
+        # start a counter before the replay ends, so the planned steps' totals are added
+        # once at the end (_flush_tallies; before any step that runs the ordinary way)
+        pend = [] if all(getattr(h, "passive", False) for h in self.hooks) else None
+        try:
+            return self._play_steps(tr, mem, pend)
+        finally:
+            if pend:
+                self._flush_tallies(tr, pend)
+
+    def _flush_tallies(self, tr: _Trace, pend: list) -> None:
+        """Add the deferred PMU totals of replayed steps (indices into tr.steps in order: ~i
+        for a step whose segment only was replayed, i for segment and planned operation):
+        a whole chunk (see _store_trace) at once, else step by step."""
+        pmu = self.pmu
+        first = pend[0] if pend[0] >= 0 else ~pend[0]
+        c = tr.chunks.get(first)
+        if c is not None and len(pend) == c[0] and pend[-1] == c[1] and pmu.totals_only:
+            pmu.tally(c[2], True, (), c[3])
+        else:
+            steps = tr.steps
+            for i in pend:
+                st = steps[i if i >= 0 else ~i]
+                seg = st[0]
+                if seg.n:
+                    pmu.tally(seg.cycles, True, seg.txns, seg.summary)
+                if i >= 0:
+                    pmu.tally(st[6], True, st[8], st[9])
+        pend.clear()
+
+    def _play_steps(self, tr: _Trace, mem, pend: "list | None") -> int:
         log = mem.log if mem.log_enabled else None
         raw = self.rf._raw
         counts = self.op_counts
@@ -1184,7 +1239,9 @@ class Device:
         stats = _plans.STATS
         done = 0
         listeners = mem.listeners
+        i = -1
         for seg, d, snap, plan, kind, nxt, cyc, wk, txns, summary in tr.steps:
+            i += 1
             if len(listeners) != 1:                # a hook added a listener: command by command
                 return done
             if seg.n:
@@ -1193,15 +1250,21 @@ class Device:
                 self.qread = seg.end
                 self.cycle += seg.cycles
                 self.work += seg.work
-                pmu.tally(seg.cycles, True, seg.txns, seg.summary)
+                if pend is None:
+                    pmu.tally(seg.cycles, True, seg.txns, seg.summary)
                 if seg.txns:
                     if log is not None:
                         log.extend(seg.txns)
                     self._fetch_buf = seg.buf
                 done += seg.n
             if kind == _T_END:
+                if pend is not None:
+                    pend.append(~i)
                 continue
             if kind == _T_ORDINARY:
+                if pend is not None:
+                    pend.append(~i)
+                    self._flush_tallies(tr, pend)
                 self._snap = snap
                 self._exec_one(d, seg)
                 done += 1
@@ -1227,6 +1290,9 @@ class Device:
                     self.op_fields = dict(d.fields)
                 if len(listeners) != 1 or not plan.exec(self):    # (a hook added a listener) or
                     # declined: the ordinary op, in a command of its own
+                    if pend is not None:
+                        pend.append(~i)
+                        self._flush_tallies(tr, pend)
                     self._command_after_event(name, d, snap, off, nxt, seg, kind)
                     done += 1
                     self._update_irq()
@@ -1237,7 +1303,10 @@ class Device:
                 stats[name, "planned"] += 1
             self.cycle += cyc
             self.work += wk
-            pmu.tally(cyc, True, txns, summary)
+            if pend is None:
+                pmu.tally(cyc, True, txns, summary)
+            else:
+                pend.append(i)
             done += 1
         return done
 

@@ -334,6 +334,7 @@ class _Watch:
     """Device hook: remembers the events that explain how a run ended, and counts the
     UNPREDICTABLE and model-limit events by kind (event, offset's command, what)."""
     KEEP = ("op_unimplemented", "internal_error", "model_limit", "fault", "unpredictable")
+    passive = True                       # only records (Device.hooks)
     WARN = ("unpredictable", "model_limit")
     MAX_DETAILS = 1000
 
