@@ -123,7 +123,7 @@ class _Trace:
     stream bytes its fetches read ((address, bytes), merged); `n` its commands; `work_last`
     the work units before its last command; `ftok` the fault-list token its fetches were
     found fault free for."""
-    __slots__ = ("steps", "blocks", "n", "work_last", "ftok", "chunks")
+    __slots__ = ("steps", "blocks", "n", "work_last", "ftok", "chunks", "checks", "prechecked")
 
 
 def _buffered(buf, off: int) -> "int | None":
@@ -1146,6 +1146,7 @@ class Device:
                 merged[-1] = (plo, pdata[:cut] + data if cut + len(data) > len(pdata) else pdata)
             else:
                 merged.append((lo, data))
+        writes = []
         for step in rec:                           # writes stay out of the stream
             plan, kind = step[3], step[4]
             if plan is not None:
@@ -1157,7 +1158,22 @@ class Device:
             for wlo, whi in spans:
                 if any(wlo < lo + len(data) and lo < whi for lo, data in merged):
                     return
+            writes += spans
+        # the planned operations' stream checks (weights, scale/bias) that no write of the
+        # trace can touch: compared once when a replay starts (each distinct block once)
+        checks: dict = {}
+        pre = set()
+        for i, step in enumerate(rec):
+            plan = step[3]
+            if plan is None or not plan.checks:
+                continue
+            if all(not (wlo < a + len(b) and a < whi) for a, b in plan.checks for wlo, whi in writes):
+                pre.add(i)
+                for a, b in plan.checks:
+                    checks[a, b] = None
         tr = _Trace()
+        tr.checks = tuple(checks)
+        tr.prechecked = frozenset(pre)
         tr.steps = tuple(rec)
         tr.blocks = tuple(merged)
         tr.n = steps
@@ -1203,9 +1219,12 @@ class Device:
         # PMU totals: while every hook only observes (``passive``) nothing can read them or
         # start a counter before the replay ends, so the planned steps' totals are added
         # once at the end (_flush_tallies; before any step that runs the ordinary way)
-        pend = [] if all(getattr(h, "passive", False) for h in self.hooks) else None
+        passive = all(getattr(h, "passive", False) for h in self.hooks)
+        pend = [] if passive else None
+        # the operations' stream checks made here (no hook can write memory meanwhile)
+        pre = tr.prechecked if passive and all(mem.equals(a, b) for a, b in tr.checks) else ()
         try:
-            return self._play_steps(tr, mem, pend)
+            return self._play_steps(tr, mem, pend, pre)
         finally:
             if pend:
                 self._flush_tallies(tr, pend)
@@ -1230,7 +1249,7 @@ class Device:
                     pmu.tally(st[6], True, st[8], st[9])
         pend.clear()
 
-    def _play_steps(self, tr: _Trace, mem, pend: "list | None") -> int:
+    def _play_steps(self, tr: _Trace, mem, pend: "list | None", pre) -> int:
         log = mem.log if mem.log_enabled else None
         raw = self.rf._raw
         counts = self.op_counts
@@ -1288,7 +1307,7 @@ class Device:
                 if kind == _T_KERNEL:
                     self._snap = None
                     self.op_fields = dict(d.fields)
-                if len(listeners) != 1 or not plan.exec(self):    # (a hook added a listener) or
+                if len(listeners) != 1 or not plan.exec(self, i in pre):    # (a hook added a listener) or
                     # declined: the ordinary op, in a command of its own
                     if pend is not None:
                         pend.append(~i)
