@@ -1151,21 +1151,35 @@ def _output_stage(ctx, lo: int, hi: int):
     if clo is not None:
         clo, chi = i64(clo), i64(chi)
 
+    # the rounding term, the zero point and (table) the clamp's low end in one constant:
+    # (x + k * 2**shift) >> shift == (x >> shift) + k, when nothing can overflow int64
+    off = zp - (int(clo) if table is not None else 0)
+    C = rp + (off << shift)
+    folded = max(abs(lo), abs(hi)) * scale + abs(diff) + abs(C) < (1 << 63)
+    Cv = i64(C) if folded else None
+    top = i64(int(chi) - int(clo)) if table is not None else None
+
     def stage(acc):
         p = acc * sc
         if diff:
             q = p >> 63                                   # -1 where the product < 0
             q &= diff
-            p += rp
             p += q
-        elif rp:
-            p += rp
-        p >>= sh
-        p += zpv
-        if table is not None:
-            clip(p, clo, chi, out=p)
-            p -= clo
-            return table[p]
+        if folded:
+            p += Cv
+            p >>= sh                                      # = rescale + zp (- clo with a table)
+            if table is not None:
+                clip(p, 0, top, out=p)
+                return table[p]
+        else:
+            if rp:
+                p += rp
+            p >>= sh
+            p += zpv
+            if table is not None:
+                clip(p, clo, chi, out=p)
+                p -= clo
+                return table[p]
         if clo is not None:
             clip(p, clo, chi, out=p)
         return p.astype(odt)                              # truncate(): the low bits
