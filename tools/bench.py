@@ -17,8 +17,10 @@ side by side.
 Every network is measured the same way (class ``Net``): deterministic inputs over each
 input's full integer range (seed ``--seed``); LiteRT with the BUILTIN_REF op resolver (a
 first run, then at least 15 timed runs) and, for sections 1 and 2, LiteRT default (XNNPACK);
-the TLM (``tlm.ethos_u85.runner.run_model`` on the preloaded VelaModel: device, memory map, command
-stream, output read-back) once cold (the run that builds the operation plans), once more
+the TLM (``tlm.ethos_u85.runner.Session(vm, config).run``: run_model's run on the preloaded
+VelaModel - a fresh device, the driver's register writes, the memory restored to its loaded
+contents, inputs, output read-back - with the checks, memory map and load done once, as
+LiteRT's interpreter is allocated once) once cold (the run that builds the operation plans), once more
 (the run that records the run trace), then ``--runs`` timed runs.  Medians of the timed runs
 give the ratios; wall and CPU time are both printed (CPU time is steadier on a busy host).
 Each line of the engine table also gives microseconds per NPU operation (the time per
