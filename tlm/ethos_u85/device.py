@@ -69,8 +69,8 @@ _SET_RUNS = Memo(1 << 14)
 # cycles per command); replayed only after the stream bytes it fetches compare equal.
 _SEGMENTS = Memo(1 << 14)
 _SEGMENT_MAX_COMMANDS = 4096
-_FETCH_SIGS = Memo(1 << 12)
-_ROUTES = Memo(1 << 12)              # RegionRoute.from_mem_attr arguments -> the route          # fetch signature -> small int (segment keys stay cheap)
+_FETCH_SIGS = Memo(1 << 12)          # fetch signature -> small int (segment keys stay cheap)
+_ROUTES = Memo(1 << 12)              # RegionRoute.from_mem_attr arguments -> the route (frozen: shared)
 
 
 class _Segment:
