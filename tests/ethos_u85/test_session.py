@@ -16,12 +16,20 @@ import os
 import numpy as np
 import pytest
 
-from tests.ethos_u85.test_warm_paths import CONFIG, LSTM, assert_same, fresh, load, observe  # noqa: F401
-from tlm.ethos_u85 import runner
+from tests.ethos_u85.test_warm_paths import CONFIG, LSTM, assert_same, load, observe
+from tlm.ethos_u85 import device, runner
 from tlm.ethos_u85.memory import Memory, Resp
 from tlm.core.memory import PAGE_SIZE
 
 SEED = int(os.environ.get("TLM_TEST_SEED", "20261126"))
+
+
+@pytest.fixture
+def fresh():
+    """Each test starts without plans, segments or traces from earlier tests."""
+    device.clear_warm_caches()
+    yield
+    device.clear_warm_caches()
 
 
 def random_inputs(vm, seed):
