@@ -17,8 +17,10 @@ side by side.
 Every network is measured the same way (class ``Net``): deterministic inputs over each
 input's full integer range (seed ``--seed``); LiteRT with the BUILTIN_REF op resolver (a
 first run, then at least 15 timed runs) and, for sections 1 and 2, LiteRT default (XNNPACK);
-the TLM (``tlm.ethos_u85.runner.run_model`` on the preloaded VelaModel: device, memory map, command
-stream, output read-back) once cold (the run that builds the operation plans), once more
+the TLM (``tlm.ethos_u85.runner.Session(vm, config).run``: run_model's run on the preloaded
+VelaModel - a fresh device, the driver's register writes, the memory restored to its loaded
+contents, inputs, output read-back - with the checks, memory map and load done once, as
+LiteRT's interpreter is allocated once) once cold (the run that builds the operation plans), once more
 (the run that records the run trace), then ``--runs`` timed runs.  Medians of the timed runs
 give the ratios; wall and CPU time are both printed (CPU time is steadier on a busy host).
 Each line of the engine table also gives microseconds per NPU operation (the time per
@@ -341,8 +343,10 @@ def tlm_runner(vm, tfl_inputs, config):
     RESHAPE into the input) - reshaped to them by element count."""
     from tlm.ethos_u85 import runner
 
+    session = runner.Session(vm, config)          # repeated inferences (run_model's run each)
+
     def once(inputs):
-        return runner.run_model(vm, inputs, config=config).outputs
+        return session.run(inputs).outputs
     try:
         once(tfl_inputs)
         return once, tfl_inputs
@@ -429,11 +433,8 @@ def clear_warm_caches() -> None:
     """Forget the TLM's operation plans, segments and run traces (tlm.ethos_u85.ops.plan,
     tlm.ethos_u85.device): the next run of a network is a cold run."""
     from tlm.ethos_u85 import device
-    from tlm.ethos_u85.ops import plan
 
-    plan.clear()
-    device._SEGMENTS.clear()
-    device._TRACES.clear()
+    device.clear_warm_caches()
 
 
 def print_net(net: Net, tfl_macs: "int | None" = None, per_type: str = "") -> None:
@@ -649,18 +650,13 @@ def fmt_ms3(s: float) -> str:
 
 def breakdown(vm, net: Net, args) -> None:
     """--breakdown: the ordinary path (no plans, segments or traces), per NPU op type."""
-    from tlm.ethos_u85 import device, runner
-    from tlm.ethos_u85.ops import plan
+    from tlm.ethos_u85 import runner
 
-    saved = plan.PLANS, device.SEGMENTS, device.TRACES
-    plan.PLANS = device.SEGMENTS = device.TRACES = False
     timer = OpTimer()
     inputs = tlm_runner(vm, tflite_inputs(nets_build(args.model), args.seed), args.config)[1]
-    try:
-        with timer:
-            _, times, _, _ = timed_runs(lambda: runner.run_model(vm, inputs, config=args.config), max(0, args.runs - 1))
-    finally:
-        plan.PLANS, device.SEGMENTS, device.TRACES = saved
+    with timer:
+        _, times, _, _ = timed_runs(lambda: runner.run_model(vm, inputs, config=args.config, warm_paths=False),
+                                    max(0, args.runs - 1))
     runs = len(times) + 1
     med = statistics.median(times) if times else 0.0
     rows = []

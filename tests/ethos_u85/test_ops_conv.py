@@ -139,11 +139,11 @@ def test_exact_matmul_k_split(monkeypatch):
     a = rng.integers(-255, 256, (13, 700))
     b = rng.integers(-255, 256, (700, 6))
     exp = (a.astype(object) @ b.astype(object)).astype(np.int64)
-    assert conv._float_plan(255, 255, 700)[1] < 700              # float32 in chunks of 258
+    assert conv.float_plan(255, 255, 700)[1] < 700              # float32 in chunks of 258
     assert np.array_equal(exact_matmul(a, b), exp)
     monkeypatch.setattr(conv, "_MIN_F32_CHUNK", 1 << 30)
     monkeypatch.setattr(conv, "_F64_EXACT", 255 * 255 * 50)
-    assert conv._float_plan(255, 255, 700) == (np.float64, 49)
+    assert conv.float_plan(255, 255, 700) == (np.float64, 49)
     assert np.array_equal(exact_matmul(a, b), exp)
     xp = rng.integers(-255, 256, (7, 8, 80))
     w = rng.integers(-255, 256, (5, 3, 3, 80))

@@ -478,13 +478,11 @@ def test_result_table_matches_direct(seed, monkeypatch):
     """The result-table path (tlm.ethos_u85.ops.elementwise._by_table, forced here on small blocks)
     gives the outputs and UNPREDICTABLE reports of the direct evaluation."""
     from tlm.ethos_u85.ops import elementwise as ew
-    from tlm.ethos_u85.ops import plan
 
     rng = np.random.default_rng(5000 + seed)
     bb, mode = _random_case(rng)
-    monkeypatch.setattr(plan, "PLANS", False)           # the ordinary path on the second run too
     monkeypatch.setattr(ew, "_TABLE_MAX", 0)
-    direct = run_ew(bb, mode)
+    direct = run_ew(bb, mode, plans=False)              # the ordinary path
     out_direct = bb.output(direct)
     monkeypatch.setattr(ew, "_TABLE_MAX", 1 << 17)
     monkeypatch.setattr(ew, "_TABLE_MIN_ELEMENTS", 0)
@@ -497,7 +495,7 @@ def test_result_table_matches_direct(seed, monkeypatch):
 
     monkeypatch.setattr(ew, "_by_table", counted)
     for _ in range(2):                                  # builds the table, then uses it
-        table = run_ew(bb, mode)
+        table = run_ew(bb, mode, plans=False)           # (a plan would bypass the ordinary op)
         assert unpredictable(table) == unpredictable(direct), MODES[mode]
         assert np.array_equal(bb.output(table), out_direct), (seed, MODES[mode])
     TABLE_USES[seed] = any(used)

@@ -2,11 +2,13 @@
 
 Three layers make a run that repeats cheap (module docs: tlm.ethos_u85.device, tlm.ethos_u85.ops.plan):
 
-* segments (``tlm.ethos_u85.device.SEGMENTS``): a run of NPU_SET commands and its command fetches
+* segments (``Device(segments=)``): a run of NPU_SET commands and its command fetches
   replayed at once;
-* operation plans (``tlm.ethos_u85.ops.plan.PLANS``): kernel ops and DMA built from a recorded
-  ordinary run and replayed with their data checks;
-* run traces (``tlm.ethos_u85.device.TRACES``): a whole run replayed as its segments and operations.
+* operation plans (``Device(plans=)``): kernel ops and DMA built from a recorded ordinary run
+  and replayed with their data checks;
+* run traces (``Device(traces=)``): a whole run replayed as its segments and operations.
+
+``runner.run_model(..., warm_paths=False)`` turns all three off (the ordinary path).
 
 They must be invisible.  Every network here runs once the ordinary way (all three off) and
 three times with them on (the cold run that builds plans, the run that records the trace,
@@ -93,23 +95,13 @@ def load(name):
     return _shared(name) if name in SHARED else _catalog(name)
 
 
-# ---------------------------------------------------------------------------- switches
-def set_warm(monkeypatch, on: bool) -> None:
-    monkeypatch.setattr(device, "SEGMENTS", on)
-    monkeypatch.setattr(device, "TRACES", on)
-    monkeypatch.setattr(plan, "PLANS", on)
-
-
+# ---------------------------------------------------------------------------- caches
 @pytest.fixture
 def fresh():
     """Each test starts without plans, segments or traces from earlier tests."""
-    plan.clear()
-    device._SEGMENTS.clear()
-    device._TRACES.clear()
+    device.clear_warm_caches()
     yield
-    plan.clear()
-    device._SEGMENTS.clear()
-    device._TRACES.clear()
+    device.clear_warm_caches()
 
 
 @pytest.fixture
@@ -161,16 +153,11 @@ def assert_same(got: dict, want: dict, what: str) -> None:
 
 
 def ordinary(monkeypatch, vm, inputs, **kw) -> dict:
-    set_warm(monkeypatch, False)
-    try:
-        return run(vm, inputs, **kw)
-    finally:
-        set_warm(monkeypatch, True)
+    return run(vm, inputs, warm_paths=False, **kw)
 
 
 def warm_up(monkeypatch, vm, inputs, want=None, runs=3, **kw):
     """Run *runs* times with the warm paths on, each equal to the ordinary run."""
-    set_warm(monkeypatch, True)
     for i in range(runs):
         got = run(vm, inputs, **kw)
         if want is not None:
@@ -185,7 +172,7 @@ def test_network_warm_runs_equal_ordinary(monkeypatch, fresh, plays, name):
     want = ordinary(monkeypatch, vm, inputs)
     warm_up(monkeypatch, vm, inputs, want)
     assert plays and plays[-1] == want["stop"].steps, f"the last run did not replay a whole trace: {plays}"
-    planned = sum(1 for p in plan._PLANS.values() if p is not None)
+    planned = plan.plan_count()
     declined = [k for k, n in plan.STATS.items() if k[0] == "no plan"]
     assert planned or declined, "no operation got a plan, and none was declined: nothing was tried"
 
@@ -225,11 +212,7 @@ LSTM = "tflm_micro_speech_lstm"
 
 def _lut_offset(monkeypatch, vm, inputs) -> "int | None":
     """Where the read-only data holds a LUT table the run loads (its first 64 bytes)."""
-    set_warm(monkeypatch, False)
-    try:
-        r = runner.run_model(vm, inputs, config=CONFIG)
-    finally:
-        set_warm(monkeypatch, True)
+    r = runner.run_model(vm, inputs, config=CONFIG, warm_paths=False)
     lut = r.device.lut.tobytes()
     k = next((i for i in range(0, len(lut), 64) if any(lut[i:i + 64])), None)
     return None if k is None else bytes(vm.read_only).find(lut[k:k + 64])
@@ -448,6 +431,6 @@ def test_policy_change_runs_as_the_ordinary_path(monkeypatch, fresh):
     assert want.get("error", (None,))[0] == "model_limit", want.get("error")
     assert_same(run(vm, inputs, policy=tight), want, "tight Policy")
     d = device.Device(CONFIG)
-    before = plan._env(d), d._fetch_sig()
+    before = plan.env_token(d), d._fetch_sig()
     d.policy = Policy().replace(cycles_per_command=3)
-    assert plan._env(d) is not before[0] and d._fetch_sig() is not before[1]
+    assert plan.env_token(d) is not before[0] and d._fetch_sig() is not before[1]

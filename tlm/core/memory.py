@@ -438,6 +438,11 @@ class Memory:
         """Pages of PAGE_SIZE bytes the sparse store holds (every page ever written)."""
         return len(self._pages)
 
+    def page(self, index: int) -> "np.ndarray | None":
+        """The live array of page *index* (address >> PAGE_BITS), None if never written: the
+        warm paths keep views of it (a page array stays the same object until load_pages)."""
+        return self._pages.get(index)
+
     def page_items(self):
         """(page index, page array) of every stored page: the live arrays, not to be modified."""
         return self._pages.items()
@@ -451,6 +456,20 @@ class Memory:
         copied). Faults, log and listeners are kept."""
         items = pages.items() if isinstance(pages, dict) else pages
         self._pages = {k: np.array(v, np.uint8, copy=True) for k, v in items}
+
+    def restore_pages(self, pages: dict) -> None:
+        """Make the contents those of *pages* (a ``copy_pages()`` result, not modified) in
+        place: a page both hold keeps its array (views of it stay valid), pages *pages*
+        lacks are dropped.  Faults, log and listeners are kept."""
+        own = self._pages
+        for k in [k for k in own if k not in pages]:
+            del own[k]
+        for k, v in pages.items():
+            p = own.get(k)
+            if p is None:
+                own[k] = v.copy()
+            else:
+                np.copyto(p, v)
 
     # ---- fault injection -------------------------------------------------------------
     def inject_fault(self, lo: int, hi: int, resp: Resp | str = Resp.SLVERR, kind: str = "rw") -> Fault:

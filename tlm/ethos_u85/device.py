@@ -70,7 +70,7 @@ _SET_RUNS = Memo(1 << 14)
 _SEGMENTS = Memo(1 << 14)
 _SEGMENT_MAX_COMMANDS = 4096
 _FETCH_SIGS = Memo(1 << 12)          # fetch signature -> small int (segment keys stay cheap)
-SEGMENTS = True                      # test switch: False runs every command through the loop
+_ROUTES = Memo(1 << 12)              # RegionRoute.from_mem_attr arguments -> the route (frozen: shared)
 
 
 class _Segment:
@@ -106,9 +106,15 @@ class _DryMemory:
 # environment, the op implementations); replayed only after the command-stream bytes it
 # fetches compare equal, and each planned operation still checks its own data.
 _TRACES = Memo(64)
-TRACES = True                        # test switch: False replays segments one at a time
 _T_KERNEL, _T_DMA, _T_WAIT, _T_ORDINARY, _T_END = range(5)
 _WAITS = ("NPU_OP_KERNEL_WAIT", "NPU_OP_DMA_WAIT")
+
+
+def clear_warm_caches() -> None:
+    """Forget every segment, run trace and operation plan (the next run is a cold run)."""
+    _SEGMENTS.clear()
+    _TRACES.clear()
+    _plans.clear()
 
 
 class _Trace:
@@ -117,7 +123,7 @@ class _Trace:
     stream bytes its fetches read ((address, bytes), merged); `n` its commands; `work_last`
     the work units before its last command; `ftok` the fault-list token its fetches were
     found fault free for."""
-    __slots__ = ("steps", "blocks", "n", "work_last", "ftok")
+    __slots__ = ("steps", "blocks", "n", "work_last", "ftok", "chunks", "checks", "prechecked")
 
 
 def _buffered(buf, off: int) -> "int | None":
@@ -239,15 +245,15 @@ class _TxnSink:
         d = self.dev
         if d._executing:
             if txn.write and not txn.resp:
-                d._note_pages(range(txn.addr >> PAGE_BITS, ((txn.addr + txn.length - 1) >> PAGE_BITS) + 1))
-            d._txns.append(txn)
+                d.note_pages(range(txn.addr >> PAGE_BITS, ((txn.addr + txn.length - 1) >> PAGE_BITS) + 1))
+            d.command_txns.append(txn)
 
     def on_batch(self, batch) -> None:
         d = self.dev
         if d._executing:
             if batch.write:
-                d._note_pages(batch.pages())            # memoised per batch
-            d._txns.append(batch)
+                d.note_pages(batch.pages())            # memoised per batch
+            d.command_txns.append(batch)
 
 
 class Device:
@@ -255,8 +261,13 @@ class Device:
 
     def __init__(self, config: "str | int | NpuConfig" = "ethos-u85-256", memory: "Memory | None" = None,
                  pins: "Pins | Mapping[str, int] | None" = None, policy: "Policy | None" = None,
-                 kernel_ops: "Mapping | None" = None, settle: bool = False, reference_paths: bool = False):
+                 kernel_ops: "Mapping | None" = None, settle: bool = False, reference_paths: bool = False,
+                 segments: bool = True, plans: bool = True, traces: bool = True):
         self.config = get_config(config)
+        # the warm paths (docs/architecture.md "Warm paths"), each bit-identical to the
+        # command-by-command path: segments (NPU_SET runs at once), operation plans
+        # (tlm.ethos_u85.ops.plan) and run traces (a whole run replayed; needs the other two)
+        self.segments, self.plans, self.traces = bool(segments), bool(plans), bool(traces)
         # reference_paths: the ops take their literal reference paths (fmap's gather/scatter);
         # with a Memory(batching=False) the tests compare them with the fast paths
         self.reference_paths = bool(reference_paths)
@@ -266,6 +277,8 @@ class Device:
         self.kernel_ops = KERNEL_OPS if kernel_ops is None else kernel_ops
         self.op_fields: dict = {}        # payload fields of the NPU_OP being executed
         self.events: deque = deque(maxlen=self.policy.max_events)   # (event, details), newest last
+        # hooks: callables (event, details); one with a true attribute `passive` only records
+        # (it reads and changes nothing of the device while the run goes on)
         self.hooks: list = []
         self.log_events = True
         self.cycle = 0
@@ -278,10 +291,10 @@ class Device:
         self.chain_length = 0            # g_chain_length, maintained by kernel ops
         self._irq_level = False
         self._executing = False
-        self._txns: list = []
-        self._route_cache: dict = {}
-        self._txn_sink = _TxnSink(self)
-        self.memory.listeners.append(self._txn_sink)
+        self.command_txns: list = []
+        self.route_cache: dict = {}
+        self.txn_sink = _TxnSink(self)
+        self.memory.listeners.append(self.txn_sink)
         self.reset()
         if settle:
             self.wait_reset()
@@ -314,7 +327,7 @@ class Device:
 
     def _on_txn(self, txn) -> None:
         if self._executing:
-            self._txns.append(txn)
+            self.command_txns.append(txn)
 
     # ================================================================== reset
     def _clear_state(self) -> None:
@@ -337,7 +350,7 @@ class Device:
         self.cond_status = 0
         self._store = {r.offset: (r.reset or 0) for r in R.iter_registers() if r.behaviour == "store"
                        and r.page in ("BASE", "BASE_POINTERS")}
-        self._route_cache = {}
+        self.route_cache = {}
         self.resume_ok = False
         self.stop_requested = False
         self.chain_length = 0
@@ -357,7 +370,7 @@ class Device:
         self.cfg_sram_hash0 = p.CFGSRAMHASH0 & hmask
         self.cfg_sram_hash1 = (p.CFGSRAMHASH1 & hmask) if self.config.sram_hash1_mirrors_pins else 0
         self.cfg_ext_hash0 = p.CFGEXTHASH0 & hmask
-        self._route_cache = {}
+        self.route_cache = {}
 
     def reset(self, wait: bool = False) -> None:
         """Hard reset (nRESET): clear everything, CPL/CSL from PORPL/PORSL, start the reset
@@ -670,7 +683,7 @@ class Device:
             self.pmu.write(off, data)
         elif off in self._store:
             self._store[off] = data & reg.write_mask
-            self._route_cache.clear()                # BASEP / REGIONCFG / MEM_ATTR / AXI_* may change
+            self.route_cache.clear()                # BASEP / REGIONCFG / MEM_ATTR / AXI_* may change
             if off in (QBASE_LO, QBASE_HI, QSIZE):
                 self.resume_ok = False
                 self._fetch_buf = None
@@ -716,10 +729,12 @@ class Device:
 
     # ================================================================== routing
     def _attr_route(self, attr_index: int, base: int) -> RegionRoute:
-        return RegionRoute.from_mem_attr(self.mem_attr(attr_index & 3), base, self.prot_word,
-                                         (self.cfg_sram_hash0, self.cfg_sram_hash1),
-                                         self.cfg_ext_hash0, self.config.sram_ports,
-                                         self.config.ext_ports)
+        key = (self.mem_attr(attr_index & 3), base, self.prot_word, self.cfg_sram_hash0, self.cfg_sram_hash1,
+               self.cfg_ext_hash0, self.config.sram_ports, self.config.ext_ports)
+        r = _ROUTES.get(key)
+        if r is None:                                 # (a RegionRoute is frozen: shared)
+            r = _ROUTES.put(key, RegionRoute.from_mem_attr(key[0], base, key[2], key[3:5], *key[5:]))
+        return r
 
     def route(self, region: int) -> RegionRoute:
         """Region n -> BASEP[n], MEM_ATTR[REGIONCFG.region<n>] (TRM 3.3.1.13-14, 3.3.2, 2.3.3);
@@ -728,14 +743,14 @@ class Device:
         Cached per (region, CPL, CSL); the cache is emptied by every write to the stored
         registers (BASEP, REGIONCFG, MEM_ATTR, ...), by reset and by a pin resample."""
         key = (region, self.cpl, self.csl)
-        r = self._route_cache.get(key)
+        r = self.route_cache.get(key)
         if r is not None:
             return r
         if not 0 <= int(region) < 8:
             raise Unpredictable(f"memory region {region} outside 0..7")
         r = self._attr_route((self.regioncfg >> (_REGION_BITS * region)) & ((1 << _REGION_BITS) - 1),
                              self.basep(region))
-        self._route_cache[key] = r
+        self.route_cache[key] = r
         return r
 
     def burst_boundary(self, interface: Interface) -> int:
@@ -766,9 +781,9 @@ class Device:
 
     def _fetch_route(self) -> RegionRoute:
         key = ("cmd", self.qconfig, self.cpl, self.csl)
-        r = self._route_cache.get(key)
+        r = self.route_cache.get(key)
         if r is None:
-            r = self._route_cache[key] = self._attr_route(self.qconfig, 0)
+            r = self.route_cache[key] = self._attr_route(self.qconfig, 0)
         return r
 
     def _fetch_block(self, off: int, port) -> tuple:
@@ -799,7 +814,7 @@ class Device:
         """A small int naming everything a segment's fetches depend on besides the stream
         bytes and QREAD (memoised in the route cache, which register writes and resets clear)."""
         key = ("fetch", self.cpl, self.csl)
-        e = self._route_cache.get(key)
+        e = self.route_cache.get(key)
         if e is not None and e[0] is self.policy:
             return e[1]
         r = self._fetch_route()
@@ -808,7 +823,7 @@ class Device:
         sid = _FETCH_SIGS.get(sig)
         if sid is None:
             sid = _FETCH_SIGS.put(sig, object())
-        self._route_cache[key] = (self.policy, sid)             # (a Policy assigned later: recomputed)
+        self.route_cache[key] = (self.policy, sid)             # (a Policy assigned later: recomputed)
         return sid
 
     def _segment(self) -> "_Segment | None":
@@ -985,10 +1000,10 @@ class Device:
         listeners = mem.listeners
         # segments need the plain front door with the device as its only listener (a bench
         # memory or listener sees every transaction as the loop makes it)
-        fast = (SEGMENTS and mem.batching and type(mem).access is Memory.access and listeners
-                and listeners[0] is self._txn_sink)
+        fast = (self.segments and mem.batching and type(mem).access is Memory.access and listeners
+                and listeners[0] is self.txn_sink)
         rec = tkey = None
-        if (fast and TRACES and _plans.PLANS and not self.reference_paths and not self.stop_requested
+        if (fast and self.traces and self.plans and not self.reference_paths and not self.stop_requested
                 and not (self.pmu.cnten and self.pmu.counting)):
             tkey = self._trace_key()
             tr = _TRACES.get(tkey)
@@ -1076,7 +1091,7 @@ class Device:
     def _trace_key(self) -> tuple:
         st = self.op_state
         return (self.qread, self._fetch_buf, self._fetch_sig(), tuple(self.rf._raw.values()), st.chain_length,
-                st.num_ifm, tuple(st.fifo_valid), tuple(st.fifo_count), _plans._env(self),
+                st.num_ifm, tuple(st.fifo_valid), tuple(st.fifo_count), _plans.env_token(self),
                 tuple(self.kernel_ops.items()), dma.dma_start)
 
     def _record(self, rec: list, seg: "_Segment", w0: int) -> bool:
@@ -1086,11 +1101,11 @@ class Device:
         d = seg.op
         name = d.cmd.name
         nxt = seg.end + d.size
-        if self._plan_built or not self.running and name != "NPU_OP_STOP":
+        if self.plan_built or not self.running and name != "NPU_OP_STOP":
             return False
         if self.running and self.qread != nxt:
             return False
-        plan = self._plan_done
+        plan = self.plan_done
         txns = seg.op_txns + (plan.txns if plan is not None else ())
         summary = Pmu.increments(summarise(txns))
         cpc = self.policy.cycles_per_command
@@ -1131,6 +1146,7 @@ class Device:
                 merged[-1] = (plo, pdata[:cut] + data if cut + len(data) > len(pdata) else pdata)
             else:
                 merged.append((lo, data))
+        writes = []
         for step in rec:                           # writes stay out of the stream
             plan, kind = step[3], step[4]
             if plan is not None:
@@ -1142,12 +1158,46 @@ class Device:
             for wlo, whi in spans:
                 if any(wlo < lo + len(data) and lo < whi for lo, data in merged):
                     return
+            writes += spans
+        # the planned operations' stream checks (weights, scale/bias) that no write of the
+        # trace can touch: compared once when a replay starts (each distinct block once)
+        checks: dict = {}
+        pre = set()
+        for i, step in enumerate(rec):
+            plan = step[3]
+            if plan is None or not plan.checks:
+                continue
+            if all(not (wlo < a + len(b) and a < whi) for a, b in plan.checks for wlo, whi in writes):
+                pre.add(i)
+                for a, b in plan.checks:
+                    checks[a, b] = None
         tr = _Trace()
+        tr.checks = tuple(checks)
+        tr.prechecked = frozenset(pre)
         tr.steps = tuple(rec)
         tr.blocks = tuple(merged)
         tr.n = steps
         tr.work_last = sum(s[0].work + s[7] for s in rec) - (rec[-1][7] if rec[-1][1] is not None else 0)
         tr.ftok = None
+        # PMU totals per chunk: the steps from the start or an ordinary step's successor up
+        # to the next ordinary step's segment (or the end): start -> (steps, last pend entry,
+        # cycles, increments), as _play_steps defers them when nothing declines
+        tr.chunks = {}
+        start, cycles, total = 0, 0, Counter()
+        for j, st in enumerate(rec):
+            seg, kind = st[0], st[4]
+            if seg.n:
+                cycles += seg.cycles
+                for k, v in seg.summary:
+                    total[k] += v
+            if kind not in (_T_END, _T_ORDINARY):
+                cycles += st[6]
+                for k, v in st[9]:
+                    total[k] += v
+            if kind == _T_ORDINARY or j == len(rec) - 1:
+                last = j if kind not in (_T_END, _T_ORDINARY) else ~j
+                tr.chunks[start] = (j + 1 - start, last, cycles, tuple(total.items()))
+                start, cycles, total = j + 1, 0, Counter()
         _TRACES.put(key, tr)
 
     def _play(self, tr: _Trace, budget: int, work_budget: "int | None") -> "int | None":
@@ -1166,6 +1216,40 @@ class Device:
         for lo, data in tr.blocks:
             if not mem.equals(lo, data):
                 return None
+        # PMU totals: while every hook only observes (``passive``) nothing can read them or
+        # start a counter before the replay ends, so the planned steps' totals are added
+        # once at the end (_flush_tallies; before any step that runs the ordinary way)
+        passive = all(getattr(h, "passive", False) for h in self.hooks)
+        pend = [] if passive else None
+        # the operations' stream checks made here (no hook can write memory meanwhile)
+        pre = tr.prechecked if passive and all(mem.equals(a, b) for a, b in tr.checks) else ()
+        try:
+            return self._play_steps(tr, mem, pend, pre)
+        finally:
+            if pend:
+                self._flush_tallies(tr, pend)
+
+    def _flush_tallies(self, tr: _Trace, pend: list) -> None:
+        """Add the deferred PMU totals of replayed steps (indices into tr.steps in order: ~i
+        for a step whose segment only was replayed, i for segment and planned operation):
+        a whole chunk (see _store_trace) at once, else step by step."""
+        pmu = self.pmu
+        first = pend[0] if pend[0] >= 0 else ~pend[0]
+        c = tr.chunks.get(first)
+        if c is not None and len(pend) == c[0] and pend[-1] == c[1] and pmu.totals_only:
+            pmu.tally(c[2], True, (), c[3])
+        else:
+            steps = tr.steps
+            for i in pend:
+                st = steps[i if i >= 0 else ~i]
+                seg = st[0]
+                if seg.n:
+                    pmu.tally(seg.cycles, True, seg.txns, seg.summary)
+                if i >= 0:
+                    pmu.tally(st[6], True, st[8], st[9])
+        pend.clear()
+
+    def _play_steps(self, tr: _Trace, mem, pend: "list | None", pre) -> int:
         log = mem.log if mem.log_enabled else None
         raw = self.rf._raw
         counts = self.op_counts
@@ -1174,7 +1258,9 @@ class Device:
         stats = _plans.STATS
         done = 0
         listeners = mem.listeners
+        i = -1
         for seg, d, snap, plan, kind, nxt, cyc, wk, txns, summary in tr.steps:
+            i += 1
             if len(listeners) != 1:                # a hook added a listener: command by command
                 return done
             if seg.n:
@@ -1183,15 +1269,21 @@ class Device:
                 self.qread = seg.end
                 self.cycle += seg.cycles
                 self.work += seg.work
-                pmu.tally(seg.cycles, True, seg.txns, seg.summary)
+                if pend is None:
+                    pmu.tally(seg.cycles, True, seg.txns, seg.summary)
                 if seg.txns:
                     if log is not None:
                         log.extend(seg.txns)
                     self._fetch_buf = seg.buf
                 done += seg.n
             if kind == _T_END:
+                if pend is not None:
+                    pend.append(~i)
                 continue
             if kind == _T_ORDINARY:
+                if pend is not None:
+                    pend.append(~i)
+                    self._flush_tallies(tr, pend)
                 self._snap = snap
                 self._exec_one(d, seg)
                 done += 1
@@ -1215,8 +1307,11 @@ class Device:
                 if kind == _T_KERNEL:
                     self._snap = None
                     self.op_fields = dict(d.fields)
-                if len(listeners) != 1 or not plan.exec(self):    # (a hook added a listener) or
+                if len(listeners) != 1 or not plan.exec(self, i in pre):    # (a hook added a listener) or
                     # declined: the ordinary op, in a command of its own
+                    if pend is not None:
+                        pend.append(~i)
+                        self._flush_tallies(tr, pend)
                     self._command_after_event(name, d, snap, off, nxt, seg, kind)
                     done += 1
                     self._update_irq()
@@ -1227,7 +1322,10 @@ class Device:
                 stats[name, "planned"] += 1
             self.cycle += cyc
             self.work += wk
-            pmu.tally(cyc, True, txns, summary)
+            if pend is None:
+                pmu.tally(cyc, True, txns, summary)
+            else:
+                pend.append(i)
             done += 1
         return done
 
@@ -1269,19 +1367,19 @@ class Device:
 
     def _begin_command(self, seg: "_Segment | None" = None, logged: bool = False) -> None:
         self._executing = True
-        self._txns = []
+        self.command_txns = []
         self._extra_cycles = 0
-        self._op_work = 0
+        self.command_work = 0
         self._pages_written = set()
         self._page_limit = None
         self._cur_next = None
         self._cur_op = None
-        self._plan_done = None
-        self._plan_built = False
+        self.plan_done = None
+        self.plan_built = False
         if seg is not None and seg.op_txns:
             # the fetches of the operation's words, checked with the segment: made (logged and
             # counted) as part of this command, as _fetch_word would make them
-            self._txns = list(seg.op_txns)
+            self.command_txns = list(seg.op_txns)
             if not logged and self.memory.log_enabled:
                 self.memory.log.extend(seg.op_txns)
             self._fetch_buf = seg.op_buf
@@ -1312,13 +1410,13 @@ class Device:
 
     def _end_command(self) -> None:
         self._executing = False
-        txns = self._last_txns = self._txns
-        if self._op_work is None:                        # a kernel op's OFM element-taps
-            self._op_work = kernel_work(*self._op_of)
+        txns = self._last_txns = self.command_txns
+        if self.command_work is None:                        # a kernel op's OFM element-taps
+            self.command_work = kernel_work(*self.op_of)
         cycles = self.policy.cycles_per_command + self._extra_cycles
-        work = 1 + self._op_work + 64 * len(self._pages_written)
+        work = 1 + self.command_work + 64 * len(self._pages_written)
         if txns:
-            self._txns = []
+            self.command_txns = []
             for t in txns:
                 tb = getattr(t, "total_beats", None)
                 if tb is not None:                       # a TxnBatch
@@ -1327,7 +1425,7 @@ class Device:
                 else:
                     cycles += beats(t.addr, t.length)
                     work += 1 + (t.length >> 6)
-        plan = self._plan_done
+        plan = self.plan_done
         if plan is not None:                             # a plan's transactions, summed once
             cycles += plan.beats
             work += plan.twork
@@ -1340,7 +1438,7 @@ class Device:
         else:
             self.pmu.advance(cycles, True, txns)
 
-    def _note_pages(self, written) -> None:
+    def note_pages(self, written) -> None:
         """Count the distinct memory pages (numbers *written*) the current command writes
         (work units); a kernel op beyond Policy.max_op_pages fails before the write that
         crosses it is made (raised from the memory's listener, ahead of the write)."""
@@ -1484,8 +1582,8 @@ class Device:
         self._fetch_buf = None
         self._snap = None                      # an op may change the state (chaining)
         self.op_fields = dict(d.fields)
-        self._op_work = None                   # kernel_work(snap, name), unless a plan knows it
-        self._op_of = (snap, name)
+        self.command_work = None                   # kernel_work(snap, name), unless a plan knows it
+        self.op_of = (snap, name)
         self._page_limit = self.policy.max_op_pages
         _plans.execute_kernel(self, name, d, snap, fn)
         self.qread = nxt

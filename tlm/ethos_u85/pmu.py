@@ -456,6 +456,12 @@ class Pmu:
             out += [(kt[0], n), (kt[1], nb)]
         return tuple(out)
 
+    @property
+    def totals_only(self) -> bool:
+        """True while a batch changes only the model-wide totals (no counter counts, no
+        event pending): what ``tally`` relies on to skip the transactions."""
+        return not self._pending_extra and not (self.cnten and self.counting)
+
     def tally(self, cycles: int, running: bool, txns, increments: tuple) -> "Batch | None":
         """advance() for transactions whose totals (``increments(summarise(txns))``) the
         caller already has (a replayed segment or operation plan): while no counter counts

@@ -62,7 +62,7 @@ from .vela import (
 )
 
 __all__ = ["RunError", "RunResult", "RunWarning", "DriverConfig", "DRIVER_DEFAULTS", "Area", "MemoryMap",
-           "resolve_config", "config_warning", "check_inputs", "plan_memory", "run_model"]
+           "resolve_config", "config_warning", "check_inputs", "plan_memory", "run_model", "Session"]
 
 NUM_REGIONS = 8
 AREA_NAMES = {REGION_READ_ONLY: "read_only", REGION_SCRATCH: "scratch",
@@ -334,6 +334,7 @@ class _Watch:
     """Device hook: remembers the events that explain how a run ended, and counts the
     UNPREDICTABLE and model-limit events by kind (event, offset's command, what)."""
     KEEP = ("op_unimplemented", "internal_error", "model_limit", "fault", "unpredictable")
+    passive = True                       # only records (Device.hooks)
     WARN = ("unpredictable", "model_limit")
     MAX_DETAILS = 1000
 
@@ -411,6 +412,11 @@ def load_memory(memory, model: VelaModel, mmap: MemoryMap, arrays) -> None:
     memory.write(mmap.basep[REGION_READ_ONLY], model.read_only)
     for t in model.variables:
         memory.write(mmap.basep[t.region] + t.offset, variable_init(t))
+    write_inputs(memory, model, mmap, arrays)
+
+
+def write_inputs(memory, model: VelaModel, mmap: MemoryMap, arrays) -> None:
+    """Back-door write of the inputs (checked arrays) at their region offsets."""
     for x, t in zip(arrays, model.inputs):
         memory.write(mmap.basep[t.region] + t.offset, x.astype(x.dtype.newbyteorder("<")).tobytes())
 
@@ -503,7 +509,7 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
               max_steps: "int | None" = None, *, max_work: "int | None" = None,
               driver: DriverConfig = DRIVER_DEFAULTS, policy: "Policy | None" = None,
               log_transactions: bool = False, strict: bool = False,
-              reference_paths: bool = False) -> RunResult:
+              reference_paths: bool = False, warm_paths: bool = True) -> RunResult:
     """Run `model` (a VelaModel or a path for `vela.load`) on `inputs` (one array per model
     input, NHWC, the model's dtypes; see check_inputs). `config` overrides the embedded
     configuration (a disagreement with the model's CONFIG word is a warning);
@@ -513,44 +519,96 @@ def run_model(model: "VelaModel | str | Path", inputs, config: "str | int | NpuC
     UNPREDICTABLE or model-limit event; with `strict` a run that has any warning raises
     RunError kind 'strict' (its `warnings` attribute holds them). `reference_paths` runs the
     literal reference paths (Device(reference_paths=True), Memory(batching=False)): the tests
-    compare them with the fast paths.
+    compare them with the fast paths. `warm_paths=False` runs without segments, operation
+    plans and run traces (Device(segments=, plans=, traces=)): the command-by-command path.
+    Repeated inferences of one model: `Session` (the same run, cheaper set-up).
     Raises RunError (see its `kind`) or vela.VelaFormatError."""
-    if not isinstance(model, VelaModel):
-        model = load(model)
-    npu = resolve_config(model, config)
-    cfg_warning = config_warning(model, npu) if config is not None else None
-    arrays = check_inputs(model, inputs)
-    mmap = plan_memory(model, driver)
+    return Session(model, config, driver=driver, policy=policy, log_transactions=log_transactions,
+                   strict=strict, reference_paths=reference_paths, warm_paths=warm_paths
+                   )._run(inputs, max_steps, max_work, keep=False)
 
-    memory = Memory(log=log_transactions, batching=not reference_paths)
-    for lo, hi in mmap.faults:
-        memory.inject_fault(lo, hi, Resp.DECERR)
-    load_memory(memory, model, mmap, arrays)
 
-    dev = Device(npu, memory, policy=policy, reference_paths=reference_paths)
-    watch = _Watch(model)
-    dev.hooks.append(watch)
-    host = DeviceHost(dev, driver.pprot)
-    program(host, mmap, driver)
-    stop = dev.last_stop if not dev.running and dev.last_stop else dev.run(max_steps, max_work)  # auto_run
-    status = host.read("STATUS")
-    err = _failure(model, dev, stop, status, watch)
-    if err is not None:
-        if cfg_warning is not None:
-            err.warnings = (cfg_warning,) + err.warnings
-        raise err
-    warnings = ([cfg_warning] if cfg_warning is not None else []) + watch.warnings()
-    if strict and warnings:
-        first = warnings[0]
-        n = sum(w.count for w in warnings)
-        raise RunError(f"{n} warning{'s' * (n != 1)} under strict checking, the first: {first}", "strict",
-                       offset=first.offset, op=first.op, stop=stop, status=status, device=dev,
-                       detail=first.what, warnings=tuple(warnings))
+class Session:
+    """Repeated inferences of one model: run_model's checks, memory map and memory load are
+    done once, and each `run(inputs)` is the run run_model would make with these arguments
+    (same outputs, transactions, cycles, events, errors) on a fresh Device.  The memory is
+    kept: each run restores its loaded contents in place (the page arrays stay the same
+    objects, so the operation plans' views of them stay valid) and writes the inputs.  A
+    result's `device` and its memory are valid until the next `run` (they share the
+    memory)."""
 
-    outputs = []
-    for t in model.outputs:
-        raw = memory.read((mmap.basep[t.region] + t.offset) & ADDR_MASK, t.nbytes)
-        outputs.append(np.frombuffer(raw, np.dtype(t.dtype).newbyteorder("<"))
-                       .astype(t.dtype).reshape(t.shape))
-    cmd_write(host, clear_irq=1)
-    return RunResult(outputs, stop, status, dev, model, npu, mmap, watch.unpredictable, warnings)
+    def __init__(self, model: "VelaModel | str | Path", config: "str | int | NpuConfig | None" = None, *,
+                 driver: DriverConfig = DRIVER_DEFAULTS, policy: "Policy | None" = None,
+                 log_transactions: bool = False, strict: bool = False, reference_paths: bool = False,
+                 warm_paths: bool = True):
+        if not isinstance(model, VelaModel):
+            model = load(model)
+        self.model = model
+        self.config = resolve_config(model, config)
+        self.config_warning = config_warning(model, self.config) if config is not None else None
+        self.driver, self.policy, self.strict = driver, policy, strict
+        self.log_transactions, self.reference_paths, self.warm_paths = log_transactions, reference_paths, warm_paths
+        self.memory_map = plan_memory(model, driver)
+        self._memory = self._loaded = self._faults = None
+
+    def run(self, inputs, max_steps: "int | None" = None, *, max_work: "int | None" = None) -> RunResult:
+        """One inference (run_model's arguments and result; RunError as run_model)."""
+        return self._run(inputs, max_steps, max_work, keep=True)
+
+    def _memory_for_run(self, keep: bool) -> Memory:
+        mmap = self.memory_map
+        memory = self._memory
+        if memory is not None and self._loaded is not None:
+            # as a fresh memory: the loaded contents, the map's faults, no log, no listeners
+            memory.restore_pages(self._loaded)
+            memory.log = []
+            memory.listeners.clear()
+            if list(memory.faults) != self._faults:
+                memory.clear_faults()
+                for lo, hi in mmap.faults:
+                    memory.inject_fault(lo, hi, Resp.DECERR)
+            return memory
+        memory = Memory(log=self.log_transactions, batching=not self.reference_paths)
+        for lo, hi in mmap.faults:
+            memory.inject_fault(lo, hi, Resp.DECERR)
+        load_memory(memory, self.model, mmap, ())
+        if keep:
+            self._memory, self._loaded, self._faults = memory, memory.copy_pages(), list(memory.faults)
+        return memory
+
+    def _run(self, inputs, max_steps, max_work, keep: bool) -> RunResult:
+        model, npu, mmap, driver = self.model, self.config, self.memory_map, self.driver
+        cfg_warning = self.config_warning
+        arrays = check_inputs(model, inputs)
+        memory = self._memory_for_run(keep)
+        write_inputs(memory, model, mmap, arrays)
+
+        warm = self.warm_paths
+        dev = Device(npu, memory, policy=self.policy, reference_paths=self.reference_paths, segments=warm,
+                     plans=warm, traces=warm)
+        watch = _Watch(model)
+        dev.hooks.append(watch)
+        host = DeviceHost(dev, driver.pprot)
+        program(host, mmap, driver)
+        stop = dev.last_stop if not dev.running and dev.last_stop else dev.run(max_steps, max_work)  # auto_run
+        status = host.read("STATUS")
+        err = _failure(model, dev, stop, status, watch)
+        if err is not None:
+            if cfg_warning is not None:
+                err.warnings = (cfg_warning,) + err.warnings
+            raise err
+        warnings = ([cfg_warning] if cfg_warning is not None else []) + watch.warnings()
+        if self.strict and warnings:
+            first = warnings[0]
+            n = sum(w.count for w in warnings)
+            raise RunError(f"{n} warning{'s' * (n != 1)} under strict checking, the first: {first}", "strict",
+                           offset=first.offset, op=first.op, stop=stop, status=status, device=dev,
+                           detail=first.what, warnings=tuple(warnings))
+
+        outputs = []
+        for t in model.outputs:
+            raw = memory.read((mmap.basep[t.region] + t.offset) & ADDR_MASK, t.nbytes)
+            outputs.append(np.frombuffer(raw, np.dtype(t.dtype).newbyteorder("<"))
+                           .astype(t.dtype).reshape(t.shape))
+        cmd_write(host, clear_irq=1)
+        return RunResult(outputs, stop, status, dev, model, npu, mmap, watch.unpredictable, warnings)

@@ -49,7 +49,7 @@ def _tile0(f, which: str, maxy: int, maxx: int) -> bool:
     return True
 
 
-def _geometry(f):
+def conv_geometry(f):
     ks = "NPU_SET_KERNEL_STRIDE"
     sy = 2 * f(ks, "stride_y_msb") + f(ks, "stride_y_lsb") + 1
     sx = 2 * f(ks, "stride_x_msb") + f(ks, "stride_x_lsb") + 1
@@ -92,7 +92,7 @@ def _conv(f, dw: bool, wi2: bool, macs: int) -> "str | None":
             f("NPU_SET_OFM_PRECISION", "activation_reverse") or f("NPU_SET_OFM_PRECISION", "activation_transpose")):
         return "OFM reverse/transpose"
     # implementation limits
-    sy, sx, kh, kw, oh, ow, ih, iw = _geometry(f)
+    sy, sx, kh, kw, oh, ow, ih, iw = conv_geometry(f)
     if not _tile0(f, "IFM", ih - 1, iw - 1):
         return "IFM outside tile 0"
     if (f("NPU_SET_OFM_PRECISION", "activation_storage") != ST.none
@@ -155,7 +155,7 @@ def _pool(f, mode: int) -> "str | None":
     why = _transpose(f)
     if why:
         return why
-    sy, sx, kh, kw, oh, ow, ih, iw = _geometry(f)
+    sy, sx, kh, kw, oh, ow, ih, iw = conv_geometry(f)
     if mode in (PM.max, PM.min) and (kh > 256 or kw > 256):
         return "max/min kernel above 256"
     if mode == PM.reduce_sum:

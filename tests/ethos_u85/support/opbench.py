@@ -150,9 +150,10 @@ class OpBench:
             w += isa.encode(name, **f)
         return w + isa.encode("NPU_OP_STOP", mask=0)
 
-    def run(self, op, *, ops=None, kernel_ops=None, device=None, **fields):
+    def run(self, op, *, ops=None, kernel_ops=None, device=None, plans=True, **fields):
         """Run the collected state followed by `op` (name) with payload `fields` (or the
-        list `ops` of (name, fields)), on a fresh Device (or `device`, keeping its state)."""
+        list `ops` of (name, fields)), on a fresh Device (or `device`, keeping its state);
+        `plans=False`: without operation plans (Device(plans=False))."""
         ops = ops if ops is not None else [(op, fields)]
         if device is None:
             mem = Memory()
@@ -160,7 +161,7 @@ class OpBench:
                 mem.write(addr, data)
             for lo, hi, resp, kind in self.faults:
                 mem.inject_fault(lo, hi, resp, kind)
-            d = Device(self.config, mem, kernel_ops=kernel_ops, settle=True)
+            d = Device(self.config, mem, kernel_ops=kernel_ops, settle=True, plans=plans)
             for n, b in REGION_BASE.items():
                 d.apb_write(OFF[f"BASEP{n}_LO"], b & 0xFFFFFFFF)
                 d.apb_write(OFF[f"BASEP{n}_HI"], b >> 32)

@@ -238,11 +238,11 @@ _SB_CACHE = Memo(512)
 
 
 # =========================================================================== fused epilogue
-_EPI_BLOCK = 32768            # elements per block of fused_epilogue (scratch stays in L2)
-_TYPE_RANGE = {np.dtype(t).char: (int(np.iinfo(t).min), int(np.iinfo(t).max))
+EPI_BLOCK = 32768            # elements per block of fused_epilogue (scratch stays in L2)
+TYPE_RANGE = {np.dtype(t).char: (int(np.iinfo(t).min), int(np.iinfo(t).max))
                for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32)}
 # the clip ufunc itself (np.clip adds a Python-level wrapper per call)
-_clip = getattr(getattr(np, "_core", None) or getattr(np, "core", None), "umath", np).clip
+clip_ufunc = getattr(getattr(np, "_core", None) or getattr(np, "core", None), "umath", np).clip
 
 
 class EpilogueConsts:
@@ -355,7 +355,7 @@ def fused_epilogue(acc: np.ndarray, bound: int, k: EpilogueConsts, zp: int, amin
         if rb + abs(zp) >= (1 << 31):
             return None
         lo, hi = np.int64(amin - zp), np.int64(amax - zp)
-        tmin, tmax = _TYPE_RANGE[odt.char]
+        tmin, tmax = TYPE_RANGE[odt.char]
         if (not wrap and tmin <= amin and amax <= tmax and k.scale.size
                 and A * k.smax + k.rmax + (max(abs(zp), abs(zp - amin)) << k.shmax) < (1 << 53)):
             return fused_epilogue_f64(acc, bound, k, amin, amax, zp, odt)
@@ -363,7 +363,7 @@ def fused_epilogue(acc: np.ndarray, bound: int, k: EpilogueConsts, zp: int, amin
     M = h * w
     a2 = acc.reshape(M, d)
     out = np.empty((M, d), odt)
-    rows = min(max(1, _EPI_BLOCK // max(d, 1)), M)
+    rows = min(max(1, EPI_BLOCK // max(d, 1)), M)
     buf = np.empty((rows, d), np.int64)
     cbuf = np.empty((rows, d), np.int64) if k.diff is not None else None
     tb, ts, tsh, trp, tdiff = k.tiles(rows)
@@ -420,7 +420,7 @@ def fused_epilogue_f64(acc: np.ndarray, bound: int, k: EpilogueConsts, amin: int
     a2 = acc.reshape(M, d)
     udt = np.dtype(f"<u{odt.itemsize}")
     out = np.empty((M, d), udt)
-    rows = min(max(1, _EPI_BLOCK // max(d, 1)), M)
+    rows = min(max(1, EPI_BLOCK // max(d, 1)), M)
     buf = np.empty((rows, d), np.float64)
     tthr32, tthr64, tsc, tc, tdiff = k.ftiles(rows, zp - amin)           # y - amin
     tthr = tthr32 if acc.dtype == np.float32 and bound < (1 << 24) else tthr64
@@ -444,7 +444,7 @@ def fused_epilogue_f64(acc: np.ndarray, bound: int, k: EpilogueConsts, amin: int
             c = cbuf[:n]
             np.multiply(m.view(np.uint8), diff, out=c)          # 0/1 times diff
             b -= c
-        _clip(b, 0.0, hi, out=b)
+        clip_ufunc(b, 0.0, hi, out=b)
         np.copyto(out[i:i + n], b, casting="unsafe")        # truncation: the floor (b >= 0)
     if amin % (1 << (8 * odt.itemsize)):
         out += udt.type(amin % (1 << (8 * odt.itemsize)))   # + amin, modulo 2**bits
@@ -474,7 +474,7 @@ def snapshot_key(snap):
 
 
 _CTX_STATIC = Memo(4096)     # (snapshot key, macs) -> OpContext attributes from the registers
-_FUSED_PARAMS = Memo(4096)   # snapshot key -> OpContext._fused_params()
+_FUSED_PARAMS = Memo(4096)   # snapshot key -> OpContext.fused_params()
 _CTX_STATIC_ATTRS = ("ofm_h", "ofm_w", "ofm_d", "ifm_depth", "stride_y", "stride_x", "dilation_y", "dilation_x",
                      "pad_top", "pad_left", "pad_bottom", "pad_right", "kernel_h", "kernel_w", "ifm_h", "ifm_w",
                      "upscale", "acc_format", "acc_input", "acc_output", "microblock", "ifm", "ofm", "macs",
@@ -514,7 +514,7 @@ class OpContext:
             self._decode(f, snap, name, macs)
             if key is not None:
                 _CTX_STATIC.put((key, macs), {a: self.__dict__[a] for a in _CTX_STATIC_ATTRS})
-        self._scale_cache: Scale | None = None
+        self.scale_cache: Scale | None = None
         n = self.ofm_h * self.ofm_w * self.ofm_d
         if n > self.policy.max_op_elements:
             raise BudgetExceeded(f"{name}: {n} OFM elements exceed the model's budget of {self.policy.max_op_elements}")
@@ -774,7 +774,7 @@ class OpContext:
     def scale_bias(self):
         """(bias, scale, shift) int64 arrays per OFM channel: from the scale/bias stream
         (TRM 3.7) when OFM scale_mode == per_channel, else bias 0 and OFM_SCALE (E-11)."""
-        if self._scale_cache is None:
+        if self.scale_cache is None:
             d = self.ofm_d
             if self.ofm.scale_mode == ScaleMode.PER_CHANNEL:
                 self.microblock_depth()
@@ -803,13 +803,13 @@ class OpContext:
                         a.setflags(write=False)
                     sc = Scale(sb.bias, sb.scale, sb.shift)
                     _SB_CACHE.put(key, sc)
-                self._scale_cache = sc
+                self.scale_cache = sc
             else:
                 sc = self.f("NPU_SET_OFM_SCALE", "scale")
                 sh = self.f("NPU_SET_OFM_SCALE", "shift")
-                self._scale_cache = Scale(np.zeros(d, np.int64), np.full(d, sc, np.int64),
+                self.scale_cache = Scale(np.zeros(d, np.int64), np.full(d, sc, np.int64),
                                            np.full(d, sh, np.int64))
-        s = self._scale_cache
+        s = self.scale_cache
         return s.bias, s.scale, s.shift
 
     def rescale(self, acc, rescale_mode: int, *, divisor=None, range_check: bool = True) -> np.ndarray:
@@ -912,7 +912,7 @@ class OpContext:
         skey = snapshot_key(self.snap)
         prm = _FUSED_PARAMS.get(skey, False) if skey is not None else False
         if prm is False:
-            prm = self._fused_params()
+            prm = self.fused_params()
             if skey is not None:
                 _FUSED_PARAMS.put(skey, prm)
         if prm is None:
@@ -920,7 +920,7 @@ class OpContext:
         rm, dbl, zp, amin, amax, clamp, odt = prm
         d = acc.shape[2]
         self.scale_bias()                                   # raises as the step-by-step path would
-        sc = self._scale_cache
+        sc = self.scale_cache
         key = (d, rm, dbl, self.acc_bits)
         k = sc.memo.get(key)
         if k is None:
@@ -931,7 +931,7 @@ class OpContext:
         self.write_ofm(out, ALLOWED_PERMS_ALL)
         return True
 
-    def _fused_params(self):
+    def fused_params(self):
         """The register-only conditions and parameters of _fused_write: (round mode,
         dbl_rnd, OFM zero point, activation min/max, clamp, OFM value type), or None when
         the op is not the fused path's case (it then runs step by step)."""

@@ -101,7 +101,7 @@ _B8, _B16 = isa.activation_precision.b8, isa.activation_precision.b16
 _SIGNED = isa.activation_type.signed
 _ACC_INPUT_IFM2 = isa.acc_input.ifm2
 _FWD = isa.weight_format.fwd
-_SPARSE = isa.weight_sparsity.sparse_2_4
+SPARSE = isa.weight_sparsity.sparse_2_4
 _DEPTH_FIRST = isa.weight_order.depth_first
 
 _WEIGHT_STREAMS = (("NPU_SET_WEIGHT_BASE", "NPU_SET_WEIGHT_LENGTH"),
@@ -152,7 +152,7 @@ def _absmax(a: np.ndarray) -> int:
     return max(abs(int(a.max())), abs(int(a.min())))
 
 
-def _float_plan(amax: int, bmax: int, K: int):
+def float_plan(amax: int, bmax: int, K: int):
     """(dtype, K-chunk) such that every partial sum of a K-chunk dot product is an integer
     below 2**24 (float32) or 2**53 (float64), hence exact. float32 (twice the BLAS speed) is
     chosen whenever the chunks it needs are not too short; chunk results are summed in int64."""
@@ -169,7 +169,7 @@ def _float_plan(amax: int, bmax: int, K: int):
 
 def _exact_product(a: np.ndarray, b: np.ndarray, kc: int, keep_float: bool = False) -> np.ndarray:
     """a @ b for float matrices holding integers, exact when every length-kc partial dot
-    product is (see _float_plan); K-chunks are summed in int64.  ``keep_float``: a
+    product is (see float_plan); K-chunks are summed in int64.  ``keep_float``: a
     single-chunk product is returned as the float result itself (exact integers)."""
     K = a.shape[1]
     if kc >= K:
@@ -195,11 +195,11 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int | None = None, bmax: in
         amax = _absmax(a)
     if bmax is None:
         bmax = _absmax(b)
-    dt, kc = _float_plan(int(amax), int(bmax), K)
+    dt, kc = float_plan(int(amax), int(bmax), K)
     return _exact_product(a.astype(dt), b.astype(dt), kc)
 
 
-def _wmax(w: np.ndarray) -> int:
+def weight_max(w: np.ndarray) -> int:
     d = _derived(w)
     if d is None:
         return _absmax(w)
@@ -209,7 +209,7 @@ def _wmax(w: np.ndarray) -> int:
     return v
 
 
-def _weight_matrix(w: np.ndarray, dt, ky=None, kx=None, i0=0, i1=None) -> np.ndarray:
+def weight_matrix(w: np.ndarray, dt, ky=None, kx=None, i0=0, i1=None) -> np.ndarray:
     """The weight matrix [K, O] in float type dt: all taps in (ky, kx, ic) order, or one tap
     and IFM-channel range.  Cached for read-only (decoded, cached) weight tensors."""
     d = _derived(w)
@@ -236,13 +236,13 @@ def _conv_parts(view, w, dt):
     O, kh, kw, I = w.shape
     K = kh * kw * I
     if K <= _CHUNK_ELEMENTS:
-        yield view, _weight_matrix(w, dt)                  # (ky, kx, ic) order
+        yield view, weight_matrix(w, dt)                  # (ky, kx, ic) order
         return
     L = min(I, _CHUNK_ELEMENTS)
     for ky in range(kh):
         for kx in range(kw):
             for i0 in range(0, I, L):
-                yield view[:, :, ky, kx, i0:i0 + L], _weight_matrix(w, dt, ky, kx, i0, i0 + L)
+                yield view[:, :, ky, kx, i0:i0 + L], weight_matrix(w, dt, ky, kx, i0, i0 + L)
 
 
 def conv_sums(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilation_y: int,
@@ -273,9 +273,9 @@ def conv_acc(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, dilati
     K = kh * kw * I
     if amax is None:
         amax = _absmax(xp)
-    wmax = _wmax(w)
+    wmax = weight_max(w)
     bound = int(amax) * int(wmax) * K
-    dt, kc = _float_plan(int(amax), int(wmax), K)
+    dt, kc = float_plan(int(amax), int(wmax), K)
     xf = np.asarray(xp[:, :, :I] if xp.shape[2] != I else xp, dtype=dt)   # patches are views of it
     view = patch_view(xf, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
     keep = kc >= K and bound < _F64_EXACT
@@ -331,7 +331,7 @@ def depthwise_acc(xp: np.ndarray, w: np.ndarray, stride_y: int, stride_x: int, d
     _check_patch(xc.shape, kh, kw, stride_y, stride_x, dilation_y, dilation_x, ofm_h, ofm_w)
     if amax is None:
         amax = _absmax(xc)
-    bound = int(amax) * _wmax(w) * kh * kw
+    bound = int(amax) * weight_max(w) * kh * kw
     dt = np.dtype(np.float32 if bound < _F32_EXACT else np.int32 if bound < (1 << 31) else np.int64)
     x = np.ascontiguousarray(xc, dtype=dt)
     d = _derived(w)
@@ -480,7 +480,7 @@ def _derived(w: np.ndarray) -> dict | None:
     return d
 
 
-def _check_sparse(w: np.ndarray, op: str) -> None:
+def check_sparse(w: np.ndarray, op: str) -> None:
     """WEIGHT_FORMAT.weight_sparsity == sparse_2_4 (TRM 3.3 NPU_SET_WEIGHT_FORMAT): weights in
     -127..127 and at least 2 zeros in every group of 4 along the input channels (channels past
     ifm_depth are the stream's zero padding)."""
@@ -498,7 +498,7 @@ def _check_sparse(w: np.ndarray, op: str) -> None:
 _GEOMETRY = Memo(4096)
 
 
-def _geometry(snap) -> "_Geometry":
+def conv_geometry(snap) -> "_Geometry":
     """_Geometry(snap), memoised by the snapshot's contents (tlm.ethos_u85.ops.common.snapshot_key)."""
     key = snapshot_key(snap)
     if key is None:
@@ -573,7 +573,7 @@ def _context(snapshot, dataport, device, name):
     return OpContext(snapshot, dataport, device, name)
 
 
-def _macs_of(device) -> int:
+def macs_of(device) -> int:
     cfg = getattr(device, "config", None)
     return int(cfg.macs) if cfg is not None else 256
 
@@ -594,7 +594,7 @@ def op_conv(snapshot, dataport, device) -> None:
     op = "NPU_OP_CONV"
     ctx = _context(snapshot, dataport, device, op)
     weights_ifm2 = int(ctx.fields.get("weights_ifm2", 0))       # payload set by the executor
-    g = _geometry(snapshot)
+    g = conv_geometry(snapshot)
     use_ifm2 = bool(weights_ifm2) or g.acc_input == _ACC_INPUT_IFM2
     ctx.add_operation_to_chain(True, use_ifm2, False)
     _common_checks(g, op)
@@ -628,9 +628,9 @@ def op_conv(snapshot, dataport, device) -> None:
         b = np.asarray(ctx.read_ifm2(np.arange(1), np.arange(g.ofm_d), np.arange(g.ifm_d)), dtype=np.int64)
         w = b.reshape(g.ofm_d, 1, 1, g.ifm_d)
     else:
-        w = read_weight_tensor(snapshot, dataport, _macs_of(device), False, op, policy=ctx.policy)
-        if g.sparsity == _SPARSE:
-            _check_sparse(w, op)
+        w = read_weight_tensor(snapshot, dataport, macs_of(device), False, op, policy=ctx.policy)
+        if g.sparsity == SPARSE:
+            check_sparse(w, op)
     if w.shape != (g.ofm_d, g.kh, g.kw, g.ifm_d):
         raise RuntimeError(f"{op}: weight tensor {w.shape}, expected {(g.ofm_d, g.kh, g.kw, g.ifm_d)}")
     # b8/b16 IFM values (zero point subtracted) are exact in float32: read straight into it
@@ -638,8 +638,8 @@ def op_conv(snapshot, dataport, device) -> None:
     acc0 = ctx.initial_acc(0) if g.acc_input != 0 else None   # reset: 0 (not materialised)
     # the IFM's domain bound saves two passes over the data when it already allows one float32
     # product; otherwise the data's own maximum may allow a cheaper plan than the domain's
-    amax = _ifm_domain_bound(ctx)
-    if amax is not None and amax * _wmax(w) * g.kh * g.kw * g.ifm_d >= _F32_EXACT:
+    amax = ifm_domain_bound(ctx)
+    if amax is not None and amax * weight_max(w) * g.kh * g.kw * g.ifm_d >= _F32_EXACT:
         amax = None
     s, bound = conv_acc(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w, amax=amax)
     _count(device, g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw * g.ifm_d)
@@ -650,7 +650,7 @@ def op_depthwise(snapshot, dataport, device) -> None:
     """NPU_OP_DEPTHWISE (TRM 3.10.3): channel multiplier 1, IFM channel = OFM channel."""
     op = "NPU_OP_DEPTHWISE"
     ctx = _context(snapshot, dataport, device, op)
-    g = _geometry(snapshot)
+    g = conv_geometry(snapshot)
     ctx.add_operation_to_chain(True, g.acc_input == _ACC_INPUT_IFM2, False)
     _common_checks(g, op)
     if g.weight_format == _FWD:
@@ -658,18 +658,18 @@ def op_depthwise(snapshot, dataport, device) -> None:
     if g.sparsity != 0:
         raise Unpredictable(f"{op}: WEIGHT_FORMAT.weight_sparsity == none")
     _budget(g, op, True, ctx.policy)
-    w = read_weight_tensor(snapshot, dataport, _macs_of(device), True, op, policy=ctx.policy)
+    w = read_weight_tensor(snapshot, dataport, macs_of(device), True, op, policy=ctx.policy)
     if w.shape != (g.ofm_d, g.kh, g.kw, 1):
         raise RuntimeError(f"{op}: weight tensor {w.shape}, expected {(g.ofm_d, g.kh, g.kw, 1)}")
     xp = ctx.read_ifm_padded(depth=g.ofm_d, dtype=np.float32)   # read_ifm(iy, ix, oc)
     acc0 = ctx.initial_acc(0) if g.acc_input != 0 else None   # reset: 0 (not materialised)
     s, bound = depthwise_acc(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w,
-                             amax=_ifm_domain_bound(ctx))
+                             amax=ifm_domain_bound(ctx))
     _count(device, g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw)
     _finish(ctx, g, s, bound, acc0)
 
 
-def _ifm_domain_bound(ctx) -> "int | None":
+def ifm_domain_bound(ctx) -> "int | None":
     """A bound on |read_ifm| known without looking at the data: the raw values of an IFM
     read from memory lie in its type's range, so |raw - zero point| is at most the larger
     distance from the zero point to that range's ends (upscale zeros and padding are 0).

@@ -84,7 +84,7 @@ SIGNED = isa.activation_type.signed
 HWC, HCW, CHW = isa.activation_transpose.HWC, isa.activation_transpose.HCW, isa.activation_transpose.CHW
 
 
-class _Params:
+class Params:
     """Register values of one elementwise op (shared by the fast and the literal paths)."""
 
     def __init__(self, ctx: OpContext, mode: int):
@@ -108,14 +108,14 @@ class _Params:
         self.ofm_dbl = f("NPU_SET_OFM_SCALE", "dbl_rnd")
 
 
-def _checks(ctx: OpContext, mode: int) -> _Params:
+def _checks(ctx: OpContext, mode: int) -> Params:
     """The TRM asserts that do not depend on operand values, in TRM order."""
     chk = ctx.check
     chk(mode in MODES, f"reserved elementwise_mode {mode}")
     if mode not in UNARY:                                     # only with an IFM2 operand (E-14)
         chk(ctx.ifm.precision == ctx.ifm2.precision,
             "IFM_PRECISION.activation_precision == IFM2_PRECISION.activation_precision")
-    p = _Params(ctx, mode)
+    p = Params(ctx, mode)
     ctx.add_operation_to_chain(p.bm != SCALAR or not SCALAR_IS_NOT_AN_IFM, p.use_ifm2, True)
     prec, typ = p.precision, p.act_type
     chk(prec in (B8, B16) or (prec == B32 and typ == SIGNED),
@@ -152,7 +152,7 @@ def _checks(ctx: OpContext, mode: int) -> _Params:
     return p
 
 
-def _bcast_index(n: int, bit: int, bm: int) -> np.ndarray:
+def bcast_index(n: int, bit: int, bm: int) -> np.ndarray:
     return np.zeros(1, np.int64) if bm & bit else np.arange(n, dtype=np.int64)
 
 
@@ -169,9 +169,9 @@ def _operand(ctx: OpContext, which: str, bm: int, scalar: int) -> np.ndarray:
     """The operand array, broadcastable to [ofm_h, ofm_w, ofm_d]."""
     if bm == SCALAR:
         return np.full((1, 1, 1), np.int64(scalar_operand(ctx, which, scalar)))
-    ys = _bcast_index(ctx.ofm_h, BCAST_H, bm)
-    xs = _bcast_index(ctx.ofm_w, BCAST_W, bm)
-    cs = _bcast_index(ctx.ofm_d, BCAST_C, bm)
+    ys = bcast_index(ctx.ofm_h, BCAST_H, bm)
+    xs = bcast_index(ctx.ofm_w, BCAST_W, bm)
+    cs = bcast_index(ctx.ofm_d, BCAST_C, bm)
     if which == "IFM":
         return ctx.read_ifm(ys, xs, cs)
     return ctx.read_ifm2(ys, xs, cs)
@@ -184,7 +184,7 @@ def _scale(ctx: OpContext, x, params) -> np.ndarray:
         raise arith.Unpredictable(f"{ctx.name}: {e}") from None
 
 
-def compute(ctx: OpContext, p: _Params, a, b):
+def compute(ctx: OpContext, p: Params, a, b):
     """acc and rescale_mode for operand arrays a, b (b ignored for unary modes)."""
     mode = p.mode
     sa = lambda x: _scale(ctx, x, p.sa)      # noqa: E731 - scale_a
@@ -255,11 +255,11 @@ def op_elementwise(snapshot, dataport, device) -> None:
     b = _operand(ctx, "IFM2", p.bm2, p.scalar) if not p.unary else np.zeros((1, 1, 1), np.int64)
     v = _by_table(ctx, p, mode, a, b, shape)
     if v is None:
-        v = np.broadcast_to(_evaluate(ctx, p, mode, a, b), shape)
+        v = np.broadcast_to(evaluate(ctx, p, mode, a, b), shape)
     ctx.write_ofm(v, ALLOWED_PERMS_RTRANS)
 
 
-def _evaluate(ctx: OpContext, p: _Params, mode: int, a, b) -> np.ndarray:
+def evaluate(ctx: OpContext, p: Params, mode: int, a, b) -> np.ndarray:
     """activation(rescale(mode(a, b))) elementwise over the broadcast of a and b (no side
     effects: the operands are already read)."""
     acc, rm = compute(ctx, p, a, b)
@@ -270,7 +270,7 @@ def _evaluate(ctx: OpContext, p: _Params, mode: int, a, b) -> np.ndarray:
 
 # Result tables: the output of an elementwise op is a function of its two operand values
 # only, so for operands with few distinct values (8-bit data) it is computed once for every
-# (a, b) pair in their ranges - by _evaluate itself, hence bit for bit the same - and then
+# (a, b) pair in their ranges - by evaluate itself, hence bit for bit the same - and then
 # looked up.  Keyed by everything the function depends on: the register snapshot, the mode,
 # the LUT contents and the operand ranges.  A table whose evaluation raises (a check that
 # values outside the data could fail) is not used: the direct path decides.
@@ -297,7 +297,7 @@ def _domain(fm, bm: int, x) -> tuple[int, int]:
     return int(x.min()), int(x.max())
 
 
-def _by_table(ctx: OpContext, p: _Params, mode: int, a, b, shape):
+def _by_table(ctx: OpContext, p: Params, mode: int, a, b, shape):
     """The truncated OFM values [shape] via a result table, or None (direct path)."""
     n = shape[0] * shape[1] * shape[2]
     ofm = ctx.ofm
@@ -317,7 +317,7 @@ def _by_table(ctx: OpContext, p: _Params, mode: int, a, b, shape):
     t = _TABLES.get(key)
     if t is None:
         try:
-            v = _evaluate(ctx, p, mode, np.arange(amin, amax + 1, dtype=np.int64).reshape(na, 1, 1),
+            v = evaluate(ctx, p, mode, np.arange(amin, amax + 1, dtype=np.int64).reshape(na, 1, 1),
                           np.arange(bmin, bmax + 1, dtype=np.int64).reshape(1, nb, 1))
         except arith.Unpredictable:
             return None

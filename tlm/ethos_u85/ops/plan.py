@@ -24,7 +24,7 @@ the plan does the same work with little Python per operation:
 
   - ELEMENTWISE / POOL 1x1 with small operand domains: a result table over every operand
     value (int8 x int8, int8 or int16 unary, an int16 operand with a scalar), filled by the
-    ordinary evaluation itself (``elementwise._evaluate``, ``OpContext.rescale`` /
+    ordinary evaluation itself (``elementwise.evaluate``, ``OpContext.rescale`` /
     ``activation``);
   - ELEMENTWISE add/sub/min/max/mul of 16-bit operands: per-operand input-scaling tables
     (``arith.scale_input`` over the operand's domain), then the output stage: the rescale
@@ -39,13 +39,14 @@ the plan does the same work with little Python per operation:
   When the plan is built, its compute runs on the recorded run's own operands and must
   reproduce the bytes that run wrote (or pushed into a FIFO) exactly; the elementwise
   output stage and the small-OFM conv epilogue are also checked on random and extreme
-  values against ``elementwise._evaluate`` / ``OpContext.rescale`` + ``activation`` /
+  values against ``elementwise.evaluate`` / ``OpContext.rescale`` + ``activation`` /
   ``common.fused_epilogue``.  Why an op got no plan is counted in ``STATS``.
   The plan's reads and writes must cover exactly the bytes of the recorded transactions.
 
 Plans run only on the plain memory model with the device as its only listener, and not
 with ``Device(reference_paths=True)`` / ``Memory(batching=False)`` (the reference paths stay
-literal).  ``PLANS = False`` switches them off (tests compare both ways).
+literal).  ``Device(plans=False)`` (``run_model(..., warm_paths=False)``) switches them off
+(tests compare both ways).
 """
 from __future__ import annotations
 
@@ -58,18 +59,16 @@ from .. import arith, fmap, isa
 from ..arith import ActType, Precision
 from ..fmap import FeatureMap, Storage
 from ...core.memo import Memo
-from ..memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE as _PAGE_SIZE, Channel, DataPort, Memory
+from ..memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, DataPort, Memory
 from ..pmu import Pmu, beats, summarise
 from . import common as _common
 from . import conv as _conv
 from . import elementwise as _ew
 from . import pool as _pool
 
-__all__ = ["PLANS", "execute_kernel", "execute_dma", "plan_key", "clear"]
+__all__ = ["plan_count", "execute_kernel", "execute_dma", "plan_key", "clear"]
 
-_PAGE_MASK = _PAGE_SIZE - 1
 
-PLANS = True                     # switch (tests run networks both ways)
 DEBUG = bool(os.environ.get("TLM_PLAN_DEBUG"))   # raise instead of declining a plan build
 STATS: Counter = Counter()       # (op, "planned" | "declined" | "ordinary" | "built") and ("no plan", why)
 
@@ -96,6 +95,11 @@ def _no(reason: str) -> None:
     return None
 
 
+def plan_count() -> int:
+    """How many operation keys have a plan (keys run the ordinary way not counted)."""
+    return sum(1 for p in _PLANS.values() if p is not None)
+
+
 def clear() -> None:
     """Forget every plan (tests)."""
     _PLANS.clear()
@@ -105,11 +109,11 @@ def clear() -> None:
 
 
 # ============================================================================ keys
-def _env(dev) -> object:
+def env_token(dev) -> object:
     """A token for the device's configuration, Policy and routes of the eight regions
     (memoised in the device's route cache, which register writes, resets and pin samples
     clear)."""
-    rc = dev._route_cache
+    rc = dev.route_cache
     k = ("plan", dev.cpl, dev.csl)
     e = rc.get(k)
     if e is not None and e[0] is dev.policy:
@@ -133,7 +137,7 @@ def plan_key(dev, name: str, d, snap, fn) -> "tuple | None":
     if skey is None:
         return None
     st = dev.op_state
-    return (name, d.raw, skey, fn, _env(dev), st.chain_length, st.num_ifm, tuple(st.fifo_valid),
+    return (name, d.raw, skey, fn, env_token(dev), st.chain_length, st.num_ifm, tuple(st.fifo_valid),
             tuple(st.fifo_count))
 
 
@@ -142,7 +146,7 @@ def _usable(dev) -> bool:
     on the reference paths."""
     mem = dev.memory
     ls = mem.listeners
-    return (PLANS and type(mem).access is Memory.access and len(ls) == 1 and ls[0] is dev._txn_sink
+    return (dev.plans and type(mem).access is Memory.access and len(ls) == 1 and ls[0] is dev.txn_sink
             and not dev.reference_paths and mem.batching)
 
 
@@ -201,7 +205,7 @@ def _build_around(dev, key, prepare, name, d, snap, run_ordinary) -> None:
     n = _REBUILDS.get(key, 0)
     pre = None
     STATS[name, "built"] += 1
-    dev._plan_built = True
+    dev.plan_built = True
     if n < _MAX_REBUILDS:
         try:
             pre = prepare(dev, name, d, snap)
@@ -209,7 +213,7 @@ def _build_around(dev, key, prepare, name, d, snap, run_ordinary) -> None:
             if DEBUG:
                 raise
             pre = None
-    i0 = len(dev._txns)
+    i0 = len(dev.command_txns)
     try:
         run_ordinary()                                      # raises as the op raises
     except BaseException:
@@ -219,7 +223,7 @@ def _build_around(dev, key, prepare, name, d, snap, run_ordinary) -> None:
     plan = None
     if pre is not None:
         try:
-            plan = pre.finish(dev, dev._txns[i0:])
+            plan = pre.finish(dev, dev.command_txns[i0:])
         except Exception:                                   # noqa: BLE001 - not plannable
             if DEBUG:
                 raise
@@ -261,22 +265,24 @@ class _Plan:
         """Run inside the device's command (Device._exec_one): the transactions count there."""
         if not self.exec(dev):
             return False
-        dev._plan_done = self                   # its transactions count in the command's cycles,
-        dev._op_work = self.op_work             # work units and PMU events (Device._end_command)
+        dev.plan_done = self                   # its transactions count in the command's cycles,
+        dev.command_work = self.op_work             # work units and PMU events (Device._end_command)
         if self.pages:
-            dev._note_pages(self.pages)
+            dev.note_pages(self.pages)
         return True
 
-    def exec(self, dev) -> bool:
+    def exec(self, dev, checked: bool = False) -> bool:
         """The operation's effects except the command bookkeeping (cycles, work units, PMU,
-        written pages: the caller's); False with nothing done when the plan declines."""
+        written pages: the caller's); False with nothing done when the plan declines.
+        *checked*: the caller has compared the stream checks (a run trace, at its start)."""
         mem = dev.memory
         # ---- 1. checks and operands (no side effects)
         if mem.faults.token != self.ftok and not self._fault_free(mem):
             return False
-        for addr, data in self.checks:
-            if not mem.equals(addr, data):
-                return False
+        if not checked:
+            for addr, data in self.checks:
+                if not mem.equals(addr, data):
+                    return False
         if self.lut is not None and dev.lut.tobytes() != self.lut:
             return False
         if self.dma_lines is not None:
@@ -334,23 +340,44 @@ class _Plan:
 
 
 # ---------------------------------------------------------------------------- operands
+def _page_view(mem, alo: int, n: int, dt):
+    """(page array, its bytes [alo, alo + n) as dtype dt) when they lie in one written page,
+    else (None, None).  The view stays valid while mem.page() returns the same array."""
+    off = alo & (PAGE_SIZE - 1)
+    if off + n > PAGE_SIZE:
+        return None, None
+    page = mem.page(alo >> PAGE_BITS)
+    if page is None:
+        return None, None
+    return page, page[off:off + n].view(dt)
+
+
 class _MemSrc:
     """An operand read from memory: the absolute span [alo, alo + n), its raw values as
-    ``dt`` at element indices ``idx`` (None: the whole span in order), shaped ``shape``."""
-    __slots__ = ("alo", "n", "dt", "idx", "shape", "fifo", "count")
+    ``dt`` at element indices ``idx`` (None: the whole span in order), shaped ``shape``.
+    A span inside one page is read through a read-only view of that page, kept while the
+    memory holds the same page array."""
+    __slots__ = ("alo", "n", "dt", "idx", "shape", "fifo", "count", "page", "pno", "cached")
 
     def __init__(self, alo, n, dt, idx, shape):
         self.alo, self.n, self.dt, self.idx, self.shape = alo, n, dt, idx, shape
         self.fifo = None
         self.count = 0
+        self.page = self.cached = None
+        self.pno = alo >> PAGE_BITS
 
     def get(self, mem, st):
-        off = self.alo & _PAGE_MASK
-        p = mem._pages.get(self.alo >> PAGE_BITS) if off + self.n <= _PAGE_SIZE else None
-        v = (p[off:off + self.n] if p is not None else mem.read_array(self.alo, self.n)).view(self.dt)
-        if self.idx is None:
-            return v.reshape(self.shape)
-        return v[self.idx]
+        page = self.page
+        if page is not None and mem.page(self.pno) is page:
+            return self.cached
+        page, v = _page_view(mem, self.alo, self.n, self.dt)
+        if page is None:
+            v = mem.read_array(self.alo, self.n).view(self.dt)
+        v = v.reshape(self.shape) if self.idx is None else v[self.idx]
+        if page is not None and self.idx is None:
+            v.flags.writeable = False
+            self.page, self.cached = page, v
+        return v
 
 
 class _FifoSrc:
@@ -390,7 +417,7 @@ class _FifoSrc:
                 if not need:
                     break
             v = np.concatenate(parts)
-        if v.size and (int(v.min()) < self.lo or int(v.max()) > self.hi):
+        if v.size and (int(_MIN(v)) < self.lo or int(_MAX(v)) > self.hi):
             return None
         return v.reshape(self.shape)
 
@@ -398,14 +425,27 @@ class _FifoSrc:
 class _MemDst:
     """The OFM written to memory: values (the OFM type) to the absolute span [alo, alo + n),
     element i at element index ``idx[i]`` of the span (None: the span in order), the
-    bytes between elements kept (read back and written unchanged)."""
-    __slots__ = ("alo", "n", "idx", "udt")
+    bytes between elements kept (read back and written unchanged).  A span inside one
+    page is written through a view of that page (as ``udt``), kept while the memory holds
+    the same page array."""
+    __slots__ = ("alo", "n", "idx", "udt", "page", "pno", "cached")
 
     def __init__(self, alo, n, idx, udt):
         self.alo, self.n, self.idx, self.udt = alo, n, idx, udt
+        self.page = self.cached = None
+        self.pno = alo >> PAGE_BITS
 
     def put(self, mem, st, out):
+        page = self.page
+        if page is not None and mem.page(self.pno) is page:
+            self.cached[...] = out.reshape(-1).view(self.udt)
+            return
         if self.idx is None:
+            page, v = _page_view(mem, self.alo, self.n, self.udt)
+            if page is not None and v.size * v.itemsize == self.n:
+                self.page, self.cached = page, v
+                v[...] = out.reshape(-1).view(self.udt)
+                return
             mem.store(self.alo, np.ascontiguousarray(out).reshape(-1).view(np.uint8))
             return
         buf = mem.read_array(self.alo, self.n)
@@ -414,14 +454,18 @@ class _MemDst:
 
 
 class _FifoDst:
-    """The OFM pushed into chaining FIFO ``fifo`` (as write_chaining_fifo: int64 values)."""
+    """The OFM pushed into chaining FIFO ``fifo`` (as write_chaining_fifo: int64 values;
+    the FIFO number was checked when the plan was built)."""
     __slots__ = ("fifo",)
 
     def __init__(self, fifo):
         self.fifo = fifo
 
     def put(self, mem, st, out):
-        st.write_chaining_fifo(self.fifo, out)
+        v = out.astype(np.int64).reshape(-1)                # (a copy)
+        if v.size:
+            st.fifo[self.fifo].append(v)
+            st.fifo_count[self.fifo] += v.size
 
 
 # ============================================================================ building
@@ -480,6 +524,7 @@ def _type_range(fm: FeatureMap) -> tuple[int, int]:
 
 
 _NO_PAIRS = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce          # (without ndarray.min's Python wrapper)
 
 
 def _pairs(pairs) -> tuple:
@@ -613,6 +658,8 @@ class _Prepared:
         if self.out_dt is None:
             return False
         if fm.storage == Storage.CHAINED:
+            if not 0 <= fm.region < _common.NUM_CHAINING_FIFO:
+                return False
             self.dst = _FifoDst(fm.region)
             return True
         if fm.storage == Storage.NONE:
@@ -745,7 +792,7 @@ class _Prepared:
         p.twork = sum(len(t) + (t.total_bytes() >> 6) if hasattr(t, "total_beats") else 1 + (t.length >> 6)
                       for t in txns)
         p.summary = Pmu.increments(summarise(txns))
-        p.op_work = dev._op_work if dev._op_work is not None else _kernel_work(*dev._op_of)
+        p.op_work = dev.command_work if dev.command_work is not None else _kernel_work(*dev.op_of)
         p.chain = self.chain
         p.macs = self.macs
         p.flag = self.flag
@@ -842,16 +889,16 @@ def _prepare_elementwise(dev, ctx, snap, d) -> "_Prepared | None":
     mode = int(d.fields.get("elementwise_mode", 0))
     if ctx.upscale != 0 or ctx.ofm.precision not in (Precision.B8, Precision.B16, Precision.B32):
         return _no("elementwise: upscale or OFM precision")
-    p = _ew._Params(ctx, mode)
+    p = _ew.Params(ctx, mode)
     pre = _Prepared(dev, "NPU_OP_ELEMENTWISE")
     shape = (ctx.ofm_h, ctx.ofm_w, ctx.ofm_d)
 
     def operand(fm, bm, which, channel):
         if bm == _ew.SCALAR:
             return None, _ew.scalar_operand(ctx, which, p.scalar)
-        ys = _ew._bcast_index(ctx.ofm_h, _ew.BCAST_H, bm)
-        xs = _ew._bcast_index(ctx.ofm_w, _ew.BCAST_W, bm)
-        cs = _ew._bcast_index(ctx.ofm_d, _ew.BCAST_C, bm)
+        ys = _ew.bcast_index(ctx.ofm_h, _ew.BCAST_H, bm)
+        xs = _ew.bcast_index(ctx.ofm_w, _ew.BCAST_W, bm)
+        cs = _ew.bcast_index(ctx.ofm_d, _ew.BCAST_C, bm)
         src = pre.operand(fm, ys, xs, cs, channel)
         if src is None:
             raise _NotPlanned
@@ -928,7 +975,7 @@ def _ew_compute(ctx, p, mode, sa, ca, sb, cb):
 
 def _ew_direct(ctx, p, mode, sa, ca, sb, cb, zpa, zpb):
     """The ordinary evaluation on the operands (wide operand types, or steps too many for
-    tables): read_ifm's zero point subtraction, then elementwise._evaluate."""
+    tables): read_ifm's zero point subtraction, then elementwise.evaluate."""
     a_const = None if sa else np.full((1, 1, 1), np.int64(ca))
     b_const = np.zeros((1, 1, 1), np.int64) if p.unary or sb else np.full((1, 1, 1), np.int64(cb))
 
@@ -945,8 +992,8 @@ def _ew_direct(ctx, p, mode, sa, ca, sb, cb, zpa, zpb):
 
 
 def _ew_evaluate(ctx, p, mode, a, b):
-    """elementwise._evaluate (the ordinary compute) on operand arrays, truncated to the OFM."""
-    v = _ew._evaluate(ctx, p, mode, a, b)
+    """elementwise.evaluate (the ordinary compute) on operand arrays, truncated to the OFM."""
+    v = _ew.evaluate(ctx, p, mode, a, b)
     return _truncated(v, ctx.ofm)
 
 
@@ -1016,14 +1063,16 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
     op = {int(_M.add): np.add, int(_M.sub): np.subtract, int(_M.min): np.minimum,
           int(_M.max): np.maximum}.get(mode)
     i64 = np.int64
+    if not mul:
+        la = _lookup(ta, oa, _value_dtype(ctx.ifm))          # ta[raw - oa]
+        lb = _lookup(tb, ob, _value_dtype(ctx.ifm2))
 
     def compute(vals):
         if mul:
             acc = np.subtract(vals[0], zpa, dtype=i64)
             acc *= np.subtract(vals[1], zpb, dtype=i64)
         else:
-            acc = op(ta[np.subtract(vals[0], oa, dtype=np.intp)], tb[np.subtract(vals[1], ob, dtype=np.intp)],
-                     dtype=i64)
+            acc = op(la(vals), lb(vals[1:]), dtype=i64)
         return stage(acc)
 
     # spot checks against the ordinary evaluation: the domain corners and random values
@@ -1098,24 +1147,41 @@ def _output_stage(ctx, lo: int, hi: int):
     diff = rn - rp
     i64 = np.int64
     sh, sc, zpv = i64(shift), i64(scale), i64(zp)
+    clip = _common.clip_ufunc
+    if clo is not None:
+        clo, chi = i64(clo), i64(chi)
+
+    # the rounding term, the zero point and (table) the clamp's low end in one constant:
+    # (x + k * 2**shift) >> shift == (x >> shift) + k, when nothing can overflow int64
+    off = zp - (int(clo) if table is not None else 0)
+    C = rp + (off << shift)
+    folded = max(abs(lo), abs(hi)) * scale + abs(diff) + abs(C) < (1 << 63)
+    Cv = i64(C) if folded else None
+    top = i64(int(chi) - int(clo)) if table is not None else None
 
     def stage(acc):
         p = acc * sc
         if diff:
             q = p >> 63                                   # -1 where the product < 0
             q &= diff
-            p += rp
             p += q
-        elif rp:
-            p += rp
-        p >>= sh
-        p += zpv
-        if table is not None:
-            np.clip(p, clo, chi, out=p)
-            p -= clo
-            return table[p]
+        if folded:
+            p += Cv
+            p >>= sh                                      # = rescale + zp (- clo with a table)
+            if table is not None:
+                clip(p, 0, top, out=p)
+                return table[p]
+        else:
+            if rp:
+                p += rp
+            p >>= sh
+            p += zpv
+            if table is not None:
+                clip(p, clo, chi, out=p)
+                p -= clo
+                return table[p]
         if clo is not None:
-            np.clip(p, clo, chi, out=p)
+            clip(p, clo, chi, out=p)
         return p.astype(odt)                              # truncate(): the low bits
 
     rng = np.random.default_rng(_SEED)
@@ -1172,9 +1238,25 @@ def _pool_compute(ctx, mode):
         v = ctx.rescale(acc, _common.RESCALE_NORMAL)
     table = _truncated(ctx.activation(v), ctx.ofm).reshape(-1)
     table.setflags(write=False)
+    return _lookup(table, lo, _value_dtype(ctx.ifm))
+
+
+def _lookup(table: np.ndarray, lo: int, dt: np.dtype):
+    """compute(vals) = table[vals[0] - lo] for a table over every value of type dt from lo
+    up: operands of type dt index a rotated copy through their unsigned view (no
+    subtraction); others (FIFO values, int64) take the subtraction."""
+    bits = 8 * dt.itemsize
+    full = table.size == 1 << bits and lo == (-(1 << (bits - 1)) if dt.kind == "i" else 0)
+    if full:
+        udt = np.dtype(f"<u{dt.itemsize}")
+        rolled = np.roll(table, lo and 1 << (bits - 1))   # rolled[v & mask] = table[v - lo]
+        rolled.setflags(write=False)
 
     def compute(vals):
-        return table[np.subtract(vals[0], lo, dtype=np.intp)]
+        v = vals[0]
+        if full and v.dtype == dt:
+            return rolled[v.view(udt)]
+        return table[np.subtract(v, lo, dtype=np.intp)]
     return compute
 
 
@@ -1183,26 +1265,26 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     name = "NPU_OP_DEPTHWISE" if depthwise else "NPU_OP_CONV"
     if not depthwise and int(d.fields.get("weights_ifm2", 0)):
         return _no("conv: weights_ifm2")
-    g = _conv._geometry(snap)
+    g = _conv.conv_geometry(snap)
     if g.acc_input != 0 or ctx.acc_output != 0 or ctx.upscale != 0:
         return _no("conv: accumulator or upscale")
     if ctx.ifm.storage not in (Storage.TILE2X2, Storage.TILE3X1):
         return _no("conv: chained IFM")
     if ctx.ofm.scale_mode != arith.ScaleMode.PER_CHANNEL:
         return _no("conv: global scale")
-    prm = ctx._fused_params()
+    prm = ctx.fused_params()
     if prm is None:
         return _no("conv: not the fused epilogue's case")
     rm, dbl, zp, amin, amax, clamp, odt = prm
     dry = ctx.port.memory
     # weights and scale/bias through the dry port: the decoded forms and the stream bytes
-    w = _conv.read_weight_tensor(snap, ctx.port, _conv._macs_of(dev), depthwise, name, policy=ctx.policy)
+    w = _conv.read_weight_tensor(snap, ctx.port, _conv.macs_of(dev), depthwise, name, policy=ctx.policy)
     if w.flags.writeable:
         return _no("conv: weights not cached")
-    if not depthwise and g.sparsity == _conv._SPARSE:
-        _conv._check_sparse(w, name)                        # these stream bytes (compared on every run)
+    if not depthwise and g.sparsity == _conv.SPARSE:
+        _conv.check_sparse(w, name)                        # these stream bytes (compared on every run)
     ctx.scale_bias()
-    sc = ctx._scale_cache
+    sc = ctx.scale_cache
     depth = g.ofm_d if depthwise else g.ifm_d
     pre = _Prepared(dev, name)
     src = pre.operand(ctx.ifm, range(ctx.ifm_h), range(ctx.ifm_w), range(depth), Channel.rd_ifm)
@@ -1220,7 +1302,7 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
         k = sc.memo[(g.ofm_d, rm, dbl, ctx.acc_bits)] = _common.EpilogueConsts(sc, g.ofm_d, rm, dbl, ctx.acc_bits)
     fm = ctx.ifm
     izp = arith.ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check=False)
-    bound_x = _conv._ifm_domain_bound(ctx)
+    bound_x = _conv.ifm_domain_bound(ctx)
     if bound_x is None:
         return _no("conv: IFM domain")
     H = ctx.pad_top + ctx.ifm_h + ctx.pad_bottom
@@ -1229,11 +1311,11 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     padded = (H, W) != (ih, iw)
     pointwise = (not depthwise and g.kh == 1 and g.kw == 1 and g.stride_y == 1 and g.stride_x == 1
                  and not padded and (g.ofm_h, g.ofm_w) == (ih, iw))
-    wmax = _conv._wmax(w)
+    wmax = _conv.weight_max(w)
     K = g.kh * g.kw * (1 if depthwise else g.ifm_d)
-    dt, kc = _conv._float_plan(bound_x, wmax, K)
+    dt, kc = _conv.float_plan(bound_x, wmax, K)
     if pointwise and kc >= K:
-        wm = _conv._weight_matrix(w, dt)
+        wm = _conv.weight_matrix(w, dt)
         bound = bound_x * wmax * K
         M = g.ofm_h * g.ofm_w
 
@@ -1279,7 +1361,7 @@ def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, o
     random accumulators and the bounds."""
     h, w, d = shape
     M = h * w
-    if M * d > _common._EPI_BLOCK or not d:
+    if M * d > _common.EPI_BLOCK or not d:
         return _no("epilogue: large")
     # fused_epilogue's choice, for these bounds
     bits = k.bits
@@ -1296,7 +1378,7 @@ def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, o
         rb = A * k.qmax * (1 + 2.0 ** -40) + k.rqmax + 2
         if rb + abs(zp) >= (1 << 31):
             return _no("epilogue: int32 cast")
-        tmin, tmax = _common._TYPE_RANGE[odt.char]
+        tmin, tmax = _common.TYPE_RANGE[odt.char]
         f64 = (not wrap and tmin <= amin and amax <= tmax and bool(k.scale.size)
                and A * k.smax + k.rmax + (max(abs(zp), abs(zp - amin)) << k.shmax) < (1 << 53))
     if f64:
@@ -1306,7 +1388,8 @@ def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, o
     rng = np.random.default_rng(_SEED)
     for _ in range(4):
         acc = rng.integers(-bound, bound + 1, (h, w, d)).astype(acc_dt)
-        acc.reshape(-1)[:2] = (-bound, bound)
+        ends = acc.reshape(-1)[:2]
+        ends[...] = (-bound, bound)[:ends.size]          # (a 1-element OFM: one end)
         want = _common.fused_epilogue(acc, bound, k, zp, amin, amax, clamp, odt)
         if want is None or not np.array_equal(epilogue(acc, bound), want):
             return _no("epilogue: check")
@@ -1321,7 +1404,7 @@ def _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape):
     udt = np.dtype(f"<u{odt.itemsize}")
     add = amin % (1 << (8 * odt.itemsize))
     addv = udt.type(add)
-    clip = _common._clip
+    clip = _common.clip_ufunc
 
     def epilogue(acc, bound_):
         x = acc.reshape(M, d)
