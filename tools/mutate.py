@@ -21,7 +21,9 @@ Report: per mutant its place, change and outcome, then the kill rate over the mu
 compiled, minus those judged equivalent (EQUIVALENT below: a change that cannot alter any
 output, with the reason), and the survivors left to examine.
 
-  python -m tools.mutate [-n 40] [--seed 1] [--all] [--jobs 1] [--timeout 900] [--list]
+The unmutated sources run the same regression first; if they fail, no mutant runs (exit 2).
+
+  python -m tools.mutate [-n 40] [--seed 1] [--all] [--timeout 900] [--list] [--no-baseline]
 """
 from __future__ import annotations
 
@@ -264,15 +266,17 @@ def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, 
         " 'tools.mutate_tb', %r, includes=[Path(%r)])\n"
         "print('MUTANT_RESULT', json.dumps([n, f]))\n"
     ) % ([str(p) for p in _sources(src_dir)],
-         {"TB_DUT": "rtl", "MUTATE_FIRST": first, "MUTATE_SEED": str(seed),
-          "PYTHONPATH": str(REPO)}, str(src_dir))       # the simulator imports tools.mutate_tb
+         {"TB_DUT": "rtl", "MUTATE_FIRST": first, "MUTATE_SEED": str(seed)}, str(src_dir))
     # a fresh build: the copied sources keep their modification times, so a build folder
     # of an earlier mutant could look up to date
     shutil.rmtree(REPO / "sim_build" / "icarus-mutant", ignore_errors=True)
     t0 = time.time()
-    # its own session: on a timeout the whole group (python, vvp) is ended
+    # the simulator imports tools.mutate_tb: the cocotb runner hands the simulator this
+    # process's sys.path, where `-c` puts '' (the simulator's own folder), so the repository
+    # goes in by PYTHONPATH; its own session: on a timeout the whole group (python, vvp) ends
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, cwd=REPO, start_new_session=True)
+                         text=True, cwd=REPO, env=env, start_new_session=True)
     try:
         out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -284,7 +288,8 @@ def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, 
         return "error", out[-800:]
     n, f = json.loads(m.group(1))
     if n == 0:
-        return "killed", "the simulation ended without a result (crash)"
+        errs = re.findall(r"^\S*(?:Error|error)[^\n]{0,160}", out, re.M)
+        return "killed", "the simulation ended without a result (crash" + (f": {errs[-1]}" if errs else "") + ")"
     if f:
         why = re.findall(r"AssertionError: ([^\n]{0,160})", out) or re.findall(r"(SimTimeoutError[^\n]{0,120})", out)
         return "killed", (why[0] if why else "regression failed") + f" ({time.time() - t0:.0f} s)"
@@ -299,6 +304,8 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="every mutant (hours)")
     ap.add_argument("--timeout", type=float, default=900.0, help="wall-clock bound per mutant, s")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="skip the first run on the unmutated sources (it must pass)")
     ap.add_argument("--only", default="", help="comma-separated mutant ids to run")
     ap.add_argument("--report", default=str(REPO / "sim_build" / "mutate_report.json"))
     args = ap.parse_args(argv)
@@ -328,6 +335,15 @@ def main(argv=None) -> int:
     counts = {"killed": 0, "survived": 0, "stillborn": 0, "error": 0, "equivalent": 0}
     try:
         work = tmp_root / "src"
+        if not args.no_baseline:
+            # the unmutated sources must pass, else every mutant would count as killed
+            shutil.copytree(base, work)
+            outcome, detail = run_one(work, "conv", args.timeout, args.seed)
+            if outcome != "survived":
+                print(f"mutate: the unmutated stand-in fails the fast regression ({outcome}: {detail}); "
+                      f"no mutant run", file=sys.stderr)
+                return 2
+            print(f"mutate: the unmutated stand-in passes the fast regression ({detail})", flush=True)
         for i, m in enumerate(chosen, 1):
             if work.exists():
                 shutil.rmtree(work)
