@@ -19,11 +19,14 @@ as killed with a reported timeout (a hang), never a stuck run.
 
 Report: per mutant its place, change and outcome, then the kill rate over the mutants that
 compiled, minus those judged equivalent (EQUIVALENT below: a change that cannot alter any
-output, with the reason), and the survivors left to examine.
+output, with the reason), and the survivors left to examine. With ``--lint`` a mutant is
+first linted as tests/ethos_u85/test_rtl_lint.py lints the stand-in (``verilator --lint-only
+-Wall``); one with a warning is reported as refused by the lint and not scored (the project's
+checks reject it before any simulation).
 
 The unmutated sources run the same regression first; if they fail, no mutant runs (exit 2).
 
-  python -m tools.mutate [-n 40] [--seed 1] [--all] [--timeout 900] [--list] [--no-baseline]
+  python -m tools.mutate [-n 40] [--seed 1] [--all] [--timeout 900] [--list] [--lint] [--no-baseline]
 """
 from __future__ import annotations
 
@@ -51,7 +54,12 @@ DATAPATH = ("npu_swd.v", "npu_fwd.v", "npu_wfetch.v", "npu_conv.v", "npu_conv_wa
 KERNEL_FILES = ("npu_kernel.v", "npu_kernel_alu.v")
 
 # mutants judged equivalent (no output can change), by id: "file:line:col:old->new" -> reason
-EQUIVALENT: dict[str, str] = {}
+EQUIVALENT: dict[str, str] = {
+    "npu_kernel.v:857:51:16->17": "a 17-bit sign extension of the 32-bit MIN identity in a 48-bit wire: "
+                                  "the extra top bit is truncated, the value is the same",
+    "npu_kernel.v:1037:59:16->17": "a 17-bit sign extension of the 32-bit MIN identity assigned to a 48-bit "
+                                   "accumulator: the extra top bit is truncated, the value is the same",
+}
 
 # operator replacements (tried in this order at each site)
 OPS = {
@@ -255,6 +263,21 @@ def _compiles(src_dir: Path) -> bool:
     return r.returncode == 0
 
 
+def _lint(src_dir: Path) -> str:
+    """The first warning of ``verilator --lint-only -Wall`` on the sources (MACS 256), '' if
+    clean, as tests/ethos_u85/test_rtl_lint.py requires of the stand-in."""
+    from tb.core import simtools
+    env = dict(os.environ)
+    exe = simtools.verilator_exe(env)
+    r = subprocess.run([exe, "--lint-only", "-Wall", f"-I{src_dir}", "--top-module", "ethosu85", "-GMACS=256",
+                        *map(str, _sources(src_dir))], capture_output=True, text=True, timeout=600, env=env)
+    out = r.stdout + r.stderr
+    if r.returncode == 0 and "%Warning" not in out and "%Error" not in out:
+        return ""
+    first = [ln for ln in out.splitlines() if ln.startswith(("%Warning", "%Error"))]
+    return (first[0] if first else f"exit {r.returncode}")[:200]
+
+
 def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, str]:
     """Run the fast regression on the sources in src_dir: (outcome, detail)."""
     import signal
@@ -304,6 +327,10 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="every mutant (hours)")
     ap.add_argument("--timeout", type=float, default=900.0, help="wall-clock bound per mutant, s")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--lint", action="store_true",
+                    help="run verilator --lint-only -Wall on each mutant first: a mutant with a warning is "
+                         "'lint' (the project's lint refuses it; e.g. a widened sign extension that is "
+                         "truncated again), not run and not scored")
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip the first run on the unmutated sources (it must pass)")
     ap.add_argument("--only", default="", help="comma-separated mutant ids to run")
@@ -332,7 +359,7 @@ def main(argv=None) -> int:
         print("mutate: iverilog not found", file=sys.stderr)
         return 2
     results = []
-    counts = {"killed": 0, "survived": 0, "stillborn": 0, "error": 0, "equivalent": 0}
+    counts = {"killed": 0, "lint": 0, "survived": 0, "stillborn": 0, "error": 0, "equivalent": 0}
     try:
         work = tmp_root / "src"
         if not args.no_baseline:
@@ -351,6 +378,8 @@ def main(argv=None) -> int:
             apply(work, m)
             if not _compiles(work):
                 outcome, detail = "stillborn", "does not compile"
+            elif args.lint and (why := _lint(work)):
+                outcome, detail = "lint", why
             else:
                 first = "kernel" if m.file in KERNEL_FILES else "conv"
                 outcome, detail = run_one(work, first, args.timeout, args.seed)
@@ -363,9 +392,10 @@ def main(argv=None) -> int:
         shutil.rmtree(tmp_root, ignore_errors=True)
     scored = counts["killed"] + counts["survived"]
     rate = counts["killed"] / scored if scored else 1.0
-    print(f"\nmutate: {counts['killed']} killed, {counts['survived']} survived, {counts['equivalent']} "
-          f"equivalent, {counts['stillborn']} stillborn, {counts['error']} errors; kill rate "
-          f"{100 * rate:.1f} % of the {scored} non-equivalent mutants that compiled")
+    print(f"\nmutate: {counts['killed']} killed by the regression, {counts['lint']} refused by the lint, "
+          f"{counts['survived']} survived, {counts['equivalent']} equivalent, {counts['stillborn']} stillborn, "
+          f"{counts['error']} errors; regression kill rate {100 * rate:.1f} % of the {scored} "
+          f"non-equivalent mutants that compiled and passed the lint")
     for r in results:
         if r["outcome"] in ("survived", "error"):
             print(f"  {r['outcome']}: {r['id']}")
