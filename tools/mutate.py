@@ -59,6 +59,8 @@ EQUIVALENT: dict[str, str] = {
                                   "the extra top bit is truncated, the value is the same",
     "npu_kernel.v:1037:59:16->17": "a 17-bit sign extension of the 32-bit MIN identity assigned to a 48-bit "
                                    "accumulator: the extra top bit is truncated, the value is the same",
+    "npu_conv.v:222:22:16->17": "a 17-bit size cast assigned to the 16-bit wire kwu: truncated to the same "
+                                "16 bits",
 }
 
 # operator replacements (tried in this order at each site)
