@@ -67,6 +67,8 @@ EQUIVALENT: dict[str, str] = {
                                   "word mask of wide depthwise bricks, (1 << (lwo-4)) + 1 instead of - 1, "
                                   "selects the same word for every read port a 256-MAC array uses (lwo 4: "
                                   "ports 0-1, lwo 5: ports 0-1); MACS 512+ would tell",
+    "npu_swd.v:113:40:6->7": "the size cast 6'(RFN - 12) -> 7'(RFN - 12): the same value (20), compared with "
+                             "a 6-bit count",
 }
 
 # operator replacements (tried in this order at each site)
