@@ -4,7 +4,8 @@ module; DUT=rtl, the bench's configuration).
 A fixed, seeded list of jobs from the bench's own random generator (tb/ethos_u85/tests/test_random_ops.py
 OpGen with the stand-in's subset): CONV/DEPTHWISE operations and ELEMENTWISE/POOL operations
 (with LUT loads), then the softmax_1x10 Vela network (a chain), each checked by the scoreboard's
-TLM exactly as the regression does. The CONV/DEPTHWISE jobs are picked from the generator's
+TLM exactly as the regression does; and test_smoke_parse_errors (tb/ethos_u85/tests/test_rtl_smoke.py):
+the operations the stand-in refuses stop with cmd_parse_error. The CONV/DEPTHWISE jobs are picked from the generator's
 sequence so that each feature of CONV_FEATURES occurs (FWD, sparse, part-kernel-first, d4x4,
 i32 and i48 accumulators, per-channel and global scale, every microblock, ...): a short list
 of plain random draws can miss a whole block (e.g. no FWD job at all). The first failing job
@@ -30,6 +31,9 @@ from tb.ethos_u85.testlib.memmap import REGION_BASE, STREAM_ADDR
 from tb.ethos_u85.testlib.netjob import run_network, vela_model
 from tb.ethos_u85.testlib.regs import status_fields
 from tb.ethos_u85.tests.test_random_ops import CMD, NONE, QREAD, OpGen, build_job, start_bench
+# runs here too: what the stand-in refuses (div, argmax, int16 CONV, b16 OFM DEPTHWISE, ...) must
+# stop with cmd_parse_error at the operation, never run
+from tb.ethos_u85.tests.test_rtl_smoke import test_smoke_parse_errors  # noqa: F401
 from tlm.ethos_u85.config import get_config
 
 SEED = int(os.environ.get("MUTATE_SEED", "1"))
