@@ -69,6 +69,8 @@ EQUIVALENT: dict[str, str] = {
                                   "ports 0-1, lwo 5: ports 0-1); MACS 512+ would tell",
     "npu_swd.v:113:40:6->7": "the size cast 6'(RFN - 12) -> 7'(RFN - 12): the same value (20), compared with "
                              "a 6-bit count",
+    "npu_swd.v:279:32:4->5": "the size cast 4'(j) -> 5'(j) of a loop index below 8, compared with the 4-bit "
+                             "count n: the same comparison",
 }
 
 # operator replacements (tried in this order at each site)
