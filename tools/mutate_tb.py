@@ -4,7 +4,8 @@ module; DUT=rtl, the bench's configuration).
 A fixed, seeded list of jobs from the bench's own random generator (tb/ethos_u85/tests/test_random_ops.py
 OpGen with the stand-in's subset): CONV/DEPTHWISE operations and ELEMENTWISE/POOL operations
 (with LUT loads), then the softmax_1x10 Vela network (a chain), each checked by the scoreboard's
-TLM exactly as the regression does; and test_smoke_parse_errors (tb/ethos_u85/tests/test_rtl_smoke.py):
+TLM exactly as the regression does (one CONV job with a reserved bit set in a scale/bias
+record: no effect); and test_smoke_parse_errors (tb/ethos_u85/tests/test_rtl_smoke.py):
 the operations the stand-in refuses stop with cmd_parse_error. The CONV/DEPTHWISE jobs are picked from the generator's
 sequence so that each feature of CONV_FEATURES occurs (FWD, sparse, part-kernel-first, d4x4,
 i32 and i48 accumulators, per-channel and global scale, every microblock, ...): a short list
@@ -63,6 +64,30 @@ def conv_jobs(gen: OpGen, n: int, draws: int = 12) -> "tuple[list, list]":
     return [cands[i] for i in sorted(picked)], [f for f in CONV_FEATURES if f not in seen]
 
 
+def reserved_bit_job(gen: OpGen):
+    """A per-channel CONV/DEPTHWISE job whose first scale/bias record has a reserved bit set
+    (a bit whose flip makes the TLM's decoder raise ScaleBiasError): UNPREDICTABLE, the
+    operation ends without effect on the TLM and on the stand-in."""
+    from tlm.ethos_u85.scale_bias import RECORD_BYTES, ScaleBiasError, decode_scale_bias
+    for _ in range(100):
+        job = build_job(gen, 1, kinds=("conv",))
+        cmds = dict(job.ops[0].cmds)
+        if "NPU_SET_SCALE_BASE" not in cmds:
+            continue
+        addr = REGION_BASE[cmds["NPU_SET_SCALE_REGION"]["region"]] + cmds["NPU_SET_SCALE_BASE"]["addr"]
+        data = bytearray(job.image[addr])
+        for bit in range(8 * RECORD_BYTES):
+            rec = bytearray(data[:RECORD_BYTES])
+            rec[bit // 8] ^= 1 << (bit % 8)
+            try:
+                decode_scale_bias(bytes(rec) + bytes(15 * RECORD_BYTES), 1, acc48=False, set_channels=16)
+            except ScaleBiasError:
+                data[:RECORD_BYTES] = rec
+                job.image[addr] = bytes(data)
+                return job, bit
+    raise RuntimeError("no per-channel CONV job drawn")
+
+
 async def _run(env, watch, job, tag: str) -> None:
     for addr, data in job.image.items():
         env.memory.write(addr, data)
@@ -107,6 +132,8 @@ async def mutant_regression(dut):
     for part in order:
         for j, job in enumerate(jobs[part]):
             await _run(env, watch, job, f"{part} job {j}: {job.ops[0].desc}")
+    job, bit = reserved_bit_job(gens["conv"])
+    await _run(env, watch, job, f"reserved scale/bias bit {bit}: {job.ops[0].desc}")
     res = await run_network(env, vela_model("softmax_1x10", env.config, "default"), rng)
     cocotb.log.info("softmax_1x10: %d output bytes match", res.output_bytes)
     await ClockCycles(env.clock, 4)
