@@ -97,10 +97,10 @@ def yosys_stat(macs: int, timeout: float = 7200) -> dict:
         t0 = time.time()
         r = subprocess.run([exe, "-q", "-p", script], capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
+            # a signal is typically the OOM killer: the flattened techmap took > 12 GB at MACS 128
             why = f"killed by signal {-r.returncode}" if r.returncode < 0 else f"exit {r.returncode}"
             errs = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.startswith("ERROR")]
-            raise RuntimeError(f"yosys failed for MACS={macs} ({why}; e.g. the OOM killer: the flattened "
-                               f"techmap needs more than 12 GB at MACS 128): {errs[-1] if errs else ''}")
+            raise RuntimeError(f"yosys failed for MACS={macs} ({why}) {errs[-1] if errs else ''}")
         return parse_stat(stat.read_text(), time.time() - t0)
 
 
