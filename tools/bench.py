@@ -7,8 +7,9 @@
     python -m tools.bench --profile              # + cProfile of one warm TLM run (top 15)
     python -m tools.bench --no-models            # without the per-model table (section 3)
     python -m tools.bench --blas-threads 0       # numpy's BLAS at its own thread count (default 1)
-    python -m tools.bench --sim-only             # only the bench-throughput section (4. below)
-    python -m tools.bench --no-sim               # without it
+    python -m tools.bench --sim-only             # only the simulation sections (4. and 5. below)
+    python -m tools.bench --no-sim               # without them
+    python -m tools.bench --no-rtl               # without section 5 (the RTL stand-in's MACs/cycle)
 
 (`make bench` runs the first form; `make bench BENCH_ARGS=--sim-only`.)  Performance figures
 live here, never in timed unit tests: every number below is measured in this one process,
@@ -56,6 +57,14 @@ timers).
    moves a comparable number of beats (writes then reads, 16-beat bursts) on the same
    simulator. Printed: beats/s of each and bench/loopback. Builds are reused from
    sim_build/; numbers are printed, not asserted (a failing run is an error).
+
+5. The RTL stand-in's throughput and size (``--no-rtl`` skips it; ``python -m tools.bench_rtl``
+   runs it alone): MACs per cycle of a 3x3 and a 1x1 int8 CONV layer (Vela-compiled, through
+   the pins on Icarus with the scoreboard on) against the configuration's MACS peak, for each
+   of ``--rtl-configs`` (default ``--config``), and with ``--rtl-yosys`` the Yosys cells /
+   flip-flops of the stand-in per configuration (opt-in: the flattened synthesis needs more
+   than 12 GB at MACS 128). Issue 17's target: at least 50 % of peak on the 1x1 layer. A
+   failing run is an error.
 
 Exit status: 0 = bit-exact, 1 = mismatch, 2 = the TLM cannot run the network of section 1
 or 2 (missing op, TLM error) or a setup problem; each failure is one line on stderr
@@ -778,6 +787,36 @@ def sim_section(args) -> int:
           "in the same interval; loopback: writes then reads, 16-beat bursts)")
     return 1 if failed else 0
 
+# ============================================================================ RTL stand-in throughput
+def rtl_section(args) -> int:
+    """Section 5 of the module docstring (tools/bench_rtl.py in a subprocess). Returns 0, or 1
+    if it failed."""
+    configs = args.rtl_configs or args.config
+    print(f"\n5. RTL stand-in throughput and size (tools/bench_rtl.py, {configs}; Icarus, "
+          f"through the pins, scoreboard on)", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-rtl-") as tmp:
+        out = Path(tmp) / "bench_rtl.json"
+        cmd = [sys.executable, "-m", "tools.bench_rtl", "--configs", configs, "--json", str(out)]
+        if not args.rtl_yosys:
+            cmd.append("--no-yosys")
+        rep, err, dt = _run_json(cmd, out, {}, timeout=7200)
+    if rep is None:
+        print(f"  RTL stand-in bench FAILED: {err}", flush=True)
+        return 1
+    rows = [[r["config"], r["net"].removesuffix("_vela"), f"{r['macs']:,}", f"{r['conv_cycles']:,}",
+             f"{r['macs_per_cycle']:.1f}", f"{r['peak']}", f"{r['of_peak']:.1f} %"] for r in rep["mac"]]
+    print(table(rows, ["configuration", "layer", "MACs", "CONV cycles", "MACs/cycle", "peak", "of peak"],
+                "llrrrrr"))
+    if rep["yosys"]:
+        rows = [[y["config"], f"{y['macs']}", f"{y['cells']:,}", f"{y['flops']:,}", f"{y['memories']}",
+                 f"{y['memory_bits']:,}"] for y in rep["yosys"]]
+        print(table(rows, ["configuration", "MACS", "cells", "flip-flops", "memories", "memory bits"],
+                    "lrrrrr"))
+    print(f"  ({dt:.0f} s; cycles = the CONV unit busy for the whole operation: scale/bias and weight "
+          f"reads, IFM reads, MACs, OFM writes)")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -806,8 +845,15 @@ def main(argv=None) -> int:
     ap.add_argument("--traceback", action="store_true", help="full traceback on failure")
     sim = ap.add_mutually_exclusive_group()
     sim.add_argument("--no-sim", action="store_true",
-                     help="skip the bench-throughput section (cocotb bench vs bare AXI loopback)")
-    sim.add_argument("--sim-only", action="store_true", help="run only the bench-throughput section")
+                     help="skip the simulation sections (bench throughput, RTL stand-in MACs/cycle)")
+    sim.add_argument("--sim-only", action="store_true",
+                     help="run only the simulation sections (4 and 5)")
+    ap.add_argument("--no-rtl", action="store_true",
+                    help="skip section 5 (the RTL stand-in's MACs/cycle and Yosys size)")
+    ap.add_argument("--rtl-configs", default="",
+                    help="configurations of section 5, comma-separated (default: --config)")
+    ap.add_argument("--rtl-yosys", action="store_true",
+                    help="section 5 with the Yosys synthesis (cells, flip-flops; > 12 GB of memory at MACS 128)")
     ap.add_argument("--sims", default="",
                     help="simulators of the throughput section, comma-separated (default: all, tb.core.simtools.SIMS)")
     ap.add_argument("--sim-net", default=DEFAULT_SIM_NET,
@@ -829,6 +875,8 @@ def main(argv=None) -> int:
         code = 0 if args.sim_only else run(args)
         if not args.no_sim:
             code = max(code, sim_section(args))
+            if not args.no_rtl:
+                code = max(code, rtl_section(args))
         return code
     except BenchError as e:
         if args.traceback:

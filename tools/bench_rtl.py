@@ -8,9 +8,10 @@ the layer's MACs (every kernel tap of every output element) give MACs per cycle,
 against the configuration's peak (MACS a cycle).
 
 Size: Yosys (synth -flatten up to the fine-grained step, without mapping the memories to
-flip-flops, then techmap + abc -fast) per configuration: cells, flip-flops, and the bits of
+flip-flops, then techmap to Yosys's generic gates; no ABC, which takes far longer on the MAC
+array than the rest) per configuration: cells (generic gates), flip-flops, and the bits of
 the memories kept as $mem cells (AB, IFM buffer, scale/bias RAM, chaining FIFOs, LUT RAM,
-queues).
+queues). No latch may appear (the synthesis fails otherwise).
 
   python -m tools.bench_rtl [--configs ethos-u85-128,ethos-u85-256] [--sim icarus]
                             [--no-yosys] [--no-sim] [--json out.json]
@@ -91,12 +92,15 @@ def yosys_stat(macs: int, timeout: float = 7200) -> dict:
         files = " ".join(str(p) for p in simtools.dut_sources(DEVICE, "rtl"))
         script = (f"read_verilog -sv -I{RTL} {files}; chparam -set MACS {macs} ethosu85; "
                   f"synth -flatten -top ethosu85 -run begin:fine; opt -fast -full; techmap; opt -fast; "
-                  f"abc -fast; opt -fast; tee -o {stat} stat; "
+                  f"tee -o {stat} stat; "
                   f"select -assert-none t:$dlatch t:$adlatch t:$_DLATCH_* t:$sr t:$_SR_*")
         t0 = time.time()
         r = subprocess.run([exe, "-q", "-p", script], capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
-            raise RuntimeError(f"yosys failed for MACS={macs}: {(r.stdout + r.stderr)[-2000:]}")
+            # a signal is typically the OOM killer: the flattened techmap took > 12 GB at MACS 128
+            why = f"killed by signal {-r.returncode}" if r.returncode < 0 else f"exit {r.returncode}"
+            errs = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.startswith("ERROR")]
+            raise RuntimeError(f"yosys failed for MACS={macs} ({why}) {errs[-1] if errs else ''}")
         return parse_stat(stat.read_text(), time.time() - t0)
 
 

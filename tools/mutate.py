@@ -19,9 +19,14 @@ as killed with a reported timeout (a hang), never a stuck run.
 
 Report: per mutant its place, change and outcome, then the kill rate over the mutants that
 compiled, minus those judged equivalent (EQUIVALENT below: a change that cannot alter any
-output, with the reason), and the survivors left to examine.
+output, with the reason), and the survivors left to examine. With ``--lint`` a mutant is
+first linted as tests/ethos_u85/test_rtl_lint.py lints the stand-in (``verilator --lint-only
+-Wall``); one with a warning is reported as refused by the lint and not scored (the project's
+checks reject it before any simulation).
 
-  python -m tools.mutate [-n 40] [--seed 1] [--all] [--jobs 1] [--timeout 900] [--list]
+The unmutated sources run the same regression first; if they fail, no mutant runs (exit 2).
+
+  python -m tools.mutate [-n 40] [--seed 1] [--all] [--timeout 900] [--list] [--lint] [--no-baseline]
 """
 from __future__ import annotations
 
@@ -49,7 +54,24 @@ DATAPATH = ("npu_swd.v", "npu_fwd.v", "npu_wfetch.v", "npu_conv.v", "npu_conv_wa
 KERNEL_FILES = ("npu_kernel.v", "npu_kernel_alu.v")
 
 # mutants judged equivalent (no output can change), by id: "file:line:col:old->new" -> reason
-EQUIVALENT: dict[str, str] = {}
+EQUIVALENT: dict[str, str] = {
+    "npu_kernel.v:857:51:16->17": "a 17-bit sign extension of the 32-bit MIN identity in a 48-bit wire: "
+                                  "the extra top bit is truncated, the value is the same",
+    "npu_kernel.v:1037:59:16->17": "a 17-bit sign extension of the 32-bit MIN identity assigned to a 48-bit "
+                                   "accumulator: the extra top bit is truncated, the value is the same",
+    "npu_conv.v:222:22:16->17": "a 17-bit size cast assigned to the 16-bit wire kwu: truncated to the same "
+                                "16 bits",
+    "npu_kernel.v:757:66:3'd4->3'd3": "the request token queue (4 entries, tok_cnt moves by one) admits 3 "
+                                      "requests in flight instead of 4: slower, the same results",
+    "npu_conv_mac.v:138:55:-->+": "equivalent at MACS 256 only (the fast regression's configuration): the "
+                                  "word mask of wide depthwise bricks, (1 << (lwo-4)) + 1 instead of - 1, "
+                                  "selects the same word for every read port a 256-MAC array uses (lwo 4: "
+                                  "ports 0-1, lwo 5: ports 0-1); MACS 512+ would tell",
+    "npu_swd.v:113:40:6->7": "the size cast 6'(RFN - 12) -> 7'(RFN - 12): the same value (20), compared with "
+                             "a 6-bit count",
+    "npu_swd.v:279:32:4->5": "the size cast 4'(j) -> 5'(j) of a loop index below 8, compared with the 4-bit "
+                             "count n: the same comparison",
+}
 
 # operator replacements (tried in this order at each site)
 OPS = {
@@ -253,6 +275,21 @@ def _compiles(src_dir: Path) -> bool:
     return r.returncode == 0
 
 
+def _lint(src_dir: Path) -> str:
+    """The first warning of ``verilator --lint-only -Wall`` on the sources (MACS 256), '' if
+    clean, as tests/ethos_u85/test_rtl_lint.py requires of the stand-in."""
+    from tb.core import simtools
+    env = dict(os.environ)
+    exe = simtools.verilator_exe(env)
+    r = subprocess.run([exe, "--lint-only", "-Wall", f"-I{src_dir}", "--top-module", "ethosu85", "-GMACS=256",
+                        *map(str, _sources(src_dir))], capture_output=True, text=True, timeout=600, env=env)
+    out = r.stdout + r.stderr
+    if r.returncode == 0 and "%Warning" not in out and "%Error" not in out:
+        return ""
+    first = [ln for ln in out.splitlines() if ln.startswith(("%Warning", "%Error"))]
+    return (first[0] if first else f"exit {r.returncode}")[:200]
+
+
 def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, str]:
     """Run the fast regression on the sources in src_dir: (outcome, detail)."""
     import signal
@@ -264,15 +301,17 @@ def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, 
         " 'tools.mutate_tb', %r, includes=[Path(%r)])\n"
         "print('MUTANT_RESULT', json.dumps([n, f]))\n"
     ) % ([str(p) for p in _sources(src_dir)],
-         {"TB_DUT": "rtl", "MUTATE_FIRST": first, "MUTATE_SEED": str(seed),
-          "PYTHONPATH": str(REPO)}, str(src_dir))       # the simulator imports tools.mutate_tb
+         {"TB_DUT": "rtl", "MUTATE_FIRST": first, "MUTATE_SEED": str(seed)}, str(src_dir))
     # a fresh build: the copied sources keep their modification times, so a build folder
     # of an earlier mutant could look up to date
     shutil.rmtree(REPO / "sim_build" / "icarus-mutant", ignore_errors=True)
     t0 = time.time()
-    # its own session: on a timeout the whole group (python, vvp) is ended
+    # the simulator imports tools.mutate_tb: the cocotb runner hands the simulator this
+    # process's sys.path, where `-c` puts '' (the simulator's own folder), so the repository
+    # goes in by PYTHONPATH; its own session: on a timeout the whole group (python, vvp) ends
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, cwd=REPO, start_new_session=True)
+                         text=True, cwd=REPO, env=env, start_new_session=True)
     try:
         out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -284,7 +323,8 @@ def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, 
         return "error", out[-800:]
     n, f = json.loads(m.group(1))
     if n == 0:
-        return "killed", "the simulation ended without a result (crash)"
+        errs = re.findall(r"^\S*(?:Error|error)[^\n]{0,160}", out, re.M)
+        return "killed", "the simulation ended without a result (crash" + (f": {errs[-1]}" if errs else "") + ")"
     if f:
         why = re.findall(r"AssertionError: ([^\n]{0,160})", out) or re.findall(r"(SimTimeoutError[^\n]{0,120})", out)
         return "killed", (why[0] if why else "regression failed") + f" ({time.time() - t0:.0f} s)"
@@ -299,6 +339,12 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="every mutant (hours)")
     ap.add_argument("--timeout", type=float, default=900.0, help="wall-clock bound per mutant, s")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--lint", action="store_true",
+                    help="run verilator --lint-only -Wall on each mutant first: a mutant with a warning is "
+                         "'lint' (the project's lint refuses it; e.g. a widened sign extension that is "
+                         "truncated again), not run and not scored")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="skip the first run on the unmutated sources (it must pass)")
     ap.add_argument("--only", default="", help="comma-separated mutant ids to run")
     ap.add_argument("--report", default=str(REPO / "sim_build" / "mutate_report.json"))
     args = ap.parse_args(argv)
@@ -325,9 +371,18 @@ def main(argv=None) -> int:
         print("mutate: iverilog not found", file=sys.stderr)
         return 2
     results = []
-    counts = {"killed": 0, "survived": 0, "stillborn": 0, "error": 0, "equivalent": 0}
+    counts = {"killed": 0, "lint": 0, "survived": 0, "stillborn": 0, "error": 0, "equivalent": 0}
     try:
         work = tmp_root / "src"
+        if not args.no_baseline:
+            # the unmutated sources must pass, else every mutant would count as killed
+            shutil.copytree(base, work)
+            outcome, detail = run_one(work, "conv", args.timeout, args.seed)
+            if outcome != "survived":
+                print(f"mutate: the unmutated stand-in fails the fast regression ({outcome}: {detail}); "
+                      f"no mutant run", file=sys.stderr)
+                return 2
+            print(f"mutate: the unmutated stand-in passes the fast regression ({detail})", flush=True)
         for i, m in enumerate(chosen, 1):
             if work.exists():
                 shutil.rmtree(work)
@@ -335,6 +390,8 @@ def main(argv=None) -> int:
             apply(work, m)
             if not _compiles(work):
                 outcome, detail = "stillborn", "does not compile"
+            elif args.lint and (why := _lint(work)):
+                outcome, detail = "lint", why
             else:
                 first = "kernel" if m.file in KERNEL_FILES else "conv"
                 outcome, detail = run_one(work, first, args.timeout, args.seed)
@@ -347,9 +404,10 @@ def main(argv=None) -> int:
         shutil.rmtree(tmp_root, ignore_errors=True)
     scored = counts["killed"] + counts["survived"]
     rate = counts["killed"] / scored if scored else 1.0
-    print(f"\nmutate: {counts['killed']} killed, {counts['survived']} survived, {counts['equivalent']} "
-          f"equivalent, {counts['stillborn']} stillborn, {counts['error']} errors; kill rate "
-          f"{100 * rate:.1f} % of the {scored} non-equivalent mutants that compiled")
+    print(f"\nmutate: {counts['killed']} killed by the regression, {counts['lint']} refused by the lint, "
+          f"{counts['survived']} survived, {counts['equivalent']} equivalent, {counts['stillborn']} stillborn, "
+          f"{counts['error']} errors; regression kill rate {100 * rate:.1f} % of the {scored} "
+          f"non-equivalent mutants that compiled and passed the lint")
     for r in results:
         if r["outcome"] in ("survived", "error"):
             print(f"  {r['outcome']}: {r['id']}")

@@ -4,9 +4,14 @@ module; DUT=rtl, the bench's configuration).
 A fixed, seeded list of jobs from the bench's own random generator (tb/ethos_u85/tests/test_random_ops.py
 OpGen with the stand-in's subset): CONV/DEPTHWISE operations and ELEMENTWISE/POOL operations
 (with LUT loads), then the softmax_1x10 Vela network (a chain), each checked by the scoreboard's
-TLM exactly as the regression does. The first failing job ends the test (the mutant is
-killed). Every job has a bound on its simulated cycles (MUTATE_MAX_CYCLES), so a mutant that
-hangs fails too.
+TLM exactly as the regression does (one CONV job with a reserved bit set in a scale/bias
+record: no effect); and test_smoke_parse_errors (tb/ethos_u85/tests/test_rtl_smoke.py):
+the operations the stand-in refuses stop with cmd_parse_error. The CONV/DEPTHWISE jobs are picked from the generator's
+sequence so that each feature of CONV_FEATURES occurs (FWD, sparse, part-kernel-first, d4x4,
+i32 and i48 accumulators, per-channel and global scale, every microblock, ...): a short list
+of plain random draws can miss a whole block (e.g. no FWD job at all). The first failing job
+ends the test (the mutant is killed). Every job has a bound on its simulated cycles
+(MUTATE_MAX_CYCLES), so a mutant that hangs fails too.
 
 Environment: MUTATE_SEED (default 1), MUTATE_CONV / MUTATE_KERNEL (numbers of jobs, default
 14 / 30), MUTATE_FIRST=conv|kernel (which part runs first: the mutated file's), and
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 
 import numpy as np
 
@@ -26,6 +32,9 @@ from tb.ethos_u85.testlib.memmap import REGION_BASE, STREAM_ADDR
 from tb.ethos_u85.testlib.netjob import run_network, vela_model
 from tb.ethos_u85.testlib.regs import status_fields
 from tb.ethos_u85.tests.test_random_ops import CMD, NONE, QREAD, OpGen, build_job, start_bench
+# runs here too: what the stand-in refuses (div, argmax, int16 CONV, b16 OFM DEPTHWISE, ...) must
+# stop with cmd_parse_error at the operation, never run
+from tb.ethos_u85.tests.test_rtl_smoke import test_smoke_parse_errors  # noqa: F401
 from tlm.ethos_u85.config import get_config
 
 SEED = int(os.environ.get("MUTATE_SEED", "1"))
@@ -33,6 +42,50 @@ N_CONV = int(os.environ.get("MUTATE_CONV", "14"))
 N_KERNEL = int(os.environ.get("MUTATE_KERNEL", "30"))
 FIRST = os.environ.get("MUTATE_FIRST", "kernel")
 MAX_CYCLES = int(os.environ.get("MUTATE_MAX_CYCLES", "200000"))
+
+# regular expressions over an operation's description (OpGen's Op.desc)
+CONV_FEATURES = (r"^CONV ", r"^DEPTHWISE ", r" fwdx", r" swdx", r" sparse ", r" pkf ", r" df ", r" d4x4 ",
+                 r" d8x8 ", r" acc48 0 ", r" acc48 1 ", r" per-channel ", r" global ", r"ifm u?int8/nhcwb16",
+                 r"ifm u?int8/nhwc", r"ifm uint8", r"ofm uint8", r"ofm u?int8/nhcwb16 ", r" dil\(2", r" dil\(\d, 2",
+                 r" s\(3", r" s\(\d, 3", *(rf" mb {k} " for k in range(5)))
+
+
+def conv_jobs(gen: OpGen, n: int, draws: int = 12) -> "tuple[list, list]":
+    """(*n* CONV/DEPTHWISE jobs from the first draws*n of *gen*: first those that add a
+    feature not covered yet, in order, then the others in order; the features missed)."""
+    cands = [build_job(gen, 1, kinds=("conv",)) for _ in range(draws * n)]
+    seen, picked = set(), []
+    for i, job in enumerate(cands):
+        new = {f for f in CONV_FEATURES if f not in seen and re.search(f, job.ops[0].desc)}
+        if new and len(picked) < n:
+            seen |= new
+            picked.append(i)
+    picked += [i for i in range(len(cands)) if i not in picked][:n - len(picked)]
+    return [cands[i] for i in sorted(picked)], [f for f in CONV_FEATURES if f not in seen]
+
+
+def reserved_bit_job(gen: OpGen):
+    """A per-channel CONV/DEPTHWISE job whose first scale/bias record has a reserved bit set
+    (a bit whose flip makes the TLM's decoder raise ScaleBiasError): UNPREDICTABLE, the
+    operation ends without effect on the TLM and on the stand-in."""
+    from tlm.ethos_u85.scale_bias import RECORD_BYTES, ScaleBiasError, decode_scale_bias
+    for _ in range(100):
+        job = build_job(gen, 1, kinds=("conv",))
+        cmds = dict(job.ops[0].cmds)
+        if "NPU_SET_SCALE_BASE" not in cmds:
+            continue
+        addr = REGION_BASE[cmds["NPU_SET_SCALE_REGION"]["region"]] + cmds["NPU_SET_SCALE_BASE"]["addr"]
+        data = bytearray(job.image[addr])
+        for bit in range(8 * RECORD_BYTES):
+            rec = bytearray(data[:RECORD_BYTES])
+            rec[bit // 8] ^= 1 << (bit % 8)
+            try:
+                decode_scale_bias(bytes(rec) + bytes(15 * RECORD_BYTES), 1, acc48=False, set_channels=16)
+            except ScaleBiasError:
+                data[:RECORD_BYTES] = rec
+                job.image[addr] = bytes(data)
+                return job, bit
+    raise RuntimeError("no per-channel CONV job drawn")
 
 
 async def _run(env, watch, job, tag: str) -> None:
@@ -70,12 +123,17 @@ async def mutant_regression(dut):
     gens = {"conv": OpGen(random.Random(SEED * 7 + 1), macs, rtl=True),
             "kernel": OpGen(random.Random(SEED * 7 + 2), macs, rtl=True)}
     kinds = {"conv": ("conv",), "kernel": ("elementwise", "pool")}
-    counts = {"conv": N_CONV, "kernel": N_KERNEL}
     order = ("conv", "kernel") if FIRST == "conv" else ("kernel", "conv")
+    conv, missing = conv_jobs(gens["conv"], N_CONV)
+    if missing:
+        cocotb.log.warning("CONV features not in the fast regression: %s", missing)
+    jobs = {"conv": conv,
+            "kernel": [build_job(gens["kernel"], 1, kinds=kinds["kernel"]) for _ in range(N_KERNEL)]}
     for part in order:
-        for j in range(counts[part]):
-            job = build_job(gens[part], 1, kinds=kinds[part])
+        for j, job in enumerate(jobs[part]):
             await _run(env, watch, job, f"{part} job {j}: {job.ops[0].desc}")
+    job, bit = reserved_bit_job(gens["conv"])
+    await _run(env, watch, job, f"reserved scale/bias bit {bit}: {job.ops[0].desc}")
     res = await run_network(env, vela_model("softmax_1x10", env.config, "default"), rng)
     cocotb.log.info("softmax_1x10: %d output bytes match", res.output_bytes)
     await ClockCycles(env.clock, 4)

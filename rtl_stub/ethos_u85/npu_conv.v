@@ -618,7 +618,7 @@ module npu_conv #(
                         sbytes <= sbytes + 6'd16;
                     end
                     if (halt) t <= T_DRAIN;
-                    else if (srec == srecs && !rec_go) t <= sb_bad ? T_DRAIN : T_PASS;
+                    else if (sb_bad || (srec == srecs && !rec_go)) t <= sb_bad ? T_DRAIN : T_PASS;
                 end
                 T_PASS: begin
                     if (halt || failed) t <= T_DRAIN;

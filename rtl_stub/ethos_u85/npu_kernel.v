@@ -334,9 +334,9 @@ module npu_kernel #(
     // activation()'s OFM zero point assert
     wire        o_zp_ok = o_sgn ? (o_zp[15:7] == 9'h000 || o_zp[15:7] == 9'h1FF)
                                 : (o_zp[15:8] == 8'h00 || o_zp == 16'h8000);
-    // scale_a / scale_b pass b32 and unsigned b16 operands unscaled
+    // scale_a / scale_b pass b32 and unsigned b16 operands unscaled (lrelu's scale_b: the IFM's, E-14)
     wire        pass_a = !(i_prec == B8 || (i_prec == B16 && i_sgn));
-    wire        pass_b = !(j_prec == B8 || (j_prec == B16 && j_sgn));
+    wire        pass_b = (md == M_LRELU) ? pass_a : !(j_prec == B8 || (j_prec == B16 && j_sgn));
 
     wire        a_scalar = i_bm == BM_SCALAR;
     wire        b_scalar = j_bm == BM_SCALAR;
@@ -505,7 +505,7 @@ module npu_kernel #(
     wire ew_unpred =
            (acc_fmt > 2'd1)
         || !ew_mode_valid
-        || (i_prec != j_prec)
+        || (!unary && i_prec != j_prec)                         // with an IFM2 only (E-14)
         || (i_prec == B64) || (i_prec == B32 && !i_sgn)
         || (o_rev != 2'd0) || !ew_tr_ok
         || (i_up != UP_NONE)

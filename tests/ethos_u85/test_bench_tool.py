@@ -6,7 +6,7 @@
   the cocotbext-axi loopback moves and checks its data and writes its JSON, and the AXI
   subordinate tests on the same design pass (reads of different ARIDs reordered, same-ID
   order kept, fixed latency honoured).
-* ``test_bench_sim_only_icarus``: ``tools/bench.py --sim-only --sims icarus`` on the small
+* ``test_bench_sim_only_icarus``: ``tools/bench.py --sim-only --no-rtl --sims icarus`` on the small
   pooling network prints the throughput table with both figures and their ratio.
 * ``test_bench_networks_and_model_table``: the network sections on a small catalog network
   and a models folder holding one published model: both engine tables with us/NPU op and
@@ -38,7 +38,8 @@ def _run(args, timeout=600):
 def test_help_lists_sim_options():
     p = _run(["-m", "tools.bench", "--help"], timeout=120)
     assert p.returncode == 0, p.stderr
-    for opt in ("--no-sim", "--sim-only", "--sims", "--sim-net", "--sim-dut"):
+    for opt in ("--no-sim", "--sim-only", "--sims", "--sim-net", "--sim-dut", "--no-rtl", "--rtl-configs",
+                "--rtl-yosys"):
         assert opt in p.stdout, opt
 
 
@@ -65,7 +66,7 @@ def test_loopback_icarus(tmp_path):
 def test_bench_sim_only_icarus():
     if not HAVE_ICARUS:
         tool_missing("Icarus Verilog not installed (apt-get install -y iverilog)")
-    p = _run(["-m", "tools.bench", "--sim-only", "--sims", "icarus", "--sim-net",
+    p = _run(["-m", "tools.bench", "--sim-only", "--no-rtl", "--sims", "icarus", "--sim-net",
               "maxpool_2x2_s2_valid"], timeout=900)
     assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
     row = [ln for ln in p.stdout.splitlines() if ln.strip().startswith("icarus ")]

@@ -31,8 +31,9 @@ from tb.ethos_u85.testlib.marks import DUT, named, rtl_unsupported, skip_now
 from tb.ethos_u85.testlib.netjob import refusing_reference, run_network, vela_model
 from tb.ethos_u85.testlib.rtl_support import Refused, first_unsupported, judge
 
+# the last one is refused (a POOL transposing an NHCWB16 OFM, after a DEPTHWISE that runs)
 QUICK = ("conv2d_3x3_s2_same_relu6_pc", "dwconv_5x5_s2_c33", "fc_64x32_pt", "conv2d_3x3_c7to21_odd",
-         "avgpool_3x3_s1_same", "add_bcast_relu", "resize_nearest_8x8to12x12")
+         "avgpool_3x3_s1_same", "add_bcast_relu", "resize_nearest_8x8to12x12", "dwconv_mult3_c3")
 SKIP = ("mobilenet_v2_0p5_224",)           # the bench network (minutes of simulation)
 
 
