@@ -201,8 +201,8 @@ def op_pool(snapshot, dataport, device) -> None:
 # ------------------------------------------------------------------------------------------
 
 def pool_ref(snapshot, dataport, device) -> None:
-    """NPU_OP_POOL as the literal per-element TRM loop (tests only): the same asserts, then
-    per (oy, ox, c) the scalar reads / accumulate / write_accumulator of single elements."""
+    """NPU_OP_POOL as the literal per-element TRM loop (the literal model's path): the same
+    asserts, then per (oy, ox, c) the reads / accumulate of single elements on Python ints."""
     from ..arith import accumulate
     ctx = OpContext(snapshot, dataport, device, "NPU_OP_POOL")
     mode = int(ctx.fields.get("pooling_mode", 0))
@@ -213,8 +213,16 @@ def pool_ref(snapshot, dataport, device) -> None:
     out_div = np.ones_like(out_acc)
     init = ctx.initial_acc(_identity(mode), depth=out_acc.shape[2])
 
+    # read_ifm(y, x, c) of the derived IFM, read as one block as the fast path reads it (a
+    # chained IFM pops its values in (y, x, c) order; the footprint is the fast path's)
+    if mode == REDUCE_SUM:
+        block = ctx.read_ifm(range(oh), range(ow), range(ctx.ifm_depth)).tolist()
+    elif use_ifm:
+        ctx.check(ctx.ifm_h >= 1 and ctx.ifm_w >= 1, "pad range: derived IFM size < 1")
+        block = ctx.read_ifm(range(ctx.ifm_h), range(ctx.ifm_w), range(od)).tolist()
+
     def rd(y, x, c):
-        return int(ctx.read_ifm([y], [x], [c])[0, 0, 0])
+        return block[y][x][c]
 
     for oy in range(oh):
         for ox in range(ow):
