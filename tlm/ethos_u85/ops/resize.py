@@ -182,7 +182,7 @@ def resize_ref(snapshot, dataport, device) -> None:
     ypos, xpos = [], []                       # (i0, i1, mod) per OFM row / column
     y_int = -1 if p.y_off < 0 else 0
     y_mod = p.y_off + p.sy_n if p.y_off < 0 else p.y_off
-    for oy in range(H):
+    for _ in range(H):
         iy0 = max(y_int, 0)
         ypos.append((iy0, min(y_int + 1, p.ifm_h_m1), y_mod))
         y_mod += p.step_y_mod
@@ -192,7 +192,7 @@ def resize_ref(snapshot, dataport, device) -> None:
             y_int += 1
     x_int = -1 if p.x_off < 0 else 0
     x_mod = p.x_off + p.sx_n if p.x_off < 0 else p.x_off
-    for ox in range(W):
+    for _ in range(W):
         ix0 = max(x_int, 0)
         xpos.append((ix0, min(x_int + 1, p.ifm_w_m1), x_mod))
         x_mod += p.step_x_mod
