@@ -3,7 +3,10 @@
 Each test builds random but TRM-legal command streams with ``tlm.ethos_u85.isa.encode`` (TRM register
 and field names), writes random inputs into the bench memory, runs every stream as one job
 through the pins (tb.ethos_u85.env.Env) and lets the scoreboard's reference TLM check STATUS, QREAD,
-IRQ edges and every byte written. The value of the module is the stimulus and the functional
+IRQ edges and every byte written. On DUT=tlm that reference is the literal model
+(tlm.ethos_u85.literal: every kernel op's literal TRM loop, the literal fmap paths, no batching,
+plans or traces), so the TLM's fast paths behind the pins are checked against it; on DUT=rtl
+it is the ordinary TLM. The value of the module is the stimulus and the functional
 coverage it reaches (tb/ethos_u85/coverage.py); the checks here make sure no case passes vacuously:
 
 * the job stops at its final NPU_OP_STOP (no cmd_parse_error, bus_status or branch_fault);

@@ -339,7 +339,8 @@ def _by_table(ctx: OpContext, p: _Params, mode: int, a, b, shape):
 # ------------------------------------------------------------------------------------------
 
 def elementwise_ref(snapshot, dataport, device) -> None:
-    """NPU_OP_ELEMENTWISE as the literal per-element TRM loop (tests only)."""
+    """NPU_OP_ELEMENTWISE as the literal per-element TRM loop on Python ints (the literal
+    model's path, tlm.ethos_u85.literal; the operands read as one block each)."""
     ctx = OpContext(snapshot, dataport, device, "NPU_OP_ELEMENTWISE")
     mode = int(ctx.fields.get("elementwise_mode", 0))
     p = _checks(ctx, mode)
