@@ -202,7 +202,8 @@ def op_pool(snapshot, dataport, device) -> None:
 
 def pool_ref(snapshot, dataport, device) -> None:
     """NPU_OP_POOL as the literal per-element TRM loop (the literal model's path): the same
-    asserts, then per (oy, ox, c) the reads / accumulate of single elements on Python ints."""
+    asserts, then per (oy, ox, c) the reads / accumulate of single elements and the output stage
+    (OpContext.write_accumulator_ref) on Python ints."""
     from ..arith import accumulate
     ctx = OpContext(snapshot, dataport, device, "NPU_OP_POOL")
     mode = int(ctx.fields.get("pooling_mode", 0))
@@ -261,9 +262,9 @@ def pool_ref(snapshot, dataport, device) -> None:
                 out_acc[oy, ox, c] = acc
                 out_div[oy, ox, c] = count
     if mode == AVERAGE:
-        ctx.write_accumulator(out_acc, RESCALE_AVPOOL, divisor=out_div)
+        ctx.write_accumulator_ref(out_acc, RESCALE_AVPOOL, divisor=out_div)
     else:
-        ctx.write_accumulator(out_acc, RESCALE_NORMAL)
+        ctx.write_accumulator_ref(out_acc, RESCALE_NORMAL)
 
 
 register(KernelOp("NPU_OP_POOL", op_pool, "pooling_mode", isa.pooling_mode, reference=pool_ref))
