@@ -789,7 +789,7 @@ def test_random_vs_literal_pseudocode(config, op):
         assert np.array_equal(got, exp), s
 
 
-LITERAL_SEED = int(os.environ.get("LITERAL_SEED", "0") or 0) or int(time.time()) % 100000
+LITERAL_SEED = int(os.environ.get("LITERAL_SEED", "1") or 1)       # LITERAL_SEED=n: other cases
 
 
 @pytest.mark.parametrize("config", CONFIGS)
