@@ -35,6 +35,10 @@
   lie inside the reference's read footprint on that route, widened to whole 16-byte beats,
   plus the command stream's window (QBASE up to the next multiple of 128 bytes past QBASE +
   QSIZE, TRM 3.3.1.8) - unless the reference stopped at a fault (the DUT may have run ahead).
+  A reference on the literal paths (``Device(reference_paths=True)``, the literal model) reads
+  one transaction per element run where the fast path reads a block's span in one masked
+  transaction: its reads of one operation on one channel less than ``READ_GAP`` bytes apart
+  count as one span.
 * **IRQ** outside jobs: at every APB transfer (not ``ignore``d) the pin's level must be the
   reference's before or after that transfer, and a rising edge since the previous transfer
   needs the reference's IRQ high (a CMD.clear_irq that does not drop the pin fails one
