@@ -23,7 +23,9 @@ hierarchy needs only a map; ``env.pin("IRQ")`` is the handle of a TRM-named pin.
 * ``env.model`` is the reference ``tlm.ethos_u85.device.Device``: for DUT=tlm the device behind the
   pins; otherwise (or with ``reference_model=True``) a separate instance, built at each
   ``hard_reset`` with the same pins, that ``env.scoreboard`` keeps in step with every APB
-  transfer of ``env.apb`` and compares (PRDATA, PSLVERR). The reference has finished its
+  transfer of ``env.apb`` and compares (PRDATA, PSLVERR); ``Env(dut, reference_factory=f)``
+  builds it with ``f(config=, memory=, pins=)`` instead of the default device (the random
+  kernel tests pass tlm.ethos_u85.literal.literal_device on DUT=tlm). The reference has finished its
   reset sequence when it is built; the scoreboard is paused from nRESET until
   ``wait_reset_done`` sees the DUT's sequence end (the TRM lets reads return 0 and writes
   fail during it). Model time differs from the DUT's, so tests of PMU counters must tell
@@ -129,7 +131,8 @@ class Env(EnvBase):
                  apb_wait_states: Callable[[], int] | None = None, memory=None,
                  scoreboard: bool = True, reference_model: bool | None = None, pinmap=None,
                  apb_monitor: bool = True, apb_source: str = "manager",
-                 axi_monitor: bool = True, axi_source: str = "subordinate"):
+                 axi_monitor: bool = True, axi_source: str = "subordinate",
+                 reference_factory: Callable | None = None):
         super().__init__(dut, pinmap=pinmap, dut_kind=dut_kind, config=config,
                          default_config=DEVICE.default_config, clk_period_ns=clk_period_ns)
         pm = self.pinmap
@@ -172,6 +175,9 @@ class Env(EnvBase):
             self.tlm = TlmPins(dut, config=self.config, memory=self.memory, clock=self.clock,
                                wait_states=apb_wait_states, execute=axi_execute, pinmap=pm)
         self._ref = None               # reference model for DUT != tlm
+        # the reference model's factory (default: tb.ethos_u85.tlm_pins.default_device_factory),
+        # e.g. tlm.ethos_u85.literal.literal_device: the literal paths as the scoreboard
+        self.reference_factory = reference_factory
         self.use_reference = self.tlm is None if reference_model is None else reference_model
         self.scoreboard = Scoreboard(self.memory, self.log,
                                      irq_level=lambda: pin_int(self.irq, None))
@@ -190,7 +196,7 @@ class Env(EnvBase):
     def model(self):
         """The reference Device: the one behind the pins for DUT=tlm."""
         if self._ref is None and self.tlm is not None:
-            return self.tlm.ethos_u85.device
+            return self.tlm.device
         return self._ref
 
     def add_monitor_listener(self, fn: Callable) -> None:
@@ -253,8 +259,8 @@ class Env(EnvBase):
         if self.use_reference:
             from tb.ethos_u85.tlm_pins import default_device_factory
             mirror = self.memory.snapshot() if isinstance(self.memory, BenchMemory) else None
-            self._ref = default_device_factory()(config=self.config, memory=mirror,
-                                                 pins=dict(self.pins))
+            factory = self.reference_factory or default_device_factory()
+            self._ref = factory(config=self.config, memory=mirror, pins=dict(self.pins))
             if hasattr(self._ref, "wait_reset"):
                 self._ref.wait_reset()
             self.scoreboard.set_reference(self._ref)

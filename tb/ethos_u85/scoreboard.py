@@ -35,6 +35,10 @@
   lie inside the reference's read footprint on that route, widened to whole 16-byte beats,
   plus the command stream's window (QBASE up to the next multiple of 128 bytes past QBASE +
   QSIZE, TRM 3.3.1.8) - unless the reference stopped at a fault (the DUT may have run ahead).
+  A reference on the literal paths (``Device(reference_paths=True)``, the literal model) reads
+  one transaction per element run where the fast path reads a block's span in one masked
+  transaction: its reads of one operation on one channel less than ``READ_GAP`` bytes apart
+  count as one span.
 * **IRQ** outside jobs: at every APB transfer (not ``ignore``d) the pin's level must be the
   reference's before or after that transfer, and a rising edge since the previous transfer
   needs the reference's IRQ high (a CMD.clear_irq that does not drop the pin fails one
@@ -77,6 +81,9 @@ STOP_EVIDENCE = sum(_ST.field(f).mask for f in ("irq_raised", "bus_status", "cmd
 # The reference stopped at a fault: an NPU that runs ahead (DMA behind the command stream) may
 # have read what the reference never reached.
 FAULT_STOP = STOP_EVIDENCE & ~_ST.field("irq_raised").mask
+# a literal-path reference's reads of one operation and channel closer than this many bytes
+# count as one span (Scoreboard.set_reference)
+READ_GAP = 4096
 BEAT = 16                                  # bytes of a 128-bit AXI data beat (TRM 5.8)
 
 
@@ -229,6 +236,7 @@ class Scoreboard:
                  irq_level: "Callable[[], int | None] | None" = None,
                  coverage: "bench_coverage.BenchCoverage | None | bool" = True):
         self.memory = memory
+        self.read_gap = 0                           # set_reference
         # functional coverage: True = this process's model (tb.ethos_u85.coverage.current())
         self.coverage = bench_coverage.current() if coverage is True else (coverage or None)
         self.log = log or logging.getLogger("cocotb.tb.ethos_u85.scoreboard")
@@ -249,6 +257,11 @@ class Scoreboard:
     # ------------------------------------------------------------------ plumbing
     def set_reference(self, device) -> None:
         self.ref = device
+        # a reference on the literal paths (Device(reference_paths=True), tlm.ethos_u85.literal)
+        # reads element runs one transaction each, where the fast path reads a block's span
+        # (runs and the gaps between them) in one masked transaction: its reads of one
+        # operation on one channel closer than READ_GAP bytes count as one span
+        self.read_gap = READ_GAP if getattr(device, "reference_paths", False) else 0
         if self.job is not None and self.job.end_ns is None:
             self.job.end_ns = self._now()           # dropped by a reset, unchecked
         self.job = None
@@ -414,7 +427,9 @@ class Scoreboard:
         mem.log.clear()
         job.ref_txn_count = len(txns)
         self._job_routes(job)
-        for t in txns:
+        runs: dict = {}                             # read_gap: (op, channel, route) -> read runs
+        starts = [o[0] for o in job.ref_ops]
+        for i, t in enumerate(txns):
             if t.write:
                 if t.resp == Resp.OKAY:
                     job.ref_writes.setdefault(t.port, IntervalSet()).add(t.addr, t.addr + t.length)
@@ -424,6 +439,19 @@ class Scoreboard:
             else:                                   # a read may move whole bus beats
                 lo, hi = _beat_floor(t.addr), _beat_ceil(t.addr + t.length)
             key = (t.write, _iface(t.port), t.cache & 0xF, t.domain & 3)
+            if self.read_gap and not t.write:
+                op = bisect.bisect_right(starts, i) - 1
+                runs.setdefault((op, getattr(t, "channel", None), key), []).append((lo, hi))
+                continue
+            job.ref_fp.setdefault(key, IntervalSet()).add(lo, hi)
+        for (_, _, key), rs in runs.items():        # runs closer than read_gap bytes: one span
+            rs.sort()
+            lo, hi = rs[0]
+            for a, b in rs[1:]:
+                if a - hi > self.read_gap:
+                    job.ref_fp.setdefault(key, IntervalSet()).add(lo, hi)
+                    lo = a
+                hi = max(hi, b)
             job.ref_fp.setdefault(key, IntervalSet()).add(lo, hi)
         self.jobs.append(job)
         self.job = job

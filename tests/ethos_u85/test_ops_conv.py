@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import time
 from dataclasses import dataclass, replace
 
@@ -26,6 +27,7 @@ from tlm.ethos_u85 import isa
 from tlm.ethos_u85 import registers as R
 from tlm.ethos_u85.arith import activation_ref, rescale_ref, sign_extend
 from tlm.ethos_u85.device import Device, StopKind
+from tlm.ethos_u85.literal import literal_device
 from tlm.core.errors import BudgetExceeded, Unpredictable
 from tlm.ethos_u85.ops import conv
 from tlm.ethos_u85.ops.conv import conv_sums, depthwise_sums, exact_matmul, op_conv, op_depthwise, patch_view, wrap_acc
@@ -395,16 +397,16 @@ def build(s: Spec, acc_output=None, acc_input=None):
     return words, mem
 
 
-def make_device(config):
-    dev = Device(config, kernel_ops=KERNEL_OPS, settle=True)
+def make_device(config, literal=False):
+    dev = literal_device(config, settle=True) if literal else Device(config, kernel_ops=KERNEL_OPS, settle=True)
     for r, base in REGION_BASE.items():
         dev.apb_write(R.get(f"BASEP{r}_LO").offset, base & 0xFFFFFFFF)
         dev.apb_write(R.get(f"BASEP{r}_HI").offset, base >> 32)
     return dev
 
 
-def run_words(config, words, mem, *, expect_stop=True):
-    dev = make_device(config)
+def run_words(config, words, mem, *, expect_stop=True, literal=False):
+    dev = make_device(config, literal)
     for addr, data in mem.items():
         dev.memory.write(addr, data)
     dev.load_stream(CMD_ADDR, words + _enc("NPU_OP_STOP", mask=0))
@@ -785,6 +787,31 @@ def test_random_vs_literal_pseudocode(config, op):
         got = run_spec(s)
         exp = reference(s)
         assert np.array_equal(got, exp), s
+
+
+LITERAL_SEED = int(os.environ.get("LITERAL_SEED", "1") or 1)       # LITERAL_SEED=n: other cases
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("op", ["conv", "dw", "mm"])
+def test_literal_model_vs_fast_path(config, op):
+    """The literal model's CONV/DEPTHWISE (conv_ref/depthwise_ref: per-MAC loop, literal weight
+    decode and output stage, literal fmap paths) against the fast path on random ops, byte
+    for byte, acc_input ifm2 included (seeded: LITERAL_SEED=n reproduces)."""
+    seed = LITERAL_SEED * 100 + CONFIGS.index(config) * 10 + ["conv", "dw", "mm"].index(op)
+    print(f"seed {seed} (LITERAL_SEED={LITERAL_SEED})")
+    rng = np.random.default_rng(seed)
+    for k in range(6):
+        s = _random_spec(rng, config, op)
+        if op != "mm" and k % 3 == 2:                 # accumulator restore from IFM2 (signed b32/b64)
+            s.acc_input = 2
+            s.ifm2 = rng.integers(-(1 << 30), 1 << 30, (*s.ofm_hw, s.ofm_d))
+            s.ifm2_prec = 3 if s.acc_format else 2
+        words, mem = build(s)
+        fast = run_words(config, words, mem)
+        lit = run_words(config, words, mem, literal=True)
+        assert lit.op_counts == fast.op_counts and sum(fast.op_counts.values()) >= 1
+        assert np.array_equal(read_ofm(lit, s), read_ofm(fast, s)), (seed, k, s)
 
 
 # ================================================================ UNPREDICTABLE / budgets

@@ -13,6 +13,7 @@ from tb.ethos_u85.tlm_pins import TlmAxiManager
 from tlm.ethos_u85 import isa
 from tlm.ethos_u85 import registers as R
 from tlm.ethos_u85.device import Device
+from tlm.ethos_u85.literal import literal_device
 
 OFF = {r.ident: r.offset for r in R.iter_registers()}
 SRC, DST, STREAM = 0x10_0000, 0x20_0000, 0x30_0000
@@ -21,15 +22,21 @@ SRC, DST, STREAM = 0x10_0000, 0x20_0000, 0x30_0000
 class Bench:
     """A minimal other bench: APB, AXI and IRQ feeds of a Scoreboard by hand."""
 
-    def __init__(self, bug: str = ""):
+    def __init__(self, bug: str = "", reference=Device, lines: int = 1):
+        """*reference*: the scoreboard's model factory; *lines* > 1: a 2D DMA of that many
+        32-byte lines 64 bytes apart (reads with gaps between them)."""
         self.bug = bug
         self.mem = BenchMemory()
         self.mem.write(SRC, bytes((5 * i + 1) & 0xFF for i in range(300)))
         words = []
+        dma = (("NPU_SET_DMA0_LEN", dict(addr=300)),) if lines == 1 else (
+            ("NPU_SET_DMA0_SRC_REGION", dict(region=1, stride_mode=1)), ("NPU_SET_DMA0_LEN", dict(addr=32)),
+            ("NPU_SET_DMA0_SIZE0", dict(size=lines)), ("NPU_SET_DMA0_SRC_STRIDE0", dict(addr=64)),
+            ("NPU_SET_DMA0_DST_STRIDE0", dict(addr=32)))
         for name, kw in (("NPU_SET_DMA0_SRC_REGION", dict(region=1)),
                          ("NPU_SET_DMA0_DST_REGION", dict(region=2)),
                          ("NPU_SET_DMA0_SRC", dict(addr=0x10)), ("NPU_SET_DMA0_DST", dict(addr=0x8)),
-                         ("NPU_SET_DMA0_LEN", dict(addr=300)), ("NPU_OP_DMA_START", {}),
+                         *dma, ("NPU_OP_DMA_START", {}),
                          ("NPU_OP_DMA_WAIT", dict(k=0)), ("NPU_OP_STOP", dict(mask=1))):
             words += isa.encode(name, **kw)
         self.mem.write(STREAM, b"".join(w.to_bytes(4, "little") for w in words))
@@ -38,7 +45,7 @@ class Bench:
         self.irq = 0
         # the scoreboard: bench memory, IRQ pin level, a reference on a memory snapshot
         self.sb = Scoreboard(self.mem, irq_level=lambda: self.irq, coverage=None)
-        self.sb.set_reference(Device(memory=self.mem.snapshot(), settle=True))
+        self.sb.set_reference(reference(memory=self.mem.snapshot(), settle=True))
         self.dut.hooks.append(self._on_event)
 
     def _on_event(self, event, details):
@@ -70,6 +77,9 @@ class Bench:
             if self.bug == "stray_read" and not t.write and t.addr == SRC + 0x10:
                 yield AxiBurst(t.port, False, int(t.channel), SRC + 0x400, 3, 4, 1, t.prot,
                                t.cache, t.domain, t.resp, runs=[(SRC + 0x400, bytes(64))])
+            if self.bug == "gap_read" and not t.write and t.addr == SRC + 0x10:   # between lines 0 and 1
+                yield AxiBurst(t.port, False, int(t.channel), SRC + 0x30, 0, 4, 1, t.prot,
+                               t.cache, t.domain, t.resp, runs=[(SRC + 0x30, self.mem.read(SRC + 0x30, 16))])
 
     def run(self):
         attr = R.get("MEM_ATTR0")
@@ -114,3 +124,19 @@ def test_bad_run_fails(bug, words):
     with pytest.raises(AssertionError):
         sb.check()
     assert any(words in m for m in sb.mismatches), sb.mismatches
+
+
+def test_literal_reference_reads_count_as_spans():
+    """A reference on the literal paths (tlm.ethos_u85.literal) reads one transaction per run:
+    the scoreboard takes one operation's reads on one channel as one span (READ_GAP), so a
+    DUT that reads the gap between two DMA lines in one burst passes with it and fails with
+    the ordinary reference; a read beyond every span fails with both."""
+    good = Bench(reference=literal_device, lines=4).run()
+    good.check()
+    assert good.read_gap and good.jobs[-1].mismatches_in_job == 0
+    gap = Bench("gap_read", reference=literal_device, lines=4).run()
+    gap.check()
+    plain = Bench("gap_read", lines=4).run()
+    assert plain.read_gap == 0 and any("outside the model's read footprint" in m for m in plain.mismatches)
+    stray = Bench("stray_read", reference=literal_device, lines=4).run()
+    assert any("outside the model's read footprint" in m for m in stray.mismatches), stray.mismatches

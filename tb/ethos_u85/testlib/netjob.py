@@ -13,6 +13,7 @@ QBASE/QSIZE/QCONFIG, BASEP), starts the NPU, waits for the IRQ and checks the fa
 ``rtl_support.Refused`` naming the operation at QREAD), closes the scoreboard's job
 (every AXI write, STATUS, QREAD and IRQ against the reference TLM on a mirror of memory) and
 compares every output byte with the reference's. Returns a ``NetResult``.
+``check_litert(name, res.outputs, want)`` compares them with LiteRT's as well.
 """
 from __future__ import annotations
 
@@ -126,6 +127,24 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
                   if d.cmd.name.startswith("NPU_OP_") and d.cmd.name != "NPU_OP_STOP"})
     return NetResult(path.name, status, sum(t.nbytes for t in model.outputs), beats, wall,
                      cycles, ops, outputs)
+
+
+def check_litert(name: str, outputs: list, want: list) -> "str | None":
+    """Every output tensor of catalog network *name* (the DUT's, ``NetResult.outputs``)
+    against LiteRT's (*want*, from ``tests.nets.reference``), element for element; None when
+    compared, else the reason from tests/nets ``VELA_VS_LITERT`` (a known Vela/LiteRT
+    disagreement: not compared)."""
+    from tests import nets
+    reason = nets.VELA_VS_LITERT.get(name)
+    if reason is not None:
+        return reason
+    for i, (got, w) in enumerate(zip(outputs, want, strict=True)):
+        w = np.asarray(w).reshape(-1)
+        assert got.dtype == w.dtype and got.size == w.size, (name, i, got.dtype, w.dtype, got.size, w.size)
+        bad = np.flatnonzero(got != w)
+        assert bad.size == 0, (f"{name} output{i}: {bad.size} of {got.size} elements differ from LiteRT, "
+                               f"first at {bad[0]}: {got[bad[0]]} vs {w[bad[0]]}")
+    return None
 
 
 class refusing_reference:

@@ -3,7 +3,10 @@
 Each test builds random but TRM-legal command streams with ``tlm.ethos_u85.isa.encode`` (TRM register
 and field names), writes random inputs into the bench memory, runs every stream as one job
 through the pins (tb.ethos_u85.env.Env) and lets the scoreboard's reference TLM check STATUS, QREAD,
-IRQ edges and every byte written. The value of the module is the stimulus and the functional
+IRQ edges and every byte written. On DUT=tlm that reference is the literal model
+(tlm.ethos_u85.literal: every kernel op's literal TRM loop, the literal fmap paths, no batching,
+plans or traces), so the TLM's fast paths behind the pins are checked against it; on DUT=rtl
+it is the ordinary TLM. The value of the module is the stimulus and the functional
 coverage it reaches (tb/ethos_u85/coverage.py); the checks here make sure no case passes vacuously:
 
 * the job stops at its final NPU_OP_STOP (no cmd_parse_error, bus_status or branch_fault);
@@ -81,6 +84,7 @@ from tb.ethos_u85.testlib.regs import OFF, status_fields
 from tb.ethos_u85.testlib.streams import enc, fmap_cmds
 from tlm.ethos_u85 import isa
 from tlm.ethos_u85.config import get_config
+from tlm.ethos_u85.literal import LITERAL_OPS, literal_device
 from tlm.ethos_u85.ops import KERNEL_OP_NAMES
 from tlm.core.errors import Unpredictable
 from tlm.ethos_u85.scale_bias import channels_in_set, encode_scale_bias
@@ -1088,8 +1092,14 @@ class RefWatch:
 
 async def start_bench(dut, config: "str | None" = None, backpressure: "float | None" = None,
                 seed: int = 0) -> "tuple[Env, RefWatch]":
-    env = Env(dut, reference_model=True, config=config)
+    # DUT=tlm: the TLM behind the pins runs its fast paths, the scoreboard the literal model
+    env = Env(dut, reference_model=True, config=config, reference_factory=None if RTL else literal_device)
     await env.start()
+    if not RTL:
+        assert getattr(env.model, "kernel_ops", None) is LITERAL_OPS and env.model.reference_paths, \
+            "the scoreboard's reference is not the literal model"
+        assert env.tlm.device is not None and env.tlm.device.kernel_ops is not LITERAL_OPS, \
+            "the TLM behind the pins is not on its fast paths"
     if backpressure:
         env.axi.random_backpressure(seed, backpressure)
     rng = random.Random(seed)

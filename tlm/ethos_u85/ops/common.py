@@ -902,6 +902,63 @@ class OpContext:
         v = self.activation(v)
         self.write_ofm(v, ALLOWED_PERMS_ALL)
 
+    def write_accumulator_ref(self, acc, rescale_mode: int = RESCALE_NORMAL, *, divisor=None) -> None:
+        """:meth:`write_accumulator` as the literal per-element TRM code on Python ints (the
+        reference model's path, tlm.ethos_u85.literal): per (oy, ox, oc) bias add
+        (``accumulate``), ``arith.rescale_ref``, ``arith.activation_ref`` (with write_ofm's
+        truncation), then one write_ofm of the block.  ``acc``: the wrapped accumulators
+        [ofm_h, ofm_w, depth]; RESCALE_AVPOOL with ``divisor`` (per element: the count d of
+        valid taps, i.e. rescale_mode_avpool + d - 1).  Same reading of the TRM as the fast path: bias 0 in global
+        scale mode (E-11); under i48 the ``scale == sign_extend(scale, 16)`` assert only for
+        per-channel scales (module doc, arith.rescale_ref)."""
+        acc = np.asarray(acc, dtype=np.int64)
+        h, w, d = acc.shape
+        if self.acc_output == ACC_OUT_DISABLE:
+            self._check_block(h, w, d, "write_accumulator")
+            self.state.store_acc(arith.sign_extend(acc, self.acc_bits))
+            return
+        self.check(self.acc_output == ACC_OUT_ENABLE, f"reserved acc_output {self.acc_output}")
+        avpool = rescale_mode == RESCALE_AVPOOL
+        self.check(rescale_mode in (RESCALE_NONE, RESCALE_NORMAL, RESCALE_GLOBAL, RESCALE_SHIFT_ONLY)
+                   or (avpool and divisor is not None),
+                   f"write_accumulator_ref: rescale mode {rescale_mode} not on the literal path")
+        div = np.broadcast_to(np.asarray(divisor, dtype=np.int64), acc.shape).tolist() if avpool else None
+        f = self.f
+        per_channel = self.ofm.scale_mode == ScaleMode.PER_CHANNEL
+        bias = scale = shift = None
+        if per_channel:
+            self.check(avpool or rescale_mode == RESCALE_NORMAL,
+                       "rescale: per-channel scale_mode needs rescale_mode_normal (per-channel scale not permitted)")
+            bias, scale, shift = (x.tolist() for x in self.scale_bias())
+        rm, dbl = f("NPU_SET_OFM_SCALE", "round_mode"), f("NPU_SET_OFM_SCALE", "dbl_rnd")
+        oscale, oshift = f("NPU_SET_OFM_SCALE", "scale"), f("NPU_SET_OFM_SCALE", "shift")
+        act = dict(precision=self.ofm.precision, act_type=self.ofm.act_type,
+                   zero_point=f("NPU_SET_OFM_ZERO_POINT", "zero_point"),
+                   act_min=f("NPU_SET_ACTIVATION_MIN", "clip_boundary"),
+                   act_max=f("NPU_SET_ACTIVATION_MAX", "clip_boundary"),
+                   function=f("NPU_SET_ACTIVATION", "activation_function"),
+                   clip_range=f("NPU_SET_ACTIVATION", "activation_clip_range"),
+                   table=f("NPU_SET_ACTIVATION", "table"), lut=bytes(getattr(self.device, "lut", b"")))
+        out = np.zeros((h, w, d), np.int64)
+        try:
+            for oy in range(h):
+                for ox in range(w):
+                    for oc in range(d):
+                        a = int(acc[oy, ox, oc])
+                        if per_channel:
+                            a = arith.accumulate(a, bias[oc], self.acc_format)
+                        if rescale_mode != RESCALE_NONE:
+                            rm_e = rescale_mode + div[oy][ox][oc] - 1 if avpool else rescale_mode
+                            a = arith.rescale_ref(a, oc, rm_e, scale_mode=self.ofm.scale_mode,
+                                                  ofm_scale=oscale, ofm_shift=oshift, round_mode=rm, dbl_rnd=dbl,
+                                                  acc_format=self.acc_format, scale_arr=scale, shift_arr=shift)
+                        out[oy, ox, oc] = arith.activation_ref(a, **act)
+        except Unpredictable as e:
+            if str(e).startswith(self.name):
+                raise
+            raise Unpredictable(f"{self.name}: {e}") from None
+        self.write_ofm(out, ALLOWED_PERMS_ALL)
+
     def _fused_write(self, acc, rescale_mode: int, bound: int) -> bool:
         """write_accumulator's fused path (see write_accumulator); False (nothing done, no
         state changed) when the op is not the common case or a bound does not hold, so the

@@ -79,7 +79,7 @@ from .registry import KernelOp, register
 
 __all__ = [
     "op_conv", "op_depthwise", "conv_sums", "depthwise_sums", "conv_acc", "depthwise_acc", "patch_view", "exact_matmul",
-    "wrap_acc", "read_weight_tensor",
+    "wrap_acc", "read_weight_tensor", "read_weight_streams", "checked_weight_order", "conv_ref", "depthwise_ref",
 ]
 
 # decoded-weight cache (entries): see read_weight_tensor
@@ -377,30 +377,14 @@ def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP
     every stripe of a layer and decoding is the costliest part of a small op.  A cache hit
     compares the stored stream bytes with the ones just read in full (no hash collision
     can return the wrong tensor); the lookup key holds the lengths and a sample of bytes."""
-    f = snap.field
     skey = snapshot_key(snap)
     p = _ORDERS.get((skey, macs, depthwise)) if skey is not None else None
     if p is None:
-        p = WeightOrder.from_registers(snap, macs, depthwise)
-        try:
-            p.check()
-        except Unpredictable as e:
-            raise Unpredictable(f"{op}: {e.what}") from e
+        p = checked_weight_order(snap, macs, depthwise, op)
         if skey is not None:                             # checked orders only
             _ORDERS.put((skey, macs, depthwise), p)
-    n = math.prod(p.shape)
     pol = policy if policy is not None else policy_of(None)
-    max_bytes = pol.max_weight_bytes
-    if n > pol.max_op_weights:
-        raise BudgetExceeded(f"{op}: weight tensor of {n} elements exceeds the model's budget ({pol.max_op_weights})")
-    fwd = f("NPU_SET_WEIGHT_FORMAT", "weight_format") == _FWD
-    region = f("NPU_SET_WEIGHT_REGION", "region")
-    regs = _WEIGHT_STREAMS[:1] if fwd else _WEIGHT_STREAMS[:p.num_wd]
-    lengths = [f(ln, "length") for _, ln in regs]
-    if sum(lengths) > max_bytes:
-        raise BudgetExceeded(f"{op}: weight streams of {sum(lengths)} bytes exceed the model's budget ({max_bytes})")
-    streams = tuple(port.read(region, f(base, "addr"), length, Channel.rd_weights).tobytes()
-                    for (base, _), length in zip(regs, lengths))
+    fwd, streams = read_weight_streams(snap, port, p, op, pol)
     last = _LAST_WEIGHTS.get((skey, macs, depthwise)) if skey is not None else None
     if last is not None and last[0] == streams:             # this op's weights, unchanged
         return last[1]
@@ -425,6 +409,35 @@ def read_weight_tensor(snap, port, macs: int, depthwise: bool, op: str = "NPU_OP
             _cache_drop(next(iter(_WEIGHT_CACHE)))
             _LAST_WEIGHTS.clear()                           # holds only cached entries
     return w
+
+
+def checked_weight_order(snap, macs: int, depthwise: bool, op: str) -> WeightOrder:
+    """The op's WeightOrder from its registers, its TRM asserts checked (Unpredictable names the op)."""
+    p = WeightOrder.from_registers(snap, macs, depthwise)
+    try:
+        p.check()
+    except Unpredictable as e:
+        raise Unpredictable(f"{op}: {e.what}") from e
+    return p
+
+
+def read_weight_streams(snap, port, p: WeightOrder, op: str, pol: Policy) -> tuple:
+    """(fwd, stream bytes): the op's weight stream(s) read over the DataPort (channel
+    rd_weights, region WEIGHT_REGION): WEIGHT_BASE/LENGTH .. WEIGHT3 for the ``num_wd``
+    decoders, or the one FWD stream; the model's budgets checked first."""
+    f = snap.field
+    n = math.prod(p.shape)
+    max_bytes = pol.max_weight_bytes
+    if n > pol.max_op_weights:
+        raise BudgetExceeded(f"{op}: weight tensor of {n} elements exceeds the model's budget ({pol.max_op_weights})")
+    fwd = f("NPU_SET_WEIGHT_FORMAT", "weight_format") == _FWD
+    region = f("NPU_SET_WEIGHT_REGION", "region")
+    regs = _WEIGHT_STREAMS[:1] if fwd else _WEIGHT_STREAMS[:p.num_wd]
+    lengths = [f(ln, "length") for _, ln in regs]
+    if sum(lengths) > max_bytes:
+        raise BudgetExceeded(f"{op}: weight streams of {sum(lengths)} bytes exceed the model's budget ({max_bytes})")
+    return fwd, tuple(port.read(region, f(base, "addr"), length, Channel.rd_weights).tobytes()
+                      for (base, _), length in zip(regs, lengths))
 
 
 def _cache_size(streams: tuple, w: np.ndarray, sign: int) -> None:
@@ -588,17 +601,13 @@ def _count(device, macs: int) -> None:
 # The operations
 # ------------------------------------------------------------------------------------------
 
-def op_conv(snapshot, dataport, device) -> None:
-    """NPU_OP_CONV (TRM 3.10.2), including ``weights_ifm2`` (matrix multiply) and
-    ``acc_input == ifm2``."""
-    op = "NPU_OP_CONV"
-    ctx = _context(snapshot, dataport, device, op)
+def _conv_asserts(ctx, g: _Geometry, op: str) -> int:
+    """NPU_OP_CONV's asserts in TRM order (after add_operation_to_chain); returns weights_ifm2."""
     weights_ifm2 = int(ctx.fields.get("weights_ifm2", 0))       # payload set by the executor
-    g = conv_geometry(snapshot)
     use_ifm2 = bool(weights_ifm2) or g.acc_input == _ACC_INPUT_IFM2
     ctx.add_operation_to_chain(True, use_ifm2, False)
     _common_checks(g, op)
-    f = snapshot.field
+    f = ctx.snap.field
     if weights_ifm2:
         if not (g.dilated_w == 1 and g.dilated_h == 1):
             raise Unpredictable(f"{op} weights_ifm2: dilated_width == 1 && dilated_height == 1")
@@ -620,6 +629,27 @@ def op_conv(snapshot, dataport, device) -> None:
         if g.weight_order != _DEPTH_FIRST:
             raise Unpredictable(f"{op} weights_ifm2: KERNEL_STRIDE.weight_order == depth_first")
     _budget(g, op, False, ctx.policy)
+    return weights_ifm2
+
+
+def _depthwise_asserts(ctx, g: _Geometry, op: str) -> None:
+    """NPU_OP_DEPTHWISE's asserts in TRM order (after add_operation_to_chain)."""
+    ctx.add_operation_to_chain(True, g.acc_input == _ACC_INPUT_IFM2, False)
+    _common_checks(g, op)
+    if g.weight_format == _FWD:
+        raise Unpredictable(f"{op}: WEIGHT_FORMAT.weight_format != fwd")
+    if g.sparsity != 0:
+        raise Unpredictable(f"{op}: WEIGHT_FORMAT.weight_sparsity == none")
+    _budget(g, op, True, ctx.policy)
+
+
+def op_conv(snapshot, dataport, device) -> None:
+    """NPU_OP_CONV (TRM 3.10.2), including ``weights_ifm2`` (matrix multiply) and
+    ``acc_input == ifm2``."""
+    op = "NPU_OP_CONV"
+    ctx = _context(snapshot, dataport, device, op)
+    g = conv_geometry(snapshot)
+    weights_ifm2 = _conv_asserts(ctx, g, op)
 
     if weights_ifm2:
         # w = IFM2 element (y=0, x=oc, c=ic): IFM2 is the [1, ofm_depth, ifm_depth] matrix B and
@@ -651,13 +681,7 @@ def op_depthwise(snapshot, dataport, device) -> None:
     op = "NPU_OP_DEPTHWISE"
     ctx = _context(snapshot, dataport, device, op)
     g = conv_geometry(snapshot)
-    ctx.add_operation_to_chain(True, g.acc_input == _ACC_INPUT_IFM2, False)
-    _common_checks(g, op)
-    if g.weight_format == _FWD:
-        raise Unpredictable(f"{op}: WEIGHT_FORMAT.weight_format != fwd")
-    if g.sparsity != 0:
-        raise Unpredictable(f"{op}: WEIGHT_FORMAT.weight_sparsity == none")
-    _budget(g, op, True, ctx.policy)
+    _depthwise_asserts(ctx, g, op)
     w = read_weight_tensor(snapshot, dataport, macs_of(device), True, op, policy=ctx.policy)
     if w.shape != (g.ofm_d, g.kh, g.kw, 1):
         raise RuntimeError(f"{op}: weight tensor {w.shape}, expected {(g.ofm_d, g.kh, g.kw, 1)}")
@@ -696,5 +720,88 @@ def _finish(ctx, g: _Geometry, s: np.ndarray, bound: int, acc0) -> None:
     ctx.write_accumulator(wrap_acc(s, g.acc_format), RescaleMode.NORMAL)
 
 
-register(KernelOp("NPU_OP_CONV", op_conv, fuzz_weight=1.0))
-register(KernelOp("NPU_OP_DEPTHWISE", op_depthwise, fuzz_weight=1.0))
+# ------------------------------------------------------------------------------------------
+# Literal reference (slow): the TRM pseudocode per OFM element, on Python ints
+# ------------------------------------------------------------------------------------------
+
+def _literal(snapshot, dataport, device, depthwise: bool) -> None:
+    """CONV / DEPTHWISE as the TRM loop of the module doc, per OFM element and per MAC on
+    Python ints: ``accumulate`` (wrap to 32/48 bits) after every MAC, padding taps read as 0.
+    Shared with the fast path: the register decoding (_Geometry, without its memo), the TRM
+    asserts, the stream reads, ``OpContext.read_ifm``/``read_ifm2``/``initial_acc`` (one block
+    read each, through the device's DataPort: with ``reference_paths`` the literal fmap
+    gather), the scale/bias stream decoder.  Not shared: the weight decode (reference_order,
+    the symbol-by-symbol SWD decoder), the MAC loop, the output stage
+    (``OpContext.write_accumulator_ref``)."""
+    from ..arith import accumulate
+    from ..weights import decode_weight_tensor_ref
+    op = "NPU_OP_DEPTHWISE" if depthwise else "NPU_OP_CONV"
+    ctx = _context(snapshot, dataport, device, op)
+    g = _Geometry(snapshot)
+    weights_ifm2 = 0
+    if depthwise:
+        _depthwise_asserts(ctx, g, op)
+    else:
+        weights_ifm2 = _conv_asserts(ctx, g, op)
+    in_d = g.ofm_d if depthwise else g.ifm_d
+    if weights_ifm2:
+        # w = IFM2 element (y=0, x=oc, c=ic) (TRM 4.1 and Vela; see the module doc)
+        b = ctx.read_ifm2(range(1), range(g.ofm_d), range(g.ifm_d)).tolist()[0]
+
+        def weight(oc, ky, kx, ic):
+            return b[oc][ic]
+    else:
+        p = checked_weight_order(snapshot, macs_of(device), depthwise, op)
+        fwd, streams = read_weight_streams(snapshot, dataport, p, op, ctx.policy)
+        try:
+            wt = decode_weight_tensor_ref(p, streams, fwd=fwd).tolist()
+        except Unpredictable as e:
+            raise Unpredictable(f"{op}: weight stream: {e}") from e
+        if g.sparsity == SPARSE:
+            for o in range(g.ofm_d):
+                for ky in range(g.kh):
+                    for kx in range(g.kw):
+                        row = wt[o][ky][kx]
+                        if any(abs(v) > 127 for v in row):
+                            raise Unpredictable(f"{op}: sparse_2_4 weight outside -127..127")
+                        for i0 in range(0, len(row), 4):
+                            if sum(1 for v in row[i0:i0 + 4] if v != 0) > 2:
+                                raise Unpredictable(f"{op}: sparse_2_4 weights with fewer than 2 zeros in "
+                                                    f"a group of 4 input channels")
+
+        def weight(oc, ky, kx, ic):
+            return wt[oc][ky][kx][0 if depthwise else ic]
+    # read_ifm(iy, ix, c) for the derived IFM (one block read: a chained IFM pops in (y, x, c) order)
+    ifm = ctx.read_ifm(range(g.ifm_h), range(g.ifm_w), range(in_d)).tolist()
+    acc0 = ctx.initial_acc(0).tolist()                   # read_accumulator(oy, ox, oc, 0)
+    af = g.acc_format
+    out = np.zeros((g.ofm_h, g.ofm_w, g.ofm_d), np.int64)
+    for oy in range(g.ofm_h):
+        for ox in range(g.ofm_w):
+            for oc in range(g.ofm_d):
+                acc = acc0[oy][ox][oc]
+                for ky in range(g.kh):                   # undilated taps: ky*dilation_y < dilated_height
+                    for kx in range(g.kw):
+                        iy = -g.pad_y + oy * g.stride_y + ky * g.dil_y
+                        ix = -g.pad_x + ox * g.stride_x + kx * g.dil_x
+                        inside = 0 <= iy < g.ifm_h and 0 <= ix < g.ifm_w
+                        for ic in ((oc,) if depthwise else range(g.ifm_d)):
+                            v = ifm[iy][ix][ic] if inside else 0
+                            acc = accumulate(acc, v * weight(oc, ky, kx, ic), af)
+                out[oy, ox, oc] = acc
+    _count(device, g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw * (1 if depthwise else g.ifm_d))
+    ctx.write_accumulator_ref(out, RescaleMode.NORMAL)
+
+
+def conv_ref(snapshot, dataport, device) -> None:
+    """NPU_OP_CONV (incl. weights_ifm2, acc_input ifm2/keep) as the literal TRM loop (slow)."""
+    _literal(snapshot, dataport, device, False)
+
+
+def depthwise_ref(snapshot, dataport, device) -> None:
+    """NPU_OP_DEPTHWISE as the literal TRM loop (slow)."""
+    _literal(snapshot, dataport, device, True)
+
+
+register(KernelOp("NPU_OP_CONV", op_conv, reference=conv_ref, fuzz_weight=1.0))
+register(KernelOp("NPU_OP_DEPTHWISE", op_depthwise, reference=depthwise_ref, fuzz_weight=1.0))

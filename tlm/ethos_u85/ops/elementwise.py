@@ -339,7 +339,8 @@ def _by_table(ctx: OpContext, p: Params, mode: int, a, b, shape):
 # ------------------------------------------------------------------------------------------
 
 def elementwise_ref(snapshot, dataport, device) -> None:
-    """NPU_OP_ELEMENTWISE as the literal per-element TRM loop (tests only)."""
+    """NPU_OP_ELEMENTWISE as the literal per-element TRM loop on Python ints (the literal
+    model's path, tlm.ethos_u85.literal; the operands read as one block each)."""
     ctx = OpContext(snapshot, dataport, device, "NPU_OP_ELEMENTWISE")
     mode = int(ctx.fields.get("elementwise_mode", 0))
     p = _checks(ctx, mode)
@@ -352,6 +353,14 @@ def elementwise_ref(snapshot, dataport, device) -> None:
     def sb(x):
         return arith.scale_input_ref(x, *p.sb)
 
+    def block(read, bm):
+        """The operand's elements as one block read (broadcast axes of extent 1), as the fast
+        path reads them (a chained operand pops its values in (y, x, c) order)."""
+        return read(range(1 if bm & BCAST_H else H), range(1 if bm & BCAST_W else W),
+                    range(1 if bm & BCAST_C else D)).tolist()
+
+    fa = None if p.bm == SCALAR else block(ctx.read_ifm, p.bm)
+    fb = None if p.unary or p.bm2 == SCALAR else block(ctx.read_ifm2, p.bm2)
     out = np.zeros((H, W, D), np.int64)
     for oy in range(H):
         for ox in range(W):
@@ -359,15 +368,14 @@ def elementwise_ref(snapshot, dataport, device) -> None:
                 if p.bm == SCALAR:
                     a = scalar_operand(ctx, "IFM", p.scalar)
                 else:
-                    a = int(ctx.read_ifm([0 if p.bm & 1 else oy], [0 if p.bm & 2 else ox],
-                                         [0 if p.bm & 4 else oc])[0, 0, 0])
+                    a = fa[0 if p.bm & BCAST_H else oy][0 if p.bm & BCAST_W else ox][0 if p.bm & BCAST_C else oc]
                 b = 0
                 if not p.unary:
                     if p.bm2 == SCALAR:
                         b = scalar_operand(ctx, "IFM2", p.scalar)
                     else:
-                        b = int(ctx.read_ifm2([0 if p.bm2 & 1 else oy], [0 if p.bm2 & 2 else ox],
-                                              [0 if p.bm2 & 4 else oc])[0, 0, 0])
+                        b = fb[0 if p.bm2 & BCAST_H else oy][0 if p.bm2 & BCAST_W else ox][
+                            0 if p.bm2 & BCAST_C else oc]
                 rm = RESCALE_GLOBAL
                 wrap = True
                 if mode == MUL:

@@ -201,8 +201,9 @@ def op_pool(snapshot, dataport, device) -> None:
 # ------------------------------------------------------------------------------------------
 
 def pool_ref(snapshot, dataport, device) -> None:
-    """NPU_OP_POOL as the literal per-element TRM loop (tests only): the same asserts, then
-    per (oy, ox, c) the scalar reads / accumulate / write_accumulator of single elements."""
+    """NPU_OP_POOL as the literal per-element TRM loop (the literal model's path): the same
+    asserts, then per (oy, ox, c) the reads / accumulate of single elements and the output stage
+    (OpContext.write_accumulator_ref) on Python ints."""
     from ..arith import accumulate
     ctx = OpContext(snapshot, dataport, device, "NPU_OP_POOL")
     mode = int(ctx.fields.get("pooling_mode", 0))
@@ -213,8 +214,16 @@ def pool_ref(snapshot, dataport, device) -> None:
     out_div = np.ones_like(out_acc)
     init = ctx.initial_acc(_identity(mode), depth=out_acc.shape[2])
 
+    # read_ifm(y, x, c) of the derived IFM, read as one block as the fast path reads it (a
+    # chained IFM pops its values in (y, x, c) order; the footprint is the fast path's)
+    if mode == REDUCE_SUM:
+        block = ctx.read_ifm(range(oh), range(ow), range(ctx.ifm_depth)).tolist()
+    elif use_ifm:
+        ctx.check(ctx.ifm_h >= 1 and ctx.ifm_w >= 1, "pad range: derived IFM size < 1")
+        block = ctx.read_ifm(range(ctx.ifm_h), range(ctx.ifm_w), range(od)).tolist()
+
     def rd(y, x, c):
-        return int(ctx.read_ifm([y], [x], [c])[0, 0, 0])
+        return block[y][x][c]
 
     for oy in range(oh):
         for ox in range(ow):
@@ -253,9 +262,9 @@ def pool_ref(snapshot, dataport, device) -> None:
                 out_acc[oy, ox, c] = acc
                 out_div[oy, ox, c] = count
     if mode == AVERAGE:
-        ctx.write_accumulator(out_acc, RESCALE_AVPOOL, divisor=out_div)
+        ctx.write_accumulator_ref(out_acc, RESCALE_AVPOOL, divisor=out_div)
     else:
-        ctx.write_accumulator(out_acc, RESCALE_NORMAL)
+        ctx.write_accumulator_ref(out_acc, RESCALE_NORMAL)
 
 
 register(KernelOp("NPU_OP_POOL", op_pool, "pooling_mode", isa.pooling_mode, reference=pool_ref))

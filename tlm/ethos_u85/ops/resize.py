@@ -171,33 +171,57 @@ def op_resize(snapshot, dataport, device) -> None:
 
 
 def resize_ref(snapshot, dataport, device) -> None:
-    """NPU_OP_RESIZE as the literal per-element TRM loop (tests only)."""
+    """NPU_OP_RESIZE as the literal per-element TRM loop (the literal model's path): the
+    position recurrence and the asserts as the TRM writes them, then per (oy, ox, oc) the
+    interpolation on Python ints.  The IFM is read as one block of the rows and columns the
+    positions sample (both neighbours except for replicate), as the fast path reads it."""
     ctx = OpContext(snapshot, dataport, device, "NPU_OP_RESIZE")
     mode = int(ctx.fields.get("resize_mode", 0))
     p = _checks(ctx, mode)
-
-    def rd(y, x, c):
-        return int(ctx.read_ifm([y], [x], [c])[0, 0, 0])
-
     H, W, D = ctx.ofm_h, ctx.ofm_w, ctx.ofm_d
-    out = np.zeros((H, W, D), np.int64)
+    ypos, xpos = [], []                       # (i0, i1, mod) per OFM row / column
     y_int = -1 if p.y_off < 0 else 0
     y_mod = p.y_off + p.sy_n if p.y_off < 0 else p.y_off
-    for oy in range(H):
+    for _ in range(H):
         iy0 = max(y_int, 0)
-        iy1 = min(y_int + 1, p.ifm_h_m1)
+        ypos.append((iy0, min(y_int + 1, p.ifm_h_m1), y_mod))
+        y_mod += p.step_y_mod
+        y_int += p.step_y_int
+        if y_mod >= p.sy_n:
+            y_mod -= p.sy_n
+            y_int += 1
+    x_int = -1 if p.x_off < 0 else 0
+    x_mod = p.x_off + p.sx_n if p.x_off < 0 else p.x_off
+    for _ in range(W):
+        ix0 = max(x_int, 0)
+        xpos.append((ix0, min(x_int + 1, p.ifm_w_m1), x_mod))
+        x_mod += p.step_x_mod
+        x_int += p.step_x_int
+        if x_mod >= p.sx_n:
+            x_mod -= p.sx_n
+            x_int += 1
+    for oy, (iy0, _, _) in enumerate(ypos):    # the asserts in the TRM loop's order
         ctx.check(iy0 <= p.ifm_h_m1, "iy0 <= ifm_height_m1")
-        x_int = -1 if p.x_off < 0 else 0
-        x_mod = p.x_off + p.sx_n if p.x_off < 0 else p.x_off
-        for ox in range(W):
-            ix0 = max(x_int, 0)
-            ix1 = min(x_int + 1, p.ifm_w_m1)
+        for ox, (ix0, ix1, _) in enumerate(xpos if oy == 0 else ()):   # (the same in every row)
             ctx.check(ix0 <= p.ifm_w_m1, "ix0 <= ifm_width_m1")
             ctx.check(ox < W - 1 or ix1 == p.ifm_w_m1, "last OFM column must read the last IFM column")
+    both = mode != REPLICATE
+    rows = sorted({q[0] for q in ypos} | ({q[1] for q in ypos} if both else set()))
+    cols = sorted({q[0] for q in xpos} | ({q[1] for q in xpos} if both else set()))
+    ctx.budget(len(rows) * len(cols) * D, "IFM elements read", ctx.policy.max_op_elements)
+    block = ctx.read_ifm(rows, cols, range(D)).tolist()
+    ri = {y: i for i, y in enumerate(rows)}
+    ci = {x: i for i, x in enumerate(cols)}
+
+    def rd(y, x, c):                          # read_ifm(y, x, c)
+        return block[ri[y]][ci[x]][c]
+
+    out = np.zeros((H, W, D), np.int64)
+    for oy, (iy0, iy1, y_mod) in enumerate(ypos):
+        for ox, (ix0, ix1, x_mod) in enumerate(xpos):
             for oc in range(D):
-                v0 = rd(iy0, ix0, oc)
                 if mode == BILINEAR:
-                    v1, v2, v3 = rd(iy0, ix1, oc), rd(iy1, ix0, oc), rd(iy1, ix1, oc)
+                    v0, v1, v2, v3 = rd(iy0, ix0, oc), rd(iy0, ix1, oc), rd(iy1, ix0, oc), rd(iy1, ix1, oc)
                     acc = ((p.sy_n - y_mod) * ((p.sx_n - x_mod) * v0 + x_mod * v1)
                            + y_mod * ((p.sx_n - x_mod) * v2 + x_mod * v3))
                 elif mode == NEAREST:
@@ -205,18 +229,8 @@ def resize_ref(snapshot, dataport, device) -> None:
                     iy = iy0 if 2 * y_mod < p.sy_n else iy1
                     acc = rd(iy, ix, oc)
                 else:
-                    acc = v0
+                    acc = rd(iy0, ix0, oc)
                 out[oy, ox, oc] = acc
-            x_mod += p.step_x_mod
-            x_int += p.step_x_int
-            if x_mod >= p.sx_n:
-                x_mod -= p.sx_n
-                x_int += 1
-        y_mod += p.step_y_mod
-        y_int += p.step_y_int
-        if y_mod >= p.sy_n:
-            y_mod -= p.sy_n
-            y_int += 1
     _output(ctx, out)
 
 

@@ -56,6 +56,7 @@ __all__ = [
     "SliceInfo",
     "decode_swd",
     "decode_swd_slices",
+    "decode_swd_ref",
     "encode_swd",
     "decode_fwd",
     "encode_fwd",
@@ -217,6 +218,12 @@ def decode_swd_slices(data, count: int | None = None, *, max_weights: int = MAX_
     slices: list[SliceInfo] = []
     out = _decode_swd(data, count, max_weights, slices)
     return out, slices
+
+
+def decode_swd_ref(data, count: int | None = None, *, max_weights: int = MAX_WEIGHTS_DEFAULT):
+    """:func:`decode_swd` by the symbol-by-symbol decoder only (the literal path of the TLM's
+    reference model, tlm.ethos_u85.literal; the fast decoder is never consulted)."""
+    return _decode_swd_ref(data, count, max_weights, None)
 
 
 # Test switch: False routes decode_swd through the reference (per-symbol) decoder only.

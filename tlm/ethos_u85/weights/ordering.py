@@ -51,6 +51,7 @@ __all__ = [
     "streams_from_weights",
     "fwd_from_weights",
     "decode_weight_tensor",
+    "decode_weight_tensor_ref",
 ]
 
 # TRM Table 3-90: macs_per_cc -> (num_wd, dw8_pad_k, dw16_pad_k)
@@ -493,3 +494,44 @@ def decode_weight_tensor(p: WeightOrder, streams, fwd: bool = False,
         except WeightStreamError as e:
             raise WeightStreamError(f"decoder {k}: {e.msg}", e.bit) from None
     return _scatter(p, idx, vals, check_padding)
+
+
+def decode_weight_tensor_ref(p: WeightOrder, streams, fwd: bool = False) -> np.ndarray:
+    """:func:`decode_weight_tensor` on the literal path only (the TLM's reference model,
+    tlm.ethos_u85.literal): the stream order from :func:`reference_order` (TRM 3.9.2 in plain
+    Python), the SWD streams decoded symbol by symbol (``decode_swd_ref``), the FWD merge
+    written out block by block, each weight placed one at a time.  Returns int64
+    ``[OFM, KH, KW, IFM]`` (depthwise ``[C, KH, KW, 1]``); errors as decode_weight_tensor."""
+    from .codec import WeightStreamError, decode_fwd, decode_swd_ref
+    order = reference_order(p)
+    O, KH, KW, I = p.shape
+    W = np.zeros((O, KH, KW, I), np.int64)
+    if fwd:
+        if p.depthwise:
+            raise Unpredictable("FWD weight format with NPU_OP_DEPTHWISE")
+        if len(streams) != 1:
+            raise ValueError("FWD uses a single weight stream")
+        blk = p.fwd_block
+        n = len(order[0])
+        if any(len(s) != n for s in order) or n % blk:
+            raise Unpredictable("FWD merge: streams not whole weight blocks")
+        merged = []                          # TRM 3.9.2: for each block i: for each ws: block i of ws
+        for i in range(n // blk):
+            for s in order:
+                merged.extend(s[i * blk:(i + 1) * blk])
+        vals = decode_fwd(streams[0], len(merged))
+        parts = [(merged, vals)]
+    else:
+        if len(streams) != len(order):
+            raise ValueError(f"{len(order)} weight streams expected, got {len(streams)}")
+        parts = []
+        for k, (o, data) in enumerate(zip(order, streams)):
+            try:
+                parts.append((o, decode_swd_ref(data, len(o))))
+            except WeightStreamError as e:
+                raise WeightStreamError(f"decoder {k}: {e.msg}", e.bit) from None
+    for o, vals in parts:
+        for pos, v in zip(o, vals.tolist()):
+            if pos is not None:
+                W[pos] = v
+    return W
