@@ -35,9 +35,12 @@ sim: $(STAMP)
 	$(PY) -m tb.core.run $(if $(TRACE),,--device $(DEVICE)) --sim $(SIM) --dut $(DUT) --waves $(WAVES) \
 	    $(if $(TRACE),--trace '$(TRACE)') $(if $(CONFIG),--config '$(CONFIG)') $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)') $(if $(NPU_MODEL_REF),--npu-model-ref '$(NPU_MODEL_REF)')
 
+# pytest-xdist: TEST_JOBS workers (default: one per core), builds shared under a lock
+# (tb/core/run.py BuildLock), tests that depend on each other's files in one xdist_group
+TEST_JOBS ?= auto
 test: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadgroup tests
 
 # mutation testing of the Ethos-U85 stand-in's datapath against a fast DUT=rtl regression (Icarus)
 MUTANTS ?= 40

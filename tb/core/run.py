@@ -63,6 +63,7 @@ from tb.core.simtools import (
     dut_includes,
     dut_parameters,
     dut_sources,
+    _alive,
     dut_toplevel,
     fst_supported,
     setup_icarus,
@@ -257,31 +258,38 @@ def run(args: argparse.Namespace) -> int:
     build_dir.parent.mkdir(parents=True, exist_ok=True)
     with BuildLock(build_dir.parent / f".{name}.lock", build_dir) as lock:
         runner, t_build, wave_name = _build(args, env, toplevel, sources, includes, hdl, tool,
-                                            build_dir, get_runner)
+                                            build_dir, get_runner, lock)
         run_dir = _new_run_dir(build_dir)
-        # the build is shared from here on: other runs may use it, a rebuild waits for us
-        lock.share()
         return _run_tests(args, runner, toplevel, seed, build_dir, run_dir, wave_name, modules,
                           test_filter, extra_env, t_build, get_results)
 
 
 class BuildLock:
-    """``with BuildLock(lockfile, build_dir) as lock:`` exclusive while building, then
-    ``lock.share()`` for the run: any number of runs use one build folder at the same time, a
-    (re)build waits until none does. POSIX record locks (lockf), so that the change from
-    exclusive to shared is atomic (no other build slips in between)."""
+    """``with BuildLock(lockfile, build_dir) as lock:`` holds a shared lock (runs of the
+    build); ``lock.exclusive()`` before (re)building waits until no other run or build uses
+    the folder, ``lock.share()`` after it lets other runs in. POSIX record locks (lockf): the
+    change from exclusive to shared is atomic, no other build slips in between. (A caller
+    checks again after ``exclusive()``: another process may have built in the meantime.)"""
 
     def __init__(self, path: Path, build_dir: Path):
         self.path, self.build_dir = path, build_dir
 
+    def _take(self, kind: int) -> None:
+        try:
+            fcntl.lockf(self.f, kind | fcntl.LOCK_NB)
+        except OSError:
+            _say(f"waiting for another {'run or ' if kind == fcntl.LOCK_EX else ''}build "
+                 f"using {_rel(self.build_dir)}")
+            fcntl.lockf(self.f, kind)
+
     def __enter__(self):
         self.f = open(self.path, "a+")
-        try:
-            fcntl.lockf(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            _say(f"waiting for another run or build using {_rel(self.build_dir)}")
-            fcntl.lockf(self.f, fcntl.LOCK_EX)
+        self._take(fcntl.LOCK_SH)
         return self
+
+    def exclusive(self) -> None:
+        fcntl.lockf(self.f, fcntl.LOCK_UN)    # two waiting upgrades would deadlock
+        self._take(fcntl.LOCK_EX)
 
     def share(self) -> None:
         fcntl.lockf(self.f, fcntl.LOCK_SH)
@@ -293,19 +301,20 @@ class BuildLock:
 
 def _new_run_dir(build_dir: Path) -> Path:
     """``<build>/runs/<pid>``: this run's results, coverage and waveforms (runs sharing a
-    build never write the same file). Called with the build folder locked exclusively, so no
-    other run is using it: earlier runs' folders are removed."""
+    build never write the same file). Folders of earlier runs whose process is gone are
+    removed."""
     runs = build_dir / "runs"
     for d in runs.glob("*") if runs.is_dir() else ():
-        shutil.rmtree(d, ignore_errors=True)
+        if not (d.name.isdigit() and _alive(int(d.name))):
+            shutil.rmtree(d, ignore_errors=True)
     run_dir = runs / str(os.getpid())
     run_dir.mkdir(parents=True, exist_ok=True)
     return run_dir
 
 
-def _build(args, env, toplevel, sources, includes, hdl, tool, build_dir, get_runner):
-    """Build (or reuse) the simulation in *build_dir*; returns (runner, seconds, waveform file
-    name)."""
+def _build(args, env, toplevel, sources, includes, hdl, tool, build_dir, get_runner, lock):
+    """Reuse the simulation in *build_dir* when its stamp, HDL digest and executable are there,
+    else build it (under *lock* exclusively); returns (runner, seconds, waveform file name)."""
     defines, parameters = hdl["defines"], hdl["parameters"]
     stamp = {"sim": args.sim, "dut": args.dut, "waves": bool(args.waves), "tool": tool,
              "toplevel": toplevel, "sources": [str(s) for s in sources],
@@ -328,13 +337,28 @@ def _build(args, env, toplevel, sources, includes, hdl, tool, build_dir, get_run
                      "writing VCD (dump.vcd) instead")
         verilator_makeflags(env)
     stamp["build_args"] = build_args
+    from importlib.metadata import version
+    stamp["cocotb"] = version("cocotb")         # its verilator.cpp and VPI library
+    digest = hdl_digest(sources, includes)
+    binary = build_dir / ("sim.vvp" if args.sim == "icarus" else toplevel)
+
+    def up_to_date():
+        return (not args.clean and _stamp_ok(build_dir, stamp) and binary.is_file()
+                and (build_dir / "tb_hdl.sha1").is_file()
+                and (build_dir / "tb_hdl.sha1").read_text() == digest)
+
+    if up_to_date():
+        return runner, 0.0, wave_name
+    t0 = time.monotonic()
+    lock.exclusive()
+    if up_to_date():                    # another process built it while we waited
+        lock.share()
+        return runner, time.monotonic() - t0, wave_name
     clean = args.clean or not _stamp_ok(build_dir, stamp)
     # Icarus only looks at the sources' dates, not at included headers: rebuild when any
     # HDL file changed. (Verilator re-verilates and tracks includes itself.)
-    digest = hdl_digest(sources, includes)
     always = not (build_dir / "tb_hdl.sha1").is_file() or \
         (build_dir / "tb_hdl.sha1").read_text() != digest
-    t0 = time.monotonic()
     build_dir.mkdir(parents=True, exist_ok=True)
     (build_dir / "tb_build.json").unlink(missing_ok=True)
     (build_dir / "tb_hdl.sha1").unlink(missing_ok=True)
@@ -344,6 +368,7 @@ def _build(args, env, toplevel, sources, includes, hdl, tool, build_dir, get_run
 
     (build_dir / "tb_build.json").write_text(json.dumps(stamp, indent=1))
     (build_dir / "tb_hdl.sha1").write_text(digest)
+    lock.share()                        # runs share the build from here on
     return runner, time.monotonic() - t0, wave_name
 
 
@@ -443,7 +468,7 @@ def _run_job(args, runner, toplevel, seed, build_dir, test_dir, modules, test_fi
         copy.copy(runner).test(         # test() sets all its state afresh: one copy per job
             test_module=modules, hdl_toplevel=toplevel, build_dir=build_dir, test_dir=test_dir,
             seed=seed, test_filter=test_filter, waves=bool(args.waves), extra_env=extra_env,
-            results_xml=str(results), timescale=TIMESCALE,
+            results_xml=str(results), timescale=TIMESCALE, hdl_toplevel_lang="verilog",
             log_file=str(test_dir / "sim.log") if job is not None else None)
     except SystemExit as e:         # the runner exits when the simulator returns non-zero
         code = e.code if isinstance(e.code, int) else 1

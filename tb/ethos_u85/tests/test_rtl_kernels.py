@@ -3,7 +3,8 @@
 Directed and seeded cases of NPU_OP_ELEMENTWISE (mul, add, sub, min, max) and NPU_OP_POOL
 (max, min, average, sum) on 8-bit tensors (the stand-in's wider subset - every precision,
 mode, LUT, chaining, RESIZE, CONV/DEPTHWISE - is exercised by tb/ethos_u85/tests/test_random_ops.py
-and the Vela catalog sweep tb/ethos_u85/tests/test_rtl_networks.py), streams built with tlm.ethos_u85.isa.encode from seeded random parameters (shapes,
+and the Vela catalog sweep tb/ethos_u85/tests/test_rtl_networks.py), streams built with
+tlm.ethos_u85.isa.encode from seeded random parameters (shapes,
 signedness, zero points, IFM/IFM2/OFM scales with every rounding mode and dbl_rnd,
 activation clipping, broadcast and scalar operands, NHWC / NHCWB16, tile2x2 / tile3x1
 single-tile storage, strides, padding, kernels). Every job runs with the scoreboard (the
