@@ -63,7 +63,7 @@ from tb.core.simtools import (
     dut_includes,
     dut_parameters,
     dut_sources,
-    _alive,
+    process_alive,
     dut_toplevel,
     fst_supported,
     setup_icarus,
@@ -305,7 +305,7 @@ def _new_run_dir(build_dir: Path) -> Path:
     removed."""
     runs = build_dir / "runs"
     for d in runs.glob("*") if runs.is_dir() else ():
-        if not (d.name.isdigit() and _alive(int(d.name))):
+        if not (d.name.isdigit() and process_alive(int(d.name))):
             shutil.rmtree(d, ignore_errors=True)
     run_dir = runs / str(os.getpid())
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -270,7 +270,8 @@ def prepare_build(sim: str, env: dict) -> list:
     return ["-Wno-fatal"]
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """True if a process with id *pid* exists (the owner of a run folder under runs/)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -324,7 +325,7 @@ def run_fixture(sim: str, name: str, sources: list, toplevel: str, test_module: 
         runs.mkdir(exist_ok=True)
         for d in runs.iterdir():            # earlier runs' folders (of processes now gone)
             pid = d.name.split("-")[0]
-            if not (pid.isdigit() and _alive(int(pid))):
+            if not (pid.isdigit() and process_alive(int(pid))):
                 shutil.rmtree(d, ignore_errors=True)
         test_dir = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=build_dir / "runs"))
         results = test_dir / "results.xml"
