@@ -13,8 +13,13 @@ behind ``make sim`` (device-neutral; the device comes from the registry, tlm/cor
 * Builds go to ``sim_build/<device>/<sim>-<dut>/`` (``-<config>`` appended for a device whose
   configurations are HDL macros or parameters, ``BenchInfo.defines``/``parameters``, but the
   default one; ``-waves`` appended with waves, so
-  switching WAVES does not throw a build away) and are reused when nothing changed; one run
-  at a time per build folder.
+  switching WAVES does not throw a build away) and are reused when nothing changed (stamp,
+  HDL digest, executable): a build takes the folder exclusively, runs share it (any number at
+  once), each writing its results, coverage and waveform to ``<build>/runs/<pid>/``, copied
+  to the build folder at the end (``results.xml``, ``coverage.json``).
+* ``--jobs N`` (``JOBS``): N simulator processes on the one build, each running a group of the
+  test modules (``split_modules``: the same groups for the same N), in ``runs/<pid>/job<i>/``;
+  their JUnit XML is merged into one ``results.xml`` and their coverage files into one report.
 * Waveforms: Verilator writes ``dump.fst`` (``dump.vcd`` if liblz4-dev, which its FST writer
   needs, is missing), Icarus ``<toplevel>.fst``, in the build folder.
 * ``--seed`` goes to cocotb as COCOTB_RANDOM_SEED; without it a seed is drawn and printed.
