@@ -34,9 +34,10 @@ behind ``make sim`` (device-neutral; the device comes from the registry, tlm/cor
   trace adapter, the TLM as scoreboard.
 * Device options: the ``options`` of the device's ``BenchInfo`` (a ``RunOptions``) add
   arguments and turn them into environment variables and a default test filter.
-* Functional coverage: each simulator process may write ``<build>/coverage/coverage-<pid>.json``
-  (tb/core/coverage.py); after the run they are merged, one line a cover point is printed and
-  the JSON report goes to ``<build>/coverage.json`` (next to results.xml).
+* Functional coverage: each simulator process may write ``<run>/coverage/coverage-<pid>.json``
+  (tb/core/coverage.py; ``<run>`` is ``<build>/runs/<pid>``); after the run they are merged,
+  one line a cover point is printed and the JSON report goes to ``<run>/coverage.json`` (next
+  to results.xml; both copied to the build folder).
 * Exit status: 0 only if at least one test ran and none failed (expected failures and skips
   do not count as failures; the summary line counts them); 2 for a setup problem (missing
   simulator, missing stand-in, bad argument, malformed trace), reported on one line.
