@@ -475,6 +475,8 @@ def _run_job(args, runner, toplevel, seed, build_dir, test_dir, modules, test_fi
             test_module=modules, hdl_toplevel=toplevel, build_dir=build_dir, test_dir=test_dir,
             seed=seed, test_filter=test_filter, waves=bool(args.waves), extra_env=extra_env,
             results_xml=str(results), timescale=TIMESCALE, hdl_toplevel_lang="verilog",
+            # Icarus' dump module names the build folder unless told (Verilator: the cwd)
+            plusargs=[f"+dumpfile_path={test_dir / f'{toplevel}.fst'}"] if args.waves and args.sim == "icarus" else [],
             log_file=str(test_dir / "sim.log") if job is not None else None)
     except SystemExit as e:         # the runner exits when the simulator returns non-zero
         code = e.code if isinstance(e.code, int) else 1
