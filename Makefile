@@ -1,6 +1,6 @@
 # NPU TLMs, cocotb benches and RTL stand-ins (devices: tlm/<device>/, registry in tlm/core/registry.py).
 #   make sim   run a device's cocotb regression (DEVICE=ethos-u85 SIM=verilator|icarus DUT=rtl|tlm
-#              WAVES=1 SEED=n TESTS=pattern CONFIG=name TRACE=path NPU_MODEL=x_vela.npz)
+#              WAVES=1 SEED=n TESTS=pattern CONFIG=name TRACE=path NPU_MODEL=x_vela.npz JOBS=n)
 #   make test  everything CI runs; make lint: ruff + RTL checks; make bench; make fuzz N=...
 #   make mutate  mutation testing of the Ethos-U85 stand-in's datapath (MUTANTS=n sampled, default 40)
 SHELL   := /bin/bash
@@ -33,11 +33,14 @@ $(STAMP): pyproject.toml
 
 sim: $(STAMP)
 	$(PY) -m tb.core.run $(if $(TRACE),,--device $(DEVICE)) --sim $(SIM) --dut $(DUT) --waves $(WAVES) \
-	    $(if $(TRACE),--trace '$(TRACE)') $(if $(CONFIG),--config '$(CONFIG)') $(if $(SEED),--seed $(SEED)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)') $(if $(NPU_MODEL_REF),--npu-model-ref '$(NPU_MODEL_REF)') $(foreach d,$(DEFINES),--define '$(d)')
+	    $(if $(TRACE),--trace '$(TRACE)') $(if $(CONFIG),--config '$(CONFIG)') $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS)) $(if $(TESTS),--tests '$(TESTS)') $(if $(NPU_MODEL),--npu-model '$(NPU_MODEL)') $(if $(NPU_MODEL_REF),--npu-model-ref '$(NPU_MODEL_REF)') $(foreach d,$(DEFINES),--define '$(d)')
 
+# pytest-xdist: TEST_JOBS workers (default: one per core), builds shared under a lock
+# (tb/core/run.py BuildLock), tests that depend on each other's files in one xdist_group
+TEST_JOBS ?= auto
 test: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadgroup tests
 
 # mutation testing of the Ethos-U85 stand-in's datapath against a fast DUT=rtl regression (Icarus)
 MUTANTS ?= 40

@@ -12,3 +12,12 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     if config.getoption("--e2e-full", default=False):
         os.environ["E2E_FULL"] = "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (make test), tests marked ``sim`` (they build and run an HDL
+    simulation: minutes, not milliseconds) go first, so that the many short tests fill the
+    workers' time at the end instead of one worker finishing a long simulation alone. The
+    order within each part is kept (stable sort)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("sim") is None)

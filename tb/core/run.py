@@ -13,8 +13,13 @@ behind ``make sim`` (device-neutral; the device comes from the registry, tlm/cor
 * Builds go to ``sim_build/<device>/<sim>-<dut>/`` (``-<config>`` appended for a device whose
   configurations are HDL macros or parameters, ``BenchInfo.defines``/``parameters``, but the
   default one; ``-waves`` appended with waves, so
-  switching WAVES does not throw a build away) and are reused when nothing changed; one run
-  at a time per build folder.
+  switching WAVES does not throw a build away) and are reused when nothing changed (stamp,
+  HDL digest, executable): a build takes the folder exclusively, runs share it (any number at
+  once), each writing its results, coverage and waveform to ``<build>/runs/<pid>/``, copied
+  to the build folder at the end (``results.xml``, ``coverage.json``).
+* ``--jobs N`` (``JOBS``): N simulator processes on the one build, each running a group of the
+  test modules (``split_modules``: the same groups for the same N), in ``runs/<pid>/job<i>/``;
+  their JUnit XML is merged into one ``results.xml`` and their coverage files into one report.
 * Waveforms: Verilator writes ``dump.fst`` (``dump.vcd`` if liblz4-dev, which its FST writer
   needs, is missing), Icarus ``<toplevel>.fst``, in the build folder.
 * ``--seed`` goes to cocotb as COCOTB_RANDOM_SEED; without it a seed is drawn and printed.
@@ -31,9 +36,10 @@ behind ``make sim`` (device-neutral; the device comes from the registry, tlm/cor
   trace adapter, the TLM as scoreboard.
 * Device options: the ``options`` of the device's ``BenchInfo`` (a ``RunOptions``) add
   arguments and turn them into environment variables and a default test filter.
-* Functional coverage: each simulator process may write ``<build>/coverage/coverage-<pid>.json``
-  (tb/core/coverage.py); after the run they are merged, one line a cover point is printed and
-  the JSON report goes to ``<build>/coverage.json`` (next to results.xml).
+* Functional coverage: each simulator process may write ``<run>/coverage/coverage-<pid>.json``
+  (tb/core/coverage.py; ``<run>`` is ``<build>/runs/<pid>``); after the run they are merged,
+  one line a cover point is printed and the JSON report goes to ``<run>/coverage.json`` (next
+  to results.xml; both copied to the build folder).
 * Expected failures (tb/core/expect.py: a test that verified the DUT failed exactly as
   expected) are marked in results.xml (``<skipped type="expected failure">``), listed one line
   each (``tb.run: XFAIL name: reason``) and counted in the summary line; each failed test is
@@ -48,6 +54,7 @@ wheel's version string confuses the Makefile flow (tb/core/simtools.py sets it u
 from __future__ import annotations
 
 import argparse
+import copy
 import fcntl
 import hashlib
 import json
@@ -69,6 +76,7 @@ from tb.core.simtools import (
     dut_includes,
     dut_parameters,
     dut_sources,
+    process_alive,
     dut_toplevel,
     fst_supported,
     setup_icarus,
@@ -155,6 +163,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="extra Verilog macro for the DUT (repeatable; e.g. a stand-in's test-only "
                          "PLANT_CONV_BUG); builds in its own folder")
     ap.add_argument("--clean", action="store_true", help="rebuild from scratch")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="simulator processes running the test modules in parallel on one build")
     ap.add_argument("--build-root", default=os.environ.get("TB_BUILD_ROOT") or None,
                     help="folder for the build folders (default sim_build/)")
     device = known.device
@@ -207,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
         if args.device and args.device != trace.device:
             raise SetupError(f"TRACE {args.trace} is for device {trace.device}, not {args.device}")
     device = args.device or (trace.device if trace else _default_device())
+    if args.jobs < 1:
+        raise SetupError(f"JOBS={args.jobs}: give a number of simulator processes >= 1")
     from tlm.core.registry import UnknownDevice, get
     try:
         info = get(device)
@@ -265,24 +277,69 @@ def run(args: argparse.Namespace) -> int:
         name += "-def-" + "-".join(sorted(extra_defines))
     root = Path(args.build_root).resolve() if args.build_root else REPO / "sim_build"
     build_dir = root / device / name
-    # One run at a time per build folder: a second run would rebuild (or clean) it under
-    # the first one's feet.
+    extra_env = {"TB_DEVICE": device, "TB_DUT": args.dut, "NPU_CONFIG": config,
+                 "NPU_CONFIG_EXPLICIT": "1" if args.config else "", **extra}
+    hdl = {"defines": defines, "parameters": parameters}
     build_dir.parent.mkdir(parents=True, exist_ok=True)
-    with open(build_dir.parent / f".{name}.lock", "w") as lock:
+    with BuildLock(build_dir.parent / f".{name}.lock", build_dir) as lock:
+        runner, t_build, wave_name = _build(args, env, toplevel, sources, includes, hdl, tool,
+                                            build_dir, get_runner, lock)
+        run_dir = _new_run_dir(build_dir)
+        return _run_tests(args, runner, toplevel, seed, build_dir, run_dir, wave_name, modules,
+                          test_filter, extra_env, t_build, get_results)
+
+
+class BuildLock:
+    """``with BuildLock(lockfile, build_dir) as lock:`` holds a shared lock (runs of the
+    build); ``lock.exclusive()`` before (re)building waits until no other run or build uses
+    the folder, ``lock.share()`` after it lets other runs in. POSIX record locks (lockf): the
+    change from exclusive to shared is atomic, no other build slips in between. (A caller
+    checks again after ``exclusive()``: another process may have built in the meantime.)"""
+
+    def __init__(self, path: Path, build_dir: Path):
+        self.path, self.build_dir = path, build_dir
+
+    def _take(self, kind: int) -> None:
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _say(f"waiting for another run using {build_dir}")
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        extra_env = {"TB_DEVICE": device, "TB_DUT": args.dut, "NPU_CONFIG": config,
-                     "NPU_CONFIG_EXPLICIT": "1" if args.config else "", **extra}
-        hdl = {"defines": defines, "parameters": parameters}
-        return _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, build_dir,
-                              modules, test_filter, extra_env, get_runner, get_results)
+            fcntl.lockf(self.f, kind | fcntl.LOCK_NB)
+        except OSError:
+            _say(f"waiting for another {'run or ' if kind == fcntl.LOCK_EX else ''}build "
+                 f"using {_rel(self.build_dir)}")
+            fcntl.lockf(self.f, kind)
+
+    def __enter__(self):
+        self.f = open(self.path, "a+")
+        self._take(fcntl.LOCK_SH)
+        return self
+
+    def exclusive(self) -> None:
+        fcntl.lockf(self.f, fcntl.LOCK_UN)    # two waiting upgrades would deadlock
+        self._take(fcntl.LOCK_EX)
+
+    def share(self) -> None:
+        fcntl.lockf(self.f, fcntl.LOCK_SH)
+
+    def __exit__(self, *exc):
+        self.f.close()                  # releases the lock
+        return False
 
 
-def _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, build_dir, modules,
-                   test_filter, extra_env, get_runner, get_results) -> int:
+def _new_run_dir(build_dir: Path) -> Path:
+    """``<build>/runs/<pid>``: this run's results, coverage and waveforms (runs sharing a
+    build never write the same file). Folders of earlier runs whose process is gone are
+    removed."""
+    runs = build_dir / "runs"
+    for d in runs.glob("*") if runs.is_dir() else ():
+        if not (d.name.isdigit() and process_alive(int(d.name))):
+            shutil.rmtree(d, ignore_errors=True)
+    run_dir = runs / str(os.getpid())
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def _build(args, env, toplevel, sources, includes, hdl, tool, build_dir, get_runner, lock):
+    """Reuse the simulation in *build_dir* when its stamp, HDL digest and executable are there,
+    else build it (under *lock* exclusively); returns (runner, seconds, waveform file name)."""
     defines, parameters = hdl["defines"], hdl["parameters"]
     stamp = {"sim": args.sim, "dut": args.dut, "waves": bool(args.waves), "tool": tool,
              "toplevel": toplevel, "sources": [str(s) for s in sources],
@@ -305,13 +362,28 @@ def _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, buil
                      "writing VCD (dump.vcd) instead")
         verilator_makeflags(env)
     stamp["build_args"] = build_args
+    from importlib.metadata import version
+    stamp["cocotb"] = version("cocotb")         # its verilator.cpp and VPI library
+    digest = hdl_digest(sources, includes)
+    binary = build_dir / ("sim.vvp" if args.sim == "icarus" else toplevel)
+
+    def up_to_date():
+        return (not args.clean and _stamp_ok(build_dir, stamp) and binary.is_file()
+                and (build_dir / "tb_hdl.sha1").is_file()
+                and (build_dir / "tb_hdl.sha1").read_text() == digest)
+
+    if up_to_date():
+        return runner, 0.0, wave_name
+    t0 = time.monotonic()
+    lock.exclusive()
+    if up_to_date():                    # another process built it while we waited
+        lock.share()
+        return runner, time.monotonic() - t0, wave_name
     clean = args.clean or not _stamp_ok(build_dir, stamp)
     # Icarus only looks at the sources' dates, not at included headers: rebuild when any
     # HDL file changed. (Verilator re-verilates and tracks includes itself.)
-    digest = hdl_digest(sources, includes)
     always = not (build_dir / "tb_hdl.sha1").is_file() or \
         (build_dir / "tb_hdl.sha1").read_text() != digest
-    t0 = time.monotonic()
     build_dir.mkdir(parents=True, exist_ok=True)
     (build_dir / "tb_build.json").unlink(missing_ok=True)
     (build_dir / "tb_hdl.sha1").unlink(missing_ok=True)
@@ -321,48 +393,89 @@ def _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, buil
 
     (build_dir / "tb_build.json").write_text(json.dumps(stamp, indent=1))
     (build_dir / "tb_hdl.sha1").write_text(digest)
-    t_build = time.monotonic() - t0
+    lock.share()                        # runs share the build from here on
+    return runner, time.monotonic() - t0, wave_name
 
-    cov_dir = build_dir / "coverage"        # one file per simulator process, merged below
-    shutil.rmtree(cov_dir, ignore_errors=True)
+
+def split_modules(modules: list, jobs: int) -> list:
+    """*modules* in at most *jobs* groups of about equal weight (a module's weight: the size of
+    its source, a stand-in for its run time that does not change from run to run, so that
+    SEED and JOBS together give the same groups, each run in one simulator process, again)."""
+    import importlib.util
+
+    def weight(m):
+        spec = importlib.util.find_spec(m)
+        return Path(spec.origin).stat().st_size if spec and spec.origin else 1
+
+    groups: list = [[] for _ in range(max(1, min(jobs, len(modules))))]
+    load = [0] * len(groups)
+    for m in sorted(modules, key=lambda m: (-weight(m), m)):
+        i = load.index(min(load))
+        groups[i].append(m)
+        load[i] += weight(m)
+    order = {m: k for k, m in enumerate(modules)}
+    return [sorted(g, key=order.get) for g in groups if g]
+
+
+def _run_tests(args, runner, toplevel, seed, build_dir, run_dir, wave_name, modules, test_filter,
+               extra_env, t_build, get_results) -> int:
+    cov_dir = run_dir / "coverage"        # one file per simulator process, merged below
     cov_dir.mkdir(parents=True, exist_ok=True)
-    results = build_dir / "results.xml"
-    xfail_file = build_dir / "expected_failures.jsonl"        # tb/core/expect.py
+    xfail_file = run_dir / "expected_failures.jsonl"     # tb/core/expect.py; every job appends
     xfail_file.unlink(missing_ok=True)
     extra_env = dict(extra_env, TB_COVERAGE_DIR=str(cov_dir), **{expect.XFAIL_ENV: str(xfail_file)})
-    wave = build_dir / wave_name
-    wave.unlink(missing_ok=True)
+    groups = split_modules(modules, args.jobs)
     t1 = time.monotonic()
-    sim_exit = 0
-    try:
-        runner.test(test_module=modules, hdl_toplevel=toplevel, build_dir=build_dir,
-                    test_dir=build_dir, seed=seed, test_filter=test_filter, waves=bool(args.waves),
-                    extra_env=extra_env, results_xml=str(results), timescale=TIMESCALE)
-    except SystemExit as e:         # the runner exits when the simulator returns non-zero
-        sim_exit = e.code if isinstance(e.code, int) else 1
+    if len(groups) == 1:
+        jobs = [_run_job(args, runner, toplevel, seed, build_dir, run_dir, modules, test_filter,
+                         extra_env, None)]
+    else:
+        _say(f"{len(groups)} simulator processes (JOBS={args.jobs}): "
+             + "; ".join(f"job {i}: {', '.join(m.rsplit('.', 1)[-1] for m in g)}" for i, g in enumerate(groups)))
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(len(groups)) as pool:
+            futs = [pool.submit(_run_job, args, runner, toplevel, seed, build_dir, run_dir / f"job{i}",
+                                g, test_filter, extra_env, i) for i, g in enumerate(groups)]
+            jobs = []
+            for i, f in enumerate(futs):        # each job's log after it ends, in order
+                jobs.append(f.result())
+                log = run_dir / f"job{i}" / "sim.log"
+                if log.is_file():
+                    sys.stdout.write(log.read_text(errors="replace"))
+                    sys.stdout.flush()
     t_run = time.monotonic() - t1
 
+    results = run_dir / "results.xml"
+    missing = [i for i, (xml, _) in enumerate(jobs) if not xml.is_file()]
+    sim_exit = max((code for _, code in jobs), default=0)
+    if missing:
+        _say(f"FAIL: the simulation ended without a results file (simulator exit {sim_exit}"
+             f"{f'; jobs {missing}' if len(jobs) > 1 else ''})")
+        return 1
+    merge_results([xml for xml, _ in jobs], results)
     try:
         n_tests, n_failed = get_results(results)
     except RuntimeError:
-        _say(f"FAIL: the simulation ended without a results file (simulator exit {sim_exit})")
+        _say(f"FAIL: unreadable results file {_rel(results)}")
         return 1
     n_xfail = expect.mark_results(results, expect.read_records(xfail_file))
     n_skipped = count_skipped(results) - n_xfail
     wave_note = ""
     if args.waves:
-        wave_note = f"; waves: {_rel(wave)}" + ("" if wave.is_file() else " (MISSING)")
-        if not wave.is_file():
-            n_failed += 1
-    report_coverage(cov_dir, build_dir / "coverage.json",
+        waves = [(xml.parent / wave_name) for xml, _ in jobs]
+        wave_note = "; waves: " + " ".join(_rel(w) + ("" if w.is_file() else " (MISSING)") for w in waves)
+        n_failed += sum(not w.is_file() for w in waves)
+    report_coverage(cov_dir, run_dir / "coverage.json",
                     dict(device=extra_env["TB_DEVICE"], sim=args.sim, dut=args.dut, seed=seed,
                          tests=test_filter, config=extra_env["NPU_CONFIG"], results=_rel(results)))
     for name, reason in expect.expected_failures(results):
         _say(f"XFAIL {name}: {reason}")
     for name, msg in expect.failures(results):
         _say(f"FAIL {name}: {msg}")
+    _publish(run_dir, build_dir)
     _say(f"{n_tests} tests, {n_failed} failed, {n_skipped} skipped, {n_xfail} expected failures; "
-         f"build {t_build:.1f}s, run {t_run:.1f}s; seed={seed}; results: {_rel(results)}{wave_note}")
+         f"build {t_build:.1f}s, run {t_run:.1f}s; seed={seed}{f' JOBS={args.jobs}' if len(jobs) > 1 else ''}; "
+         f"results: {_rel(results)}{wave_note}")
     if n_tests == 0:
         _say("FAIL: no test ran" + (f" (TESTS={args.tests!r} matched nothing?)" if args.tests else ""))
         return 1
@@ -372,6 +485,53 @@ def _build_and_run(args, env, toplevel, sources, includes, hdl, tool, seed, buil
     if n_failed or sim_exit:
         return 1
     return 0
+
+
+def _run_job(args, runner, toplevel, seed, build_dir, test_dir, modules, test_filter, extra_env,
+             job) -> "tuple[Path, int]":
+    """One simulator process on *modules* in *test_dir*; returns (results file, exit status).
+    A job of several (*job* not None) logs to ``<test_dir>/sim.log`` (printed when it ends);
+    a job whose modules hold no test the filter selects writes results with no test."""
+    test_dir.mkdir(parents=True, exist_ok=True)
+    results = test_dir / "results.xml"
+    results.unlink(missing_ok=True)
+    code = 0
+    try:
+        copy.copy(runner).test(         # test() sets all its state afresh: one copy per job
+            test_module=modules, hdl_toplevel=toplevel, build_dir=build_dir, test_dir=test_dir,
+            seed=seed, test_filter=test_filter, waves=bool(args.waves), extra_env=extra_env,
+            results_xml=str(results), timescale=TIMESCALE, hdl_toplevel_lang="verilog",
+            # Icarus' dump module names the build folder unless told (Verilator: the cwd)
+            plusargs=[f"+dumpfile_path={test_dir / f'{toplevel}.fst'}"] if args.waves and args.sim == "icarus" else [],
+            log_file=str(test_dir / "sim.log") if job is not None else None)
+    except SystemExit as e:         # the runner exits when the simulator returns non-zero
+        code = e.code if isinstance(e.code, int) else 1
+    return results, code
+
+
+def merge_results(files: list, out: Path) -> None:
+    """One JUnit XML *out* holding the test suites of every file in *files* (one per job)."""
+    if len(files) == 1 and files[0] == out:
+        return
+    import xml.etree.ElementTree as ET
+    root = ET.Element("testsuites")
+    for f in files:
+        r = ET.parse(f).getroot()
+        root.extend(list(r) if r.tag == "testsuites" else [r])
+    ET.ElementTree(root).write(out, encoding="utf-8", xml_declaration=True)
+
+
+def _publish(run_dir: Path, build_dir: Path) -> None:
+    """Copy the run's results.xml and coverage.json to the build folder, where `make sim`
+    documents them (the last run to finish wins; each run's own copies stay in its folder)."""
+    for name in ("results.xml", "coverage.json"):
+        src, dst = run_dir / name, build_dir / name
+        if src.is_file():
+            tmp = build_dir / f".{name}.{os.getpid()}"
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, dst)
+        else:
+            dst.unlink(missing_ok=True)
 
 
 def report_coverage(cov_dir: Path, out: Path, meta: dict) -> "Path | None":

@@ -14,14 +14,17 @@ build a design and tb/agents/loopback (device-neutral).
   device (tlm.core.registry ``BenchInfo``) for DUT=tlm (the shell) or DUT=rtl (the stand-in).
 * ``run_fixture(sim, name, sources, toplevel, test_module, extra_env, ...)``: build a
   fixture top level (tests/<device>/*_fixture) and run one cocotb module on it; (tests
-  run, failed).
+  run, failed). Concurrent runs share the build (tb.core.run.BuildLock), each runs in a
+  folder of its own.
 """
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -267,11 +270,23 @@ def prepare_build(sim: str, env: dict) -> list:
     return ["-Wno-fatal"]
 
 
+def process_alive(pid: int) -> bool:
+    """True if a process with id *pid* exists (the owner of a run folder under runs/)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 def run_fixture(sim: str, name: str, sources: list, toplevel: str, test_module: str,
                 extra_env: dict, write_top=None, test_filter: "str | None" = None,
                 includes: "list | None" = None, defines: "dict | None" = None) -> "tuple[int, int]":
     """Build a fixture top level into ``sim_build/<sim>-<name>/`` and run one cocotb test
-    module on it (seed 1), as the test fixtures under tests/ do; returns (tests run, failed),
+    module on it (seed 1) in ``<build>/runs/<pid>-*/`` (kept while its process lives), as the
+    test fixtures under tests/ do; returns (tests run, failed),
     (0, 0) when no results were written. ``write_top(build_dir)``, if given, writes a
     generated top-level file there and returns its path (appended to *sources*); *defines*
     are Verilog macros (name -> value)."""
@@ -282,20 +297,45 @@ def run_fixture(sim: str, name: str, sources: list, toplevel: str, test_module: 
 
     build_dir = REPO / "sim_build" / f"{sim}-{name}"
     build_dir.mkdir(parents=True, exist_ok=True)
-    sources = list(sources) + ([write_top(build_dir)] if write_top is not None else [])
-    runner = get_runner(sim)
-    runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir, timescale=TIMESCALE,
-                 build_args=build_args, includes=list(includes or []), defines=dict(defines or {}))
-
-    results = build_dir / "results.xml"
-    results.unlink(missing_ok=True)
-    try:
-        runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
-                    test_dir=build_dir, test_filter=test_filter, seed=1, extra_env=extra_env,
-                    results_xml=str(results), timescale=TIMESCALE)
-    except SystemExit:
-        pass
-    try:
-        return get_results(results)
-    except RuntimeError:
-        return 0, 0
+    from tb.core.run import BuildLock, hdl_digest
+    # runs share an up-to-date build (pytest-xdist workers), each in a folder of its own; a
+    # (re)build takes the folder exclusively
+    with BuildLock(build_dir.parent / f".{sim}-{name}.lock", build_dir) as lock:
+        sources = list(sources) + ([write_top(build_dir)] if write_top is not None else [])
+        from importlib.metadata import version
+        stamp = json.dumps({"toplevel": toplevel, "sources": [str(q) for q in sources],
+                            "includes": [str(i) for i in includes or []], "build_args": build_args,
+                            "defines": {k: str(v) for k, v in (defines or {}).items()},
+                            "cocotb": version("cocotb"),
+                            "hdl": hdl_digest([Path(q) for q in sources], list(includes or []))})
+        stamp_file = build_dir / "tb_fixture.json"
+        binary = build_dir / ("sim.vvp" if sim == "icarus" else toplevel)
+        fresh = lambda: binary.is_file() and stamp_file.is_file() and stamp_file.read_text() == stamp
+        runner = get_runner(sim)
+        if not fresh():
+            lock.exclusive()
+            if not fresh():
+                stamp_file.unlink(missing_ok=True)
+                runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
+                             timescale=TIMESCALE, build_args=build_args, includes=list(includes or []),
+                             defines=dict(defines or {}))
+                stamp_file.write_text(stamp)
+            lock.share()
+        runs = build_dir / "runs"
+        runs.mkdir(exist_ok=True)
+        for d in runs.iterdir():            # earlier runs' folders (of processes now gone)
+            pid = d.name.split("-")[0]
+            if not (pid.isdigit() and process_alive(int(pid))):
+                shutil.rmtree(d, ignore_errors=True)
+        test_dir = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=build_dir / "runs"))
+        results = test_dir / "results.xml"
+        try:
+            runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
+                        test_dir=test_dir, test_filter=test_filter, seed=1, extra_env=extra_env,
+                        results_xml=str(results), timescale=TIMESCALE, hdl_toplevel_lang="verilog")
+        except SystemExit:
+            pass
+        try:
+            return get_results(results)
+        except RuntimeError:
+            return 0, 0

@@ -43,8 +43,13 @@ def _cov_path(tag: str) -> Path:
 MODULES = ("streams", "regs", "host")
 
 
+# the RTL runs write the coverage files test_coverage_of_the_rtl_runs merges: under pytest-xdist
+# (make test: --dist loadgroup) they and it run on one worker, in this order
+COVERAGE_GROUP = pytest.mark.xdist_group("dtpu-rtl-coverage")
+
+
 @pytest.mark.parametrize("module", MODULES)
-@pytest.mark.parametrize("dut", ["rtl", "tlm"])
+@pytest.mark.parametrize("dut", [pytest.param("rtl", marks=COVERAGE_GROUP), "tlm"])
 @pytest.mark.parametrize("sim", ["verilator", "icarus"])
 def test_bench_default_config(sim, dut, module):
     _need(sim)
@@ -55,6 +60,7 @@ def test_bench_default_config(sim, dut, module):
     assert n > 0 and failed == 0, f"{n} tests, {failed} failed ({sim}, DUT={dut}, {module})"
 
 
+@COVERAGE_GROUP
 def test_coverage_of_the_rtl_runs():
     """Merged over the default configuration's RTL runs: every bin of the functional
     coverage model hit (its bins are what this configuration can do). The Verilator runs

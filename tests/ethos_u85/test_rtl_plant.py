@@ -14,6 +14,7 @@ from tb.core import simtools
 from tests.support import tool_missing
 
 NET = "conv2d_3x3_s2_same_relu6_pc"
+pytestmark = pytest.mark.sim
 
 
 def _run(planted: bool) -> tuple[int, int]:

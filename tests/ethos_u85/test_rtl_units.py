@@ -13,6 +13,7 @@ from tb.core import simtools
 from tests.support import REPO, tool_missing
 
 RTL = REPO / "rtl_stub" / "ethos_u85"
+pytestmark = pytest.mark.sim
 
 UNITS = {
     "npu_swd": (["npu_swd.v"], "tb.ethos_u85.rtl_units.swd_fwd_tb", "test_swd"),

@@ -2,7 +2,8 @@
 
 Each case runs ``python -m tb.core.run`` in a subprocess (the simulator embeds its own Python, and
 the run must not inherit pytest's state), exactly as ``make sim`` does, and reuses the
-build folders under sim_build/ (tb.core.run serialises runs that share a build folder).
+build folders under sim_build/ (tb.core.run builds under an exclusive lock; runs share an
+up-to-date build, each in its own runs/<pid>/ folder, so pytest-xdist workers can run them at once).
 
 * ``test_cocotb_regression[sim-dut]``: the whole regression, Verilator and Icarus, DUT=tlm
   and DUT=rtl (rtl_stub/ethos_u85/ethosu85.v must lint with Verilator). Tests of features the
