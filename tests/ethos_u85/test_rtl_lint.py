@@ -157,20 +157,24 @@ def test_iverilog_compiles(tmp_path):
 
 
 def test_yosys_synth_no_latch(tmp_path):
+    """Yosys elaborates the stand-in (MACS 256) and infers no latch. The check needs only
+    ``proc`` (latches appear there as $dlatch/$adlatch/$sr cells) on the flattened coarse
+    netlist: a gate-level ``synth -flatten`` of the MAC datapath needs more than 12 GB and
+    most of an hour, so it is not part of ``make test`` (tools/bench_rtl.py --yosys)."""
     exe = shutil.which("yosys")
     if exe is None:
         tool_missing("Yosys not installed (apt-get install -y yosys)")
     stat = tmp_path / "stat.txt"
     files = " ".join(str(p) for p in sources())
-    script = (f"read_verilog -sv -I{RTL} {files}; synth -flatten -top ethosu85; "
-              f"tee -o {stat} stat; select -assert-none t:$dlatch t:$adlatch t:$_DLATCH_* t:$sr t:$_SR_*")
+    script = (f"read_verilog -sv -I{RTL} {files}; hierarchy -check -top ethosu85; proc; flatten; "
+              f"opt_clean; tee -o {stat} stat -width; "
+              f"select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr t:$_DLATCH_* t:$_SR_*")
     r = _run([exe, "-q", "-p", script], timeout=1800)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-4000:]
     assert "latch" not in out.lower(), out[-4000:]
     text = stat.read_text()
-    total = text.split("=== design hierarchy ===")[-1]
-    cells = int(re.findall(r"Number of cells:\s+(\d+)", total)[-1])
-    flops = sum(int(n) for n in re.findall(r"\$_S?DFFE?_\w+\s+(\d+)", total))
-    print(f"yosys: ethosu85 {cells} cells, {flops} flip-flops, no latches")
-    assert cells > 10_000 and flops > 1_000, (cells, flops)
+    cells = int(re.findall(r"Number of cells:\s+(\d+)", text)[-1])
+    flops = sum(int(w) * int(n) for w, n in re.findall(r"\$\w*dff\w*_(\d+)\s+(\d+)", text))
+    print(f"yosys: ethosu85 {cells} coarse cells, {flops} flip-flop bits, no latches")
+    assert cells > 10_000 and flops > 10_000, (cells, flops)
