@@ -307,7 +307,7 @@ def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, 
     shutil.rmtree(REPO / "sim_build" / "icarus-mutant", ignore_errors=True)
     t0 = time.time()
     # the simulator imports tools.mutate_tb: the cocotb runner hands the simulator this
-    # process's sys.path, where `-c` puts '' (the simulator's own folder), so the repository
+    # process's module search path, where `-c` puts '' (the simulator's own folder), so the repository
     # goes in by PYTHONPATH; its own session: on a timeout the whole group (python, vvp) ends
     env = dict(os.environ, PYTHONPATH=str(REPO))
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -52,6 +52,7 @@ HANG_TEST = "test_elementwise/backpressure=none$"
 
 
 def test_hang_is_a_bounded_failure(tmp_path):
+    import os
     import shutil
     import xml.etree.ElementTree as ET
 
@@ -71,7 +72,8 @@ def test_hang_is_a_bounded_failure(tmp_path):
                                      "tb.ethos_u85.tests.test_rtl_kernels", env,
                                      test_filter=HANG_TEST, includes=includes)
     assert (n, failed) == (1, 1), f"the hanging stand-in gave {n} tests, {failed} failed"
-    results = simtools.REPO / "sim_build" / "icarus-rtl-hang" / "results.xml"
+    runs = simtools.REPO / "sim_build" / "icarus-rtl-hang" / "runs"      # run_fixture: this process's run
+    results = max(runs.glob(f"{os.getpid()}-*/results.xml"), key=lambda p: p.stat().st_mtime)
     fail = next(ET.parse(results).iter("failure"))
     msg = fail.get("message", "")
     assert fail.get("type") == "Hang", (fail.get("type"), msg)
@@ -100,4 +102,5 @@ def test_make_sim_fails_with_planted_conv_bug():
     fails = re.findall(r"^tb\.run: FAIL (\S+): (.*)$", p.stdout, re.M)
     assert len(fails) == 1 and fails[0][0].endswith("test_catalog_networks/mode=default"), p.stdout[-3000:]
     assert "differ" in fails[0][1], fails[0][1]
-    assert "sim_build/ethos-u85/icarus-rtl-def-PLANT_CONV_BUG/results.xml" in p.stdout
+    assert re.search(r"results: sim_build/ethos-u85/icarus-rtl-def-PLANT_CONV_BUG/runs/\d+/results\.xml",
+                     p.stdout), p.stdout[-3000:]
