@@ -23,11 +23,11 @@ tests/dtpu/test_dtpu_rtl.py fails when a generated file is stale.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from tlm.dtpu import contract as C
+from tools import genfiles
 
 REPO = Path(__file__).resolve().parents[1]
 GEN = REPO / "rtl_stub" / "dtpu" / "gen"
@@ -239,27 +239,12 @@ def generate() -> dict[Path, str]:
 
 
 def stale(files: "dict[Path, str] | None" = None) -> list[Path]:
-    return [p for p, t in (generate() if files is None else files).items()
-            if not p.is_file() or p.read_text() != t]
+    """Generated files that are missing or differ from what the TLM data gives now."""
+    return genfiles.stale(generate() if files is None else files)
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="only check that the files are current")
-    args = ap.parse_args(argv)
-    files = generate()
-    if args.check:
-        bad = stale(files)
-        for p in bad:
-            print(f"gen_dtpu_rtl: {p.relative_to(REPO)} is out of date (run python -m tools.gen_dtpu_rtl)",
-                  file=sys.stderr)
-        return 1 if bad else 0
-    GEN.mkdir(parents=True, exist_ok=True)
-    for p, text in files.items():
-        if not p.is_file() or p.read_text() != text:
-            p.write_text(text)
-            print(f"gen_dtpu_rtl: wrote {p.relative_to(REPO)}")
-    return 0
+    return genfiles.main("gen_dtpu_rtl", __doc__.splitlines()[0], generate, argv)
 
 
 if __name__ == "__main__":

@@ -30,10 +30,11 @@ directory: ``rtl_stub/ethos_u85`` (``include "gen/npu_regs.vh"``).
 """
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
+
+from tools import genfiles
 
 REPO = Path(__file__).resolve().parents[1]
 GEN_DIR = REPO / "rtl_stub" / "ethos_u85" / "gen"
@@ -464,27 +465,11 @@ def generate() -> dict[Path, str]:
 
 def stale(files: "dict[Path, str] | None" = None) -> list[Path]:
     """Generated files that are missing or differ from what the TLM data gives now."""
-    return [p for p, text in (generate() if files is None else files).items()
-            if not p.is_file() or p.read_text() != text]
+    return genfiles.stale(generate() if files is None else files)
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="only check that the files are current")
-    args = ap.parse_args(argv)
-    files = generate()
-    if args.check:
-        bad = stale(files)
-        for p in bad:
-            print(f"gen_rtl_regs: {p.relative_to(REPO)} is out of date "
-                  f"(run python -m tools.gen_rtl_regs)", file=sys.stderr)
-        return 1 if bad else 0
-    GEN_DIR.mkdir(parents=True, exist_ok=True)
-    for p, text in files.items():
-        if not p.is_file() or p.read_text() != text:
-            p.write_text(text)
-            print(f"gen_rtl_regs: wrote {p.relative_to(REPO)}")
-    return 0
+    return genfiles.main("gen_rtl_regs", __doc__.splitlines()[0], generate, argv)
 
 
 if __name__ == "__main__":
