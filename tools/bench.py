@@ -87,6 +87,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from tools.shared import shared_dir
+
 REPO = Path(__file__).resolve().parents[1]
 
 np = None  # numpy is imported by main() after the BLAS thread count is set (see --blas-threads)
@@ -608,9 +610,7 @@ def models_dir(arg: "str | None") -> "Path | None":
     """The published models folder: --models-dir, $NPU_SHARED_MODELS, or ../shared/models
     next to the repository (or next to the folder holding this worktree)."""
     cands = [Path(arg)] if arg else []
-    if os.environ.get("NPU_SHARED_MODELS"):
-        cands.append(Path(os.environ["NPU_SHARED_MODELS"]))
-    cands += [REPO.parent / "shared" / "models", REPO.parent.parent / "shared" / "models"]
+    cands += [d for d in [shared_dir("models")] if d is not None]
     for c in cands:
         if c.is_dir() and any(c.glob("*.tflite")):
             return c

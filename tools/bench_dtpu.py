@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -35,17 +34,16 @@ import numpy as np
 from tlm.dtpu import contract as C
 from tlm.dtpu import host
 from tlm.dtpu.layers import from_tflite, save_cases
+from tools.shared import shared_dir
 
 REPO = Path(__file__).resolve().parents[1]
 FILES = {"micro_speech": "tflm_micro_speech.tflite", "person_detect": "tflm_person_detect.tflite"}
 
 
 def _models() -> Path:
-    if os.environ.get("NPU_SHARED_MODELS"):
-        return Path(os.environ["NPU_SHARED_MODELS"])
-    for d in (REPO, *REPO.parents):
-        if (d.parent / "shared" / "models").is_dir():
-            return d.parent / "shared" / "models"
+    d = shared_dir("models")
+    if d is not None and d.is_dir():
+        return d
     raise SystemExit("bench_dtpu: ../shared/models not found (set NPU_SHARED_MODELS)")
 
 

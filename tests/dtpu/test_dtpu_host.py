@@ -10,7 +10,6 @@ equal byte for byte. person_detect is also run whole in LiteRT so that its depth
 get their real input activations."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -23,16 +22,11 @@ from tlm.dtpu import contract as C
 from tlm.dtpu import host
 from tlm.dtpu.layers import DepthwiseLayer, LayerError, from_tflite, load_cases, save_cases
 from tlm.dtpu.system import DtpuSystem
+from tools.shared import shared_dir
 
 def _models_dir() -> Path:
-    """../shared/models of the checkout (or of a folder above a worktree)."""
-    if os.environ.get("NPU_SHARED_MODELS"):
-        return Path(os.environ["NPU_SHARED_MODELS"])
-    repo = Path(__file__).resolve().parents[2]
-    for d in (repo, *repo.parents):
-        if (d.parent / "shared" / "models").is_dir():
-            return d.parent / "shared" / "models"
-    return repo.parent / "shared" / "models"
+    """../shared/models (tools/shared.py)."""
+    return shared_dir("models") or Path(__file__).resolve().parents[3] / "shared" / "models"
 
 
 MODELS = _models_dir()

@@ -38,6 +38,8 @@ from tests import nets
 from tests.nets import gemmlowp
 from tests.ethos_u85.support.compare import compare
 from tests.support import tool_missing
+from tools.shared import main_checkout as _main_checkout
+from tools.shared import shared_dir
 from tlm.ethos_u85 import fmap, isa
 from tlm.ethos_u85.ops import KERNEL_OPS
 from tlm.ethos_u85.ops.common import OpContext, get_op_state
@@ -53,28 +55,8 @@ SEED = nets.DEFAULT_INPUT_SEED
 SURVEY_FILE = REPO / "build" / "published-models.txt"
 
 
-def _main_checkout(repo: Path) -> "Path | None":
-    """The main checkout's root when `repo` is a git worktree (.git is a file
-    'gitdir: <main>/.git/worktrees/<name>' whose commondir leads to <main>/.git)."""
-    git = repo / ".git"
-    if not git.is_file():
-        return None
-    try:
-        gitdir = Path(git.read_text().split("gitdir:", 1)[1].strip())
-        common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
-    except (OSError, IndexError):
-        return None
-    return common.parent
-
-
 def models_dir() -> "Path | None":
-    if os.environ.get(ENV):
-        return Path(os.environ[ENV])
-    roots = [REPO, _main_checkout(REPO)]
-    for root in roots:
-        if root is not None and (root.parent / "shared" / "models").is_dir():
-            return root.parent / "shared" / "models"
-    return None
+    return shared_dir("models")
 
 
 MODELS = models_dir()

@@ -39,11 +39,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support import require, REPO, tool_missing
+from tests.support import require, tool_missing
 from tlm.ethos_u85 import device, runner, vela
 from tlm.ethos_u85 import registers as R
 from tlm.ethos_u85.memory import Fault, FaultList, Memory, Resp
 from tlm.ethos_u85.ops import plan
+from tools.shared import shared_dir
 from tlm.ethos_u85.ops.common import snapshot_key
 
 SEED = int(os.environ.get("TLM_TEST_SEED", "20261122"))
@@ -56,13 +57,8 @@ SHARED = ["tflm_micro_speech_lstm", "tflm_mnist_lstm", "tflm_dtln_noise_suppress
 
 
 def shared_models_dir() -> "Path | None":
-    env = os.environ.get("NPU_SHARED_MODELS")
-    cands = [Path(env)] if env else []
-    cands += [REPO.parent / "shared" / "models", REPO.parent.parent / "shared" / "models"]
-    for c in cands:
-        if c.is_dir() and any(c.glob("*.tflite")):
-            return c
-    return None
+    d = shared_dir("models")
+    return d if d is not None and d.is_dir() and any(d.glob("*.tflite")) else None
 
 
 # ---------------------------------------------------------------------------- models

@@ -1,19 +1,17 @@
 """The NE16 register table (tlm/ne16/registers.py) against itself and against the seed."""
-import os
 import re
 from pathlib import Path
 
 import pytest
 
 from tests.support import tool_missing
+from tools.shared import shared_dir
 from tlm.core import registry
 from tlm.ne16 import registers as R
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_NAME = "001_19fb3d0a0439b3b1.txt"
-SEED_DIRS = [REPO.parent / "shared" / "seeds", REPO.parents[1] / "shared" / "seeds"]
-if os.environ.get("NPU_SHARED_MODELS"):         # ../shared/models moved: its seeds sit beside it
-    SEED_DIRS.insert(0, Path(os.environ["NPU_SHARED_MODELS"]).parent / "seeds")
+SEED_DIRS = [d for d in [shared_dir("seeds")] if d is not None]
 
 
 def _seed_text():
@@ -21,7 +19,7 @@ def _seed_text():
         if (d / SEED_NAME).is_file():
             return (d / SEED_NAME).read_text()
     tool_missing(f"seed {SEED_NAME} not found next to the repository (source document; "
-                 f"looked in {', '.join(map(str, SEED_DIRS))})")
+                 f"tools/shared.py; NPU_SHARED_MODELS moves it)")
 
 
 def test_table_is_consistent():
