@@ -37,6 +37,7 @@ import enum
 import traceback
 from collections import Counter, deque
 from dataclasses import dataclass, replace
+from types import MethodType
 from typing import Mapping
 
 import numpy as np
@@ -256,6 +257,55 @@ class _TxnSink:
             d.command_txns.append(batch)
 
 
+# Device.save_state / from_state: attributes shared (frozen, or the caller's) and rebuilt
+_SHARED_STATE = frozenset(("config", "policy", "pins", "kernel_ops", "memory"))
+_REBUILT_STATE = frozenset(("dataport", "txn_sink", "hooks"))
+_IMMUTABLE = (int, float, str, bytes, bool, type(None), enum.Enum, np.generic, NpuConfig, Pins, Policy,
+              RegionRoute, StopReason)
+_SCALARS = frozenset((int, float, str, bytes, bool, type(None)))
+
+
+class _DeviceMethod:
+    """A saved state's method bound to the device (re-bound by Device.from_state)."""
+    __slots__ = ("func",)
+
+    def __init__(self, func):
+        self.func = func
+
+
+def _clone(v, src, dst):
+    """A copy of state value *v* sharing nothing mutable; methods bound to device *src* are
+    saved as _DeviceMethod and bound to *dst* on restore.  TypeError for an unknown type."""
+    t = type(v)
+    if t in _SCALARS or isinstance(v, _IMMUTABLE):
+        return v
+    if t is list:
+        return [x if type(x) in _SCALARS else _clone(x, src, dst) for x in v]
+    if t is tuple:
+        return tuple(x if type(x) in _SCALARS else _clone(x, src, dst) for x in v)
+    if t is dict or t is Counter:
+        c = t.__new__(t)                # (Counter.__init__ is slow; a Counter is its dict)
+        dict.update(c, {k: x if type(x) in _SCALARS else _clone(x, src, dst) for k, x in v.items()})
+        return c
+    if t is deque:                      # the event log: records are never modified once logged
+        return deque(v, v.maxlen)
+    if t is np.ndarray:
+        return v.copy()
+    if t is isa.RegisterFile:
+        c = t.__new__(t)
+        c._raw = dict(v._raw)
+        return c
+    if t is Pmu or t is OpState:
+        c = t.__new__(t)
+        c.__dict__.update({k: _clone(x, src, dst) for k, x in vars(v).items()})
+        return c
+    if t is _DeviceMethod:
+        return MethodType(v.func, dst)
+    if src is not None and getattr(v, "__self__", None) is src and getattr(v, "__func__", None) is not None:
+        return _DeviceMethod(v.__func__)
+    raise TypeError(f"Device.save_state: no copy for {t.__name__}")
+
+
 class Device:
     """Ethos-U85 control plane and command-stream executor."""
 
@@ -298,6 +348,48 @@ class Device:
         self.reset()
         if settle:
             self.wait_reset()
+
+    # ================================================================== state copies
+    def save_state(self) -> "dict | None":
+        """A copy of the device's whole state between commands (registers, PMU, LUT, chaining
+        state, event log, cycle count...) that `from_state` makes into a device as if it
+        had the same history; None when an attribute has a type the copy does not know
+        (the caller then builds the device the ordinary way).  The configuration, Policy,
+        pins, kernel-op table and memory are shared (frozen or the caller's); hooks are not
+        part of the state.  runner.Session keeps the state after the driver's programming."""
+        if self._executing:
+            return None
+        try:
+            return {k: (v if k in _SHARED_STATE else dict(v) if k == "route_cache" else _clone(v, self, None))
+                    for k, v in vars(self).items() if k not in _REBUILT_STATE}
+        except TypeError:
+            return None
+
+    def prime_caches(self) -> None:
+        """Fill the route cache for the command fetch and the plans' environment (the routes
+        of regions 0..7): values that are functions of the registers, kept until a register
+        write or reset clears the cache, so that a saved state carries them."""
+        try:
+            self._fetch_sig()
+            _plans.env_token(self)
+        except Exception:                              # noqa: BLE001 - computed when needed then
+            pass
+
+    @classmethod
+    def from_state(cls, state: dict, memory: "Memory | None" = None) -> "Device":
+        """A device in the state `save_state` copied (on `memory`, else the saved device's
+        memory; the device becomes its listener as __init__ does), without hooks."""
+        dev = cls.__new__(cls)
+        d = dev.__dict__
+        for k, v in state.items():
+            d[k] = v if k in _SHARED_STATE else dict(v) if k == "route_cache" else _clone(v, None, dev)
+        if memory is not None:
+            dev.memory = memory
+        dev.hooks = []
+        dev.dataport = DataPort(dev.memory, dev.route, reference=dev.reference_paths)
+        dev.txn_sink = _TxnSink(dev)
+        dev.memory.listeners.append(dev.txn_sink)
+        return dev
 
     # ================================================================== events / irq
     def _event(self, event: str, /, **details) -> None:
