@@ -260,9 +260,8 @@ class _TxnSink:
 # Device.save_state / from_state: attributes shared (frozen, or the caller's) and rebuilt
 _SHARED_STATE = frozenset(("config", "policy", "pins", "kernel_ops", "memory"))
 _REBUILT_STATE = frozenset(("dataport", "txn_sink", "hooks"))
-_IMMUTABLE = (int, float, str, bytes, bool, type(None), enum.Enum, np.generic, NpuConfig, Pins, Policy,
-              RegionRoute, StopReason)
-_SCALARS = frozenset((int, float, str, bytes, bool, type(None)))
+# types shared as they are (immutable); enum and numpy scalar types join on first sight
+_SHARE = {int, float, str, bytes, bool, type(None), NpuConfig, Pins, Policy, RegionRoute, StopReason}
 
 
 class _DeviceMethod:
@@ -277,33 +276,51 @@ def _clone(v, src, dst):
     """A copy of state value *v* sharing nothing mutable; methods bound to device *src* are
     saved as _DeviceMethod and bound to *dst* on restore.  TypeError for an unknown type."""
     t = type(v)
-    if t in _SCALARS or isinstance(v, _IMMUTABLE):
+    if t in _SHARE:
         return v
-    if t is list:
-        return [x if type(x) in _SCALARS else _clone(x, src, dst) for x in v]
-    if t is tuple:
-        return tuple(x if type(x) in _SCALARS else _clone(x, src, dst) for x in v)
-    if t is dict or t is Counter:
-        c = t.__new__(t)                # (Counter.__init__ is slow; a Counter is its dict)
-        dict.update(c, {k: x if type(x) in _SCALARS else _clone(x, src, dst) for k, x in v.items()})
-        return c
-    if t is deque:                      # the event log: records are never modified once logged
-        return deque(v, v.maxlen)
-    if t is np.ndarray:
-        return v.copy()
-    if t is isa.RegisterFile:
-        c = t.__new__(t)
-        c._raw = dict(v._raw)
-        return c
-    if t is Pmu or t is OpState:
-        c = t.__new__(t)
-        c.__dict__.update({k: _clone(x, src, dst) for k, x in vars(v).items()})
-        return c
-    if t is _DeviceMethod:
-        return MethodType(v.func, dst)
+    c = _COPIERS.get(t)
+    if c is not None:
+        return c(v, src, dst)
+    if isinstance(v, (enum.Enum, np.generic)):
+        _SHARE.add(t)
+        return v
     if src is not None and getattr(v, "__self__", None) is src and getattr(v, "__func__", None) is not None:
         return _DeviceMethod(v.__func__)
     raise TypeError(f"Device.save_state: no copy for {t.__name__}")
+
+
+def _clone_mapping(v, src, dst):
+    t = type(v)
+    c = t.__new__(t)                    # (Counter.__init__ is slow; a Counter is its dict)
+    dict.update(c, {k: x if type(x) in _SHARE else _clone(x, src, dst) for k, x in v.items()})
+    return c
+
+
+def _clone_object(v, src, dst):
+    t = type(v)
+    c = t.__new__(t)
+    c.__dict__.update({k: x if type(x) in _SHARE else _clone(x, src, dst) for k, x in vars(v).items()})
+    return c
+
+
+def _clone_registers(v, src, dst):
+    c = isa.RegisterFile.__new__(isa.RegisterFile)
+    c._raw = dict(v._raw)
+    return c
+
+
+_COPIERS = {
+    list: lambda v, s, d: [x if type(x) in _SHARE else _clone(x, s, d) for x in v],
+    tuple: lambda v, s, d: tuple(x if type(x) in _SHARE else _clone(x, s, d) for x in v),
+    dict: _clone_mapping,
+    Counter: _clone_mapping,
+    deque: lambda v, s, d: deque(v, v.maxlen),     # the event log: records are never modified once logged
+    np.ndarray: lambda v, s, d: v.copy(),
+    isa.RegisterFile: _clone_registers,
+    Pmu: _clone_object,
+    OpState: _clone_object,
+    _DeviceMethod: lambda v, s, d: MethodType(v.func, d),
+}
 
 
 class Device:
@@ -381,8 +398,10 @@ class Device:
         memory; the device becomes its listener as __init__ does), without hooks."""
         dev = cls.__new__(cls)
         d = dev.__dict__
+        d.update(state)                                # shared and immutable values as they are
         for k, v in state.items():
-            d[k] = v if k in _SHARED_STATE else dict(v) if k == "route_cache" else _clone(v, None, dev)
+            if type(v) not in _SHARE and k not in _SHARED_STATE:
+                d[k] = dict(v) if k == "route_cache" else _clone(v, None, dev)
         if memory is not None:
             dev.memory = memory
         dev.hooks = []

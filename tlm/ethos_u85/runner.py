@@ -70,6 +70,9 @@ AREA_NAMES = {REGION_READ_ONLY: "read_only", REGION_SCRATCH: "scratch",
 RESET_POLL_LIMIT = 100_000        # the driver's STATUS.reset_status poll count
 _STATUS, _CMD = R.get("STATUS"), R.get("CMD")
 _MEM_ATTR = R.get("MEM_ATTR0")    # all four share the layout
+_STICKY_MASK = 0
+for _b in STICKY_FAULTS:
+    _STICKY_MASK |= _STATUS.field(_b).mask
 _AXI = R.get("AXI_SRAM")          # AXI_SRAM and AXI_EXT share the layout
 
 
@@ -460,6 +463,9 @@ def _op_at(model: VelaModel, offset: "int | None") -> "str | None":
 
 def _failure(model: VelaModel, dev: Device, stop: StopReason, status: int, watch: _Watch) -> "RunError | None":
     """The RunError for a run that did not complete, None for a good one."""
+    if (not status & _STICKY_MASK and stop.kind in (StopKind.STOP, StopKind.END)
+            and not any(e in watch.seen for e in ("op_unimplemented", "internal_error", "model_limit"))):
+        return None                                  # (the checks below, for a good run)
     fields = _STATUS.decode(status)
     bits = [b for b in STICKY_FAULTS if fields[b]]
     # an op the TLM lacks or an exception inside the TLM fails the run even under a
@@ -554,6 +560,16 @@ class Session:
         self.memory_map = plan_memory(model, driver)
         self._memory = self._loaded = self._faults = None
         self._programmed = None         # Device.save_state() after program() (warm paths)
+        self._outputs = None            # _output_specs()
+
+    def _output_specs(self) -> list:
+        """(address, bytes, little-endian dtype, dtype, shape) of each model output."""
+        if self._outputs is None:
+            mmap = self.memory_map
+            self._outputs = [((mmap.basep[t.region] + t.offset) & ADDR_MASK, t.nbytes,
+                              np.dtype(t.dtype).newbyteorder("<"), np.dtype(t.dtype), t.shape)
+                             for t in self.model.outputs]
+        return self._outputs
 
     def run(self, inputs, max_steps: "int | None" = None, *, max_work: "int | None" = None) -> RunResult:
         """One inference (run_model's arguments and result; RunError as run_model)."""
@@ -622,9 +638,7 @@ class Session:
                            detail=first.what, warnings=tuple(warnings))
 
         outputs = []
-        for t in model.outputs:
-            raw = memory.read((mmap.basep[t.region] + t.offset) & ADDR_MASK, t.nbytes)
-            outputs.append(np.frombuffer(raw, np.dtype(t.dtype).newbyteorder("<"))
-                           .astype(t.dtype).reshape(t.shape))
+        for addr, nbytes, le, dt, shape in self._output_specs():
+            outputs.append(np.frombuffer(memory.read(addr, nbytes), le).astype(dt).reshape(shape))
         cmd_write(host, clear_irq=1)
         return RunResult(outputs, stop, status, dev, model, npu, mmap, watch.unpredictable, warnings)
