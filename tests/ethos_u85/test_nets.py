@@ -57,7 +57,7 @@ def test_reference_runs(name, net_reference):
     for a, b in zip(outs, outs2, strict=True):
         np.testing.assert_array_equal(a, b)
     ins3, _ = nets.reference(nets.build(name))
-    for a, b in zip(ins, ins3):
+    for a, b in zip(ins, ins3, strict=True):
         np.testing.assert_array_equal(a, b)
     # outputs are not degenerate (quantisation ranges are sensible)
     assert any(len(np.unique(o)) > 1 for o in outs), name
