@@ -140,3 +140,14 @@ def test_shipped_default_network_is_current(u85_256):
             assert np.array_equal(ref[f"input{i}"], x), f"input{i} is stale"
         for i, y in enumerate(outputs):
             assert np.array_equal(ref[f"output{i}"], y), f"output{i} is stale"
+
+
+def test_vela_cache_is_inside_the_repository():
+    """The compile cache defaults to the repository's build/ (a worktree keeps its own, never
+    a folder above the checkout); $NETS_VELA_CACHE overrides it."""
+    from pathlib import Path
+
+    from tests.nets import compile as vc
+    repo = Path(__file__).resolve().parents[2]
+    assert (repo / "pyproject.toml").is_file() and vc.REPO == repo
+    assert vc.DEFAULT_CACHE == repo / "build" / "vela-cache"

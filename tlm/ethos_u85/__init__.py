@@ -24,5 +24,6 @@ DEVICE = DeviceInfo(
         env="tb.ethos_u85.env:Env",
         trace_adapter="tb.ethos_u85.trace_adapter:U85PinTarget",
         options="tb.ethos_u85.run_options:U85RunOptions",
+        coverage="tb.ethos_u85.coverage",
     ),
 )
