@@ -91,6 +91,7 @@ class DeviceInfo:
     tlm_factory: "str | None" = None           # "module:callable(config, **kw)": the device model
     fuzz: "str | None" = None                  # "module:attr" of its FuzzTarget (tlm/core/fuzz.py)
     cli: "str | None" = None                   # "module:attr" of its npu-tlm Commands (tlm/core/cli.py)
+    disasm: "str | None" = None                # "module:attr" of its `npu-tlm disasm` Disassembler (same)
 
     def check_config(self, config: "str | None") -> str:
         """`config` (default: the default configuration) if this device has it."""

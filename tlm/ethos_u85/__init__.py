@@ -13,6 +13,7 @@ DEVICE = DeviceInfo(
     tlm_factory="tlm.ethos_u85.device:Device",
     fuzz="tlm.ethos_u85.fuzz:TARGET",
     cli="tlm.ethos_u85.cli:COMMANDS",
+    disasm="tlm.ethos_u85.cli:DISASM",
     bench=BenchInfo(
         test_modules=("tb.ethos_u85.tests.*",),
         tlm_toplevel="ethosu85",
