@@ -130,4 +130,4 @@ def test_claims_table_names_existing_tests():
             bad.append(f"{path}::{name}")
     assert not bad, bad
     kinds = [ln.split("|")[3].strip() for ln in rows]
-    assert set(kinds) <= {"T", "N", "C", "M", "N + T", "T + N", "N + C"}, set(kinds)
+    assert set(kinds) <= {"T", "N", "C", "M", "N + T", "T + N", "N + C", "T + M"}, set(kinds)
