@@ -108,9 +108,15 @@ def _add_disasm(sub) -> argparse.ArgumentParser:
     owned = {}
     for name, d in dis.items():
         if d.add_arguments:
-            before = len(p._actions)
-            d.add_arguments(p.add_argument_group(f"{name} options"))
-            owned[name] = [(a.dest, a.option_strings[0], a.default) for a in p._actions[before:]]
+            group, actions = p.add_argument_group(f"{name} options"), []
+
+            class _Group:                     # records the options a device adds
+                @staticmethod
+                def add_argument(*args, **kw):
+                    actions.append(group.add_argument(*args, **kw))
+                    return actions[-1]
+            d.add_arguments(_Group)
+            owned[name] = [(a.dest, a.option_strings[0], a.default) for a in actions]
     p.set_defaults(disasm_options=owned)
     return p
 
