@@ -467,7 +467,8 @@ def _run_tests(args, runner, toplevel, seed, build_dir, run_dir, wave_name, modu
         n_failed += sum(not w.is_file() for w in waves)
     report_coverage(cov_dir, run_dir / "coverage.json",
                     dict(device=extra_env["TB_DEVICE"], sim=args.sim, dut=args.dut, seed=seed,
-                         tests=test_filter, config=extra_env["NPU_CONFIG"], results=_rel(results)))
+                         tests=test_filter, config=extra_env["NPU_CONFIG"], results=_rel(results)),
+                    bench_of(extra_env["TB_DEVICE"]).coverage)
     for name, reason in expect.expected_failures(results):
         _say(f"XFAIL {name}: {reason}")
     for name, msg in expect.failures(results):
@@ -534,13 +535,16 @@ def _publish(run_dir: Path, build_dir: Path) -> None:
             dst.unlink(missing_ok=True)
 
 
-def report_coverage(cov_dir: Path, out: Path, meta: dict) -> "Path | None":
+def report_coverage(cov_dir: Path, out: Path, meta: dict, model: "str | None" = "") -> "Path | None":
     """Merge the simulator processes' coverage files (tb/core/coverage.py), print one line a
-    cover point and write the JSON report *out* (next to results.xml)."""
+    cover point and write the JSON report *out* (next to results.xml). *model*: the device's
+    coverage module (registry ``BenchInfo.coverage``; None: the bench has none)."""
     out.unlink(missing_ok=True)
     files = sorted(cov_dir.glob("coverage-*.json"))
     if not files:
-        _say("functional coverage: no coverage file was written (no scoreboard ran?)")
+        device = meta.get("device", "this device")
+        _say(f"functional coverage: none, the {device} bench has no coverage model" if model is None else
+             f"functional coverage: no test sampled the {device} coverage model ({model}): no coverage file")
         return None
     try:
         from tb.core.coverage import merge_files

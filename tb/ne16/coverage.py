@@ -81,11 +81,12 @@ class Ne16Coverage(Coverage):
         self["periph"].sample("write" if write else "read", r.name if r else "unmapped")
 
     def flush(self) -> "Path | None":
-        """Write the counts to $TB_COVERAGE_DIR/ne16-coverage-<pid>.json (when set)."""
+        """Write the counts to $TB_COVERAGE_DIR/coverage-<pid>.json (when set), the file the
+        runner merges (tb/core/run.py report_coverage)."""
         d = os.environ.get("TB_COVERAGE_DIR")
         if not d:
             return None
-        p = Path(d) / f"ne16-coverage-{os.getpid()}.json"
+        p = Path(d) / f"coverage-{os.getpid()}.json"
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(self.to_dict()))
         return p

@@ -305,3 +305,48 @@ def test_valid_crc_random_fields_never_raise(seed):
         assert res.ok or res.fault.code in ("ARG", "DATA", "LIMIT"), res
         codes.add("ok" if res.ok else res.fault.code)
     assert "ARG" in codes
+
+
+def test_npu_tlm_disasm_reads_a_command_buffer(tmp_path, capsys):
+    """`npu-tlm disasm` finds the BM1880 format by its checked first command (or --device);
+    a corrupt command lists the ones before it, then one error line naming it."""
+    from tlm.bm1880.descriptors import disassemble
+    from tlm.core import cli
+    buf = _program(Rig())
+    path = tmp_path / "job.cmdbuf"
+    path.write_bytes(buf)
+    for extra in ([], ["--device", "bm1880"]):
+        assert cli.main(["disasm", str(path), *extra]) == 0
+        out, err = capsys.readouterr()
+        lines = out.splitlines()
+        assert err == "" and lines[0].startswith(f"# bm1880 command buffer: {path} ({len(buf)} bytes")
+        assert lines[1:] == disassemble(buf)
+    assert cli.main(["disasm", str(path), "--no-header"]) == 0
+    assert capsys.readouterr().out.splitlines() == disassemble(buf)
+    # the last command corrupted: the 8 before it listed, then its offset and the cause
+    last = decode(buf)[-1].offset
+    path.write_bytes(buf[:-1] + bytes([buf[-1] ^ 1]))
+    assert cli.main(["disasm", str(path), "--no-header"]) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines() == disassemble(buf[:last]) and len(out.splitlines()) == 8
+    assert err.count("\n") == 1 and err.startswith(f"npu-tlm: error: {path}: command 8 at offset 0x{last:x}")
+    assert "CRC-8 mismatch" in err
+    # the first command corrupted: no device recognises it; named, one error line
+    bad = bytearray(buf)
+    bad[HDR_SIZE] ^= 0xFF
+    path.write_bytes(bytes(bad))
+    assert cli.main(["disasm", str(path), "--device", "bm1880"]) == 1
+    out, err = capsys.readouterr()
+    assert out == f"# bm1880 command buffer: {path} ({len(buf)} bytes, format version {FORMAT_VERSION})\n"
+    assert err == (f"npu-tlm: error: {path}: command 0 at offset 0x0 ({decode(buf)[0].kind.name}): "
+                   "CRC-8 mismatch (corrupt command)\n")
+    # another device's option, an empty file, a missing file: one line each
+    path.write_bytes(buf)
+    assert cli.main(["disasm", str(path), "--op-index", "1"]) == 1
+    assert capsys.readouterr().err == (f"npu-tlm: error: {path}: --op-index is an option of ethos-u85, "
+                                       "the file is read as bm1880\n")
+    empty = tmp_path / "empty.cmdbuf"
+    empty.write_bytes(b"")
+    for p, why in ((empty, "empty file"), (tmp_path / "nothere", "no such file")):
+        assert cli.main(["disasm", str(p), "--device", "bm1880"]) == 1
+        assert capsys.readouterr().err == f"npu-tlm: error: {p}: {why}\n"

@@ -28,3 +28,18 @@ def test_default_device_needs_a_single_candidate():
     else:
         with pytest.raises(registry.UnknownDevice, match="name a device"):
             registry.default_device("bench")
+
+
+def test_bench_coverage_models_are_named_once():
+    """BenchInfo.coverage names an importable module, and a bench whose package has a
+    coverage module names it (the runner's "no coverage model" note would be wrong else)."""
+    import importlib
+    import importlib.util
+    for name, info in registry.devices().items():
+        if info.bench is None:
+            continue
+        pkg = f"tb.{info.package.split('.')[1]}"
+        has = importlib.util.find_spec(f"{pkg}.coverage") is not None
+        assert (info.bench.coverage is not None) == has, f"{name}: coverage={info.bench.coverage}"
+        if info.bench.coverage:
+            importlib.import_module(info.bench.coverage)

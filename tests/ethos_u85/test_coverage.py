@@ -172,8 +172,13 @@ def test_run_merges_prints_and_writes_report(tmp_path, capsys):
     # no file at all: a note, no report
     empty = tmp_path / "none"
     empty.mkdir()
-    assert report_coverage(empty, tmp_path / "c2.json", {}) is None
-    assert "no coverage file" in capsys.readouterr().out
+    assert report_coverage(empty, tmp_path / "c2.json", {"device": "ethos-u85"}, "tb.ethos_u85.coverage") is None
+    assert capsys.readouterr().out.strip() == ("tb.run: functional coverage: no test sampled the ethos-u85 "
+                                               "coverage model (tb.ethos_u85.coverage): no coverage file")
+    # a device without a coverage model (k210-kpu): said so, no guess about scoreboards
+    assert report_coverage(empty, tmp_path / "c3.json", {"device": "k210-kpu"}, None) is None
+    assert capsys.readouterr().out.strip() == \
+        "tb.run: functional coverage: none, the k210-kpu bench has no coverage model"
 
 
 # ------------------------------------------------------------------ deferred (the scoreboard's)

@@ -257,7 +257,7 @@ def test_tflite_output_matches_npz(compiled, name, accel, mode):
     for attr in ("config_word", "id_word", "read_only", "scratch_size", "scratch_fast_size"):
         assert getattr(tfl, attr) == getattr(npz, attr), attr
     assert len(tfl.inputs) == len(npz.inputs) and len(tfl.outputs) == len(npz.outputs)
-    for t, n in zip(tfl.inputs + tfl.outputs, npz.inputs + npz.outputs):
+    for t, n in zip(tfl.inputs + tfl.outputs, npz.inputs + npz.outputs, strict=True):
         assert (t.region, t.offset, t.nbytes, t.quantization) == (n.region, n.offset, n.nbytes,
                                                                    n.quantization)
         assert t.shape[-1] == n.shape[-1]

@@ -57,7 +57,7 @@ def test_reference_runs(name, net_reference):
     for a, b in zip(outs, outs2, strict=True):
         np.testing.assert_array_equal(a, b)
     ins3, _ = nets.reference(nets.build(name))
-    for a, b in zip(ins, ins3):
+    for a, b in zip(ins, ins3, strict=True):
         np.testing.assert_array_equal(a, b)
     # outputs are not degenerate (quantisation ranges are sensible)
     assert any(len(np.unique(o)) > 1 for o in outs), name
@@ -140,3 +140,14 @@ def test_shipped_default_network_is_current(u85_256):
             assert np.array_equal(ref[f"input{i}"], x), f"input{i} is stale"
         for i, y in enumerate(outputs):
             assert np.array_equal(ref[f"output{i}"], y), f"output{i} is stale"
+
+
+def test_vela_cache_is_inside_the_repository():
+    """The compile cache defaults to the repository's build/ (a worktree keeps its own, never
+    a folder above the checkout); $NETS_VELA_CACHE overrides it."""
+    from pathlib import Path
+
+    from tests.nets import compile as vc
+    repo = Path(__file__).resolve().parents[2]
+    assert (repo / "pyproject.toml").is_file() and vc.REPO == repo
+    assert vc.DEFAULT_CACHE == repo / "build" / "vela-cache"

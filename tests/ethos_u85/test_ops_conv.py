@@ -1020,7 +1020,7 @@ def test_vela_network_bit_exact(name, config, vela_compiled, net_reference):
         pytest.skip(f"{name} not in the catalog")
     model = load(vela_compiled(name, config))
     inputs, ref = net_reference(name)
-    inputs = [np.asarray(x).reshape(t.shape) for x, t in zip(inputs, model.inputs)]
+    inputs = [np.asarray(x).reshape(t.shape) for x, t in zip(inputs, model.inputs, strict=True)]
     try:
         res = run_model(model, inputs)
     except RunError as e:
@@ -1049,7 +1049,7 @@ def test_vela_memory_modes(name, mode, vela_compiled, net_reference):
 
     model = load(vela_compiled(name, "ethos-u85-512", memory_mode=mode))
     inputs, ref = net_reference(name)
-    inputs = [np.asarray(x).reshape(t.shape) for x, t in zip(inputs, model.inputs)]
+    inputs = [np.asarray(x).reshape(t.shape) for x, t in zip(inputs, model.inputs, strict=True)]
     res = run_model(model, inputs)
     assert all(np.array_equal(np.asarray(a).reshape(np.shape(b)), b) for a, b in zip(res.outputs, ref, strict=True))
 
@@ -1094,7 +1094,7 @@ def test_vela_batch_matmul_weights_ifm2(case, config, tmp_path):
     assert any("weights_ifm2=1" in line for line in isa.disasm(model.command_words))
     inputs, ref = nets.reference(tfl)
     try:
-        res = run_model(model, [np.asarray(x).reshape(t.shape) for x, t in zip(inputs, model.inputs)])
+        res = run_model(model, [np.asarray(x).reshape(t.shape) for x, t in zip(inputs, model.inputs, strict=True)])
     except RunError as e:
         if e.kind == "unimplemented":
             pytest.skip(f"needs {e.op}")

@@ -80,11 +80,30 @@ def test_int16_bilinear_large_scale_e27():
 
 def test_output_scaling_rounding_modes():
     ifm = np.array([[1, 2]], np.int8).reshape(1, 2, 1)
-    # x2 upsample; middle sample (1+2)/2 = 1.5
+    # x2 upsample; middle sample (1+2)/2 = 1.5; both paths (the literal one per element)
     for rm, want in ((1, 2), (5, 1)):
-        b = rs_bench(ifm, (1, 4), n=(1, 2), step=((0, 0), (0, 1)), shift=17, round_mode=rm)
-        clean(b.run("NPU_OP_RESIZE", resize_mode=BILINEAR))
-        assert int(b.output()[0, 1, 0]) == want
+        for ops in (None, REF_OPS):
+            b = rs_bench(ifm, (1, 4), n=(1, 2), step=((0, 0), (0, 1)), shift=17, round_mode=rm)
+            clean(b.run("NPU_OP_RESIZE", resize_mode=BILINEAR, kernel_ops=ops))
+            assert int(b.output()[0, 1, 0]) == want, (rm, ops is None)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_literal_output_stage_is_its_own(monkeypatch, seed):
+    """resize_ref's output stage is per element (arith.rescale_ref, activation_ref), not the
+    vectorised OpContext.rescale/activation: with those broken (a planted bug: the rescale
+    returns its input) the fast path's output changes and the literal one does not (seed
+    printed)."""
+    from tlm.ethos_u85.ops.common import OpContext
+    print("seed", 500 + seed)
+    b, mode = _random_case(np.random.default_rng(500 + seed))
+    good = b.output(clean(b.run("NPU_OP_RESIZE", resize_mode=mode))).copy()
+    assert len(np.unique(good)) > 1
+    monkeypatch.setattr(OpContext, "rescale", lambda self, acc, *a, **k: np.asarray(acc, np.int64))
+    fast = b.output(b.run("NPU_OP_RESIZE", resize_mode=mode)).copy()
+    ref = b.output(clean(b.run("NPU_OP_RESIZE", resize_mode=mode, kernel_ops=REF_OPS)))
+    assert not np.array_equal(fast, good), "the planted rescale bug did not change the fast path"
+    assert np.array_equal(ref, good), "the literal path used the vectorised rescale"
 
 
 @pytest.mark.parametrize("kw, ofm, what", [

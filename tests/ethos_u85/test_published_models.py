@@ -236,7 +236,7 @@ def check_fully_connected_rounding(name: str, accel: str, monkeypatch) -> None:
     assert seen, "no fully connected layer found in the stream"
 
     it = _interpreter(data, preserve=True)
-    for d, x in zip(it.get_input_details(), inputs):
+    for d, x in zip(it.get_input_details(), inputs, strict=True):
         it.set_tensor(d["index"], x)
     it.invoke()
     fcs = [op for op in it._get_ops_details() if op["op_name"] == "FULLY_CONNECTED"]

@@ -108,7 +108,8 @@ def test_session_checks_inputs_as_run_model():
     assert e1.value.kind == e2.value.kind == "input"
     inputs = random_inputs(vm, SEED)
     assert all(np.array_equal(x, y) for x, y in zip(s.run(inputs).outputs,
-                                                     runner.run_model(vm, inputs, config=CONFIG).outputs))
+                                                     runner.run_model(vm, inputs, config=CONFIG).outputs,
+                                                     strict=True))
 
 
 def test_restore_pages_in_place():

@@ -238,6 +238,16 @@ def test_cocotb_regression(sim, dut):
         assert _passed(oc, name), f"{name} did not run and pass on {sim}-{dut}"
     if dut == "tlm":
         assert _passed(oc, "test_scoreboard_catches/bug=stray_write")
+    # the data checks the README names (random kernel ops against the literal model or the
+    # stand-in against the TLM; networks against the TLM and LiteRT) ran and passed
+    must = ["test_random_ops", "test_random_conv"]
+    if dut == "tlm":                    # the bench's self-checks (bugs planted in the TLM adapter)
+        must += ["test_scoreboard_catches", "test_checker_catches_bad_completer", "test_monitor_catches"]
+    if dut == "rtl":
+        must += ["test_conv_streams", "test_elementwise", "test_pool", "test_vela_networks",
+                 "test_catalog_networks"]
+    for name in must:
+        assert _passed(oc, name), f"{name} did not run and pass on {sim}-{dut}"
     # the hostile-input tests (tb/ethos_u85/tests/test_faults.py) ran and passed
     faults = [k.split(".", 1)[1] for k, v in oc.items() if k.startswith("test_faults.") and v == "passed"]
     assert len(faults) >= FAULT_TESTS, (f"only {len(faults)} of the {FAULT_TESTS} test_faults "

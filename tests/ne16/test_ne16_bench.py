@@ -77,3 +77,17 @@ def test_bench_through_a_pin_map(tmp_path):
     n, failed = simtools.run_fixture(sim, "ne16-pinmap", sources, "ne16_renamed", MODULE, env,
                                      write_top=_write_wrapper, test_filter="test_two_jobs_in_flight")
     assert failed == n == 1, "without the map the bench must fail to bind"
+
+
+def test_coverage_file_is_the_one_the_runner_merges(tmp_path, monkeypatch):
+    """The NE16 bench's coverage file is named as tb/core/run.py merges it (coverage-<pid>.json),
+    so `make sim DEVICE=ne16` reports it (it said "no coverage file" before)."""
+    from tb.core.coverage import merge_files
+    from tb.ne16.coverage import Ne16Coverage
+    monkeypatch.setenv("TB_COVERAGE_DIR", str(tmp_path))
+    cov = Ne16Coverage()
+    cov.sample_outcome("done")
+    path = cov.flush()
+    assert path == tmp_path / f"coverage-{os.getpid()}.json"
+    merged = merge_files(sorted(tmp_path.glob("coverage-*.json")))
+    assert merged["job_outcome"].hits["done"] == 1

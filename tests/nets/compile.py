@@ -12,8 +12,8 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT_CACHE = REPO / "build" / "vela-cache"
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_CACHE = REPO / "build" / "vela-cache"      # $NETS_VELA_CACHE overrides it
 DEFAULT_SYSTEM_CONFIG = "Ethos_U85_SYS_DRAM_Mid"
 VELA_INI = "Arm/vela.ini"  # resolved by vela relative to its config_files folder
 

@@ -35,7 +35,7 @@ def make_inputs(tflite_bytes: bytes, seed: int = DEFAULT_INPUT_SEED) -> list[np.
 def run(tflite_bytes: bytes, inputs, ref: bool = True, intermediates: bool = False):
     """Run the model; returns outputs (and a name->array dict of all tensors if asked)."""
     it = _interpreter(tflite_bytes, preserve_all=intermediates, ref=ref)
-    for d, x in zip(it.get_input_details(), inputs):
+    for d, x in zip(it.get_input_details(), inputs, strict=True):
         it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]).reshape(d["shape"]))
     it.invoke()
     outs = [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]

@@ -26,4 +26,5 @@ DEVICE = DeviceInfo(
     default_config="bm1880",
     trace_target="tlm.bm1880.trace_target:Bm1880TraceTarget",
     registers="tlm.bm1880.regs:REGISTERS",
+    disasm="tlm.bm1880.cli:DISASM",
 )

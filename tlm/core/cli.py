@@ -1,7 +1,9 @@
 """`npu-tlm`: the command line of every device's TLM (device-neutral).
 
-Subcommands of the core: ``replay TRACE`` (any registered device, docs/trace-format.md) and
-``devices`` (the registry). A device adds its own through ``DeviceInfo.cli``: a
+Subcommands of the core: ``replay TRACE`` (any registered device, docs/trace-format.md),
+``disasm FILE`` (the device that reads the file, or ``--device``: each registers a
+``Disassembler`` through ``DeviceInfo.disasm``) and ``devices`` (the registry). A device adds
+its own through ``DeviceInfo.cli``: a
 ``"module:attr"`` of a ``Commands`` (its subcommands as (add_parser, handler) pairs and the
 exception types its handlers raise for bad input). A handler takes the parsed arguments and
 returns the exit status. Expected failures (``CliError`` or a device's declared errors)
@@ -12,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 PROG = "npu-tlm"
@@ -67,6 +71,91 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# disasm
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Disassembler:
+    """A device's `npu-tlm disasm`. ``sniff(path, head) -> int``: 2 the file is this device's
+    for certain (a format it checks: an archive, a header with a checksum), 1 it may be (bare
+    words), 0 it is not; *head* is the file's first bytes (empty if it is not a regular file).
+    ``run(args) -> status`` prints the listing (``args.file``, ``args.no_header`` and the
+    device's own options); ``add_arguments(group)`` adds those options; ``errors`` are its
+    bad-input exception types (one ``npu-tlm: error:`` line); ``what`` the files it reads."""
+    sniff: Callable[[Path, bytes], int]
+    run: Callable[[argparse.Namespace], int]
+    what: str = ""
+    add_arguments: "Callable | None" = None
+    errors: tuple = ()
+
+
+SNIFF_BYTES = 4096
+
+
+def disassemblers() -> dict:
+    from .registry import devices, resolve
+    return {n: resolve(d.disasm) for n, d in devices().items() if d.disasm}
+
+
+def _add_disasm(sub) -> argparse.ArgumentParser:
+    dis = disassemblers()
+    p = sub.add_parser("disasm", help="disassemble a command stream or command buffer",
+                       description="Print '# ' header lines and one line per command. The device "
+                                   "is the one that reads the file (--device to name it): "
+                                   + ", ".join(dis) + ".")
+    p.add_argument("file", help="; ".join(f"{n}: {d.what}" for n, d in dis.items()))
+    p.add_argument("--device", choices=sorted(dis), help="the device whose format the file is in")
+    p.add_argument("--no-header", action="store_true", help="omit the '# ' header lines")
+    owned = {}
+    for name, d in dis.items():
+        if d.add_arguments:
+            group, actions = p.add_argument_group(f"{name} options"), []
+
+            class _Group:                     # records the options a device adds
+                @staticmethod
+                def add_argument(*args, **kw):
+                    actions.append(group.add_argument(*args, **kw))
+                    return actions[-1]
+            d.add_arguments(_Group)
+            owned[name] = [(a.dest, a.option_strings[0], a.default) for a in actions]
+    p.set_defaults(disasm_options=owned)
+    return p
+
+
+def _head(path: Path) -> bytes:
+    """The first bytes of a regular file (b"" for anything else: no waiting on a FIFO)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return b""
+        with open(path, "rb") as f:
+            return f.read(SNIFF_BYTES)
+    except OSError:
+        return b""
+
+
+def cmd_disasm(args: argparse.Namespace) -> int:
+    dis = disassemblers()
+    name = args.device
+    if name is None:
+        path, head = Path(args.file), _head(Path(args.file))
+        score = {n: d.sniff(path, head) for n, d in dis.items()}
+        best = max(score.values(), default=0)
+        names = [n for n, s in score.items() if s == best and s > 0]
+        if len(names) != 1:
+            why = "no device reads it" if not names else f"{' and '.join(names)} both read it"
+            raise CliError(f"{args.file}: {why}; name its format with --device ({', '.join(dis)})")
+        name = names[0]
+    for other, opts in args.disasm_options.items():
+        for dest, flag, default in opts if other != name else ():
+            if getattr(args, dest) != default:
+                raise CliError(f"{args.file}: {flag} is an option of {other}, the file is read as {name}")
+    d = dis[name]
+    try:
+        return d.run(args)
+    except d.errors as e:
+        raise CliError(str(e)) from None
+
+
+# --------------------------------------------------------------------------------------------
 # devices
 # --------------------------------------------------------------------------------------------
 def _add_devices(sub) -> argparse.ArgumentParser:
@@ -83,7 +172,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
-CORE = Commands(((_add_replay, cmd_replay), (_add_devices, cmd_devices)))
+CORE = Commands(((_add_replay, cmd_replay), (_add_disasm, cmd_disasm), (_add_devices, cmd_devices)))
 
 
 # --------------------------------------------------------------------------------------------

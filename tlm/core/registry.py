@@ -60,7 +60,9 @@ class BenchInfo:
     `env` ("module:Class") is the bench env the device's tests build; `trace_adapter`
     ("module:callable(dut, config) -> adapter") drives a trace through the pins
     (tb/core/trace_player.py says what an adapter offers); `options` ("module:attr") adds
-    device-specific runner options (tb/core/run.py, `RunOptions`)."""
+    device-specific runner options (tb/core/run.py, `RunOptions`). `coverage` names the module
+    of the bench's functional-coverage model (None: the bench has none, and `make sim` says so
+    instead of reporting coverage)."""
     test_modules: tuple[str, ...]
     tlm_toplevel: str
     tlm_sources: tuple[str, ...]
@@ -72,6 +74,7 @@ class BenchInfo:
     env: "str | None" = None
     trace_adapter: "str | None" = None
     options: "str | None" = None
+    coverage: "str | None" = None
     extra: dict = field(default_factory=dict)   # device-specific runner settings
 
 
@@ -88,6 +91,7 @@ class DeviceInfo:
     tlm_factory: "str | None" = None           # "module:callable(config, **kw)": the device model
     fuzz: "str | None" = None                  # "module:attr" of its FuzzTarget (tlm/core/fuzz.py)
     cli: "str | None" = None                   # "module:attr" of its npu-tlm Commands (tlm/core/cli.py)
+    disasm: "str | None" = None                # "module:attr" of its `npu-tlm disasm` Disassembler (same)
 
     def check_config(self, config: "str | None") -> str:
         """`config` (default: the default configuration) if this device has it."""

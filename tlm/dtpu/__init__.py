@@ -28,5 +28,6 @@ DEVICE = DeviceInfo(
         defines="tb.dtpu.build:defines",              # a configuration = module dtpu's DTPU_* macros
         env="tb.dtpu.env:DtpuEnv",
         trace_adapter="tb.dtpu.trace_adapter:DtpuPinTarget",
+        coverage="tb.dtpu.coverage",
     ),
 )

@@ -13,6 +13,7 @@ DEVICE = DeviceInfo(
     tlm_factory="tlm.ethos_u85.device:Device",
     fuzz="tlm.ethos_u85.fuzz:TARGET",
     cli="tlm.ethos_u85.cli:COMMANDS",
+    disasm="tlm.ethos_u85.cli:DISASM",
     bench=BenchInfo(
         test_modules=("tb.ethos_u85.tests.*",),
         tlm_toplevel="ethosu85",
@@ -24,5 +25,6 @@ DEVICE = DeviceInfo(
         env="tb.ethos_u85.env:Env",
         trace_adapter="tb.ethos_u85.trace_adapter:U85PinTarget",
         options="tb.ethos_u85.run_options:U85RunOptions",
+        coverage="tb.ethos_u85.coverage",
     ),
 )

@@ -520,8 +520,11 @@ def rescale(acc, scale, shift, round_mode: int, dbl_rnd: int = 0, *, shift_only:
 def rescale_ref(acc: int, oc: int, rescale_mode: int, *, scale_mode: int = ScaleMode.GLOBAL,
                 ofm_scale: int = 0, ofm_shift: int = 0, round_mode: int = 0, dbl_rnd: int = 0,
                 acc_format: int = AccFormat.I32, scale_arr=None, shift_arr=None,
-                check: bool = True) -> int:
+                check: bool = True, range_check: bool = True) -> int:
     """Literal TRM rescale(acc, oc, rescale_mode) on Python ints.
+
+    range_check=False skips the acc_format range asserts (RESIZE's shifted accumulator,
+    digest E-27; the other asserts stay).
 
     scale_mode = NPU_SET_OFM_PRECISION.scale_mode; ofm_scale/ofm_shift/round_mode/dbl_rnd =
     NPU_SET_OFM_SCALE fields; scale_arr/shift_arr = the parsed scale/bias stream
@@ -545,6 +548,7 @@ def rescale_ref(acc: int, oc: int, rescale_mode: int, *, scale_mode: int = Scale
         scale, shift = ofm_scale, ofm_shift
     if check:
         _unpred(scale >= 0, "rescale: scale < 0")
+    if check and range_check:
         if acc_format == AccFormat.I32:
             _unpred(acc == sign_extend(acc, 32), "rescale: acc does not fit 32 bits")
         else:

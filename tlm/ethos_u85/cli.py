@@ -1,5 +1,6 @@
-"""The Ethos-U85's `npu-tlm` subcommands: ``disasm``, ``run``, ``trace`` (registered with the
-device-neutral command line, tlm/core/cli.py, by ``DeviceInfo.cli``). Expected failures are
+"""The Ethos-U85's `npu-tlm` subcommands: ``run``, ``trace`` (registered with the
+device-neutral command line, tlm/core/cli.py, by ``DeviceInfo.cli``) and its ``disasm``
+reader (``DeviceInfo.disasm``). Expected failures are
 `CliError`, `VelaFormatError` or `IsaError`: one ``npu-tlm: error: ...`` line, exit status 1."""
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 import stat
 import sys
 
-from ..core.cli import PROG, CliError, Commands
+from ..core.cli import PROG, CliError, Commands, Disassembler
 from . import isa
 from .config import Policy
 from .vela import VelaFormatError, VelaModel, load
@@ -45,19 +46,23 @@ def header(m: VelaModel) -> list[str]:
 # --------------------------------------------------------------------------------------------
 # disasm
 # --------------------------------------------------------------------------------------------
-def _add_disasm(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("disasm", help="disassemble the command stream of a Vela output",
-                       description="Print the model header and one line per command: byte "
-                                   "offset, word(s), TRM mnemonic, decoded fields.")
-    p.add_argument("model", help="*_vela.npz, *_vela.tflite, or .bin of little-endian words")
-    p.add_argument("--op-index", type=int, default=0,
-                   help="which 'ethos-u' operator of a .tflite (default 0)")
-    p.add_argument("--no-header", action="store_true", help="omit the '# ' header lines")
-    return p
+def _disasm_arguments(group) -> None:
+    group.add_argument("--op-index", type=int, default=0,
+                       help="which 'ethos-u' operator of a .tflite (default 0)")
+
+
+def _sniff(path, head: bytes) -> int:
+    """A Vela .npz (zip) or .tflite (TFL3) for certain; anything else may be bare words (load
+    names what is wrong with it)."""
+    if path.suffix in (".npz", ".tflite") or head[:4] == b"PK\x03\x04" or head[4:8] == b"TFL3":
+        return 2
+    return 1
 
 
 def cmd_disasm(args: argparse.Namespace) -> int:
-    m = load(args.model, op_index=args.op_index)
+    """The model header and one line per command: byte offset, word(s), TRM mnemonic, decoded
+    fields (the lines before a bad word are printed, then the error)."""
+    m = load(args.file, op_index=args.op_index)
     out = sys.stdout
     if not args.no_header:
         out.write("\n".join(header(m)) + "\n")
@@ -205,8 +210,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------
 # Registered with tlm/core/cli.py (DeviceInfo.cli)
 # --------------------------------------------------------------------------------------------
-COMMANDS = Commands(((_add_disasm, cmd_disasm), (_add_run, cmd_run), (_add_trace, cmd_trace)),
-                    errors=(VelaFormatError, isa.IsaError))
+COMMANDS = Commands(((_add_run, cmd_run), (_add_trace, cmd_trace)), errors=(VelaFormatError, isa.IsaError))
+DISASM = Disassembler(_sniff, cmd_disasm, "*_vela.npz, *_vela.tflite or a .bin of little-endian words",
+                      _disasm_arguments, errors=(VelaFormatError, isa.IsaError))
 
 
 def main(argv: "list[str] | None" = None) -> int:

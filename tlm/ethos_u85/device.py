@@ -329,7 +329,7 @@ class Device:
     def __init__(self, config: "str | int | NpuConfig" = "ethos-u85-256", memory: "Memory | None" = None,
                  pins: "Pins | Mapping[str, int] | None" = None, policy: "Policy | None" = None,
                  kernel_ops: "Mapping | None" = None, settle: bool = False, reference_paths: bool = False,
-                 segments: bool = True, plans: bool = True, traces: bool = True):
+                 segments: bool = True, plans: bool = True, traces: bool = True, dma_op=None):
         self.config = get_config(config)
         # the warm paths (docs/architecture.md "Warm paths"), each bit-identical to the
         # command-by-command path: segments (NPU_SET runs at once), operation plans
@@ -342,6 +342,9 @@ class Device:
         self.pins = Pins.make(pins)
         self.policy = policy or Policy()
         self.kernel_ops = KERNEL_OPS if kernel_ops is None else kernel_ops
+        # NPU_OP_DMA_START: (rf, dataport, lut=, policy=) -> bytes; the literal model passes
+        # tlm.ethos_u85.dma_reference.dma_start
+        self.dma_op = dma.dma_start if dma_op is None else dma_op
         self.op_fields: dict = {}        # payload fields of the NPU_OP being executed
         self.events: deque = deque(maxlen=self.policy.max_events)   # (event, details), newest last
         # hooks: callables (event, details); one with a true attribute `passive` only records
@@ -1203,7 +1206,7 @@ class Device:
         st = self.op_state
         return (self.qread, self._fetch_buf, self._fetch_sig(), tuple(self.rf._raw.values()), st.chain_length,
                 st.num_ifm, tuple(st.fifo_valid), tuple(st.fifo_count), _plans.env_token(self),
-                tuple(self.kernel_ops.items()), dma.dma_start)
+                tuple(self.kernel_ops.items()), self.dma_op)
 
     def _record(self, rec: list, seg: "_Segment", w0: int) -> bool:
         """Add the operation just executed after *seg* to a trace being recorded; False when
@@ -1448,7 +1451,7 @@ class Device:
             if kind == _T_KERNEL:
                 self._kernel_op(name, d, snap, off, nxt)
             else:
-                _plans.execute_dma(self, d, snap, dma.dma_start)
+                _plans.execute_dma(self, d, snap, self.dma_op)
                 self.qread = nxt
         except _Stop:
             pass
@@ -1672,7 +1675,7 @@ class Device:
             self.qread = nxt                       # barriers: no-ops in a sequential model
         elif name == "NPU_OP_DMA_START":
             self._fetch_buf = None
-            _plans.execute_dma(self, d, snap, dma.dma_start)
+            _plans.execute_dma(self, d, snap, self.dma_op)
             self.qread = nxt
         elif name == "NPU_OP_BRANCH":
             self._branch(f["branch_cond"], f["branch_target"], off, nxt)

@@ -13,12 +13,17 @@ number on the source (gather) or destination (scatter) side. Addresses are modul
 * `dma_lines(p, bases, idx_at)` yields every line as (src address, dst address or None for
   a LUT destination, length, index address or None), in the order of the pseudocode;
 * `dma_copy(mem, p, bases)` performs the transfer byte-exactly on any `read(addr, n)` /
-  `write(addr, data)` memory, index values read from it.
+  `write(addr, data)` memory, index values read from it;
+* `dma_start(rf, port, lut, policy)` is the literal model's NPU_OP_DMA_START device op
+  (tlm.ethos_u85.literal): the lines of `dma_lines`, one transaction per index, source read
+  and destination write, in pseudocode order.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Iterator, NamedTuple
+
+from . import isa
 
 ADDR_BITS = 40
 ADDR_MASK = (1 << ADDR_BITS) - 1
@@ -61,22 +66,40 @@ class DmaParams:
         return cls(src_region, dst_region, src, dst, length, size0 if m >= 1 else 1,
                    size1 if m == 2 else 1, **kw)
 
+    @staticmethod
+    def unpredictable(snap, lut_alignment: bool = True) -> "str | None":
+        """Why the transfer `snap` describes is UNPREDICTABLE (the TRM asserts, in the order
+        tlm.ethos_u85.ops.dma checks them; the LUT alignment last, if asked), or None."""
+        F = snap.field
+        dst_mode = F("NPU_SET_DMA0_DST_REGION", "region_mode")
+        if F("NPU_SET_DMA0_SRC_REGION", "region_mode") != isa.dma_region_mode.external:
+            return "src_region_mode must be external"
+        if F("NPU_SET_DMA0_SRC_REGION", "idx_mode") and F("NPU_SET_DMA0_DST_REGION", "idx_mode"):
+            return "gather and scatter both enabled"
+        if F("NPU_SET_DMA0_SRC_REGION", "stride_mode") not in STRIDE_MODES.values():
+            return f"reserved stride_mode {F('NPU_SET_DMA0_SRC_REGION', 'stride_mode')}"
+        if lut_alignment and dst_mode == isa.dma_region_mode.internal and (F("NPU_SET_DMA0_DST", "addr") & 15
+                                                         or F("NPU_SET_DMA0_LEN", "addr") & 15):
+            return "internal destination needs 16-byte aligned address and length"
+        return None
+
     @classmethod
     def from_snapshot(cls, snap) -> "DmaParams | None":
         """The transfer the NPU_SET state `snap` (`snap.field(command, field)`) describes;
-        None when it is UNPREDICTABLE (a reserved stride mode or source region mode, gather
-        and scatter at once, a LUT destination not 16-byte aligned)."""
+        None when it is UNPREDICTABLE (`unpredictable`: a reserved stride mode or source region
+        mode, gather and scatter at once, a LUT destination not 16-byte aligned)."""
+        return None if cls.unpredictable(snap) else cls.registers(snap)
+
+    @classmethod
+    def registers(cls, snap) -> "DmaParams":
+        """The transfer as the registers state it, asserts not applied."""
         F = snap.field
-        src_mode = F("NPU_SET_DMA0_SRC_REGION", "region_mode")
-        stride_mode = F("NPU_SET_DMA0_SRC_REGION", "stride_mode")
         src_idx = bool(F("NPU_SET_DMA0_SRC_REGION", "idx_mode"))
         dst_idx = bool(F("NPU_SET_DMA0_DST_REGION", "idx_mode"))
-        internal = F("NPU_SET_DMA0_DST_REGION", "region_mode") == 1
+        internal = F("NPU_SET_DMA0_DST_REGION", "region_mode") == isa.dma_region_mode.internal
         length = F("NPU_SET_DMA0_LEN", "addr") & ADDR_MASK
         dst = F("NPU_SET_DMA0_DST", "addr") & ADDR_MASK
-        if src_mode != 0 or (src_idx and dst_idx) or stride_mode not in (0, 1, 2) \
-                or (internal and (dst & 15 or length & 15)):
-            return None
+        stride_mode = F("NPU_SET_DMA0_SRC_REGION", "stride_mode")
         return cls.of(F("NPU_SET_DMA0_SRC_REGION", "region"), F("NPU_SET_DMA0_SRC", "addr") & ADDR_MASK,
                       F("NPU_SET_DMA0_DST_REGION", "region"), dst, length, stride_mode,
                       F("NPU_SET_DMA0_SIZE0", "size"), F("NPU_SET_DMA0_SIZE1", "size"),
@@ -110,6 +133,7 @@ class Line(NamedTuple):
     dst: "int | None"         # None: skipped, or a LUT destination
     length: int
     idx: "int | None"         # address of the line's index (indexed mode)
+    lut: "int | None" = None  # a LUT destination: the offset in the LUT RAM
 
 
 def dma_lines(p: DmaParams, bases, idx_at: "Callable[[int], int | None] | None" = None) -> Iterator[Line]:
@@ -139,7 +163,8 @@ def dma_lines(p: DmaParams, bases, idx_at: "Callable[[int], int | None] | None" 
                 else:
                     di = v
             yield Line((sb + sp + si * p.src_stride0) & ADDR_MASK,
-                       None if p.internal else (db + dp + di * p.dst_stride0) & ADDR_MASK, p.length, ia)
+                       None if p.internal else (db + dp + di * p.dst_stride0) & ADDR_MASK, p.length, ia,
+                       (dp + di * p.dst_stride0) & ADDR_MASK if p.internal else None)
         sp += p.src_stride1
         dp += p.dst_stride1
         if indexed:
@@ -168,3 +193,75 @@ class DictMemory:
     def write(self, addr: int, data) -> None:
         for i, v in enumerate(bytes(data)):
             self.data[addr + i] = v
+
+
+def dma_start(rf, port, lut=None, policy=None) -> int:
+    """NPU_OP_DMA_START on the pseudocode: the literal model's DMA (tlm.ethos_u85.literal), the
+    device-op signature of tlm.ethos_u85.ops.dma.dma_start. `DmaParams.unpredictable` and the
+    policy's budgets are applied in that op's order and before anything moves (the written
+    pages counted from the lines themselves, a scatter's indices peeked through the back
+    door); then every line of `dma_lines`: its index read (rd_mem2mem_idx), its source read
+    (rd_mem2mem) and its destination write (wr_mem2mem, or the LUT RAM), one transaction
+    each. Returns the bytes copied; raises BusFault, Unpredictable or BudgetExceeded."""
+    from ..core.errors import BudgetExceeded, Unpredictable
+    from .arith import LUT_BYTES
+    from .config import Policy
+    from .memory import PAGE_BITS, Channel
+    pol = policy if policy is not None else Policy()
+    why = DmaParams.unpredictable(rf, lut_alignment=False)
+    if why is not None:
+        raise Unpredictable(f"NPU_OP_DMA_START: {why}")
+    p = DmaParams.registers(rf)
+    indexed = p.src_idx or p.dst_idx
+    lines_max = pol.dma_max_indexed_lines if indexed else pol.dma_max_lines
+    if p.length * p.lines > pol.dma_max_bytes or p.lines > lines_max:
+        raise BudgetExceeded(f"NPU_OP_DMA_START: {p.length * p.lines} bytes in {p.lines} lines exceeds the "
+                             f"model's budget ({pol.dma_max_bytes} bytes, {lines_max} lines)")
+    if p.internal and lut is None:
+        raise Unpredictable("NPU_OP_DMA_START: no internal memory to write")
+    why = DmaParams.unpredictable(rf)
+    if why is not None:
+        raise Unpredictable(f"NPU_OP_DMA_START: {why}")
+    routes = {p.src_region: port.route(p.src_region)}
+    if not p.internal:
+        routes[p.dst_region] = port.route(p.dst_region)
+    if indexed:
+        routes[p.idx_region] = port.route(p.idx_region)
+    bases = {r: routes[r].base if r in routes else 0 for r in (p.src_region, p.dst_region, p.idx_region)}
+
+    def pages(ln: Line) -> range:
+        return range(ln.dst >> PAGE_BITS, ((ln.dst + ln.length - 1) >> PAGE_BITS) + 1)
+
+    def peek(a: int) -> int:
+        return int.from_bytes(port.memory.read(a, 4), "little", signed=True)
+    written: set = set()
+    if not p.internal and p.length:
+        for ln in dma_lines(p, bases, peek if indexed else None):
+            if ln.dst is not None:
+                written.update(pages(ln))
+        if len(written) > pol.dma_max_pages:
+            raise BudgetExceeded(f"NPU_OP_DMA_START: writes touch {len(written)} memory pages of "
+                                 f"{1 << PAGE_BITS} bytes, the model's budget is {pol.dma_max_pages}")
+    written.clear()
+
+    def index(a: int) -> int:
+        raw = port.read_abs(routes[p.idx_region], a, 4, Channel.rd_mem2mem_idx)
+        return int.from_bytes(bytes(raw), "little", signed=True)
+    copied = 0
+    for ln in dma_lines(p, bases, index if indexed else None):
+        if ln.src is None or not ln.length:
+            continue
+        data = port.read_abs(routes[p.src_region], ln.src, ln.length, Channel.rd_mem2mem)
+        if p.internal:
+            if ln.lut + ln.length > LUT_BYTES:
+                raise Unpredictable("NPU_OP_DMA_START: internal destination outside the 2048-byte LUT RAM")
+            lut[ln.lut:ln.lut + ln.length] = data
+        else:
+            if p.dst_idx:                     # a scatter may overwrite the indices it peeked
+                written.update(pages(ln))
+                if len(written) > pol.dma_max_pages:
+                    raise BudgetExceeded(f"NPU_OP_DMA_START: scatter writes touch more than {pol.dma_max_pages} "
+                                         "memory pages (the model's budget)")
+            port.write_abs(routes[p.dst_region], ln.dst, data, Channel.wr_mem2mem)
+        copied += ln.length
+    return copied

@@ -23,6 +23,7 @@ DEVICE = DeviceInfo(
         tlm_sources=("rtl_stub/ne16/ne16_shell.v",),
         rtl_toplevel=None,
         rtl_sources=None,
+        coverage="tb.ne16.coverage",
         extra={"trace_test": "tb.ne16.tests.bench_ne16:test_trace_replay",
                "trace_env": "NE16_TRACE",
                "pinmap_env": "NE16_PINMAP",

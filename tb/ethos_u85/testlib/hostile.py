@@ -155,7 +155,7 @@ def check_partial_output(env, lo: int, before: bytes, correct: bytes, keep=(), w
     unchanged. Returns the number of bytes written."""
     got = env.memory.read(lo, len(before))
     written = 0
-    for i, (g, b, c) in enumerate(zip(got, before, correct)):
+    for i, (g, b, c) in enumerate(zip(got, before, correct, strict=True)):
         if i in keep:
             assert g == b, (f"{what}: byte 0x{lo + i:010x} = 0x{g:02x} was written from data "
                             f"that came with an error response (before 0x{b:02x})")

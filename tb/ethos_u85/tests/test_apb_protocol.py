@@ -197,10 +197,10 @@ async def test_monitor_feeds_scoreboard(dut):
     env.set_pclken(None)
     assert mon.count - n0 == len(seq), f"monitor saw {mon.count - n0} of {len(seq)} transfers"
     mine = list(mon.transfers)[-len(seq):]
-    for (addr, write, data), (rdata, err), r in zip(seq, got, mine):
+    for (addr, write, data), (rdata, err), r in zip(seq, got, mine, strict=True):
         assert (r.addr, r.write, r.slverr) == (addr, write, err), f"{r} vs driver {addr:#x}"
         assert r.data == (data if write else rdata), f"{r}: data vs driver"
-    reads = {a: d for (a, w, _), (d, _) in zip(seq, got) if not w}
+    reads = {a: d for (a, w, _), (d, _) in zip(seq, got, strict=True) if not w}
     for a, _v in values.items():
         assert reads[a] == await env.read_ok(a), f"0x{a:x}: driver and manager disagree"
     assert reads[ID] == ID_RESET and got[-1] == (0, True), "ID / unaligned read"

@@ -902,6 +902,17 @@ class OpContext:
         v = self.activation(v)
         self.write_ofm(v, ALLOWED_PERMS_ALL)
 
+    def activation_ref_args(self) -> dict:
+        """The keyword arguments of ``arith.activation_ref`` for this op's OFM (registers and LUT)."""
+        f = self.f
+        return dict(precision=self.ofm.precision, act_type=self.ofm.act_type,
+                    zero_point=f("NPU_SET_OFM_ZERO_POINT", "zero_point"),
+                    act_min=f("NPU_SET_ACTIVATION_MIN", "clip_boundary"),
+                    act_max=f("NPU_SET_ACTIVATION_MAX", "clip_boundary"),
+                    function=f("NPU_SET_ACTIVATION", "activation_function"),
+                    clip_range=f("NPU_SET_ACTIVATION", "activation_clip_range"),
+                    table=f("NPU_SET_ACTIVATION", "table"), lut=bytes(getattr(self.device, "lut", b"")))
+
     def write_accumulator_ref(self, acc, rescale_mode: int = RESCALE_NORMAL, *, divisor=None) -> None:
         """:meth:`write_accumulator` as the literal per-element TRM code on Python ints (the
         reference model's path, tlm.ethos_u85.literal): per (oy, ox, oc) bias add
@@ -932,13 +943,7 @@ class OpContext:
             bias, scale, shift = (x.tolist() for x in self.scale_bias())
         rm, dbl = f("NPU_SET_OFM_SCALE", "round_mode"), f("NPU_SET_OFM_SCALE", "dbl_rnd")
         oscale, oshift = f("NPU_SET_OFM_SCALE", "scale"), f("NPU_SET_OFM_SCALE", "shift")
-        act = dict(precision=self.ofm.precision, act_type=self.ofm.act_type,
-                   zero_point=f("NPU_SET_OFM_ZERO_POINT", "zero_point"),
-                   act_min=f("NPU_SET_ACTIVATION_MIN", "clip_boundary"),
-                   act_max=f("NPU_SET_ACTIVATION_MAX", "clip_boundary"),
-                   function=f("NPU_SET_ACTIVATION", "activation_function"),
-                   clip_range=f("NPU_SET_ACTIVATION", "activation_clip_range"),
-                   table=f("NPU_SET_ACTIVATION", "table"), lut=bytes(getattr(self.device, "lut", b"")))
+        act = self.activation_ref_args()
         out = np.zeros((h, w, d), np.int64)
         try:
             for oy in range(h):

@@ -135,6 +135,30 @@ def _output(ctx: OpContext, acc) -> None:
     ctx.write_ofm(v, ALLOWED_PERMS_ALL)                          # E-17
 
 
+def _output_ref(ctx: OpContext, acc: list) -> None:
+    """_output as the literal per-element code (the literal model's path): per (oy, ox, oc)
+    ``(int64_t)acc << 16``, ``arith.rescale_ref(., -1, shift_only)`` without the acc range
+    asserts (E-27), ``arith.activation_ref`` on Python ints; then one write_ofm (E-17)."""
+    from .. import arith
+    from ...core.errors import Unpredictable
+    ctx.check(ctx.f("NPU_SET_OFM_SCALE", "shift") >= 16, "OFM_SCALE.shift >= 16")
+    f = ctx.f
+    rs = dict(scale_mode=ctx.ofm.scale_mode, ofm_scale=f("NPU_SET_OFM_SCALE", "scale"),
+              ofm_shift=f("NPU_SET_OFM_SCALE", "shift"), round_mode=f("NPU_SET_OFM_SCALE", "round_mode"),
+              dbl_rnd=f("NPU_SET_OFM_SCALE", "dbl_rnd"), acc_format=ctx.acc_format, range_check=False)
+    act = ctx.activation_ref_args()
+    out = np.zeros((ctx.ofm_h, ctx.ofm_w, ctx.ofm_d), np.int64)
+    try:
+        for oy, row in enumerate(acc):
+            for ox, col in enumerate(row):
+                for oc, a in enumerate(col):
+                    v = arith.rescale_ref(arith.sign_extend(a << 16, 64), -1, RESCALE_SHIFT_ONLY, **rs)
+                    out[oy, ox, oc] = arith.activation_ref(v, **act)
+    except Unpredictable as e:
+        raise Unpredictable(f"NPU_OP_RESIZE: {e}") from None
+    ctx.write_ofm(out, ALLOWED_PERMS_ALL)
+
+
 def op_resize(snapshot, dataport, device) -> None:
     """NPU_OP_RESIZE: the device's kernel-op entry point."""
     ctx = OpContext(snapshot, dataport, device, "NPU_OP_RESIZE")
@@ -216,7 +240,7 @@ def resize_ref(snapshot, dataport, device) -> None:
     def rd(y, x, c):                          # read_ifm(y, x, c)
         return block[ri[y]][ci[x]][c]
 
-    out = np.zeros((H, W, D), np.int64)
+    out = [[[0] * D for _ in range(W)] for _ in range(H)]
     for oy, (iy0, iy1, y_mod) in enumerate(ypos):
         for ox, (ix0, ix1, x_mod) in enumerate(xpos):
             for oc in range(D):
@@ -230,8 +254,8 @@ def resize_ref(snapshot, dataport, device) -> None:
                     acc = rd(iy, ix, oc)
                 else:
                     acc = rd(iy0, ix0, oc)
-                out[oy, ox, oc] = acc
-    _output(ctx, out)
+                out[oy][ox][oc] = acc
+    _output_ref(ctx, out)
 
 
 register(KernelOp("NPU_OP_RESIZE", op_resize, "resize_mode", isa.resize_mode, reference=resize_ref))
