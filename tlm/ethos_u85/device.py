@@ -258,7 +258,7 @@ class _TxnSink:
 
 
 # Device.save_state / from_state: attributes shared (frozen, or the caller's) and rebuilt
-_SHARED_STATE = frozenset(("config", "policy", "pins", "kernel_ops", "memory"))
+_SHARED_STATE = frozenset(("config", "policy", "pins", "kernel_ops", "dma_op", "memory"))
 _REBUILT_STATE = frozenset(("dataport", "txn_sink", "hooks"))
 # types shared as they are (immutable); enum and numpy scalar types join on first sight
 _SHARE = {int, float, str, bytes, bool, type(None), NpuConfig, Pins, Policy, RegionRoute, StopReason}
@@ -375,7 +375,7 @@ class Device:
         state, event log, cycle count...) that `from_state` makes into a device as if it
         had the same history; None when an attribute has a type the copy does not know
         (the caller then builds the device the ordinary way).  The configuration, Policy,
-        pins, kernel-op table and memory are shared (frozen or the caller's); hooks are not
+        pins, kernel-op table, DMA op and memory are shared (frozen or the caller's); hooks are not
         part of the state.  runner.Session keeps the state after the driver's programming."""
         if self._executing:
             return None
