@@ -1384,7 +1384,7 @@ def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, o
     if f64:
         epilogue = _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape)
     else:
-        epilogue = _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape)
+        epilogue = _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape, A)
     rng = np.random.default_rng(_SEED)
     for _ in range(4):
         acc = rng.integers(-bound, bound + 1, (h, w, d)).astype(acc_dt)
@@ -1420,12 +1420,40 @@ def _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape):
     return epilogue
 
 
-def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape):
-    """fused_epilogue's int64 loop on one block."""
+def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape, A):
+    """fused_epilogue's int64 loop on one block (|acc + bias| <= A after the wrap).  Where
+    int64 cannot overflow, the zero point rides in the rounding term
+    (``((p + rp) >> sh) + zp == (p + rp + (zp << sh)) >> sh``) and the clamp is one clip of
+    the result."""
     tb, ts, tsh, trp, tdiff = k.tiles(M)
     sh = np.int64(64 - k.bits)
     zpv = np.int64(zp)
     lo, hi = np.int64(amin - zp), np.int64(amax - zp)
+    if d and A * k.smax + k.rmax + (abs(zp) << k.shmax) < (1 << 63):
+        trz = trp + (np.int64(zp) << tsh)                   # (zp << sh per channel: no overflow)
+        trz.setflags(write=False)
+        clo, chi = np.int64(amin), np.int64(amax)
+        clip = _common.clip_ufunc
+
+        def folded(acc, bound_):
+            b = acc.reshape(M, d).astype(np.int64)
+            b += tb
+            if wrap:
+                b <<= sh
+                b >>= sh
+            b *= ts
+            if tdiff is not None:
+                c = b >> 63
+                c &= tdiff
+                b += trz
+                b -= c
+            else:
+                b += trz
+            b >>= tsh
+            if clamp:
+                clip(b, clo, chi, out=b)
+            return b.astype(odt).reshape(shape)
+        return folded
 
     def epilogue(acc, bound_):
         b = np.empty((M, d), np.int64)
