@@ -103,6 +103,16 @@ def _k(v, dt=np.int64) -> np.ndarray:
     return np.array(v, dt)
 
 
+def _sub(v: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """np.subtract(v, c, dtype=c.dtype) for a 0-d constant c, without a casting ufunc (a copy
+    of v in c's type, then an in-place subtraction: the same values)."""
+    if v.dtype == c.dtype:
+        return v - c
+    r = v.astype(c.dtype)
+    r -= c
+    return r
+
+
 def plan_count() -> int:
     """How many operation keys have a plan (keys run the ordinary way not counted)."""
     return sum(1 for p in _PLANS.values() if p is not None)
@@ -1018,14 +1028,14 @@ def _ew_table(ctx, p, mode, sa, sb, adom, bdom, na, nb, zpa, zpb):
     def compute(vals):
         i = 0
         if sa:
-            ia = np.subtract(vals[0], oa, dtype=np.intp)
+            ia = _sub(vals[0], oa)
             i = 1
             if nb != 1:
                 ia *= nb
         else:
             ia = 0
         if sb:
-            ib = np.subtract(vals[i], ob, dtype=np.intp)
+            ib = _sub(vals[i], ob)
             idx = ia + ib
         else:
             idx = ia
@@ -1065,7 +1075,8 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
     if stage is None:
         return _no("elementwise: output stage")
     if not mul:
-        ta, tb = ta.astype(np.int32), tb.astype(np.int32)  # (int32_t results: half the cache)
+        # (int64 tables: a ufunc on mixed types goes through a cast, microseconds per call)
+        ta, tb = ta.astype(np.int64), tb.astype(np.int64)
     oa = zpa + adom[0]
     ob = zpb + bdom[0]
     zpa0, zpb0 = _k(zpa), _k(zpb)
@@ -1078,8 +1089,8 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
 
     def compute(vals):
         if mul:
-            acc = np.subtract(vals[0], zpa0, dtype=i64)
-            acc *= np.subtract(vals[1], zpb0, dtype=i64)
+            acc = _sub(vals[0], zpa0)
+            acc *= _sub(vals[1], zpb0)
         else:
             acc = op(la(vals), lb(vals[1:]), dtype=i64)
         return stage(acc)
@@ -1268,7 +1279,7 @@ def _lookup(table: np.ndarray, lo: int, dt: np.dtype):
         v = vals[0]
         if full and v.dtype == dt:
             return rolled[v.view(udt)]
-        return table[np.subtract(v, lo0, dtype=np.intp)]
+        return table[_sub(v, lo0)]
     return compute
 
 
@@ -1334,7 +1345,7 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
         izp0 = _k(izp, dt)
 
         def accumulate(x):
-            a = np.subtract(x, izp0, dtype=dt).reshape(M, K)
+            a = _sub(x, izp0).reshape(M, K)
             return (a @ wm).reshape(shape), bound
     else:
         izp32 = _k(izp, np.float32)
@@ -1416,6 +1427,10 @@ def _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape):
     """fused_epilogue_f64 on one block."""
     tthr32, tthr64, tsc, tc, tdiff = k.ftiles(M, zp - amin)
     thr = tthr32 if acc_dt == np.float32 and bound < (1 << 24) else tthr64
+    # every ufunc on operands of one type (a mixed pair goes through a cast, microseconds
+    # per call): the accumulators as float64 (exact) beside thresholds of their own type
+    cmp64 = thr.dtype != acc_dt
+    nodiff = np.zeros_like(tdiff) if tdiff is not None else None
     hi = float(np.nextafter(float(amax - amin) + 1.0, -np.inf))
     udt = np.dtype(f"<u{odt.itemsize}")
     add = amin % (1 << (8 * odt.itemsize))
@@ -1425,10 +1440,11 @@ def _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape):
 
     def epilogue(acc, bound_):
         x = acc.reshape(M, d)
-        b = x * tsc
+        b = x.astype(np.float64)
+        b *= tsc
         b += tc
         if tdiff is not None:
-            b -= (x < thr).view(np.uint8) * tdiff
+            b -= np.where((x.astype(np.float64) if cmp64 else x) < thr, tdiff, nodiff)   # (x < thr) * tdiff
         clip(b, zero, hiv, out=b)
         out = b.astype(udt)
         if add:
@@ -1473,8 +1489,7 @@ def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape, A):
         return folded
 
     def epilogue(acc, bound_):
-        b = np.empty((M, d), np.int64)
-        np.copyto(b, acc.reshape(M, d), casting="unsafe")
+        b = acc.reshape(M, d).astype(np.int64)
         b += tb
         if wrap:
             b <<= sh
@@ -1491,9 +1506,8 @@ def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape, A):
         if clamp:
             np.maximum(b, lo, out=b)
             np.minimum(b, hi, out=b)
-        out = np.empty((M, d), odt)
-        np.add(b, zpv, out=out, casting="unsafe")
-        return out.reshape(shape)
+        b += zpv
+        return b.astype(odt).reshape(shape)                 # (the low bits, as a cast)
     return epilogue
 
 
