@@ -1430,7 +1430,6 @@ def _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape):
     # every ufunc on operands of one type (a mixed pair goes through a cast, microseconds
     # per call): the accumulators as float64 (exact) beside thresholds of their own type
     cmp64 = thr.dtype != acc_dt
-    nodiff = np.zeros_like(tdiff) if tdiff is not None else None
     hi = float(np.nextafter(float(amax - amin) + 1.0, -np.inf))
     udt = np.dtype(f"<u{odt.itemsize}")
     add = amin % (1 << (8 * odt.itemsize))
@@ -1444,7 +1443,7 @@ def _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape):
         b *= tsc
         b += tc
         if tdiff is not None:
-            b -= np.where((x.astype(np.float64) if cmp64 else x) < thr, tdiff, nodiff)   # (x < thr) * tdiff
+            np.subtract(b, tdiff, out=b, where=(x.astype(np.float64) if cmp64 else x) < thr)   # (x < thr) * tdiff
         clip(b, zero, hiv, out=b)
         out = b.astype(udt)
         if add:
@@ -1467,6 +1466,7 @@ def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape, A):
         trz.setflags(write=False)
         clo, chi = _k(amin), _k(amax)
         clip = _common.clip_ufunc
+        zero = _k(0)
 
         def folded(acc, bound_):
             b = acc.reshape(M, d).astype(np.int64)
@@ -1476,10 +1476,9 @@ def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape, A):
                 b >>= sh
             b *= ts
             if tdiff is not None:
-                c = b >> s63
-                c &= tdiff
+                neg = b < zero                              # (b >> 63) & tdiff: tdiff where b < 0
                 b += trz
-                b -= c
+                np.subtract(b, tdiff, out=b, where=neg)
             else:
                 b += trz
             b >>= tsh
