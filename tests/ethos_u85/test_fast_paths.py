@@ -636,6 +636,83 @@ def test_fused_epilogue_equals_steps(rng):
     assert len(f64) > 15                                       # the float64 form was exercised
 
 
+def _small_epilogue_cases(rng, n):
+    """Random one-block epilogue cases: (acc, bound, k, zp, amin, amax, clamp, odt, the
+    independent step-by-step result)."""
+    from tlm.ethos_u85.ops.common import EpilogueConsts, Scale
+    for _ in range(n):
+        d = int(rng.choice([1, 3, 16, 80]))
+        bits = int(rng.choice([32, 48]))
+        lim = int(rng.choice([1 << 8, 1 << 12, 1 << 20, 1 << 23]))
+        acc = rng.integers(-lim, lim, (1, 1, d), endpoint=True)
+        src = acc.astype(np.float32) if rng.random() < 0.5 else acc.astype(np.int64)
+        bias = rng.integers(-5000, 5000, d) if rng.random() < 0.8 else rng.integers(-(1 << 30), 1 << 30, d)
+        scale = rng.integers(0, 1 << (15 if bits == 48 else 31), d)
+        shift = rng.integers(20, 50, d) if rng.random() < 0.8 else rng.integers(0, 64, d)
+        mode, dbl = int(rng.integers(0, 6)), int(rng.choice([0, 0, 1, 5, 30]))
+        bits_out = int(rng.choice([8, 16, 32]))
+        act_type = int(rng.integers(0, 2))
+        if act_type == 1:
+            zp = int(rng.integers(-128, 128))
+            amin, amax = -(1 << (min(bits_out, 16) - 1)), (1 << (min(bits_out, 16) - 1)) - 1
+            if rng.random() < 0.5:
+                amin, amax = sorted(int(v) for v in rng.integers(amin, amax + 1, 2))
+        else:
+            zp = int(rng.integers(0, 256))
+            amin, amax = sorted(int(v) for v in rng.integers(0, 1 << min(bits_out, 16), 2))
+        clamp = rng.random() < 0.8
+        k = EpilogueConsts(Scale(bias, scale, shift), d, mode, dbl, bits)
+        odt = np.dtype(f"<{'u' if act_type == 0 else 'i'}{bits_out // 8}")
+        want = _epilogue_steps(acc, bits, bias, scale, shift, mode, dbl, zp & 0xFFFF, amin & 0xFFFF,
+                               amax & 0xFFFF, clamp, bits_out, act_type)
+        yield src, lim, k, zp, amin, amax, clamp, odt, want
+
+
+def test_plan_small_epilogue_equals_steps(rng, monkeypatch):
+    """The operation plans' one-block conv epilogue (ops.plan._small_epilogue: float64 form,
+    int64 form with the zero point folded into the rounding term, int64 form without) equals
+    the step-by-step write_accumulator, or declines; a planted off-by-one in each form is
+    caught by the plan's own check (it declines)."""
+    from tlm.ethos_u85.ops import plan
+    forms = {}
+    real = {"_epilogue_i64": plan._epilogue_i64, "_epilogue_f64": plan._epilogue_f64}
+
+    def counted(name, planted=False):
+        def make(*a):
+            f = real[name](*a)
+            forms[f.__name__, name] = forms.get((f.__name__, name), 0) + 1
+            if not planted:
+                return f
+            return lambda acc, b: (f(acc, b).astype(np.int64) + 1).astype(f(acc, b).dtype)
+        return make
+    for name in real:
+        monkeypatch.setattr(plan, name, counted(name))
+    done = 0
+    for src, bound, k, zp, amin, amax, clamp, odt, want in _small_epilogue_cases(rng, 300):
+        ep = plan._small_epilogue(k, bound, zp, amin, amax, clamp, odt, src.dtype, src.shape)
+        if ep is None:
+            continue
+        done += 1
+        got = ep(src.copy(), bound)
+        assert got.dtype == odt and got.shape == src.shape
+        assert np.array_equal(got.astype(np.int64), want), (k.bits, zp, amin, amax, clamp, odt)
+    print("cases:", done, "forms built:", forms)
+    assert done > 100
+    assert forms.get(("folded", "_epilogue_i64"), 0) > 20 and forms.get(("epilogue", "_epilogue_i64"), 0) > 0
+    assert forms.get(("epilogue", "_epilogue_f64"), 0) > 20
+
+    # planted: each form one too high -> the plan's check declines every such case
+    for name in real:
+        monkeypatch.setattr(plan, name, counted(name, planted=True))
+    caught = 0
+    for src, bound, k, zp, amin, amax, clamp, odt, want in _small_epilogue_cases(rng, 100):
+        forms.clear()
+        ep = plan._small_epilogue(k, bound, zp, amin, amax, clamp, odt, src.dtype, src.shape)
+        assert ep is None or not forms
+        caught += bool(forms)
+    assert caught > 20
+
+
 def _check_fused_epilogue(rng, EpilogueConsts, fused_epilogue, Scale):
     done = 0
     for it in range(400):

@@ -289,18 +289,27 @@ def _clone(v, src, dst):
     raise TypeError(f"Device.save_state: no copy for {t.__name__}")
 
 
+# (each copier first asks, in one C-level pass, whether every item is shared as it is)
 def _clone_mapping(v, src, dst):
     t = type(v)
     c = t.__new__(t)                    # (Counter.__init__ is slow; a Counter is its dict)
-    dict.update(c, {k: x if type(x) in _SHARE else _clone(x, src, dst) for k, x in v.items()})
+    dict.update(c, v if _SHARE.issuperset(map(type, v.values())) else
+                {k: x if type(x) in _SHARE else _clone(x, src, dst) for k, x in v.items()})
     return c
 
 
 def _clone_object(v, src, dst):
     t = type(v)
     c = t.__new__(t)
-    c.__dict__.update({k: x if type(x) in _SHARE else _clone(x, src, dst) for k, x in vars(v).items()})
+    d = vars(v)
+    c.__dict__.update(d if _SHARE.issuperset(map(type, d.values())) else
+                      {k: x if type(x) in _SHARE else _clone(x, src, dst) for k, x in d.items()})
     return c
+
+
+def _clone_list(v, src, dst):
+    return v.copy() if _SHARE.issuperset(map(type, v)) else [x if type(x) in _SHARE else _clone(x, src, dst)
+                                                              for x in v]
 
 
 def _clone_registers(v, src, dst):
@@ -310,7 +319,7 @@ def _clone_registers(v, src, dst):
 
 
 _COPIERS = {
-    list: lambda v, s, d: [x if type(x) in _SHARE else _clone(x, s, d) for x in v],
+    list: _clone_list,
     tuple: lambda v, s, d: tuple(x if type(x) in _SHARE else _clone(x, s, d) for x in v),
     dict: _clone_mapping,
     Counter: _clone_mapping,

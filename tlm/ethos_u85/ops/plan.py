@@ -95,6 +95,24 @@ def _no(reason: str) -> None:
     return None
 
 
+def _k(v, dt=np.int64) -> np.ndarray:
+    """*v* as a 0-d array of type *dt*, the constant operand of a compute closure: numpy
+    takes a Python or numpy scalar operand through its scalar promotion, several
+    microseconds per call on an 80-element operand, a 0-d array through the array loop
+    (the same values and result type)."""
+    return np.array(v, dt)
+
+
+def _sub(v: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """np.subtract(v, c, dtype=c.dtype) for a 0-d constant c, without a casting ufunc (a copy
+    of v in c's type, then an in-place subtraction: the same values)."""
+    if v.dtype == c.dtype:
+        return v - c
+    r = v.astype(c.dtype)
+    r -= c
+    return r
+
+
 def plan_count() -> int:
     """How many operation keys have a plan (keys run the ordinary way not counted)."""
     return sum(1 for p in _PLANS.values() if p is not None)
@@ -1004,20 +1022,20 @@ def _ew_table(ctx, p, mode, sa, sb, adom, bdom, na, nb, zpa, zpb):
     t = _ew_evaluate(ctx, p, mode, av, bv).reshape(-1)
     t.setflags(write=False)
     # raw value -> table index: (raw - zp - adom[0]) * nb + (raw_b - zpb - bdom[0])
-    oa = zpa + adom[0]
-    ob = zpb + bdom[0]
+    oa = _k(zpa + adom[0], np.intp)
+    ob = _k(zpb + bdom[0], np.intp)
 
     def compute(vals):
         i = 0
         if sa:
-            ia = np.subtract(vals[0], oa, dtype=np.intp)
+            ia = _sub(vals[0], oa)
             i = 1
             if nb != 1:
                 ia *= nb
         else:
             ia = 0
         if sb:
-            ib = np.subtract(vals[i], ob, dtype=np.intp)
+            ib = _sub(vals[i], ob)
             idx = ia + ib
         else:
             idx = ia
@@ -1057,9 +1075,11 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
     if stage is None:
         return _no("elementwise: output stage")
     if not mul:
-        ta, tb = ta.astype(np.int32), tb.astype(np.int32)  # (int32_t results: half the cache)
+        # (int64 tables: a ufunc on mixed types goes through a cast, microseconds per call)
+        ta, tb = ta.astype(np.int64), tb.astype(np.int64)
     oa = zpa + adom[0]
     ob = zpb + bdom[0]
+    zpa0, zpb0 = _k(zpa), _k(zpb)
     op = {int(_M.add): np.add, int(_M.sub): np.subtract, int(_M.min): np.minimum,
           int(_M.max): np.maximum}.get(mode)
     i64 = np.int64
@@ -1069,8 +1089,8 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
 
     def compute(vals):
         if mul:
-            acc = np.subtract(vals[0], zpa, dtype=i64)
-            acc *= np.subtract(vals[1], zpb, dtype=i64)
+            acc = _sub(vals[0], zpa0)
+            acc *= _sub(vals[1], zpb0)
         else:
             acc = op(la(vals), lb(vals[1:]), dtype=i64)
         return stage(acc)
@@ -1146,34 +1166,35 @@ def _output_stage(ctx, lo: int, hi: int):
         clo, chi = vlo, vhi                               # r + zp lies in [ends] + zp: the same clamp
     diff = rn - rp
     i64 = np.int64
-    sh, sc, zpv = i64(shift), i64(scale), i64(zp)
+    sh, sc, zpv, rpv, diffv, s63 = _k(shift), _k(scale), _k(zp), _k(rp), _k(diff), _k(63)
     clip = _common.clip_ufunc
     if clo is not None:
-        clo, chi = i64(clo), i64(chi)
+        clo, chi = _k(clo), _k(chi)
 
     # the rounding term, the zero point and (table) the clamp's low end in one constant:
     # (x + k * 2**shift) >> shift == (x >> shift) + k, when nothing can overflow int64
     off = zp - (int(clo) if table is not None else 0)
     C = rp + (off << shift)
     folded = max(abs(lo), abs(hi)) * scale + abs(diff) + abs(C) < (1 << 63)
-    Cv = i64(C) if folded else None
-    top = i64(int(chi) - int(clo)) if table is not None else None
+    Cv = _k(C) if folded else None
+    top = _k(int(chi) - int(clo)) if table is not None else None
+    zero = _k(0)
 
     def stage(acc):
         p = acc * sc
         if diff:
-            q = p >> 63                                   # -1 where the product < 0
-            q &= diff
+            q = p >> s63                                  # -1 where the product < 0
+            q &= diffv
             p += q
         if folded:
             p += Cv
             p >>= sh                                      # = rescale + zp (- clo with a table)
             if table is not None:
-                clip(p, 0, top, out=p)
+                clip(p, zero, top, out=p)
                 return table[p]
         else:
             if rp:
-                p += rp
+                p += rpv
             p >>= sh
             p += zpv
             if table is not None:
@@ -1252,11 +1273,13 @@ def _lookup(table: np.ndarray, lo: int, dt: np.dtype):
         rolled = np.roll(table, lo and 1 << (bits - 1))   # rolled[v & mask] = table[v - lo]
         rolled.setflags(write=False)
 
+    lo0 = _k(lo, np.intp)
+
     def compute(vals):
         v = vals[0]
         if full and v.dtype == dt:
             return rolled[v.view(udt)]
-        return table[np.subtract(v, lo, dtype=np.intp)]
+        return table[_sub(v, lo0)]
     return compute
 
 
@@ -1319,10 +1342,14 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
         bound = bound_x * wmax * K
         M = g.ofm_h * g.ofm_w
 
+        izp0 = _k(izp, dt)
+
         def accumulate(x):
-            a = np.subtract(x, izp, dtype=dt).reshape(M, K)
+            a = _sub(x, izp0).reshape(M, K)
             return (a @ wm).reshape(shape), bound
     else:
+        izp32 = _k(izp, np.float32)
+
         def accumulate(x):
             xp = np.empty((H, W, depth), np.float32)
             if padded:
@@ -1330,7 +1357,7 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
                 xp[t + ih:] = 0
                 xp[t:t + ih, :l] = 0
                 xp[t:t + ih, l + iw:] = 0
-            np.subtract(x, izp, out=xp[t:t + ih, l:l + iw], dtype=np.float32)
+            np.subtract(x, izp32, out=xp[t:t + ih, l:l + iw], dtype=np.float32)
             if depthwise:
                 return _conv.depthwise_acc(xp, w, g.stride_y, g.stride_x, g.dil_y, g.dil_x, g.ofm_h, g.ofm_w,
                                            amax=bound_x)
@@ -1384,7 +1411,7 @@ def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, o
     if f64:
         epilogue = _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape)
     else:
-        epilogue = _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape)
+        epilogue = _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape, A)
     rng = np.random.default_rng(_SEED)
     for _ in range(4):
         acc = rng.integers(-bound, bound + 1, (h, w, d)).astype(acc_dt)
@@ -1400,19 +1427,24 @@ def _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape):
     """fused_epilogue_f64 on one block."""
     tthr32, tthr64, tsc, tc, tdiff = k.ftiles(M, zp - amin)
     thr = tthr32 if acc_dt == np.float32 and bound < (1 << 24) else tthr64
+    # every ufunc on operands of one type (a mixed pair goes through a cast, microseconds
+    # per call): the accumulators as float64 (exact) beside thresholds of their own type
+    cmp64 = thr.dtype != acc_dt
     hi = float(np.nextafter(float(amax - amin) + 1.0, -np.inf))
     udt = np.dtype(f"<u{odt.itemsize}")
     add = amin % (1 << (8 * odt.itemsize))
-    addv = udt.type(add)
+    addv = _k(add, udt)
     clip = _common.clip_ufunc
+    zero, hiv = _k(0.0, np.float64), _k(hi, np.float64)
 
     def epilogue(acc, bound_):
         x = acc.reshape(M, d)
-        b = x * tsc
+        b = x.astype(np.float64)
+        b *= tsc
         b += tc
         if tdiff is not None:
-            b -= (x < thr).view(np.uint8) * tdiff
-        clip(b, 0.0, hi, out=b)
+            np.subtract(b, tdiff, out=b, where=(x.astype(np.float64) if cmp64 else x) < thr)   # (x < thr) * tdiff
+        clip(b, zero, hiv, out=b)
         out = b.astype(udt)
         if add:
             out += addv
@@ -1420,23 +1452,50 @@ def _epilogue_f64(k, bound, zp, amin, amax, odt, acc_dt, M, d, shape):
     return epilogue
 
 
-def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape):
-    """fused_epilogue's int64 loop on one block."""
+def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape, A):
+    """fused_epilogue's int64 loop on one block (|acc + bias| <= A after the wrap).  Where
+    int64 cannot overflow, the zero point rides in the rounding term
+    (``((p + rp) >> sh) + zp == (p + rp + (zp << sh)) >> sh``) and the clamp is one clip of
+    the result."""
     tb, ts, tsh, trp, tdiff = k.tiles(M)
-    sh = np.int64(64 - k.bits)
-    zpv = np.int64(zp)
-    lo, hi = np.int64(amin - zp), np.int64(amax - zp)
+    sh, s63 = _k(64 - k.bits), _k(63)
+    zpv = _k(zp)
+    lo, hi = _k(amin - zp), _k(amax - zp)
+    if d and A * k.smax + k.rmax + (abs(zp) << k.shmax) < (1 << 63):
+        trz = trp + (np.int64(zp) << tsh)                   # (zp << sh per channel: no overflow)
+        trz.setflags(write=False)
+        clo, chi = _k(amin), _k(amax)
+        clip = _common.clip_ufunc
+        zero = _k(0)
+
+        def folded(acc, bound_):
+            b = acc.reshape(M, d).astype(np.int64)
+            b += tb
+            if wrap:
+                b <<= sh
+                b >>= sh
+            b *= ts
+            if tdiff is not None:
+                neg = b < zero                              # (b >> 63) & tdiff: tdiff where b < 0
+                b += trz
+                np.subtract(b, tdiff, out=b, where=neg)
+            else:
+                b += trz
+            b >>= tsh
+            if clamp:
+                clip(b, clo, chi, out=b)
+            return b.astype(odt).reshape(shape)
+        return folded
 
     def epilogue(acc, bound_):
-        b = np.empty((M, d), np.int64)
-        np.copyto(b, acc.reshape(M, d), casting="unsafe")
+        b = acc.reshape(M, d).astype(np.int64)
         b += tb
         if wrap:
             b <<= sh
             b >>= sh
         b *= ts
         if tdiff is not None:
-            c = b >> 63
+            c = b >> s63
             c &= tdiff
             b += trp
             b -= c
@@ -1446,9 +1505,8 @@ def _epilogue_i64(k, zp, amin, amax, clamp, odt, wrap, M, d, shape):
         if clamp:
             np.maximum(b, lo, out=b)
             np.minimum(b, hi, out=b)
-        out = np.empty((M, d), odt)
-        np.add(b, zpv, out=out, casting="unsafe")
-        return out.reshape(shape)
+        b += zpv
+        return b.astype(odt).reshape(shape)                 # (the low bits, as a cast)
     return epilogue
 
 
