@@ -705,7 +705,7 @@ def test_plan_small_epilogue_equals_steps(rng, monkeypatch):
     for name in real:
         monkeypatch.setattr(plan, name, counted(name, planted=True))
     caught = 0
-    for src, bound, k, zp, amin, amax, clamp, odt, want in _small_epilogue_cases(rng, 100):
+    for src, bound, k, zp, amin, amax, clamp, odt, _want in _small_epilogue_cases(rng, 100):
         forms.clear()
         ep = plan._small_epilogue(k, bound, zp, amin, amax, clamp, odt, src.dtype, src.shape)
         assert ep is None or not forms

@@ -1165,7 +1165,6 @@ def _output_stage(ctx, lo: int, hi: int):
         table.setflags(write=False)
         clo, chi = vlo, vhi                               # r + zp lies in [ends] + zp: the same clamp
     diff = rn - rp
-    i64 = np.int64
     sh, sc, zpv, rpv, diffv, s63 = _k(shift), _k(scale), _k(zp), _k(rp), _k(diff), _k(63)
     clip = _common.clip_ufunc
     if clo is not None:
