@@ -36,9 +36,10 @@ class AxiMonitor:
     reads the pins, so it works whoever serves the port (the bench's ``AxiSubordinate`` or
     another bench's memory model).
 
-    It samples at every falling edge of CLK while anything is in flight and sleeps until a
-    VALID rises or nRESET falls otherwise (VALIDs change with the rising edge, as AXI
-    drives them). Per handshake it counts (``count``: ``ar``, ``r``, ``rlast``, ``aw``,
+    It samples at every falling edge of CLK while a VALID is high and sleeps until a VALID
+    rises or nRESET falls otherwise (VALIDs change with the rising edge, as AXI drives
+    them; a handshake needs a VALID high, so an edge with every VALID low has nothing to
+    sample even while bursts are outstanding). Per handshake it counts (``count``: ``ar``, ``r``, ``rlast``, ``aw``,
     ``w``, ``wlast``, ``b``; zeroed while nRESET is low) and rebuilds bursts: AR + its R beats
     (per ID, in order), AW + its W beats (in AW order, W may lead AW) + B (per ID) become
     ``AxiBurst`` records with the same fields, byte runs and response as the subordinate
@@ -95,12 +96,11 @@ class AxiMonitor:
         self.errors.append(msg)
 
     # ------------------------------------------------------------------ sampling
-    def _idle(self) -> bool:
-        return not self._pend and not any(self.outstanding()) and not self._wbuf
-
     async def _run(self) -> None:
         fall = FallingEdge(self.clock)
-        valids = [self.sigs[v] for _, v, _, _, _ in AXI_CHANNELS]
+        wake = [RisingEdge(self.sigs[v]) for _, v, _, _, _ in AXI_CHANNELS]
+        if self.reset is not None:
+            wake.append(FallingEdge(self.reset))
         while True:
             await fall
             self.cycle += 1
@@ -109,10 +109,9 @@ class AxiMonitor:
                     self.resets += 1
                     self._clear()
                 continue
-            if not self._sample() and self._idle():
-                wake = [RisingEdge(v) for v in valids]
-                if self.reset is not None:
-                    wake.append(FallingEdge(self.reset))
+            if not self._sample():
+                # no VALID high: nothing can happen on the port before a VALID rises (bursts
+                # still outstanding only wait for one), so sleep until then or a reset
                 await First(*wake)
 
     def _sample(self) -> bool:

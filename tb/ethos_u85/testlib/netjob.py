@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tb.core.profiling import profiled
 from tb.ethos_u85.driver import HostDriver
 from tb.ethos_u85.testlib.regs import OFF
 from tb.ethos_u85.testlib.rtl_support import Refused
@@ -79,14 +80,15 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
     host = HostDriver(env, prot=driver.pprot)
     await host.clear_irq()
     await host.wait_reset()
-    beats0, t0, sim0 = env.axi.beats(), time.perf_counter(), get_sim_time("ns")
-    await host.setup_axi(driver.mem_attr, driver.regioncfg, driver.axi_sram, driver.axi_ext)
-    cs = mmap.area("command_stream")
-    await host.load_job(cs.address, qconfig=driver.qconfig, size=cs.size)
-    await host.setup_axi(basep=mmap.basep)
-    await host.run()
-    status = await host.wait_done(max_cycles=max_cycles, use_irq=True, poll=64)
-    wall = time.perf_counter() - t0
+    with profiled():                   # TB_PROFILE=path: cProfile of this phase (tools/bench.py)
+        beats0, t0, sim0 = env.axi.beats(), time.perf_counter(), get_sim_time("ns")
+        await host.setup_axi(driver.mem_attr, driver.regioncfg, driver.axi_sram, driver.axi_ext)
+        cs = mmap.area("command_stream")
+        await host.load_job(cs.address, qconfig=driver.qconfig, size=cs.size)
+        await host.setup_axi(basep=mmap.basep)
+        await host.run()
+        status = await host.wait_done(max_cycles=max_cycles, use_irq=True, poll=64)
+        wall = time.perf_counter() - t0
     cycles = (get_sim_time("ns") - sim0) / env.clk_period_ns
     beats = env.axi.beats() - beats0
     report = host.check_faults(status)
