@@ -47,16 +47,26 @@ timed per NPU op type (the device's kernel-op table and the DMA entry point wrap
 timers).
 
 4. Bench throughput (``--no-sim`` skips it, ``--sim-only`` runs only it): on each simulator
-   (``--sims``, default verilator,icarus) runs one Vela network (``--sim-net``, default
-   ``avgpool_5x5_s1_same_relu6``: a pooling network the RTL stand-in implements) through
-   the cocotb bench (``python -m tb.core.run --npu-model ... --dut rtl``: APB driver flow, AXI
-   subordinates, scoreboard with its reference TLM) and counts the AXI beats (R + W, every
-   port) moved between the first register write and the stop, per wall-clock second of
-   that phase. Next to it, in the same run, the bare loopback (tb/loopback: a Verilog
-   module wiring an AXI port straight through, cocotbext-axi ``AxiMaster`` -> ``AxiRam``)
-   moves a comparable number of beats (writes then reads, 16-beat bursts) on the same
-   simulator. Printed: beats/s of each and bench/loopback. Builds are reused from
-   sim_build/; numbers are printed, not asserted (a failing run is an error).
+   (``--sims``, default verilator,icarus) and each DUT (``--sim-dut``, default rtl,tlm) runs one
+   Vela network (``--sim-net``, default ``sim_bench_conv``: a 1x1 CONV the RTL stand-in runs,
+   about 56,000 AXI beats; catalog networks tagged ``sim_bench`` stay out of the test lists)
+   through the cocotb bench (``python -m tb.core.run --npu-model ... --dut rtl|tlm``: APB driver,
+   AXI subordinates and monitors, scoreboard with its reference TLM, coverage) and counts the AXI
+   beats (R + W, every port) moved between the first register write and the stop, and the DUT's
+   cycles, per wall-clock second of that phase. Next to it, in the same run, the bare loopback
+   (tb/agents/loopback: a Verilog module wiring an AXI port straight through, cocotbext-axi
+   ``AxiMaster`` -> ``AxiRam``, the same GPI clock as the bench) moves as many beats (writes then
+   reads, 16-beat bursts) on the same simulator. Printed: beats/s and cycles/s of each and
+   bench/loopback. The beats/s ratio also measures how many beats a cycle the DUT moves (the
+   loopback moves one nearly every cycle); the cycles/s ratio is the bench's cost per cycle.
+   Then one more run per simulator and DUT under cProfile (``TB_PROFILE``;
+   ``--no-sim-profile`` skips it) gives the share of wall time per bench component
+   (tools/sim_profile.py: AXI channel models, AXI monitors, APB agent, scoreboard, coverage,
+   TLM behind the pins, reference TLM, the simulator), GPI callbacks and coroutine resumes a
+   cycle. ``--sim-baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/base main``)
+   measures it too, interleaved run by run, for a before/after table on the same load.
+   Builds are reused from sim_build/; numbers are printed, not asserted (a failing run is an
+   error).
 
 5. The RTL stand-in's throughput and size (``--no-rtl`` skips it; ``python -m tools.bench_rtl``
    runs it alone): MACs per cycle of a 3x3 and a 1x1 int8 CONV layer (Vela-compiled, through
@@ -95,7 +105,7 @@ np = None  # numpy is imported by main() after the BLAS thread count is set (see
 
 DEFAULT_MODEL = "mobilenet_v2_0p5_224"
 DEFAULT_LSTM = "tflm_micro_speech_lstm"
-DEFAULT_SIM_NET = "avgpool_5x5_s1_same_relu6"
+DEFAULT_SIM_NET = "sim_bench_conv"
 DEFAULT_CONFIG = "ethos-u85-256"
 
 

@@ -82,6 +82,9 @@ def shares(prof_path: str, wall_s: float, cycles: float = 0.0,
             if src != comp and cfunc not in _RESUMERS and src in t_comp:
                 t_comp[src] -= ct
                 t_comp[comp] = t_comp.get(comp, 0.0) + ct
+    # (a listener called from a coroutine nested in another component's task takes its time
+    # from the caller's bucket, which did not get it: clamp at zero)
+    t_comp = {c: max(0.0, t) for c, t in t_comp.items()}
     n_res = sum(resumes.values())
     sched = max(0.0, python - sum(t_comp.values()))
     sim = max(0.0, wall_s - python)

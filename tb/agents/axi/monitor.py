@@ -12,7 +12,7 @@ from typing import Callable
 
 import cocotb
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import FallingEdge, First, RisingEdge
+from cocotb.triggers import Event, FallingEdge, RisingEdge
 
 from tb.agents.axi.burst import BURST_INCR, AxiBurst, beat_span, bus_bytes, lane_mask, strobe_runs
 from tb.agents.axi.signals import pin_int, port_signals
@@ -69,9 +69,17 @@ class AxiMonitor:
         self._pend: dict = {}               # channel -> payload held while VALID waits
         self._clear()
         self._task = None
+        self._watchers: list = []
+        self._wake = Event()
 
     def start(self) -> "AxiMonitor":
         if self._task is None:
+            # one watcher a VALID (and nRESET) that wakes the sampling loop: cheaper than a
+            # First() of their edges each time it sleeps (First starts a task per trigger)
+            edges = [RisingEdge(self.sigs[v]) for _, v, _, _, _ in AXI_CHANNELS]
+            if self.reset is not None:
+                edges.append(FallingEdge(self.reset))
+            self._watchers = [cocotb.start_soon(self._watch(e)) for e in edges]
             self._task = cocotb.start_soon(self._run())
         return self
 
@@ -79,6 +87,14 @@ class AxiMonitor:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+        for t in self._watchers:
+            t.cancel()
+        self._watchers = []
+
+    async def _watch(self, edge) -> None:
+        while True:
+            await edge
+            self._wake.set()
 
     def _clear(self) -> None:
         for k in self.count:
@@ -98,9 +114,6 @@ class AxiMonitor:
     # ------------------------------------------------------------------ sampling
     async def _run(self) -> None:
         fall = FallingEdge(self.clock)
-        wake = [RisingEdge(self.sigs[v]) for _, v, _, _, _ in AXI_CHANNELS]
-        if self.reset is not None:
-            wake.append(FallingEdge(self.reset))
         while True:
             await fall
             self.cycle += 1
@@ -112,7 +125,8 @@ class AxiMonitor:
             if not self._sample():
                 # no VALID high: nothing can happen on the port before a VALID rises (bursts
                 # still outstanding only wait for one), so sleep until then or a reset
-                await First(*wake)
+                self._wake.clear()
+                await self._wake.wait()
 
     def _sample(self) -> bool:
         """One falling edge; True if any VALID is high."""
