@@ -810,9 +810,11 @@ def sim_section(args) -> int:
                     pj, err, _ = _sim_run(tree, cmd, out, {"TB_BENCH_OUT": str(out), "TB_PROFILE": str(prof)},
                                           args.sim_timeout)
                     if pj is not None and prof.is_file():
-                        net = results[(dut, label)][0]
-                        results[(dut, label)][1] = sim_profile.shares(str(prof), pj["wall_s"], pj["cycles"],
-                                                                      plain_wall_s=net["wall_s"])
+                        # shares of the profiled run itself (its Python slowed down by the
+                        # profiler): rescaling to the plain run's wall time would mix two
+                        # loads on a shared machine
+                        results[(dut, label)][1] = sim_profile.shares(
+                            str(prof), pj.get("cpu_s") or pj["wall_s"], pj["cycles"])
                     else:
                         print(f"  {sim} DUT={dut} {label}: no profile ({err or 'TB_PROFILE not supported'})")
             beats = max([r[0]["beats"] for r in results.values()] or [0])
@@ -856,9 +858,10 @@ def sim_section(args) -> int:
                                                  for _, sh in prof_cols])
         prow.append(["coroutine resumes / cycle"] + [f"{sh['resumes_per_cycle']:.2f}" if sh["resumes_per_cycle"]
                                                      else "-" for _, sh in prof_cols])
-        print("\n  Share of the bench's wall time per component, % (tools/sim_profile.py: one more run "
-              "under cProfile (TB_PROFILE); each component's coroutines with the cocotb calls they "
-              "make, cocotb's scheduler split by resumes, the simulator = what Python does not use):")
+        print("\n  Share of the bench's time per component, % of the simulator process's CPU time "
+              "(tools/sim_profile.py: one more run under cProfile (TB_PROFILE), whose overhead inflates "
+              "the Python shares; each component's coroutines with the cocotb calls they make, cocotb's "
+              "scheduler split by resumes, the simulator = the CPU time Python does not use):")
         print(table(prow, ["component"] + [n for n, _ in prof_cols], "l" + "r" * len(prof_cols)))
     return 1 if failed else 0
 

@@ -1,17 +1,19 @@
-"""Share of a cocotb bench run's wall time per bench component, from a ``TB_PROFILE`` file
-(tb/core/profiling.py: cProfile of the job phase inside the simulator process).
+"""Share of a cocotb bench run's time per bench component, from a ``TB_PROFILE`` file
+(tb/core/profiling.py: cProfile, in CPU time, of the job phase inside the simulator process).
 
     python -m tools.sim_profile run.prof --wall 12.3 --cycles 40000
 
-Each function's own time (cProfile ``tottime``) goes to the component its source file belongs
-to (``COMPONENTS``, first match). cocotb's own time (scheduler, triggers, handles) is split
-over the components in proportion to the coroutine resumes each one asks for (a resume of a
-coroutine by cocotb's task loop is one cProfile call of it from cocotb/task.py), since a
-component pays the scheduler for every trigger it awaits. What cProfile does not see is the
-simulator itself (wall time minus the profiled time). Also: GPI callbacks (the simulator
-calling into Python: cocotb's ``GPITrigger._react``) and coroutine resumes per simulated
-cycle. The profiler slows Python down by a factor of about 1.5-2.5, so shares, not seconds,
-are what to read.
+``--wall``: the phase's length in the profile's clock (the bench JSON's ``cpu_s``). Each
+component is the time of its coroutines' resumes by cocotb's task loop (cProfile's cumulative
+time of the coroutine called from ``coroutine.send``: the handle reads, writes and triggers it
+makes are its own), with the work it hands to a listener (a burst to the scoreboard, the
+scoreboard's to the coverage and its reference TLM) moved to the listener's component
+(``COMPONENTS``: by source file, first match). The rest of cocotb's time (GPI callback entry,
+scheduler, trigger dispatch) is split over the components in proportion to their resumes.
+What cProfile does not see is the simulator itself (the phase minus all Python time). Also:
+GPI callbacks (the simulator calling into Python: cocotb's ``GPITrigger._react``) and
+coroutine resumes per simulated cycle. The profiler slows Python down by a factor of about
+1.5-2.5, so read shares, not seconds.
 """
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ def test_bench_sim_only_icarus():
     assert re.fullmatch(r"[\d.]+x", cells[-1]) and re.fullmatch(r"[\d.]+x", cells[-2]), row[-1]  # ratios
     assert int(cells[3]) > 0 and float(cells[8].replace(",", "")) > 0, row[-1]  # beats, loopback beats/s
     shares = {}
-    for ln in p.stdout.split("Share of the bench's wall time per component")[1].splitlines()[3:]:
+    for ln in p.stdout.split("Share of the bench's time per component")[1].splitlines()[3:]:
         m = re.fullmatch(r"\s*(\S.*?)\s+([\d.]+)", ln)
         if m and "/ cycle" not in m[1]:
             shares[m[1]] = float(m[2])
