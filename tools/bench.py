@@ -47,16 +47,26 @@ timed per NPU op type (the device's kernel-op table and the DMA entry point wrap
 timers).
 
 4. Bench throughput (``--no-sim`` skips it, ``--sim-only`` runs only it): on each simulator
-   (``--sims``, default verilator,icarus) runs one Vela network (``--sim-net``, default
-   ``avgpool_5x5_s1_same_relu6``: a pooling network the RTL stand-in implements) through
-   the cocotb bench (``python -m tb.core.run --npu-model ... --dut rtl``: APB driver flow, AXI
-   subordinates, scoreboard with its reference TLM) and counts the AXI beats (R + W, every
-   port) moved between the first register write and the stop, per wall-clock second of
-   that phase. Next to it, in the same run, the bare loopback (tb/loopback: a Verilog
-   module wiring an AXI port straight through, cocotbext-axi ``AxiMaster`` -> ``AxiRam``)
-   moves a comparable number of beats (writes then reads, 16-beat bursts) on the same
-   simulator. Printed: beats/s of each and bench/loopback. Builds are reused from
-   sim_build/; numbers are printed, not asserted (a failing run is an error).
+   (``--sims``, default verilator,icarus) and each DUT (``--sim-dut``, default rtl,tlm) runs one
+   Vela network (``--sim-net``, default ``sim_bench_conv``: a 1x1 CONV the RTL stand-in runs,
+   about 56,000 AXI beats; catalog networks tagged ``sim_bench`` stay out of the test lists)
+   through the cocotb bench (``python -m tb.core.run --npu-model ... --dut rtl|tlm``: APB driver,
+   AXI subordinates and monitors, scoreboard with its reference TLM, coverage) and counts the AXI
+   beats (R + W, every port) moved between the first register write and the stop, and the DUT's
+   cycles, per wall-clock second of that phase. Next to it, in the same run, the bare loopback
+   (tb/agents/loopback: a Verilog module wiring an AXI port straight through, cocotbext-axi
+   ``AxiMaster`` -> ``AxiRam``, the same GPI clock as the bench) moves as many beats (writes then
+   reads, 16-beat bursts) on the same simulator. Printed: beats/s and cycles/s of each and
+   bench/loopback. The beats/s ratio also measures how many beats a cycle the DUT moves (the
+   loopback moves one nearly every cycle); the cycles/s ratio is the bench's cost per cycle.
+   Then one more run per simulator and DUT under cProfile (``TB_PROFILE``;
+   ``--no-sim-profile`` skips it) gives the share of wall time per bench component
+   (tools/sim_profile.py: AXI channel models, AXI monitors, APB agent, scoreboard, coverage,
+   TLM behind the pins, reference TLM, the simulator), GPI callbacks and coroutine resumes a
+   cycle. ``--sim-baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/base main``)
+   measures it too, interleaved run by run, for a before/after table on the same load.
+   Builds are reused from sim_build/; numbers are printed, not asserted (a failing run is an
+   error).
 
 5. The RTL stand-in's throughput and size (``--no-rtl`` skips it; ``python -m tools.bench_rtl``
    runs it alone): MACs per cycle of a 3x3 and a 1x1 int8 CONV layer (Vela-compiled, through
@@ -95,7 +105,7 @@ np = None  # numpy is imported by main() after the BLAS thread count is set (see
 
 DEFAULT_MODEL = "mobilenet_v2_0p5_224"
 DEFAULT_LSTM = "tflm_micro_speech_lstm"
-DEFAULT_SIM_NET = "avgpool_5x5_s1_same_relu6"
+DEFAULT_SIM_NET = "sim_bench_conv"
 DEFAULT_CONFIG = "ethos-u85-256"
 
 
@@ -713,14 +723,15 @@ def profile(vm, net: Net, args) -> None:
 
 
 # ============================================================================ bench throughput
-def _run_json(cmd: list, out: Path, env_extra: dict, timeout: int) -> "tuple[dict | None, str, float]":
+def _run_json(cmd: list, out: Path, env_extra: dict, timeout: int,
+              cwd: "Path | None" = None) -> "tuple[dict | None, str, float]":
     """Run *cmd* (cwd = repo); return (the JSON it wrote to *out*, a failure line, seconds)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
     env.update(env_extra)
     out.unlink(missing_ok=True)
     t0 = time.perf_counter()
     try:
-        p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, cwd=cwd or REPO, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout} s", time.perf_counter() - t0
     dt = time.perf_counter() - t0
@@ -732,59 +743,126 @@ def _run_json(cmd: list, out: Path, env_extra: dict, timeout: int) -> "tuple[dic
     return json.loads(out.read_text()), "", dt
 
 
+def _sim_run(tree: Path, cmd: list, out: Path, env_extra: dict, timeout: int):
+    """`_run_json` in checkout *tree* (this one, or ``--sim-baseline``'s, whose packages then
+    come first on PYTHONPATH so its simulator processes import its tb/ and tlm/)."""
+    env = dict(env_extra)
+    if tree != REPO:
+        env["PYTHONPATH"] = os.pathsep.join([str(tree)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    return _run_json(cmd, out, env, timeout, cwd=tree)
+
+
 def sim_section(args) -> int:
     """Section 4 of the module docstring. Returns 0, or 1 if a run failed."""
     from tests import nets
     from tb.core.simtools import SIMS, sim_problem
+    from tools import sim_profile
     sims = [s.strip() for s in args.sims.split(",") if s.strip()] if args.sims else list(SIMS)
     bad = [s for s in sims if s not in SIMS]
     if bad:
         raise BenchError(f"bench: unknown simulator(s) {bad} ({', '.join(SIMS)})")
+    duts = [d.strip() for d in args.sim_dut.split(",") if d.strip()]
+    if not duts or any(d not in ("rtl", "tlm") for d in duts):
+        raise BenchError(f"bench: --sim-dut {args.sim_dut!r}: rtl, tlm or rtl,tlm")
+    trees = [("this", REPO)]
+    if args.sim_baseline:
+        base = Path(args.sim_baseline).resolve()
+        if not (base / "tb" / "core" / "run.py").is_file():
+            raise BenchError(f"bench: --sim-baseline {base}: not a checkout of this project")
+        trees.append(("baseline", base))
     try:
         npz = Path(nets.compiled(args.sim_net, "ethos-u85-256", "default", "raw"))
     except Exception as e:  # noqa: BLE001 - vela failure, one line
         raise BenchError(f"bench: vela failed for {args.sim_net}: {str(e).splitlines()[-1:]}") from e
     print(f"\nBench throughput: {args.sim_net} (Vela, ethos-u85-256) through the cocotb bench "
-          f"(DUT={args.sim_dut}, scoreboard on) vs a bare cocotbext-axi loopback "
-          f"(AxiMaster -> wires -> AxiRam), same simulator, this run", flush=True)
-    rows, failed = [], 0
+          f"(DUT={','.join(duts)}; APB driver, AXI subordinates and monitors, scoreboard with its "
+          f"reference TLM, coverage) vs a bare cocotbext-axi loopback (AxiMaster -> wires -> AxiRam), "
+          f"same simulator, this run" + (f"; baseline checkout {trees[1][1]}" if len(trees) > 1 else ""),
+          flush=True)
+    rows, prof_cols, failed = [], [], 0
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
         for sim in sims:
             why = sim_problem(sim)
             if why:
-                rows.append([sim, "skipped: " + why] + [""] * 7)
+                rows.append([sim, "", "", "skipped: " + why] + [""] * 8)
                 continue
-            out = Path(tmp) / f"net-{sim}.json"
-            net, err, t_net = _run_json(
-                [sys.executable, "-m", "tb.core.run", "--device", "ethos-u85", "--sim", sim, "--dut", args.sim_dut,
-                 "--npu-model", str(npz), "--seed", "1"],
-                out, {"TB_BENCH_OUT": str(out)}, timeout=900)
-            if net is None:
-                failed += 1
-                rows.append([sim, f"bench run FAILED: {err}"] + [""] * 7)
-                continue
-            beats = int(net["beats"])
-            out = Path(tmp) / f"loop-{sim}.json"
-            lb, err, t_lb = _run_json(
-                [sys.executable, "-m", "tb.agents.loopback.run", "--sim", sim, "--tests",
-                 "test_loopback_throughput", "--beats", str(beats), "--out", str(out)],
-                out, {}, timeout=900)
-            if lb is None:
-                failed += 1
-            ratio = (net["beats_per_s"] / lb["beats_per_s"]) if lb and lb["beats_per_s"] else None
-            rows.append([sim, f"{beats}", f"{net['wall_s']:.2f}", f"{net['beats_per_s']:,.0f}",
-                         f"{net['cycles'] / net['wall_s']:,.0f}" if net["wall_s"] else "-",
-                         f"{lb['beats']}" if lb else "FAILED",
-                         f"{lb['wall_s']:.2f}" if lb else err[:40],
-                         f"{lb['beats_per_s']:,.0f}" if lb else "",
-                         f"{ratio:.2f}x" if ratio is not None else ""])
-            print(f"  {sim}: bench run {t_net:.1f} s, loopback run {t_lb:.1f} s (incl. build/start)",
-                  flush=True)
-    print(table(rows, ["simulator", "bench beats", "wall s", "beats/s", "cycles/s",
-                       "loopback beats", "wall s", "beats/s", "bench/loopback"],
-                "lrrrrrrrr"))
-    print("  (bench: beats from the first register write to the stop, DUT's cycles at 100 MHz "
-          "in the same interval; loopback: writes then reads, 16-beat bursts)")
+            results = {}                                  # (dut, tree) -> (json, prof json)
+            for dut in duts:
+                cmd = [sys.executable, "-m", "tb.core.run", "--device", "ethos-u85", "--sim", sim,
+                       "--dut", dut, "--npu-model", str(npz), "--seed", "1"]
+                for label, tree in trees:                 # interleaved: the same load for both
+                    out = Path(tmp) / f"net-{sim}-{dut}-{label}.json"
+                    net, err, t_net = _sim_run(tree, cmd, out, {"TB_BENCH_OUT": str(out)}, args.sim_timeout)
+                    if net is None:
+                        failed += 1
+                        rows.append([sim, dut, label, f"bench run FAILED: {err}"] + [""] * 8)
+                        continue
+                    print(f"  {sim} DUT={dut} {label}: bench run {t_net:.1f} s (incl. build/start)",
+                          flush=True)
+                    results[(dut, label)] = [net, None]
+                if args.no_sim_profile:
+                    continue
+                for label, tree in trees:
+                    if (dut, label) not in results:
+                        continue
+                    out = Path(tmp) / f"prof-{sim}-{dut}-{label}.json"
+                    prof = Path(tmp) / f"prof-{sim}-{dut}-{label}.prof"
+                    pj, err, _ = _sim_run(tree, cmd, out, {"TB_BENCH_OUT": str(out), "TB_PROFILE": str(prof)},
+                                          args.sim_timeout)
+                    if pj is not None and prof.is_file():
+                        # shares of the profiled run itself (its Python slowed down by the
+                        # profiler): rescaling to the plain run's wall time would mix two
+                        # loads on a shared machine
+                        results[(dut, label)][1] = sim_profile.shares(
+                            str(prof), pj.get("cpu_s") or pj["wall_s"], pj["cycles"])
+                    else:
+                        print(f"  {sim} DUT={dut} {label}: no profile ({err or 'TB_PROFILE not supported'})")
+            beats = max([r[0]["beats"] for r in results.values()] or [0])
+            loops = {}
+            for label, tree in trees:
+                if not beats:
+                    break
+                out = Path(tmp) / f"loop-{sim}-{label}.json"
+                lb, err, t_lb = _sim_run(
+                    tree, [sys.executable, "-m", "tb.agents.loopback.run", "--sim", sim, "--tests",
+                           "test_loopback_throughput", "--beats", str(beats), "--out", str(out)],
+                    out, {}, args.sim_timeout)
+                if lb is None:
+                    failed += 1
+                    print(f"  {sim} {label}: loopback FAILED: {err}")
+                loops[label] = lb
+            for (dut, label), (net, shares) in results.items():
+                lb = loops.get(label)
+                cps = net["cycles"] / net["wall_s"] if net["wall_s"] else 0.0
+                lb_cps = lb["cycles"] / lb["wall_s"] if lb and lb["wall_s"] else 0.0
+                rows.append([sim, dut, label, f"{net['beats']}", f"{net['cycles']:,.0f}", f"{net['wall_s']:.2f}",
+                             f"{net['beats_per_s']:,.0f}", f"{cps:,.0f}",
+                             f"{lb['beats_per_s']:,.0f}" if lb else "FAILED", f"{lb_cps:,.0f}" if lb else "",
+                             f"{net['beats_per_s'] / lb['beats_per_s']:.2f}x" if lb and lb["beats_per_s"] else "",
+                             f"{cps / lb_cps:.2f}x" if lb_cps else ""])
+                if shares is not None:
+                    prof_cols.append((f"{sim}/{dut}" + (f"/{label}" if len(trees) > 1 else ""), shares))
+    print(table(rows, ["simulator", "DUT", "checkout", "beats", "cycles", "wall s", "beats/s", "cycles/s",
+                       "loopback beats/s", "loopback cycles/s", "beats/s ratio", "cycles/s ratio"],
+                "llllrrrrrrrr"))
+    print("  (bench: AXI R + W beats of every port from the first register write to the stop, the "
+          "DUT's cycles at 100 MHz in the same interval; loopback: as many beats, writes then reads, "
+          "16-beat bursts; ratios bench/loopback, same simulator and checkout)")
+    if prof_cols:
+        comps = [c for c in sim_profile.ORDER if any(any(r[0] == c for r in sh["rows"]) for _, sh in prof_cols)]
+        prow = []
+        for c in comps:
+            prow.append([c] + [next((f"{100 * r[1]:.1f}" for r in sh["rows"] if r[0] == c), "-")
+                               for _, sh in prof_cols])
+        prow.append(["GPI callbacks / cycle"] + [f"{sh['gpi_per_cycle']:.2f}" if sh["gpi_per_cycle"] else "-"
+                                                 for _, sh in prof_cols])
+        prow.append(["coroutine resumes / cycle"] + [f"{sh['resumes_per_cycle']:.2f}" if sh["resumes_per_cycle"]
+                                                     else "-" for _, sh in prof_cols])
+        print("\n  Share of the bench's time per component, % of the simulator process's CPU time "
+              "(tools/sim_profile.py: one more run under cProfile (TB_PROFILE), whose overhead inflates "
+              "the Python shares; each component's coroutines with the cocotb calls they make, cocotb's "
+              "scheduler split by resumes, the simulator = the CPU time Python does not use):")
+        print(table(prow, ["component"] + [n for n, _ in prof_cols], "l" + "r" * len(prof_cols)))
     return 1 if failed else 0
 
 # ============================================================================ RTL stand-in throughput
@@ -858,8 +936,15 @@ def main(argv=None) -> int:
                     help="simulators of the throughput section, comma-separated (default: all, tb.core.simtools.SIMS)")
     ap.add_argument("--sim-net", default=DEFAULT_SIM_NET,
                     help=f"catalog network of the throughput section (default {DEFAULT_SIM_NET})")
-    ap.add_argument("--sim-dut", default="rtl", choices=("rtl", "tlm"),
-                    help="DUT of the throughput section (default rtl)")
+    ap.add_argument("--sim-dut", default="rtl,tlm",
+                    help="DUTs of the throughput section, comma-separated (default rtl,tlm)")
+    ap.add_argument("--no-sim-profile", action="store_true",
+                    help="no profiled run per simulator and DUT (the per-component share table)")
+    ap.add_argument("--sim-baseline", default="",
+                    help="another checkout of this project (e.g. `git worktree add /tmp/base main`) "
+                         "measured in the same run, interleaved, for a before/after table")
+    ap.add_argument("--sim-timeout", type=int, default=1800,
+                    help="seconds per simulator run of the throughput section (default 1800)")
     args = ap.parse_args(argv)
     if args.runs < 1 or args.model_runs < 1:
         ap.error("--runs and --model-runs must be >= 1")

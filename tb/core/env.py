@@ -54,8 +54,11 @@ class EnvBase:
             h.value = value
 
     def start_clock(self, handle) -> None:
-        """Start a clock of ``clk_period_ns`` on *handle* (low first)."""
-        self._clock_task = Clock(handle, self.clk_period_ns, unit="ns").start(start_high=False)
+        """Start a clock of ``clk_period_ns`` on *handle* (low first), toggled by cocotb's
+        C++ clock in the GPI (``impl="gpi"``) on every simulator: no Python runs for the
+        clock's edges (cocotb picks the Python coroutine clock on Icarus otherwise)."""
+        self._clock_task = Clock(handle, self.clk_period_ns, unit="ns", impl="gpi").start(
+            start_high=False)
 
     def bus_activity(self) -> str:
         """One line on the last bus activity (a device's env says more)."""

@@ -6,8 +6,9 @@
   the cocotbext-axi loopback moves and checks its data and writes its JSON, and the AXI
   subordinate tests on the same design pass (reads of different ARIDs reordered, same-ID
   order kept, fixed latency honoured).
-* ``test_bench_sim_only_icarus``: ``tools/bench.py --sim-only --no-rtl --sims icarus`` on the small
-  pooling network prints the throughput table with both figures and their ratio.
+* ``test_bench_sim_only_icarus``: ``tools/bench.py --sim-only --no-rtl --sims icarus --sim-dut rtl``
+  on a small pooling network prints the throughput table with both figures and their ratios,
+  and the per-component share table of the profiled run (the shares add up to 100 %).
 * ``test_bench_networks_and_model_table``: the network sections on a small catalog network
   and a models folder holding one published model: both engine tables with us/NPU op and
   M MAC/s for BUILTIN_REF and the TLM, bit-exact, and the per-model table row (TLM ms, REF
@@ -39,7 +40,7 @@ def test_help_lists_sim_options():
     p = _run(["-m", "tools.bench", "--help"], timeout=120)
     assert p.returncode == 0, p.stderr
     for opt in ("--no-sim", "--sim-only", "--sims", "--sim-net", "--sim-dut", "--no-rtl", "--rtl-configs",
-                "--rtl-yosys"):
+                "--rtl-yosys", "--no-sim-profile", "--sim-baseline"):
         assert opt in p.stdout, opt
 
 
@@ -66,14 +67,22 @@ def test_loopback_icarus(tmp_path):
 def test_bench_sim_only_icarus():
     if not HAVE_ICARUS:
         tool_missing("Icarus Verilog not installed (apt-get install -y iverilog)")
-    p = _run(["-m", "tools.bench", "--sim-only", "--no-rtl", "--sims", "icarus", "--sim-net",
-              "maxpool_2x2_s2_valid"], timeout=900)
+    p = _run(["-m", "tools.bench", "--sim-only", "--no-rtl", "--sims", "icarus", "--sim-dut", "rtl",
+              "--sim-net", "maxpool_2x2_s2_valid"], timeout=900)
     assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
     row = [ln for ln in p.stdout.splitlines() if ln.strip().startswith("icarus ")]
     assert row, p.stdout
     cells = row[-1].split()
-    assert re.fullmatch(r"[\d.]+x", cells[-1]), row[-1]          # bench/loopback ratio
-    assert int(cells[1]) > 0 and int(cells[5]) > 0, row[-1]      # beats moved by both
+    assert cells[1:3] == ["rtl", "this"], row[-1]
+    assert re.fullmatch(r"[\d.]+x", cells[-1]) and re.fullmatch(r"[\d.]+x", cells[-2]), row[-1]  # ratios
+    assert int(cells[3]) > 0 and float(cells[8].replace(",", "")) > 0, row[-1]  # beats, loopback beats/s
+    shares = {}
+    for ln in p.stdout.split("Share of the bench's time per component")[1].splitlines()[3:]:
+        m = re.fullmatch(r"\s*(\S.*?)\s+([\d.]+)", ln)
+        if m and "/ cycle" not in m[1]:
+            shares[m[1]] = float(m[2])
+    assert {"AXI channel models", "AXI monitors", "simulator (outside Python)"} <= set(shares), p.stdout
+    assert abs(sum(shares.values()) - 100) < 1.5, shares
 
 
 def test_bench_networks_and_model_table(tmp_path):

@@ -802,6 +802,16 @@ def _(g):
     g.output(g.fully_connected(x, 1000, target=2.0, name="logits"))
 
 
+# The bench-throughput networks of `make bench` (tools/bench.py section 4): operations the RTL
+# stand-in runs, large enough to move more than 50,000 AXI beats through the pins (the catalog's
+# pin-level nets move at most ~5,500). Out of NAMES, so `make test` never simulates them.
+@_net("sim_bench_conv", tags=("sim_bench", "conv", "int8"),
+      note="CONV 1x1 16 -> 16 channels RELU6 on 1x160x160x16 int8: > 50,000 AXI beats, bus-bound")
+def _(g):
+    x = g.input((1, 160, 160, 16), rms=3.0)
+    g.output(g.conv2d(x, 16, 1, 1, "VALID", "RELU6", name="conv1x1"))
+
+
 BENCH_NAMES = [n for n, e in MODELS.items() if "bench" in e.tags]
 
 

@@ -12,7 +12,7 @@ from typing import Callable
 
 import cocotb
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import FallingEdge, First, RisingEdge
+from cocotb.triggers import Event, FallingEdge, RisingEdge
 
 from tb.agents.axi.burst import BURST_INCR, AxiBurst, beat_span, bus_bytes, lane_mask, strobe_runs
 from tb.agents.axi.signals import pin_int, port_signals
@@ -36,9 +36,10 @@ class AxiMonitor:
     reads the pins, so it works whoever serves the port (the bench's ``AxiSubordinate`` or
     another bench's memory model).
 
-    It samples at every falling edge of CLK while anything is in flight and sleeps until a
-    VALID rises or nRESET falls otherwise (VALIDs change with the rising edge, as AXI
-    drives them). Per handshake it counts (``count``: ``ar``, ``r``, ``rlast``, ``aw``,
+    It samples at every falling edge of CLK while a VALID is high and sleeps until a VALID
+    rises or nRESET falls otherwise (VALIDs change with the rising edge, as AXI drives
+    them; a handshake needs a VALID high, so an edge with every VALID low has nothing to
+    sample even while bursts are outstanding). Per handshake it counts (``count``: ``ar``, ``r``, ``rlast``, ``aw``,
     ``w``, ``wlast``, ``b``; zeroed while nRESET is low) and rebuilds bursts: AR + its R beats
     (per ID, in order), AW + its W beats (in AW order, W may lead AW) + B (per ID) become
     ``AxiBurst`` records with the same fields, byte runs and response as the subordinate
@@ -68,9 +69,17 @@ class AxiMonitor:
         self._pend: dict = {}               # channel -> payload held while VALID waits
         self._clear()
         self._task = None
+        self._watchers: list = []
+        self._wake = Event()
 
     def start(self) -> "AxiMonitor":
         if self._task is None:
+            # one watcher a VALID (and nRESET) that wakes the sampling loop: cheaper than a
+            # First() of their edges each time it sleeps (First starts a task per trigger)
+            edges = [RisingEdge(self.sigs[v]) for _, v, _, _, _ in AXI_CHANNELS]
+            if self.reset is not None:
+                edges.append(FallingEdge(self.reset))
+            self._watchers = [cocotb.start_soon(self._watch(e)) for e in edges]
             self._task = cocotb.start_soon(self._run())
         return self
 
@@ -78,6 +87,14 @@ class AxiMonitor:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+        for t in self._watchers:
+            t.cancel()
+        self._watchers = []
+
+    async def _watch(self, edge) -> None:
+        while True:
+            await edge
+            self._wake.set()
 
     def _clear(self) -> None:
         for k in self.count:
@@ -95,12 +112,8 @@ class AxiMonitor:
         self.errors.append(msg)
 
     # ------------------------------------------------------------------ sampling
-    def _idle(self) -> bool:
-        return not self._pend and not any(self.outstanding()) and not self._wbuf
-
     async def _run(self) -> None:
         fall = FallingEdge(self.clock)
-        valids = [self.sigs[v] for _, v, _, _, _ in AXI_CHANNELS]
         while True:
             await fall
             self.cycle += 1
@@ -109,11 +122,11 @@ class AxiMonitor:
                     self.resets += 1
                     self._clear()
                 continue
-            if not self._sample() and self._idle():
-                wake = [RisingEdge(v) for v in valids]
-                if self.reset is not None:
-                    wake.append(FallingEdge(self.reset))
-                await First(*wake)
+            if not self._sample():
+                # no VALID high: nothing can happen on the port before a VALID rises (bursts
+                # still outstanding only wait for one), so sleep until then or a reset
+                self._wake.clear()
+                await self._wake.wait()
 
     def _sample(self) -> bool:
         """One falling edge; True if any VALID is high."""

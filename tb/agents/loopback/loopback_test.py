@@ -32,7 +32,8 @@ BEAT = 16
 async def _start(dut):
     # the cocotbext-axi models log every burst at INFO: keep them quiet, as the bench does
     logging.getLogger(f"cocotb.{dut._name}").setLevel(logging.WARNING)
-    Clock(dut.aclk, PERIOD_NS, unit="ns").start(start_high=False)
+    # the GPI (C++) clock, as the bench's env uses (tb/core/env.py), on both simulators
+    Clock(dut.aclk, PERIOD_NS, unit="ns", impl="gpi").start(start_high=False)
     dut.aresetn.value = 0
     master = AxiMaster(AxiBus.from_prefix(dut, "s_axi"), dut.aclk, dut.aresetn,
                        reset_active_level=False, max_burst_len=16)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tb.core.profiling import profiled
 from tb.ethos_u85.driver import HostDriver
 from tb.ethos_u85.testlib.regs import OFF
 from tb.ethos_u85.testlib.rtl_support import Refused
@@ -46,6 +47,7 @@ class NetResult:
     cycles: float = 0.0         # CLK cycles from the first APB write to the stop
     ops: list = field(default_factory=list)
     outputs: list = field(default_factory=list)     # the DUT's output tensors (numpy)
+    cpu_s: float = 0.0          # CPU seconds of the simulator process in the same interval
 
 
 def random_inputs(model, rng) -> list:
@@ -79,14 +81,17 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
     host = HostDriver(env, prot=driver.pprot)
     await host.clear_irq()
     await host.wait_reset()
-    beats0, t0, sim0 = env.axi.beats(), time.perf_counter(), get_sim_time("ns")
-    await host.setup_axi(driver.mem_attr, driver.regioncfg, driver.axi_sram, driver.axi_ext)
-    cs = mmap.area("command_stream")
-    await host.load_job(cs.address, qconfig=driver.qconfig, size=cs.size)
-    await host.setup_axi(basep=mmap.basep)
-    await host.run()
-    status = await host.wait_done(max_cycles=max_cycles, use_irq=True, poll=64)
-    wall = time.perf_counter() - t0
+    with profiled():                   # TB_PROFILE=path: cProfile of this phase (tools/bench.py)
+        beats0, t0, sim0 = env.axi.beats(), time.perf_counter(), get_sim_time("ns")
+        c0 = time.process_time()
+        await host.setup_axi(driver.mem_attr, driver.regioncfg, driver.axi_sram, driver.axi_ext)
+        cs = mmap.area("command_stream")
+        await host.load_job(cs.address, qconfig=driver.qconfig, size=cs.size)
+        await host.setup_axi(basep=mmap.basep)
+        await host.run()
+        status = await host.wait_done(max_cycles=max_cycles, use_irq=True, poll=64)
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - c0
     cycles = (get_sim_time("ns") - sim0) / env.clk_period_ns
     beats = env.axi.beats() - beats0
     report = host.check_faults(status)
@@ -126,7 +131,7 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
     ops = sorted({d.cmd.name for d in isa.decode(model.command_words)
                   if d.cmd.name.startswith("NPU_OP_") and d.cmd.name != "NPU_OP_STOP"})
     return NetResult(path.name, status, sum(t.nbytes for t in model.outputs), beats, wall,
-                     cycles, ops, outputs)
+                     cycles, ops, outputs, cpu)
 
 
 def check_litert(name: str, outputs: list, want: list) -> "str | None":

@@ -106,7 +106,7 @@ async def test_npu_model(dut):
     if os.environ.get("TB_BENCH_OUT"):
         with open(os.environ["TB_BENCH_OUT"], "w") as fh:
             json.dump({"model": os.path.basename(NPU_MODEL), "dut": DUT, "beats": res.beats,
-                       "wall_s": res.wall_s, "cycles": res.cycles,
+                       "wall_s": res.wall_s, "cpu_s": res.cpu_s, "cycles": res.cycles,
                        "beats_per_s": res.beats / res.wall_s if res.wall_s > 0 else 0.0}, fh)
     cocotb.log.info("stopped: STATUS 0x%08x, reference: %s", res.status, env.scoreboard.jobs[-1].ref_stop)
     for i, (t, got) in enumerate(zip(model.outputs, res.outputs, strict=True)):
