@@ -49,7 +49,8 @@ visits every bin of those cover points; everything else is drawn freely.
 On DUT=rtl the generator emits only what the stand-in implements (rtl_stub/ethos_u85/README.md,
 tb/ethos_u85/testlib/rtl_support.py): no elementwise div, no pooling none/argmax, single-tile storage,
 global scale for pooling, no reverse, transposes only for ELEMENTWISE/POOL (NHWC), no
-upscale; CONV/DEPTHWISE with 8-bit IFM and OFM, no LUT, no transposes, no accumulator
+upscale; CONV/DEPTHWISE with 8-bit or signed 16-bit IFM, 8/16/32-bit OFM, no LUT, no
+transposes, no accumulator
 restore, FWD only with one weight decoder; plus the branches, PMU_MASK and LUT DMAs, so
 ``test_random_ops`` and ``test_random_conv`` pass there too.
 
@@ -290,7 +291,7 @@ class OpGen:
 
     def ifm_type(self, types) -> tuple:
         """(precision, signed, format) of an IFM from the balanced deck, among *types*
-        ((precision, signed) pairs the operation accepts; b8 only on the stand-in)."""
+        ((precision, signed) pairs the operation accepts)."""
         return self.ifm_deck.draw({(p, s, f) for p, s in types for f in (NHWC, NHCWB16)})
 
     # ---------------------------------------------------------------- tensors
@@ -773,8 +774,8 @@ class OpGen:
 
     # ---------------------------------------------------------------- CONV / DEPTHWISE
     def conv(self, variant: str) -> Op:
-        # the stand-in's CONV/DEPTHWISE: 8-bit IFM and OFM, no LUT
-        ifm_t = self.ifm_type([(B8, 0), (B8, 1)] if self.rtl else [(B8, 0), (B8, 1), (B16, 1)])
+        # the stand-in's CONV/DEPTHWISE: 8-bit or signed 16-bit IFM, 8/16/32-bit OFM, no LUT
+        ifm_t = self.ifm_type([(B8, 0), (B8, 1), (B16, 1)])
         if variant == "matmul":
             return self.matmul(ifm_t)
         for _ in range(100):
@@ -853,7 +854,7 @@ class OpGen:
         ifm = self.tensor(sh, sw, idp, prec, signed, fmt=fmt1)
         image = ifm.image(self.values(ifm), r)
         ofm, extra, blk, tr = self.ofm_out(oh, ow, od, transposes=("HWC",) if self.rtl else tuple(TRANSPOSE),
-                                           reverse=True, precs=(B8,) if self.rtl else (B8, B16, B32))
+                                           reverse=True, precs=(B8, B16, B32))
         ebits = 8 << ofm.prec
         taps = kh * kw * (1 if dw else idp)
         bits = (16 if ifm16 else 8) + 8 + max(1, taps.bit_length())
