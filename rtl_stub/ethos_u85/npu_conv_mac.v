@@ -161,6 +161,7 @@ module npu_conv_mac #(
     generate
         for (gu = 0; gu < NU; gu = gu + 1) begin : g_u
             // (pixel lane, channel lane) of this unit for wblk_o = 1 << lwo
+            localparam integer WP = (gu / 16) % RP;   // wide depthwise: the unit's read port
             logic [4:0]   p;
             logic [8:0]   o;
             logic [71:0]  wv;                       // the unit's 8 weights
@@ -179,8 +180,8 @@ module npu_conv_mac #(
                 if (dw) wv = {63'd0, wb[o*9 +: 9]};
                 else if (sparse) wv = wb[(({o, 4'd0} + (hb ? 13'd8 : 13'd0)) * 9) +: 72];
                 else wv = wb[({o, 3'd0} * 9) +: 72];
-                word = dw_wide ? rd_data[(gu >> 4) * 256 +: 256] : rd_data[p * 256 +: 256];
-                pvok = dw_wide ? pv_data[4'(gu >> 4)] : pv_data[4'(p)];
+                word = dw_wide ? rd_data[WP * 256 +: 256] : rd_data[p * 256 +: 256];
+                pvok = dw_wide ? pv_data[WP] : pv_data[4'(p)];
                 iv = ig8b[0] ? word[255:128] : word[127:0];
                 dv = dw_wide ? word[(gu & 15) * 16 +: 16] : word[o[3:0] * 16 +: 16];
                 sum = 28'sd0; pr = 25'sd0; a = 16'sd0; w = 9'sd0;

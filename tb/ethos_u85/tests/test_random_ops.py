@@ -82,6 +82,7 @@ from tb.ethos_u85.scoreboard import IntervalSet
 from tb.ethos_u85.testlib.marks import DUT, named
 from tb.ethos_u85.testlib.memmap import REGION_BASE, STREAM_ADDR, program_regions
 from tb.ethos_u85.testlib.regs import OFF, status_fields
+from tb.ethos_u85.testlib.rtl_support import first_unsupported
 from tb.ethos_u85.testlib.streams import enc, fmap_cmds
 from tlm.ethos_u85 import isa
 from tlm.ethos_u85.config import get_config
@@ -780,7 +781,9 @@ class OpGen:
             return self.matmul(ifm_t)
         for _ in range(100):
             op = self._conv_try(variant == "dw", ifm_t)
-            if op is not None:
+            # on DUT=rtl also within the stand-in's implementation limits (e.g. a depthwise
+            # microblock deeper than 64 channels on MACS 1024/2048)
+            if op is not None and not (self.rtl and first_unsupported(enc(*op.cmds), self.macs)):
                 return op
         raise RuntimeError("no legal weight ordering found")
 
