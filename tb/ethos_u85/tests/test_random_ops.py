@@ -1027,6 +1027,38 @@ class Job:
     notes: list
 
 
+def reserved_scale_bit_job(gen: OpGen, rng: random.Random | None = None) -> "tuple[Job, int, int]":
+    """A per-channel CONV/DEPTHWISE job (one operation) with one reserved bit of one
+    scale/bias record set: a bit whose flip makes the TLM's decoder (tlm.ethos_u85.scale_bias)
+    raise ScaleBiasError for the operation's accumulator format, so the operation is
+    UNPREDICTABLE and ends without effect. *rng*: record and bit drawn at random (else the
+    first record and its lowest such bit). Returns (job, record, bit)."""
+    from tlm.ethos_u85.scale_bias import RECORD_BYTES, ScaleBiasError, decode_scale_bias
+    for _ in range(100):
+        job = build_job(gen, 1, kinds=("conv",))
+        cmds = dict(job.ops[0].cmds)
+        if "NPU_SET_SCALE_BASE" not in cmds:
+            continue
+        acc48 = bool(cmds["NPU_SET_ACC_FORMAT"]["acc_format"])
+        addr = REGION_BASE[cmds["NPU_SET_SCALE_REGION"]["region"]] + cmds["NPU_SET_SCALE_BASE"]["addr"]
+        data = bytearray(job.image[addr])
+        depth = cmds["NPU_SET_OFM_DEPTH_M1"]["depth_m1"] + 1
+        n = rng.randrange(depth) if rng else 0
+        bits = list(range(8 * RECORD_BYTES))
+        if rng:
+            rng.shuffle(bits)
+        for bit in bits:
+            rec = bytearray(data[n * RECORD_BYTES:(n + 1) * RECORD_BYTES])
+            rec[bit // 8] ^= 1 << (bit % 8)
+            try:
+                decode_scale_bias(bytes(rec) + bytes(15 * RECORD_BYTES), 1, acc48=acc48, set_channels=16)
+            except ScaleBiasError:
+                data[n * RECORD_BYTES:(n + 1) * RECORD_BYTES] = rec
+                job.image[addr] = bytes(data)
+                return job, n, bit
+    raise RuntimeError("no per-channel CONV job drawn")
+
+
 def build_job(gen: OpGen, n_ops: int, kinds=None) -> Job:
     """One stream: [PMU_MASK] [LUT DMA] op (branch block | KERNEL_WAIT)* ... NPU_OP_STOP.
 
