@@ -59,11 +59,11 @@ EQUIVALENT: dict[str, str] = {
                                   "the extra top bit is truncated, the value is the same",
     "npu_kernel.v:1037:59:16->17": "a 17-bit sign extension of the 32-bit MIN identity assigned to a 48-bit "
                                    "accumulator: the extra top bit is truncated, the value is the same",
-    "npu_conv.v:222:22:16->17": "a 17-bit size cast assigned to the 16-bit wire kwu: truncated to the same "
+    "npu_conv.v:226:22:16->17": "a 17-bit size cast assigned to the 16-bit wire kwu: truncated to the same "
                                 "16 bits",
     "npu_kernel.v:757:66:3'd4->3'd3": "the request token queue (4 entries, tok_cnt moves by one) admits 3 "
                                       "requests in flight instead of 4: slower, the same results",
-    "npu_conv_mac.v:138:55:-->+": "equivalent at MACS 256 only (the fast regression's configuration): the "
+    "npu_conv_mac.v:139:55:-->+": "equivalent at MACS 256 only (the fast regression's configuration): the "
                                   "word mask of wide depthwise bricks, (1 << (lwo-4)) + 1 instead of - 1, "
                                   "selects the same word for every read port a 256-MAC array uses (lwo 4: "
                                   "ports 0-1, lwo 5: ports 0-1); MACS 512+ would tell",
