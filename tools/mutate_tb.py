@@ -1,19 +1,21 @@
 """The fast regression tools/mutate.py runs on each mutant of the RTL stand-in (cocotb test
 module; DUT=rtl, the bench's configuration).
 
-A fixed, seeded list of jobs from the bench's own random generator (tb/ethos_u85/tests/test_random_ops.py
-OpGen with the stand-in's subset): CONV/DEPTHWISE operations and ELEMENTWISE/POOL operations
-(with LUT loads), then the softmax_1x10 Vela network (a chain), each checked by the scoreboard's
-TLM exactly as the regression does (one CONV job with a reserved bit set in a scale/bias
-record: no effect); test_smoke_parse_errors (tb/ethos_u85/tests/test_rtl_smoke.py):
-the operations the stand-in refuses stop with cmd_parse_error; and test_round_double_term
-(tb/ethos_u85/tests/test_rtl_kernels.py): rounding cases where the double-rounding term of
-rounded_shift_right decides the result. The CONV/DEPTHWISE jobs are picked from the generator's
-sequence so that each feature of CONV_FEATURES occurs (FWD, sparse, part-kernel-first, d4x4,
-i32 and i48 accumulators, per-channel and global scale, every microblock, ...): a short list
-of plain random draws can miss a whole block (e.g. no FWD job at all). The first failing job
-ends the test (the mutant is killed). Every job has a bound on its simulated cycles
-(MUTATE_MAX_CYCLES), so a mutant that hangs fails too.
+A fixed, seeded list of jobs from the bench's own random generator
+(tb/ethos_u85/tests/test_random_ops.py OpGen with the stand-in's subset): CONV/DEPTHWISE
+operations and ELEMENTWISE/POOL operations (with LUT loads), then the softmax_1x10 Vela network
+(a chain), each checked by the scoreboard's TLM exactly as the regression does (one CONV job
+with a reserved bit set in a scale/bias record: no effect); test_smoke_parse_errors
+(tb/ethos_u85/tests/test_rtl_smoke.py): the operations the stand-in refuses stop with
+cmd_parse_error; test_round_double_term (tb/ethos_u85/tests/test_rtl_kernels.py): rounding cases
+where the double-rounding term of rounded_shift_right decides the result; and
+test_conv_unpredictable (same file): CONV and DEPTHWISE with a failed register-only TRM assert
+complete without effect. The CONV/DEPTHWISE jobs are picked from the generator's sequence so
+that each feature of CONV_FEATURES occurs (FWD, sparse, part-kernel-first, d4x4, i32 and i48
+accumulators, per-channel and global scale, every microblock, ...): a short list of plain random
+draws can miss a whole block (e.g. no FWD job at all). The first failing job ends the test (the
+mutant is killed). Every job has a bound on its simulated cycles (MUTATE_MAX_CYCLES), so a
+mutant that hangs fails too.
 
 Environment: MUTATE_SEED (default 1), MUTATE_CONV / MUTATE_KERNEL (numbers of jobs, default
 14 / 30), MUTATE_FIRST=conv|kernel (which part runs first: the mutated file's), and
@@ -38,8 +40,9 @@ from tb.ethos_u85.tests.test_random_ops import (CMD, NONE, QREAD, OpGen, build_j
 # runs here too: what the stand-in refuses (div, argmax, CONV with LUT, b64 OFM DEPTHWISE, ...) must
 # stop with cmd_parse_error at the operation, never run
 from tb.ethos_u85.tests.test_rtl_smoke import test_smoke_parse_errors  # noqa: F401
-# runs here too: directed rounding values (the random jobs rarely land where D decides)
-from tb.ethos_u85.tests.test_rtl_kernels import test_round_double_term  # noqa: F401
+# run here too: directed rounding values (the random jobs rarely land where D decides) and
+# CONV/DEPTHWISE TRM asserts (no effect)
+from tb.ethos_u85.tests.test_rtl_kernels import test_conv_unpredictable, test_round_double_term  # noqa: F401
 from tlm.ethos_u85.config import get_config
 
 SEED = int(os.environ.get("MUTATE_SEED", "1"))

@@ -644,6 +644,53 @@ async def test_kernel_unpredictable(dut, case):
     env.finish()
 
 
+# CONV/DEPTHWISE register-only TRM asserts (tlm/ethos_u85/ops/conv.py): {case: (op, changes)}
+CONV_UNPREDICTABLE_CASES = {
+    "dw_fwd": ("dw", {"NPU_SET_WEIGHT_FORMAT": dict(weight_format=1)}),
+    "dw_sparse": ("dw", {"NPU_SET_WEIGHT_FORMAT": dict(weight_sparsity=1)}),
+    "conv_ifm_uint16": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_precision=1, activation_type=0)}),
+    "conv_ifm_b32": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_precision=2, activation_type=1)}),
+}
+
+
+@cocotb.parametrize(case=named(list(CONV_UNPREDICTABLE_CASES)))
+@cocotb.test(**TIMEOUT)
+async def test_conv_unpredictable(dut, case):
+    """A random CONV/DEPTHWISE (tb/ethos_u85/tests/test_random_ops.py OpGen) with one field
+    made illegal (FWD or sparse weights on a DEPTHWISE, an unsigned b16 or a b32 IFM): the
+    operation completes without effect on the TLM and on the DUT (no cmd_parse_error, the
+    job runs to its NPU_OP_STOP, the OFM untouched, the scoreboard clean)."""
+    from tb.ethos_u85.tests.test_random_ops import OpGen
+    rng = rng_for(f"test_conv_unpredictable[{case}]")
+    env = await kernel_env(dut)
+    kind, changes = CONV_UNPREDICTABLE_CASES[case]
+    gen = OpGen(rng, 1 << (await env.read_ok(OFF["CONFIG"]) & 0xF), rtl=DUT == "rtl")
+    op = gen.conv(kind)
+    op.cmds = [(n, dict(f, **changes[n]) if n in changes else f) for n, f in op.cmds]
+    for addr, data in op.image.items():
+        env.memory.write(addr, data)
+    spans = [(REGION_BASE[op.ofm.region] + lo, hi - lo) for lo, hi in op.ofm.spans()]
+    before = [env.memory.read(a, n) for a, n in spans]
+    model = env.model
+    n0 = len(model.events) if model is not None else 0
+    words = enc(*op.cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
+    cocotb.log.info("%s, then %s", op.desc, changes)
+    await env.write_ok(CMD, 0xC | 0x2)
+    await env.load_stream(STREAM_ADDR, words)
+    status = await env.run_job(max_cycles=200_000, poll=32)
+    f = status_fields(status)
+    assert not (f["cmd_parse_error"] or f["bus_status"]), f"STATUS 0x{status:08x}"
+    assert await env.read_ok(QREAD) == 4 * len(words)
+    if model is not None:
+        ev = [e for e in list(model.events)[n0:] if e[0] == "unpredictable"]
+        assert ev, f"{case}: the TLM found no UNPREDICTABLE condition (the case is wrong)"
+        cocotb.log.info("TLM: %s", ev[0][1].get("what"))
+        job = env.scoreboard.close_job()
+        assert job is not None and job.mismatches_in_job == 0, env.scoreboard.mismatches[-3:]
+    assert [env.memory.read(a, n) for a, n in spans] == before, f"{case}: the skipped operation wrote its OFM"
+    env.finish()
+
+
 UNSUPPORTED_CASES = {
     "ew_div": ("ew", {"NPU_OP_ELEMENTWISE": dict(elementwise_mode=11)}),
     "ew_ofm_b64": ("ew", {"NPU_SET_OFM_PRECISION": dict(activation_precision=3)}),
