@@ -831,6 +831,10 @@ class OpGen:
         g = np.random.default_rng(r.getrandbits(32))
         wlo = 127 if (fwd or sparse) else 255
         w = g.integers(-wlo, wlo + 1, p.shape)
+        palette = r.random() < 0.25         # few distinct values: FWD lut2/lut4 words, SWD palettes
+        if palette:
+            pal = g.integers(-wlo, wlo + 1, r.choice((2, 4, 9, 16)))
+            w = pal[g.integers(0, len(pal), p.shape)]
         if r.random() < 0.2:
             w[g.random(p.shape) < 0.6] = 0                          # many zeros: zero runs
         if sparse:
@@ -908,7 +912,7 @@ class OpGen:
         kind = "NPU_OP_DEPTHWISE" if dw else "NPU_OP_CONV"
         desc = (f"{kind[7:]} k{kh}x{kw} s{stride} dil{dil} pad {pads} up {upscale} {idp}->{od} "
                 f"ofm {oh}x{ow} ifm {ifm.name} ofm {ofm.name} {tr} rev {extra['activation_reverse']} "
-                f"{'fwd' if fwd else 'swd'}x{len(blobs)}{' sparse' if sparse else ''} "
+                f"{'fwd' if fwd else 'swd'}x{len(blobs)}{' sparse' if sparse else ''}{' palette' if palette else ''} "
                 f"{'pkf' if order else 'df'} mb {mb} {'d4x4' if d4x4 else 'd8x8'} acc48 {int(acc48)} "
                 f"{'per-channel' if per_channel else 'global'} acc_in {acc_input}")
         return Op(kind, cmds, image, ofm, desc, lut)
