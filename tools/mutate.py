@@ -76,6 +76,8 @@ EQUIVALENT: dict[str, str] = {
     "npu_conv.v:493:56:3'd0->3'd1": "dw_pad_k of a CONV (not DEPTHWISE): npu_conv_walk.v reads it only with dw",
     "npu_conv_mac.v:136:13:5'd0->5'd1": "the default of pq before the loop over the read ports, which assigns it "
                                         "before every use",
+    "npu_kernel.v:478:46:11->12": "the size cast 11'(NPU_MAX_BLOCK_WIDTH) -> 12'(...) of a constant below 2^11, "
+                                  "compared with the 11-bit blk_d: the same comparison",
     "npu_swd.v:113:40:6->7": "the size cast 6'(RFN - 12) -> 7'(RFN - 12): the same value (20), compared with "
                              "a 6-bit count",
     "npu_swd.v:279:32:4->5": "the size cast 4'(j) -> 5'(j) of a loop index below 8, compared with the 4-bit "

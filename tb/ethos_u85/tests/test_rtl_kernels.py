@@ -650,6 +650,10 @@ CONV_UNPREDICTABLE_CASES = {
     "dw_sparse": ("dw", {"NPU_SET_WEIGHT_FORMAT": dict(weight_sparsity=1)}),
     "conv_ifm_uint16": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_precision=1, activation_type=0)}),
     "conv_ifm_b32": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_precision=2, activation_type=1)}),
+    "conv_ifm_storage_none": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_storage=3)}),
+    "dw_reserved_upscale": ("dw", {"NPU_SET_IFM_UPSCALE": dict(mode=3)}),
+    "conv_ifm_nhcwb16_misaligned": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_format=1),
+                                             "NPU_SET_IFM_STRIDE_Y": dict(addr=0x108)}),
 }
 
 
@@ -657,7 +661,8 @@ CONV_UNPREDICTABLE_CASES = {
 @cocotb.test(**TIMEOUT)
 async def test_conv_unpredictable(dut, case):
     """A random CONV/DEPTHWISE (tb/ethos_u85/tests/test_random_ops.py OpGen) with one field
-    made illegal (FWD or sparse weights on a DEPTHWISE, an unsigned b16 or a b32 IFM): the
+    made illegal (FWD or sparse weights on a DEPTHWISE, an unsigned b16 or a b32 IFM, IFM
+    storage none, reserved upscale mode, a misaligned NHCWB16 IFM): the
     operation completes without effect on the TLM and on the DUT (no cmd_parse_error, the
     job runs to its NPU_OP_STOP, the OFM untouched, the scoreboard clean)."""
     from tb.ethos_u85.tests.test_random_ops import OpGen
