@@ -78,6 +78,8 @@ EQUIVALENT: dict[str, str] = {
                                         "before every use",
     "npu_kernel.v:478:46:11->12": "the size cast 11'(NPU_MAX_BLOCK_WIDTH) -> 12'(...) of a constant below 2^11, "
                                   "compared with the 11-bit blk_d: the same comparison",
+    "npu_conv_walk.v:271:46:1->2": "the reset value {(LBW+1){1'b0}} -> {(LBW+2){1'b0}} of the (LBW+1)-bit fill "
+                                   "count: zero either way",
     "npu_swd.v:113:40:6->7": "the size cast 6'(RFN - 12) -> 7'(RFN - 12): the same value (20), compared with "
                              "a 6-bit count",
     "npu_swd.v:279:32:4->5": "the size cast 4'(j) -> 5'(j) of a loop index below 8, compared with the 4-bit "
