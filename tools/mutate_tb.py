@@ -41,8 +41,9 @@ from tb.ethos_u85.tests.test_random_ops import (CMD, NONE, QREAD, OpGen, build_j
 # stop with cmd_parse_error at the operation, never run
 from tb.ethos_u85.tests.test_rtl_smoke import test_smoke_parse_errors  # noqa: F401
 # run here too: directed rounding values (the random jobs rarely land where D decides) and
-# CONV/DEPTHWISE TRM asserts (no effect)
-from tb.ethos_u85.tests.test_rtl_kernels import test_conv_unpredictable, test_round_double_term  # noqa: F401
+# CONV/DEPTHWISE TRM asserts (no effect), average pooling at the 8-tap kernel limit
+from tb.ethos_u85.tests.test_rtl_kernels import (test_conv_unpredictable, test_pool_avg_kernel_limits,  # noqa: F401
+                                                  test_round_double_term)
 from tlm.ethos_u85.config import get_config
 
 SEED = int(os.environ.get("MUTATE_SEED", "1"))

@@ -469,6 +469,33 @@ async def test_pool_large_kernels(dut):
 
 
 @cocotb.test(**LONG_TIMEOUT)
+async def test_pool_avg_kernel_limits(dut):
+    """Average pooling at the TRM's kernel limit: 8x8, 8x1 and 1x8 kernels (padding below
+    the kernel), which must run (a 9-tap side is UNPREDICTABLE, test_kernel_unpredictable)."""
+    rng = rng_for("test_pool_avg_kernel_limits")
+    env = await kernel_env(dut)
+    for kh, kw in ((8, 8), (8, 1), (1, 8)):
+        op = pool_op(rng, mode="average", ofm_none=False)
+        op = _patch(op, {"NPU_SET_KERNEL_HEIGHT_M1": dict(height_m1=kh - 1),
+                         "NPU_SET_KERNEL_WIDTH_M1": dict(width_m1=kw - 1),
+                         "NPU_SET_KERNEL_STRIDE": dict(stride_y_lsb=0, stride_y_msb=0, stride_x_lsb=0,
+                                                       stride_x_msb=0)})
+        # the derived IFM must stay >= 1 and the padding below the kernel: pad 0 for simplicity
+        op = _patch(op, {f"NPU_SET_IFM_PAD_{s}": dict(pad=0) for s in ("TOP", "BOTTOM", "LEFT", "RIGHT")})
+        f = dict(op.cmds)
+        oh, ow = f["NPU_SET_OFM_HEIGHT_M1"]["height_m1"] + 1, f["NPU_SET_OFM_WIDTH_M1"]["width_m1"] + 1
+        ifm = op.reads[0]
+        ifm = make_fm(rng, ifm.region, oh - 1 + kh, ow - 1 + kw, ifm.d, signed=ifm.signed, fmt=ifm.fmt)
+        op.cmds = [c for c in op.cmds if not c[0].startswith("NPU_SET_IFM_") or c[0] in (
+            "NPU_SET_IFM_DEPTH_M1", "NPU_SET_IFM_UPSCALE") or c[0].startswith("NPU_SET_IFM_PAD")]
+        op.cmds = ifm.cmds("IFM") + op.cmds
+        op.reads = [ifm]
+        op.desc += f" -> kernel {kh}x{kw}"
+        await run_ops(env, rng, [op])
+    env.finish()
+
+
+@cocotb.test(**LONG_TIMEOUT)
 async def test_kernel_round_modes(dut):
     """Every OFM round_mode (and IFM round_mode) with dbl_rnd 0, 15, 30 on an add whose
     results land on rounding ties; a pooling max with each OFM round_mode."""
