@@ -3,7 +3,7 @@ module; DUT=rtl, the bench's configuration).
 
 A fixed, seeded list of jobs from the bench's own random generator
 (tb/ethos_u85/tests/test_random_ops.py OpGen with the stand-in's subset): CONV/DEPTHWISE
-operations and ELEMENTWISE/POOL operations (with LUT loads), then the softmax_1x10 Vela network
+operations and ELEMENTWISE/POOL operations (with LUT loads; RESIZE too), then the softmax_1x10 Vela network
 (a chain), each checked by the scoreboard's TLM exactly as the regression does (one CONV job
 with a reserved bit set in a scale/bias record: no effect); test_smoke_parse_errors
 (tb/ethos_u85/tests/test_rtl_smoke.py): the operations the stand-in refuses stop with
@@ -109,7 +109,7 @@ async def mutant_regression(dut):
     # on the order they run in
     gens = {"conv": OpGen(random.Random(SEED * 7 + 1), macs, rtl=True),
             "kernel": OpGen(random.Random(SEED * 7 + 2), macs, rtl=True)}
-    kinds = {"conv": ("conv",), "kernel": ("elementwise", "pool")}
+    kinds = {"conv": ("conv",), "kernel": ("elementwise", "pool", "resize")}
     order = ("conv", "kernel") if FIRST == "conv" else ("kernel", "conv")
     conv, missing = conv_jobs(gens["conv"], N_CONV)
     if missing:
