@@ -206,8 +206,9 @@ def gen_cmd_state() -> str:
            "//   (word0 | word1 << 32), driven by the decoder for every copy.",
            "// f_<command>__<field> is the stored value of one field (raw bits; signed fields are",
            "// two's complement). Each copy keeps only the registers it reads (synthesis removes",
-           "// the others), hence the lint waiver.",
-           "/* verilator lint_off UNUSEDSIGNAL */", ""]
+           "// the others), hence the lint waiver. FW_<command>__<field> is the field's width: a",
+           "// module's short alias of a field is declared wire [FW_...-1:0], never retyped.",
+           "/* verilator lint_off UNUSEDSIGNAL */", "/* verilator lint_off UNUSEDPARAM */", ""]
     decl, wires, resets, cases = [], [], [], []
     for c in isa.SET_COMMANDS:
         reg = "st_" + c.name.lower()
@@ -220,7 +221,9 @@ def gen_cmd_state() -> str:
         for f in c.fields:
             w = f.width
             rng = f"{pos}" if w == 1 else f"{pos + w - 1}:{pos}"
-            wires.append(f"wire [{w - 1}:0] f_{c.name.lower()}__{f.name} = {reg}[{rng}];"
+            fw = f"FW_{c.name.lower()}__{f.name}"
+            wires.append(f"localparam integer {fw} = {w};")
+            wires.append(f"wire [{fw} - 1:0] f_{c.name.lower()}__{f.name} = {reg}[{rng}];"
                          + ("  // signed" if f.signed else ""))
             for lsb, pw in f.parts:
                 parts.append(_slice(lsb, pw))
@@ -239,6 +242,7 @@ def gen_cmd_state() -> str:
     out.append("    end")
     out.append("end")
     out.append("")
+    out.append("/* verilator lint_on UNUSEDPARAM */")
     out.append("/* verilator lint_on UNUSEDSIGNAL */")
     return "\n".join(out) + "\n"
 

@@ -59,14 +59,27 @@ EQUIVALENT: dict[str, str] = {
                                   "the extra top bit is truncated, the value is the same",
     "npu_kernel.v:1037:59:16->17": "a 17-bit sign extension of the 32-bit MIN identity assigned to a 48-bit "
                                    "accumulator: the extra top bit is truncated, the value is the same",
-    "npu_conv.v:222:22:16->17": "a 17-bit size cast assigned to the 16-bit wire kwu: truncated to the same "
+    "npu_conv.v:226:22:16->17": "a 17-bit size cast assigned to the 16-bit wire kwu: truncated to the same "
                                 "16 bits",
     "npu_kernel.v:757:66:3'd4->3'd3": "the request token queue (4 entries, tok_cnt moves by one) admits 3 "
                                       "requests in flight instead of 4: slower, the same results",
-    "npu_conv_mac.v:138:55:-->+": "equivalent at MACS 256 only (the fast regression's configuration): the "
+    "npu_conv_mac.v:139:55:-->+": "equivalent at MACS 256 only (the fast regression's configuration): the "
                                   "word mask of wide depthwise bricks, (1 << (lwo-4)) + 1 instead of - 1, "
                                   "selects the same word for every read port a 256-MAC array uses (lwo 4: "
                                   "ports 0-1, lwo 5: ports 0-1); MACS 512+ would tell",
+    "npu_conv.v:402:33:-->+": "rup() rounds the first spatial block up one step further (n + m + 1 instead of "
+                              "n + m - 1, still a multiple of the microblock): a larger block, halved until it "
+                              "fits the AB and the IFM buffer as before; the spatial blocking is a schedule, "
+                              "every OFM element is computed the same",
+    "npu_conv.v:405:29:>->>=": "min(OFM_HEIGHT_M1, OFM_BLK_HEIGHT_M1) with >= instead of >: both arms are equal "
+                               "when the operands are",
+    "npu_conv.v:493:56:3'd0->3'd1": "dw_pad_k of a CONV (not DEPTHWISE): npu_conv_walk.v reads it only with dw",
+    "npu_conv_mac.v:136:13:5'd0->5'd1": "the default of pq before the loop over the read ports, which assigns it "
+                                        "before every use",
+    "npu_kernel.v:478:46:11->12": "the size cast 11'(NPU_MAX_BLOCK_WIDTH) -> 12'(...) of a constant below 2^11, "
+                                  "compared with the 11-bit blk_d: the same comparison",
+    "npu_conv_walk.v:271:46:1->2": "the reset value {(LBW+1){1'b0}} -> {(LBW+2){1'b0}} of the (LBW+1)-bit fill "
+                                   "count: zero either way",
     "npu_swd.v:113:40:6->7": "the size cast 6'(RFN - 12) -> 7'(RFN - 12): the same value (20), compared with "
                              "a 6-bit count",
     "npu_swd.v:279:32:4->5": "the size cast 4'(j) -> 5'(j) of a loop index below 8, compared with the 4-bit "

@@ -1,17 +1,21 @@
 """The fast regression tools/mutate.py runs on each mutant of the RTL stand-in (cocotb test
 module; DUT=rtl, the bench's configuration).
 
-A fixed, seeded list of jobs from the bench's own random generator (tb/ethos_u85/tests/test_random_ops.py
-OpGen with the stand-in's subset): CONV/DEPTHWISE operations and ELEMENTWISE/POOL operations
-(with LUT loads), then the softmax_1x10 Vela network (a chain), each checked by the scoreboard's
-TLM exactly as the regression does (one CONV job with a reserved bit set in a scale/bias
-record: no effect); and test_smoke_parse_errors (tb/ethos_u85/tests/test_rtl_smoke.py):
-the operations the stand-in refuses stop with cmd_parse_error. The CONV/DEPTHWISE jobs are picked from the generator's
-sequence so that each feature of CONV_FEATURES occurs (FWD, sparse, part-kernel-first, d4x4,
-i32 and i48 accumulators, per-channel and global scale, every microblock, ...): a short list
-of plain random draws can miss a whole block (e.g. no FWD job at all). The first failing job
-ends the test (the mutant is killed). Every job has a bound on its simulated cycles
-(MUTATE_MAX_CYCLES), so a mutant that hangs fails too.
+A fixed, seeded list of jobs from the bench's own random generator
+(tb/ethos_u85/tests/test_random_ops.py OpGen with the stand-in's subset): CONV/DEPTHWISE
+operations and ELEMENTWISE/POOL operations (with LUT loads; RESIZE too), then the softmax_1x10 Vela network
+(a chain), each checked by the scoreboard's TLM exactly as the regression does (one CONV job
+with a reserved bit set in a scale/bias record: no effect); test_smoke_parse_errors
+(tb/ethos_u85/tests/test_rtl_smoke.py): the operations the stand-in refuses stop with
+cmd_parse_error; test_round_double_term (tb/ethos_u85/tests/test_rtl_kernels.py): rounding cases
+where the double-rounding term of rounded_shift_right decides the result; and
+test_conv_unpredictable (same file): CONV and DEPTHWISE with a failed register-only TRM assert
+complete without effect. The CONV/DEPTHWISE jobs are picked from the generator's sequence so
+that each feature of CONV_FEATURES occurs (FWD, sparse, part-kernel-first, d4x4, i32 and i48
+accumulators, per-channel and global scale, every microblock, ...): a short list of plain random
+draws can miss a whole block (e.g. no FWD job at all). The first failing job ends the test (the
+mutant is killed). Every job has a bound on its simulated cycles (MUTATE_MAX_CYCLES), so a
+mutant that hangs fails too.
 
 Environment: MUTATE_SEED (default 1), MUTATE_CONV / MUTATE_KERNEL (numbers of jobs, default
 14 / 30), MUTATE_FIRST=conv|kernel (which part runs first: the mutated file's), and
@@ -31,10 +35,15 @@ from cocotb.triggers import ClockCycles
 from tb.ethos_u85.testlib.memmap import REGION_BASE, STREAM_ADDR
 from tb.ethos_u85.testlib.netjob import run_network, vela_model
 from tb.ethos_u85.testlib.regs import status_fields
-from tb.ethos_u85.tests.test_random_ops import CMD, NONE, QREAD, OpGen, build_job, start_bench
-# runs here too: what the stand-in refuses (div, argmax, int16 CONV, b16 OFM DEPTHWISE, ...) must
+from tb.ethos_u85.tests.test_random_ops import (CMD, NONE, QREAD, OpGen, build_job, reserved_scale_bit_job,
+                                                start_bench)
+# runs here too: what the stand-in refuses (div, argmax, CONV with LUT, b64 OFM DEPTHWISE, ...) must
 # stop with cmd_parse_error at the operation, never run
 from tb.ethos_u85.tests.test_rtl_smoke import test_smoke_parse_errors  # noqa: F401
+# run here too: directed rounding values (the random jobs rarely land where D decides) and
+# CONV/DEPTHWISE TRM asserts (no effect), average pooling at the 8-tap kernel limit
+from tb.ethos_u85.tests.test_rtl_kernels import (test_conv_unpredictable, test_pool_avg_kernel_limits,  # noqa: F401
+                                                  test_round_double_term)
 from tlm.ethos_u85.config import get_config
 
 SEED = int(os.environ.get("MUTATE_SEED", "1"))
@@ -44,10 +53,12 @@ FIRST = os.environ.get("MUTATE_FIRST", "kernel")
 MAX_CYCLES = int(os.environ.get("MUTATE_MAX_CYCLES", "200000"))
 
 # regular expressions over an operation's description (OpGen's Op.desc)
-CONV_FEATURES = (r"^CONV ", r"^DEPTHWISE ", r" fwdx", r" swdx", r" sparse ", r" pkf ", r" df ", r" d4x4 ",
-                 r" d8x8 ", r" acc48 0 ", r" acc48 1 ", r" per-channel ", r" global ", r"ifm u?int8/nhcwb16",
-                 r"ifm u?int8/nhwc", r"ifm uint8", r"ofm uint8", r"ofm u?int8/nhcwb16 ", r" dil\(2", r" dil\(\d, 2",
-                 r" s\(3", r" s\(\d, 3", *(rf" mb {k} " for k in range(5)))
+CONV_FEATURES = (r"^CONV ", r"^DEPTHWISE ", r" fwdx", r" swdx", r" fwdx\d palette", r" swdx\d palette",
+                 r" sparse ", r" pkf ", r" df ", r" d4x4 ", r" d8x8 ", r" acc48 0 ", r" acc48 1 ",
+                 r" per-channel ", r" global ", r"ifm u?int8/nhcwb16", r"ifm u?int8/nhwc", r"ifm uint8",
+                 r"ifm int16/nhwc", r"ifm int16/nhcwb16", r"ofm uint8", r"ofm u?int8/nhcwb16", r"ofm u?int16/",
+                 r"ofm u?int32/", r" dil\(2", r" dil\(\d, 2", r" s\(3", r" s\(\d, 3",
+                 *(rf" mb {k} " for k in range(5)))
 
 
 def conv_jobs(gen: OpGen, n: int, draws: int = 12) -> "tuple[list, list]":
@@ -62,30 +73,6 @@ def conv_jobs(gen: OpGen, n: int, draws: int = 12) -> "tuple[list, list]":
             picked.append(i)
     picked += [i for i in range(len(cands)) if i not in picked][:n - len(picked)]
     return [cands[i] for i in sorted(picked)], [f for f in CONV_FEATURES if f not in seen]
-
-
-def reserved_bit_job(gen: OpGen):
-    """A per-channel CONV/DEPTHWISE job whose first scale/bias record has a reserved bit set
-    (a bit whose flip makes the TLM's decoder raise ScaleBiasError): UNPREDICTABLE, the
-    operation ends without effect on the TLM and on the stand-in."""
-    from tlm.ethos_u85.scale_bias import RECORD_BYTES, ScaleBiasError, decode_scale_bias
-    for _ in range(100):
-        job = build_job(gen, 1, kinds=("conv",))
-        cmds = dict(job.ops[0].cmds)
-        if "NPU_SET_SCALE_BASE" not in cmds:
-            continue
-        addr = REGION_BASE[cmds["NPU_SET_SCALE_REGION"]["region"]] + cmds["NPU_SET_SCALE_BASE"]["addr"]
-        data = bytearray(job.image[addr])
-        for bit in range(8 * RECORD_BYTES):
-            rec = bytearray(data[:RECORD_BYTES])
-            rec[bit // 8] ^= 1 << (bit % 8)
-            try:
-                decode_scale_bias(bytes(rec) + bytes(15 * RECORD_BYTES), 1, acc48=False, set_channels=16)
-            except ScaleBiasError:
-                data[:RECORD_BYTES] = rec
-                job.image[addr] = bytes(data)
-                return job, bit
-    raise RuntimeError("no per-channel CONV job drawn")
 
 
 async def _run(env, watch, job, tag: str) -> None:
@@ -122,7 +109,7 @@ async def mutant_regression(dut):
     # on the order they run in
     gens = {"conv": OpGen(random.Random(SEED * 7 + 1), macs, rtl=True),
             "kernel": OpGen(random.Random(SEED * 7 + 2), macs, rtl=True)}
-    kinds = {"conv": ("conv",), "kernel": ("elementwise", "pool")}
+    kinds = {"conv": ("conv",), "kernel": ("elementwise", "pool", "resize")}
     order = ("conv", "kernel") if FIRST == "conv" else ("kernel", "conv")
     conv, missing = conv_jobs(gens["conv"], N_CONV)
     if missing:
@@ -132,7 +119,7 @@ async def mutant_regression(dut):
     for part in order:
         for j, job in enumerate(jobs[part]):
             await _run(env, watch, job, f"{part} job {j}: {job.ops[0].desc}")
-    job, bit = reserved_bit_job(gens["conv"])
+    job, _, bit = reserved_scale_bit_job(gens["conv"])
     await _run(env, watch, job, f"reserved scale/bias bit {bit}: {job.ops[0].desc}")
     res = await run_network(env, vela_model("softmax_1x10", env.config, "default"), rng)
     cocotb.log.info("softmax_1x10: %d output bytes match", res.output_bytes)

@@ -118,85 +118,89 @@ module npu_conv #(
     localparam [2:0] DW8_PAD = (MACS == 128) ? 3'(NPU_DW8_PAD_K_128) : (MACS == 512) ? 3'(NPU_DW8_PAD_K_512) :
                                (MACS == 1024) ? 3'(NPU_DW8_PAD_K_1024) : (MACS == 2048) ? 3'(NPU_DW8_PAD_K_2048) :
                                3'(NPU_DW8_PAD_K_256);
+    localparam [2:0] DW16_PAD = (MACS == 128) ? 3'(NPU_DW16_PAD_K_128) : (MACS == 512) ? 3'(NPU_DW16_PAD_K_512) :
+                                (MACS == 1024) ? 3'(NPU_DW16_PAD_K_1024) : (MACS == 2048) ? 3'(NPU_DW16_PAD_K_2048) :
+                                3'(NPU_DW16_PAD_K_256);
 
     // ================================================================ register fields
-    wire        i_sgn   = f_npu_set_ifm_precision__activation_type;
-    wire [1:0]  i_prec  = f_npu_set_ifm_precision__activation_precision;
-    wire [1:0]  i_fmt   = f_npu_set_ifm_precision__activation_format;
-    wire [1:0]  i_stor  = f_npu_set_ifm_precision__activation_storage;
-    wire [2:0]  i_reg   = f_npu_set_ifm_region__region;
-    wire [39:0] i_base  = f_npu_set_ifm_base0__addr;
-    wire [39:0] i_sx    = f_npu_set_ifm_stride_x__addr;
-    wire [39:0] i_sy    = f_npu_set_ifm_stride_y__addr;
-    wire [39:0] i_sc    = f_npu_set_ifm_stride_c__addr;
-    wire [15:0] i_w0m1  = f_npu_set_ifm_width0_m1__width_m1;
-    wire [15:0] i_h0m1  = f_npu_set_ifm_height0_m1__height_m1;
-    wire [15:0] i_h1m1  = f_npu_set_ifm_height1_m1__height_m1;
-    wire [15:0] i_zp    = f_npu_set_ifm_zero_point__zero_point;
-    wire [1:0]  i_up    = f_npu_set_ifm_upscale__mode;
-    wire [15:0] id_m1   = f_npu_set_ifm_depth_m1__depth_m1;
-    wire        o_sgn   = f_npu_set_ofm_precision__activation_type;
-    wire [1:0]  o_prec  = f_npu_set_ofm_precision__activation_precision;
-    wire [1:0]  o_fmt   = f_npu_set_ofm_precision__activation_format;
-    wire        o_smode = f_npu_set_ofm_precision__scale_mode;
-    wire [1:0]  o_rev   = f_npu_set_ofm_precision__activation_reverse;
-    wire [2:0]  o_tr    = f_npu_set_ofm_precision__activation_transpose;
-    wire [1:0]  o_stor  = f_npu_set_ofm_precision__activation_storage;
-    wire [2:0]  o_reg   = f_npu_set_ofm_region__region;
-    wire [39:0] o_base  = f_npu_set_ofm_base0__addr;
-    wire [39:0] o_sx    = f_npu_set_ofm_stride_x__addr;
-    wire [39:0] o_sy    = f_npu_set_ofm_stride_y__addr;
-    wire [39:0] o_sc    = f_npu_set_ofm_stride_c__addr;
-    wire [15:0] o_w0m1  = f_npu_set_ofm_width0_m1__width_m1;
-    wire [15:0] o_h0m1  = f_npu_set_ofm_height0_m1__height_m1;
-    wire [15:0] o_h1m1  = f_npu_set_ofm_height1_m1__height_m1;
-    wire [15:0] o_zp    = f_npu_set_ofm_zero_point__zero_point;
-    wire [15:0] oh_m1   = f_npu_set_ofm_height_m1__height_m1;
-    wire [15:0] ow_m1   = f_npu_set_ofm_width_m1__width_m1;
-    wire [15:0] od_m1   = f_npu_set_ofm_depth_m1__depth_m1;
-    wire [6:0]  blkh_m1 = f_npu_set_ofm_blk_height_m1__height_m1;
-    wire [6:0]  blkw_m1 = f_npu_set_ofm_blk_width_m1__width_m1;
-    wire [9:0]  blkd_m1 = f_npu_set_ofm_blk_depth_m1__depth_m1;
-    wire [15:0] kh_m1   = f_npu_set_kernel_height_m1__height_m1;
-    wire [15:0] kw_m1   = f_npu_set_kernel_width_m1__width_m1;
-    wire        sy_lsb  = f_npu_set_kernel_stride__stride_y_lsb;
-    wire        sy_msb  = f_npu_set_kernel_stride__stride_y_msb;
-    wire        sx_lsb  = f_npu_set_kernel_stride__stride_x_lsb;
-    wire        sx_msb  = f_npu_set_kernel_stride__stride_x_msb;
-    wire        dil_xb  = f_npu_set_kernel_stride__dilation_x;
-    wire        dil_yb  = f_npu_set_kernel_stride__dilation_y;
-    wire        decomp  = f_npu_set_kernel_stride__decomposition;
-    wire        w_order = f_npu_set_kernel_stride__weight_order;
-    wire [6:0]  pad_t   = f_npu_set_ifm_pad_top__pad;
-    wire [6:0]  pad_l   = f_npu_set_ifm_pad_left__pad;
-    wire [7:0]  pad_b   = f_npu_set_ifm_pad_bottom__pad;
-    wire [7:0]  pad_r   = f_npu_set_ifm_pad_right__pad;
-    wire [1:0]  acc_fmt = f_npu_set_acc_format__acc_format;
-    wire [1:0]  acc_in  = f_npu_set_acc_format__acc_input;
-    wire        acc_out = f_npu_set_acc_format__acc_output;
-    wire [2:0]  mb      = f_npu_set_acc_format__microblock;
-    wire [4:0]  act_fn  = f_npu_set_activation__activation_function;
-    wire        clip_rg = f_npu_set_activation__activation_clip_range;
-    wire [15:0] act_min = f_npu_set_activation_min__clip_boundary;
-    wire [15:0] act_max = f_npu_set_activation_max__clip_boundary;
-    wire [30:0] os_scale = f_npu_set_ofm_scale__scale;
-    wire [5:0]  os_shift = f_npu_set_ofm_scale__shift;
-    wire [2:0]  os_rnd   = f_npu_set_ofm_scale__round_mode;
-    wire [4:0]  os_dbl   = f_npu_set_ofm_scale__dbl_rnd;
-    wire        wfmt     = f_npu_set_weight_format__weight_format;
-    wire        wsparse  = f_npu_set_weight_format__weight_sparsity;
-    wire [2:0]  w_reg    = f_npu_set_weight_region__region;
-    wire [2:0]  s_reg    = f_npu_set_scale_region__region;
-    wire [39:0] s_base   = f_npu_set_scale_base__addr;
-    wire [19:0] s_len    = f_npu_set_scale_length__length;
-    wire [159:0] w_bases = {f_npu_set_weight3_base__addr, f_npu_set_weight2_base__addr,
+    wire [FW_npu_set_ifm_precision__activation_type-1:0] i_sgn   = f_npu_set_ifm_precision__activation_type;
+    wire [FW_npu_set_ifm_precision__activation_precision-1:0] i_prec  = f_npu_set_ifm_precision__activation_precision;
+    wire [FW_npu_set_ifm_precision__activation_format-1:0] i_fmt   = f_npu_set_ifm_precision__activation_format;
+    wire [FW_npu_set_ifm_precision__activation_storage-1:0] i_stor  = f_npu_set_ifm_precision__activation_storage;
+    wire [FW_npu_set_ifm_region__region-1:0] i_reg   = f_npu_set_ifm_region__region;
+    wire [FW_npu_set_ifm_base0__addr-1:0] i_base  = f_npu_set_ifm_base0__addr;
+    wire [FW_npu_set_ifm_stride_x__addr-1:0] i_sx    = f_npu_set_ifm_stride_x__addr;
+    wire [FW_npu_set_ifm_stride_y__addr-1:0] i_sy    = f_npu_set_ifm_stride_y__addr;
+    wire [FW_npu_set_ifm_stride_c__addr-1:0] i_sc    = f_npu_set_ifm_stride_c__addr;
+    wire [FW_npu_set_ifm_width0_m1__width_m1-1:0] i_w0m1  = f_npu_set_ifm_width0_m1__width_m1;
+    wire [FW_npu_set_ifm_height0_m1__height_m1-1:0] i_h0m1  = f_npu_set_ifm_height0_m1__height_m1;
+    wire [FW_npu_set_ifm_height1_m1__height_m1-1:0] i_h1m1  = f_npu_set_ifm_height1_m1__height_m1;
+    wire [FW_npu_set_ifm_zero_point__zero_point-1:0] i_zp    = f_npu_set_ifm_zero_point__zero_point;
+    wire [FW_npu_set_ifm_upscale__mode-1:0] i_up    = f_npu_set_ifm_upscale__mode;
+    wire [FW_npu_set_ifm_depth_m1__depth_m1-1:0] id_m1   = f_npu_set_ifm_depth_m1__depth_m1;
+    wire [FW_npu_set_ofm_precision__activation_type-1:0] o_sgn   = f_npu_set_ofm_precision__activation_type;
+    wire [FW_npu_set_ofm_precision__activation_precision-1:0] o_prec  = f_npu_set_ofm_precision__activation_precision;
+    wire [FW_npu_set_ofm_precision__activation_format-1:0] o_fmt   = f_npu_set_ofm_precision__activation_format;
+    wire [FW_npu_set_ofm_precision__scale_mode-1:0] o_smode = f_npu_set_ofm_precision__scale_mode;
+    wire [FW_npu_set_ofm_precision__activation_reverse-1:0] o_rev   = f_npu_set_ofm_precision__activation_reverse;
+    wire [FW_npu_set_ofm_precision__activation_transpose-1:0] o_tr    = f_npu_set_ofm_precision__activation_transpose;
+    wire [FW_npu_set_ofm_precision__activation_storage-1:0] o_stor  = f_npu_set_ofm_precision__activation_storage;
+    wire [FW_npu_set_ofm_region__region-1:0] o_reg   = f_npu_set_ofm_region__region;
+    wire [FW_npu_set_ofm_base0__addr-1:0] o_base  = f_npu_set_ofm_base0__addr;
+    wire [FW_npu_set_ofm_stride_x__addr-1:0] o_sx    = f_npu_set_ofm_stride_x__addr;
+    wire [FW_npu_set_ofm_stride_y__addr-1:0] o_sy    = f_npu_set_ofm_stride_y__addr;
+    wire [FW_npu_set_ofm_stride_c__addr-1:0] o_sc    = f_npu_set_ofm_stride_c__addr;
+    wire [FW_npu_set_ofm_width0_m1__width_m1-1:0] o_w0m1  = f_npu_set_ofm_width0_m1__width_m1;
+    wire [FW_npu_set_ofm_height0_m1__height_m1-1:0] o_h0m1  = f_npu_set_ofm_height0_m1__height_m1;
+    wire [FW_npu_set_ofm_height1_m1__height_m1-1:0] o_h1m1  = f_npu_set_ofm_height1_m1__height_m1;
+    wire [FW_npu_set_ofm_zero_point__zero_point-1:0] o_zp    = f_npu_set_ofm_zero_point__zero_point;
+    wire [FW_npu_set_ofm_height_m1__height_m1-1:0] oh_m1   = f_npu_set_ofm_height_m1__height_m1;
+    wire [FW_npu_set_ofm_width_m1__width_m1-1:0] ow_m1   = f_npu_set_ofm_width_m1__width_m1;
+    wire [FW_npu_set_ofm_depth_m1__depth_m1-1:0] od_m1   = f_npu_set_ofm_depth_m1__depth_m1;
+    wire [FW_npu_set_ofm_blk_height_m1__height_m1-1:0] blkh_m1 = f_npu_set_ofm_blk_height_m1__height_m1;
+    wire [FW_npu_set_ofm_blk_width_m1__width_m1-1:0] blkw_m1 = f_npu_set_ofm_blk_width_m1__width_m1;
+    wire [FW_npu_set_ofm_blk_depth_m1__depth_m1-1:0] blkd_m1 = f_npu_set_ofm_blk_depth_m1__depth_m1;
+    wire [FW_npu_set_kernel_height_m1__height_m1-1:0] kh_m1   = f_npu_set_kernel_height_m1__height_m1;
+    wire [FW_npu_set_kernel_width_m1__width_m1-1:0] kw_m1   = f_npu_set_kernel_width_m1__width_m1;
+    wire [FW_npu_set_kernel_stride__stride_y_lsb-1:0] sy_lsb  = f_npu_set_kernel_stride__stride_y_lsb;
+    wire [FW_npu_set_kernel_stride__stride_y_msb-1:0] sy_msb  = f_npu_set_kernel_stride__stride_y_msb;
+    wire [FW_npu_set_kernel_stride__stride_x_lsb-1:0] sx_lsb  = f_npu_set_kernel_stride__stride_x_lsb;
+    wire [FW_npu_set_kernel_stride__stride_x_msb-1:0] sx_msb  = f_npu_set_kernel_stride__stride_x_msb;
+    wire [FW_npu_set_kernel_stride__dilation_x-1:0] dil_xb  = f_npu_set_kernel_stride__dilation_x;
+    wire [FW_npu_set_kernel_stride__dilation_y-1:0] dil_yb  = f_npu_set_kernel_stride__dilation_y;
+    wire [FW_npu_set_kernel_stride__decomposition-1:0] decomp  = f_npu_set_kernel_stride__decomposition;
+    wire [FW_npu_set_kernel_stride__weight_order-1:0] w_order = f_npu_set_kernel_stride__weight_order;
+    wire [FW_npu_set_ifm_pad_top__pad-1:0] pad_t   = f_npu_set_ifm_pad_top__pad;
+    wire [FW_npu_set_ifm_pad_left__pad-1:0] pad_l   = f_npu_set_ifm_pad_left__pad;
+    wire [FW_npu_set_ifm_pad_bottom__pad-1:0] pad_b   = f_npu_set_ifm_pad_bottom__pad;
+    wire [FW_npu_set_ifm_pad_right__pad-1:0] pad_r   = f_npu_set_ifm_pad_right__pad;
+    wire [FW_npu_set_acc_format__acc_format-1:0] acc_fmt = f_npu_set_acc_format__acc_format;
+    wire [FW_npu_set_acc_format__acc_input-1:0] acc_in  = f_npu_set_acc_format__acc_input;
+    wire [FW_npu_set_acc_format__acc_output-1:0] acc_out = f_npu_set_acc_format__acc_output;
+    wire [FW_npu_set_acc_format__microblock-1:0] mb      = f_npu_set_acc_format__microblock;
+    wire [FW_npu_set_activation__activation_function-1:0] act_fn  = f_npu_set_activation__activation_function;
+    wire [FW_npu_set_activation__activation_clip_range-1:0] clip_rg = f_npu_set_activation__activation_clip_range;
+    wire [FW_npu_set_activation_min__clip_boundary-1:0] act_min = f_npu_set_activation_min__clip_boundary;
+    wire [FW_npu_set_activation_max__clip_boundary-1:0] act_max = f_npu_set_activation_max__clip_boundary;
+    wire [FW_npu_set_ofm_scale__scale-1:0] os_scale = f_npu_set_ofm_scale__scale;
+    wire [FW_npu_set_ofm_scale__shift-1:0] os_shift = f_npu_set_ofm_scale__shift;
+    wire [FW_npu_set_ofm_scale__round_mode-1:0] os_rnd   = f_npu_set_ofm_scale__round_mode;
+    wire [FW_npu_set_ofm_scale__dbl_rnd-1:0] os_dbl   = f_npu_set_ofm_scale__dbl_rnd;
+    wire [FW_npu_set_weight_format__weight_format-1:0] wfmt     = f_npu_set_weight_format__weight_format;
+    wire [FW_npu_set_weight_format__weight_sparsity-1:0] wsparse  = f_npu_set_weight_format__weight_sparsity;
+    wire [FW_npu_set_weight_region__region-1:0] w_reg    = f_npu_set_weight_region__region;
+    wire [FW_npu_set_scale_region__region-1:0] s_reg    = f_npu_set_scale_region__region;
+    wire [FW_npu_set_scale_base__addr-1:0] s_base   = f_npu_set_scale_base__addr;
+    wire [FW_npu_set_scale_length__length-1:0] s_len    = f_npu_set_scale_length__length;
+    wire [4*FW_npu_set_weight_base__addr-1:0] w_bases = {f_npu_set_weight3_base__addr, f_npu_set_weight2_base__addr,
                             f_npu_set_weight1_base__addr, f_npu_set_weight_base__addr};
-    wire [127:0] w_lens  = {f_npu_set_weight3_length__length, f_npu_set_weight2_length__length,
+    wire [4*FW_npu_set_weight_length__length-1:0] w_lens  = {f_npu_set_weight3_length__length, f_npu_set_weight2_length__length,
                             f_npu_set_weight1_length__length, f_npu_set_weight_length__length};
 
     // ================================================================ enum shorthands
     localparam [1:0] B8 = NPU_E_ACTIVATION_PRECISION_B8[1:0];
     localparam [1:0] B16 = NPU_E_ACTIVATION_PRECISION_B16[1:0];
+    localparam [1:0] B32 = NPU_E_ACTIVATION_PRECISION_B32[1:0];
     localparam [1:0] NHWC = NPU_E_ACTIVATION_FORMAT_NHWC[1:0];
     localparam [1:0] NHCWB16 = NPU_E_ACTIVATION_FORMAT_NHCWB16[1:0];
     localparam [1:0] ST_2X2 = NPU_E_ACTIVATION_STORAGE_TILE2X2[1:0];
@@ -267,15 +271,28 @@ module npu_conv #(
     wire [16:0] o_zp17 = o_sgn ? {o_zp[15], o_zp} : {1'b0, o_zp};
     wire [16:0] o_min17 = o_sgn ? {act_min[15], act_min} : {1'b0, act_min};
     wire [16:0] o_max17 = o_sgn ? {act_max[15], act_max} : {1'b0, act_max};
-    wire        i_zp_ok = i_sgn ? (i_zp[15:7] == 9'h000 || i_zp[15:7] == 9'h1FF) : (i_zp[15:8] == 8'h00);
+    // read_ifm: b8 zero points in the type's range, signed b16 only 0 (unsigned b16 fails earlier)
+    wire        i_zp_ok = ifm16 ? (i_zp == 16'd0)
+                        : i_sgn ? (i_zp[15:7] == 9'h000 || i_zp[15:7] == 9'h1FF) : (i_zp[15:8] == 8'h00);
     wire        o_zp_ok = o_sgn ? (o_zp[15:7] == 9'h000 || o_zp[15:7] == 9'h1FF)
                                 : (o_zp[15:8] == 8'h00 || o_zp == 16'h8000);
-    function addr_ok;                   // element_address_in_region asserts, 8-bit elements
+    // element_address_in_region asserts (element size 1 << prec bytes): NHWC needs an
+    // element-aligned base, stride_x and stride_y; NHCWB16 a 16-byte aligned base and
+    // 16*size-aligned stride_c and stride_y
+    function addr_ok;
         input [1:0] fmt;
-        input [3:0] base, sc, sy;
+        input [1:0] prec;
+        input [5:0] base, sx, sc, sy;   // low bits of BASE0, STRIDE_X, STRIDE_C, STRIDE_Y
+        logic [5:0] em, bm;
         begin
-            if (fmt == NHCWB16) addr_ok = (base == 4'd0) && (sc == 4'd0) && (sy == 4'd0);
-            else addr_ok = (fmt == NHWC);
+            em = (prec == B8) ? 6'd0 : (prec == B16) ? 6'd1 : (prec == B32) ? 6'd3 : 6'd7;
+            bm = {em[1:0], 4'hF};
+            if (fmt == NHCWB16)
+                addr_ok = (base[3:0] == 4'd0) && ((sc & bm) == 6'd0) && ((sy & bm) == 6'd0);
+            else if (fmt == NHWC)
+                addr_ok = ((base & em) == 6'd0) && ((sx & em) == 6'd0) && ((sy & em) == 6'd0);
+            else
+                addr_ok = 1'b0;
         end
     endfunction
     function tile0;
@@ -293,12 +310,11 @@ module npu_conv #(
     // ================================================================ checks
     wire c_unsup =
            (!op_dw && op_wi2)                                   // matrix multiply
-        || ifm16                                                // 16-bit IFM
         || (i_stor == ST_CHAINED) || (o_stor == ST_CHAINED)     // chaining
         || (i_up == NPU_E_IFM_UPSCALE_MODE_NEAREST[1:0]) || (i_up == NPU_E_IFM_UPSCALE_MODE_ZEROS[1:0])
         || (acc_in == NPU_E_ACC_INPUT_KEEP[1:0]) || (acc_in == NPU_E_ACC_INPUT_IFM2[1:0])
         || (acc_out != NPU_E_ACC_OUTPUT_ENABLE[0])
-        || (o_prec != B8)
+        || (o_prec == NPU_E_ACTIVATION_PRECISION_B64[1:0])
         || (act_fn_valid && act_fn != NPU_E_ACTIVATION_FUNCTION_LUT_NONE[4:0])
         || (o_stor != ST_NONE && (o_rev != 2'd0 || (NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr] && o_tr != 3'd0)));
     wire c_unpred =
@@ -313,14 +329,14 @@ module npu_conv #(
         || (!op_dw && mb_i16only && !(ifm16 && kh == 17'd1 && kw == 17'd1))
         // read_ifm
         || (i_up == 2'd3)
-        || (i_stor == ST_NONE) || !addr_ok(i_fmt, i_base[3:0], i_sc[3:0], i_sy[3:0]) || !i_zp_ok
+        || (i_stor == ST_NONE) || !addr_ok(i_fmt, i_prec, i_base[5:0], i_sx[5:0], i_sc[5:0], i_sy[5:0]) || !i_zp_ok
         // scale_bias()
         || (per_ch && (s_base[3:0] != 4'd0 || s_len[3:0] != 4'd0 || {1'b0, s_len} < sb_need))
         // rescale, activation, write_ofm
         || (os_rnd > NPU_E_ROUND_MODE_OFM_TRUNCATE_TO_LOWER[2:0]) || (os_dbl == 5'd31)
         || !o_zp_ok || !act_fn_valid
         || (o_stor != ST_NONE && (!NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr]
-                                  || !addr_ok(o_fmt, o_base[3:0], o_sc[3:0], o_sy[3:0])));
+                                  || !addr_ok(o_fmt, o_prec, o_base[5:0], o_sx[5:0], o_sc[5:0], o_sy[5:0])));
     // implementation limits (checked with the smallest spatial block)
     wire [20:0] ifm_hm1 = ifm_h21 - 21'd1;
     wire [20:0] ifm_wm1 = ifm_w21 - 21'd1;
@@ -474,7 +490,7 @@ module npu_conv #(
         .CLK(CLK), .rst_n(rst_n), .start(w_start), .halt(halt || failed),
         .dw(dw_q), .pk(pk), .sparse(wsparse), .nwd_l(nwd_l), .od(od), .ifd(dw_q ? 17'd1 : ifd_c),
         .blkd(blkd), .ibd(ibd), .wblk_i(wblk_i), .wblk_k(wblk_k),
-        .dw_pad_k(dw_q ? (ifm16 ? 3'd2 : DW8_PAD) : 3'd0),
+        .dw_pad_k(dw_q ? (ifm16 ? DW16_PAD : DW8_PAD) : 3'd0),
         .wblk_o(wblk_o), .lwo(lwo), .khu(khu), .kwu(kwu), .dh(dh), .dwd(dwd),
         .sty(pk ? sty_v : 2'd1), .stx(pk ? stx_v : 2'd1),
         .dec_w(dec_w), .dec_n(dec_n), .dec_space(dec_space), .dec_stop(dec_stop),
@@ -495,7 +511,7 @@ module npu_conv #(
     npu_conv_ifm #(.IBH(IBH), .RP(RP), .GR(67)) u_ifm (
         .CLK(CLK), .rst_n(rst_n), .clear(pass_clear), .halt(halt || failed), .pause(pause),
         .base(ir_base + i_base), .sy_b(i_sy), .sx_b(i_sx), .sc_b(i_sc), .nhcwb16(i_fmt == NHCWB16),
-        .sgn(i_sgn), .zp(i_zp), .ifm_h(ifm_h[16:0]), .ifm_w(ifm_w[16:0]), .dil_y(dily), .dil_x(dilx),
+        .sgn(i_sgn), .es16(ifm16), .zp(i_zp), .ifm_h(ifm_h[16:0]), .ifm_w(ifm_w[16:0]), .dil_y(dily), .dil_x(dilx),
         .sty(sty_v), .stx(stx_v), .pad_t(pad_t), .pad_l(pad_l), .lcg(lcg), .sram_mb(sram_mb),
         .ext_mb(ext_mb), .ext(ir_ext), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
         .gq_valid(gq_valid), .gq_rec(gq_rec), .gq_ready(gq_ready), .pw_out(unused_pw),
@@ -535,7 +551,7 @@ module npu_conv #(
         .g_shift(os_shift), .rnd(os_rnd), .dbl(os_dbl), .o_zp(o_zp17),
         .clip(clip_rg == NPU_E_ACTIVATION_CLIP_RANGE_B16[0]), .amin(o_min17), .amax(o_max17),
         .obase(or_base + o_base), .o_sy(o_sy), .o_sx(o_sx), .o_sc(o_sc), .o_nhcwb16(o_fmt == NHCWB16),
-        .o_none(o_stor == ST_NONE), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
+        .o_none(o_stor == ST_NONE), .o_lsz(o_prec), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
         .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .busy(out_busy),
         .sb_we(sb_we), .sb_waddr(srec[10:0]), .sb_wdata({r_bias, r_scale, r_shift}),
         .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid),

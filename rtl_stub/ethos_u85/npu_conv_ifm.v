@@ -1,5 +1,5 @@
 // npu_conv_ifm.v -- IFM patch loader and IFM buffer of NPU_OP_CONV / NPU_OP_DEPTHWISE in the
-// Ethos-U85 stand-in (TRM 3.6.5 read_ifm, element_address_in_region; 8-bit IFMs).
+// Ethos-U85 stand-in (TRM 3.6.5 read_ifm, element_address_in_region; 8-bit and 16-bit IFMs).
 //
 // For each group record of the walker (npu_conv_walk.v) the loader fills one half of the
 // IFM buffer (IB) with the patch the MAC array needs for the spatial block S
@@ -11,14 +11,16 @@
 // stored zero point subtracted (read_ifm) as a 16-bit value. A position outside the derived
 // IFM (padding) is not read: its valid bit (pv) is 0 and the MAC array reads 0 there.
 //
-// Reads (channel rd_ifm): NHWC: the position's cn bytes from BASE0 + iy*STRIDE_Y +
-// ix*STRIDE_X + c0 as INCR bursts, each inside one max_beats window (npu_axi_room.vh);
-// NHCWB16: one single-beat burst per 16-channel brick, BASE0 + iy*STRIDE_Y +
-// (c/16)*STRIDE_C + 16*ix. Only tile 0 is addressed (npu_conv.v refuses the rest). A token
-// per burst (up to TOKN on the bus) tells the receive side where its beats go: a beat whose
-// byte 0 is channel c0 + j writes lane (j + l) mod 16 of word (j + l) / 16 for its bytes l
-// with 0 <= j + l < cn: at most one word per lane, so every lane of the IB is a one-write-
-// port memory.
+// Elements of es = 1 or 2 bytes (es16: signed b16, zero point 0 by the TRM's assert).
+// Reads (channel rd_ifm): NHWC: the position's cn*es bytes from BASE0 + iy*STRIDE_Y +
+// ix*STRIDE_X + c0*es as INCR bursts, each inside one max_beats window (npu_axi_room.vh);
+// NHCWB16: one single-beat burst per 16 bytes of a 16-channel brick (8 channels of a b16
+// one), BASE0 + iy*STRIDE_Y + (c/16)*STRIDE_C + 16*es*ix. Only tile 0 is addressed
+// (npu_conv.v refuses the rest). A token per burst (up to TOKN on the bus) tells the receive
+// side where its beats go: a beat whose byte 0 is byte jb of channel c0's data holds
+// channels c0 + jb/es + m, m < 16/es, and lane (jb/es + m) mod 16 of word (jb/es + m) / 16
+// takes element m when 0 <= jb/es + m < cn: at most one word per lane, so every lane of the
+// IB is a one-write-port memory.
 // loaded[h]: half h holds its whole patch (every beat back); the MAC array releases it
 // (rel[h]) after the group's last brick. err: a read of this operation had an error response.
 `default_nettype none
@@ -40,6 +42,7 @@ module npu_conv_ifm #(
     input  wire [39:0]     sc_b,             // IFM_STRIDE_C
     input  wire            nhcwb16,
     input  wire            sgn,
+    input  wire            es16,             // 16-bit elements
     input  wire [15:0]     zp,
     input  wire [16:0]     ifm_h,            // derived IFM size
     input  wire [16:0]     ifm_w,
@@ -127,12 +130,17 @@ module npu_conv_ifm #(
     // ---- the current position
     wire        inb = (iy >= 18'sd0) && (iy < $signed({1'b0, ifm_h})) && (ix >= 18'sd0) && (ix < $signed({1'b0, ifm_w}));
     wire [39:0] paddr = ra + ca + cterm + {31'd0, seg};
-    // NHCWB16 bricks: c0/16 .. (c0+cn-1)/16
+    // NHCWB16 beats: 16-byte parts c0/16 .. (c0+cn-1)/16 of bricks (b16: c0/8 .. (c0+cn-1)/8)
     wire [9:0]  nbsum = {6'd0, gc0[3:0]} + {1'b0, gcn} - 10'd1;
-    wire [4:0]  nbrick = nbsum[8:4] + 5'd1;
-    wire [39:0] haddr = ra + ca + cterm + (sc_b * {35'd0, brick});
+    wire [4:0]  b0 = es16 ? {4'd0, gc0[3]} : 5'd0;             // first part
+    wire [5:0]  lastp = es16 ? nbsum[8:3] : {1'b0, nbsum[8:4]};   // last part
+    wire [4:0]  nbrick = lastp[4:0] + 5'd1 - b0;
+    wire [4:0]  bpart = brick + b0;
+    wire [39:0] haddr = ra + ca + cterm + (sc_b * {35'd0, es16 ? bpart >> 1 : bpart})
+                      + ((es16 && bpart[0]) ? 40'd16 : 40'd0);
     // NHWC: the next burst of the position: min(bytes left, window room), <= 16 beats
-    wire [8:0]  nleft = gcn - seg;
+    wire [8:0]  gby = es16 ? {gcn[7:0], 1'b0} : gcn;            // the position's bytes
+    wire [8:0]  nleft = gby - seg;
     wire [8:0]  rm = room(ext ? ext_mb : sram_mb, paddr[7:0]);
     logic [8:0] nb;
     always @(*) begin
@@ -149,14 +157,16 @@ module npu_conv_ifm #(
     assign rq_len   = nhcwb16 ? 8'd0 : {2'd0, beats} - 8'd1;
     wire        issue = rq_valid && rq_ready;
     // the position is done: out of bounds (one cycle), or its last burst issued
-    wire        pos_last_burst = nhcwb16 ? (brick + 5'd1 >= nbrick) : (seg + nb >= gcn);
+    wire        pos_last_burst = nhcwb16 ? (brick + 5'd1 >= nbrick) : (seg + nb >= gby);
     wire        pos_done = gact && !halt && (!inb || (issue && pos_last_burst));
     wire        last_pos = (py + 16'd1 >= gph) && (px + 16'd1 >= gpw);
-    // token of a burst: {half, word address of the position, j of its first beat, beats, cn}
-    wire signed [9:0] j0 = nhcwb16 ? $signed({1'b0, brick, 4'd0}) - $signed({6'd0, gc0[3:0]})
+    // token of a burst: {half, word address of the position, byte jb of its first beat, beats, cn}
+    wire [9:0]  c0b = es16 ? {5'd0, gc0[3:0], 1'b0} : {6'd0, gc0[3:0]};   // c0's byte in its brick
+    wire signed [9:0] j0 = nhcwb16 ? $signed({1'b0, bpart, 4'd0}) - $signed(c0b)
                                    : $signed({1'b0, seg}) - $signed({6'd0, paddr[3:0]});
     wire [AW-2:0] wpos = pos << lcg;
     localparam integer TW = 1 + (AW - 1) + 10 + 6 + 9;
+    wire signed [17:0] xb16 = es16 ? 18'sd32 : 18'sd16;          // NHCWB16: bytes per x
 
     // ================================================================ tokens
     logic [TW-1:0] tok [0:TOKN-1];
@@ -171,9 +181,9 @@ module npu_conv_ifm #(
     wire [8:0]     t_cn   = th[8:0];
     logic [5:0]    t_got;                    // beats of the head token received
     wire           beat = rb_valid && (t_cnt != 6'd0);
-    wire signed [9:0] jb = t_j0 + $signed({t_got, 4'd0});      // channel of byte 0 of this beat
-    wire [3:0]     rot = jb[3:0];
-    wire signed [5:0] wb_rel = jb[9:4];                         // word of lane rot (signed)
+    wire signed [9:0] jb = t_j0 + $signed({t_got, 4'd0});      // byte of byte 0 of this beat
+    wire signed [9:0] jc = es16 ? (jb >>> 1) : jb;              // its channel
+    wire [3:0]     rot = jc[3:0];
     wire           t_done = beat && (t_got + 6'd1 == t_nb);
 
     // ================================================================ IFM buffer
@@ -187,18 +197,16 @@ module npu_conv_ifm #(
     logic [15:0]  vl [0:15];
     always @(*) begin : lanes
         integer l;
-        logic [3:0]  src;
+        logic [3:0]  src;                    // element m of the beat
         logic signed [9:0] j;
-        logic [7:0]  by;
-        logic [15:0] v;
+        logic [15:0] raw;
         for (l = 0; l < 16; l = l + 1) begin
             src = 4'(l) - rot;
-            j = jb + $signed({6'd0, src});
-            ok[l] = beat && (j >= 10'sd0) && (j < $signed({1'b0, t_cn}));
+            j = jc + $signed({6'd0, src});
+            ok[l] = beat && (j >= 10'sd0) && (j < $signed({1'b0, t_cn})) && !(es16 && src[3]);
             wl[l] = j[9:4];
-            by = rb_data[src*8 +: 8];
-            v = {{8{sgn & by[7]}}, by} - zp17[15:0];   // fits 10 bits (8-bit values and zero points)
-            vl[l] = v;
+            raw = es16 ? rb_data[src[2:0]*16 +: 16] : {{8{sgn & rb_data[src*8 + 7]}}, rb_data[src*8 +: 8]};
+            vl[l] = raw - zp17[15:0];    // 8-bit: fits 10 bits; b16: zero point 0
         end
     end
     always_ff @(posedge CLK) begin : ib_rw
@@ -263,9 +271,9 @@ module npu_conv_ifm #(
                 gc0 <= r_c0; gcn <= r_cn;
                 iy <= r_iy0; ix <= r_ix0;
                 ra <= base + 40'($signed(r_iy0) * $signed({1'b0, sy_b}));
-                ca <= nhcwb16 ? 40'($signed(r_ix0) * 18'sd16) : 40'($signed(r_ix0) * $signed({1'b0, sx_b}));
-                ca0 <= nhcwb16 ? 40'($signed(r_ix0) * 18'sd16) : 40'($signed(r_ix0) * $signed({1'b0, sx_b}));
-                cterm <= nhcwb16 ? 40'(sc_b * {23'd0, r_c0 >> 4}) : {23'd0, r_c0};
+                ca <= nhcwb16 ? 40'($signed(r_ix0) * xb16) : 40'($signed(r_ix0) * $signed({1'b0, sx_b}));
+                ca0 <= nhcwb16 ? 40'($signed(r_ix0) * xb16) : 40'($signed(r_ix0) * $signed({1'b0, sx_b}));
+                cterm <= nhcwb16 ? 40'(sc_b * {23'd0, r_c0 >> 4}) : (es16 ? {22'd0, r_c0, 1'b0} : {23'd0, r_c0});
                 seg <= 9'd0; brick <= 5'd0;
             end else if (halt && gact) begin
                 gact <= 1'b0;
@@ -281,7 +289,7 @@ module npu_conv_ifm #(
                         issued[ghalf] <= 1'b1;
                     end else if (px + 16'd1 < gpw) begin
                         px <= px + 16'd1; ix <= ix + 18'sd1;
-                        ca <= ca + (nhcwb16 ? 40'd16 : sx_b);
+                        ca <= ca + (nhcwb16 ? 40'(xb16) : sx_b);
                         pos <= pos + 1'b1;
                     end else begin
                         px <= 16'd0; py <= py + 16'd1;
@@ -306,7 +314,7 @@ module npu_conv_ifm #(
         end
     end
 
-    wire unused_ok = ^{rb_resp[0], bsum[3:0], zp17[16], gc0[16:4], nbsum[9], nbsum[3:0], wb_rel};
+    wire unused_ok = ^{rb_resp[0], bsum[3:0], zp17[16], gc0[16:4], nbsum[9], nbsum[2:0], gcn[8], lastp[5]};
 endmodule
 
 `default_nettype wire

@@ -2,8 +2,9 @@
 // the Ethos-U85 stand-in (TRM 3.10.2-3: acc += read_ifm(iy, ix, ic) * read_weight(oc, ky, kx, ic),
 // accumulate() wrapping at 32/48 bits).
 //
-// NU = MACS/8 dot-product units of 8 multipliers (9 x 9 bits: IFM value minus zero point,
-// weight -255..255) each, so MACS multiplies a cycle. For a brick of wblk_o OFM channels x 8
+// NU = MACS/8 dot-product units of 8 multipliers (16 x 9 bits: IFM value minus zero point,
+// -255..383 for 8-bit IFMs, int16 for signed b16 ones (16x8: zero point 0); weight
+// -255..255) each, so MACS multiplies a cycle. For a brick of wblk_o OFM channels x 8
 // IFM channels (npu_conv_walk.v) the units form P = NU/wblk_o pixel lanes (the microblock,
 // mb_h x mb_w output pixels) x wblk_o channel lanes: unit u = p*wblk_o + o adds
 // sum_ii IFM[pixel p][c + ii] * W[o][ii] to its accumulator. A brick is applied to every
@@ -160,6 +161,7 @@ module npu_conv_mac #(
     generate
         for (gu = 0; gu < NU; gu = gu + 1) begin : g_u
             // (pixel lane, channel lane) of this unit for wblk_o = 1 << lwo
+            localparam integer WP = (gu / 16) % RP;   // wide depthwise: the unit's read port
             logic [4:0]   p;
             logic [8:0]   o;
             logic [71:0]  wv;                       // the unit's 8 weights
@@ -167,9 +169,10 @@ module npu_conv_mac #(
             logic [127:0] iv;                       // 8 IFM values of its pixel (16 bits each)
             logic [15:0]  dv;                       // depthwise: the IFM value of channel o
             logic         pvok;
-            logic signed [20:0] sum;
-            logic signed [17:0] pr;
-            logic signed [8:0]  a, w;
+            logic signed [27:0] sum;
+            logic signed [24:0] pr;
+            logic signed [15:0] a;
+            logic signed [8:0]  w;
             integer k;
             always @(*) begin
                 p = 5'(gu >> lwo);
@@ -177,28 +180,27 @@ module npu_conv_mac #(
                 if (dw) wv = {63'd0, wb[o*9 +: 9]};
                 else if (sparse) wv = wb[(({o, 4'd0} + (hb ? 13'd8 : 13'd0)) * 9) +: 72];
                 else wv = wb[({o, 3'd0} * 9) +: 72];
-                word = dw_wide ? rd_data[(gu >> 4) * 256 +: 256] : rd_data[p * 256 +: 256];
-                pvok = dw_wide ? pv_data[4'(gu >> 4)] : pv_data[4'(p)];
+                word = dw_wide ? rd_data[WP * 256 +: 256] : rd_data[p * 256 +: 256];
+                pvok = dw_wide ? pv_data[WP] : pv_data[4'(p)];
                 iv = ig8b[0] ? word[255:128] : word[127:0];
                 dv = dw_wide ? word[(gu & 15) * 16 +: 16] : word[o[3:0] * 16 +: 16];
-                sum = 21'sd0; pr = 18'sd0; a = 9'sd0; w = 9'sd0;
+                sum = 28'sd0; pr = 25'sd0; a = 16'sd0; w = 9'sd0;
                 if (dw) begin
-                    a = pvok ? $signed(dv[8:0]) : 9'sd0;
+                    a = pvok ? $signed(dv) : 16'sd0;
                     w = $signed(wv[8:0]);
                     pr = a * w;
-                    sum = 21'(pr);
+                    sum = 28'(pr);
                 end else begin
                     for (k = 0; k < 8; k = k + 1) begin
-                        a = (pvok && chok[k]) ? $signed(iv[k*16 +: 9]) : 9'sd0;
+                        a = (pvok && chok[k]) ? $signed(iv[k*16 +: 16]) : 16'sd0;
                         w = $signed(wv[k*9 +: 9]);
                         pr = a * w;
-                        sum = sum + 21'(pr);
+                        sum = sum + 28'(pr);
                     end
                 end
             end
             wire [47:0] prev = oldv ? old[gu*48 +: 48] : 48'd0;
-            assign nxt[gu*48 +: 48] = prev + {{27{sum[20]}}, sum};
-            wire unused_dv = ^dv[15:9];
+            assign nxt[gu*48 +: 48] = prev + {{20{sum[27]}}, sum};
         end
     endgenerate
 

@@ -1,18 +1,19 @@
 // npu_conv_out.v -- output stage of NPU_OP_CONV / NPU_OP_DEPTHWISE in the Ethos-U85
 // stand-in: write_accumulator (bias, rescale, activation) and write_ofm (TRM 3.6.5-3.6.7)
-// for one OFM block of one spatial block, 16 channels a cycle.
+// for one OFM block of one spatial block, one 16-byte chunk a cycle: CH = 16 / es channels
+// of es = 1, 2 or 4 bytes (OFM b8, b16, b32).
 //
 // On d_req (npu_conv_mac.v: the block's accumulators are complete) the stage walks the
 // output pixels of the spatial block S that lie in the OFM (rows oy0.., columns ox0..) and,
-// for each, the 16-channel-aligned chunks of the block's channels [oblk, oblk+len) below
+// for each, the CH-channel-aligned chunks of the block's channels [oblk, oblk+len) below
 // the OFM depth: the accumulators come from the AB (word ublk*NG + group, unit
 // pixel_lane*wblk_o + channel_lane; up to 4 words a chunk), the per-channel bias, scale and
-// shift from the scale/bias RAM (channel - oblk), then 16 npu_conv_rescale lanes, and the
-// truncated 8-bit values go out as one 16-byte beat (NHCWB16, or NHWC when aligned) or two
-// (an NHWC chunk across a 16-byte boundary), single-beat bursts on wr_ofm with WSTRB on the
-// chunk's bytes:
-//   NHWC     BASE0 + oy*STRIDE_Y + ox*STRIDE_X + c
-//   NHCWB16  BASE0 + oy*STRIDE_Y + (c/16)*STRIDE_C + 16*ox + c%16
+// shift from the scale/bias RAM (channel - oblk), then 16 npu_conv_rescale lanes (CH used),
+// and the values truncated to es bytes go out as one 16-byte beat (NHCWB16, or NHWC when
+// aligned) or two (an NHWC chunk across a 16-byte boundary), single-beat bursts on wr_ofm
+// with WSTRB on the chunk's bytes:
+//   NHWC     BASE0 + oy*STRIDE_Y + ox*STRIDE_X + c*es
+//   NHCWB16  BASE0 + oy*STRIDE_Y + (c/16)*STRIDE_C + (16*ox + c%16)*es
 // OFM storage none: computed (COND_STATUS), not written. `dead`: no further write goes out
 // (a read of the operation failed, or it ended early). COND_STATUS.result_flag is bit 0 of
 // OFM element (ofm_h-1, ofm_w-1, ofm_d-1), the last in (y, x, c) order as in the TLM.
@@ -55,6 +56,7 @@ module npu_conv_out #(
     input  wire [39:0]     o_sc,
     input  wire            o_nhcwb16,
     input  wire            o_none,           // storage none
+    input  wire [1:0]      o_lsz,            // log2(es): OFM precision b8, b16, b32
     // spatial block
     input  wire [15:0]     oy0,
     input  wire [15:0]     ox0,
@@ -97,20 +99,22 @@ module npu_conv_out #(
     logic        act;
     logic [16:0] oblk, cend;                 // channels [oblk, cend)
     logic [7:0]  r, c;                       // pixel of S
-    logic [12:0] k;                          // chunk: channels [16k, 16k+16)
+    logic [14:0] k;                          // chunk: channels [k*CH, k*CH + CH)
+    wire  [2:0]  lch = 3'd4 - {1'b0, o_lsz}; // log2(CH)
     wire  [16:0] dend = d_oblk + {6'd0, d_len};
-    wire  [12:0] k0 = oblk[16:4];
-    wire  [12:0] k1 = 13'((cend - 17'd1) >> 4);
+    wire  [14:0] k0 = 15'(oblk >> lch);
+    wire  [14:0] k1 = 15'((cend - 17'd1) >> lch);
     wire  [15:0] oy = oy0 + {8'd0, r};
     wire  [15:0] ox = ox0 + {8'd0, c};
     wire         pix_in = (oy <= oh_m1) && (ox <= ow_m1);
     wire         last_c = (c + 8'd1 >= s_w);
     wire         last_r = (r + 8'd1 >= s_h);
     wire         last_k = (k >= k1) || !pix_in;
-    // chunk lanes j: channel 16k + j in [c_lo, c_hi)
-    wire  [16:0] cb = {k, 4'd0};
+    // chunk lanes j: channel k*CH + j in [c_lo, c_hi)
+    wire  [16:0] cb = 17'({2'd0, k} << lch);
+    wire  [16:0] cbe = cb + (17'd1 << lch);
     wire  [16:0] c_lo = (oblk > cb) ? oblk : cb;
-    wire  [16:0] c_hi = (cend < cb + 17'd16) ? cend : cb + 17'd16;
+    wire  [16:0] c_hi = (cend < cbe) ? cend : cbe;
     wire  [15:0] lmask;
     genvar gj;
     generate
@@ -141,8 +145,9 @@ module npu_conv_out #(
     logic [39:0] a1;                         // address of lane 0
     logic        f1;                         // the chunk holds the flag element
     logic [3:0]  fl1;                        // its lane
-    wire  [39:0] a_pix = obase + 40'(oy * o_sy) + (o_nhcwb16 ? {20'd0, ox, 4'd0} : 40'(ox * o_sx));
-    wire  [39:0] a_chk = o_nhcwb16 ? a_pix + 40'(o_sc * {27'd0, k}) : a_pix + {23'd0, cb};
+    wire  [39:0] a_pix = obase + 40'(oy * o_sy) + (o_nhcwb16 ? ({20'd0, ox, 4'd0} << o_lsz) : 40'(ox * o_sx));
+    wire  [39:0] a_chk = o_nhcwb16 ? a_pix + 40'(o_sc * {27'd0, cb[16:4]}) + ({36'd0, cb[3:0]} << o_lsz)
+                                   : a_pix + ({23'd0, cb} << o_lsz);
     wire         f_pix = (oy == oh_m1) && (ox == ow_m1);
     wire  [16:0] od_m1 = od - 17'd1;
     wire         f_chk = f_pix && (od_m1 >= c_lo) && (od_m1 < c_hi);
@@ -176,20 +181,28 @@ module npu_conv_out #(
                 .rnd(rnd), .dbl(dbl), .zp(o_zp), .clip(clip), .amin(amin), .amax(amax), .t(t[gl]));
         end
     endgenerate
+    // write_ofm's truncation: lane j's low es bytes at bytes j*es; WSTRB on the lanes in m1
     logic [127:0] bytes;
+    logic [15:0]  bm;
     integer b;
     always @(*) begin
-        for (b = 0; b < 16; b = b + 1) bytes[b*8 +: 8] = t[b][7:0];
+        for (b = 0; b < 16; b = b + 1) begin
+            case (o_lsz)
+                2'd0: begin bytes[b*8 +: 8] = t[b][7:0]; bm[b] = m1[b]; end
+                2'd1: begin bytes[b*8 +: 8] = t[b >> 1][(b & 1)*8 +: 8]; bm[b] = m1[b >> 1]; end
+                default: begin bytes[b*8 +: 8] = t[b >> 2][(b & 3)*8 +: 8]; bm[b] = m1[b >> 2]; end
+            endcase
+        end
     end
 `ifdef PLANT_CONV_BUG
     // test-only (tests/test_rtl_plant.py): the OFM's last element is written with bit 0
     // flipped; the regression must catch it
-    wire [127:0] bytes_w = f1 ? bytes ^ ({120'd0, 8'h01} << {fl1, 3'b000}) : bytes;
+    wire [127:0] bytes_w = f1 ? bytes ^ ({120'd0, 8'h01} << {fl1 << o_lsz, 3'b000}) : bytes;
 `else
     wire [127:0] bytes_w = bytes;
 `endif
     wire [255:0] win  = {128'd0, bytes_w} << {a1[3:0], 3'b000};
-    wire [31:0]  wm   = {16'd0, m1} << a1[3:0];
+    wire [31:0]  wm   = {16'd0, bm} << a1[3:0];
     wire         two  = (wm[31:16] != 16'd0);
     wire         one  = (wm[15:0] != 16'd0);
 
@@ -242,7 +255,7 @@ module npu_conv_out #(
 
     always_ff @(posedge CLK or negedge rst_n) begin
         if (!rst_n) begin
-            act <= 1'b0; oblk <= 17'd0; cend <= 17'd0; r <= 8'd0; c <= 8'd0; k <= 13'd0; s1 <= 1'b0;
+            act <= 1'b0; oblk <= 17'd0; cend <= 17'd0; r <= 8'd0; c <= 8'd0; k <= 15'd0; s1 <= 1'b0;
             q_wp <= 4'd0; q_ap <= 4'd0; q_dp <= 4'd0; flag <= 1'b0;
         end else begin
             if (clear) begin
@@ -253,11 +266,11 @@ module npu_conv_out #(
                     act <= 1'b1;
                     oblk <= d_oblk;
                     cend <= (dend < od) ? dend : od;
-                    r <= 8'd0; c <= 8'd0; k <= d_oblk[16:4];
+                    r <= 8'd0; c <= 8'd0; k <= 15'(d_oblk >> lch);
                 end else if (adv) begin
                     s1 <= 1'b1;
                     if (!last_k) begin
-                        k <= k + 13'd1;
+                        k <= k + 15'd1;
                     end else begin
                         k <= k0;
                         if (!last_c) c <= c + 8'd1;

@@ -81,6 +81,22 @@ def test_generated_values_spot_check():
         assert line in isa, line
 
 
+def test_field_aliases_take_generated_widths():
+    """A module's short name for a generated NPU_SET field (``wire ... x = f_<cmd>__<field>;``)
+    takes its width from the generated FW_<cmd>__<field> (gen/npu_cmd_state.vh), never a
+    retyped [n:0] (one source of truth for field widths)."""
+    alias = re.compile(r"^\s*wire\s*(\[[^\]]*\])?\s*\w+\s*=\s*f_(npu_set_\w+)\s*;", re.M)
+    seen = bad = 0
+    for path in sorted(RTL.glob("*.v")):
+        for m in alias.finditer(path.read_text()):
+            seen += 1
+            if m.group(1) != f"[FW_{m.group(2)}-1:0]":
+                bad += 1
+                print(f"{path.name}: {m.group(0).strip()}")
+    assert seen > 100, f"only {seen} field aliases found: the pattern no longer matches the RTL"
+    assert bad == 0, f"{bad} field alias(es) with a retyped width (printed above)"
+
+
 def test_basep_layout_of_indexed_decode():
     """rtl_stub/ethos_u85/npu_apb_regs.v decodes BASEP0..7 by index: BASEPn_LO at BASEP0_LO + 8n,
     BASEPn_HI at BASEPn_LO + 4, every n with the masks of BASEP0 (gen/npu_regs.vh)."""

@@ -25,7 +25,6 @@ FMT = isa.activation_format
 AF = isa.activation_function
 EW = isa.elementwise_mode
 PM = isa.pooling_mode
-B8 = int(P.b8)
 _MB_DIV = (8, 16, 32, 32, 64, 128)          # microblock_depth() divisor (tlm.weights.ordering)
 _MB_HW = ((1, 1), (1, 2), (1, 4), (2, 2), (2, 4), (4, 4))
 # implementation sizes of npu_conv.v (AB words, IFM buffer words per half, scale/bias records)
@@ -64,8 +63,8 @@ def conv_geometry(f):
 
 def _conv_out(f) -> "str | None":
     """Output-stage features the CONV/DEPTHWISE unit lacks."""
-    if f("NPU_SET_OFM_PRECISION", "activation_precision") != B8:
-        return "OFM precision other than b8"
+    if f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b64:
+        return "b64 OFM"
     if f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained:
         return "chained OFM"
     fn = f("NPU_SET_ACTIVATION", "activation_function")
@@ -77,8 +76,6 @@ def _conv_out(f) -> "str | None":
 def _conv(f, dw: bool, wi2: bool, macs: int) -> "str | None":
     if wi2:
         return "matrix multiply (weights_ifm2)"
-    if f("NPU_SET_IFM_PRECISION", "activation_precision") != B8:
-        return "IFM precision other than b8"
     if ST.chained in (f("NPU_SET_IFM_PRECISION", "activation_storage"),):
         return "chained IFM"
     if f("NPU_SET_IFM_UPSCALE", "mode") in (1, 2):

@@ -49,7 +49,8 @@ visits every bin of those cover points; everything else is drawn freely.
 On DUT=rtl the generator emits only what the stand-in implements (rtl_stub/ethos_u85/README.md,
 tb/ethos_u85/testlib/rtl_support.py): no elementwise div, no pooling none/argmax, single-tile storage,
 global scale for pooling, no reverse, transposes only for ELEMENTWISE/POOL (NHWC), no
-upscale; CONV/DEPTHWISE with 8-bit IFM and OFM, no LUT, no transposes, no accumulator
+upscale; CONV/DEPTHWISE with 8-bit or signed 16-bit IFM, 8/16/32-bit OFM, no LUT, no
+transposes, no accumulator
 restore, FWD only with one weight decoder; plus the branches, PMU_MASK and LUT DMAs, so
 ``test_random_ops`` and ``test_random_conv`` pass there too.
 
@@ -81,6 +82,7 @@ from tb.ethos_u85.scoreboard import IntervalSet
 from tb.ethos_u85.testlib.marks import DUT, named
 from tb.ethos_u85.testlib.memmap import REGION_BASE, STREAM_ADDR, program_regions
 from tb.ethos_u85.testlib.regs import OFF, status_fields
+from tb.ethos_u85.testlib.rtl_support import first_unsupported
 from tb.ethos_u85.testlib.streams import enc, fmap_cmds
 from tlm.ethos_u85 import isa
 from tlm.ethos_u85.config import get_config
@@ -290,7 +292,7 @@ class OpGen:
 
     def ifm_type(self, types) -> tuple:
         """(precision, signed, format) of an IFM from the balanced deck, among *types*
-        ((precision, signed) pairs the operation accepts; b8 only on the stand-in)."""
+        ((precision, signed) pairs the operation accepts)."""
         return self.ifm_deck.draw({(p, s, f) for p, s in types for f in (NHWC, NHCWB16)})
 
     # ---------------------------------------------------------------- tensors
@@ -773,13 +775,15 @@ class OpGen:
 
     # ---------------------------------------------------------------- CONV / DEPTHWISE
     def conv(self, variant: str) -> Op:
-        # the stand-in's CONV/DEPTHWISE: 8-bit IFM and OFM, no LUT
-        ifm_t = self.ifm_type([(B8, 0), (B8, 1)] if self.rtl else [(B8, 0), (B8, 1), (B16, 1)])
+        # the stand-in's CONV/DEPTHWISE: 8-bit or signed 16-bit IFM, 8/16/32-bit OFM, no LUT
+        ifm_t = self.ifm_type([(B8, 0), (B8, 1), (B16, 1)])
         if variant == "matmul":
             return self.matmul(ifm_t)
         for _ in range(100):
             op = self._conv_try(variant == "dw", ifm_t)
-            if op is not None:
+            # on DUT=rtl also within the stand-in's implementation limits (e.g. a depthwise
+            # microblock deeper than 64 channels on MACS 1024/2048)
+            if op is not None and not (self.rtl and first_unsupported(enc(*op.cmds), self.macs)):
                 return op
         raise RuntimeError("no legal weight ordering found")
 
@@ -827,6 +831,10 @@ class OpGen:
         g = np.random.default_rng(r.getrandbits(32))
         wlo = 127 if (fwd or sparse) else 255
         w = g.integers(-wlo, wlo + 1, p.shape)
+        palette = r.random() < 0.25         # few distinct values: FWD lut2/lut4 words, SWD palettes
+        if palette:
+            pal = g.integers(-wlo, wlo + 1, r.choice((2, 4, 9, 16)))
+            w = pal[g.integers(0, len(pal), p.shape)]
         if r.random() < 0.2:
             w[g.random(p.shape) < 0.6] = 0                          # many zeros: zero runs
         if sparse:
@@ -853,7 +861,7 @@ class OpGen:
         ifm = self.tensor(sh, sw, idp, prec, signed, fmt=fmt1)
         image = ifm.image(self.values(ifm), r)
         ofm, extra, blk, tr = self.ofm_out(oh, ow, od, transposes=("HWC",) if self.rtl else tuple(TRANSPOSE),
-                                           reverse=True, precs=(B8,) if self.rtl else (B8, B16, B32))
+                                           reverse=True, precs=(B8, B16, B32))
         ebits = 8 << ofm.prec
         taps = kh * kw * (1 if dw else idp)
         bits = (16 if ifm16 else 8) + 8 + max(1, taps.bit_length())
@@ -904,7 +912,7 @@ class OpGen:
         kind = "NPU_OP_DEPTHWISE" if dw else "NPU_OP_CONV"
         desc = (f"{kind[7:]} k{kh}x{kw} s{stride} dil{dil} pad {pads} up {upscale} {idp}->{od} "
                 f"ofm {oh}x{ow} ifm {ifm.name} ofm {ofm.name} {tr} rev {extra['activation_reverse']} "
-                f"{'fwd' if fwd else 'swd'}x{len(blobs)}{' sparse' if sparse else ''} "
+                f"{'fwd' if fwd else 'swd'}x{len(blobs)}{' sparse' if sparse else ''}{' palette' if palette else ''} "
                 f"{'pkf' if order else 'df'} mb {mb} {'d4x4' if d4x4 else 'd8x8'} acc48 {int(acc48)} "
                 f"{'per-channel' if per_channel else 'global'} acc_in {acc_input}")
         return Op(kind, cmds, image, ofm, desc, lut)
@@ -1021,6 +1029,38 @@ class Job:
     image: dict
     ops: list
     notes: list
+
+
+def reserved_scale_bit_job(gen: OpGen, rng: random.Random | None = None) -> "tuple[Job, int, int]":
+    """A per-channel CONV/DEPTHWISE job (one operation) with one reserved bit of one
+    scale/bias record set: a bit whose flip makes the TLM's decoder (tlm.ethos_u85.scale_bias)
+    raise ScaleBiasError for the operation's accumulator format, so the operation is
+    UNPREDICTABLE and ends without effect. *rng*: record and bit drawn at random (else the
+    first record and its lowest such bit). Returns (job, record, bit)."""
+    from tlm.ethos_u85.scale_bias import RECORD_BYTES, ScaleBiasError, decode_scale_bias
+    for _ in range(100):
+        job = build_job(gen, 1, kinds=("conv",))
+        cmds = dict(job.ops[0].cmds)
+        if "NPU_SET_SCALE_BASE" not in cmds:
+            continue
+        acc48 = bool(cmds["NPU_SET_ACC_FORMAT"]["acc_format"])
+        addr = REGION_BASE[cmds["NPU_SET_SCALE_REGION"]["region"]] + cmds["NPU_SET_SCALE_BASE"]["addr"]
+        data = bytearray(job.image[addr])
+        depth = cmds["NPU_SET_OFM_DEPTH_M1"]["depth_m1"] + 1
+        n = rng.randrange(depth) if rng else 0
+        bits = list(range(8 * RECORD_BYTES))
+        if rng:
+            rng.shuffle(bits)
+        for bit in bits:
+            rec = bytearray(data[n * RECORD_BYTES:(n + 1) * RECORD_BYTES])
+            rec[bit // 8] ^= 1 << (bit % 8)
+            try:
+                decode_scale_bias(bytes(rec) + bytes(15 * RECORD_BYTES), 1, acc48=acc48, set_channels=16)
+            except ScaleBiasError:
+                data[n * RECORD_BYTES:(n + 1) * RECORD_BYTES] = rec
+                job.image[addr] = bytes(data)
+                return job, n, bit
+    raise RuntimeError("no per-channel CONV job drawn")
 
 
 def build_job(gen: OpGen, n_ops: int, kinds=None) -> Job:

@@ -79,7 +79,8 @@ def rng_for(name: str) -> random.Random:
 # ============================================================================ tensors
 @dataclass
 class Fm:
-    """One feature map as its NPU_SET_<p>_* registers describe it (8-bit elements)."""
+    """One feature map as its NPU_SET_<p>_* registers describe it (elements of esize bytes;
+    the cmds give precision b8 unless told otherwise)."""
     region: int
     base: int
     fmt: int
@@ -95,6 +96,8 @@ class Fm:
     h0m1: int = 0
     h1m1: int = 0
     zp: int = 0                  # raw 16 bits
+    data: bytes | None = None    # contents of span() (None: random)
+    esize: int = 1
 
     def span(self) -> tuple[int, int]:
         """Region offsets [lo, hi) of every byte the tensor can address."""
@@ -102,9 +105,9 @@ class Fm:
             return self.base, self.base
         ys, xs, cs = self.h - 1, self.w - 1, self.d - 1
         if self.fmt == NHWC:
-            hi = self.base + ys * self.sy + xs * self.sx + cs + 1
+            hi = self.base + ys * self.sy + xs * self.sx + (cs + 1) * self.esize
         else:
-            hi = self.base + ys * self.sy + (cs >> 4) * self.sc + 16 * xs + 16
+            hi = self.base + ys * self.sy + (cs >> 4) * self.sc + 16 * self.esize * (xs + 1)
         return self.base, hi
 
     def cmds(self, p: str, extra_prec: dict | None = None) -> list:
@@ -362,7 +365,9 @@ def fill(env: Env, rng: random.Random, fm: Fm) -> None:
     lo, hi = fm.span()
     if hi > lo:
         base = REGION_BASE[fm.region]
-        env.memory.write(base + lo, bytes(rng.getrandbits(8) for _ in range(hi - lo)))
+        data = fm.data if fm.data is not None else bytes(rng.getrandbits(8) for _ in range(hi - lo))
+        assert len(data) == hi - lo, "Fm.data does not cover the tensor's span"
+        env.memory.write(base + lo, data)
 
 
 async def run_ops(env: Env, rng: random.Random, ops: list, *, expect_written: bool = True,
@@ -464,6 +469,33 @@ async def test_pool_large_kernels(dut):
 
 
 @cocotb.test(**LONG_TIMEOUT)
+async def test_pool_avg_kernel_limits(dut):
+    """Average pooling at the TRM's kernel limit: 8x8, 8x1 and 1x8 kernels (padding below
+    the kernel), which must run (a 9-tap side is UNPREDICTABLE, test_kernel_unpredictable)."""
+    rng = rng_for("test_pool_avg_kernel_limits")
+    env = await kernel_env(dut)
+    for kh, kw in ((8, 8), (8, 1), (1, 8)):
+        op = pool_op(rng, mode="average", ofm_none=False)
+        op = _patch(op, {"NPU_SET_KERNEL_HEIGHT_M1": dict(height_m1=kh - 1),
+                         "NPU_SET_KERNEL_WIDTH_M1": dict(width_m1=kw - 1),
+                         "NPU_SET_KERNEL_STRIDE": dict(stride_y_lsb=0, stride_y_msb=0, stride_x_lsb=0,
+                                                       stride_x_msb=0)})
+        # the derived IFM must stay >= 1 and the padding below the kernel: pad 0 for simplicity
+        op = _patch(op, {f"NPU_SET_IFM_PAD_{s}": dict(pad=0) for s in ("TOP", "BOTTOM", "LEFT", "RIGHT")})
+        f = dict(op.cmds)
+        oh, ow = f["NPU_SET_OFM_HEIGHT_M1"]["height_m1"] + 1, f["NPU_SET_OFM_WIDTH_M1"]["width_m1"] + 1
+        ifm = op.reads[0]
+        ifm = make_fm(rng, ifm.region, oh - 1 + kh, ow - 1 + kw, ifm.d, signed=ifm.signed, fmt=ifm.fmt)
+        op.cmds = [c for c in op.cmds if not c[0].startswith("NPU_SET_IFM_") or c[0] in (
+            "NPU_SET_IFM_DEPTH_M1", "NPU_SET_IFM_UPSCALE") or c[0].startswith("NPU_SET_IFM_PAD")]
+        op.cmds = ifm.cmds("IFM") + op.cmds
+        op.reads = [ifm]
+        op.desc += f" -> kernel {kh}x{kw}"
+        await run_ops(env, rng, [op])
+    env.finish()
+
+
+@cocotb.test(**LONG_TIMEOUT)
 async def test_kernel_round_modes(dut):
     """Every OFM round_mode (and IFM round_mode) with dbl_rnd 0, 15, 30 on an add whose
     results land on rounding ties; a pooling max with each OFM round_mode."""
@@ -488,6 +520,64 @@ async def test_kernel_round_modes(dut):
         p.cmds = [(n, dict(f, round_mode=rnd) if n == "NPU_SET_OFM_SCALE" else f) for n, f in p.cmds]
         ops.append(p)
         await run_ops(env, rng, ops)
+    env.finish()
+
+
+def rsr_ref(p: np.ndarray, shift: int, mode: int, dbl: int, d_exp: int | None = None) -> np.ndarray:
+    """TRM 3.6.6 rounded_shift_right on int64 values (numpy, written from the TRM's formula;
+    shift >= 1): R = 2^(shift-1), D = 2^(30-dbl_rnd) when shift > 31-dbl_rnd; double_symmetric
+    R +/- D by the sign, double_asymmetric R + D. *d_exp* replaces 30-dbl_rnd (a wrong D, to
+    show a case depends on it)."""
+    half = 1 << (shift - 1)
+    d = (1 << (30 - dbl if d_exp is None else d_exp)) if shift > 31 - dbl else 0
+    p = p.astype(object)                 # Python ints: p + R can pass 2^63 (R up to 2^62 + 2^31)
+    r = np.where(p >= 0, half + d, half - d) if mode == 0 else np.full(p.shape, half + d, dtype=object)
+    return np.array([int(x) for x in (p + r) >> shift], dtype=object)
+
+
+@cocotb.test(**LONG_TIMEOUT)
+async def test_round_double_term(dut):
+    """The double-rounding term D of rounded_shift_right decides the result: a 1x1 max pool
+    over every int8 value (OFM = rescaled IFM) with round_mode double_symmetric and
+    double_asymmetric, dbl_rnd 0..30 and a (scale, shift) drawn until D and D/2 round at
+    least 8 of the 256 values differently (asserted on the reference below, so the case
+    can fail on a wrong D: the npu_rsr.v `30 - dbl` mutant of tools/mutate.py). OFM bytes
+    against the numpy formula above and, via the scoreboard, the TLM."""
+    rng = rng_for("test_round_double_term")
+    env = await kernel_env(dut)
+    vals = np.arange(-128, 128, dtype=np.int64)
+    for mode in (0, 2):
+        for dbl in (0, rng.randrange(1, 30), 30):
+            for _ in range(1000):
+                shift = rng.randint(max(1, 32 - dbl), min(63, 40 - dbl))
+                scale = rng.randrange(1 << 29, 1 << 31)
+                p = vals * scale
+                want = rsr_ref(p, shift, mode, dbl)
+                if np.count_nonzero(want != rsr_ref(p, shift, mode, dbl, d_exp=(29 - dbl) % 32)) >= 8:
+                    break
+            else:
+                raise AssertionError(f"no (scale, shift) where D decides (mode {mode}, dbl_rnd {dbl})")
+            ifm = Fm(5, 16 * rng.randrange(0, 8), NHWC, 1, 1, 4, 64, sx=64, sy=256, storage=TILE2X2,
+                     w0m1=3, data=(vals & 0xFF).astype(np.uint8).tobytes())
+            ofm = Fm(1, 16 * rng.randrange(0, 8), NHWC, 1, 1, 4, 64, sx=256, sy=1024, storage=TILE2X2, w0m1=3,
+                     data=bytes(1024), esize=4)
+            cmds = ifm.cmds("IFM") + [
+                ("NPU_SET_IFM_DEPTH_M1", dict(depth_m1=63)), ("NPU_SET_IFM_UPSCALE", dict(mode=0)),
+                *((f"NPU_SET_IFM_PAD_{s}", dict(pad=0)) for s in ("TOP", "BOTTOM", "LEFT", "RIGHT")),
+                ("NPU_SET_KERNEL_HEIGHT_M1", dict(height_m1=0)), ("NPU_SET_KERNEL_WIDTH_M1", dict(width_m1=0)),
+                ("NPU_SET_KERNEL_STRIDE", dict(stride_y_lsb=0, stride_y_msb=0, stride_x_lsb=0, stride_x_msb=0)),
+                ("NPU_SET_OFM_SCALE", dict(scale=scale, shift=shift, round_mode=mode, dbl_rnd=dbl))]
+            # b32 OFM, clip_range none: the low 32 bits of the rounded value are written
+            cmds += ofm_cmds(ofm, 1, 4, 64, activation_precision=2) + [
+                ("NPU_SET_ACTIVATION", dict(activation_function=0, table=0, activation_clip_range=1)),
+                ("NPU_SET_ACTIVATION_MIN", dict(clip_boundary=0)), ("NPU_SET_ACTIVATION_MAX", dict(clip_boundary=0)),
+                ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=1)),
+                ("NPU_OP_POOL", dict(pooling_mode=POOL_MODES["max"]))]
+            op = Op("pool", cmds, [ifm], ofm, f"max 1x1 round_mode {mode} dbl_rnd {dbl} scale {scale} shift {shift}")
+            await run_ops(env, rng, [op])
+            got = np.frombuffer(env.memory.read(REGION_BASE[1] + ofm.base, 1024), "<i4")
+            want = np.array([((int(x) + (1 << 31)) % (1 << 32)) - (1 << 31) for x in want], dtype=np.int64)
+            assert (got == want).all(), f"{op.desc}: OFM differs from the formula at {np.flatnonzero(got != want)[:4]}"
     env.finish()
 
 
@@ -578,6 +668,58 @@ async def test_kernel_unpredictable(dut, case):
         assert ev, f"{case}: the TLM found no UNPREDICTABLE condition (the case is wrong)"
         cocotb.log.info("TLM: %s", ev[0][1].get("what"))
     assert env.memory.read(olo, ohi - olo) == before, f"{case}: the skipped operation wrote its OFM"
+    env.finish()
+
+
+# CONV/DEPTHWISE register-only TRM asserts (tlm/ethos_u85/ops/conv.py): {case: (op, changes)}
+CONV_UNPREDICTABLE_CASES = {
+    "dw_fwd": ("dw", {"NPU_SET_WEIGHT_FORMAT": dict(weight_format=1)}),
+    "dw_sparse": ("dw", {"NPU_SET_WEIGHT_FORMAT": dict(weight_sparsity=1)}),
+    "conv_ifm_uint16": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_precision=1, activation_type=0)}),
+    "conv_ifm_b32": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_precision=2, activation_type=1)}),
+    "conv_ifm_storage_none": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_storage=3)}),
+    "dw_reserved_upscale": ("dw", {"NPU_SET_IFM_UPSCALE": dict(mode=3)}),
+    "conv_ifm_nhcwb16_misaligned": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_format=1),
+                                             "NPU_SET_IFM_STRIDE_Y": dict(addr=0x108)}),
+}
+
+
+@cocotb.parametrize(case=named(list(CONV_UNPREDICTABLE_CASES)))
+@cocotb.test(**TIMEOUT)
+async def test_conv_unpredictable(dut, case):
+    """A random CONV/DEPTHWISE (tb/ethos_u85/tests/test_random_ops.py OpGen) with one field
+    made illegal (FWD or sparse weights on a DEPTHWISE, an unsigned b16 or a b32 IFM, IFM
+    storage none, reserved upscale mode, a misaligned NHCWB16 IFM): the
+    operation completes without effect on the TLM and on the DUT (no cmd_parse_error, the
+    job runs to its NPU_OP_STOP, the OFM untouched, the scoreboard clean)."""
+    from tb.ethos_u85.tests.test_random_ops import OpGen
+    rng = rng_for(f"test_conv_unpredictable[{case}]")
+    env = await kernel_env(dut)
+    kind, changes = CONV_UNPREDICTABLE_CASES[case]
+    gen = OpGen(rng, 1 << (await env.read_ok(OFF["CONFIG"]) & 0xF), rtl=DUT == "rtl")
+    op = gen.conv(kind)
+    op.cmds = [(n, dict(f, **changes[n]) if n in changes else f) for n, f in op.cmds]
+    for addr, data in op.image.items():
+        env.memory.write(addr, data)
+    spans = [(REGION_BASE[op.ofm.region] + lo, hi - lo) for lo, hi in op.ofm.spans()]
+    before = [env.memory.read(a, n) for a, n in spans]
+    model = env.model
+    n0 = len(model.events) if model is not None else 0
+    words = enc(*op.cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
+    cocotb.log.info("%s, then %s", op.desc, changes)
+    await env.write_ok(CMD, 0xC | 0x2)
+    await env.load_stream(STREAM_ADDR, words)
+    status = await env.run_job(max_cycles=200_000, poll=32)
+    f = status_fields(status)
+    assert not (f["cmd_parse_error"] or f["bus_status"]), f"STATUS 0x{status:08x}"
+    assert await env.read_ok(QREAD) == 4 * len(words)
+    if model is not None:
+        ev = [e for e in list(model.events)[n0:] if e[0] == "unpredictable"]
+        assert ev, f"{case}: the TLM found no UNPREDICTABLE condition (the case is wrong)"
+        cocotb.log.info("TLM: %s", ev[0][1].get("what"))
+        job = env.scoreboard.close_job()
+        assert job is not None and job.mismatches_in_job == 0, env.scoreboard.mismatches[-3:]
+    assert [env.memory.read(a, n) for a, n in spans] == before, f"{case}: the skipped operation wrote its OFM"
     env.finish()
 
 
@@ -758,6 +900,48 @@ async def test_conv_streams(dut, op, backpressure):
     assert max(b.end_ns for b in sb) <= min(b.start_ns for b in wb), "a weight read before the scale/bias stream"
     others = [b for b in env.kbursts if b.id not in (CH_CMD, CH_WEIGHTS, CH_SCALE, CH_IFM, CH_OFM)]
     assert not others, f"other bursts: {others[0]}"
+    env.finish()
+
+
+@cocotb.test(**LONG_TIMEOUT)
+async def test_conv_scale_reserved_bits(dut):
+    """A per-channel CONV/DEPTHWISE whose scale/bias stream has one reserved bit set in a
+    random record (i32 and i48 records, bits that make tlm.ethos_u85.scale_bias raise
+    ScaleBiasError): UNPREDICTABLE, so the operation completes without effect on the TLM
+    and on the DUT - the job runs on to its NPU_OP_STOP (no hang, no cmd_parse_error), the
+    reference reports the failed assert, the DUT writes no OFM byte and the scoreboard is
+    clean. (The stand-in once hung on such a record.)"""
+    from tb.ethos_u85.tests.test_random_ops import OpGen, reserved_scale_bit_job, start_bench
+    rng = rng_for("test_conv_scale_reserved_bits")
+    env, watch = await start_bench(dut, seed=rng.getrandbits(16))
+    bursts = []
+    env.axi.add_listener(bursts.append)
+    gen = OpGen(rng, 1 << (await env.read_ok(OFF["CONFIG"]) & 0xF), rtl=DUT == "rtl")
+    seen = set()
+    for n in range(40):
+        if len(seen) == 2 and n >= 4:
+            break
+        job, rec, bit = reserved_scale_bit_job(gen, rng)
+        acc48 = bool(dict(job.ops[0].cmds)["NPU_SET_ACC_FORMAT"]["acc_format"])
+        seen.add(acc48)
+        tag = f"job {n}: record {rec} bit {bit} ({'i48' if acc48 else 'i32'}): {job.ops[0].desc}"
+        cocotb.log.info("%s", tag)
+        for addr, data in job.image.items():
+            env.memory.write(addr, data)
+        await env.write_ok(CMD, 0xC | 0x2)
+        await env.load_stream(STREAM_ADDR, job.words)
+        watch.clear()
+        bursts.clear()
+        status = await env.run_job(max_cycles=500_000, poll=32)
+        f = status_fields(status)
+        assert f["irq_raised"] and not (f["cmd_parse_error"] or f["bus_status"]), f"{tag}: STATUS 0x{status:08x}"
+        assert await env.read_ok(QREAD) == 4 * len(job.words), f"{tag}: the job did not reach its NPU_OP_STOP"
+        assert any("scale" in str(d).lower() for _, d in watch.bad), \
+            f"{tag}: the reference did not refuse the record: {watch.bad[:2]}"
+        assert not [b for b in bursts if b.write and b.id == CH_OFM], f"{tag}: the DUT wrote OFM data"
+        job_sb = env.scoreboard.close_job()
+        assert job_sb is not None and job_sb.mismatches_in_job == 0, env.scoreboard.mismatches[-3:]
+    assert seen == {False, True}, f"accumulator formats covered: {seen}"
     env.finish()
 
 
