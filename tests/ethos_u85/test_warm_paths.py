@@ -433,21 +433,21 @@ def test_policy_change_runs_as_the_ordinary_path(monkeypatch, fresh):
 
 
 class _Heard:
-    """A passive hook that takes the events named in ``events`` only and records them."""
+    """A passive hook that takes the events named in ``hook_events`` only and records them."""
     passive = True
 
     def __init__(self, events):
-        self.events = frozenset(events)
+        self.hook_events = frozenset(events)
         self.got: list = []
 
     def __call__(self, ev, det):
-        assert ev in self.events, f"hook called for {ev!r}, wants only {sorted(self.events)}"
+        assert ev in self.hook_events, f"hook called for {ev!r}, wants only {sorted(self.hook_events)}"
         self.got.append((ev, det["cycle"], det.get("name"), det.get("offset")))
 
 
 def test_hook_event_filter_on_a_trace_replay(monkeypatch, fresh, plays):
     """A trace replay makes the 'op' event of a planned operation without the _event call and
-    only for hooks that take 'op' events (a hook's ``events``): every observable, and what each
+    only for hooks that take 'op' events (a hook's ``hook_events``): every observable, and what each
     hook hears, equal the ordinary path; a replay that drops an op event is caught."""
     vm, inputs = load(LSTM)
     real = runner.Device

@@ -358,8 +358,8 @@ class Device:
         self.events: deque = deque(maxlen=self.policy.max_events)   # (event, details), newest last
         # hooks: callables (event, details); one with a true attribute `passive` only records
         # (it reads and changes nothing of the device while the run goes on); one with an
-        # attribute `events` (a container of event names, fixed while it is a hook) is called
-        # for those events only
+        # attribute `hook_events` (a container of event names, fixed while it is a hook) is
+        # called for those events only
         self.hooks: list = []
         self.log_events = True
         self.cycle = 0
@@ -430,7 +430,7 @@ class Device:
         if self.log_events:
             self.events.append((event, details))
         for h in self.hooks:
-            kinds = getattr(h, "events", None)
+            kinds = getattr(h, "hook_events", None)
             if kinds is not None and event not in kinds:
                 continue
             try:
@@ -439,8 +439,8 @@ class Device:
                 raise _HookError(e) from e
 
     def _op_hooks(self) -> list:
-        """The hooks that see 'op' events (see __init__: a hook's `events`)."""
-        return [h for h in self.hooks if "op" in getattr(h, "events", ("op",))]
+        """The hooks that see 'op' events (see __init__: a hook's `hook_events`)."""
+        return [h for h in self.hooks if "op" in getattr(h, "hook_events", ("op",))]
 
     @property
     def irq(self) -> bool:

@@ -338,7 +338,7 @@ class _Watch:
     UNPREDICTABLE and model-limit events by kind (event, offset's command, what)."""
     KEEP = ("op_unimplemented", "internal_error", "model_limit", "fault", "unpredictable")
     passive = True                       # only records (Device.hooks)
-    events = frozenset(KEEP)             # the events it is called for (Device.hooks)
+    hook_events = frozenset(KEEP)        # the events it is called for (Device.hooks)
     WARN = ("unpredictable", "model_limit")
     MAX_DETAILS = 1000
 
