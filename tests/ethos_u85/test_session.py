@@ -163,3 +163,26 @@ def test_active_hook_sees_ordinary_pmu_totals(monkeypatch, fresh, name):
     for i in range(3):                                 # builds plans, records, replays
         runner.run_model(vm, inputs, config=CONFIG)
         assert readers[-1].seen == want, f"warm run {i}: the hook saw other PMU totals"
+
+
+def test_pages_a_run_creates_keep_their_arrays(fresh):
+    """A page the first run created (scratch the load never wrote) stays the same array on
+    later runs (the plans' views of it stay valid) and starts each run as zeros: random
+    bytes written over every page between runs are gone, each run equals a fresh run."""
+    vm, _ = load(LSTM)
+    rng = np.random.default_rng(SEED)
+    print(f"seed {SEED}")
+    inputs = random_inputs(vm, SEED)
+    want = fresh_run(vm, inputs)
+    s = runner.Session(vm, CONFIG, log_transactions=True)
+    first = s.run(inputs)
+    loaded = Memory(log=False)
+    runner.load_memory(loaded, vm, first.memory_map, ())
+    mem = first.device.memory
+    arrays = dict(mem.page_items())
+    assert [k for k in arrays if loaded.page(k) is None], "the run created no page: a vacuous test"
+    for i in range(3):
+        for v in arrays.values():
+            v[:] = rng.integers(0, 256, PAGE_SIZE, dtype=np.uint8)
+        assert_same(session_run(s, inputs), want, f"run {i + 2} after scribbling over every page")
+        assert all(mem.page(k) is v for k, v in arrays.items()), f"run {i + 2}: a page array was replaced"

@@ -430,3 +430,49 @@ def test_policy_change_runs_as_the_ordinary_path(monkeypatch, fresh):
     before = plan.env_token(d), d._fetch_sig()
     d.policy = Policy().replace(cycles_per_command=3)
     assert plan.env_token(d) is not before[0] and d._fetch_sig() is not before[1]
+
+
+class _Heard:
+    """A passive hook that takes the events named in ``hook_events`` only and records them."""
+    passive = True
+
+    def __init__(self, events):
+        self.hook_events = frozenset(events)
+        self.got: list = []
+
+    def __call__(self, ev, det):
+        assert ev in self.hook_events, f"hook called for {ev!r}, wants only {sorted(self.hook_events)}"
+        self.got.append((ev, det["cycle"], det.get("name"), det.get("offset")))
+
+
+def test_hook_event_filter_on_a_trace_replay(monkeypatch, fresh, plays):
+    """A trace replay makes the 'op' event of a planned operation without the _event call and
+    only for hooks that take 'op' events (a hook's ``hook_events``): every observable, and what each
+    hook hears, equal the ordinary path; a replay that drops an op event is caught."""
+    vm, inputs = load(LSTM)
+    real = runner.Device
+    hooks: list = []
+
+    def make(*a, **kw):
+        d = real(*a, **kw)
+        hooks[:] = [_Heard({"op", "irq"}), _Heard({"irq"})]
+        d.hooks.extend(hooks)
+        return d
+    monkeypatch.setattr(runner, "Device", make)
+
+    def heard():
+        return [list(h.got) for h in hooks]
+    want = ordinary(monkeypatch, vm, inputs)
+    want_heard = heard()
+    assert sum(e == "op" for e, *_ in want_heard[0]) == sum(want["counts"].values()) > 1000
+    assert want_heard[1] and all(e == "irq" for e, *_ in want_heard[1])
+    for i in range(3):
+        assert_same(run(vm, inputs), want, f"warm run {i}")
+        assert heard() == want_heard, f"warm run {i}: the hooks heard other events"
+    assert plays and plays[-1] == want["stop"].steps, f"the last run did not replay a whole trace: {plays}"
+    # planted: the replay forgets the hooks that take 'op' events
+    monkeypatch.setattr(device.Device, "_op_hooks", lambda self: [])
+    got = run(vm, inputs)
+    assert plays[-1] == want["stop"].steps
+    assert_same(got, want, "planted run (the event log still complete)")
+    assert heard()[0] != want_heard[0] and heard()[1] == want_heard[1], "the dropped op events went unnoticed"

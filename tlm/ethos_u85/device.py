@@ -357,7 +357,9 @@ class Device:
         self.op_fields: dict = {}        # payload fields of the NPU_OP being executed
         self.events: deque = deque(maxlen=self.policy.max_events)   # (event, details), newest last
         # hooks: callables (event, details); one with a true attribute `passive` only records
-        # (it reads and changes nothing of the device while the run goes on)
+        # (it reads and changes nothing of the device while the run goes on); one with an
+        # attribute `hook_events` (a container of event names, fixed while it is a hook) is
+        # called for those events only
         self.hooks: list = []
         self.log_events = True
         self.cycle = 0
@@ -428,10 +430,17 @@ class Device:
         if self.log_events:
             self.events.append((event, details))
         for h in self.hooks:
+            kinds = getattr(h, "hook_events", None)
+            if kinds is not None and event not in kinds:
+                continue
             try:
                 h(event, details)
             except Exception as e:          # noqa: BLE001 - bench code, re-raised below
                 raise _HookError(e) from e
+
+    def _op_hooks(self) -> list:
+        """The hooks that see 'op' events (see __init__: a hook's `hook_events`)."""
+        return [h for h in self.hooks if "op" in getattr(h, "hook_events", ("op",))]
 
     @property
     def irq(self) -> bool:
@@ -1378,6 +1387,7 @@ class Device:
         counts = self.op_counts
         pmu = self.pmu
         event = self._event
+        hooks, n_hooks, op_hooks = None, 0, ()
         stats = _plans.STATS
         done = 0
         listeners = mem.listeners
@@ -1422,7 +1432,16 @@ class Device:
             name = d.cmd.name
             counts[name] += 1
             self._snap = snap
-            event("op", name=name, offset=off, fields=dict(d.fields), snapshot=snap)
+            # the 'op' event as _event makes it, without the call: to the event log and the
+            # hooks that take 'op' events (the list is made again when self.hooks changes)
+            if self.hooks is not hooks or len(hooks) != n_hooks:
+                hooks = self.hooks
+                n_hooks, op_hooks = len(hooks), self._op_hooks()
+            if op_hooks:
+                event("op", name=name, offset=off, fields=dict(d.fields), snapshot=snap)
+            elif self.log_events:
+                self.events.append(("op", {"name": name, "offset": off, "fields": dict(d.fields),
+                                       "snapshot": snap, "cycle": self.cycle}))
             if kind == _T_WAIT:
                 self.qread = nxt
             else:

@@ -49,7 +49,7 @@ from . import isa
 from . import registers as R
 from .config import DEFAULT_CONFIG, NpuConfig, Policy, get_config
 from .device import STICKY_FAULTS, Device, StopKind, StopReason
-from .memory import ADDR_MASK, Interface, Memory, Resp
+from .memory import ADDR_MASK, PAGE_SIZE, Interface, Memory, Resp
 from .vela import (
     COP2_FEATURE_SEPARATE_IO,
     REGION_INPUT,
@@ -338,6 +338,7 @@ class _Watch:
     UNPREDICTABLE and model-limit events by kind (event, offset's command, what)."""
     KEEP = ("op_unimplemented", "internal_error", "model_limit", "fault", "unpredictable")
     passive = True                       # only records (Device.hooks)
+    hook_events = frozenset(KEEP)        # the events it is called for (Device.hooks)
     WARN = ("unpredictable", "model_limit")
     MAX_DETAILS = 1000
 
@@ -539,7 +540,8 @@ class Session:
     done once, and each `run(inputs)` is the run run_model would make with these arguments
     (same outputs, transactions, cycles, events, errors) on a fresh Device.  The memory is
     kept: each run restores its loaded contents in place (the page arrays stay the same
-    objects, so the operation plans' views of them stay valid) and writes the inputs.  With the
+    objects, so the operation plans' views of them stay valid; a page the first run created
+    is kept as a zero page, which reads as the absent page) and writes the inputs.  With the
     warm paths, the device the driver's programming leaves (register writes only, the
     same on every run) is saved on the first run and each later run starts from a copy of
     it (Device.save_state / from_state) instead of repeating the APB sequence.  A
@@ -559,6 +561,7 @@ class Session:
         self.log_transactions, self.reference_paths, self.warm_paths = log_transactions, reference_paths, warm_paths
         self.memory_map = plan_memory(model, driver)
         self._memory = self._loaded = self._faults = None
+        self._grown = False             # _loaded holds the pages the first run created (zeros)
         self._programmed = None         # Device.save_state() after program() (warm paths)
         self._outputs = None            # _output_specs()
 
@@ -641,4 +644,12 @@ class Session:
         for addr, nbytes, le, dt, shape in self._output_specs():
             outputs.append(np.frombuffer(memory.read(addr, nbytes), le).astype(dt).reshape(shape))
         cmd_write(host, clear_irq=1)
+        if keep and not self._grown and self._loaded is not None and memory is self._memory:
+            # the pages this run created start the next runs as zero pages (an absent page
+            # reads as zeros): the same page arrays on every run, so the operation plans'
+            # views of them stay valid
+            self._grown = True
+            for k, _ in memory.page_items():
+                if k not in self._loaded:
+                    self._loaded[k] = np.zeros(PAGE_SIZE, np.uint8)
         return RunResult(outputs, stop, status, dev, model, npu, mmap, watch.unpredictable, warnings)
