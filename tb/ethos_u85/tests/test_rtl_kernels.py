@@ -682,35 +682,46 @@ def sigmoid_ref(acc: np.ndarray, lut: bytes, rnd: "dict | None" = None) -> np.nd
 
 @cocotb.test(**LONG_TIMEOUT)
 async def test_sigmoid_rounding_tie(dut):
-    """lut_sigmoid where the rounding constant decides: a 1x1 max pool over every int8 value
-    (OFM scale 2^16 >> 16: acc = IFM value, entries 255 and 256 of the table) with a random LUT
-    whose entries 255/256 are chosen so that (base << 9) + frac * slope + rnd is a multiple of
-    1024 for a random negative input (rnd 0x10001FF) and for a nonnegative one (0x1000200): a
-    constant one lower / higher changes the result there (asserted on the formula, so the case
-    cannot stop covering the tie: the npu_kernel_alu.v sigmoid mutants of tools/mutate.py).
-    The table is DMAed into the LUT RAM; int16 OFM against the formula and, via the
-    scoreboard, the TLM."""
+    """lut_sigmoid where its rounding constants decide: a 1x1 max pool over every int8 value x
+    with OFM scale 5 * 2^16 >> 16 (acc = 5x: LUT entries 254..257) and a random table whose
+    entries 254..257 are chosen so that X = (base << 9) + frac * slope lands on each rounding
+    tie: for acc < 0 (rnd 0x10001FF) X = 512 mod 1024 (entry 254: a constant one higher
+    changes the result) and X = 513 (entry 255, one odd x: one lower changes it); for acc >= 0
+    (rnd 0x1000200) X = 511 (entry 256, one odd x: one higher) and X = 512 (entry 257: one
+    lower). Each tie is asserted on the formula, so the case cannot stop covering it (the
+    npu_kernel_alu.v sigmoid mutants of tools/mutate.py). The table is DMAed into the LUT RAM;
+    int16 OFM against the formula and, via the scoreboard, the TLM."""
     rng = rng_for("test_sigmoid_rounding_tie")
     env = await kernel_env(dut)
     vals = np.arange(-128, 128, dtype=np.int64)
     table = np.frombuffer(rng.randbytes(2048), "<i2").copy()
-    # negative acc: index 255, frac = acc + 512; tie when (base << 9) + frac * slope = 513 mod 1024:
-    # an odd base and frac * slope = 1 mod 1024 (frac odd, slope its inverse mod 1024)
-    xn = rng.randrange(-127, 0, 2)
-    fn = xn + 512
-    table[2 * 255] = 2 * rng.randint(-200, 199) + 1
-    table[2 * 255 + 1] = pow(fn, -1, 1024) - 1024 * rng.randint(0, 1)
-    # nonnegative acc: index 256, frac = acc; tie when (base << 9) + frac * slope = 512 mod 1024:
-    # an odd base and frac * slope = 0 mod 1024 (frac 0, or an even frac with slope a multiple of 512)
-    table[2 * 256] = 2 * rng.randint(-200, 199) + 1
-    table[2 * 256 + 1] = rng.choice((0, 512, -512))
+
+    def odd_base() -> int:
+        return 2 * rng.randint(-200, 199) + 1
+
+    # X = 512 for every frac: an odd base and a slope that is a multiple of 1024
+    for idx in (254, 257):
+        table[2 * idx], table[2 * idx + 1] = odd_base(), 1024 * rng.randint(-8, 8)
+    # X = r (odd) at one frac f (odd: acc = 5x with x odd): slope = (r - 512 * base) / f mod 1024
+    picks = {}
+    for idx, r, lo, hi in ((255, 513, -101, -1), (256, 511, 1, 101)):
+        x = rng.randrange(lo, hi + 1, 2)
+        f = (5 * x) & 0x1FF
+        base = rng.randint(-400, 399)
+        table[2 * idx] = base
+        table[2 * idx + 1] = ((r - 512 * base) * pow(f, -1, 1024)) % 1024 - 1024 * rng.randint(0, 1)
+        picks[idx] = x
     lut = table.astype("<i2").tobytes()
-    want = sigmoid_ref(vals, lut)
-    for lower, rnd in (("negative", {True: SIG_RND[True], False: SIG_RND[False] - 1}),
-                       ("nonnegative", {True: SIG_RND[True] - 1, False: SIG_RND[False]})):
-        ties = vals[want != sigmoid_ref(vals, lut, rnd)]
-        assert ties.size, f"no {lower} input hits the rounding tie (xn {xn}): the case would not cover it"
-        cocotb.log.info("sigmoid rounding ties (%s inputs): %s", lower, ties.tolist())
+    acc = 5 * vals
+    want = sigmoid_ref(acc, lut)
+    for sign, side in ((False, acc < 0), (True, acc >= 0)):
+        for d in (-1, 1):
+            rnd = dict(SIG_RND)
+            rnd[sign] += d
+            ties = vals[side & (want != sigmoid_ref(acc, lut, rnd))]
+            what = f"acc {'>=' if sign else '<'} 0, constant {d:+d}"
+            assert ties.size, f"no input hits the rounding tie ({what}): the case would not cover it"
+            cocotb.log.info("sigmoid rounding ties (%s): x in %s", what, ties.tolist())
     src = Fm(4, 16 * rng.randrange(0, 16), NHWC, 0, 1, 1, 2048, sx=2048, sy=2048, storage=TILE2X2, data=lut)
     ifm = Fm(5, 16 * rng.randrange(0, 8), NHWC, 1, 1, 4, 64, sx=64, sy=256, storage=TILE2X2,
              w0m1=3, data=(vals & 0xFF).astype(np.uint8).tobytes())
@@ -725,7 +736,7 @@ async def test_sigmoid_rounding_tie(dut):
         *((f"NPU_SET_IFM_PAD_{s}", dict(pad=0)) for s in ("TOP", "BOTTOM", "LEFT", "RIGHT")),
         ("NPU_SET_KERNEL_HEIGHT_M1", dict(height_m1=0)), ("NPU_SET_KERNEL_WIDTH_M1", dict(width_m1=0)),
         ("NPU_SET_KERNEL_STRIDE", dict(stride_y_lsb=0, stride_y_msb=0, stride_x_lsb=0, stride_x_msb=0)),
-        ("NPU_SET_OFM_SCALE", dict(scale=1 << 16, shift=16, round_mode=rng.choice(list(isa.round_mode_ofm)),
+        ("NPU_SET_OFM_SCALE", dict(scale=5 << 16, shift=16, round_mode=rng.choice(list(isa.round_mode_ofm)),
                                    dbl_rnd=0))]
     cmds += ofm_cmds(ofm, 1, 4, 64, activation_precision=int(isa.activation_precision.b16)) + [
         ("NPU_SET_ACTIVATION", dict(activation_function=int(isa.activation_function.lut_sigmoid), table=0,
@@ -733,7 +744,7 @@ async def test_sigmoid_rounding_tie(dut):
         ("NPU_SET_ACTIVATION_MIN", dict(clip_boundary=0)), ("NPU_SET_ACTIVATION_MAX", dict(clip_boundary=0)),
         ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=1)),
         ("NPU_OP_POOL", dict(pooling_mode=POOL_MODES["max"]))]
-    op = Op("pool", cmds, [ifm], ofm, f"max 1x1 lut_sigmoid, ties at {xn} and >= 0", lut=src)
+    op = Op("pool", cmds, [ifm], ofm, f"max 1x1 lut_sigmoid acc 5x, ties at x {picks}", lut=src)
     await run_ops(env, rng, [op])
     got = np.frombuffer(env.memory.read(REGION_BASE[1] + ofm.base, 512), "<i2")
     want16 = ((want + (1 << 15)) % (1 << 16)) - (1 << 15)
