@@ -82,6 +82,9 @@ EQUIVALENT: dict[str, str] = {
                                    "count: zero either way",
     "npu_swd.v:113:40:6->7": "the size cast 6'(RFN - 12) -> 7'(RFN - 12): the same value (20), compared with "
                              "a 6-bit count",
+    "npu_kernel_alu.v:224:31:1->2": "lut_sigmoid's {{1{base[31]}}, base, 9'd0} -> {{2{...}}, ...}: a 43-bit "
+                                    "concatenation in an unsigned sum assigned to the 42-bit sgv; the extra top "
+                                    "bit is truncated, the low 42 bits of the sum are the same",
     "npu_swd.v:279:32:4->5": "the size cast 4'(j) -> 5'(j) of a loop index below 8, compared with the 4-bit "
                              "count n: the same comparison",
 }

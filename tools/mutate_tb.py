@@ -8,7 +8,9 @@ operations and ELEMENTWISE/POOL operations (with LUT loads; RESIZE too), then th
 with a reserved bit set in a scale/bias record: no effect); test_smoke_parse_errors
 (tb/ethos_u85/tests/test_rtl_smoke.py): the operations the stand-in refuses stop with
 cmd_parse_error; test_round_double_term (tb/ethos_u85/tests/test_rtl_kernels.py): rounding cases
-where the double-rounding term of rounded_shift_right decides the result; and
+where the double-rounding term of rounded_shift_right decides the result;
+test_resize_integer_y_step and test_sigmoid_rounding_tie (same file): RESIZE with an integer y
+step (one_step_int > 0) and lut_sigmoid inputs where its rounding constant decides; and
 test_conv_unpredictable (same file): CONV and DEPTHWISE with a failed register-only TRM assert
 complete without effect. The CONV/DEPTHWISE jobs are picked from the generator's sequence so
 that each feature of CONV_FEATURES occurs (FWD, sparse, part-kernel-first, d4x4, i32 and i48
@@ -40,10 +42,13 @@ from tb.ethos_u85.tests.test_random_ops import (CMD, NONE, QREAD, OpGen, build_j
 # runs here too: what the stand-in refuses (div, argmax, CONV with LUT, b64 OFM DEPTHWISE, ...) must
 # stop with cmd_parse_error at the operation, never run
 from tb.ethos_u85.tests.test_rtl_smoke import test_smoke_parse_errors  # noqa: F401
-# run here too: directed rounding values (the random jobs rarely land where D decides) and
-# CONV/DEPTHWISE TRM asserts (no effect), average pooling at the 8-tap kernel limit
+# run here too: directed rounding values (the random jobs rarely land where D decides),
+# RESIZE with an integer y step and lut_sigmoid inputs on its rounding ties (the random jobs
+# rarely draw them), CONV/DEPTHWISE TRM asserts (no effect), average pooling at the 8-tap
+# kernel limit
 from tb.ethos_u85.tests.test_rtl_kernels import (test_conv_unpredictable, test_pool_avg_kernel_limits,  # noqa: F401
-                                                  test_round_double_term)
+                                                  test_resize_integer_y_step, test_round_double_term,
+                                                  test_sigmoid_rounding_tie)
 from tlm.ethos_u85.config import get_config
 
 SEED = int(os.environ.get("MUTATE_SEED", "1"))

@@ -19,6 +19,10 @@ vacuously.
   operations without back-pressure; ``KERNEL_SEED`` fixes the seed).
 * ``test_pool_large_kernels``: max/min with kernels up to 256x1, 2x70, 16x16.
 * ``test_kernel_round_modes``: every OFM round_mode with dbl_rnd 0, 15, 30.
+* ``test_resize_integer_y_step``: NPU_OP_RESIZE (every mode) with an integer y step
+  (downscale in y), OFM against a numpy formula of the position recurrence.
+* ``test_sigmoid_rounding_tie``: lut_sigmoid (table DMAed into the LUT RAM) on inputs where
+  its rounding constants decide (ties derived from the TRM formula, asserted present).
 * ``test_kernel_unpredictable``: register-only TRM asserts: the command has no effect, as in
   the TLM (policy on_unpredictable='continue').
 * ``test_kernel_unsupported`` (DUT=rtl only): each refused feature stops with
@@ -56,6 +60,7 @@ from tb.ethos_u85.testlib.memmap import MEM_ATTRS, REGION_BASE, STREAM_ADDR, pro
 from tb.ethos_u85.testlib.netjob import check_litert, run_network, vela_model
 from tb.ethos_u85.testlib.regs import OFF, status_fields
 from tb.ethos_u85.testlib.streams import enc, fmap_cmds
+from tlm.ethos_u85 import isa
 from tlm.ethos_u85.memory import Channel
 
 STATUS, CMD, QREAD = OFF["STATUS"], OFF["CMD"], OFF["QREAD"]
@@ -200,6 +205,7 @@ class Op:
     ofm: Fm | None = None
     desc: str = ""
     ifm2: Fm | None = None                         # elementwise: the IFM2 (if read)
+    lut: Fm | None = None                          # the LUT table its commands DMA into the LUT RAM
 
 
 # ============================================================================ operations
@@ -331,15 +337,18 @@ async def kernel_env(dut, reference: bool = True, backpressure: float | None = N
     return env
 
 
-CH_IFM, CH_IFM2, CH_OFM, CH_CMD = (int(Channel[c]) for c in ("rd_ifm", "rd_ifm_stream", "wr_ofm", "rd_cmd"))
+CH_IFM, CH_IFM2, CH_OFM, CH_CMD, CH_DMA = (int(Channel[c]) for c in ("rd_ifm", "rd_ifm_stream", "wr_ofm", "rd_cmd",
+                                                                    "rd_mem2mem"))
 
 
 def check_bursts(env: Env, ops: list) -> None:
     """Every AXI burst of a kernel job: channel ID (rd_ifm 1, rd_ifm_stream 5, wr_ofm 8, or
     the command fetch) inside the tensor of that channel, on the port group of its region,
     one 16-byte beat (the stand-in's shape; DUT=rtl)."""
-    spans = {CH_IFM: [], CH_IFM2: [], CH_OFM: []}
+    spans = {CH_IFM: [], CH_IFM2: [], CH_OFM: [], CH_DMA: []}
     for op in ops:
+        if op.lut is not None:
+            spans[CH_DMA].append(op.lut)
         for _i, fm in enumerate(op.reads):
             ch = CH_IFM2 if (op.name == "elementwise" and fm is op.ifm2) else CH_IFM
             spans[ch].append(fm)
@@ -349,7 +358,7 @@ def check_bursts(env: Env, ops: list) -> None:
         if b.id == CH_CMD and not b.write:
             continue
         assert b.id in spans and b.write == (b.id == CH_OFM), f"burst with ID {b.id}: {b}"
-        if DUT == "rtl":
+        if DUT == "rtl" and b.id != CH_DMA:
             assert b.len == 0 and b.size == 4, f"not a single 16-byte beat: {b}"
         ok = False
         for fm in spans[b.id]:
@@ -374,7 +383,7 @@ async def run_ops(env: Env, rng: random.Random, ops: list, *, expect_written: bo
                   max_cycles: int = 400_000) -> None:
     """Run *ops* as one job (one stream, NPU_OP_STOP at the end); compare with the TLM."""
     for op in ops:
-        for fm in op.reads:
+        for fm in op.reads + ([op.lut] if op.lut is not None else []):
             fill(env, rng, fm)
         if op.ofm is not None:
             fill(env, rng, op.ofm)
@@ -578,6 +587,168 @@ async def test_round_double_term(dut):
             got = np.frombuffer(env.memory.read(REGION_BASE[1] + ofm.base, 1024), "<i4")
             want = np.array([((int(x) + (1 << 31)) % (1 << 32)) - (1 << 31) for x in want], dtype=np.int64)
             assert (got == want).all(), f"{op.desc}: OFM differs from the formula at {np.flatnonzero(got != want)[:4]}"
+    env.finish()
+
+
+RESIZE_Y_STEPS = {
+    # name: (ifm height, scale_n, offset, one_step_int, one_step_mod, ofm height); every
+    # one_step_int > 0 (the integer step of the y recurrence; the random RESIZE jobs of the fast
+    # mutation regression rarely draw one: the npu_kernel.v y-step mutants of tools/mutate.py)
+    "down2": (7, 1, 0, 2, 0, 4),              # rows 0, 2, 4, 6
+    "down1.5": (7, 2, 0, 1, 1, 5),            # rows 0, 1+1/2, 3, 4+1/2, 6: the carry adds to the step
+    "down3_off": (8, 4, -2, 3, 0, 3),         # start at -1 + 2/4, then 2 + 2/4, 5 + 2/4
+}
+
+
+def resize_y_ref(x: np.ndarray, mode: str, n: int, off: int, si: int, sm: int, oh: int) -> np.ndarray:
+    """RESIZE along y only (x: scale 1, step 1, offset 0) from the TRM formula: the position
+    recurrence (int, mod/n) from the offset, edges clamped; acc as in the TRM per mode;
+    OFM_SCALE shift 16 makes the OFM the accumulator."""
+    i, m = (-1, off + n) if off < 0 else (0, off)
+    rows = []
+    for _ in range(oh):
+        y0, y1 = max(i, 0), min(i + 1, x.shape[0] - 1)
+        if mode == "bilinear":
+            rows.append((n - m) * x[y0] + m * x[y1])   # x weight: (1 - 0) * v, n_x = 1
+        elif mode == "nearest":
+            rows.append(x[y0] if 2 * m < n else x[y1])
+        else:
+            rows.append(x[y0])
+        m += sm
+        i += si
+        if m >= n:
+            m -= n
+            i += 1
+    return np.array(rows, dtype=np.int64)
+
+
+@cocotb.parametrize(case=named(list(RESIZE_Y_STEPS)))
+@cocotb.test(**LONG_TIMEOUT)
+async def test_resize_integer_y_step(dut, case):
+    """NPU_OP_RESIZE with an integer y step (one_step_int > 0: downscale in y), every mode, int8
+    NHWC IFM, int16 OFM (OFM = accumulator, shift 16): OFM against the numpy formula above and,
+    via the scoreboard, the TLM."""
+    rng = rng_for(f"test_resize_integer_y_step[{case}]")
+    env = await kernel_env(dut)
+    ih, n, off, si, sm, oh = RESIZE_Y_STEPS[case]
+    for mode in isa.resize_mode:
+        iw, d = rng.randint(1, 4), rng.choice((1, 3, 8, 16))
+        x = np.array([rng.randint(-128, 127) for _ in range(ih * iw * d)], np.int64).reshape(ih, iw, d)
+        ifm = Fm(2, rng.randrange(0, 64), NHWC, 1, ih, iw, d, sx=d, sy=iw * d, storage=TILE2X2,
+                 w0m1=iw - 1, h0m1=ih - 1, data=(x & 0xFF).astype(np.uint8).tobytes())
+        ofm = Fm(1, 2 * rng.randrange(0, 32), NHWC, 1, oh, iw, d, sx=2 * d, sy=2 * iw * d, storage=TILE2X2,
+                 w0m1=iw - 1, h0m1=oh - 1, esize=2, data=bytes(2 * oh * iw * d))
+        cmds = ifm.cmds("IFM") + [
+            ("NPU_SET_IFM_DEPTH_M1", dict(depth_m1=d - 1)), ("NPU_SET_IFM_UPSCALE", dict(mode=0)),
+            ("NPU_SET_IFM2_ZERO_POINT", dict(zero_point=0)),
+            ("NPU_SET_KERNEL_HEIGHT_M1", dict(height_m1=ih - 1)), ("NPU_SET_KERNEL_WIDTH_M1", dict(width_m1=iw - 1)),
+            ("NPU_SET_RESIZE_Y_SCALE_N_M1", dict(resize_y_scale_n_m1=n - 1)),
+            ("NPU_SET_RESIZE_X_SCALE_N_M1", dict(resize_x_scale_n_m1=0)),
+            ("NPU_SET_RESIZE_Y_OFFSET", dict(resize_y_offset=off)),
+            ("NPU_SET_RESIZE_X_OFFSET", dict(resize_x_offset=0)),
+            ("NPU_SET_RESIZE_Y_STEP", dict(one_step_int=si, one_step_mod=sm, blk_step_int=0, blk_step_mod=0)),
+            ("NPU_SET_RESIZE_X_STEP", dict(one_step_int=1, one_step_mod=0, blk_step_int=0, blk_step_mod=0)),
+            ("NPU_SET_OFM_SCALE", dict(scale=rng.randrange(0, 1 << 31), shift=16,
+                                       round_mode=rng.choice(list(isa.round_mode_ofm)), dbl_rnd=0))]
+        cmds += ofm_cmds(ofm, oh, iw, d, activation_precision=int(isa.activation_precision.b16)) + [
+            ("NPU_SET_ACTIVATION", dict(activation_function=int(isa.activation_function.lut_none), table=0,
+                                        activation_clip_range=int(isa.activation_clip_range.none))),
+            ("NPU_SET_ACTIVATION_MIN", dict(clip_boundary=0)), ("NPU_SET_ACTIVATION_MAX", dict(clip_boundary=0)),
+            ("NPU_SET_ACC_FORMAT", dict(acc_format=rng.randint(0, 1), acc_input=0, acc_output=0,
+                                        microblock=rng.randrange(6))),
+            ("NPU_OP_RESIZE", dict(resize_mode=int(mode)))]
+        op = Op("resize", cmds, [ifm], ofm, f"{mode.name} {ih}x{iw}x{d} -> {oh}x{iw} y n {n} off {off} "
+                                            f"step {si}+{sm}/{n}")
+        await run_ops(env, rng, [op])
+        want = resize_y_ref(x, mode.name, n, off, si, sm, oh)
+        got = np.frombuffer(env.memory.read(REGION_BASE[1] + ofm.base, 2 * oh * iw * d), "<i2").reshape(oh, iw, d)
+        assert (got == want).all(), f"{op.desc}: OFM differs from the formula at {np.argwhere(got != want)[:3]}"
+    env.finish()
+
+
+SIG_RND = {True: 0x1000200, False: 0x10001FF}     # TRM lut_sigmoid rounding constant (acc >= 0 / < 0)
+
+
+def sigmoid_ref(acc: np.ndarray, lut: bytes, rnd: "dict | None" = None) -> np.ndarray:
+    """The TRM lut_sigmoid formula (acc inside the clamp range), written here from the TRM:
+    index 256 + (acc >> 9), (base << 9) + frac * slope + rnd, >> 10; *rnd* replaces the
+    rounding constants (to find the ties)."""
+    rnd = rnd or SIG_RND
+    t = np.frombuffer(lut, "<i2").astype(np.int64)
+    idx = 256 + (acc >> 9)
+    base, slope, frac = t[2 * idx], t[2 * idx + 1], acc & 0x1FF
+    return ((base << 9) + frac * slope + np.where(acc >= 0, rnd[True], rnd[False])) >> 10
+
+
+@cocotb.test(**LONG_TIMEOUT)
+async def test_sigmoid_rounding_tie(dut):
+    """lut_sigmoid where its rounding constants decide: a 1x1 max pool over every int8 value x
+    with OFM scale 5 * 2^16 >> 16 (acc = 5x: LUT entries 254..257) and a random table whose
+    entries 254..257 are chosen so that X = (base << 9) + frac * slope lands on each rounding
+    tie: for acc < 0 (rnd 0x10001FF) X = 512 mod 1024 (entry 254: a constant one higher
+    changes the result) and X = 513 (entry 255, one odd x: one lower changes it); for acc >= 0
+    (rnd 0x1000200) X = 511 (entry 256, one odd x: one higher) and X = 512 (entry 257: one
+    lower). Each tie is asserted on the formula, so the case cannot stop covering it (the
+    npu_kernel_alu.v sigmoid mutants of tools/mutate.py). The table is DMAed into the LUT RAM;
+    int16 OFM against the formula and, via the scoreboard, the TLM."""
+    rng = rng_for("test_sigmoid_rounding_tie")
+    env = await kernel_env(dut)
+    vals = np.arange(-128, 128, dtype=np.int64)
+    table = np.frombuffer(rng.randbytes(2048), "<i2").copy()
+
+    def odd_base() -> int:
+        return 2 * rng.randint(-200, 199) + 1
+
+    # X = 512 for every frac: an odd base and a slope that is a multiple of 1024
+    for idx in (254, 257):
+        table[2 * idx], table[2 * idx + 1] = odd_base(), 1024 * rng.randint(-8, 8)
+    # X = r (odd) at one frac f (odd: acc = 5x with x odd): slope = (r - 512 * base) / f mod 1024
+    picks = {}
+    for idx, r, lo, hi in ((255, 513, -101, -1), (256, 511, 1, 101)):
+        x = rng.randrange(lo, hi + 1, 2)
+        f = (5 * x) & 0x1FF
+        base = rng.randint(-400, 399)
+        table[2 * idx] = base
+        table[2 * idx + 1] = ((r - 512 * base) * pow(f, -1, 1024)) % 1024 - 1024 * rng.randint(0, 1)
+        picks[idx] = x
+    lut = table.astype("<i2").tobytes()
+    acc = 5 * vals
+    want = sigmoid_ref(acc, lut)
+    for sign, side in ((False, acc < 0), (True, acc >= 0)):
+        for d in (-1, 1):
+            rnd = dict(SIG_RND)
+            rnd[sign] += d
+            ties = vals[side & (want != sigmoid_ref(acc, lut, rnd))]
+            what = f"acc {'>=' if sign else '<'} 0, constant {d:+d}"
+            assert ties.size, f"no input hits the rounding tie ({what}): the case would not cover it"
+            cocotb.log.info("sigmoid rounding ties (%s): x in %s", what, ties.tolist())
+    src = Fm(4, 16 * rng.randrange(0, 16), NHWC, 0, 1, 1, 2048, sx=2048, sy=2048, storage=TILE2X2, data=lut)
+    ifm = Fm(5, 16 * rng.randrange(0, 8), NHWC, 1, 1, 4, 64, sx=64, sy=256, storage=TILE2X2,
+             w0m1=3, data=(vals & 0xFF).astype(np.uint8).tobytes())
+    ofm = Fm(1, 16 * rng.randrange(0, 8), NHWC, 1, 1, 4, 64, sx=128, sy=512, storage=TILE2X2, w0m1=3,
+             data=bytes(512), esize=2)
+    cmds = [("NPU_SET_DMA0_SRC_REGION", dict(region=src.region, region_mode=0, stride_mode=0, idx_mode=0)),
+            ("NPU_SET_DMA0_DST_REGION", dict(region=0, region_mode=1, idx_mode=0)),
+            ("NPU_SET_DMA0_SRC", dict(addr=src.base)), ("NPU_SET_DMA0_DST", dict(addr=0)),
+            ("NPU_SET_DMA0_LEN", dict(addr=2048)), "NPU_OP_DMA_START", ("NPU_OP_DMA_WAIT", dict(k=0))]
+    cmds += ifm.cmds("IFM") + [
+        ("NPU_SET_IFM_DEPTH_M1", dict(depth_m1=63)), ("NPU_SET_IFM_UPSCALE", dict(mode=0)),
+        *((f"NPU_SET_IFM_PAD_{s}", dict(pad=0)) for s in ("TOP", "BOTTOM", "LEFT", "RIGHT")),
+        ("NPU_SET_KERNEL_HEIGHT_M1", dict(height_m1=0)), ("NPU_SET_KERNEL_WIDTH_M1", dict(width_m1=0)),
+        ("NPU_SET_KERNEL_STRIDE", dict(stride_y_lsb=0, stride_y_msb=0, stride_x_lsb=0, stride_x_msb=0)),
+        ("NPU_SET_OFM_SCALE", dict(scale=5 << 16, shift=16, round_mode=rng.choice(list(isa.round_mode_ofm)),
+                                   dbl_rnd=0))]
+    cmds += ofm_cmds(ofm, 1, 4, 64, activation_precision=int(isa.activation_precision.b16)) + [
+        ("NPU_SET_ACTIVATION", dict(activation_function=int(isa.activation_function.lut_sigmoid), table=0,
+                                    activation_clip_range=int(isa.activation_clip_range.none))),
+        ("NPU_SET_ACTIVATION_MIN", dict(clip_boundary=0)), ("NPU_SET_ACTIVATION_MAX", dict(clip_boundary=0)),
+        ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=1)),
+        ("NPU_OP_POOL", dict(pooling_mode=POOL_MODES["max"]))]
+    op = Op("pool", cmds, [ifm], ofm, f"max 1x1 lut_sigmoid acc 5x, ties at x {picks}", lut=src)
+    await run_ops(env, rng, [op])
+    got = np.frombuffer(env.memory.read(REGION_BASE[1] + ofm.base, 512), "<i2")
+    want16 = ((want + (1 << 15)) % (1 << 16)) - (1 << 15)
+    assert (got == want16).all(), f"{op.desc}: OFM differs from the formula at {np.flatnonzero(got != want16)[:4]}"
     env.finish()
 
 
