@@ -63,7 +63,7 @@ timers).
    ``--no-sim-profile`` skips it) gives the share of wall time per bench component
    (tools/sim_profile.py: AXI channel models, AXI monitors, APB agent, scoreboard, coverage,
    TLM behind the pins, reference TLM, the simulator), GPI callbacks and coroutine resumes a
-   cycle. ``--sim-baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/base main``)
+   cycle. ``--sim-baseline DIR`` (another checkout, e.g. ``git worktree add ../base main``)
    measures it too, interleaved run by run, for a before/after table on the same load.
    Builds are reused from sim_build/; numbers are printed, not asserted (a failing run is an
    error).
@@ -941,7 +941,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-sim-profile", action="store_true",
                     help="no profiled run per simulator and DUT (the per-component share table)")
     ap.add_argument("--sim-baseline", default="",
-                    help="another checkout of this project (e.g. `git worktree add /tmp/base main`) "
+                    help="another checkout of this project (e.g. `git worktree add ../base main`) "
                          "measured in the same run, interleaved, for a before/after table")
     ap.add_argument("--sim-timeout", type=int, default=1800,
                     help="seconds per simulator run of the throughput section (default 1800)")

@@ -805,6 +805,23 @@ UNPREDICTABLE_CASES = {
 }
 
 
+async def run_unpredictable_job(env, case: str, words: list, n0: int) -> None:
+    """Run *words* + NPU_OP_STOP as one job whose first operation fails a register-only TRM
+    assert: the job ends without cmd_parse_error or bus error, the whole stream is read,
+    and the TLM (when there is one) logged an UNPREDICTABLE event after event *n0*."""
+    words = words + enc(("NPU_OP_STOP", dict(mask=1)))
+    await env.write_ok(CMD, 0xC | 0x2)
+    await env.load_stream(STREAM_ADDR, words)
+    status = await env.run_job(max_cycles=200_000, poll=32)
+    f = status_fields(status)
+    assert not (f["cmd_parse_error"] or f["bus_status"]), f"STATUS 0x{status:08x}"
+    assert await env.read_ok(QREAD) == 4 * len(words)
+    if env.model is not None:
+        ev = [e for e in list(env.model.events)[n0:] if e[0] == "unpredictable"]
+        assert ev, f"{case}: the TLM found no UNPREDICTABLE condition (the case is wrong)"
+        cocotb.log.info("TLM: %s", ev[0][1].get("what"))
+
+
 @cocotb.parametrize(case=named(list(UNPREDICTABLE_CASES)))
 @cocotb.test(**TIMEOUT)
 async def test_kernel_unpredictable(dut, case):
@@ -827,17 +844,7 @@ async def test_kernel_unpredictable(dut, case):
         fill(env, rng, op.ofm)
     olo, ohi = (REGION_BASE[bad.ofm.region] + x for x in bad.ofm.span())
     before = env.memory.read(olo, ohi - olo)
-    words = enc(*bad.cmds) + enc(*good.cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
-    await env.write_ok(CMD, 0xC | 0x2)
-    await env.load_stream(STREAM_ADDR, words)
-    status = await env.run_job(max_cycles=200_000, poll=32)
-    f = status_fields(status)
-    assert not (f["cmd_parse_error"] or f["bus_status"]), f"STATUS 0x{status:08x}"
-    assert await env.read_ok(QREAD) == 4 * len(words)
-    if model is not None:
-        ev = [e for e in list(model.events)[n0:] if e[0] == "unpredictable"]
-        assert ev, f"{case}: the TLM found no UNPREDICTABLE condition (the case is wrong)"
-        cocotb.log.info("TLM: %s", ev[0][1].get("what"))
+    await run_unpredictable_job(env, case, enc(*bad.cmds) + enc(*good.cmds), n0)
     assert env.memory.read(olo, ohi - olo) == before, f"{case}: the skipped operation wrote its OFM"
     env.finish()
 
@@ -876,18 +883,9 @@ async def test_conv_unpredictable(dut, case):
     before = [env.memory.read(a, n) for a, n in spans]
     model = env.model
     n0 = len(model.events) if model is not None else 0
-    words = enc(*op.cmds) + enc(("NPU_OP_STOP", dict(mask=1)))
     cocotb.log.info("%s, then %s", op.desc, changes)
-    await env.write_ok(CMD, 0xC | 0x2)
-    await env.load_stream(STREAM_ADDR, words)
-    status = await env.run_job(max_cycles=200_000, poll=32)
-    f = status_fields(status)
-    assert not (f["cmd_parse_error"] or f["bus_status"]), f"STATUS 0x{status:08x}"
-    assert await env.read_ok(QREAD) == 4 * len(words)
+    await run_unpredictable_job(env, case, enc(*op.cmds), n0)
     if model is not None:
-        ev = [e for e in list(model.events)[n0:] if e[0] == "unpredictable"]
-        assert ev, f"{case}: the TLM found no UNPREDICTABLE condition (the case is wrong)"
-        cocotb.log.info("TLM: %s", ev[0][1].get("what"))
         job = env.scoreboard.close_job()
         assert job is not None and job.mismatches_in_job == 0, env.scoreboard.mismatches[-3:]
     assert [env.memory.read(a, n) for a, n in spans] == before, f"{case}: the skipped operation wrote its OFM"
