@@ -41,34 +41,16 @@ def shell_text() -> str:
     return shell_verilog()
 
 
-def _network(shape, spec, eight_bit, seed):
-    from tlm.k210_kpu import convert
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(-1.0, 1.0, shape)
-    layers, cur, rin = [], x, None
-    for dw, k, oc, act, pool in spec:
-        oc = cur.shape[0] if dw else oc
-        w = rng.normal(0, 0.5, (oc, 1 if dw else cur.shape[0], k, k))
-        b = rng.normal(0, 0.2, oc)
-        layer = convert.from_float(w, cur, bias=b, activation=act, pool=pool, eight_bit=eight_bit,
-                                   depthwise=dw, input_range=rin)
-        layers.append(layer)
-        cur = convert.float_reference(w, cur, bias=b, activation=act, pool=pool, depthwise=dw)
-        rin = (layer.y_bias, layer.y_bias + 255 * layer.y_scale)
-    xq = np.clip(np.round((x - layers[0].x_bias) / layers[0].x_scale), 0, 255).astype(np.uint8)
-    return layers, xq
-
-
 def record(name: str, folder: Path) -> Path:
     """Run example `name` on the TLM through a RecordingTarget; save the trace in `folder`."""
     from tlm.core.trace import RecordingTarget
-    from tlm.k210_kpu import driver
+    from tlm.k210_kpu import convert, driver
     from tlm.k210_kpu.device import AI_IO_BASE_ADDR, IO_BASE_ADDR, RAM_BASE_ADDR
     from tlm.k210_kpu.registers import OFFSET
     from tlm.k210_kpu.trace_target import K210TraceTarget
 
     flow, eight_bit, alias, shape, spec = EXAMPLES[name]
-    layers, xq = _network(shape, spec, eight_bit, seed=sum(map(ord, name)))
+    layers, xq = convert.random_network(shape, spec, eight_bit=eight_bit, seed=sum(map(ord, name)))
     base = driver.TABLE_BASE - (RAM_BASE_ADDR - IO_BASE_ADDR) if alias else driver.TABLE_BASE
     net = driver.place(layers, table_base=base)
     rec = RecordingTarget(K210TraceTarget())
@@ -84,12 +66,7 @@ def record(name: str, folder: Path) -> Path:
                                            if alias else "") + ", input map into KPU RAM at 0x40600000")
     driver.load(rec, net, xq)
     w.comment("run")
-    if flow == "calc_done":
-        driver.run_calc_done(rec, net, send_last=True)
-    elif flow == "kpu_run":
-        driver.run_kpu_run(rec, net)
-    else:
-        driver.run_burst(rec, net)
+    driver.run_flow(rec, net, flow)
     w.comment("output map in KPU RAM: the pixel bytes of every line")
     m = net.out_map
     offs = np.sort(m.offsets().ravel())

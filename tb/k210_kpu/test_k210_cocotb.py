@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 
 import cocotb
-import numpy as np
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiResp
 
@@ -30,19 +29,7 @@ EXAMPLES = REPO / "tests" / "k210_kpu" / "traces"
 
 
 def network(seed: int, spec, shape, eight_bit=True):
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(-1, 1, shape)
-    layers, cur, rin = [], x, None
-    for dw, k, oc, act, pool in spec:
-        oc = cur.shape[0] if dw else oc
-        w = rng.normal(0, 0.5, (oc, 1 if dw else cur.shape[0], k, k))
-        b = rng.normal(0, 0.2, oc)
-        l = convert.from_float(w, cur, bias=b, activation=act, pool=pool, eight_bit=eight_bit,
-                               depthwise=dw, input_range=rin)
-        layers.append(l)
-        cur = convert.float_reference(w, cur, bias=b, activation=act, pool=pool, depthwise=dw)
-        rin = (l.y_bias, l.y_bias + 255 * l.y_scale)
-    xq = np.clip(np.round((x - layers[0].x_bias) / layers[0].x_scale), 0, 255).astype(np.uint8)
+    layers, xq = convert.random_network(shape, spec, eight_bit=eight_bit, seed=seed)
     return driver.place(layers), xq
 
 
@@ -50,12 +37,7 @@ def record(net, xq, flow: str, fifo_reads: bool, tmp: Path):
     """Run a driver flow on the TLM and keep it as a trace (expectations from the model)."""
     rec = RecordingTarget(K210TraceTarget())
     driver.load(rec, net, xq)
-    if flow == "calc_done":
-        driver.run_calc_done(rec, net, send_last=True)
-    elif flow == "kpu_run":
-        driver.run_kpu_run(rec, net)
-    else:
-        driver.run_burst(rec, net)
+    driver.run_flow(rec, net, flow)
     lo, hi = net.out_map.span()
     rec.check_mem(AI_IO_BASE_ADDR + lo, hi - lo)
     if fifo_reads:

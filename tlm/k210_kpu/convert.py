@@ -328,3 +328,23 @@ def float_reference(layer_w: np.ndarray, x: np.ndarray, *, bias=None, bn=None, a
             taps.append(y[:, ry][:, :, rx])
     t = np.stack(taps)
     return t.max(axis=0) if p.kind == "max" else (t.mean(axis=0) if p.kind == "mean" else t[0])
+
+
+def random_network(shape: tuple, spec, *, eight_bit: bool = True, seed: int = 0) -> tuple:
+    """Random float layers converted one after another, each calibrated on the float output of
+    the one before: spec rows (depthwise, kernel, out_ch, activation, pool), input `shape`
+    [C, H, W] uniform in [-1, 1]. Returns (layers, the input quantised as layer 0 expects)."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1.0, 1.0, shape)
+    layers, cur, rin = [], x, None
+    for dw, k, oc, act, pool in spec:
+        oc = cur.shape[0] if dw else oc
+        w = rng.normal(0, 0.5, (oc, 1 if dw else cur.shape[0], k, k))
+        b = rng.normal(0, 0.2, oc)
+        layer = from_float(w, cur, bias=b, activation=act, pool=pool, eight_bit=eight_bit,
+                           depthwise=dw, input_range=rin)
+        layers.append(layer)
+        cur = float_reference(w, cur, bias=b, activation=act, pool=pool, depthwise=dw)
+        rin = (layer.y_bias, layer.y_bias + 255 * layer.y_scale)
+    xq = np.clip(np.round((x - layers[0].x_bias) / layers[0].x_scale), 0, 255).astype(np.uint8)
+    return layers, xq

@@ -15,6 +15,7 @@ bench's pin driver. Offsets come from the register table.
   mask with calc_done and almost_empty open, one layer pushed per interrupt, the last with
   int_en and send_data_out, whose calc_done is a last interrupt), ``run_burst`` (kpu_start-like: all interrupts
   masked, every layer pushed at once, completion seen on the output stream).
+* ``run_flow(host, net, flow)``: one of the three by name (FLOWS).
 * ``read_output(host, n)``: ceil(n / 8) 64-bit reads of fifo_data_out (the output DMA).
 """
 from __future__ import annotations
@@ -177,3 +178,14 @@ def run_burst(host, net: Network) -> None:
     n = len(net.layers)
     for i, l in enumerate(net.layers):
         push(host, l.la.replace(int_en=int(i == n - 1), send_data_out=int(i == n - 1)))
+
+
+FLOWS = {"calc_done": lambda host, net: run_calc_done(host, net, send_last=True),
+         "kpu_run": run_kpu_run, "burst": run_burst}
+
+
+def run_flow(host, net: Network, flow: str):
+    """Run `net` by one of the FLOWS ("calc_done" streams the last layer's output too)."""
+    if flow not in FLOWS:
+        raise ValueError(f"unknown K210 driver flow {flow!r} (one of {', '.join(FLOWS)})")
+    return FLOWS[flow](host, net)
