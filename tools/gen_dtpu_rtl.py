@@ -12,6 +12,8 @@ Files:
   bodies (include directory ``rtl_stub/dtpu``).
 * ``rtl_stub/dtpu/gen/dtpu_config.vh``: the default configuration's parameters as DTPU_*
   macros (module dtpu's parameter defaults; ``config_defines(cfg)`` gives another one).
+* ``rtl_stub/dtpu/gen/dtpu_params.vh``: the parameter list of module ``dtpu`` (included
+  between ``#(`` and ``)``), defaults from those macros.
 * ``rtl_stub/dtpu/gen/dtpu_ports.vh``: the port list of module ``dtpu`` (included between
   its parentheses), for the stand-in and the DUT=tlm shell.
 * ``rtl_stub/dtpu/gen/dtpu_shell.vh``: the shell's ``tlm_<port>`` variables.
@@ -136,6 +138,15 @@ def gen_config() -> str:
     return "\n".join(o) + "\n"
 
 
+def gen_params() -> str:
+    names = list(C.CONFIGS[C.DEFAULT_CONFIG].verilog_params())
+    w = max(map(len, names))
+    o = [HEADER.format(name="dtpu_params.vh"),
+         "// The parameter list of module dtpu (included between #( and )), defaults from dtpu_config.vh."]
+    o += [f"parameter integer {n:<{w}} = `DTPU_{n}{'' if k == len(names) - 1 else ','}" for k, n in enumerate(names)]
+    return "\n".join(o) + "\n"
+
+
 def gen_ports() -> str:
     ports = C.top_ports()
     o = [HEADER.format(name="dtpu_ports.vh"),
@@ -231,7 +242,7 @@ def doc_text(current: str) -> str:
 
 def generate() -> dict[Path, str]:
     files = {GEN / "dtpu_contract.vh": gen_contract(), GEN / "dtpu_config.vh": gen_config(),
-             GEN / "dtpu_ports.vh": gen_ports(),
+             GEN / "dtpu_params.vh": gen_params(), GEN / "dtpu_ports.vh": gen_ports(),
              GEN / "dtpu_shell.vh": gen_shell()}
     if DOC.is_file():
         files[DOC] = doc_text(DOC.read_text())

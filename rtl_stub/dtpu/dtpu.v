@@ -25,15 +25,7 @@
 `include "gen/dtpu_config.vh"
 
 module dtpu #(
-    parameter integer ROWS          = `DTPU_ROWS,
-    parameter integer COLUMNS       = `DTPU_COLUMNS,
-    parameter integer PRECISIONS    = `DTPU_PRECISIONS,
-    parameter integer SIZE_CSR      = `DTPU_SIZE_CSR,
-    parameter integer SIZE_WMEMORY  = `DTPU_SIZE_WMEMORY,
-    parameter integer INFIFO_DEPTH  = `DTPU_INFIFO_DEPTH,
-    parameter integer OUTFIFO_DEPTH = `DTPU_OUTFIFO_DEPTH,
-    parameter integer BUFFER_DEPTH  = `DTPU_BUFFER_DEPTH,
-    parameter integer CMDQ_DEPTH    = `DTPU_CMDQ_DEPTH
+`include "gen/dtpu_params.vh"
 ) (
 `include "gen/dtpu_ports.vh"
 );
