@@ -90,40 +90,38 @@ ENGINE_NAMES = {ENGINE_TPU: "TPU", ENGINE_GDMA: "GDMA", ENGINE_CTRL: "CTRL"}
 
 
 # ---- shape_t / stride_t (4.2, 4.3) ------------------------------------------------------------
+class _RowCol:
+    """h and w are a union with row and col in the API's structs."""
+    h: int
+    w: int
+
+    @property
+    def row(self) -> int:
+        return self.h
+
+    @property
+    def col(self) -> int:
+        return self.w
+
+
 @dataclass(frozen=True)
-class shape_t:                                  # noqa: N801
+class shape_t(_RowCol):                         # noqa: N801
     dim: int
     n: int
     c: int
     h: int                                      # union with row
     w: int                                      # union with col
 
-    @property
-    def row(self) -> int:
-        return self.h
-
-    @property
-    def col(self) -> int:
-        return self.w
-
     def __str__(self) -> str:
         return f"({self.h}, {self.w})" if self.dim == 2 else f"({self.n}, {self.c}, {self.h}, {self.w})"
 
 
 @dataclass(frozen=True)
-class stride_t:                                 # noqa: N801
+class stride_t(_RowCol):                        # noqa: N801
     n: int
     c: int
     h: int                                      # union with row
     w: int                                      # union with col
-
-    @property
-    def row(self) -> int:
-        return self.h
-
-    @property
-    def col(self) -> int:
-        return self.w
 
     def as4(self) -> tuple[int, int, int, int]:
         return (self.n, self.c, self.h, self.w)
