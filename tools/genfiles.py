@@ -3,6 +3,7 @@ command line every generator (tools/gen_rtl_regs.py, tools/gen_dtpu_rtl.py) shar
 from __future__ import annotations
 
 import argparse
+import filecmp
 import sys
 from pathlib import Path
 
@@ -31,3 +32,12 @@ def main(tool: str, description: str, generate, argv=None) -> int:
         p.write_text(files[p])
         print(f"{tool}: wrote {p.relative_to(REPO)}")
     return 0
+
+
+def same_tree(a: Path, b: Path, ignore: "tuple[str, ...]" = ()) -> bool:
+    """Folders `a` and `b` hold the same files, byte for byte (names in `ignore` left out)."""
+    cmp = filecmp.dircmp(a, b, ignore=list(ignore))
+    if cmp.left_only or cmp.right_only or cmp.diff_files or cmp.funny_files:
+        return False
+    same = filecmp.cmpfiles(a, b, cmp.common_files, shallow=False)
+    return not (same[1] or same[2]) and all(same_tree(a / d, b / d, ignore) for d in cmp.common_dirs)

@@ -18,7 +18,6 @@ by test_ne16_registers.py) is taken from ``tlm.ne16.registers``.
 from __future__ import annotations
 
 import argparse
-import filecmp
 import math
 import sys
 import tempfile
@@ -30,6 +29,7 @@ import numpy as np
 from tests.ne16 import ne16_indep_ref as ref
 from tlm.core.trace import TraceWriter
 from tlm.ne16 import registers as R
+from tools import genfiles
 
 OUT = Path(__file__).resolve().parent / "traces" / "independent"
 L1 = 0x10000000          # GAP9 cluster L1 (TCDM, 128 KiB); every trace stays inside it
@@ -623,14 +623,6 @@ def write_all(root: Path) -> list:
     return out
 
 
-def _same_tree(a: Path, b: Path) -> bool:
-    cmp = filecmp.dircmp(a, b)
-    if cmp.left_only or cmp.right_only or cmp.diff_files or cmp.funny_files:
-        return False
-    same = filecmp.cmpfiles(a, b, cmp.common_files, shallow=False)
-    return not (same[1] or same[2]) and all(_same_tree(a / d, b / d) for d in cmp.common_dirs)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="only check the files are current")
@@ -638,7 +630,7 @@ def main(argv=None) -> int:
     if a.check:
         with tempfile.TemporaryDirectory() as tmp:
             write_all(Path(tmp))
-            if OUT.is_dir() and _same_tree(Path(tmp), OUT):
+            if OUT.is_dir() and genfiles.same_tree(Path(tmp), OUT):
                 return 0
         print(f"ne16_indep_traces: {OUT} is out of date", file=sys.stderr)
         return 1

@@ -128,6 +128,6 @@ def test_tlm_writes_a_trace_for_any_job(tmp_path):
 
 
 def test_example_traces_are_current():
-    r = subprocess.run([sys.executable, str(REPO / "tools" / "gen_ne16.py"), "--check"],
+    r = subprocess.run([sys.executable, "-m", "tools.gen_ne16", "--check"],
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0, r.stderr
