@@ -10,23 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tlm.core.regtable import BitSpan
+
 from .chip import CHIP
 from .descriptors import FORMAT_VERSION
 
 
 @dataclass(frozen=True)
-class Field:
+class Field(BitSpan):
     name: str
     lsb: int
     width: int
     doc: str
-
-    @property
-    def mask(self) -> int:
-        return ((1 << self.width) - 1) << self.lsb
-
-    def get(self, value: int) -> int:
-        return (value >> self.lsb) & ((1 << self.width) - 1)
 
     def put(self, value: int) -> int:
         return (value << self.lsb) & self.mask

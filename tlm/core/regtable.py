@@ -22,16 +22,11 @@ from typing import Iterator, Mapping
 RO, RW, WO = "ro", "rw", "wo"
 
 
-@dataclass(frozen=True)
-class Field:
-    name: str
+class BitSpan:
+    """Bits lsb .. lsb + width - 1 of a word; every device's field table derives from it."""
+    __slots__ = ()
     lsb: int
     width: int
-    access: str = RW
-    reset: "int | None" = 0
-    enum: "str | None" = None        # key into ENUMS
-    abbr: str = ""
-    part_lsb: int = 0
 
     @property
     def msb(self) -> int:
@@ -43,6 +38,18 @@ class Field:
 
     def get(self, word: int) -> int:
         return (word >> self.lsb) & ((1 << self.width) - 1)
+
+
+@dataclass(frozen=True)
+class Field(BitSpan):
+    name: str
+    lsb: int
+    width: int
+    access: str = RW
+    reset: "int | None" = 0
+    enum: "str | None" = None        # key into ENUMS
+    abbr: str = ""
+    part_lsb: int = 0
 
     def put(self, word: int, value: int) -> int:
         return (word & ~self.mask) | ((value << self.lsb) & self.mask)

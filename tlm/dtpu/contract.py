@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+from tlm.core.regtable import BitSpan
+
 # ------------------------------------------------------------------------------------------
 # Configurations (synthesis parameters of dtpu_core and the adapter)
 # ------------------------------------------------------------------------------------------
@@ -328,19 +330,12 @@ RESP_OKAY, RESP_SLVERR = 0, 2
 
 
 @dataclass(frozen=True)
-class Field:
+class Field(BitSpan):
     name: str
     lsb: int
     width: int
     access: str
     meaning: str = ""
-
-    @property
-    def mask(self) -> int:
-        return ((1 << self.width) - 1) << self.lsb
-
-    def get(self, word: int) -> int:
-        return (word >> self.lsb) & ((1 << self.width) - 1)
 
 
 @dataclass(frozen=True)

@@ -19,26 +19,20 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from tlm.core.regtable import BitSpan
+
 WORD_BITS = 64
 WORD_MASK = (1 << WORD_BITS) - 1
 
 
 @dataclass(frozen=True)
-class Field:
+class Field(BitSpan):
     name: str
     lsb: int
     width: int
     signed: bool = False
     fixed: "int | None" = None      # the seed/EXT fix this value; any other value is rejected
     doc: str = ""
-
-    @property
-    def msb(self) -> int:
-        return self.lsb + self.width - 1
-
-    @property
-    def mask(self) -> int:
-        return ((1 << self.width) - 1) << self.lsb
 
     @property
     def lo(self) -> int:

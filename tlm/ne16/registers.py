@@ -18,25 +18,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tlm.core.regtable import BitSpan
+
 REG_BITS = 32
 WINDOW = 0x400            # periph offset decode: the RTL's hwpe-ctrl decodes address bits 9:2
 JOB_BASE = 0x20           # job registers start at word 8 (EXT pulp-nnx HWPE_TASK_REG_OFFSET)
 
 
 @dataclass(frozen=True)
-class Field:
+class Field(BitSpan):
     name: str
     lsb: int
     width: int
     description: str
     source: str = "seed"          # "seed" or "EXT" (open-source software/RTL)
-
-    @property
-    def mask(self) -> int:
-        return ((1 << self.width) - 1) << self.lsb
-
-    def get(self, word: int) -> int:
-        return (word >> self.lsb) & ((1 << self.width) - 1)
 
     def put(self, word: int, value: int) -> int:
         if not 0 <= value < (1 << self.width):
