@@ -332,6 +332,48 @@ _COPIERS = {
 }
 
 
+def _copier(v):
+    """A function (x, dst) -> a copy of x, compiled from the structure of state value *v*
+    (x has that structure: the same saved value), doing what _clone does with fewer type
+    tests; None for a value shared as it is."""
+    t = type(v)
+    if t in _SHARE or isinstance(v, (enum.Enum, np.generic)):
+        return None
+    if t is tuple and _SHARE.issuperset(map(type, v)):
+        return None                                         # immutable, every item shared
+    if t is dict and _SHARE.issuperset(map(type, v.values())):
+        return lambda x, d: x.copy()
+    if t is Counter and _SHARE.issuperset(map(type, v.values())):
+        def counter(x, d, _new=Counter.__new__, _up=dict.update):
+            c = _new(Counter)
+            _up(c, x)
+            return c
+        return counter
+    if t is list and _SHARE.issuperset(map(type, v)):
+        return lambda x, d: x.copy()
+    if t in (Pmu, OpState):                                 # objects: their dict, mutable parts copied
+        subs = tuple((k, f) for k, f in ((k, _copier(a)) for k, a in vars(v).items()) if f is not None)
+
+        def obj(x, d, _t=t, _subs=subs):
+            c = _t.__new__(_t)
+            cd, xd = c.__dict__, x.__dict__
+            cd.update(xd)
+            for k, f in _subs:
+                cd[k] = f(xd[k], d)
+            return c
+        return obj
+    c = _COPIERS.get(t)
+    if c is not None:
+        return lambda x, d, _c=c: _c(x, None, d)
+    return lambda x, d: _clone(x, None, d)
+
+
+class _State(dict):
+    """A saved state (Device.save_state): the attributes, and the copy plan from_state
+    compiles on its first use (the state is not to be changed after that)."""
+    __slots__ = ("plan",)
+
+
 class Device:
     """Ethos-U85 control plane and command-stream executor."""
 
@@ -391,8 +433,10 @@ class Device:
         if self._executing:
             return None
         try:
-            return {k: (v if k in _SHARED_STATE else dict(v) if k == "route_cache" else _clone(v, self, None))
-                    for k, v in vars(self).items() if k not in _REBUILT_STATE}
+            st = _State({k: (v if k in _SHARED_STATE else dict(v) if k == "route_cache" else _clone(v, self, None))
+                         for k, v in vars(self).items() if k not in _REBUILT_STATE})
+            st.plan = None
+            return st
         except TypeError:
             return None
 
@@ -413,9 +457,15 @@ class Device:
         dev = cls.__new__(cls)
         d = dev.__dict__
         d.update(state)                                # shared and immutable values as they are
-        for k, v in state.items():
-            if type(v) not in _SHARE and k not in _SHARED_STATE:
-                d[k] = dict(v) if k == "route_cache" else _clone(v, None, dev)
+        plan = getattr(state, "plan", None)
+        if plan is None:                               # (what to copy, compiled from the saved values)
+            plan = tuple((k, f) for k, f in ((k, (lambda x, _: dict(x)) if k == "route_cache" else _copier(v))
+                                             for k, v in state.items() if k not in _SHARED_STATE)
+                         if f is not None)
+            if isinstance(state, _State):
+                state.plan = plan
+        for k, f in plan:
+            d[k] = f(state[k], dev)
         if memory is not None:
             dev.memory = memory
         dev.hooks = []
