@@ -634,14 +634,11 @@ class Device:
     # ================================================================== register views
     @property
     def status_word(self) -> int:
-        flags = ((self.running, ST_STATE), (self.irq_raised, ST_IRQ), (self.bus_status, ST_BUS),
-                 (self.in_reset, ST_RESET), (self.cmd_parse_error, ST_PARSE), (self.cmd_end_reached, ST_END),
-                 (self.pmu_irq_raised, ST_PMU_IRQ), (self.ecc_fault, ST_ECC), (self.branch_fault, ST_BRANCH),
-                 (self.faulting_interface, ST_ITF))
-        w = 0
-        for v, bit in flags:
-            if v:
-                w |= 1 << bit
+        w = ((bool(self.running) << ST_STATE) | (bool(self.irq_raised) << ST_IRQ) | (bool(self.bus_status) << ST_BUS)
+             | (bool(self.in_reset) << ST_RESET) | (bool(self.cmd_parse_error) << ST_PARSE)
+             | (bool(self.cmd_end_reached) << ST_END) | (bool(self.pmu_irq_raised) << ST_PMU_IRQ)
+             | (bool(self.ecc_fault) << ST_ECC) | (bool(self.branch_fault) << ST_BRANCH)
+             | (bool(self.faulting_interface) << ST_ITF))
         return (w | (self.faulting_channel & _ST_CHAN_MASK) << ST_CHAN
                 | (self.irq_history_mask & _ST_HIST_MASK) << ST_HIST)
 
