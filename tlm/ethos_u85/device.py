@@ -351,6 +351,8 @@ def _copier(v):
         return counter
     if t is list and _SHARE.issuperset(map(type, v)):
         return lambda x, d: x.copy()
+    if t is list and all(type(y) is list for y in v):       # (OpState.fifo: lists of arrays)
+        return lambda x, d: [_clone_list(y, None, d) for y in x]
     if t in (Pmu, OpState):                                 # objects: their dict, mutable parts copied
         subs = tuple((k, f) for k, f in ((k, _copier(a)) for k, a in vars(v).items()) if f is not None)
 
@@ -453,7 +455,9 @@ class Device:
     @classmethod
     def from_state(cls, state: dict, memory: "Memory | None" = None) -> "Device":
         """A device in the state `save_state` copied (on `memory`, else the saved device's
-        memory; the device becomes its listener as __init__ does), without hooks."""
+        memory; the device becomes its listener as __init__ does), without hooks.  What to
+        copy is compiled from the state on its first use (`_copier`): a saved state is not
+        to be changed after that."""
         dev = cls.__new__(cls)
         d = dev.__dict__
         d.update(state)                                # shared and immutable values as they are

@@ -433,8 +433,10 @@ def write_inputs(memory, model: VelaModel, mmap: MemoryMap, arrays) -> None:
     """Back-door write of the inputs (checked arrays) at their region offsets."""
     for x, t in zip(arrays, model.inputs):
         data = np.ascontiguousarray(x, x.dtype.newbyteorder("<")).reshape(-1).view(np.uint8)
-        # (Memory.write takes the array as it is; another memory gets bytes)
-        memory.write(mmap.basep[t.region] + t.offset, data if getattr(type(memory), "write", None) is Memory.write else data.tobytes())
+        if getattr(type(memory), "write", None) is Memory.write:
+            memory.store(mmap.basep[t.region] + t.offset, data)      # (the array as it is)
+        else:
+            memory.write(mmap.basep[t.region] + t.offset, data.tobytes())
 
 
 def cmd_write(host, **fields) -> None:

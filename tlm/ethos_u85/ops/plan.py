@@ -34,7 +34,9 @@ the plan does the same work with little Python per operation:
   - CONV / DEPTHWISE: the ordinary kernels (``conv_acc`` / ``depthwise_acc``, a single
     BLAS product for a pointwise conv) and the ordinary fused epilogue
     (``common.fused_epilogue``), with the decoded weights and scale/bias records of the
-    recorded run.
+    recorded run; with a LUT activation (not the fused epilogue's case) write_accumulator's
+    own steps (wrap, bias, ``OpContext.rescale``, ``activation`` on the plan's LUT copy,
+    truncation).
 
   When the plan is built, its compute runs on the recorded run's own operands and must
   reproduce the bytes that run wrote (or pushed into a FIFO) exactly; the elementwise
