@@ -258,6 +258,31 @@ def test_lut_table_change_declines_the_lut_plans(monkeypatch, fresh, plays):
     assert any(n for (op, k), n in plan.STATS.items() if k == "declined"), plan.STATS
 
 
+def test_lut_activation_conv_is_planned_and_declines_on_a_changed_lut(monkeypatch, fresh):
+    """dtln's last CONV has a LUT activation (not the fused epilogue's case): its plan takes
+    write_accumulator's steps, so every run is planned and equals the ordinary path; with a
+    byte of the LUT table it loads changed, the plan declines (LUT RAM compared on every
+    run) and the ordinary op runs, again equal to the ordinary path."""
+    vm, inputs = load("tflm_dtln_noise_suppression")
+    want = ordinary(monkeypatch, vm, inputs)
+    warm_up(monkeypatch, vm, inputs, want)
+    plan.STATS.clear()
+    assert_same(run(vm, inputs), want, "warm run")
+    assert plan.STATS["NPU_OP_CONV", "planned"] > 0 and plan.STATS["NPU_OP_CONV", "ordinary"] == 0, plan.STATS
+    luts = [p for p in plan._PLANS.values() if p and p.lut is not None and p.macs]
+    assert luts, "no planned CONV with a LUT activation"
+    off = _lut_offset(monkeypatch, vm, inputs)
+    assert off is not None and off >= 0, "no LUT table found in the read-only data"
+    changed = bytearray(vm.read_only)
+    changed[off + 5] ^= 0x33
+    vm2 = vela.VelaModel(vm.path, vm.source, vm.payload, bytes(changed), vm.scratch_size,
+                         vm.scratch_fast_size, vm.inputs, vm.outputs)
+    want2 = ordinary(monkeypatch, vm2, inputs)
+    plan.STATS.clear()
+    assert_same(run(vm2, inputs), want2, "LUT changed")
+    assert plan.STATS["NPU_OP_CONV", "declined"] > 0, plan.STATS
+
+
 @pytest.mark.parametrize("name", ["tinynet", LSTM])
 def test_changed_command_stream_runs_as_the_ordinary_path(monkeypatch, fresh, name):
     """A register value in the stream changed (an OFM zero point, an activation bound, an

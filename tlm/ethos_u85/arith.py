@@ -28,6 +28,7 @@ import numpy as np
 
 from . import isa
 from ..core.errors import Unpredictable
+from ..core.memo import Memo
 from .isa import upper_enum
 
 __all__ = [
@@ -632,13 +633,26 @@ def ofm_activation_params(act_type: int, zero_point: int, act_min: int, act_max:
     return zp, amin, amax
 
 
+_LUT_VIEWS = Memo(16)          # LUT bytes -> lut_views (read-only arrays)
+
+
+_ACT_FUNCTIONS = frozenset(int(v) for v in ActivationFunction)
+
+
 def lut_views(lut):
-    """The four views of lookup_table_storage (2048 bytes): (u8, s8, s16, s32), little-endian."""
+    """The four views of lookup_table_storage (2048 bytes): (u8, s8, s16, s32), little-endian,
+    as read-only int64 arrays (kept for the last few LUT contents)."""
     buf = np.frombuffer(bytes(lut), dtype=np.uint8) if not isinstance(lut, np.ndarray) else lut.astype(np.uint8).ravel()
     _unpred(buf.size == LUT_BYTES, f"LUT storage must be {LUT_BYTES} bytes, got {buf.size}")
     b = buf.tobytes()
-    return (np.frombuffer(b, dtype=np.uint8).astype(np.int64), np.frombuffer(b, dtype=np.int8).astype(np.int64),
-            np.frombuffer(b, dtype="<i2").astype(np.int64), np.frombuffer(b, dtype="<i4").astype(np.int64))
+    v = _LUT_VIEWS.get(b)
+    if v is None:
+        v = (np.frombuffer(b, dtype=np.uint8).astype(np.int64), np.frombuffer(b, dtype=np.int8).astype(np.int64),
+             np.frombuffer(b, dtype="<i2").astype(np.int64), np.frombuffer(b, dtype="<i4").astype(np.int64))
+        for a in v:
+            a.setflags(write=False)
+        _LUT_VIEWS.put(b, v)
+    return v
 
 
 def pack_interp_lut(base, slope) -> bytes:
@@ -698,7 +712,7 @@ def activation(acc64, *, precision: int, act_type: int, zero_point: int = 0, act
     acc = np.asarray(acc, dtype=np.int64)
     t = int(table)
     if f != ActivationFunction.LUT_NONE:
-        if f not in set(int(v) for v in ActivationFunction):
+        if f not in _ACT_FUNCTIONS:
             raise Unpredictable(f"activation: reserved activation_function {f}")
         _unpred(lut is not None, "activation: LUT mode without lookup_table_storage")
         u8, s8, s16, s32 = lut_views(lut)

@@ -332,6 +332,50 @@ _COPIERS = {
 }
 
 
+def _copier(v):
+    """A function (x, dst) -> a copy of x, compiled from the structure of state value *v*
+    (x has that structure: the same saved value), doing what _clone does with fewer type
+    tests; None for a value shared as it is."""
+    t = type(v)
+    if t in _SHARE or isinstance(v, (enum.Enum, np.generic)):
+        return None
+    if t is tuple and _SHARE.issuperset(map(type, v)):
+        return None                                         # immutable, every item shared
+    if t is dict and _SHARE.issuperset(map(type, v.values())):
+        return lambda x, d: x.copy()
+    if t is Counter and _SHARE.issuperset(map(type, v.values())):
+        def counter(x, d, _new=Counter.__new__, _up=dict.update):
+            c = _new(Counter)
+            _up(c, x)
+            return c
+        return counter
+    if t is list and _SHARE.issuperset(map(type, v)):
+        return lambda x, d: x.copy()
+    if t is list and all(type(y) is list for y in v):       # (OpState.fifo: lists of arrays)
+        return lambda x, d: [_clone_list(y, None, d) for y in x]
+    if t in (Pmu, OpState):                                 # objects: their dict, mutable parts copied
+        subs = tuple((k, f) for k, f in ((k, _copier(a)) for k, a in vars(v).items()) if f is not None)
+
+        def obj(x, d, _t=t, _subs=subs):
+            c = _t.__new__(_t)
+            cd, xd = c.__dict__, x.__dict__
+            cd.update(xd)
+            for k, f in _subs:
+                cd[k] = f(xd[k], d)
+            return c
+        return obj
+    c = _COPIERS.get(t)
+    if c is not None:
+        return lambda x, d, _c=c: _c(x, None, d)
+    return lambda x, d: _clone(x, None, d)
+
+
+class _State(dict):
+    """A saved state (Device.save_state): the attributes, and the copy plan from_state
+    compiles on its first use (the state is not to be changed after that)."""
+    __slots__ = ("plan",)
+
+
 class Device:
     """Ethos-U85 control plane and command-stream executor."""
 
@@ -391,8 +435,10 @@ class Device:
         if self._executing:
             return None
         try:
-            return {k: (v if k in _SHARED_STATE else dict(v) if k == "route_cache" else _clone(v, self, None))
-                    for k, v in vars(self).items() if k not in _REBUILT_STATE}
+            st = _State({k: (v if k in _SHARED_STATE else dict(v) if k == "route_cache" else _clone(v, self, None))
+                         for k, v in vars(self).items() if k not in _REBUILT_STATE})
+            st.plan = None
+            return st
         except TypeError:
             return None
 
@@ -409,13 +455,21 @@ class Device:
     @classmethod
     def from_state(cls, state: dict, memory: "Memory | None" = None) -> "Device":
         """A device in the state `save_state` copied (on `memory`, else the saved device's
-        memory; the device becomes its listener as __init__ does), without hooks."""
+        memory; the device becomes its listener as __init__ does), without hooks.  What to
+        copy is compiled from the state on its first use (`_copier`): a saved state is not
+        to be changed after that."""
         dev = cls.__new__(cls)
         d = dev.__dict__
         d.update(state)                                # shared and immutable values as they are
-        for k, v in state.items():
-            if type(v) not in _SHARE and k not in _SHARED_STATE:
-                d[k] = dict(v) if k == "route_cache" else _clone(v, None, dev)
+        plan = getattr(state, "plan", None)
+        if plan is None:                               # (what to copy, compiled from the saved values)
+            plan = tuple((k, f) for k, f in ((k, (lambda x, _: dict(x)) if k == "route_cache" else _copier(v))
+                                             for k, v in state.items() if k not in _SHARED_STATE)
+                         if f is not None)
+            if isinstance(state, _State):
+                state.plan = plan
+        for k, f in plan:
+            d[k] = f(state[k], dev)
         if memory is not None:
             dev.memory = memory
         dev.hooks = []
@@ -584,14 +638,11 @@ class Device:
     # ================================================================== register views
     @property
     def status_word(self) -> int:
-        flags = ((self.running, ST_STATE), (self.irq_raised, ST_IRQ), (self.bus_status, ST_BUS),
-                 (self.in_reset, ST_RESET), (self.cmd_parse_error, ST_PARSE), (self.cmd_end_reached, ST_END),
-                 (self.pmu_irq_raised, ST_PMU_IRQ), (self.ecc_fault, ST_ECC), (self.branch_fault, ST_BRANCH),
-                 (self.faulting_interface, ST_ITF))
-        w = 0
-        for v, bit in flags:
-            if v:
-                w |= 1 << bit
+        w = ((bool(self.running) << ST_STATE) | (bool(self.irq_raised) << ST_IRQ) | (bool(self.bus_status) << ST_BUS)
+             | (bool(self.in_reset) << ST_RESET) | (bool(self.cmd_parse_error) << ST_PARSE)
+             | (bool(self.cmd_end_reached) << ST_END) | (bool(self.pmu_irq_raised) << ST_PMU_IRQ)
+             | (bool(self.ecc_fault) << ST_ECC) | (bool(self.branch_fault) << ST_BRANCH)
+             | (bool(self.faulting_interface) << ST_ITF))
         return (w | (self.faulting_channel & _ST_CHAN_MASK) << ST_CHAN
                 | (self.irq_history_mask & _ST_HIST_MASK) << ST_HIST)
 

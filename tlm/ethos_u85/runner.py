@@ -69,6 +69,7 @@ AREA_NAMES = {REGION_READ_ONLY: "read_only", REGION_SCRATCH: "scratch",
               REGION_SCRATCH_FAST: "scratch_fast", REGION_INPUT: "input", REGION_OUTPUT: "output"}
 RESET_POLL_LIMIT = 100_000        # the driver's STATUS.reset_status poll count
 _STATUS, _CMD = R.get("STATUS"), R.get("CMD")
+_CMD_KEEP = _CMD.field("clock_q_enable").mask | _CMD.field("power_q_enable").mask
 _MEM_ATTR = R.get("MEM_ATTR0")    # all four share the layout
 _STICKY_MASK = 0
 for _b in STICKY_FAULTS:
@@ -378,16 +379,25 @@ class DeviceHost:
     """The driver's register primitives on a Device's APB (PPROT `pprot`); a PSLVERR is a
     RunError. `tlm/ethos_u85/vela_trace.py` has the same primitives recording a trace."""
 
+    _offsets: dict = {}                  # ident -> offset (R.offset_of, looked up once)
+
     def __init__(self, dev: Device, pprot: int):
         self.dev, self.pprot = dev, pprot
 
+    @classmethod
+    def _offset(cls, ident: str) -> int:
+        off = cls._offsets.get(ident)
+        if off is None:
+            off = cls._offsets[ident] = R.offset_of(ident)
+        return off
+
     def write(self, ident: str, value: int) -> None:
-        if self.dev.apb_write(R.offset_of(ident), value, self.pprot):
+        if self.dev.apb_write(self._offset(ident), value, self.pprot):
             raise RunError(f"APB write of 0x{value:08x} to {ident} answered PSLVERR", "apb", device=self.dev)
 
     def read(self, ident: str, mask: "int | None" = None) -> int:
         """The register's value (`mask`: the bits the caller relies on)."""
-        data, err = self.dev.apb_read(R.offset_of(ident), self.pprot)
+        data, err = self.dev.apb_read(self._offset(ident), self.pprot)
         if err:
             raise RunError(f"APB read of {ident} answered PSLVERR", "apb", device=self.dev)
         return data
@@ -422,13 +432,17 @@ def load_memory(memory, model: VelaModel, mmap: MemoryMap, arrays) -> None:
 def write_inputs(memory, model: VelaModel, mmap: MemoryMap, arrays) -> None:
     """Back-door write of the inputs (checked arrays) at their region offsets."""
     for x, t in zip(arrays, model.inputs):
-        memory.write(mmap.basep[t.region] + t.offset, x.astype(x.dtype.newbyteorder("<")).tobytes())
+        data = np.ascontiguousarray(x, x.dtype.newbyteorder("<")).reshape(-1).view(np.uint8)
+        if getattr(type(memory), "write", None) is Memory.write:
+            memory.store(mmap.basep[t.region] + t.offset, data)      # (the array as it is)
+        else:
+            memory.write(mmap.basep[t.region] + t.offset, data.tobytes())
 
 
 def cmd_write(host, **fields) -> None:
     """CMD = the clock/power Q-channel enables it holds | *fields* (the driver's
     read-modify-write)."""
-    keep = _CMD.field("clock_q_enable").mask | _CMD.field("power_q_enable").mask
+    keep = _CMD_KEEP
     host.write("CMD", (host.read("CMD", keep) & keep) | _CMD.encode(**fields))
 
 

@@ -34,7 +34,9 @@ the plan does the same work with little Python per operation:
   - CONV / DEPTHWISE: the ordinary kernels (``conv_acc`` / ``depthwise_acc``, a single
     BLAS product for a pointwise conv) and the ordinary fused epilogue
     (``common.fused_epilogue``), with the decoded weights and scale/bias records of the
-    recorded run.
+    recorded run; with a LUT activation (not the fused epilogue's case) write_accumulator's
+    own steps (wrap, bias, ``OpContext.rescale``, ``activation`` on the plan's LUT copy,
+    truncation).
 
   When the plan is built, its compute runs on the recorded run's own operands and must
   reproduce the bytes that run wrote (or pushed into a FIFO) exactly; the elementwise
@@ -1295,9 +1297,12 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     if ctx.ofm.scale_mode != arith.ScaleMode.PER_CHANNEL:
         return _no("conv: global scale")
     prm = ctx.fused_params()
-    if prm is None:
+    # a LUT activation (sigmoid, tanh, a loaded LUT) is not the fused epilogue's case: its
+    # plan takes write_accumulator's steps themselves (the LUT RAM compared on every run)
+    lut_act = (prm is None and ctx.f("NPU_SET_ACTIVATION", "activation_function") != _ACT_LUT_NONE
+               and ctx.ofm.precision in (Precision.B8, Precision.B16, Precision.B32))
+    if prm is None and not lut_act:
         return _no("conv: not the fused epilogue's case")
-    rm, dbl, zp, amin, amax, clamp, odt = prm
     dry = ctx.port.memory
     # weights and scale/bias through the dry port: the decoded forms and the stream bytes
     w = _conv.read_weight_tensor(snap, ctx.port, _conv.macs_of(dev), depthwise, name, policy=ctx.policy)
@@ -1319,9 +1324,14 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
                    ctx.microblock_depth() if ctx.ofm.reverse == 3 else None):
         return _no("conv: OFM")
     pre.chain_state(True, False, ctx.ifm, ctx.ifm2, ctx.ofm)
-    k = sc.memo.get((g.ofm_d, rm, dbl, ctx.acc_bits))
-    if k is None:
-        k = sc.memo[(g.ofm_d, rm, dbl, ctx.acc_bits)] = _common.EpilogueConsts(sc, g.ofm_d, rm, dbl, ctx.acc_bits)
+    if lut_act:
+        pre.lut = _lut_of(dev, ctx.f)
+    else:
+        rm, dbl, zp, amin, amax, clamp, odt = prm
+        k = sc.memo.get((g.ofm_d, rm, dbl, ctx.acc_bits))
+        if k is None:
+            k = sc.memo[(g.ofm_d, rm, dbl, ctx.acc_bits)] = _common.EpilogueConsts(sc, g.ofm_d, rm, dbl,
+                                                                                   ctx.acc_bits)
     fm = ctx.ifm
     izp = arith.ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check=False)
     bound_x = _conv.ifm_domain_bound(ctx)
@@ -1368,9 +1378,23 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
         if out is None:
             raise _NotPlanned
         return out
-    # the accumulators' type and bound follow from the IFM's domain bound, not the data
-    acc, acc_bound = accumulate(np.array(pre.inputs[0]))
-    epilogue = _small_epilogue(k, acc_bound, zp, amin, amax, clamp, odt, acc.dtype, shape) or general
+
+    if lut_act:
+        bias = ctx.scale_bias()[0][:g.ofm_d]
+        ofm, acc_bits = ctx.ofm, ctx.acc_bits
+
+        def stepwise(s, bound):
+            # write_accumulator past its fused path: wrap, bias, per-channel rescale, the
+            # activation (on the plan's copy of the LUT RAM), write_ofm's truncation; an
+            # assert raises and the ordinary path then runs the op
+            a = arith.sign_extend(np.asarray(s, dtype=np.int64), acc_bits)
+            v = ctx.activation(ctx.rescale(ctx.accumulate(a, bias), _common.RESCALE_NORMAL))
+            return _truncated(v, ofm)
+        epilogue = stepwise
+    else:
+        # the accumulators' type and bound follow from the IFM's domain bound, not the data
+        acc, acc_bound = accumulate(np.array(pre.inputs[0]))
+        epilogue = _small_epilogue(k, acc_bound, zp, amin, amax, clamp, odt, acc.dtype, shape) or general
 
     def compute(vals):
         return epilogue(*accumulate(vals[0]))
