@@ -39,6 +39,7 @@
 
 module npu_conv #(
     parameter integer MACS = 256,
+    parameter integer CHAIN_DEPTH = 1024,      // values per chaining FIFO (npu_kernel.v)
     parameter [1:0]   NUM_WD_LOG2 = 2'd0       // CONFIG.num_wd
 ) (
     input  wire          CLK,
@@ -65,6 +66,13 @@ module npu_conv #(
     input  wire [31:0]   mem_attr,
     input  wire [1:0]    sram_mb,
     input  wire [1:0]    ext_mb,
+    // LUT RAM read port (npu_dma.v; the kernel unit's otherwise)
+    output wire [6:0]    lut_raddr,
+    input  wire [127:0]  lut_rdata,
+    // chaining FIFO write port (npu_kernel.v: the FIFO of OFM_REGION)
+    output wire          cf_we,
+    output wire [15:0]   cf_idx,
+    output wire [31:0]   cf_data,
     // IFM reads (rd_ifm)
     output wire          a_rq_valid,
     output wire          a_rq_ext,
@@ -180,6 +188,7 @@ module npu_conv #(
     wire [FW_npu_set_acc_format__microblock-1:0] mb      = f_npu_set_acc_format__microblock;
     wire [FW_npu_set_activation__activation_function-1:0] act_fn  = f_npu_set_activation__activation_function;
     wire [FW_npu_set_activation__activation_clip_range-1:0] clip_rg = f_npu_set_activation__activation_clip_range;
+    wire [FW_npu_set_activation__table-1:0] act_tab = f_npu_set_activation__table;
     wire [FW_npu_set_activation_min__clip_boundary-1:0] act_min = f_npu_set_activation_min__clip_boundary;
     wire [FW_npu_set_activation_max__clip_boundary-1:0] act_max = f_npu_set_activation_max__clip_boundary;
     wire [FW_npu_set_ofm_scale__scale-1:0] os_scale = f_npu_set_ofm_scale__scale;
@@ -305,20 +314,25 @@ module npu_conv #(
             else tile0 = 1'b1;
         end
     endfunction
+    wire        act_tab_ok;                   // npu_act.v: ACTIVATION.table asserts
     wire        act_fn_valid = (act_fn <= 5'd11) && NPU_EMAP_ACTIVATION_FUNCTION[act_fn[3:0]];
 
     // ================================================================ checks
     wire c_unsup =
            (!op_dw && op_wi2)                                   // matrix multiply
-        || (i_stor == ST_CHAINED) || (o_stor == ST_CHAINED)     // chaining
         || (i_up == NPU_E_IFM_UPSCALE_MODE_NEAREST[1:0]) || (i_up == NPU_E_IFM_UPSCALE_MODE_ZEROS[1:0])
         || (acc_in == NPU_E_ACC_INPUT_KEEP[1:0]) || (acc_in == NPU_E_ACC_INPUT_IFM2[1:0])
         || (acc_out != NPU_E_ACC_OUTPUT_ENABLE[0])
         || (o_prec == NPU_E_ACTIVATION_PRECISION_B64[1:0])
-        || (act_fn_valid && act_fn != NPU_E_ACTIVATION_FUNCTION_LUT_NONE[4:0])
         || (o_stor != ST_NONE && (o_rev != 2'd0 || (NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr] && o_tr != 3'd0)));
+    // add_operation_to_chain (TRM 3.6.4, the TLM's order: before the other asserts): a
+    // CONV/DEPTHWISE opens a chain (the decoder refuses it inside an open one), so its FIFOs
+    // are empty and a chained IFM reads a FIFO that is not valid; a chained OFM names FIFO 0..2
+    wire o_chain = (o_stor == ST_CHAINED);
+    wire o_mem = (o_stor != ST_NONE) && !o_chain;             // the OFM goes to memory
     wire c_unpred =
-           (acc_fmt > 2'd1)
+           (i_stor == ST_CHAINED) || (o_chain && o_reg > 3'd2)
+        || (acc_fmt > 2'd1)
         || !ifm_hw_ok
         || (kh * kw > 34'd4096) || (kh > 17'd64 && kw > 17'd64)
         || !(i_prec == B8 || (i_prec == B16 && i_sgn))
@@ -334,9 +348,9 @@ module npu_conv #(
         || (per_ch && (s_base[3:0] != 4'd0 || s_len[3:0] != 4'd0 || {1'b0, s_len} < sb_need))
         // rescale, activation, write_ofm
         || (os_rnd > NPU_E_ROUND_MODE_OFM_TRUNCATE_TO_LOWER[2:0]) || (os_dbl == 5'd31)
-        || !o_zp_ok || !act_fn_valid
-        || (o_stor != ST_NONE && (!NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr]
-                                  || !addr_ok(o_fmt, o_prec, o_base[5:0], o_sx[5:0], o_sc[5:0], o_sy[5:0])));
+        || !o_zp_ok || !act_fn_valid || !act_tab_ok
+        || (o_stor != ST_NONE && !NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr])
+        || (o_mem && !addr_ok(o_fmt, o_prec, o_base[5:0], o_sx[5:0], o_sc[5:0], o_sy[5:0]));
     // implementation limits (checked with the smallest spatial block)
     wire [20:0] ifm_hm1 = ifm_h21 - 21'd1;
     wire [20:0] ifm_wm1 = ifm_w21 - 21'd1;
@@ -364,6 +378,7 @@ module npu_conv #(
         || ({23'd0, ublks} > 32'(ABW))
         || (ib_min > 32'(IBH))
         || (per_ch && od > 17'(SBN))
+        || (o_chain && {16'd0, oh_m1 + 16'd1} * {16'd0, ow_m1 + 16'd1} * {15'd0, od} > 49'(CHAIN_DEPTH))
         || !wb_ok;
     assign op_unsupported   = c_unsup || (!c_unpred && c_limit);
     assign op_unpredictable = !c_unsup && c_unpred;
@@ -551,7 +566,9 @@ module npu_conv #(
         .g_shift(os_shift), .rnd(os_rnd), .dbl(os_dbl), .o_zp(o_zp17),
         .clip(clip_rg == NPU_E_ACTIVATION_CLIP_RANGE_B16[0]), .amin(o_min17), .amax(o_max17),
         .obase(or_base + o_base), .o_sy(o_sy), .o_sx(o_sx), .o_sc(o_sc), .o_nhcwb16(o_fmt == NHCWB16),
-        .o_none(o_stor == ST_NONE), .o_lsz(o_prec), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
+        .o_none(o_stor == ST_NONE), .o_lsz(o_prec), .o_sgn(o_sgn), .o_chain(o_chain),
+        .act_fn(act_fn), .table_i(act_tab), .tab_ok(act_tab_ok), .lut_raddr(lut_raddr),
+        .lut_rdata(lut_rdata), .cf_we(cf_we), .cf_idx(cf_idx), .cf_data(cf_data), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
         .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .busy(out_busy),
         .sb_we(sb_we), .sb_waddr(srec[10:0]), .sb_wdata({r_bias, r_scale, r_shift}),
         .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid),

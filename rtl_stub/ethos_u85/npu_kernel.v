@@ -115,6 +115,12 @@ module npu_kernel #(
     // LUT RAM read port (npu_dma.v): 16-byte line, combinational
     output wire [6:0]    lut_raddr,
     input  wire [127:0]  lut_rdata,
+    // CONV unit (npu_conv.v): an operation started (add_operation_to_chain: with a chained
+    // OFM it opens a chain), and its chained OFM's writes into the FIFO of OFM_REGION
+    input  wire          cv_start,
+    input  wire          cv_we,
+    input  wire [15:0]   cv_idx,
+    input  wire [31:0]   cv_data,
     // IFM reads (rd_ifm)
     output wire          a_rq_valid,
     output wire          a_rq_ext,
@@ -274,12 +280,6 @@ module npu_kernel #(
     localparam [2:0] TR_WHC = NPU_E_ACTIVATION_TRANSPOSE_WHC[2:0];
     localparam [2:0] TR_CWH = NPU_E_ACTIVATION_TRANSPOSE_CWH[2:0];
     localparam [2:0] TR_WCH = NPU_E_ACTIVATION_TRANSPOSE_WCH[2:0];
-    localparam [4:0] F_S8S16 = NPU_E_ACTIVATION_FUNCTION_LUT_S8_S16[4:0];
-    localparam [4:0] F_S8S32 = NPU_E_ACTIVATION_FUNCTION_LUT_S8_S32[4:0];
-    localparam [4:0] F_S16 = NPU_E_ACTIVATION_FUNCTION_LUT_S16_S16[4:0];
-    localparam [4:0] F_S16S32 = NPU_E_ACTIVATION_FUNCTION_LUT_S16_S32[4:0];
-    localparam [4:0] F_TANH = NPU_E_ACTIVATION_FUNCTION_LUT_TANH[4:0];
-    localparam [4:0] F_SIG = NPU_E_ACTIVATION_FUNCTION_LUT_SIGMOID[4:0];
     localparam integer NF = NPU_NUM_CHAINING_FIFO;
     localparam integer CAW = $clog2(CHAIN_DEPTH);
 
@@ -435,10 +435,7 @@ module npu_kernel #(
     wire        act_fn_valid = (act_fn <= 5'd11) && NPU_EMAP_ACTIVATION_FUNCTION[act_fn[3:0]];
     wire        o_scale_ok = (os_rnd <= NPU_E_ROUND_MODE_OFM_TRUNCATE_TO_LOWER[2:0]) && (os_dbl != 5'd31);
     // activation(): the table asserts of the LUT functions
-    wire        lut_ok = (act_fn == F_S8S16) ? (act_tab < 3'd4) :
-                         (act_fn == F_S8S32) ? (act_tab < 3'd2) :
-                         (act_fn == F_S16 || act_fn == F_S16S32 || act_fn == F_TANH || act_fn == F_SIG)
-                                             ? (act_tab == 3'd0) : 1'b1;
+    wire        lut_ok;                         // npu_act.v tab_ok
     wire        act_ok = act_fn_valid && lut_ok && o_zp_ok;
 
     // ================================================================ chain state
@@ -909,7 +906,7 @@ module npu_kernel #(
                        : j_chain ? {fb[31], fb} - {{16{j_zp17[16]}}, j_zp17}
                        : elem(b_sh[31:0], j_prec, j_sgn, j_zp17);
     wire [6:0]   count_m1 = count - 7'd1;
-    wire [31:0]  q;
+    wire [31:0]  q_r, q, q_t;
     wire [63:0]  r64;
     wire [10:0]  lut_byte;
     npu_kernel_alu u_alu (
@@ -920,14 +917,14 @@ module npu_kernel #(
         .sa(sa), .sb(sb),
         .pool_acc(pacc[lane]), .avg(k_pool && !k_rs && k_mode[2:0] == P_AVG), .rs(k_rs),
         .count_m1(count_m1[5:0]),
-        .o_scale(os_scale), .o_shift(os_shift), .o_rnd(os_rnd), .o_dbl(os_dbl),
-        .o_zp(o_zp17), .clip(clip_rg == NPU_E_ACTIVATION_CLIP_RANGE_B16[0]),
+        .o_scale(os_scale), .o_shift(os_shift), .o_rnd(os_rnd), .o_dbl(os_dbl), .r64(r64), .q(q_r));
+    // activation() and write_ofm's truncation to the OFM type (q_t: the chaining FIFO's value)
+    npu_act u_act (
+        .r(q_r), .o_zp(o_zp17), .clip(clip_rg == NPU_E_ACTIVATION_CLIP_RANGE_B16[0]),
         .o_min(o_min17), .o_max(o_max17), .act_fn(act_fn), .table_i(act_tab),
-        .lut_byte(lut_byte), .lut_line(lut_rdata), .r64(r64), .q(q));
+        .o_prec(o_prec), .o_sgn(o_sgn), .lut_byte(lut_byte), .lut_line(lut_rdata),
+        .q(q), .q_t(q_t), .tab_ok(lut_ok));
     assign lut_raddr = lut_byte[10:4];
-    // write_ofm's truncation to the OFM type (32 bits: the chaining FIFO's value)
-    wire [31:0]  q_t = (o_prec == B8) ? {{24{o_sgn & q[7]}}, q[7:0]} :
-                       (o_prec == B16) ? {{16{o_sgn & q[15]}}, q[15:0]} : q;
     // the lane's bytes in the output chunk
     wire [6:0]   ob_pos = {lane, 3'b000} << o_prec;
     wire [127:0] ob_mask = ((o_prec == B8) ? 128'hFF : (o_prec == B16) ? 128'hFFFF : 128'hFFFF_FFFF) << ob_pos;
@@ -957,13 +954,18 @@ module npu_kernel #(
     wire          f_pop_a = lane_done && !k_pool && i_chain;
     wire          f_pop_b = lane_done && !k_pool && j_chain;
     wire          f_push  = lane_done && !k_pool && o_chain;
+    // the FIFOs' one write port: this unit's pushes, or the CONV unit's chained OFM (written
+    // by element index: the CONV opens the chain, so the FIFO starts empty at entry 0)
+    wire          fw_en   = f_push || cv_we;
+    wire [CAW-1:0] fw_addr = cv_we ? cv_idx[CAW-1:0] : f_wp[o_reg[1:0]];
+    wire [31:0]   fw_data = cv_we ? cv_data : q_t;
     wire [31:0]   f_head [0:NF-1];
     genvar gf;
     generate
         for (gf = 0; gf < NF; gf = gf + 1) begin : g_fifo
             logic [31:0] fmem [0:CHAIN_DEPTH-1];
             always_ff @(posedge CLK) begin
-                if (f_push && o_reg == 3'(gf)) fmem[f_wp[gf]] <= q_t;
+                if (fw_en && o_reg == 3'(gf)) fmem[fw_addr] <= fw_data;
             end
             assign f_head[gf] = fmem[f_rp[gf]];
         end
@@ -1049,6 +1051,17 @@ module npu_kernel #(
             end else if (k_busy && finished) begin
                 k_busy <= 1'b0;
                 g <= G_IDLE;
+            end else if (cv_start) begin
+                // a CONV/DEPTHWISE (never inside an open chain): add_operation_to_chain with
+                // one external IFM; a chained OFM opens a chain whose FIFO will hold the OFM
+                for (k = 0; k < NF; k = k + 1) begin
+                    f_rp[k] <= {CAW{1'b0}};
+                    f_wp[k] <= (o_chain && o_reg[1:0] == 2'(k)) ? n_el[CAW-1:0] : {CAW{1'b0}};
+                    f_cnt[k] <= (o_chain && o_reg[1:0] == 2'(k)) ? n_el[CAW:0] : {(CAW+1){1'b0}};
+                end
+                ch_nifm <= 2'd1;
+                ch_len <= o_chain ? 3'd1 : 3'd0;
+                ch_valid <= o_chain ? NF'(1 << o_reg[1:0]) : {NF{1'b0}};
             end
 
             // ---------------------------------------------------- request generator
@@ -1298,7 +1311,7 @@ module npu_kernel #(
         if (b_rb_valid && k_busy) bq[bq_wp] <= {b_rb_resp[1], b_rb_data};
     end
 
-    wire unused_ok = ^{set_raw[15:0], a_end[6:5], b_end[6:5], a_rb_resp[0], b_rb_resp[0], a_win[255:128],
+    wire unused_ok = ^{set_raw[15:0], cv_idx & ~16'(CHAIN_DEPTH - 1), a_end[6:5], b_end[6:5], a_rb_resp[0], b_rb_resp[0], a_win[255:128],
                        unused_ir_awc, unused_jr_awc, unused_or_arc, ooy, count_m1[6], lut_byte[3:0],
                        n_hw[33], n_el[50:34], c_next[16], o_cnext[16], a_sh[255:32], b_sh[255:32],
                        i_sx[39:6], i_sc[39:6], o_sx[39:6] & 34'd0, ifm_h[20], ifm_w[20], B32, ow, oh};

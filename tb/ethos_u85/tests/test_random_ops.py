@@ -904,7 +904,7 @@ class OpGen:
             cmds += [(f"NPU_SET_WEIGHT{names[k]}_BASE", dict(addr=off)),
                      (f"NPU_SET_WEIGHT{names[k]}_LENGTH", dict(length=len(blob)))]
         cmds += [("NPU_SET_OFM_SCALE", osc)]
-        act, lut = self.activation(ofm, self.lut_ok() and not self.rtl)
+        act, lut = self.activation(ofm, self.lut_ok())
         cmds += self.ofm_cmds(ofm, extra, oh, ow, od, blk) + act
         cmds += [("NPU_SET_ACC_FORMAT", dict(acc_format=int(acc48), acc_input=acc_input, acc_output=0,
                                              microblock=mb))]
