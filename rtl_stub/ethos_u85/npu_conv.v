@@ -112,6 +112,7 @@ module npu_conv #(
 `include "gen/npu_isa.vh"
 `include "gen/npu_conv.vh"
 `include "gen/npu_cmd_state.vh"
+`include "gen/npu_op_fields.vh"
 
     localparam integer LOG_MACS = $clog2(MACS);
     localparam integer NU = MACS / 8;
@@ -131,70 +132,12 @@ module npu_conv #(
                                 3'(NPU_DW16_PAD_K_256);
 
     // ================================================================ register fields
-    wire [FW_npu_set_ifm_precision__activation_type-1:0] i_sgn   = f_npu_set_ifm_precision__activation_type;
-    wire [FW_npu_set_ifm_precision__activation_precision-1:0] i_prec  = f_npu_set_ifm_precision__activation_precision;
-    wire [FW_npu_set_ifm_precision__activation_format-1:0] i_fmt   = f_npu_set_ifm_precision__activation_format;
-    wire [FW_npu_set_ifm_precision__activation_storage-1:0] i_stor  = f_npu_set_ifm_precision__activation_storage;
-    wire [FW_npu_set_ifm_region__region-1:0] i_reg   = f_npu_set_ifm_region__region;
-    wire [FW_npu_set_ifm_base0__addr-1:0] i_base  = f_npu_set_ifm_base0__addr;
-    wire [FW_npu_set_ifm_stride_x__addr-1:0] i_sx    = f_npu_set_ifm_stride_x__addr;
-    wire [FW_npu_set_ifm_stride_y__addr-1:0] i_sy    = f_npu_set_ifm_stride_y__addr;
-    wire [FW_npu_set_ifm_stride_c__addr-1:0] i_sc    = f_npu_set_ifm_stride_c__addr;
-    wire [FW_npu_set_ifm_width0_m1__width_m1-1:0] i_w0m1  = f_npu_set_ifm_width0_m1__width_m1;
-    wire [FW_npu_set_ifm_height0_m1__height_m1-1:0] i_h0m1  = f_npu_set_ifm_height0_m1__height_m1;
-    wire [FW_npu_set_ifm_height1_m1__height_m1-1:0] i_h1m1  = f_npu_set_ifm_height1_m1__height_m1;
-    wire [FW_npu_set_ifm_zero_point__zero_point-1:0] i_zp    = f_npu_set_ifm_zero_point__zero_point;
-    wire [FW_npu_set_ifm_upscale__mode-1:0] i_up    = f_npu_set_ifm_upscale__mode;
-    wire [FW_npu_set_ifm_depth_m1__depth_m1-1:0] id_m1   = f_npu_set_ifm_depth_m1__depth_m1;
-    wire [FW_npu_set_ofm_precision__activation_type-1:0] o_sgn   = f_npu_set_ofm_precision__activation_type;
-    wire [FW_npu_set_ofm_precision__activation_precision-1:0] o_prec  = f_npu_set_ofm_precision__activation_precision;
-    wire [FW_npu_set_ofm_precision__activation_format-1:0] o_fmt   = f_npu_set_ofm_precision__activation_format;
-    wire [FW_npu_set_ofm_precision__scale_mode-1:0] o_smode = f_npu_set_ofm_precision__scale_mode;
-    wire [FW_npu_set_ofm_precision__activation_reverse-1:0] o_rev   = f_npu_set_ofm_precision__activation_reverse;
-    wire [FW_npu_set_ofm_precision__activation_transpose-1:0] o_tr    = f_npu_set_ofm_precision__activation_transpose;
-    wire [FW_npu_set_ofm_precision__activation_storage-1:0] o_stor  = f_npu_set_ofm_precision__activation_storage;
-    wire [FW_npu_set_ofm_region__region-1:0] o_reg   = f_npu_set_ofm_region__region;
-    wire [FW_npu_set_ofm_base0__addr-1:0] o_base  = f_npu_set_ofm_base0__addr;
-    wire [FW_npu_set_ofm_stride_x__addr-1:0] o_sx    = f_npu_set_ofm_stride_x__addr;
-    wire [FW_npu_set_ofm_stride_y__addr-1:0] o_sy    = f_npu_set_ofm_stride_y__addr;
-    wire [FW_npu_set_ofm_stride_c__addr-1:0] o_sc    = f_npu_set_ofm_stride_c__addr;
-    wire [FW_npu_set_ofm_width0_m1__width_m1-1:0] o_w0m1  = f_npu_set_ofm_width0_m1__width_m1;
-    wire [FW_npu_set_ofm_height0_m1__height_m1-1:0] o_h0m1  = f_npu_set_ofm_height0_m1__height_m1;
-    wire [FW_npu_set_ofm_height1_m1__height_m1-1:0] o_h1m1  = f_npu_set_ofm_height1_m1__height_m1;
-    wire [FW_npu_set_ofm_zero_point__zero_point-1:0] o_zp    = f_npu_set_ofm_zero_point__zero_point;
-    wire [FW_npu_set_ofm_height_m1__height_m1-1:0] oh_m1   = f_npu_set_ofm_height_m1__height_m1;
-    wire [FW_npu_set_ofm_width_m1__width_m1-1:0] ow_m1   = f_npu_set_ofm_width_m1__width_m1;
-    wire [FW_npu_set_ofm_depth_m1__depth_m1-1:0] od_m1   = f_npu_set_ofm_depth_m1__depth_m1;
     wire [FW_npu_set_ofm_blk_height_m1__height_m1-1:0] blkh_m1 = f_npu_set_ofm_blk_height_m1__height_m1;
     wire [FW_npu_set_ofm_blk_width_m1__width_m1-1:0] blkw_m1 = f_npu_set_ofm_blk_width_m1__width_m1;
     wire [FW_npu_set_ofm_blk_depth_m1__depth_m1-1:0] blkd_m1 = f_npu_set_ofm_blk_depth_m1__depth_m1;
-    wire [FW_npu_set_kernel_height_m1__height_m1-1:0] kh_m1   = f_npu_set_kernel_height_m1__height_m1;
-    wire [FW_npu_set_kernel_width_m1__width_m1-1:0] kw_m1   = f_npu_set_kernel_width_m1__width_m1;
-    wire [FW_npu_set_kernel_stride__stride_y_lsb-1:0] sy_lsb  = f_npu_set_kernel_stride__stride_y_lsb;
-    wire [FW_npu_set_kernel_stride__stride_y_msb-1:0] sy_msb  = f_npu_set_kernel_stride__stride_y_msb;
-    wire [FW_npu_set_kernel_stride__stride_x_lsb-1:0] sx_lsb  = f_npu_set_kernel_stride__stride_x_lsb;
-    wire [FW_npu_set_kernel_stride__stride_x_msb-1:0] sx_msb  = f_npu_set_kernel_stride__stride_x_msb;
     wire [FW_npu_set_kernel_stride__dilation_x-1:0] dil_xb  = f_npu_set_kernel_stride__dilation_x;
     wire [FW_npu_set_kernel_stride__dilation_y-1:0] dil_yb  = f_npu_set_kernel_stride__dilation_y;
-    wire [FW_npu_set_kernel_stride__decomposition-1:0] decomp  = f_npu_set_kernel_stride__decomposition;
-    wire [FW_npu_set_kernel_stride__weight_order-1:0] w_order = f_npu_set_kernel_stride__weight_order;
-    wire [FW_npu_set_ifm_pad_top__pad-1:0] pad_t   = f_npu_set_ifm_pad_top__pad;
-    wire [FW_npu_set_ifm_pad_left__pad-1:0] pad_l   = f_npu_set_ifm_pad_left__pad;
-    wire [FW_npu_set_ifm_pad_bottom__pad-1:0] pad_b   = f_npu_set_ifm_pad_bottom__pad;
-    wire [FW_npu_set_ifm_pad_right__pad-1:0] pad_r   = f_npu_set_ifm_pad_right__pad;
-    wire [FW_npu_set_acc_format__acc_format-1:0] acc_fmt = f_npu_set_acc_format__acc_format;
-    wire [FW_npu_set_acc_format__acc_input-1:0] acc_in  = f_npu_set_acc_format__acc_input;
-    wire [FW_npu_set_acc_format__acc_output-1:0] acc_out = f_npu_set_acc_format__acc_output;
     wire [FW_npu_set_acc_format__microblock-1:0] mb      = f_npu_set_acc_format__microblock;
-    wire [FW_npu_set_activation__activation_function-1:0] act_fn  = f_npu_set_activation__activation_function;
-    wire [FW_npu_set_activation__activation_clip_range-1:0] clip_rg = f_npu_set_activation__activation_clip_range;
-    wire [FW_npu_set_activation__table-1:0] act_tab = f_npu_set_activation__table;
-    wire [FW_npu_set_activation_min__clip_boundary-1:0] act_min = f_npu_set_activation_min__clip_boundary;
-    wire [FW_npu_set_activation_max__clip_boundary-1:0] act_max = f_npu_set_activation_max__clip_boundary;
-    wire [FW_npu_set_ofm_scale__scale-1:0] os_scale = f_npu_set_ofm_scale__scale;
-    wire [FW_npu_set_ofm_scale__shift-1:0] os_shift = f_npu_set_ofm_scale__shift;
-    wire [FW_npu_set_ofm_scale__round_mode-1:0] os_rnd   = f_npu_set_ofm_scale__round_mode;
-    wire [FW_npu_set_ofm_scale__dbl_rnd-1:0] os_dbl   = f_npu_set_ofm_scale__dbl_rnd;
     wire [FW_npu_set_weight_format__weight_format-1:0] wfmt     = f_npu_set_weight_format__weight_format;
     wire [FW_npu_set_weight_format__weight_sparsity-1:0] wsparse  = f_npu_set_weight_format__weight_sparsity;
     wire [FW_npu_set_weight_region__region-1:0] w_reg    = f_npu_set_weight_region__region;
