@@ -50,8 +50,8 @@ DEVICE = "ethos-u85"
 # the datapath of CONV/DEPTHWISE and of the kernel unit
 DATAPATH = ("npu_swd.v", "npu_fwd.v", "npu_wfetch.v", "npu_conv.v", "npu_conv_walk.v",
             "npu_conv_ifm.v", "npu_conv_mac.v", "npu_conv_out.v", "npu_conv_rescale.v", "npu_rsr.v",
-            "npu_kernel.v", "npu_kernel_alu.v")
-KERNEL_FILES = ("npu_kernel.v", "npu_kernel_alu.v")
+            "npu_kernel.v", "npu_kernel_alu.v", "npu_act.v")
+KERNEL_FILES = ("npu_kernel.v", "npu_kernel_alu.v", "npu_act.v")
 
 # mutants judged equivalent (no output can change), by id: "file:line:col:old->new" -> reason
 EQUIVALENT: dict[str, str] = {
