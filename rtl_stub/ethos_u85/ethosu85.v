@@ -396,7 +396,7 @@ module ethosu85 #(
     wire              c_cf_we;               // CONV chained OFM -> the kernel unit's FIFO
     wire [15:0]       c_cf_idx;
     wire [31:0]       c_cf_data;
-    localparam integer CHAIN_DEPTH = 1024;   // values per chaining FIFO
+    localparam integer CHAIN_DEPTH = 4096;   // values per chaining FIFO (Vela catalog: up to 2304)
     wire              k_chain;
     wire [DESC_W-1:0] dma_desc;
     wire [2:0]        dma_outstanding;

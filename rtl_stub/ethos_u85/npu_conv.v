@@ -39,7 +39,7 @@
 
 module npu_conv #(
     parameter integer MACS = 256,
-    parameter integer CHAIN_DEPTH = 1024,      // values per chaining FIFO (npu_kernel.v)
+    parameter integer CHAIN_DEPTH = 4096,      // values per chaining FIFO (npu_kernel.v)
     parameter [1:0]   NUM_WD_LOG2 = 2'd0       // CONFIG.num_wd
 ) (
     input  wire          CLK,

@@ -86,7 +86,7 @@
 `default_nettype none
 
 module npu_kernel #(
-    parameter integer CHAIN_DEPTH = 1024       // values per chaining FIFO (a power of 2)
+    parameter integer CHAIN_DEPTH = 4096       // values per chaining FIFO (a power of 2)
 ) (
     input  wire          CLK,
     input  wire          rst_n,

@@ -30,7 +30,7 @@ _MB_HW = ((1, 1), (1, 2), (1, 4), (2, 2), (2, 4), (4, 4))
 # implementation sizes of npu_conv.v (AB words, IFM buffer words per half, scale/bias records)
 AB_WORDS = 256
 SB_RECORDS = 2048
-CHAIN_DEPTH = 1024                          # npu_kernel.v: values per chaining FIFO
+CHAIN_DEPTH = 4096                          # ethosu85.v CHAIN_DEPTH: values per chaining FIFO
 NUM_CHAINING_FIFO = 3
 
 
