@@ -15,11 +15,12 @@
 //                    control, STATUS, IRQ
 //   npu_dma          NPU_OP_DMA_START engine: 1D/2D/3D, gather/scatter, internal LUT RAM
 //                    destination (channels rd_mem2mem, rd_mem2mem_idx, wr_mem2mem)
-//   npu_kernel       NPU_OP_ELEMENTWISE / NPU_OP_POOL on 8-bit tensors (channels rd_ifm,
-//                    rd_ifm_stream, wr_ofm); npu_kernel_alu, npu_rsr: its arithmetic
-//   npu_wfetch       NPU_OP_CONV / NPU_OP_DEPTHWISE: weight and scale/bias stream reads
-//                    (channels rd_weights, rd_scale_bias); the op then stops with
-//                    cmd_parse_error (no weight decoder or MAC datapath yet)
+//   npu_kernel       NPU_OP_ELEMENTWISE / NPU_OP_POOL / NPU_OP_RESIZE (channels rd_ifm,
+//                    rd_ifm_stream, wr_ofm), the chaining FIFOs; npu_kernel_alu, npu_rsr:
+//                    its arithmetic; npu_act: activation() (shared with npu_conv)
+//   npu_conv         NPU_OP_CONV / NPU_OP_DEPTHWISE (channels rd_ifm, rd_weights,
+//                    rd_scale_bias, wr_ofm; a chained OFM into npu_kernel's FIFOs; LUT
+//                    functions on npu_dma's LUT RAM read port while it is busy)
 //   npu_region_route region -> BASEP, MEM_ATTR (port group, AxCACHE, AxDOMAIN)
 //   npu_axi_rd/wr    one AXI manager port side each; npu_axi_addr: their AR/AW channel
 //                    (arbitration, address register, outstanding limit)

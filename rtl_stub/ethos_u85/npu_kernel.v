@@ -61,8 +61,10 @@
 // state g_chain_length, g_num_ifm, g_fifo_valid. An ELEMENTWISE operation may read its IFM
 // and/or IFM2 from a FIFO (activation_storage chained, region = FIFO) and write its OFM to
 // one; the first operation of a chain empties the FIFOs. A POOL (and a CONV/DEPTHWISE, via
-// the decoder's chain_open) cannot be appended to a chain. chain_open tells the decoder
-// that a stop request waits for the end of the chain (tlm/device.py).
+// the decoder's chain_open) cannot be appended to a chain. A CONV/DEPTHWISE (cv_start)
+// starts one: with a chained OFM it opens a chain whose FIFO it fills through cv_we/cv_idx
+// (npu_conv_out.v; the FIFOs' one write port, by element index). chain_open tells the
+// decoder that a stop request waits for the end of the chain (tlm/device.py).
 //
 // Checks (combinational, for the command at the decoder's head):
 //   op_unsupported   a configuration this unit does not implement: the decoder stops with
