@@ -1219,20 +1219,24 @@ def conv_lut_job(gen: OpGen, fn: str, kind: str) -> Job:
     return Job(words, image, [op], [f"lut_dma_{lkind}", fn])
 
 
-def conv_chain_job(gen: OpGen, kind: str, mode: str) -> Job:
-    """A CONV/DEPTHWISE whose OFM goes to a chaining FIFO (random FIFO 0..2, at most
-    rtl_support.CHAIN_DEPTH values), then an ELEMENTWISE *mode* of the same OFM shape that
-    reads its IFM from that FIFO and writes its OFM to memory: the chain of the Vela networks
-    (DEPTHWISE -> ELEMENTWISE of the mean lowering), random otherwise."""
+def conv_chain_job(gen: OpGen, kind: str, modes: tuple) -> Job:
+    """A chain (TRM 3.6.4): a CONV/DEPTHWISE whose OFM goes to a chaining FIFO (random FIFO
+    0..2, at most rtl_support.CHAIN_DEPTH values), then one ELEMENTWISE per mode of *modes*
+    of the same OFM shape, each reading its IFM from the FIFO the operation before wrote;
+    all but the last write their OFM to a random FIFO (an HWC OFM, not unsigned b32), the last
+    to memory. The chain of the Vela networks (DEPTHWISE -> ELEMENTWISE of the mean lowering)
+    with one mode; up to 4 operations (the chain limit), at most 3 external IFMs (the CONV's
+    and the binary modes' IFM2s)."""
     from tb.ethos_u85.testlib.rtl_support import CHAIN_DEPTH
     r = gen.rng
     gen.new_job()
-    words, image, notes = [], {}, [kind, mode]
+    words, image, notes = [], {}, [kind, *modes]
     if r.random() < 0.5:
         cmds, img, lkind = gen.lut_load()
         words += enc(*cmds)
         image.update(img)
         notes.append(f"lut_dma_{lkind}")
+    chained = int(isa.activation_storage.chained)
     fifo = r.randrange(3)
     for _ in range(500):
         conv = gen.conv(kind)
@@ -1241,24 +1245,44 @@ def conv_chain_job(gen: OpGen, kind: str, mode: str) -> Job:
             break
     else:
         raise RuntimeError("no CONV with a small enough OFM in 500 tries")
-    patched(conv, {"NPU_SET_OFM_PRECISION": dict(activation_storage=int(isa.activation_storage.chained)),
+    patched(conv, {"NPU_SET_OFM_PRECISION": dict(activation_storage=chained),
                    "NPU_SET_OFM_REGION": dict(region=fifo)})
-    for _ in range(2000):
-        ew = gen.elementwise(mode, shape=(o.h, o.w, o.d))
-        if (op_field(ew, "NPU_SET_IFM_BROADCAST", "broadcast_mode") == 0
-                and op_field(ew, "NPU_SET_IFM_PRECISION", "activation_precision") == o.prec
-                and op_field(ew, "NPU_SET_IFM_PRECISION", "activation_type") == o.signed):
-            break
-    else:
-        raise RuntimeError(f"no ELEMENTWISE {mode} reading a b{8 << o.prec} IFM in 2000 tries")
-    patched(ew, {"NPU_SET_IFM_PRECISION": dict(activation_storage=int(isa.activation_storage.chained)),
-                 "NPU_SET_IFM_REGION": dict(region=fifo)})
     image.update(conv.image)
-    image.update(ew.image)
     conv.desc += f" -> chaining FIFO {fifo}"
     conv.ofm = None                                  # nothing of it in memory
-    words += enc(*conv.cmds) + enc(*ew.cmds) + enc(("NPU_OP_STOP", dict(mask=0x0001)))
-    return Job(words, image, [conv, ew], notes)
+    ops, prev = [conv], (o.prec, o.signed)
+    for j, mode in enumerate(modes):
+        last = j == len(modes) - 1
+        for _ in range(4000):
+            ew = gen.elementwise(mode, shape=(o.h, o.w, o.d))
+            oprec = op_field(ew, "NPU_SET_OFM_PRECISION", "activation_precision")
+            osgn = op_field(ew, "NPU_SET_OFM_PRECISION", "activation_type")
+            if (op_field(ew, "NPU_SET_IFM_BROADCAST", "broadcast_mode") == 0
+                    and (op_field(ew, "NPU_SET_IFM_PRECISION", "activation_precision"),
+                         op_field(ew, "NPU_SET_IFM_PRECISION", "activation_type")) == prev
+                    and (last or (op_field(ew, "NPU_SET_OFM_PRECISION", "activation_transpose") == 0
+                                  and op_field(ew, "NPU_SET_OFM_PRECISION", "activation_reverse") == 0
+                                  and not (oprec == B32 and not osgn)))):
+                break
+        else:
+            raise RuntimeError(f"no ELEMENTWISE {mode} reading a b{8 << prev[0]} IFM in 4000 tries")
+        changes = {"NPU_SET_IFM_PRECISION": dict(activation_storage=chained),
+                   "NPU_SET_IFM_REGION": dict(region=fifo)}
+        ew.desc += f" <- chaining FIFO {fifo}"
+        if not last:
+            fifo = r.randrange(3)
+            changes.update({"NPU_SET_OFM_PRECISION": dict(activation_storage=chained),
+                            "NPU_SET_OFM_REGION": dict(region=fifo)})
+            ew.desc += f" -> chaining FIFO {fifo}"
+            ew.ofm = None
+            prev = (oprec, osgn)
+        patched(ew, changes)
+        image.update(ew.image)
+        ops.append(ew)
+    for op in ops:
+        words += enc(*op.cmds)
+    words += enc(("NPU_OP_STOP", dict(mask=0x0001)))
+    return Job(words, image, ops, notes)
 
 
 def n_ops(rng: random.Random, lo: int, hi: int) -> int:
@@ -1325,11 +1349,15 @@ async def test_conv_lut(dut):
 @cocotb.test(**TIMEOUT)
 async def test_conv_chained(dut, kind):
     """CONV / DEPTHWISE with a chained OFM (a chaining FIFO, TRM 3.6.4) read by the next
-    ELEMENTWISE as its chained IFM, for several modes (LUT activations among the random
+    ELEMENTWISE as its chained IFM, in chains of 2 to 4 operations (ELEMENTWISEs passing the
+    values on through random FIFOs, the same one too; LUT activations among the random
     ones): the chain's OFM bytes, STATUS and QREAD against the scoreboard's reference."""
     rng = seeded(f"test_conv_chained[{kind}]")
     env, watch = await start_bench(dut, seed=rng.getrandbits(16))
     gen = OpGen(rng, get_config(env.config).macs, rtl=RTL)
-    for j, mode in enumerate(("add", "abs", "mul", "max", "lrelu", "sub")):
-        await run(env, watch, conv_chain_job(gen, kind, mode), f"chain {j} {mode}")
+    # chains of 2 to 4 operations (3 external IFMs at most: unary modes in the middle)
+    chains = (("add",), ("abs",), ("mul",), ("max",), ("lrelu", "sub"), ("abs", "add"),
+              ("abs", "lrelu", "max"), ("not", "abs", "add"))
+    for j, modes in enumerate(chains):
+        await run(env, watch, conv_chain_job(gen, kind, modes), f"chain {j} {'+'.join(modes)}")
     env.finish()
