@@ -18,6 +18,8 @@ Nothing in the generated files is typed by hand: every number comes from
   NPU_SET command holding exactly its fields) with their write logic and one wire per
   field, for the command decoder (npu_cmd_decode.v) and the kernel unit (npu_kernel.v) to
   include;
+  ``rtl_stub/ethos_u85/gen/npu_op_fields.vh``: the short names (OP_FIELD_ALIASES below) of the
+  NPU_SET fields both operation units (npu_kernel.v, npu_conv.v) read, declared once;
 * ``tlm/ethos_u85/arith.py``, ``tlm/ethos_u85/ops/pool.py`` -> ``rtl_stub/ethos_u85/gen/npu_kernel.vh``: the
   average-pool scale table of rescale_mode_avpool and the pooling identities;
 * ``tb/ethos_u85/ports.py``       -> ``rtl_stub/ethos_u85/gen/ethosu85_ports.vh``: the top-level port list (TRM
@@ -455,12 +457,98 @@ def gen_shell(axi_ports: "tuple | None" = None) -> str:
     return "\n".join(out) + "\n"
 
 
+# ---------------------------------------------------------------------------- npu_op_fields.vh
+# Short names of the NPU_SET fields that both operation units read (npu_kernel.v and
+# npu_conv.v), declared once in the generated include: (alias, NPU_SET command, field).
+# Widths and positions come from tlm/ethos_u85/isa.py through gen/npu_cmd_state.vh.
+OP_FIELD_ALIASES = (
+    ('i_sgn', 'NPU_SET_IFM_PRECISION', 'activation_type'),
+    ('i_prec', 'NPU_SET_IFM_PRECISION', 'activation_precision'),
+    ('i_fmt', 'NPU_SET_IFM_PRECISION', 'activation_format'),
+    ('i_stor', 'NPU_SET_IFM_PRECISION', 'activation_storage'),
+    ('i_reg', 'NPU_SET_IFM_REGION', 'region'),
+    ('i_base', 'NPU_SET_IFM_BASE0', 'addr'),
+    ('i_sx', 'NPU_SET_IFM_STRIDE_X', 'addr'),
+    ('i_sy', 'NPU_SET_IFM_STRIDE_Y', 'addr'),
+    ('i_sc', 'NPU_SET_IFM_STRIDE_C', 'addr'),
+    ('i_w0m1', 'NPU_SET_IFM_WIDTH0_M1', 'width_m1'),
+    ('i_h0m1', 'NPU_SET_IFM_HEIGHT0_M1', 'height_m1'),
+    ('i_h1m1', 'NPU_SET_IFM_HEIGHT1_M1', 'height_m1'),
+    ('i_zp', 'NPU_SET_IFM_ZERO_POINT', 'zero_point'),
+    ('i_up', 'NPU_SET_IFM_UPSCALE', 'mode'),
+    ('id_m1', 'NPU_SET_IFM_DEPTH_M1', 'depth_m1'),
+    ('o_sgn', 'NPU_SET_OFM_PRECISION', 'activation_type'),
+    ('o_prec', 'NPU_SET_OFM_PRECISION', 'activation_precision'),
+    ('o_fmt', 'NPU_SET_OFM_PRECISION', 'activation_format'),
+    ('o_smode', 'NPU_SET_OFM_PRECISION', 'scale_mode'),
+    ('o_rev', 'NPU_SET_OFM_PRECISION', 'activation_reverse'),
+    ('o_tr', 'NPU_SET_OFM_PRECISION', 'activation_transpose'),
+    ('o_stor', 'NPU_SET_OFM_PRECISION', 'activation_storage'),
+    ('o_reg', 'NPU_SET_OFM_REGION', 'region'),
+    ('o_base', 'NPU_SET_OFM_BASE0', 'addr'),
+    ('o_sx', 'NPU_SET_OFM_STRIDE_X', 'addr'),
+    ('o_sy', 'NPU_SET_OFM_STRIDE_Y', 'addr'),
+    ('o_sc', 'NPU_SET_OFM_STRIDE_C', 'addr'),
+    ('o_w0m1', 'NPU_SET_OFM_WIDTH0_M1', 'width_m1'),
+    ('o_h0m1', 'NPU_SET_OFM_HEIGHT0_M1', 'height_m1'),
+    ('o_h1m1', 'NPU_SET_OFM_HEIGHT1_M1', 'height_m1'),
+    ('o_zp', 'NPU_SET_OFM_ZERO_POINT', 'zero_point'),
+    ('oh_m1', 'NPU_SET_OFM_HEIGHT_M1', 'height_m1'),
+    ('ow_m1', 'NPU_SET_OFM_WIDTH_M1', 'width_m1'),
+    ('od_m1', 'NPU_SET_OFM_DEPTH_M1', 'depth_m1'),
+    ('kh_m1', 'NPU_SET_KERNEL_HEIGHT_M1', 'height_m1'),
+    ('kw_m1', 'NPU_SET_KERNEL_WIDTH_M1', 'width_m1'),
+    ('sy_lsb', 'NPU_SET_KERNEL_STRIDE', 'stride_y_lsb'),
+    ('sy_msb', 'NPU_SET_KERNEL_STRIDE', 'stride_y_msb'),
+    ('sx_lsb', 'NPU_SET_KERNEL_STRIDE', 'stride_x_lsb'),
+    ('sx_msb', 'NPU_SET_KERNEL_STRIDE', 'stride_x_msb'),
+    ('decomp', 'NPU_SET_KERNEL_STRIDE', 'decomposition'),
+    ('w_order', 'NPU_SET_KERNEL_STRIDE', 'weight_order'),
+    ('pad_t', 'NPU_SET_IFM_PAD_TOP', 'pad'),
+    ('pad_l', 'NPU_SET_IFM_PAD_LEFT', 'pad'),
+    ('pad_b', 'NPU_SET_IFM_PAD_BOTTOM', 'pad'),
+    ('pad_r', 'NPU_SET_IFM_PAD_RIGHT', 'pad'),
+    ('acc_fmt', 'NPU_SET_ACC_FORMAT', 'acc_format'),
+    ('acc_in', 'NPU_SET_ACC_FORMAT', 'acc_input'),
+    ('acc_out', 'NPU_SET_ACC_FORMAT', 'acc_output'),
+    ('act_fn', 'NPU_SET_ACTIVATION', 'activation_function'),
+    ('clip_rg', 'NPU_SET_ACTIVATION', 'activation_clip_range'),
+    ('act_tab', 'NPU_SET_ACTIVATION', 'table'),
+    ('act_min', 'NPU_SET_ACTIVATION_MIN', 'clip_boundary'),
+    ('act_max', 'NPU_SET_ACTIVATION_MAX', 'clip_boundary'),
+    ('os_scale', 'NPU_SET_OFM_SCALE', 'scale'),
+    ('os_shift', 'NPU_SET_OFM_SCALE', 'shift'),
+    ('os_rnd', 'NPU_SET_OFM_SCALE', 'round_mode'),
+    ('os_dbl', 'NPU_SET_OFM_SCALE', 'dbl_rnd'),
+)
+
+
+def gen_op_fields() -> str:
+    from tlm.ethos_u85 import isa
+
+    fields = {(c.name, f.name) for c in isa.SET_COMMANDS for f in c.fields}
+    out = [HEADER.format(name="npu_op_fields.vh", sources="tlm/ethos_u85/isa.py and its OP_FIELD_ALIASES"),
+           "// The short names of the NPU_SET fields both operation units read (npu_kernel.v,",
+           "// npu_conv.v). Include inside the module body after gen/npu_cmd_state.vh.", ""]
+    names = set()
+    for short, cmd, field in OP_FIELD_ALIASES:
+        if (cmd, field) not in fields:
+            raise SystemExit(f"gen_rtl_regs: OP_FIELD_ALIASES: {cmd}.{field} is not a field of tlm/ethos_u85/isa.py")
+        if short in names:
+            raise SystemExit(f"gen_rtl_regs: OP_FIELD_ALIASES: alias {short} twice")
+        names.add(short)
+        n = f"{cmd.lower()}__{field}"
+        out.append(f"wire [FW_{n}-1:0] {short} = f_{n};")
+    return "\n".join(out) + "\n"
+
+
 # ---------------------------------------------------------------------------- driver
 def generate() -> dict[Path, str]:
     """{path: text} of every generated file."""
     return {GEN_DIR / "npu_regs.vh": gen_regs(),
             GEN_DIR / "npu_isa.vh": gen_isa(),
             GEN_DIR / "npu_cmd_state.vh": gen_cmd_state(),
+            GEN_DIR / "npu_op_fields.vh": gen_op_fields(),
             GEN_DIR / "npu_kernel.vh": gen_kernel(),
             GEN_DIR / "npu_conv.vh": gen_conv(),
             GEN_DIR / "ethosu85_ports.vh": gen_ports(),

@@ -50,11 +50,13 @@ DEVICE = "ethos-u85"
 # the datapath of CONV/DEPTHWISE and of the kernel unit
 DATAPATH = ("npu_swd.v", "npu_fwd.v", "npu_wfetch.v", "npu_conv.v", "npu_conv_walk.v",
             "npu_conv_ifm.v", "npu_conv_mac.v", "npu_conv_out.v", "npu_conv_rescale.v", "npu_rsr.v",
-            "npu_kernel.v", "npu_kernel_alu.v")
-KERNEL_FILES = ("npu_kernel.v", "npu_kernel_alu.v")
+            "npu_kernel.v", "npu_kernel_alu.v", "npu_act.v")
+KERNEL_FILES = ("npu_kernel.v", "npu_kernel_alu.v", "npu_act.v")
 
 # mutants judged equivalent (no output can change), by id: "file:line:col:old->new" -> reason
 EQUIVALENT: dict[str, str] = {
+    "npu_act.v:76:43:1'b0->1'b1": "bit 0 of a lut_s8_s16 entry's byte address: the 16-bit word is selected "
+                                  "by bits [3:1] and the LUT RAM line by [10:4], bit 0 is never read",
     "npu_kernel.v:857:51:16->17": "a 17-bit sign extension of the 32-bit MIN identity in a 48-bit wire: "
                                   "the extra top bit is truncated, the value is the same",
     "npu_kernel.v:1037:59:16->17": "a 17-bit sign extension of the 32-bit MIN identity assigned to a 48-bit "

@@ -12,7 +12,9 @@ where the double-rounding term of rounded_shift_right decides the result;
 test_resize_integer_y_step and test_sigmoid_rounding_tie (same file): RESIZE with an integer y
 step (one_step_int > 0) and lut_sigmoid inputs where its rounding constant decides; and
 test_conv_unpredictable (same file): CONV and DEPTHWISE with a failed register-only TRM assert
-complete without effect. The CONV/DEPTHWISE jobs are picked from the generator's sequence so
+complete without effect; test_conv_lut and test_conv_chained (test_random_ops.py): every LUT
+function on CONV/DEPTHWISE OFMs, chained CONV/DEPTHWISE OFMs read by an ELEMENTWISE. The
+CONV/DEPTHWISE jobs are picked from the generator's sequence so
 that each feature of CONV_FEATURES occurs (FWD, sparse, part-kernel-first, d4x4, i32 and i48
 accumulators, per-channel and global scale, every microblock, ...): a short list of plain random
 draws can miss a whole block (e.g. no FWD job at all). The first failing job ends the test (the
@@ -39,7 +41,10 @@ from tb.ethos_u85.testlib.netjob import run_network, vela_model
 from tb.ethos_u85.testlib.regs import status_fields
 from tb.ethos_u85.tests.test_random_ops import (CMD, NONE, QREAD, OpGen, build_job, reserved_scale_bit_job,
                                                 start_bench)
-# runs here too: what the stand-in refuses (div, argmax, CONV with LUT, b64 OFM DEPTHWISE, ...) must
+# run here too: every LUT function on CONV/DEPTHWISE OFMs, and CONV/DEPTHWISE chained OFMs read
+# by an ELEMENTWISE (npu_act.v, the serial lane path of npu_conv_out.v, the FIFO write port)
+from tb.ethos_u85.tests.test_random_ops import test_conv_chained, test_conv_lut  # noqa: F401
+# runs here too: what the stand-in refuses (div, argmax, CONV with upscale, b64 OFM DEPTHWISE, ...) must
 # stop with cmd_parse_error at the operation, never run
 from tb.ethos_u85.tests.test_rtl_smoke import test_smoke_parse_errors  # noqa: F401
 # run here too: directed rounding values (the random jobs rarely land where D decides),

@@ -15,11 +15,12 @@
 //                    control, STATUS, IRQ
 //   npu_dma          NPU_OP_DMA_START engine: 1D/2D/3D, gather/scatter, internal LUT RAM
 //                    destination (channels rd_mem2mem, rd_mem2mem_idx, wr_mem2mem)
-//   npu_kernel       NPU_OP_ELEMENTWISE / NPU_OP_POOL on 8-bit tensors (channels rd_ifm,
-//                    rd_ifm_stream, wr_ofm); npu_kernel_alu, npu_rsr: its arithmetic
-//   npu_wfetch       NPU_OP_CONV / NPU_OP_DEPTHWISE: weight and scale/bias stream reads
-//                    (channels rd_weights, rd_scale_bias); the op then stops with
-//                    cmd_parse_error (no weight decoder or MAC datapath yet)
+//   npu_kernel       NPU_OP_ELEMENTWISE / NPU_OP_POOL / NPU_OP_RESIZE (channels rd_ifm,
+//                    rd_ifm_stream, wr_ofm), the chaining FIFOs; npu_kernel_alu, npu_rsr:
+//                    its arithmetic; npu_act: activation() (shared with npu_conv)
+//   npu_conv         NPU_OP_CONV / NPU_OP_DEPTHWISE (channels rd_ifm, rd_weights,
+//                    rd_scale_bias, wr_ofm; a chained OFM into npu_kernel's FIFOs; LUT
+//                    functions on npu_dma's LUT RAM read port while it is busy)
 //   npu_region_route region -> BASEP, MEM_ATTR (port group, AxCACHE, AxDOMAIN)
 //   npu_axi_rd/wr    one AXI manager port side each; npu_axi_addr: their AR/AW channel
 //                    (arbitration, address register, outstanding limit)
@@ -391,8 +392,12 @@ module ethosu85 #(
     wire [9:0]        st_opc;
     wire [63:0]       st_raw;
     wire [5:0]        k_op_mode;
-    wire [6:0]        k_lut_raddr;           // LUT RAM read port of the kernel datapath
+    wire [6:0]        k_lut_raddr, c_lut_raddr;  // LUT RAM read port: kernel unit, CONV unit
     wire [127:0]      k_lut_rdata;
+    wire              c_cf_we;               // CONV chained OFM -> the kernel unit's FIFO
+    wire [15:0]       c_cf_idx;
+    wire [31:0]       c_cf_data;
+    localparam integer CHAIN_DEPTH = 4096;   // values per chaining FIFO (Vela catalog: up to 2304)
     wire              k_chain;
     wire [DESC_W-1:0] dma_desc;
     wire [2:0]        dma_outstanding;
@@ -438,11 +443,11 @@ module ethosu85 #(
         .wd_valid(d_wd_valid), .wd_ext(d_wd_ext), .wd_data(d_wd_data), .wd_strb(d_wd_strb),
         .wd_last(d_wd_last), .wd_ready(d_wd_ready),
         .wb_valid((s_wb_valid && s_wb_id == ID_WR_M2M) || (e_wb_valid && e_wb_id == ID_WR_M2M)),
-        .lut_raddr(k_lut_raddr), .lut_rdata(k_lut_rdata),
+        .lut_raddr(c_busy ? c_lut_raddr : k_lut_raddr), .lut_rdata(k_lut_rdata),
         .idle(dma_idle));
 
     // ================================================================ kernel operations
-    npu_kernel u_kernel (
+    npu_kernel #(.CHAIN_DEPTH(CHAIN_DEPTH)) u_kernel (
         .CLK(CLK), .rst_n(core_rst_n),
         .set_we(st_we), .set_kind(st_kind), .set_opc(st_opc), .set_raw(st_raw),
         .op_pool(k_op_pool), .op_ew(k_op_ew), .op_resize(k_op_resize), .op_mode(k_op_mode),
@@ -451,6 +456,7 @@ module ethosu85 #(
         .chain_open(k_chain),
         .basep(basep), .regioncfg(regioncfg), .mem_attr(mem_attr),
         .lut_raddr(k_lut_raddr), .lut_rdata(k_lut_rdata),
+        .cv_start(c_start), .cv_we(c_cf_we), .cv_idx(c_cf_idx), .cv_data(c_cf_data),
         .a_rq_valid(kk_rq_valid), .a_rq_ext(kk_rq_ext), .a_rq_addr(kk_rq_addr),
         .a_rq_cache(kk_rq_cache), .a_rq_domain(kk_rq_domain), .a_rq_ready(ka_rq_ready),
         .a_rb_valid(s_hit_ka || e_hit_ka), .a_rb_data(s_hit_ka ? s_rb_data : e_rb_data),
@@ -465,13 +471,15 @@ module ethosu85 #(
         .wb_valid(ofm_b && !c_busy));
 
     // ================================================================ CONV / DEPTHWISE
-    npu_conv #(.MACS(MACS), .NUM_WD_LOG2(CONFIG_WORD[NPU_F_CONFIG_NUM_WD +: 2])) u_conv (
+    npu_conv #(.MACS(MACS), .CHAIN_DEPTH(CHAIN_DEPTH), .NUM_WD_LOG2(CONFIG_WORD[NPU_F_CONFIG_NUM_WD +: 2])) u_conv (
         .CLK(CLK), .rst_n(core_rst_n),
         .set_we(st_we), .set_kind(st_kind), .set_opc(st_opc), .set_raw(st_raw),
         .op_dw(c_op_dw), .op_wi2(c_op_wi2), .op_unsupported(c_unsup), .op_unpredictable(c_unpred),
         .start(c_start), .busy(c_busy), .abort(dma_abort), .pause(pause),
         .cond_flag(c_flag), .cond_set(c_flag_set),
         .basep(basep), .regioncfg(regioncfg), .mem_attr(mem_attr), .sram_mb(s_mb), .ext_mb(e_mb),
+        .lut_raddr(c_lut_raddr), .lut_rdata(k_lut_rdata),
+        .cf_we(c_cf_we), .cf_idx(c_cf_idx), .cf_data(c_cf_data),
         .a_rq_valid(cc_rq_valid), .a_rq_ext(cc_rq_ext), .a_rq_addr(cc_rq_addr), .a_rq_len(cc_rq_len),
         .a_rq_cache(cc_rq_cache), .a_rq_domain(cc_rq_domain), .a_rq_ready(ka_rq_ready),
         .a_rb_valid(s_hit_ka || e_hit_ka), .a_rb_data(s_hit_ka ? s_rb_data : e_rb_data),

@@ -39,6 +39,7 @@
 
 module npu_conv #(
     parameter integer MACS = 256,
+    parameter integer CHAIN_DEPTH = 4096,      // values per chaining FIFO (npu_kernel.v)
     parameter [1:0]   NUM_WD_LOG2 = 2'd0       // CONFIG.num_wd
 ) (
     input  wire          CLK,
@@ -65,6 +66,13 @@ module npu_conv #(
     input  wire [31:0]   mem_attr,
     input  wire [1:0]    sram_mb,
     input  wire [1:0]    ext_mb,
+    // LUT RAM read port (npu_dma.v; the kernel unit's otherwise)
+    output wire [6:0]    lut_raddr,
+    input  wire [127:0]  lut_rdata,
+    // chaining FIFO write port (npu_kernel.v: the FIFO of OFM_REGION)
+    output wire          cf_we,
+    output wire [15:0]   cf_idx,
+    output wire [31:0]   cf_data,
     // IFM reads (rd_ifm)
     output wire          a_rq_valid,
     output wire          a_rq_ext,
@@ -104,6 +112,7 @@ module npu_conv #(
 `include "gen/npu_isa.vh"
 `include "gen/npu_conv.vh"
 `include "gen/npu_cmd_state.vh"
+`include "gen/npu_op_fields.vh"
 
     localparam integer LOG_MACS = $clog2(MACS);
     localparam integer NU = MACS / 8;
@@ -123,69 +132,12 @@ module npu_conv #(
                                 3'(NPU_DW16_PAD_K_256);
 
     // ================================================================ register fields
-    wire [FW_npu_set_ifm_precision__activation_type-1:0] i_sgn   = f_npu_set_ifm_precision__activation_type;
-    wire [FW_npu_set_ifm_precision__activation_precision-1:0] i_prec  = f_npu_set_ifm_precision__activation_precision;
-    wire [FW_npu_set_ifm_precision__activation_format-1:0] i_fmt   = f_npu_set_ifm_precision__activation_format;
-    wire [FW_npu_set_ifm_precision__activation_storage-1:0] i_stor  = f_npu_set_ifm_precision__activation_storage;
-    wire [FW_npu_set_ifm_region__region-1:0] i_reg   = f_npu_set_ifm_region__region;
-    wire [FW_npu_set_ifm_base0__addr-1:0] i_base  = f_npu_set_ifm_base0__addr;
-    wire [FW_npu_set_ifm_stride_x__addr-1:0] i_sx    = f_npu_set_ifm_stride_x__addr;
-    wire [FW_npu_set_ifm_stride_y__addr-1:0] i_sy    = f_npu_set_ifm_stride_y__addr;
-    wire [FW_npu_set_ifm_stride_c__addr-1:0] i_sc    = f_npu_set_ifm_stride_c__addr;
-    wire [FW_npu_set_ifm_width0_m1__width_m1-1:0] i_w0m1  = f_npu_set_ifm_width0_m1__width_m1;
-    wire [FW_npu_set_ifm_height0_m1__height_m1-1:0] i_h0m1  = f_npu_set_ifm_height0_m1__height_m1;
-    wire [FW_npu_set_ifm_height1_m1__height_m1-1:0] i_h1m1  = f_npu_set_ifm_height1_m1__height_m1;
-    wire [FW_npu_set_ifm_zero_point__zero_point-1:0] i_zp    = f_npu_set_ifm_zero_point__zero_point;
-    wire [FW_npu_set_ifm_upscale__mode-1:0] i_up    = f_npu_set_ifm_upscale__mode;
-    wire [FW_npu_set_ifm_depth_m1__depth_m1-1:0] id_m1   = f_npu_set_ifm_depth_m1__depth_m1;
-    wire [FW_npu_set_ofm_precision__activation_type-1:0] o_sgn   = f_npu_set_ofm_precision__activation_type;
-    wire [FW_npu_set_ofm_precision__activation_precision-1:0] o_prec  = f_npu_set_ofm_precision__activation_precision;
-    wire [FW_npu_set_ofm_precision__activation_format-1:0] o_fmt   = f_npu_set_ofm_precision__activation_format;
-    wire [FW_npu_set_ofm_precision__scale_mode-1:0] o_smode = f_npu_set_ofm_precision__scale_mode;
-    wire [FW_npu_set_ofm_precision__activation_reverse-1:0] o_rev   = f_npu_set_ofm_precision__activation_reverse;
-    wire [FW_npu_set_ofm_precision__activation_transpose-1:0] o_tr    = f_npu_set_ofm_precision__activation_transpose;
-    wire [FW_npu_set_ofm_precision__activation_storage-1:0] o_stor  = f_npu_set_ofm_precision__activation_storage;
-    wire [FW_npu_set_ofm_region__region-1:0] o_reg   = f_npu_set_ofm_region__region;
-    wire [FW_npu_set_ofm_base0__addr-1:0] o_base  = f_npu_set_ofm_base0__addr;
-    wire [FW_npu_set_ofm_stride_x__addr-1:0] o_sx    = f_npu_set_ofm_stride_x__addr;
-    wire [FW_npu_set_ofm_stride_y__addr-1:0] o_sy    = f_npu_set_ofm_stride_y__addr;
-    wire [FW_npu_set_ofm_stride_c__addr-1:0] o_sc    = f_npu_set_ofm_stride_c__addr;
-    wire [FW_npu_set_ofm_width0_m1__width_m1-1:0] o_w0m1  = f_npu_set_ofm_width0_m1__width_m1;
-    wire [FW_npu_set_ofm_height0_m1__height_m1-1:0] o_h0m1  = f_npu_set_ofm_height0_m1__height_m1;
-    wire [FW_npu_set_ofm_height1_m1__height_m1-1:0] o_h1m1  = f_npu_set_ofm_height1_m1__height_m1;
-    wire [FW_npu_set_ofm_zero_point__zero_point-1:0] o_zp    = f_npu_set_ofm_zero_point__zero_point;
-    wire [FW_npu_set_ofm_height_m1__height_m1-1:0] oh_m1   = f_npu_set_ofm_height_m1__height_m1;
-    wire [FW_npu_set_ofm_width_m1__width_m1-1:0] ow_m1   = f_npu_set_ofm_width_m1__width_m1;
-    wire [FW_npu_set_ofm_depth_m1__depth_m1-1:0] od_m1   = f_npu_set_ofm_depth_m1__depth_m1;
     wire [FW_npu_set_ofm_blk_height_m1__height_m1-1:0] blkh_m1 = f_npu_set_ofm_blk_height_m1__height_m1;
     wire [FW_npu_set_ofm_blk_width_m1__width_m1-1:0] blkw_m1 = f_npu_set_ofm_blk_width_m1__width_m1;
     wire [FW_npu_set_ofm_blk_depth_m1__depth_m1-1:0] blkd_m1 = f_npu_set_ofm_blk_depth_m1__depth_m1;
-    wire [FW_npu_set_kernel_height_m1__height_m1-1:0] kh_m1   = f_npu_set_kernel_height_m1__height_m1;
-    wire [FW_npu_set_kernel_width_m1__width_m1-1:0] kw_m1   = f_npu_set_kernel_width_m1__width_m1;
-    wire [FW_npu_set_kernel_stride__stride_y_lsb-1:0] sy_lsb  = f_npu_set_kernel_stride__stride_y_lsb;
-    wire [FW_npu_set_kernel_stride__stride_y_msb-1:0] sy_msb  = f_npu_set_kernel_stride__stride_y_msb;
-    wire [FW_npu_set_kernel_stride__stride_x_lsb-1:0] sx_lsb  = f_npu_set_kernel_stride__stride_x_lsb;
-    wire [FW_npu_set_kernel_stride__stride_x_msb-1:0] sx_msb  = f_npu_set_kernel_stride__stride_x_msb;
     wire [FW_npu_set_kernel_stride__dilation_x-1:0] dil_xb  = f_npu_set_kernel_stride__dilation_x;
     wire [FW_npu_set_kernel_stride__dilation_y-1:0] dil_yb  = f_npu_set_kernel_stride__dilation_y;
-    wire [FW_npu_set_kernel_stride__decomposition-1:0] decomp  = f_npu_set_kernel_stride__decomposition;
-    wire [FW_npu_set_kernel_stride__weight_order-1:0] w_order = f_npu_set_kernel_stride__weight_order;
-    wire [FW_npu_set_ifm_pad_top__pad-1:0] pad_t   = f_npu_set_ifm_pad_top__pad;
-    wire [FW_npu_set_ifm_pad_left__pad-1:0] pad_l   = f_npu_set_ifm_pad_left__pad;
-    wire [FW_npu_set_ifm_pad_bottom__pad-1:0] pad_b   = f_npu_set_ifm_pad_bottom__pad;
-    wire [FW_npu_set_ifm_pad_right__pad-1:0] pad_r   = f_npu_set_ifm_pad_right__pad;
-    wire [FW_npu_set_acc_format__acc_format-1:0] acc_fmt = f_npu_set_acc_format__acc_format;
-    wire [FW_npu_set_acc_format__acc_input-1:0] acc_in  = f_npu_set_acc_format__acc_input;
-    wire [FW_npu_set_acc_format__acc_output-1:0] acc_out = f_npu_set_acc_format__acc_output;
     wire [FW_npu_set_acc_format__microblock-1:0] mb      = f_npu_set_acc_format__microblock;
-    wire [FW_npu_set_activation__activation_function-1:0] act_fn  = f_npu_set_activation__activation_function;
-    wire [FW_npu_set_activation__activation_clip_range-1:0] clip_rg = f_npu_set_activation__activation_clip_range;
-    wire [FW_npu_set_activation_min__clip_boundary-1:0] act_min = f_npu_set_activation_min__clip_boundary;
-    wire [FW_npu_set_activation_max__clip_boundary-1:0] act_max = f_npu_set_activation_max__clip_boundary;
-    wire [FW_npu_set_ofm_scale__scale-1:0] os_scale = f_npu_set_ofm_scale__scale;
-    wire [FW_npu_set_ofm_scale__shift-1:0] os_shift = f_npu_set_ofm_scale__shift;
-    wire [FW_npu_set_ofm_scale__round_mode-1:0] os_rnd   = f_npu_set_ofm_scale__round_mode;
-    wire [FW_npu_set_ofm_scale__dbl_rnd-1:0] os_dbl   = f_npu_set_ofm_scale__dbl_rnd;
     wire [FW_npu_set_weight_format__weight_format-1:0] wfmt     = f_npu_set_weight_format__weight_format;
     wire [FW_npu_set_weight_format__weight_sparsity-1:0] wsparse  = f_npu_set_weight_format__weight_sparsity;
     wire [FW_npu_set_weight_region__region-1:0] w_reg    = f_npu_set_weight_region__region;
@@ -305,20 +257,25 @@ module npu_conv #(
             else tile0 = 1'b1;
         end
     endfunction
+    wire        act_tab_ok;                   // npu_act.v: ACTIVATION.table asserts
     wire        act_fn_valid = (act_fn <= 5'd11) && NPU_EMAP_ACTIVATION_FUNCTION[act_fn[3:0]];
 
     // ================================================================ checks
     wire c_unsup =
            (!op_dw && op_wi2)                                   // matrix multiply
-        || (i_stor == ST_CHAINED) || (o_stor == ST_CHAINED)     // chaining
         || (i_up == NPU_E_IFM_UPSCALE_MODE_NEAREST[1:0]) || (i_up == NPU_E_IFM_UPSCALE_MODE_ZEROS[1:0])
         || (acc_in == NPU_E_ACC_INPUT_KEEP[1:0]) || (acc_in == NPU_E_ACC_INPUT_IFM2[1:0])
         || (acc_out != NPU_E_ACC_OUTPUT_ENABLE[0])
         || (o_prec == NPU_E_ACTIVATION_PRECISION_B64[1:0])
-        || (act_fn_valid && act_fn != NPU_E_ACTIVATION_FUNCTION_LUT_NONE[4:0])
         || (o_stor != ST_NONE && (o_rev != 2'd0 || (NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr] && o_tr != 3'd0)));
+    // add_operation_to_chain (TRM 3.6.4, the TLM's order: before the other asserts): a
+    // CONV/DEPTHWISE opens a chain (the decoder refuses it inside an open one), so its FIFOs
+    // are empty and a chained IFM reads a FIFO that is not valid; a chained OFM names FIFO 0..2
+    wire o_chain = (o_stor == ST_CHAINED);
+    wire o_mem = (o_stor != ST_NONE) && !o_chain;             // the OFM goes to memory
     wire c_unpred =
-           (acc_fmt > 2'd1)
+           (i_stor == ST_CHAINED) || (o_chain && o_reg > 3'd2)
+        || (acc_fmt > 2'd1)
         || !ifm_hw_ok
         || (kh * kw > 34'd4096) || (kh > 17'd64 && kw > 17'd64)
         || !(i_prec == B8 || (i_prec == B16 && i_sgn))
@@ -334,9 +291,9 @@ module npu_conv #(
         || (per_ch && (s_base[3:0] != 4'd0 || s_len[3:0] != 4'd0 || {1'b0, s_len} < sb_need))
         // rescale, activation, write_ofm
         || (os_rnd > NPU_E_ROUND_MODE_OFM_TRUNCATE_TO_LOWER[2:0]) || (os_dbl == 5'd31)
-        || !o_zp_ok || !act_fn_valid
-        || (o_stor != ST_NONE && (!NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr]
-                                  || !addr_ok(o_fmt, o_prec, o_base[5:0], o_sx[5:0], o_sc[5:0], o_sy[5:0])));
+        || !o_zp_ok || !act_fn_valid || !act_tab_ok
+        || (o_stor != ST_NONE && !NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr])
+        || (o_mem && !addr_ok(o_fmt, o_prec, o_base[5:0], o_sx[5:0], o_sc[5:0], o_sy[5:0]));
     // implementation limits (checked with the smallest spatial block)
     wire [20:0] ifm_hm1 = ifm_h21 - 21'd1;
     wire [20:0] ifm_wm1 = ifm_w21 - 21'd1;
@@ -364,6 +321,7 @@ module npu_conv #(
         || ({23'd0, ublks} > 32'(ABW))
         || (ib_min > 32'(IBH))
         || (per_ch && od > 17'(SBN))
+        || (o_chain && {16'd0, oh_m1 + 16'd1} * {16'd0, ow_m1 + 16'd1} * {15'd0, od} > 49'(CHAIN_DEPTH))
         || !wb_ok;
     assign op_unsupported   = c_unsup || (!c_unpred && c_limit);
     assign op_unpredictable = !c_unsup && c_unpred;
@@ -551,7 +509,9 @@ module npu_conv #(
         .g_shift(os_shift), .rnd(os_rnd), .dbl(os_dbl), .o_zp(o_zp17),
         .clip(clip_rg == NPU_E_ACTIVATION_CLIP_RANGE_B16[0]), .amin(o_min17), .amax(o_max17),
         .obase(or_base + o_base), .o_sy(o_sy), .o_sx(o_sx), .o_sc(o_sc), .o_nhcwb16(o_fmt == NHCWB16),
-        .o_none(o_stor == ST_NONE), .o_lsz(o_prec), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
+        .o_none(o_stor == ST_NONE), .o_lsz(o_prec), .o_sgn(o_sgn), .o_chain(o_chain),
+        .act_fn(act_fn), .table_i(act_tab), .tab_ok(act_tab_ok), .lut_raddr(lut_raddr),
+        .lut_rdata(lut_rdata), .cf_we(cf_we), .cf_idx(cf_idx), .cf_data(cf_data), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
         .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .busy(out_busy),
         .sb_we(sb_we), .sb_waddr(srec[10:0]), .sb_wdata({r_bias, r_scale, r_shift}),
         .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid),

@@ -14,6 +14,14 @@
 // with WSTRB on the chunk's bytes:
 //   NHWC     BASE0 + oy*STRIDE_Y + ox*STRIDE_X + c*es
 //   NHCWB16  BASE0 + oy*STRIDE_Y + (c/16)*STRIDE_C + (16*ox + c%16)*es
+// Every lane goes through npu_act.v (activation(): zero point, clamps, LUT function;
+// write_ofm's truncation), the kernel unit's implementation. LUT functions and a chained OFM
+// take the chunk one lane a cycle (the `serial` mode): the LUT RAM has one read port (the
+// line of lane li's entry; npu_dma.v, shared with the kernel unit, which is idle), and a
+// chaining FIFO one write port (npu_kernel.v's, written at the element's index in
+// (y, x, c) order, cf_idx = (oy*ofm_w + ox)*ofm_d + c: the TLM pushes the whole OFM in
+// that order, the spatial and depth blocks here come in another; the CONV is the first
+// operation of its chain, so the FIFO was empty). A chained OFM is not written to memory.
 // OFM storage none: computed (COND_STATUS), not written. `dead`: no further write goes out
 // (a read of the operation failed, or it ended early). COND_STATUS.result_flag is bit 0 of
 // OFM element (ofm_h-1, ofm_w-1, ofm_d-1), the last in (y, x, c) order as in the TLM.
@@ -57,6 +65,18 @@ module npu_conv_out #(
     input  wire            o_nhcwb16,
     input  wire            o_none,           // storage none
     input  wire [1:0]      o_lsz,            // log2(es): OFM precision b8, b16, b32
+    input  wire            o_sgn,            // OFM activation_type signed
+    input  wire            o_chain,          // OFM storage chained (into FIFO cf_fifo)
+    input  wire [4:0]      act_fn,           // ACTIVATION.activation_function
+    input  wire [2:0]      table_i,          // ACTIVATION.table
+    output wire            tab_ok,           // its table asserts (npu_act.v)
+    // LUT RAM read port (npu_dma.v): 16-byte line, combinational
+    output wire [6:0]      lut_raddr,
+    input  wire [127:0]    lut_rdata,
+    // chaining FIFO write port (npu_kernel.v): value cf_data at element index cf_idx
+    output wire            cf_we,
+    output wire [15:0]     cf_idx,
+    output wire [31:0]     cf_data,
     // spatial block
     input  wire [15:0]     oy0,
     input  wire [15:0]     ox0,
@@ -89,6 +109,7 @@ module npu_conv_out #(
     output logic           flag,
     output wire            flag_set          // the flag's element was computed
 );
+`include "gen/npu_isa.vh"
     // ================================================================ scale/bias RAM
     logic [84:0] sb [0:SBN-1];
     always_ff @(posedge CLK) begin
@@ -170,17 +191,40 @@ module npu_conv_out #(
     end
 
     // ---- stage 2: rescale, activation, truncation; into the write queue
-    logic [31:0] t [0:15];
+    wire  [31:0] qt [0:15];                  // lane values after npu_act (truncated)
+    logic [31:0] tl [0:15];                  // serial mode: the lanes' values as computed
+    wire  [31:0] t [0:15];                   // the chunk's values
+    wire  [10:0] lb [0:15];
+    wire  [15:0] tab_l;
+    logic [3:0]  li;                         // serial mode: the lane of this cycle
+    logic        ser_rdy;                    // serial mode: every lane of the chunk done
+    wire         lut_on = (act_fn != NPU_E_ACTIVATION_FUNCTION_LUT_NONE[4:0]);
+    wire         serial = lut_on || o_chain;
     genvar gl;
     generate
         for (gl = 0; gl < 16; gl = gl + 1) begin : g_lane
             wire [84:0] rc = rec1[gl];
+            wire [31:0] rr;
+            wire [31:0] unused_q;
             npu_conv_rescale u_rs (
                 .acc(accs[gl]), .i48(i48), .per_ch(per_ch), .bias(rc[84:37]),
                 .scale(per_ch ? rc[36:6] : g_scale), .shift(per_ch ? rc[5:0] : g_shift),
-                .rnd(rnd), .dbl(dbl), .zp(o_zp), .clip(clip), .amin(amin), .amax(amax), .t(t[gl]));
+                .rnd(rnd), .dbl(dbl), .r(rr));
+            npu_act u_act (
+                .r(rr), .o_zp(o_zp), .clip(clip), .o_min(amin), .o_max(amax), .act_fn(act_fn),
+                .table_i(table_i), .o_prec(o_lsz), .o_sgn(o_sgn), .lut_byte(lb[gl]),
+                .lut_line(lut_rdata), .q(unused_q), .q_t(qt[gl]), .tab_ok(tab_l[gl]));
+            assign t[gl] = lut_on ? tl[gl] : qt[gl];
         end
     endgenerate
+    assign tab_ok = tab_l[0];
+    wire [3:0]  li_last = 4'((5'd16 >> o_lsz) - 5'd1);
+    wire        ser_step = s1 && serial && !ser_rdy;
+    assign lut_raddr = lb[li][10:4];
+    logic [15:0] i1;                         // element index of the chunk's lane 0
+    assign cf_we = ser_step && o_chain && m1[li] && !dead;
+    assign cf_idx = i1 + {12'd0, li};
+    assign cf_data = qt[li];
     // write_ofm's truncation: lane j's low es bytes at bytes j*es; WSTRB on the lanes in m1
     logic [127:0] bytes;
     logic [15:0]  bm;
@@ -214,8 +258,8 @@ module npu_conv_out #(
     logic [3:0]   q_wp, q_ap, q_dp;          // write, AW, W pointers (mod 2*WQN)
     wire  [3:0]   q_cnt = q_wp - q_dp;       // entries not yet W-sent
     wire          room2 = (q_cnt <= 4'(WQN - 2));
-    wire          push = s1 && room2;        // stage 1 moves on
-    wire          wr_en = push && !o_none && !dead;
+    wire          push = s1 && room2 && (!serial || ser_rdy);   // stage 1 moves on
+    wire          wr_en = push && !o_none && !o_chain && !dead;
     wire [1:0]    npush = wr_en ? ({1'b0, one} + {1'b0, two}) : 2'd0;
     wire          adv = act && (!s1 || push);
     // once dead, queued bursts whose AW has not gone out are dropped (an AW's W beat is sent)
@@ -239,8 +283,10 @@ module npu_conv_out #(
             m1 <= lmask & {16{pix_in}};
             a1 <= a_chk;
             f1 <= f_chk && pix_in;
+            i1 <= 16'((({16'd0, oy} * ({16'd0, ow_m1} + 32'd1)) + {16'd0, ox}) * {15'd0, od} + {15'd0, cb});
             fl1 <= 4'(od_m1 - cb);
         end
+        if (ser_step) tl[li] <= qt[li];
         if (wr_en && one) begin
             qa[q_wp[2:0]] <= {a1[39:4], 4'd0};
             qd[q_wp[2:0]] <= win[127:0];
@@ -256,12 +302,21 @@ module npu_conv_out #(
     always_ff @(posedge CLK or negedge rst_n) begin
         if (!rst_n) begin
             act <= 1'b0; oblk <= 17'd0; cend <= 17'd0; r <= 8'd0; c <= 8'd0; k <= 15'd0; s1 <= 1'b0;
-            q_wp <= 4'd0; q_ap <= 4'd0; q_dp <= 4'd0; flag <= 1'b0;
+            q_wp <= 4'd0; q_ap <= 4'd0; q_dp <= 4'd0; flag <= 1'b0; li <= 4'd0; ser_rdy <= 1'b0;
         end else begin
             if (clear) begin
                 act <= 1'b0;
                 s1 <= 1'b0;
+                li <= 4'd0;
+                ser_rdy <= 1'b0;
             end else begin
+                if (push) begin
+                    li <= 4'd0;
+                    ser_rdy <= 1'b0;
+                end else if (ser_step) begin
+                    if (li == li_last) ser_rdy <= 1'b1;
+                    else li <= li + 4'd1;
+                end
                 if (d_ack) begin
                     act <= 1'b1;
                     oblk <= d_oblk;
@@ -293,7 +348,7 @@ module npu_conv_out #(
         end
     end
 
-    wire unused_ok = ^{g[15:8], uw[8:2]};
+    wire unused_ok = ^{g[15:8], uw[8:2], tab_l[15:1]};
 endmodule
 
 `default_nettype wire

@@ -1,14 +1,13 @@
 // npu_conv_rescale.v -- one lane of the output stage of NPU_OP_CONV / NPU_OP_DEPTHWISE in
-// the Ethos-U85 stand-in: write_accumulator's bias add, rescale and activation (TRM 3.6.6,
-// 3.6.7), combinational.
+// the Ethos-U85 stand-in: write_accumulator's bias add and rescale (TRM 3.6.6), combinational.
 //
 //   a = acc at the accumulator width (acc_format i32: the low 32 bits, sign-extended: the
 //       wrap of every accumulate(), as the sum is exact modulo 2^48)
 //   per_channel: a = accumulate(a, bias)            (wraps at 32 / 48 bits)
 //   r = rounded_shift_right(a * scale, shift, OFM_SCALE.round_mode, OFM_SCALE.dbl_rnd)
 //       (scale/shift: the channel's record, or OFM_SCALE with global scale_mode, no bias)
-//   t = (int32_t)(r + OFM zero point); clip_range b16: t = clamp(t, min, max)
-// The caller truncates t to the OFM width (write_ofm). The product needs up to 79 bits
+// activation() (zero point, clamps, LUT) and write_ofm's truncation follow in npu_act.v.
+// The product needs up to 79 bits
 // (48-bit accumulator x 31-bit scale); npu_rsr gives the exact low 32 bits of the result.
 `default_nettype none
 
@@ -21,22 +20,13 @@ module npu_conv_rescale (
     input  wire [5:0]  shift,
     input  wire [2:0]  rnd,
     input  wire [4:0]  dbl,
-    input  wire [16:0] zp,           // signed
-    input  wire        clip,
-    input  wire [16:0] amin,         // signed
-    input  wire [16:0] amax,         // signed
-    output wire [31:0] t
+    output wire [31:0] r
 );
     wire [47:0] a0 = i48 ? acc : {{16{acc[31]}}, acc[31:0]};
     wire [47:0] ab = a0 + (per_ch ? bias : 48'd0);
     wire [47:0] a  = i48 ? ab : {{16{ab[31]}}, ab[31:0]};
     wire signed [79:0] p = $signed({{32{a[47]}}, a}) * $signed({49'd0, scale});
-    wire [31:0] r;
     npu_rsr #(.PW(80)) u_rsr (.p(p), .shift(shift), .mode(rnd), .dbl(dbl), .q(r));
-    wire [31:0] z  = r + {{15{zp[16]}}, zp};
-    wire [31:0] lo = {{15{amin[16]}}, amin};
-    wire [31:0] hi = {{15{amax[16]}}, amax};
-    assign t = !clip ? z : ($signed(z) < $signed(lo)) ? lo : ($signed(z) > $signed(hi)) ? hi : z;
 endmodule
 
 `default_nettype wire

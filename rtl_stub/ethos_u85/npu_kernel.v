@@ -61,8 +61,10 @@
 // state g_chain_length, g_num_ifm, g_fifo_valid. An ELEMENTWISE operation may read its IFM
 // and/or IFM2 from a FIFO (activation_storage chained, region = FIFO) and write its OFM to
 // one; the first operation of a chain empties the FIFOs. A POOL (and a CONV/DEPTHWISE, via
-// the decoder's chain_open) cannot be appended to a chain. chain_open tells the decoder
-// that a stop request waits for the end of the chain (tlm/device.py).
+// the decoder's chain_open) cannot be appended to a chain. A CONV/DEPTHWISE (cv_start)
+// starts one: with a chained OFM it opens a chain whose FIFO it fills through cv_we/cv_idx
+// (npu_conv_out.v; the FIFOs' one write port, by element index). chain_open tells the
+// decoder that a stop request waits for the end of the chain (tlm/device.py).
 //
 // Checks (combinational, for the command at the decoder's head):
 //   op_unsupported   a configuration this unit does not implement: the decoder stops with
@@ -86,7 +88,7 @@
 `default_nettype none
 
 module npu_kernel #(
-    parameter integer CHAIN_DEPTH = 1024       // values per chaining FIFO (a power of 2)
+    parameter integer CHAIN_DEPTH = 4096       // values per chaining FIFO (a power of 2)
 ) (
     input  wire          CLK,
     input  wire          rst_n,
@@ -115,6 +117,12 @@ module npu_kernel #(
     // LUT RAM read port (npu_dma.v): 16-byte line, combinational
     output wire [6:0]    lut_raddr,
     input  wire [127:0]  lut_rdata,
+    // CONV unit (npu_conv.v): an operation started (add_operation_to_chain: with a chained
+    // OFM it opens a chain), and its chained OFM's writes into the FIFO of OFM_REGION
+    input  wire          cv_start,
+    input  wire          cv_we,
+    input  wire [15:0]   cv_idx,
+    input  wire [31:0]   cv_data,
     // IFM reads (rd_ifm)
     output wire          a_rq_valid,
     output wire          a_rq_ext,
@@ -151,24 +159,11 @@ module npu_kernel #(
 `include "gen/npu_isa.vh"
 `include "gen/npu_kernel.vh"
 `include "gen/npu_cmd_state.vh"
+`include "gen/npu_op_fields.vh"
 
     // ================================================================ register fields
     // IFM
-    wire [FW_npu_set_ifm_precision__activation_type-1:0] i_sgn   = f_npu_set_ifm_precision__activation_type;
-    wire [FW_npu_set_ifm_precision__activation_precision-1:0] i_prec  = f_npu_set_ifm_precision__activation_precision;
-    wire [FW_npu_set_ifm_precision__activation_format-1:0] i_fmt   = f_npu_set_ifm_precision__activation_format;
-    wire [FW_npu_set_ifm_precision__activation_storage-1:0] i_stor  = f_npu_set_ifm_precision__activation_storage;
-    wire [FW_npu_set_ifm_region__region-1:0] i_reg   = f_npu_set_ifm_region__region;
-    wire [FW_npu_set_ifm_base0__addr-1:0] i_base  = f_npu_set_ifm_base0__addr;
-    wire [FW_npu_set_ifm_stride_x__addr-1:0] i_sx    = f_npu_set_ifm_stride_x__addr;
-    wire [FW_npu_set_ifm_stride_y__addr-1:0] i_sy    = f_npu_set_ifm_stride_y__addr;
-    wire [FW_npu_set_ifm_stride_c__addr-1:0] i_sc    = f_npu_set_ifm_stride_c__addr;
-    wire [FW_npu_set_ifm_width0_m1__width_m1-1:0] i_w0m1  = f_npu_set_ifm_width0_m1__width_m1;
-    wire [FW_npu_set_ifm_height0_m1__height_m1-1:0] i_h0m1  = f_npu_set_ifm_height0_m1__height_m1;
-    wire [FW_npu_set_ifm_height1_m1__height_m1-1:0] i_h1m1  = f_npu_set_ifm_height1_m1__height_m1;
-    wire [FW_npu_set_ifm_zero_point__zero_point-1:0] i_zp    = f_npu_set_ifm_zero_point__zero_point;
     wire [FW_npu_set_ifm_broadcast__broadcast_mode-1:0] i_bm    = f_npu_set_ifm_broadcast__broadcast_mode;
-    wire [FW_npu_set_ifm_upscale__mode-1:0] i_up    = f_npu_set_ifm_upscale__mode;
     // IFM2
     wire [FW_npu_set_ifm2_precision__activation_type-1:0] j_sgn   = f_npu_set_ifm2_precision__activation_type;
     wire [FW_npu_set_ifm2_precision__activation_precision-1:0] j_prec  = f_npu_set_ifm2_precision__activation_precision;
@@ -185,50 +180,9 @@ module npu_kernel #(
     wire [FW_npu_set_ifm2_zero_point__zero_point-1:0] j_zp    = f_npu_set_ifm2_zero_point__zero_point;
     wire [FW_npu_set_ifm2_broadcast__broadcast_mode-1:0] j_bm    = f_npu_set_ifm2_broadcast__broadcast_mode;
     // OFM
-    wire [FW_npu_set_ofm_precision__activation_type-1:0] o_sgn   = f_npu_set_ofm_precision__activation_type;
-    wire [FW_npu_set_ofm_precision__activation_precision-1:0] o_prec  = f_npu_set_ofm_precision__activation_precision;
-    wire [FW_npu_set_ofm_precision__activation_format-1:0] o_fmt   = f_npu_set_ofm_precision__activation_format;
-    wire [FW_npu_set_ofm_precision__scale_mode-1:0] o_smode = f_npu_set_ofm_precision__scale_mode;
-    wire [FW_npu_set_ofm_precision__activation_reverse-1:0] o_rev   = f_npu_set_ofm_precision__activation_reverse;
-    wire [FW_npu_set_ofm_precision__activation_transpose-1:0] o_tr    = f_npu_set_ofm_precision__activation_transpose;
-    wire [FW_npu_set_ofm_precision__activation_storage-1:0] o_stor  = f_npu_set_ofm_precision__activation_storage;
-    wire [FW_npu_set_ofm_region__region-1:0] o_reg   = f_npu_set_ofm_region__region;
-    wire [FW_npu_set_ofm_base0__addr-1:0] o_base  = f_npu_set_ofm_base0__addr;
-    wire [FW_npu_set_ofm_stride_x__addr-1:0] o_sx    = f_npu_set_ofm_stride_x__addr;
-    wire [FW_npu_set_ofm_stride_y__addr-1:0] o_sy    = f_npu_set_ofm_stride_y__addr;
-    wire [FW_npu_set_ofm_stride_c__addr-1:0] o_sc    = f_npu_set_ofm_stride_c__addr;
-    wire [FW_npu_set_ofm_width0_m1__width_m1-1:0] o_w0m1  = f_npu_set_ofm_width0_m1__width_m1;
-    wire [FW_npu_set_ofm_height0_m1__height_m1-1:0] o_h0m1  = f_npu_set_ofm_height0_m1__height_m1;
-    wire [FW_npu_set_ofm_height1_m1__height_m1-1:0] o_h1m1  = f_npu_set_ofm_height1_m1__height_m1;
-    wire [FW_npu_set_ofm_zero_point__zero_point-1:0] o_zp    = f_npu_set_ofm_zero_point__zero_point;
-    wire [FW_npu_set_ofm_height_m1__height_m1-1:0] oh_m1   = f_npu_set_ofm_height_m1__height_m1;
-    wire [FW_npu_set_ofm_width_m1__width_m1-1:0] ow_m1   = f_npu_set_ofm_width_m1__width_m1;
-    wire [FW_npu_set_ofm_depth_m1__depth_m1-1:0] od_m1   = f_npu_set_ofm_depth_m1__depth_m1;
     // kernel, padding, accumulator, activation, scales
-    wire [FW_npu_set_kernel_height_m1__height_m1-1:0] kh_m1   = f_npu_set_kernel_height_m1__height_m1;
-    wire [FW_npu_set_kernel_width_m1__width_m1-1:0] kw_m1   = f_npu_set_kernel_width_m1__width_m1;
-    wire [FW_npu_set_kernel_stride__stride_y_lsb-1:0] sy_lsb  = f_npu_set_kernel_stride__stride_y_lsb;
-    wire [FW_npu_set_kernel_stride__stride_y_msb-1:0] sy_msb  = f_npu_set_kernel_stride__stride_y_msb;
-    wire [FW_npu_set_kernel_stride__stride_x_lsb-1:0] sx_lsb  = f_npu_set_kernel_stride__stride_x_lsb;
-    wire [FW_npu_set_kernel_stride__stride_x_msb-1:0] sx_msb  = f_npu_set_kernel_stride__stride_x_msb;
     wire [FW_npu_set_kernel_stride__dilation_x-1:0] dil_x   = f_npu_set_kernel_stride__dilation_x;
     wire [FW_npu_set_kernel_stride__dilation_y-1:0] dil_y   = f_npu_set_kernel_stride__dilation_y;
-    wire [FW_npu_set_kernel_stride__decomposition-1:0] decomp  = f_npu_set_kernel_stride__decomposition;
-    wire [FW_npu_set_ifm_pad_top__pad-1:0] pad_t   = f_npu_set_ifm_pad_top__pad;
-    wire [FW_npu_set_ifm_pad_left__pad-1:0] pad_l   = f_npu_set_ifm_pad_left__pad;
-    wire [FW_npu_set_ifm_pad_bottom__pad-1:0] pad_b   = f_npu_set_ifm_pad_bottom__pad;
-    wire [FW_npu_set_ifm_pad_right__pad-1:0] pad_r   = f_npu_set_ifm_pad_right__pad;
-    wire [FW_npu_set_acc_format__acc_format-1:0] acc_fmt = f_npu_set_acc_format__acc_format;
-    wire [FW_npu_set_acc_format__acc_input-1:0] acc_in  = f_npu_set_acc_format__acc_input;
-    wire [FW_npu_set_acc_format__acc_output-1:0] acc_out = f_npu_set_acc_format__acc_output;
-    wire [FW_npu_set_activation__activation_function-1:0] act_fn  = f_npu_set_activation__activation_function;
-    wire [FW_npu_set_activation__activation_clip_range-1:0] clip_rg = f_npu_set_activation__activation_clip_range;
-    wire [FW_npu_set_activation_min__clip_boundary-1:0] act_min = f_npu_set_activation_min__clip_boundary;
-    wire [FW_npu_set_activation_max__clip_boundary-1:0] act_max = f_npu_set_activation_max__clip_boundary;
-    wire [FW_npu_set_ofm_scale__scale-1:0] os_scale = f_npu_set_ofm_scale__scale;
-    wire [FW_npu_set_ofm_scale__shift-1:0] os_shift = f_npu_set_ofm_scale__shift;
-    wire [FW_npu_set_ofm_scale__round_mode-1:0] os_rnd   = f_npu_set_ofm_scale__round_mode;
-    wire [FW_npu_set_ofm_scale__dbl_rnd-1:0] os_dbl   = f_npu_set_ofm_scale__dbl_rnd;
     wire [FW_npu_set_ifm_scale__scale-1:0] is_scale = f_npu_set_ifm_scale__scale;
     wire [FW_npu_set_ifm_scale__shift-1:0] is_shift = f_npu_set_ifm_scale__shift;
     wire [FW_npu_set_ifm_scale__round_mode-1:0] is_rnd   = f_npu_set_ifm_scale__round_mode;
@@ -238,9 +192,6 @@ module npu_kernel #(
     wire [FW_npu_set_ifm2_scale__round_mode-1:0] js_rnd   = f_npu_set_ifm2_scale__round_mode;
     wire [FW_npu_set_ifm2_scale__dbl_rnd-1:0] js_dbl   = f_npu_set_ifm2_scale__dbl_rnd;
     wire [FW_npu_set_op_scalar__scalar-1:0] scalar   = f_npu_set_op_scalar__scalar;
-    wire [FW_npu_set_activation__table-1:0] act_tab  = f_npu_set_activation__table;
-    wire [FW_npu_set_ifm_depth_m1__depth_m1-1:0] id_m1    = f_npu_set_ifm_depth_m1__depth_m1;
-    wire [FW_npu_set_kernel_stride__weight_order-1:0] w_order  = f_npu_set_kernel_stride__weight_order;
 
     // ================================================================ enum shorthands
     localparam [1:0] B8 = NPU_E_ACTIVATION_PRECISION_B8[1:0];
@@ -274,12 +225,6 @@ module npu_kernel #(
     localparam [2:0] TR_WHC = NPU_E_ACTIVATION_TRANSPOSE_WHC[2:0];
     localparam [2:0] TR_CWH = NPU_E_ACTIVATION_TRANSPOSE_CWH[2:0];
     localparam [2:0] TR_WCH = NPU_E_ACTIVATION_TRANSPOSE_WCH[2:0];
-    localparam [4:0] F_S8S16 = NPU_E_ACTIVATION_FUNCTION_LUT_S8_S16[4:0];
-    localparam [4:0] F_S8S32 = NPU_E_ACTIVATION_FUNCTION_LUT_S8_S32[4:0];
-    localparam [4:0] F_S16 = NPU_E_ACTIVATION_FUNCTION_LUT_S16_S16[4:0];
-    localparam [4:0] F_S16S32 = NPU_E_ACTIVATION_FUNCTION_LUT_S16_S32[4:0];
-    localparam [4:0] F_TANH = NPU_E_ACTIVATION_FUNCTION_LUT_TANH[4:0];
-    localparam [4:0] F_SIG = NPU_E_ACTIVATION_FUNCTION_LUT_SIGMOID[4:0];
     localparam integer NF = NPU_NUM_CHAINING_FIFO;
     localparam integer CAW = $clog2(CHAIN_DEPTH);
 
@@ -435,10 +380,7 @@ module npu_kernel #(
     wire        act_fn_valid = (act_fn <= 5'd11) && NPU_EMAP_ACTIVATION_FUNCTION[act_fn[3:0]];
     wire        o_scale_ok = (os_rnd <= NPU_E_ROUND_MODE_OFM_TRUNCATE_TO_LOWER[2:0]) && (os_dbl != 5'd31);
     // activation(): the table asserts of the LUT functions
-    wire        lut_ok = (act_fn == F_S8S16) ? (act_tab < 3'd4) :
-                         (act_fn == F_S8S32) ? (act_tab < 3'd2) :
-                         (act_fn == F_S16 || act_fn == F_S16S32 || act_fn == F_TANH || act_fn == F_SIG)
-                                             ? (act_tab == 3'd0) : 1'b1;
+    wire        lut_ok;                         // npu_act.v tab_ok
     wire        act_ok = act_fn_valid && lut_ok && o_zp_ok;
 
     // ================================================================ chain state
@@ -909,7 +851,7 @@ module npu_kernel #(
                        : j_chain ? {fb[31], fb} - {{16{j_zp17[16]}}, j_zp17}
                        : elem(b_sh[31:0], j_prec, j_sgn, j_zp17);
     wire [6:0]   count_m1 = count - 7'd1;
-    wire [31:0]  q;
+    wire [31:0]  q_r, q, q_t;
     wire [63:0]  r64;
     wire [10:0]  lut_byte;
     npu_kernel_alu u_alu (
@@ -920,14 +862,14 @@ module npu_kernel #(
         .sa(sa), .sb(sb),
         .pool_acc(pacc[lane]), .avg(k_pool && !k_rs && k_mode[2:0] == P_AVG), .rs(k_rs),
         .count_m1(count_m1[5:0]),
-        .o_scale(os_scale), .o_shift(os_shift), .o_rnd(os_rnd), .o_dbl(os_dbl),
-        .o_zp(o_zp17), .clip(clip_rg == NPU_E_ACTIVATION_CLIP_RANGE_B16[0]),
+        .o_scale(os_scale), .o_shift(os_shift), .o_rnd(os_rnd), .o_dbl(os_dbl), .r64(r64), .q(q_r));
+    // activation() and write_ofm's truncation to the OFM type (q_t: the chaining FIFO's value)
+    npu_act u_act (
+        .r(q_r), .o_zp(o_zp17), .clip(clip_rg == NPU_E_ACTIVATION_CLIP_RANGE_B16[0]),
         .o_min(o_min17), .o_max(o_max17), .act_fn(act_fn), .table_i(act_tab),
-        .lut_byte(lut_byte), .lut_line(lut_rdata), .r64(r64), .q(q));
+        .o_prec(o_prec), .o_sgn(o_sgn), .lut_byte(lut_byte), .lut_line(lut_rdata),
+        .q(q), .q_t(q_t), .tab_ok(lut_ok));
     assign lut_raddr = lut_byte[10:4];
-    // write_ofm's truncation to the OFM type (32 bits: the chaining FIFO's value)
-    wire [31:0]  q_t = (o_prec == B8) ? {{24{o_sgn & q[7]}}, q[7:0]} :
-                       (o_prec == B16) ? {{16{o_sgn & q[15]}}, q[15:0]} : q;
     // the lane's bytes in the output chunk
     wire [6:0]   ob_pos = {lane, 3'b000} << o_prec;
     wire [127:0] ob_mask = ((o_prec == B8) ? 128'hFF : (o_prec == B16) ? 128'hFFFF : 128'hFFFF_FFFF) << ob_pos;
@@ -957,13 +899,18 @@ module npu_kernel #(
     wire          f_pop_a = lane_done && !k_pool && i_chain;
     wire          f_pop_b = lane_done && !k_pool && j_chain;
     wire          f_push  = lane_done && !k_pool && o_chain;
+    // the FIFOs' one write port: this unit's pushes, or the CONV unit's chained OFM (written
+    // by element index: the CONV opens the chain, so the FIFO starts empty at entry 0)
+    wire          fw_en   = f_push || cv_we;
+    wire [CAW-1:0] fw_addr = cv_we ? cv_idx[CAW-1:0] : f_wp[o_reg[1:0]];
+    wire [31:0]   fw_data = cv_we ? cv_data : q_t;
     wire [31:0]   f_head [0:NF-1];
     genvar gf;
     generate
         for (gf = 0; gf < NF; gf = gf + 1) begin : g_fifo
             logic [31:0] fmem [0:CHAIN_DEPTH-1];
             always_ff @(posedge CLK) begin
-                if (f_push && o_reg == 3'(gf)) fmem[f_wp[gf]] <= q_t;
+                if (fw_en && o_reg == 3'(gf)) fmem[fw_addr] <= fw_data;
             end
             assign f_head[gf] = fmem[f_rp[gf]];
         end
@@ -1049,6 +996,17 @@ module npu_kernel #(
             end else if (k_busy && finished) begin
                 k_busy <= 1'b0;
                 g <= G_IDLE;
+            end else if (cv_start) begin
+                // a CONV/DEPTHWISE (never inside an open chain): add_operation_to_chain with
+                // one external IFM; a chained OFM opens a chain whose FIFO will hold the OFM
+                for (k = 0; k < NF; k = k + 1) begin
+                    f_rp[k] <= {CAW{1'b0}};
+                    f_wp[k] <= (o_chain && o_reg[1:0] == 2'(k)) ? n_el[CAW-1:0] : {CAW{1'b0}};
+                    f_cnt[k] <= (o_chain && o_reg[1:0] == 2'(k)) ? n_el[CAW:0] : {(CAW+1){1'b0}};
+                end
+                ch_nifm <= 2'd1;
+                ch_len <= o_chain ? 3'd1 : 3'd0;
+                ch_valid <= o_chain ? NF'(1 << o_reg[1:0]) : {NF{1'b0}};
             end
 
             // ---------------------------------------------------- request generator
@@ -1298,7 +1256,7 @@ module npu_kernel #(
         if (b_rb_valid && k_busy) bq[bq_wp] <= {b_rb_resp[1], b_rb_data};
     end
 
-    wire unused_ok = ^{set_raw[15:0], a_end[6:5], b_end[6:5], a_rb_resp[0], b_rb_resp[0], a_win[255:128],
+    wire unused_ok = ^{set_raw[15:0], cv_idx & ~16'(CHAIN_DEPTH - 1), a_end[6:5], b_end[6:5], a_rb_resp[0], b_rb_resp[0], a_win[255:128],
                        unused_ir_awc, unused_jr_awc, unused_or_arc, ooy, count_m1[6], lut_byte[3:0],
                        n_hw[33], n_el[50:34], c_next[16], o_cnext[16], a_sh[255:32], b_sh[255:32],
                        i_sx[39:6], i_sc[39:6], o_sx[39:6] & 34'd0, ifm_h[20], ifm_w[20], B32, ow, oh};

@@ -87,7 +87,7 @@ def test_field_aliases_take_generated_widths():
     retyped [n:0] (one source of truth for field widths)."""
     alias = re.compile(r"^\s*wire\s*(\[[^\]]*\])?\s*\w+\s*=\s*f_(npu_set_\w+)\s*;", re.M)
     seen = bad = 0
-    for path in sorted(RTL.glob("*.v")):
+    for path in sorted(RTL.glob("*.v")) + [RTL / "gen" / "npu_op_fields.vh"]:
         for m in alias.finditer(path.read_text()):
             seen += 1
             if m.group(1) != f"[FW_{m.group(2)}-1:0]":
@@ -95,6 +95,22 @@ def test_field_aliases_take_generated_widths():
                 print(f"{path.name}: {m.group(0).strip()}")
     assert seen > 100, f"only {seen} field aliases found: the pattern no longer matches the RTL"
     assert bad == 0, f"{bad} field alias(es) with a retyped width (printed above)"
+
+
+def test_field_aliases_declared_once():
+    """A short name of an NPU_SET field that several modules read is declared once, in the
+    generated gen/npu_op_fields.vh (tools/gen_rtl_regs.py OP_FIELD_ALIASES), not retyped in
+    each module: no (name, field) alias appears in two hand-written files."""
+    alias = re.compile(r"^\s*wire\s*(?:\[[^\]]*\])?\s*(\w+)\s*=\s*f_(npu_set_\w+)\s*;", re.M)
+    where: dict = {}
+    for path in sorted(RTL.glob("*.v")):
+        for m in alias.finditer(path.read_text()):
+            where.setdefault(m.groups(), []).append(path.name)
+    shared = {k: v for k, v in where.items() if len(v) > 1}
+    assert not shared, "aliases declared in several modules (add them to OP_FIELD_ALIASES): " + ", ".join(
+        f"{n} = f_{f} in {' and '.join(v)}" for (n, f), v in sorted(shared.items()))
+    gen = (RTL / "gen" / "npu_op_fields.vh").read_text()
+    assert len(alias.findall(gen)) >= 50, "gen/npu_op_fields.vh declares fewer aliases than expected"
 
 
 def test_basep_layout_of_indexed_decode():

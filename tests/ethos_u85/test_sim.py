@@ -362,7 +362,7 @@ def test_run_bad_npu_model_ref_is_one_clear_line(tmp_path):
     assert len(lines) == 1 and "NPU_MODEL_REF" in lines[0] and "missing" in lines[0], p.stderr
 
 
-UNCLAIMED_NET = "mean_w"          # a DEPTHWISE into a chaining FIFO: the stand-in refuses it
+UNCLAIMED_NET = "dwconv_mult3_c3"   # a POOL transposing an NHCWB16 OFM: the stand-in refuses it
 
 
 def test_npu_model_unclaimed_op_on_rtl_fails_naming_it():

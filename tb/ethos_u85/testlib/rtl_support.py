@@ -30,7 +30,7 @@ _MB_HW = ((1, 1), (1, 2), (1, 4), (2, 2), (2, 4), (4, 4))
 # implementation sizes of npu_conv.v (AB words, IFM buffer words per half, scale/bias records)
 AB_WORDS = 256
 SB_RECORDS = 2048
-CHAIN_DEPTH = 1024                          # npu_kernel.v: values per chaining FIFO
+CHAIN_DEPTH = 4096                          # ethosu85.v CHAIN_DEPTH: values per chaining FIFO
 NUM_CHAINING_FIFO = 3
 
 
@@ -61,23 +61,22 @@ def conv_geometry(f):
     return sy, sx, kh, kw, oh, ow, ih, iw
 
 
+def _ofm_elements(f) -> int:
+    return ((f("NPU_SET_OFM_HEIGHT_M1", "height_m1") + 1) * (f("NPU_SET_OFM_WIDTH_M1", "width_m1") + 1)
+            * (f("NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1))
+
+
 def _conv_out(f) -> "str | None":
-    """Output-stage features the CONV/DEPTHWISE unit lacks."""
+    """Output-stage features the CONV/DEPTHWISE unit lacks (LUT activations and a chained
+    OFM run: npu_act.v, the kernel unit's chaining FIFOs)."""
     if f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b64:
         return "b64 OFM"
-    if f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained:
-        return "chained OFM"
-    fn = f("NPU_SET_ACTIVATION", "activation_function")
-    if fn != AF.lut_none:
-        return "LUT activation"
     return None
 
 
 def _conv(f, dw: bool, wi2: bool, macs: int) -> "str | None":
     if wi2:
         return "matrix multiply (weights_ifm2)"
-    if ST.chained in (f("NPU_SET_IFM_PRECISION", "activation_storage"),):
-        return "chained IFM"
     if f("NPU_SET_IFM_UPSCALE", "mode") in (1, 2):
         return "IFM upscale"
     if f("NPU_SET_ACC_FORMAT", "acc_input") in (1, 2) or f("NPU_SET_ACC_FORMAT", "acc_output") != 0:
@@ -110,6 +109,8 @@ def _conv(f, dw: bool, wi2: bool, macs: int) -> "str | None":
         return "OFM block deeper than the accumulator buffer"
     if f("NPU_SET_OFM_PRECISION", "scale_mode") == 0 and od > SB_RECORDS:
         return "more OFM channels than the scale/bias RAM"
+    if f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained and _ofm_elements(f) > CHAIN_DEPTH:
+        return f"a chaining FIFO holding more than {CHAIN_DEPTH} values"
     dil_y = f("NPU_SET_KERNEL_STRIDE", "dilation_y")
     dil_x = f("NPU_SET_KERNEL_STRIDE", "dilation_x")
     dcmp = 4 if f("NPU_SET_KERNEL_STRIDE", "decomposition") else 8
@@ -254,8 +255,7 @@ class _Chain:
     def elementwise(self, f, mode: int) -> "str | None":
         if self.length == 0:
             self.count = [0] * NUM_CHAINING_FIFO
-        n = ((f("NPU_SET_OFM_HEIGHT_M1", "height_m1") + 1) * (f("NPU_SET_OFM_WIDTH_M1", "width_m1") + 1)
-             * (f("NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1))
+        n = _ofm_elements(f)
         unary = mode in (EW.lrelu, EW.abs, EW.clz, EW["not"])
         for which, used in (("IFM", True), ("IFM2", not unary)):
             scal = f(f"NPU_SET_{which}_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
@@ -273,6 +273,16 @@ class _Chain:
         else:
             self.length = 0
         return None
+
+    def conv(self, f) -> None:
+        """A CONV/DEPTHWISE opens a chain (its FIFOs empty) when its OFM is chained."""
+        self.count = [0] * NUM_CHAINING_FIFO
+        r = f("NPU_SET_OFM_REGION", "region")
+        if f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained and r < NUM_CHAINING_FIFO:
+            self.length = 1
+            self.count[r] = _ofm_elements(f)
+        else:
+            self.length = 0
 
     def other(self) -> None:
         self.length = 0
@@ -300,7 +310,9 @@ def first_unsupported(words, macs: int):
             why = _elementwise(f, d.fields["elementwise_mode"]) or chain.elementwise(f, d.fields["elementwise_mode"])
         elif name == "NPU_OP_RESIZE":
             why = _resize(f)
-        if name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_RESIZE"):
+        if name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE"):
+            chain.conv(f)
+        elif name in ("NPU_OP_POOL", "NPU_OP_RESIZE"):
             chain.other()
         if why:
             return d.offset, name, why

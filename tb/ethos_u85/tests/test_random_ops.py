@@ -498,10 +498,11 @@ class OpGen:
         return self.lut_loaded
 
     # ---------------------------------------------------------------- ELEMENTWISE
-    def elementwise(self, mode: str) -> Op:
+    def elementwise(self, mode: str, shape: "tuple | None" = None) -> Op:
+        """*shape*: the OFM's (H, W, D) (random if None)."""
         r = self.rng
         unary = mode in UNARY
-        H, W, D = r.randint(1, 4), r.randint(1, 5), r.choice((1, 3, 8, 16, 17, 24, 33))
+        H, W, D = shape or (r.randint(1, 4), r.randint(1, 5), r.choice((1, 3, 8, 16, 17, 24, 33)))
         # operand types: the same precision for IFM and IFM2 (TRM assert), signedness free
         prec, s1, fmt1 = self.ifm_type(IFM_TYPES)
         s2 = r.randint(0, 1)
@@ -775,7 +776,7 @@ class OpGen:
 
     # ---------------------------------------------------------------- CONV / DEPTHWISE
     def conv(self, variant: str) -> Op:
-        # the stand-in's CONV/DEPTHWISE: 8-bit or signed 16-bit IFM, 8/16/32-bit OFM, no LUT
+        # the stand-in's CONV/DEPTHWISE: 8-bit or signed 16-bit IFM, 8/16/32-bit OFM
         ifm_t = self.ifm_type([(B8, 0), (B8, 1), (B16, 1)])
         if variant == "matmul":
             return self.matmul(ifm_t)
@@ -904,7 +905,7 @@ class OpGen:
             cmds += [(f"NPU_SET_WEIGHT{names[k]}_BASE", dict(addr=off)),
                      (f"NPU_SET_WEIGHT{names[k]}_LENGTH", dict(length=len(blob)))]
         cmds += [("NPU_SET_OFM_SCALE", osc)]
-        act, lut = self.activation(ofm, self.lut_ok() and not self.rtl)
+        act, lut = self.activation(ofm, self.lut_ok())
         cmds += self.ofm_cmds(ofm, extra, oh, ow, od, blk) + act
         cmds += [("NPU_SET_ACC_FORMAT", dict(acc_format=int(acc48), acc_input=acc_input, acc_output=0,
                                              microblock=mb))]
@@ -1190,6 +1191,100 @@ async def run(env: Env, watch: RefWatch, job: Job, tag: str) -> None:
                                     f"reference, first at 0x{a + int(diff[0]):010x}")
 
 
+def op_field(op: Op, cmd: str, name: str) -> int:
+    """Field *name* of command *cmd* in *op* (the last one)."""
+    return [f for n, f in op.cmds if n == cmd][-1][name]
+
+
+def patched(op: Op, changes: dict) -> Op:
+    """*op* with fields of its commands replaced ({command: {field: value}})."""
+    op.cmds = [(n, dict(f, **changes[n]) if n in changes else f) for n, f in op.cmds]
+    return op
+
+
+def conv_lut_job(gen: OpGen, fn: str, kind: str) -> Job:
+    """A LUT DMA (random table), then one CONV/DEPTHWISE whose activation is the LUT
+    function *fn* (drawn by the generator, which picks legal tables and clamps)."""
+    gen.new_job()
+    cmds, image, lkind = gen.lut_load()
+    words = enc(*cmds)
+    for _ in range(500):
+        op = gen.conv(kind)
+        if op_field(op, "NPU_SET_ACTIVATION", "activation_function") == AF[fn]:
+            break
+    else:
+        raise RuntimeError(f"the generator drew no {fn} CONV in 500 tries")
+    image.update(op.image)
+    words += enc(*op.cmds) + enc(("NPU_OP_STOP", dict(mask=0x0001)))
+    return Job(words, image, [op], [f"lut_dma_{lkind}", fn])
+
+
+def conv_chain_job(gen: OpGen, kind: str, modes: tuple) -> Job:
+    """A chain (TRM 3.6.4): a CONV/DEPTHWISE whose OFM goes to a chaining FIFO (random FIFO
+    0..2, at most rtl_support.CHAIN_DEPTH values), then one ELEMENTWISE per mode of *modes*
+    of the same OFM shape, each reading its IFM from the FIFO the operation before wrote;
+    all but the last write their OFM to a random FIFO (an HWC OFM, not unsigned b32), the last
+    to memory. The chain of the Vela networks (DEPTHWISE -> ELEMENTWISE of the mean lowering)
+    with one mode; up to 4 operations (the chain limit), at most 3 external IFMs (the CONV's
+    and the binary modes' IFM2s)."""
+    from tb.ethos_u85.testlib.rtl_support import CHAIN_DEPTH
+    r = gen.rng
+    gen.new_job()
+    words, image, notes = [], {}, [kind, *modes]
+    if r.random() < 0.5:
+        cmds, img, lkind = gen.lut_load()
+        words += enc(*cmds)
+        image.update(img)
+        notes.append(f"lut_dma_{lkind}")
+    chained = int(isa.activation_storage.chained)
+    fifo = r.randrange(3)
+    for _ in range(500):
+        conv = gen.conv(kind)
+        o = conv.ofm
+        if o.h * o.w * o.d <= CHAIN_DEPTH and not (o.prec == B32 and not o.signed):
+            break
+    else:
+        raise RuntimeError("no CONV with a small enough OFM in 500 tries")
+    patched(conv, {"NPU_SET_OFM_PRECISION": dict(activation_storage=chained),
+                   "NPU_SET_OFM_REGION": dict(region=fifo)})
+    image.update(conv.image)
+    conv.desc += f" -> chaining FIFO {fifo}"
+    conv.ofm = None                                  # nothing of it in memory
+    ops, prev = [conv], (o.prec, o.signed)
+    for j, mode in enumerate(modes):
+        last = j == len(modes) - 1
+        for _ in range(4000):
+            ew = gen.elementwise(mode, shape=(o.h, o.w, o.d))
+            oprec = op_field(ew, "NPU_SET_OFM_PRECISION", "activation_precision")
+            osgn = op_field(ew, "NPU_SET_OFM_PRECISION", "activation_type")
+            if (op_field(ew, "NPU_SET_IFM_BROADCAST", "broadcast_mode") == 0
+                    and (op_field(ew, "NPU_SET_IFM_PRECISION", "activation_precision"),
+                         op_field(ew, "NPU_SET_IFM_PRECISION", "activation_type")) == prev
+                    and (last or (op_field(ew, "NPU_SET_OFM_PRECISION", "activation_transpose") == 0
+                                  and op_field(ew, "NPU_SET_OFM_PRECISION", "activation_reverse") == 0
+                                  and not (oprec == B32 and not osgn)))):
+                break
+        else:
+            raise RuntimeError(f"no ELEMENTWISE {mode} reading a b{8 << prev[0]} IFM in 4000 tries")
+        changes = {"NPU_SET_IFM_PRECISION": dict(activation_storage=chained),
+                   "NPU_SET_IFM_REGION": dict(region=fifo)}
+        ew.desc += f" <- chaining FIFO {fifo}"
+        if not last:
+            fifo = r.randrange(3)
+            changes.update({"NPU_SET_OFM_PRECISION": dict(activation_storage=chained),
+                            "NPU_SET_OFM_REGION": dict(region=fifo)})
+            ew.desc += f" -> chaining FIFO {fifo}"
+            ew.ofm = None
+            prev = (oprec, osgn)
+        patched(ew, changes)
+        image.update(ew.image)
+        ops.append(ew)
+    for op in ops:
+        words += enc(*op.cmds)
+    words += enc(("NPU_OP_STOP", dict(mask=0x0001)))
+    return Job(words, image, ops, notes)
+
+
 def n_ops(rng: random.Random, lo: int, hi: int) -> int:
     return N_OPS if N_OPS > 0 else rng.randint(lo, hi)
 
@@ -1233,4 +1328,36 @@ async def test_random_conv(dut, wd):
         await run(env, watch, build_job(gen, k, kinds=("conv",)), f"job {j}")
         done += k
         j += 1
+    env.finish()
+
+
+@cocotb.test(**TIMEOUT)
+async def test_conv_lut(dut):
+    """Every LUT function (ACTIVATION.activation_function) on CONV and DEPTHWISE OFMs, after a
+    random table DMAed into the LUT RAM: every OFM byte against the scoreboard's reference
+    (the table is random, so an activation that ignores or misreads the LUT shows)."""
+    rng = seeded("test_conv_lut")
+    env, watch = await start_bench(dut, seed=rng.getrandbits(16))
+    gen = OpGen(rng, get_config(env.config).macs, rtl=RTL)
+    fns = [n for n in AF if n != "lut_none"]
+    for j, fn in enumerate(fns):
+        await run(env, watch, conv_lut_job(gen, fn, "dw" if j % 2 else "conv"), f"{fn}")
+    env.finish()
+
+
+@cocotb.parametrize(kind=named(["conv", "dw"]))
+@cocotb.test(**TIMEOUT)
+async def test_conv_chained(dut, kind):
+    """CONV / DEPTHWISE with a chained OFM (a chaining FIFO, TRM 3.6.4) read by the next
+    ELEMENTWISE as its chained IFM, in chains of 2 to 4 operations (ELEMENTWISEs passing the
+    values on through random FIFOs, the same one too; LUT activations among the random
+    ones): the chain's OFM bytes, STATUS and QREAD against the scoreboard's reference."""
+    rng = seeded(f"test_conv_chained[{kind}]")
+    env, watch = await start_bench(dut, seed=rng.getrandbits(16))
+    gen = OpGen(rng, get_config(env.config).macs, rtl=RTL)
+    # chains of 2 to 4 operations (3 external IFMs at most: unary modes in the middle)
+    chains = (("add",), ("abs",), ("mul",), ("max",), ("lrelu", "sub"), ("abs", "add"),
+              ("abs", "lrelu", "max"), ("not", "abs", "add"))
+    for j, modes in enumerate(chains):
+        await run(env, watch, conv_chain_job(gen, kind, modes), f"chain {j} {'+'.join(modes)}")
     env.finish()

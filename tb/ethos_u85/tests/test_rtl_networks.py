@@ -106,13 +106,14 @@ async def test_catalog_networks(dut, mode):
     env.finish()
 
 
-UNCLAIMED_NET = "mean_w"        # a DEPTHWISE into a chaining FIFO: the stand-in stops at it
+UNCLAIMED_NET = "dwconv_mult3_c3"   # a POOL transposing an NHCWB16 OFM: the stand-in stops at it
 
 
 @cocotb.test(timeout_time=600, timeout_unit="sec")
 @rtl_unsupported
 async def test_unclaimed_network(dut):
-    """A catalog network with an operation the stand-in does not claim (a chained DEPTHWISE OFM). DUT=tlm:
+    """A catalog network with an operation the stand-in does not claim (a POOL transposing an
+    NHCWB16 OFM). DUT=tlm:
     runs to its end, every output byte equal to the TLM's and LiteRT's. DUT=rtl: an expected
     failure only if the stand-in stops with cmd_parse_error at exactly the operation
     rtl_support names with the scoreboard clean (``rtl_unsupported``); anything else fails."""

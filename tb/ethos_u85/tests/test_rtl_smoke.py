@@ -431,7 +431,7 @@ async def test_smoke_stop_irq_end(dut):
 @cocotb.test(**TIMEOUT)
 async def test_smoke_parse_errors(dut):
     """Reserved encodings, truncated cmd1 and kernel operations the stand-in does not
-    implement (CONV with a LUT activation, b64-OFM DEPTHWISE, ELEMENTWISE div, POOL argmax_x, POOL at
+    implement (CONV with IFM_UPSCALE nearest, b64-OFM DEPTHWISE, ELEMENTWISE div, POOL argmax_x, POOL at
     the reset state: per-channel scale; the same reasons tb/ethos_u85/testlib/rtl_support.py
     gives): cmd_parse_error + IRQ, sticky over clear_irq, start ignored, cleared by a soft
     reset. (tb/ethos_u85/tests/test_rtl_kernels.py covers the supported ones and
@@ -444,8 +444,7 @@ async def test_smoke_parse_errors(dut):
         ([0x0000_0004], 0),                                     # unknown cmd0 opcode 0x004
         (stream(enc("NPU_SET_IFM_PAD_TOP", pad=1), [0x4000 | 0x0FF, 0]), 4),  # unknown cmd1
         (stream(enc("NPU_OP_IRQ", mask=1), [0x4000]), 4),      # cmd1 truncated by QSIZE
-        (stream(enc("NPU_SET_ACTIVATION", activation_function=int(isa.activation_function.lut_s8_s8)),
-                enc("NPU_OP_CONV")), 4),
+        (stream(enc("NPU_SET_IFM_UPSCALE", mode=1), enc("NPU_OP_CONV")), 4),   # upscale nearest
         (stream(enc("NPU_SET_OFM_PRECISION", activation_precision=int(isa.activation_precision.b64)),
                 enc("NPU_OP_DEPTHWISE")), 4),
         (enc("NPU_OP_POOL", pooling_mode=0), 0),               # reset state: per-channel scale
