@@ -542,6 +542,19 @@ def gen_op_fields() -> str:
     return "\n".join(out) + "\n"
 
 
+# ---------------------------------------------------------------------------- npu_sizes.vh
+def gen_sizes() -> str:
+    from tb.ethos_u85.testlib import rtl_support as S
+    out = [HEADER.format(name="npu_sizes.vh", sources="tb/ethos_u85/testlib/rtl_support.py"),
+           "// Implementation sizes of the stand-in; rtl_support.first_unsupported refuses a stream",
+           "// that does not fit them. Include inside a module body.",
+           "/* verilator lint_off UNUSEDPARAM */"]
+    for n in ("AB_WORDS", "SB_RECORDS", "CHAIN_DEPTH", "IB_HALF_MIN", "IB_HALF_PER_MAC"):
+        out.append(f"localparam integer NPU_{n} = {getattr(S, n)};")
+    out.append("/* verilator lint_on UNUSEDPARAM */")
+    return "\n".join(out) + "\n"
+
+
 # ---------------------------------------------------------------------------- driver
 def generate() -> dict[Path, str]:
     """{path: text} of every generated file."""
@@ -551,6 +564,7 @@ def generate() -> dict[Path, str]:
             GEN_DIR / "npu_op_fields.vh": gen_op_fields(),
             GEN_DIR / "npu_kernel.vh": gen_kernel(),
             GEN_DIR / "npu_conv.vh": gen_conv(),
+            GEN_DIR / "npu_sizes.vh": gen_sizes(),
             GEN_DIR / "ethosu85_ports.vh": gen_ports(),
             GEN_DIR / "ethosu85_shell.vh": gen_shell()}
 

@@ -397,7 +397,6 @@ module ethosu85 #(
     wire              c_cf_we;               // CONV chained OFM -> the kernel unit's FIFO
     wire [15:0]       c_cf_idx;
     wire [31:0]       c_cf_data;
-    localparam integer CHAIN_DEPTH = 4096;   // values per chaining FIFO (Vela catalog: up to 2304)
     wire              k_chain;
     wire [DESC_W-1:0] dma_desc;
     wire [2:0]        dma_outstanding;
@@ -447,7 +446,7 @@ module ethosu85 #(
         .idle(dma_idle));
 
     // ================================================================ kernel operations
-    npu_kernel #(.CHAIN_DEPTH(CHAIN_DEPTH)) u_kernel (
+    npu_kernel u_kernel (
         .CLK(CLK), .rst_n(core_rst_n),
         .set_we(st_we), .set_kind(st_kind), .set_opc(st_opc), .set_raw(st_raw),
         .op_pool(k_op_pool), .op_ew(k_op_ew), .op_resize(k_op_resize), .op_mode(k_op_mode),
@@ -471,7 +470,7 @@ module ethosu85 #(
         .wb_valid(ofm_b && !c_busy));
 
     // ================================================================ CONV / DEPTHWISE
-    npu_conv #(.MACS(MACS), .CHAIN_DEPTH(CHAIN_DEPTH), .NUM_WD_LOG2(CONFIG_WORD[NPU_F_CONFIG_NUM_WD +: 2])) u_conv (
+    npu_conv #(.MACS(MACS), .NUM_WD_LOG2(CONFIG_WORD[NPU_F_CONFIG_NUM_WD +: 2])) u_conv (
         .CLK(CLK), .rst_n(core_rst_n),
         .set_we(st_we), .set_kind(st_kind), .set_opc(st_opc), .set_raw(st_raw),
         .op_dw(c_op_dw), .op_wi2(c_op_wi2), .op_unsupported(c_unsup), .op_unpredictable(c_unpred),

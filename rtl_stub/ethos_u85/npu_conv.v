@@ -39,7 +39,6 @@
 
 module npu_conv #(
     parameter integer MACS = 256,
-    parameter integer CHAIN_DEPTH = 4096,      // values per chaining FIFO (npu_kernel.v)
     parameter [1:0]   NUM_WD_LOG2 = 2'd0       // CONFIG.num_wd
 ) (
     input  wire          CLK,
@@ -113,16 +112,18 @@ module npu_conv #(
 `include "gen/npu_conv.vh"
 `include "gen/npu_cmd_state.vh"
 `include "gen/npu_op_fields.vh"
+`include "gen/npu_sizes.vh"
 
     localparam integer LOG_MACS = $clog2(MACS);
     localparam integer NU = MACS / 8;
     localparam integer NWD = 1 << NUM_WD_LOG2;
     localparam integer OW = 8;
     localparam integer RP = 16;
-    localparam integer ABW = 256;                        // AB words of NU accumulators
-    localparam integer IBH = (MACS < 128) ? 512 : 4 * MACS;   // IB words (16 values) a half
+    localparam integer ABW = NPU_AB_WORDS;               // AB words of NU accumulators
+    localparam integer IBH = (MACS < 128) ? NPU_IB_HALF_MIN : NPU_IB_HALF_PER_MAC * MACS;   // IB words (16 values) a half
     localparam integer AW = $clog2(2 * IBH);
-    localparam integer SBN = 2048;                       // scale/bias records
+    localparam integer SBN = NPU_SB_RECORDS;             // scale/bias records
+    localparam integer CHAIN_DEPTH = NPU_CHAIN_DEPTH;    // values per chaining FIFO (npu_kernel.v)
     localparam integer DW_MAX_LWO = 6;                   // depthwise: wblk_o <= 64
     localparam [2:0] DW8_PAD = (MACS == 128) ? 3'(NPU_DW8_PAD_K_128) : (MACS == 512) ? 3'(NPU_DW8_PAD_K_512) :
                                (MACS == 1024) ? 3'(NPU_DW8_PAD_K_1024) : (MACS == 2048) ? 3'(NPU_DW8_PAD_K_2048) :

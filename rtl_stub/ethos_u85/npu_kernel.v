@@ -87,9 +87,7 @@
 // new bursts until it falls.
 `default_nettype none
 
-module npu_kernel #(
-    parameter integer CHAIN_DEPTH = 4096       // values per chaining FIFO (a power of 2)
-) (
+module npu_kernel (
     input  wire          CLK,
     input  wire          rst_n,
     // NPU_SET state write port (from npu_cmd_decode)
@@ -160,6 +158,7 @@ module npu_kernel #(
 `include "gen/npu_kernel.vh"
 `include "gen/npu_cmd_state.vh"
 `include "gen/npu_op_fields.vh"
+`include "gen/npu_sizes.vh"
 
     // ================================================================ register fields
     // IFM
@@ -226,6 +225,7 @@ module npu_kernel #(
     localparam [2:0] TR_CWH = NPU_E_ACTIVATION_TRANSPOSE_CWH[2:0];
     localparam [2:0] TR_WCH = NPU_E_ACTIVATION_TRANSPOSE_WCH[2:0];
     localparam integer NF = NPU_NUM_CHAINING_FIFO;
+    localparam integer CHAIN_DEPTH = NPU_CHAIN_DEPTH;   // values per chaining FIFO (a power of 2)
     localparam integer CAW = $clog2(CHAIN_DEPTH);
 
     // ================================================================ the operation

@@ -17,6 +17,7 @@ Not a test module (tb.run collects ``test_*.py`` only).
 from __future__ import annotations
 
 from tlm.ethos_u85 import isa
+from tlm.ethos_u85.ops import common
 from tlm.ethos_u85.weights import num_wd
 
 P = isa.activation_precision
@@ -27,15 +28,19 @@ EW = isa.elementwise_mode
 PM = isa.pooling_mode
 _MB_DIV = (8, 16, 32, 32, 64, 128)          # microblock_depth() divisor (tlm.weights.ordering)
 _MB_HW = ((1, 1), (1, 2), (1, 4), (2, 2), (2, 4), (4, 4))
-# implementation sizes of npu_conv.v (AB words, IFM buffer words per half, scale/bias records)
+# Implementation sizes of the stand-in, the one source of rtl_stub/ethos_u85/gen/npu_sizes.vh
+# (tools/gen_rtl_regs.py): AB words, scale/bias records, values per chaining FIFO, IFM buffer
+# words (16 values) per half: IB_HALF_MIN below 128 MACs, else IB_HALF_PER_MAC * MACS.
 AB_WORDS = 256
 SB_RECORDS = 2048
-CHAIN_DEPTH = 4096                          # ethosu85.v CHAIN_DEPTH: values per chaining FIFO
-NUM_CHAINING_FIFO = 3
+CHAIN_DEPTH = 4096                          # a power of 2 (Vela catalog: up to 2304)
+IB_HALF_MIN = 512
+IB_HALF_PER_MAC = 4
+NUM_CHAINING_FIFO = common.NUM_CHAINING_FIFO
 
 
 def ib_half_words(macs: int) -> int:
-    return 512 if macs < 128 else 4 * macs
+    return IB_HALF_MIN if macs < 128 else IB_HALF_PER_MAC * macs
 
 
 def _tile0(f, which: str, maxy: int, maxx: int) -> bool:
