@@ -6,7 +6,7 @@
   wall-clock second of that phase (to ``LOOPBACK_OUT``, a JSON file, when set). The
   reference point of ``tools/bench.py``'s bench-throughput figure.
 * ``test_subordinate_reorder`` / ``test_subordinate_latency``: the bench's own AXI memory
-  model (``tb.agents.axi.AxiSubordinate``) on ``m_axi_*``, bound through a pin map
+  models (``tb.agents.axi.lean.LeanSubordinate`` and ``tb.agents.axi.AxiSubordinate``, each) on ``m_axi_*``, bound through a pin map
   (``axi_pattern = "m_axi_{lname}"``), driven by ``AxiMaster``: reads of different ARIDs
   complete out of order, reads of one ARID in order, data intact; a fixed latency delays the
   first R beat and the B response by at least that many cycles.
@@ -78,22 +78,27 @@ async def test_loopback_throughput(dut):
                        "beats_per_s": rate}, f)
 
 
-def _subordinate(dut, **kw):
+def _subordinate(dut, impl: str, **kw):
     from tb.agents.axi import AxiSubordinate, BenchMemory
+    from tb.agents.axi.lean import LeanSubordinate
     from tb.core.pinmap import PinMap
     pm = PinMap(axi_pattern="m_axi_{lname}", source="loopback m_axi_*")
     mem = BenchMemory()
-    sub = AxiSubordinate(dut, "LB", mem, dut.aclk, dut.aresetn, pinmap=pm,
-                         clock_period_ns=PERIOD_NS, **kw)
+    cls = LeanSubordinate if impl == "lean" else AxiSubordinate
+    sub = cls(dut, "LB", mem, dut.aclk, dut.aresetn, pinmap=pm, clock_period_ns=PERIOD_NS, **kw)
     return sub, mem
 
 
+IMPLS = ["lean", "cocotbext"]
+
+
 @cocotb.test(timeout_time=20, timeout_unit="ms")
-async def test_subordinate_reorder(dut):
+@cocotb.parametrize(impl=IMPLS)
+async def test_subordinate_reorder(dut, impl):
     """tb.agents.axi.AxiSubordinate with random latency and reordering: 4 ARIDs x 6 reads issued
     back to back; data intact, same-ID order kept, some reads overtaken across IDs."""
     master = await _start(dut)
-    sub, mem = _subordinate(dut)
+    sub, mem = _subordinate(dut, impl)
     sub.set_latency(read=(0, 40), seed=5)
     sub.set_reorder(True, seed=5)
     await _release(dut)
@@ -123,12 +128,13 @@ async def test_subordinate_reorder(dut):
 
 
 @cocotb.test(timeout_time=20, timeout_unit="ms")
-async def test_subordinate_latency(dut):
+@cocotb.parametrize(impl=IMPLS)
+async def test_subordinate_latency(dut, impl):
     """A fixed latency L: the first R beat comes >= L cycles after AR, the B response >= L
     cycles after AW; with reordering off, reads complete in AR order."""
     L = 23
     master = await _start(dut)
-    sub, mem = _subordinate(dut)
+    sub, mem = _subordinate(dut, impl)
     sub.set_latency(read=L, write=L)
     await _release(dut)
     ar_t, r_t = [], []
