@@ -779,6 +779,16 @@ def sim_section(args) -> int:
           f"reference TLM, coverage) vs a bare cocotbext-axi loopback (AxiMaster -> wires -> AxiRam), "
           f"same simulator, this run" + (f"; baseline checkout {trees[1][1]}" if len(trees) > 1 else ""),
           flush=True)
+    impls = [i.strip() for i in args.sim_axi.split(",") if i.strip()]
+    if not impls or any(i not in ("lean", "cocotbext") for i in impls):
+        raise BenchError(f"bench: --sim-axi {args.sim_axi!r}: lean, cocotbext or both")
+
+    def impl_env(impl):
+        return {"TB_AXI_SUBORDINATE": impl}
+    # (label, checkout, AXI subordinate, checkout label); the baseline checkout with its own
+    # default subordinate (it may predate TB_AXI_SUBORDINATE)
+    variants = [(t + (f"/{i}" if len(impls) > 1 else ""), tree, i, t)
+                for t, tree in trees for i in (impls if t == "this" else impls[:1])]
     rows, prof_cols, failed = [], [], 0
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
         for sim in sims:
@@ -786,29 +796,31 @@ def sim_section(args) -> int:
             if why:
                 rows.append([sim, "", "", "skipped: " + why] + [""] * 8)
                 continue
-            results = {}                                  # (dut, tree) -> (json, prof json)
+            results = {}                                  # (dut, variant) -> (json, prof json)
             for dut in duts:
                 cmd = [sys.executable, "-m", "tb.core.run", "--device", "ethos-u85", "--sim", sim,
                        "--dut", dut, "--npu-model", str(npz), "--seed", "1"]
-                for label, tree in trees:                 # interleaved: the same load for both
-                    out = Path(tmp) / f"net-{sim}-{dut}-{label}.json"
-                    net, err, t_net = _sim_run(tree, cmd, out, {"TB_BENCH_OUT": str(out)}, args.sim_timeout)
+                for label, tree, impl, tlabel in variants:     # interleaved: the same load for all
+                    out = Path(tmp) / f"net-{sim}-{dut}-{label.replace('/', '-')}.json"
+                    net, err, t_net = _sim_run(tree, cmd, out, {"TB_BENCH_OUT": str(out), **impl_env(impl)},
+                                               args.sim_timeout)
                     if net is None:
                         failed += 1
                         rows.append([sim, dut, label, f"bench run FAILED: {err}"] + [""] * 8)
                         continue
                     print(f"  {sim} DUT={dut} {label}: bench run {t_net:.1f} s (incl. build/start)",
                           flush=True)
-                    results[(dut, label)] = [net, None]
+                    results[(dut, label)] = [net, None, tlabel]
                 if args.no_sim_profile:
                     continue
-                for label, tree in trees:
+                for label, tree, impl, _ in variants:
                     if (dut, label) not in results:
                         continue
-                    out = Path(tmp) / f"prof-{sim}-{dut}-{label}.json"
-                    prof = Path(tmp) / f"prof-{sim}-{dut}-{label}.prof"
-                    pj, err, _ = _sim_run(tree, cmd, out, {"TB_BENCH_OUT": str(out), "TB_PROFILE": str(prof)},
-                                          args.sim_timeout)
+                    stem = f"{sim}-{dut}-{label.replace('/', '-')}"
+                    out = Path(tmp) / f"prof-{stem}.json"
+                    prof = Path(tmp) / f"prof-{stem}.prof"
+                    pj, err, _ = _sim_run(tree, cmd, out, {"TB_BENCH_OUT": str(out), "TB_PROFILE": str(prof),
+                                                           **impl_env(impl)}, args.sim_timeout)
                     if pj is not None and prof.is_file():
                         # shares of the profiled run itself (its Python slowed down by the
                         # profiler): rescaling to the plain run's wall time would mix two
@@ -819,20 +831,20 @@ def sim_section(args) -> int:
                         print(f"  {sim} DUT={dut} {label}: no profile ({err or 'TB_PROFILE not supported'})")
             beats = max([r[0]["beats"] for r in results.values()] or [0])
             loops = {}
-            for label, tree in trees:
+            for tlabel, tree in trees:
                 if not beats:
                     break
-                out = Path(tmp) / f"loop-{sim}-{label}.json"
+                out = Path(tmp) / f"loop-{sim}-{tlabel}.json"
                 lb, err, t_lb = _sim_run(
                     tree, [sys.executable, "-m", "tb.agents.loopback.run", "--sim", sim, "--tests",
                            "test_loopback_throughput", "--beats", str(beats), "--out", str(out)],
                     out, {}, args.sim_timeout)
                 if lb is None:
                     failed += 1
-                    print(f"  {sim} {label}: loopback FAILED: {err}")
-                loops[label] = lb
-            for (dut, label), (net, shares) in results.items():
-                lb = loops.get(label)
+                    print(f"  {sim} {tlabel}: loopback FAILED: {err}")
+                loops[tlabel] = lb
+            for (dut, label), (net, shares, tlabel) in results.items():
+                lb = loops.get(tlabel)
                 cps = net["cycles"] / net["wall_s"] if net["wall_s"] else 0.0
                 lb_cps = lb["cycles"] / lb["wall_s"] if lb and lb["wall_s"] else 0.0
                 rows.append([sim, dut, label, f"{net['beats']}", f"{net['cycles']:,.0f}", f"{net['wall_s']:.2f}",
@@ -841,8 +853,8 @@ def sim_section(args) -> int:
                              f"{net['beats_per_s'] / lb['beats_per_s']:.2f}x" if lb and lb["beats_per_s"] else "",
                              f"{cps / lb_cps:.2f}x" if lb_cps else ""])
                 if shares is not None:
-                    prof_cols.append((f"{sim}/{dut}" + (f"/{label}" if len(trees) > 1 else ""), shares))
-    print(table(rows, ["simulator", "DUT", "checkout", "beats", "cycles", "wall s", "beats/s", "cycles/s",
+                    prof_cols.append((f"{sim}/{dut}" + (f"/{label}" if len(variants) > 1 else ""), shares))
+    print(table(rows, ["simulator", "DUT", "checkout[/AXI]", "beats", "cycles", "wall s", "beats/s", "cycles/s",
                        "loopback beats/s", "loopback cycles/s", "beats/s ratio", "cycles/s ratio"],
                 "llllrrrrrrrr"))
     print("  (bench: AXI R + W beats of every port from the first register write to the stop, the "
@@ -943,6 +955,10 @@ def main(argv=None) -> int:
     ap.add_argument("--sim-baseline", default="",
                     help="another checkout of this project (e.g. `git worktree add ../base main`) "
                          "measured in the same run, interleaved, for a before/after table")
+    ap.add_argument("--sim-axi", default="lean",
+                    help="the bench's AXI subordinates in the throughput section, comma-separated: lean "
+                         "(tb/agents/axi/lean.py, the default), cocotbext (cocotbext-axi channel models, "
+                         "TB_AXI_SUBORDINATE=cocotbext) or both, interleaved (default lean)")
     ap.add_argument("--sim-timeout", type=int, default=1800,
                     help="seconds per simulator run of the throughput section (default 1800)")
     args = ap.parse_args(argv)

@@ -246,7 +246,8 @@ class LeanSubordinate:
         self._rbeat = None                  # (rdata, rid, rresp, rlast) driven, or None
         self._awq: deque = deque()          # [rec, beat index, ops, start_ns] waiting for W beats
         self._wbuf: deque = deque()         # (data, strb, last, xlanes) ahead of their AW
-        self._bq: deque = deque()           # (due_ns, rec) in AW order
+        self._bq: deque = deque()           # (due_ns, rec) in AW order, latency running
+        self._bsend: deque = deque()        # recs due, published, B not yet driven
         self._bcur = None                   # rec whose B is driven
         self._last_b_due = 0.0
         self._wr_open = 0                   # write bursts from AW handshake to B handshake
@@ -389,9 +390,17 @@ class LeanSubordinate:
                 self._r_next(now, period)
             if self._rbeat is None:
                 o["RVALID"].set(0)
+        bq = self._bq
+        while bq and bq[0][0] <= now + period / 4:        # due: written, handed to the B channel
+            rec = bq.popleft()[1]
+            self._bsend.append(rec)
+            self.counts["w"] += 1
+            if rec.resp != Resp.OKAY:
+                self.counts["w_err"] += 1
+            self._publish(rec, now)
         if self._bcur is None:
-            if self._bq and not self.b.pause and self._bq[0][0] <= now + period / 4:
-                self._bcur = rec = self._bq.popleft()[1]
+            if self._bsend and not self.b.pause:
+                self._bcur = rec = self._bsend.popleft()
                 o["BVALID"].set(1)
                 if "BID" in o:
                     o["BID"].set(rec.id)
@@ -400,7 +409,7 @@ class LeanSubordinate:
             else:
                 o["BVALID"].set(0)
         return bool(arv or awv or wv or self._rd or self._rcur is not None or self._rbeat is not None
-                    or self._awq or self._wbuf or self._bq or self._bcur is not None or self._gens
+                    or self._awq or self._wbuf or self._bq or self._bsend or self._bcur is not None or self._gens
                     or (mon is not None and mon._pend))
 
     # ------------------------------------------------------------------ read
@@ -562,16 +571,14 @@ class LeanSubordinate:
             self._bq.append((due, rec))
 
     def _b_done(self, now: float, mon) -> None:
+        """B handshake (the burst was published when its B became due, as AxiSubordinate
+        publishes it when the B is handed to its channel)."""
         rec = self._bcur
         self._bcur = None
         self._wr_open -= 1
         if mon is not None:
             mon.channel("b", True, True, False, None,
                         _getter([("BID", rec.id), ("BRESP", int(rec.resp))]))
-        self.counts["w"] += 1
-        if rec.resp != Resp.OKAY:
-            self.counts["w_err"] += 1
-        self._publish(rec, now)
 
 
 def _getter(vals):

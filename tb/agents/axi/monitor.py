@@ -2,7 +2,8 @@
 
 ``AxiMonitor(dut, port, clock, reset)`` rebuilds the same ``AxiBurst`` records as the
 subordinates from the pins alone (whoever serves the port), counts handshakes and checks the
-manager's VALID/payload stability.
+manager's VALID/payload stability; or, fed by the bench's lean subordinate on the port
+(``tb.agents.axi.lean``), does the same from that subordinate's samples.
 """
 from __future__ import annotations
 
@@ -48,7 +49,14 @@ class AxiMonitor:
     the manager's rule that a VALID, once raised, stays high with a stable payload until
     READY (AR, AW, W), and that every R/B answers an outstanding request; violations go to
     ``errors``. ``outstanding()`` is (reads without their last R beat, writes without
-    their B, AW without their WLAST)."""
+    their B, AW without their WLAST).
+
+    Fed (``fed``, set by ``LeanSubordinate.feed``): when the bench's own subordinate serves
+    the port, the monitor starts no loop; the subordinate hands it, at each rising edge it
+    samples, the same per-channel samples (``channel``) and nRESET (``fed_reset``), so the
+    records, counts and checks are the same without a second sampler of the pins. Its
+    events are then stamped at the rising edge that completes a handshake, and error
+    messages carry the simulation time instead of a cycle count."""
 
     def __init__(self, dut, port: str, clock, reset=None, pinmap=None, keep: int = 10_000,
                  log: "logging.Logger | None" = None):
