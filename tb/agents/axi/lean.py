@@ -69,27 +69,23 @@ try:                                     # cocotb 2.1: the deferred write of ``h
 except ImportError:                      # pragma: no cover - another cocotb: the public setter
     _schedule_write = None
 
-AR_FIELDS = ("ARID", "ARADDR", "ARLEN", "ARSIZE", "ARBURST", "ARPROT", "ARCACHE")
-AW_FIELDS = ("AWID", "AWADDR", "AWLEN", "AWSIZE", "AWBURST", "AWPROT", "AWCACHE")
-W_FIELDS = ("WDATA", "WSTRB", "WLAST")
+_REQ = ("ID", "ADDR", "LEN", "SIZE", "BURST", "PROT", "CACHE", "DOMAIN")
 QUEUE_LIMIT = 64                         # AR / AW requests accepted ahead
 W_AHEAD = 2                              # W beats accepted ahead of their AW
 
 
-class _In:
-    """An input pin read through the GPI handle: ``int`` value, -1 for X/Z."""
-    __slots__ = ("get", "width")
-
-    def __init__(self, handle):
-        self.get = handle._handle.get_signal_val_binstr
-        self.width = len(handle)
-
-    def __call__(self) -> int:
-        s = self.get()
+def _ints(getters) -> list:
+    """Values of the pins read by *getters* (bit-string getters, None = absent: -2), -1 for X/Z."""
+    out = []
+    for g in getters:
+        if g is None:
+            out.append(-2)
+            continue
         try:
-            return int(s, 2)
+            out.append(int(g(), 2))
         except ValueError:
-            return -1
+            out.append(-1)
+    return out
 
 
 class _Out:
@@ -142,6 +138,9 @@ class Channel:
             self._owner._gens_changed()
 
 
+_NO_PEND: dict = {}
+
+
 class _ReadReq:
     __slots__ = ("rec", "ready_ns")
 
@@ -170,16 +169,18 @@ class LeanSubordinate:
         self.max_size = (self.byte_lanes - 1).bit_length()
         self.addr_mask = (1 << len(sigs["ARADDR"])) - 1
         self.full_strb = (1 << self.byte_lanes) - 1
-        # inputs of the subordinate (the manager's outputs); absent optional pins read 0
-        self._arvalid, self._awvalid, self._wvalid = (_In(sigs[n]) for n in ("ARVALID", "AWVALID", "WVALID"))
-        self._rready, self._bready = _In(sigs["RREADY"]), _In(sigs["BREADY"])
-        self._ar = [(n, _In(sigs[n])) for n in AR_FIELDS + ("ARDOMAIN",) if n in sigs]
-        self._aw = [(n, _In(sigs[n])) for n in AW_FIELDS + ("AWDOMAIN",) if n in sigs]
-        self._ar_mon = tuple(i for i, (n, _) in enumerate(self._ar) if n in AR_FIELDS)
-        self._aw_mon = tuple(i for i, (n, _) in enumerate(self._aw) if n in AW_FIELDS)
-        self._wdata = _In(sigs["WDATA"])
-        self._wstrb = _In(sigs["WSTRB"]) if "WSTRB" in sigs else None
-        self._wlast = _In(sigs["WLAST"]) if "WLAST" in sigs else None
+        # inputs of the subordinate (the manager's outputs), as the GPI handles' bit-string
+        # getters ("1" is high; X/Z read as low or as -1 in a payload); absent optional pins
+        # read their defaults
+        raw = {n: h._handle.get_signal_val_binstr for n, h in sigs.items()}
+        self._arvalid, self._awvalid, self._wvalid = raw["ARVALID"], raw["AWVALID"], raw["WVALID"]
+        self._rready, self._bready = raw["RREADY"], raw["BREADY"]
+        # request fields in _REQ order (None: absent pin -> default)
+        self._ar = tuple(raw.get("AR" + f) for f in _REQ)
+        self._aw = tuple(raw.get("AW" + f) for f in _REQ)
+        self._wdata = raw["WDATA"]
+        self._wstrb = raw.get("WSTRB")
+        self._wlast = raw.get("WLAST")
         # outputs
         self._o = {n: _Out(sigs[n]) for n in ("ARREADY", "AWREADY", "WREADY", "RVALID", "RDATA",
                                               "RID", "RRESP", "RLAST", "BVALID", "BID", "BRESP")
@@ -272,6 +273,8 @@ class LeanSubordinate:
         self.bursts.append(b)
         for fn in self.listeners:
             fn(b)
+        if self.monitor is not None:
+            self.monitor.record(b)
 
     def _check_limit(self, n: int, write: bool) -> None:
         key = "w" if write else "r"
@@ -298,15 +301,13 @@ class LeanSubordinate:
         elif burst != BURST_FIXED:
             self._error(f"{kind} addr=0x{addr:x}: reserved AxBURST={burst}")
 
-    def _request(self, vals, write: bool, now: float) -> AxiBurst:
-        g = dict(vals)
-        d = "AW" if write else "AR"
-
-        def f(n, default=0):
-            v = g.get(d + n, default)
-            return default if v < 0 else v
-        return AxiBurst(self.port, write, f("ID"), f("ADDR"), f("LEN"), f("SIZE", self.max_size),
-                        f("BURST", BURST_INCR), f("PROT"), f("CACHE"), f("DOMAIN"), start_ns=now)
+    def _request(self, v: list, write: bool, now: float) -> AxiBurst:
+        """The record of an AR/AW request from its fields (``_REQ`` order; X/Z or absent:
+        the default, as ``AxiSubordinate`` reads them)."""
+        i, a, ln, sz, bu, pr, ca, do = v
+        return AxiBurst(self.port, write, i if i >= 0 else 0, a if a >= 0 else 0, ln if ln >= 0 else 0,
+                        sz if sz >= 0 else self.max_size, bu if bu >= 0 else BURST_INCR,
+                        pr if pr >= 0 else 0, ca if ca >= 0 else 0, do if do >= 0 else 0, start_ns=now)
 
     # ------------------------------------------------------------------ one rising edge
     def step(self, now: float, period: float) -> bool:
@@ -316,33 +317,30 @@ class LeanSubordinate:
             ch.step()
         mon = self.monitor
         o = self._o
-        arv, awv, wv = self._arvalid() == 1, self._awvalid() == 1, self._wvalid() == 1
+        arv, awv, wv = self._arvalid() == "1", self._awvalid() == "1", self._wvalid() == "1"
         # ---- R beat / B response handed over at this edge
-        if self._rbeat is not None:
-            if self._rready() == 1:
-                self._r_done(now, mon)
-        if self._bcur is not None:
-            if self._bready() == 1:
-                self._b_done(now, mon)
+        if self._rbeat is not None and self._rready() == "1":
+            self._r_done(now, mon)
+        if self._bcur is not None and self._bready() == "1":
+            self._b_done(mon)
+        pend = mon._pend if mon is not None else _NO_PEND
         # ---- AR
-        if arv or (mon is not None and "ar" in mon._pend):
-            vals = [(n, rd()) for n, rd in self._ar] if arv else None
+        if arv or "ar" in pend:
+            vals = _ints(self._ar) if arv else None
             hs = arv and self._ready[0]
             if mon is not None:
-                mon.channel("ar", arv, hs, False, vals and tuple(vals[i][1] for i in self._ar_mon),
-                            _getter(vals))
+                mon.channel("ar", arv, hs, False, vals, None)
             if hs:
                 rec = self._request(vals, False, now)
                 lat = self._rd_lat(rec) if self._rd_lat is not None else 0
                 self._rd.append(_ReadReq(rec, now + lat * period))
                 self._check_limit(len(self._rd) + (self._rcur is not None), False)
         # ---- AW
-        if awv or (mon is not None and "aw" in mon._pend):
-            vals = [(n, rd()) for n, rd in self._aw] if awv else None
+        if awv or "aw" in pend:
+            vals = _ints(self._aw) if awv else None
             hs = awv and self._ready[1]
             if mon is not None:
-                mon.channel("aw", awv, hs, False, vals and tuple(vals[i][1] for i in self._aw_mon),
-                            _getter(vals))
+                mon.channel("aw", awv, hs, False, vals, None)
             if hs:
                 rec = self._request(vals, True, now)
                 self._check_shape("AW", rec.addr, rec.len, rec.size, rec.burst)
@@ -350,22 +348,20 @@ class LeanSubordinate:
                 self._wr_open += 1
                 self._check_limit(self._wr_open, True)
         # ---- W
-        if wv or (mon is not None and "w" in mon._pend):
+        if wv or "w" in pend:
+            hs = False
             if wv:
-                s = self._wdata.get()
+                s = self._wdata()
                 try:
                     data, xl = int(s, 2), 0
                 except ValueError:
                     data, xl = _x_lanes(s, self.byte_lanes)
-                strb = self.full_strb if self._wstrb is None else self._wstrb()
-                last = 1 if self._wlast is None else self._wlast()
+                strb = self.full_strb if self._wstrb is None else _ints((self._wstrb,))[0]
+                last = 1 if self._wlast is None else _ints((self._wlast,))[0]
                 hs = self._ready[2]
-            else:
-                hs = False
             if mon is not None:
-                now_t = (data if not xl else -1, strb, last) if wv else None
-                mon.channel("w", wv, hs, hs and last == 1, now_t,
-                            _getter([("WDATA", data), ("WSTRB", strb), ("WLAST", last)]) if hs else None)
+                mon.channel("w", wv, hs, hs and last == 1, (data if not xl else -1, strb, last) if wv else None,
+                            None)
             if hs:
                 self.counts["w_beats"] += 1
                 self._wbuf.append((data, strb, last, xl))
@@ -482,8 +478,7 @@ class LeanSubordinate:
         self._rbeat = None
         self.counts["r_beats"] += 1
         if mon is not None:
-            mon.channel("r", True, True, last, None,
-                        _getter([("RID", rid), ("RRESP", resp), ("RDATA", data), ("RLAST", last)]))
+            mon.channel("r", True, True, last, None, None)
         cur = self._rcur
         cur[1] += 1
         if cur[1] == cur[2]:
@@ -570,27 +565,14 @@ class LeanSubordinate:
             self._last_b_due = due
             self._bq.append((due, rec))
 
-    def _b_done(self, now: float, mon) -> None:
+    def _b_done(self, mon) -> None:
         """B handshake (the burst was published when its B became due, as AxiSubordinate
         publishes it when the B is handed to its channel)."""
         rec = self._bcur
         self._bcur = None
         self._wr_open -= 1
         if mon is not None:
-            mon.channel("b", True, True, False, None,
-                        _getter([("BID", rec.id), ("BRESP", int(rec.resp))]))
-
-
-def _getter(vals):
-    """``get(signal, default)`` over sampled (name, value) pairs (-1 = X/Z -> default)."""
-    if vals is None:
-        return None
-    d = dict(vals)
-
-    def get(name, default=0):
-        v = d.get(name, default)
-        return default if v is None or (isinstance(v, int) and v < 0) else v
-    return get
+            mon.channel("b", True, True, False, None, None)
 
 
 def _x_lanes(bits: str, lanes: int) -> "tuple[int, int]":
@@ -668,6 +650,6 @@ class LeanGroup:
             # asleep until a VALID rises or the reset is asserted (a VALID that rose at this
             # edge, seen by a watcher before the clear, is read here)
             self._wake.clear()
-            if any(p._arvalid() == 1 or p._awvalid() == 1 or p._wvalid() == 1 for p in self.ports):
+            if any(p._arvalid() == "1" or p._awvalid() == "1" or p._wvalid() == "1" for p in self.ports):
                 continue
             await self._wake.wait()

@@ -53,10 +53,13 @@ class AxiMonitor:
 
     Fed (``fed``, set by ``LeanSubordinate.feed``): when the bench's own subordinate serves
     the port, the monitor starts no loop; the subordinate hands it, at each rising edge it
-    samples, the same per-channel samples (``channel``) and nRESET (``fed_reset``), so the
-    records, counts and checks are the same without a second sampler of the pins. Its
-    events are then stamped at the rising edge that completes a handshake, and error
-    messages carry the simulation time instead of a cycle count."""
+    samples, its samples of each channel with a VALID high (``channel``), nRESET
+    (``fed_reset``) and each burst it completes (``record``): the counts, ``outstanding()``,
+    ``busy`` and the VALID/payload-stability rule as before (now at the rising edge that
+    completes a handshake; error messages carry the simulation time), the records being the
+    subordinate's own instead of a second reconstruction from the same samples. A bench
+    whose memory model is not this subordinate (``Env(axi_source="monitor")``,
+    ``axi_monitor="pins"``) keeps the monitor sampling the pins and rebuilding bursts."""
 
     def __init__(self, dut, port: str, clock, reset=None, pinmap=None, keep: int = 10_000,
                  log: "logging.Logger | None" = None):
@@ -166,11 +169,12 @@ class AxiMonitor:
         return h.value if name in ("RDATA", "WDATA") else pin_int(h, default)
 
     def channel(self, name: str, valid: bool, hs: bool, last, now, get) -> None:
-        """One channel at one sampling point: VALID, the handshake, LAST, the payload tuple
-        (the signals of ``AXI_CHANNELS`` present on the port, -1 for X/Z) and *get(signal,
-        default)* for the values of a handshake (RDATA/WDATA: an int or the handle's value).
-        The pin-sampling loop calls it, and so does a subordinate that feeds the monitor
-        with its own samples (``fed``)."""
+        """One channel at one sampling point: VALID, the handshake, LAST, the payload (a
+        sequence compared with the next sample's while VALID waits; -1 for X/Z) and
+        *get(signal, default)* for the values of a handshake, from which the burst records
+        are rebuilt (RDATA/WDATA: an int or the handle's value). The pin-sampling loop calls
+        it; so does a subordinate that feeds the monitor (``fed``) with *get* None: the
+        counts and the VALID/payload rule, the records being the subordinate's (``record``)."""
         pend = self._pend
         held = pend.get(name)
         if held is not None and (not valid or now != held):
@@ -185,9 +189,16 @@ class AxiMonitor:
             if last:
                 self.count[name + "last"] += 1
             pend.pop(name, None)
-            getattr(self, "_on_" + name)(get)
+            if get is not None:
+                getattr(self, "_on_" + name)(get)
         elif name in MANAGER_CHANNELS:
             pend[name] = now
+
+    def record(self, b: AxiBurst) -> None:
+        """A burst the feeding subordinate completed (fed mode)."""
+        self.bursts.append(b)
+        for fn in self.listeners:
+            fn(b)
 
     def fed_reset(self) -> None:
         """nRESET seen low by the subordinate that feeds this monitor."""
