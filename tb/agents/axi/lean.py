@@ -439,12 +439,20 @@ class LeanSubordinate:
         self._check_shape("AR", rec.addr, rec.len, rec.size, rec.burst)
         lanes, mem, port = self.byte_lanes, self.memory, self.port
         beats = rec.len + 1
-        spans = [beat_span(rec.addr, n, rec.size, beats, rec.burst, lanes, self.addr_mask)
-                 for n in range(beats)]
-        lo = min(s[0] for s in spans)
-        hi = max(s[1] for s in spans)
-        contiguous = rec.burst == BURST_INCR and all(
-            spans[n][2] == spans[0][2] + n * lanes for n in range(beats)) if rec.size >= self.max_size else False
+        addr = rec.addr
+        word0 = addr - addr % lanes
+        contiguous = (rec.burst == BURST_INCR and rec.size == self.max_size
+                      and word0 + beats * lanes - 1 <= self.addr_mask)
+        if contiguous:                      # full-width INCR: beat n is bus word n
+            spans = [(word0 + n * lanes, word0 + (n + 1) * lanes, word0 + n * lanes)
+                     for n in range(beats)]
+            spans[0] = (addr, word0 + lanes, word0)
+            lo, hi = addr, word0 + beats * lanes
+        else:
+            spans = [beat_span(addr, n, rec.size, beats, rec.burst, lanes, self.addr_mask)
+                     for n in range(beats)]
+            lo = min(s[0] for s in spans)
+            hi = max(s[1] for s in spans)
         words = []
         if mem.faults and mem.fault_for(port, lo, hi - lo, False) is not None:
             per = []
