@@ -64,7 +64,10 @@ timers).
    (tools/sim_profile.py: AXI channel models, AXI monitors, APB agent, scoreboard, coverage,
    TLM behind the pins, reference TLM, the simulator), GPI callbacks and coroutine resumes a
    cycle. ``--sim-baseline DIR`` (another checkout, e.g. ``git worktree add ../base main``)
-   measures it too, interleaved run by run, for a before/after table on the same load.
+   measures it too, interleaved run by run, for a before/after table on the same load;
+   ``--sim-axi lean,cocotbext`` runs this checkout's bench with each AXI subordinate
+   (``TB_AXI_SUBORDINATE``: the lean one of tb/agents/axi/lean.py, the default, and the
+   cocotbext-axi one with pin-sampling monitors), interleaved the same way.
    Builds are reused from sim_build/; numbers are printed, not asserted (a failing run is an
    error).
 
@@ -787,7 +790,7 @@ def sim_section(args) -> int:
         return {"TB_AXI_SUBORDINATE": impl}
     # (label, checkout, AXI subordinate, checkout label); the baseline checkout with its own
     # default subordinate (it may predate TB_AXI_SUBORDINATE)
-    variants = [(t + (f"/{i}" if len(impls) > 1 else ""), tree, i, t)
+    variants = [(t + (f"/{i}" if len(impls) > 1 and t == "this" else ""), tree, i, t)
                 for t, tree in trees for i in (impls if t == "this" else impls[:1])]
     rows, prof_cols, failed = [], [], 0
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:

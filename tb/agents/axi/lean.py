@@ -576,7 +576,6 @@ class LeanSubordinate:
     def _b_done(self, mon) -> None:
         """B handshake (the burst was published when its B became due, as AxiSubordinate
         publishes it when the B is handed to its channel)."""
-        rec = self._bcur
         self._bcur = None
         self._wr_open -= 1
         if mon is not None:
