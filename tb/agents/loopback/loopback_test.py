@@ -8,8 +8,9 @@
 * ``test_subordinate_reorder`` / ``test_subordinate_latency``: the bench's own AXI memory
   models (``tb.agents.axi.lean.LeanSubordinate`` and ``tb.agents.axi.AxiSubordinate``, each)
   on ``m_axi_*``, bound through a pin map (``axi_pattern = "m_axi_{lname}"``), driven by
-  ``AxiMaster``: reads of different ARIDs complete out of order, reads of one ARID in order, data intact; a fixed latency delays the
-  first R beat and the B response by at least that many cycles.
+  ``AxiMaster``: reads of different ARIDs complete out of order, reads of one ARID in
+  order, data intact; a fixed latency delays the first R beat and the B response by at
+  least that many cycles.
 """
 from __future__ import annotations
 
