@@ -797,7 +797,7 @@ def sim_section(args) -> int:
         for sim in sims:
             why = sim_problem(sim)
             if why:
-                rows.append([sim, "", "", "skipped: " + why] + [""] * 8)
+                rows.append([sim, "", "", "skipped: " + why] + [""] * 11)
                 continue
             results = {}                                  # (dut, variant) -> (json, prof json)
             for dut in duts:
@@ -809,7 +809,7 @@ def sim_section(args) -> int:
                                                args.sim_timeout)
                     if net is None:
                         failed += 1
-                        rows.append([sim, dut, label, f"bench run FAILED: {err}"] + [""] * 8)
+                        rows.append([sim, dut, label, f"bench run FAILED: {err}"] + [""] * 11)
                         continue
                     print(f"  {sim} DUT={dut} {label}: bench run {t_net:.1f} s (incl. build/start)",
                           flush=True)
@@ -850,19 +850,30 @@ def sim_section(args) -> int:
                 lb = loops.get(tlabel)
                 cps = net["cycles"] / net["wall_s"] if net["wall_s"] else 0.0
                 lb_cps = lb["cycles"] / lb["wall_s"] if lb and lb["wall_s"] else 0.0
+                # per CPU second of the simulator process: steadier than wall time on a busy host
+                # (a baseline checkout's loopback may not report CPU time: this checkout's then)
+                lbc = lb if lb and lb.get("cpu_s") else loops.get("this")
+                cpu, lb_cpu = net.get("cpu_s"), (lbc or {}).get("cpu_s")
+                cpu_ratio = (net["beats"] / cpu) / (lbc["beats"] / lb_cpu) if cpu and lb_cpu else None
                 rows.append([sim, dut, label, f"{net['beats']}", f"{net['cycles']:,.0f}", f"{net['wall_s']:.2f}",
                              f"{net['beats_per_s']:,.0f}", f"{cps:,.0f}",
                              f"{lb['beats_per_s']:,.0f}" if lb else "FAILED", f"{lb_cps:,.0f}" if lb else "",
                              f"{net['beats_per_s'] / lb['beats_per_s']:.2f}x" if lb and lb["beats_per_s"] else "",
-                             f"{cps / lb_cps:.2f}x" if lb_cps else ""])
+                             f"{cps / lb_cps:.2f}x" if lb_cps else "",
+                             f"{cpu:.2f}" if cpu else "",
+                             f"{cpu_ratio:.2f}x" if cpu_ratio else "",
+                             f"{cpu_ratio * (net['cycles'] / net['beats']) / (lbc['cycles'] / lbc['beats']):.2f}x"
+                             if cpu_ratio else ""])
                 if shares is not None:
                     prof_cols.append((f"{sim}/{dut}" + (f"/{label}" if len(variants) > 1 else ""), shares))
     print(table(rows, ["simulator", "DUT", "checkout[/AXI]", "beats", "cycles", "wall s", "beats/s", "cycles/s",
-                       "loopback beats/s", "loopback cycles/s", "beats/s ratio", "cycles/s ratio"],
-                "llllrrrrrrrr"))
+                       "loopback beats/s", "loopback cycles/s", "beats/s ratio", "cycles/s ratio", "CPU s",
+                       "beats/CPU-s ratio", "cycles/CPU-s ratio"],
+                "llllrrrrrrrrrrr"))
     print("  (bench: AXI R + W beats of every port from the first register write to the stop, the "
           "DUT's cycles at 100 MHz in the same interval; loopback: as many beats, writes then reads, "
-          "16-beat bursts; ratios bench/loopback, same simulator and checkout)")
+          "16-beat bursts; ratios bench/loopback, same simulator and checkout; the CPU ratios use "
+          "each simulator process's CPU time in the same interval instead of wall time)")
     if prof_cols:
         comps = [c for c in sim_profile.ORDER if any(any(r[0] == c for r in sh["rows"]) for _, sh in prof_cols)]
         prow = []

@@ -60,13 +60,14 @@ async def test_loopback_throughput(dut):
     chunk = 4096                                   # bytes per command: up to 16 bursts of 16 beats
     cmds = [(a, min(chunk, per_dir - a)) for a in range(0, per_dir, chunk)]
     pattern = bytes(rng.getrandbits(8) for _ in range(chunk))
-    t0, s0 = time.perf_counter(), get_sim_time("ns")
+    t0, s0, c0 = time.perf_counter(), get_sim_time("ns"), time.process_time()
     for a, n in cmds:
         await master.write(a, pattern[:n])
     for a, n in cmds:
         got = await master.read(a, n)
         assert got.data == pattern[:n], f"read back at 0x{a:x} differs"
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     sim_ns = get_sim_time("ns") - s0
     moved = 2 * per_dir // BEAT
     rate = moved / wall if wall > 0 else 0.0
@@ -75,7 +76,7 @@ async def test_loopback_throughput(dut):
     out = os.environ.get("LOOPBACK_OUT")
     if out:
         with open(out, "w") as f:
-            json.dump({"beats": moved, "wall_s": wall, "cycles": sim_ns / PERIOD_NS,
+            json.dump({"beats": moved, "wall_s": wall, "cpu_s": cpu, "cycles": sim_ns / PERIOD_NS,
                        "beats_per_s": rate}, f)
 
 
