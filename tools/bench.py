@@ -64,7 +64,10 @@ timers).
    (tools/sim_profile.py: AXI channel models, AXI monitors, APB agent, scoreboard, coverage,
    TLM behind the pins, reference TLM, the simulator), GPI callbacks and coroutine resumes a
    cycle. ``--sim-baseline DIR`` (another checkout, e.g. ``git worktree add ../base main``)
-   measures it too, interleaved run by run, for a before/after table on the same load.
+   measures it too, interleaved run by run, for a before/after table on the same load;
+   ``--sim-axi lean,cocotbext`` runs this checkout's bench with each AXI subordinate
+   (``TB_AXI_SUBORDINATE``: the lean one of tb/agents/axi/lean.py, the default, and the
+   cocotbext-axi one with pin-sampling monitors), interleaved the same way.
    Builds are reused from sim_build/; numbers are printed, not asserted (a failing run is an
    error).
 
@@ -779,36 +782,48 @@ def sim_section(args) -> int:
           f"reference TLM, coverage) vs a bare cocotbext-axi loopback (AxiMaster -> wires -> AxiRam), "
           f"same simulator, this run" + (f"; baseline checkout {trees[1][1]}" if len(trees) > 1 else ""),
           flush=True)
+    impls = [i.strip() for i in args.sim_axi.split(",") if i.strip()]
+    if not impls or any(i not in ("lean", "cocotbext") for i in impls):
+        raise BenchError(f"bench: --sim-axi {args.sim_axi!r}: lean, cocotbext or both")
+
+    def impl_env(impl):
+        return {"TB_AXI_SUBORDINATE": impl}
+    # (label, checkout, AXI subordinate, checkout label); the baseline checkout with its own
+    # default subordinate (it may predate TB_AXI_SUBORDINATE)
+    variants = [(t + (f"/{i}" if len(impls) > 1 and t == "this" else ""), tree, i, t)
+                for t, tree in trees for i in (impls if t == "this" else impls[:1])]
     rows, prof_cols, failed = [], [], 0
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
         for sim in sims:
             why = sim_problem(sim)
             if why:
-                rows.append([sim, "", "", "skipped: " + why] + [""] * 8)
+                rows.append([sim, "", "", "skipped: " + why] + [""] * 11)
                 continue
-            results = {}                                  # (dut, tree) -> (json, prof json)
+            results = {}                                  # (dut, variant) -> (json, prof json)
             for dut in duts:
                 cmd = [sys.executable, "-m", "tb.core.run", "--device", "ethos-u85", "--sim", sim,
                        "--dut", dut, "--npu-model", str(npz), "--seed", "1"]
-                for label, tree in trees:                 # interleaved: the same load for both
-                    out = Path(tmp) / f"net-{sim}-{dut}-{label}.json"
-                    net, err, t_net = _sim_run(tree, cmd, out, {"TB_BENCH_OUT": str(out)}, args.sim_timeout)
+                for label, tree, impl, tlabel in variants:     # interleaved: the same load for all
+                    out = Path(tmp) / f"net-{sim}-{dut}-{label.replace('/', '-')}.json"
+                    net, err, t_net = _sim_run(tree, cmd, out, {"TB_BENCH_OUT": str(out), **impl_env(impl)},
+                                               args.sim_timeout)
                     if net is None:
                         failed += 1
-                        rows.append([sim, dut, label, f"bench run FAILED: {err}"] + [""] * 8)
+                        rows.append([sim, dut, label, f"bench run FAILED: {err}"] + [""] * 11)
                         continue
                     print(f"  {sim} DUT={dut} {label}: bench run {t_net:.1f} s (incl. build/start)",
                           flush=True)
-                    results[(dut, label)] = [net, None]
+                    results[(dut, label)] = [net, None, tlabel]
                 if args.no_sim_profile:
                     continue
-                for label, tree in trees:
+                for label, tree, impl, _ in variants:
                     if (dut, label) not in results:
                         continue
-                    out = Path(tmp) / f"prof-{sim}-{dut}-{label}.json"
-                    prof = Path(tmp) / f"prof-{sim}-{dut}-{label}.prof"
-                    pj, err, _ = _sim_run(tree, cmd, out, {"TB_BENCH_OUT": str(out), "TB_PROFILE": str(prof)},
-                                          args.sim_timeout)
+                    stem = f"{sim}-{dut}-{label.replace('/', '-')}"
+                    out = Path(tmp) / f"prof-{stem}.json"
+                    prof = Path(tmp) / f"prof-{stem}.prof"
+                    pj, err, _ = _sim_run(tree, cmd, out, {"TB_BENCH_OUT": str(out), "TB_PROFILE": str(prof),
+                                                           **impl_env(impl)}, args.sim_timeout)
                     if pj is not None and prof.is_file():
                         # shares of the profiled run itself (its Python slowed down by the
                         # profiler): rescaling to the plain run's wall time would mix two
@@ -819,35 +834,46 @@ def sim_section(args) -> int:
                         print(f"  {sim} DUT={dut} {label}: no profile ({err or 'TB_PROFILE not supported'})")
             beats = max([r[0]["beats"] for r in results.values()] or [0])
             loops = {}
-            for label, tree in trees:
+            for tlabel, tree in trees:
                 if not beats:
                     break
-                out = Path(tmp) / f"loop-{sim}-{label}.json"
+                out = Path(tmp) / f"loop-{sim}-{tlabel}.json"
                 lb, err, t_lb = _sim_run(
                     tree, [sys.executable, "-m", "tb.agents.loopback.run", "--sim", sim, "--tests",
                            "test_loopback_throughput", "--beats", str(beats), "--out", str(out)],
                     out, {}, args.sim_timeout)
                 if lb is None:
                     failed += 1
-                    print(f"  {sim} {label}: loopback FAILED: {err}")
-                loops[label] = lb
-            for (dut, label), (net, shares) in results.items():
-                lb = loops.get(label)
+                    print(f"  {sim} {tlabel}: loopback FAILED: {err}")
+                loops[tlabel] = lb
+            for (dut, label), (net, shares, tlabel) in results.items():
+                lb = loops.get(tlabel)
                 cps = net["cycles"] / net["wall_s"] if net["wall_s"] else 0.0
                 lb_cps = lb["cycles"] / lb["wall_s"] if lb and lb["wall_s"] else 0.0
+                # per CPU second of the simulator process: steadier than wall time on a busy host
+                # (a baseline checkout's loopback may not report CPU time: this checkout's then)
+                lbc = lb if lb and lb.get("cpu_s") else loops.get("this")
+                cpu, lb_cpu = net.get("cpu_s"), (lbc or {}).get("cpu_s")
+                cpu_ratio = (net["beats"] / cpu) / (lbc["beats"] / lb_cpu) if cpu and lb_cpu else None
                 rows.append([sim, dut, label, f"{net['beats']}", f"{net['cycles']:,.0f}", f"{net['wall_s']:.2f}",
                              f"{net['beats_per_s']:,.0f}", f"{cps:,.0f}",
                              f"{lb['beats_per_s']:,.0f}" if lb else "FAILED", f"{lb_cps:,.0f}" if lb else "",
                              f"{net['beats_per_s'] / lb['beats_per_s']:.2f}x" if lb and lb["beats_per_s"] else "",
-                             f"{cps / lb_cps:.2f}x" if lb_cps else ""])
+                             f"{cps / lb_cps:.2f}x" if lb_cps else "",
+                             f"{cpu:.2f}" if cpu else "",
+                             f"{cpu_ratio:.2f}x" if cpu_ratio else "",
+                             f"{cpu_ratio * (net['cycles'] / net['beats']) / (lbc['cycles'] / lbc['beats']):.2f}x"
+                             if cpu_ratio else ""])
                 if shares is not None:
-                    prof_cols.append((f"{sim}/{dut}" + (f"/{label}" if len(trees) > 1 else ""), shares))
-    print(table(rows, ["simulator", "DUT", "checkout", "beats", "cycles", "wall s", "beats/s", "cycles/s",
-                       "loopback beats/s", "loopback cycles/s", "beats/s ratio", "cycles/s ratio"],
-                "llllrrrrrrrr"))
+                    prof_cols.append((f"{sim}/{dut}" + (f"/{label}" if len(variants) > 1 else ""), shares))
+    print(table(rows, ["simulator", "DUT", "checkout[/AXI]", "beats", "cycles", "wall s", "beats/s", "cycles/s",
+                       "loopback beats/s", "loopback cycles/s", "beats/s ratio", "cycles/s ratio", "CPU s",
+                       "beats/CPU-s ratio", "cycles/CPU-s ratio"],
+                "llllrrrrrrrrrrr"))
     print("  (bench: AXI R + W beats of every port from the first register write to the stop, the "
           "DUT's cycles at 100 MHz in the same interval; loopback: as many beats, writes then reads, "
-          "16-beat bursts; ratios bench/loopback, same simulator and checkout)")
+          "16-beat bursts; ratios bench/loopback, same simulator and checkout; the CPU ratios use "
+          "each simulator process's CPU time in the same interval instead of wall time)")
     if prof_cols:
         comps = [c for c in sim_profile.ORDER if any(any(r[0] == c for r in sh["rows"]) for _, sh in prof_cols)]
         prow = []
@@ -943,6 +969,10 @@ def main(argv=None) -> int:
     ap.add_argument("--sim-baseline", default="",
                     help="another checkout of this project (e.g. `git worktree add ../base main`) "
                          "measured in the same run, interleaved, for a before/after table")
+    ap.add_argument("--sim-axi", default="lean",
+                    help="the bench's AXI subordinates in the throughput section, comma-separated: lean "
+                         "(tb/agents/axi/lean.py, the default), cocotbext (cocotbext-axi channel models, "
+                         "TB_AXI_SUBORDINATE=cocotbext) or both, interleaved (default lean)")
     ap.add_argument("--sim-timeout", type=int, default=1800,
                     help="seconds per simulator run of the throughput section (default 1800)")
     args = ap.parse_args(argv)

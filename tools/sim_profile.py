@@ -7,8 +7,9 @@
 component is the time of its coroutines' resumes by cocotb's task loop (cProfile's cumulative
 time of the coroutine called from ``coroutine.send``: the handle reads, writes and triggers it
 makes are its own), with the work it hands to a listener (a burst to the scoreboard, the
-scoreboard's to the coverage and its reference TLM) moved to the listener's component
-(``COMPONENTS``: by source file, first match). The rest of cocotb's time (GPI callback entry,
+scoreboard's to the coverage and its reference TLM, a lean subordinate's samples to the AXI
+monitor it feeds) moved to the listener's component (``COMPONENTS``: by source file, first
+match). The rest of cocotb's time (GPI callback entry,
 scheduler, trigger dispatch) is split over the components in proportion to their resumes.
 What cProfile does not see is the simulator itself (the phase minus all Python time). Also:
 GPI callbacks (the simulator calling into Python: cocotb's ``GPITrigger._react``) and
@@ -36,7 +37,9 @@ COMPONENTS = (
 SCHED = "cocotb scheduler (split by resumes)"
 SIMULATOR = "simulator (outside Python)"
 ORDER = [c for c, _ in COMPONENTS] + ["other Python", SIMULATOR]
-_LISTENERS = ("scoreboard", "coverage", "TLM (reference / DUT model)")
+# components whose functions another component's coroutine calls: their time is theirs (a fed
+# AXI monitor is called by the lean subordinate's coroutine)
+_LISTENERS = ("AXI monitors", "scoreboard", "coverage", "TLM (reference / DUT model)")
 _RESUMERS = ("<method 'send' of 'coroutine' objects>", "<method 'throw' of 'coroutine' objects>")
 
 

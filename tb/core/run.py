@@ -219,6 +219,11 @@ def run(args: argparse.Namespace) -> int:
     device = args.device or (trace.device if trace else _default_device())
     if args.jobs < 1:
         raise SetupError(f"JOBS={args.jobs}: give a number of simulator processes >= 1")
+    from tb.agents.axi.subordinate import subordinate_impl
+    try:                            # TB_AXI_SUBORDINATE=lean|cocotbext: checked before building
+        subordinate_impl()
+    except ValueError as e:
+        raise SetupError(str(e)) from None
     from tlm.core.registry import UnknownDevice, get
     try:
         info = get(device)

@@ -36,10 +36,16 @@ hierarchy needs only a map; ``env.pin("IRQ")`` is the handle of a TRM-named pin.
   backpressure, response latency and read reordering by ID (``env.axi.configure(...)``), and
   a burst record. For DUT=tlm the device behind the pins performs every
   memory access on those pins (``tb.ethos_u85.tlm_pins.axi_execute``), so that memory is the only one.
+  The subordinates are ``tb.agents.axi.lean.LeanSubordinate`` (one coroutine for every port),
+  or with ``Env(dut, axi_impl="cocotbext")`` / ``TB_AXI_SUBORDINATE=cocotbext`` the
+  cocotbext-axi based ``AxiSubordinate`` (the earlier bench, kept for comparison).
 * ``env.axi_monitors`` (``Env(dut, axi_monitor=False)`` to leave them out) has a passive
-  ``tb.agents.axi.AxiMonitor`` on every AXI port: it rebuilds the bursts from the pins alone and
-  checks that a VALID stays high with a stable payload until READY; ``finish()`` fails on
-  its errors. The scoreboard and coverage take bursts from the subordinates
+  ``tb.agents.axi.AxiMonitor`` on every AXI port: it rebuilds the bursts and checks that a
+  VALID stays high with a stable payload until READY; ``finish()`` fails on its errors. With
+  the lean subordinates (the bench owns the memory) each monitor is fed the subordinate's
+  samples of the pins and its records (``tb.agents.axi.AxiMonitor`` "Fed"); with
+  ``axi_impl="cocotbext"``, ``axi_source="monitor"`` or ``axi_monitor="pins"`` it samples the
+  pins itself and rebuilds the bursts from them. The scoreboard and coverage take bursts from the subordinates
   (``axi_source="subordinate"``, the default) or from the monitors (``"monitor"``), so a
   bench with its own memory model can feed them from the pins.
 * ``env.scoreboard`` (tb/scoreboard.py) replays APB on the reference model, runs each job on
@@ -60,7 +66,15 @@ import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from tb.agents.apb import PROT_SECURE_PRIV, Apb5Manager, ApbMonitor, ApbResult
-from tb.agents.axi import AXI5_SIGNALS, AxiMemory, AxiMonitor, BenchMemory, pin_int, port_signals
+from tb.agents.axi import (
+    AXI5_SIGNALS,
+    AxiMemory,
+    AxiMonitor,
+    BenchMemory,
+    pin_int,
+    port_signals,
+    subordinate_impl,
+)
 from tb.core.env import EnvBase
 from tb.core.pinmap import PinMap
 from tb.ethos_u85.driver import HostDriver
@@ -131,8 +145,8 @@ class Env(EnvBase):
                  apb_wait_states: Callable[[], int] | None = None, memory=None,
                  scoreboard: bool = True, reference_model: bool | None = None, pinmap=None,
                  apb_monitor: bool = True, apb_source: str = "manager",
-                 axi_monitor: bool = True, axi_source: str = "subordinate",
-                 reference_factory: Callable | None = None):
+                 axi_monitor: "bool | str" = True, axi_source: str = "subordinate",
+                 reference_factory: Callable | None = None, axi_impl: str | None = None):
         super().__init__(dut, pinmap=pinmap, dut_kind=dut_kind, config=config,
                          default_config=DEVICE.default_config, clk_period_ns=clk_period_ns)
         pm = self.pinmap
@@ -170,6 +184,8 @@ class Env(EnvBase):
             raise ValueError(f"axi_source={axi_source!r}: 'subordinate', or 'monitor' with "
                              "axi_monitor=True")
         self.axi_source = axi_source
+        self.axi_monitor = axi_monitor
+        self.axi_impl = subordinate_impl(axi_impl)
         self.tlm: TlmPins | None = None
         if self.dut_kind == "tlm":
             self.tlm = TlmPins(dut, config=self.config, memory=self.memory, clock=self.clock,
@@ -222,9 +238,11 @@ class Env(EnvBase):
                     sigs[name].value = 1 if name == "ACLKEN" else 0
         self.axi = AxiMemory(self.dut, self.memory, clock=self.clock, reset=self.nreset,
                              ports=list(self.axi_ports), pinmap=self.pinmap,
-                             clock_period_ns=self.clk_period_ns)
+                             clock_period_ns=self.clk_period_ns, impl=self.axi_impl)
+        if self.axi.can_feed() and self.axi_source == "subordinate" and self.axi_monitor != "pins":
+            self.axi.feed(self.axi_monitors)   # the monitors take the subordinates' samples
         for mon in self.axi_monitors.values():
-            mon.start()
+            mon.start()                    # (a fed monitor has no loop of its own)
         add_listener = (self.axi.add_listener if self.axi_source == "subordinate"
                         else self.add_monitor_listener)
         if self._scoreboard_on:

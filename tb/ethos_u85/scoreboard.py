@@ -652,9 +652,9 @@ class Scoreboard:
         read window), unless the reference stopped at a fault and the DUT may have run ahead."""
         lo, hi = self._span(b)
         ctx = lambda: self._context(job, lo, b.write)  # noqa: E731
-        what = f"AXI {b} bytes 0x{lo:010x}..0x{hi:010x}"
+        what = lambda: f"AXI {b} bytes 0x{lo:010x}..0x{hi:010x}"  # noqa: E731 - only on a mismatch
         if job.ref_prot is not None and b.prot != job.ref_prot:
-            self._mismatch(f"{what}: AxPROT {b.prot:03b}, PROT gives {job.ref_prot:03b} "
+            self._mismatch(f"{what()}: AxPROT {b.prot:03b}, PROT gives {job.ref_prot:03b} "
                            f"({ctx()})")
         got = (_iface(b.port), b.cache, b.domain)
         hit = {k[1:]: s for k, s in job.ref_fp.items()
@@ -662,12 +662,12 @@ class Scoreboard:
         if hit:
             if got not in hit:
                 want = next(iter(hit))
-                self._mismatch(f"{what}: port group/AxCACHE/AxDOMAIN {_fmt(got)}, the model's "
+                self._mismatch(f"{what()}: port group/AxCACHE/AxDOMAIN {_fmt(got)}, the model's "
                                f"route for these bytes gives {_fmt(want)} ({ctx()})")
                 return
             route = next((r for _, r in job.ref_routes if r.interface == got[0]), None)
             if route is not None and route.port_of(b.addr) != b.port:
-                self._mismatch(f"{what}: on {b.port}, the striping hash gives "
+                self._mismatch(f"{what()}: on {b.port}, the striping hash gives "
                                f"{route.port_of(b.addr)} ({ctx()})")
         elif job.ref_routes:
             cands = {}
@@ -675,7 +675,7 @@ class Scoreboard:
                 port, _, cache, domain = r.axi_attrs(b.addr, b.write)
                 cands.setdefault((port, cache, domain), n)
             if (b.port, b.cache, b.domain) not in cands:
-                self._mismatch(f"{what}: port/AxCACHE/AxDOMAIN {b.port}/cache={b.cache:04b}/"
+                self._mismatch(f"{what()}: port/AxCACHE/AxDOMAIN {b.port}/cache={b.cache:04b}/"
                                f"domain={b.domain} is the route of no region nor of the command "
                                "stream (" + ", ".join(f"{n}: {p}/cache={c:04b}/domain={d}"
                                                       for (p, c, d), n in cands.items()) + ")")
@@ -683,7 +683,7 @@ class Scoreboard:
             return
         stray = IntervalSet([(lo, hi)]) - hit.get(got, IntervalSet())
         if stray:
-            self._mismatch(f"{what}: read outside the model's read footprint on this route: "
+            self._mismatch(f"{what()}: read outside the model's read footprint on this route: "
                            f"{stray.describe()} ({ctx()})")
 
     def outstanding_limit(self, port: str, write: bool) -> "int | None":

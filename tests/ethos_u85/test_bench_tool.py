@@ -4,8 +4,9 @@
 * ``--help`` lists the sim-section options.
 * ``test_loopback_icarus``: ``python -m tb.agents.loopback.run --sim icarus`` with a tiny beat count:
   the cocotbext-axi loopback moves and checks its data and writes its JSON, and the AXI
-  subordinate tests on the same design pass (reads of different ARIDs reordered, same-ID
-  order kept, fixed latency honoured).
+  subordinate tests on the same design pass for both subordinates, the lean one and the
+  cocotbext-axi one (reads of different ARIDs reordered, same-ID order kept, fixed latency
+  honoured).
 * ``test_bench_sim_only_icarus``: ``tools/bench.py --sim-only --no-rtl --sims icarus --sim-dut rtl``
   on a small pooling network prints the throughput table with both figures and their ratios,
   and the per-component share table of the profiled run (the shares add up to 100 %).
@@ -40,7 +41,7 @@ def test_help_lists_sim_options():
     p = _run(["-m", "tools.bench", "--help"], timeout=120)
     assert p.returncode == 0, p.stderr
     for opt in ("--no-sim", "--sim-only", "--sims", "--sim-net", "--sim-dut", "--no-rtl", "--rtl-configs",
-                "--rtl-yosys", "--no-sim-profile", "--sim-baseline"):
+                "--rtl-yosys", "--no-sim-profile", "--sim-baseline", "--sim-axi"):
         assert opt in p.stdout, opt
 
 
@@ -57,7 +58,7 @@ def test_loopback_icarus(tmp_path):
     p = _run(["-m", "tb.agents.loopback.run", "--sim", "icarus", "--beats", "64", "--out", str(out)])
     summary = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("tb.agents.loopback:")]
     assert p.returncode == 0, summary or (p.stdout + p.stderr)[-3000:]
-    assert "3 tests, 0 failed" in summary[-1]
+    assert "5 tests, 0 failed" in summary[-1]     # throughput; reorder, latency x (lean, cocotbext)
     r = json.loads(out.read_text())
     assert r["beats"] == 64 and r["wall_s"] > 0 and r["beats_per_s"] > 0
     assert r["cycles"] >= 64                       # one beat per cycle at best

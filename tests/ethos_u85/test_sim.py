@@ -390,6 +390,25 @@ def test_npu_model_unclaimed_op_on_rtl_fails_naming_it():
     assert "stopped there with cmd_parse_error" in msg, msg
 
 
+def test_cocotbext_subordinate_still_serves():
+    """``TB_AXI_SUBORDINATE=cocotbext``: the bench's earlier AXI subordinates (cocotbext-axi
+    channel models, pin-sampling monitors) still run the driver and self-check tests; an
+    unknown value is one clear line before anything is built."""
+    reason = simtools.sim_problem("icarus")
+    if reason:
+        tool_missing(reason)
+    p = run_sim("--sim", "icarus", "--dut", "tlm", "--tests", "test_driver|test_scoreboard_catches",
+                env_extra={"TB_AXI_SUBORDINATE": "cocotbext"})
+    assert p.returncode == 0, _explain(p)
+    n, failed = _summary(p)[:2]
+    assert n >= 20 and failed == 0, _explain(p)
+    p = run_sim("--sim", "icarus", "--dut", "tlm", "--tests", "test_reset_values$",
+                env_extra={"TB_AXI_SUBORDINATE": "axiram"})
+    assert p.returncode == 2, _explain(p)
+    err = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.strip()]
+    assert len(err) == 1 and "TB_AXI_SUBORDINATE" in err[0] and "cocotbext" in err[0], err
+
+
 def test_tb_device_factory_swaps_the_model():
     """README: ``TB_DEVICE_FACTORY=module:callable`` swaps in another model with the Device API.
     A model that reads ID with bit 0 flipped (tests/ethos_u85/support/device_factory.py) makes

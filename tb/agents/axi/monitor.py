@@ -2,7 +2,8 @@
 
 ``AxiMonitor(dut, port, clock, reset)`` rebuilds the same ``AxiBurst`` records as the
 subordinates from the pins alone (whoever serves the port), counts handshakes and checks the
-manager's VALID/payload stability.
+manager's VALID/payload stability; or, fed by the bench's lean subordinate on the port
+(``tb.agents.axi.lean``), does the same from that subordinate's samples.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ AXI_CHANNELS = (
     ("b", "BVALID", "BREADY", None, ()),
 )
 MANAGER_CHANNELS = ("ar", "aw", "w")
+_VALID_READY = {name: (v, r) for name, v, r, _, _ in AXI_CHANNELS}
 
 
 class AxiMonitor:
@@ -47,7 +49,17 @@ class AxiMonitor:
     the manager's rule that a VALID, once raised, stays high with a stable payload until
     READY (AR, AW, W), and that every R/B answers an outstanding request; violations go to
     ``errors``. ``outstanding()`` is (reads without their last R beat, writes without
-    their B, AW without their WLAST)."""
+    their B, AW without their WLAST).
+
+    Fed (``fed``, set by ``LeanSubordinate.feed``): when the bench's own subordinate serves
+    the port, the monitor starts no loop; the subordinate hands it, at each rising edge it
+    samples, its samples of each channel with a VALID high (``channel``), nRESET
+    (``fed_reset``) and each burst it completes (``record``): the counts, ``outstanding()``,
+    ``busy`` and the VALID/payload-stability rule as before (now at the rising edge that
+    completes a handshake; error messages carry the simulation time), the records being the
+    subordinate's own instead of a second reconstruction from the same samples. A bench
+    whose memory model is not this subordinate (``Env(axi_source="monitor")``,
+    ``axi_monitor="pins"``) keeps the monitor sampling the pins and rebuilding bursts."""
 
     def __init__(self, dut, port: str, clock, reset=None, pinmap=None, keep: int = 10_000,
                  log: "logging.Logger | None" = None):
@@ -71,9 +83,10 @@ class AxiMonitor:
         self._task = None
         self._watchers: list = []
         self._wake = Event()
+        self.fed = False                    # True: a subordinate feeds it its samples (``feed_from``)
 
     def start(self) -> "AxiMonitor":
-        if self._task is None:
+        if self._task is None and not self.fed:
             # one watcher a VALID (and nRESET) that wakes the sampling loop: cheaper than a
             # First() of their edges each time it sleeps (First starts a task per trigger)
             edges = [RisingEdge(self.sigs[v]) for _, v, _, _, _ in AXI_CHANNELS]
@@ -106,7 +119,8 @@ class AxiMonitor:
         self._writes: dict = {}             # AWID -> deque of AxiBurst waiting for B
 
     def _error(self, msg: str) -> None:
-        msg = f"cycle {self.cycle} {self.port}: {msg}"
+        when = f"{get_sim_time('ns'):.0f} ns" if self.fed else f"cycle {self.cycle}"
+        msg = f"{when} {self.port}: {msg}"
         if len(self.errors) < 50:
             self.log.error("AXI monitor: %s", msg)
         self.errors.append(msg)
@@ -139,30 +153,63 @@ class AxiMonitor:
             now = None
             if held is not None or (valid and payload):
                 now = tuple(pin_int(sigs[s], -1) for s in payload if s in sigs)
-            if held is not None and (not valid or now != held):
-                self._error(f"{v} dropped or payload changed before {rdy} (AXI: a manager "
-                            "keeps VALID and the payload stable)")
-            if not valid:
-                pend.pop(name, None)
-                continue
-            any_valid = True
-            if pin_int(sigs[rdy]) and en:
-                self.count[name] += 1
-                if last is not None and pin_int(sigs[last]):
-                    self.count[name + "last"] += 1
-                pend.pop(name, None)
-                getattr(self, "_on_" + name)()
-            elif name in MANAGER_CHANNELS:
-                pend[name] = now
+            if valid:
+                any_valid = True
+                hs = bool(pin_int(sigs[rdy]) and en)
+                self.channel(name, True, hs, hs and last is not None and pin_int(sigs[last]),
+                             now, self._pin)
+            elif held is not None or name in pend:
+                self.channel(name, False, False, False, now, self._pin)
         return any_valid
 
-    # ------------------------------------------------------------------ bursts
-    def _request(self, d: str) -> AxiBurst:
-        s = self.sigs
+    def _pin(self, name: str, default=0):
+        h = self.sigs.get(name)
+        if h is None:
+            return default
+        return h.value if name in ("RDATA", "WDATA") else pin_int(h, default)
 
+    def channel(self, name: str, valid: bool, hs: bool, last, now, get) -> None:
+        """One channel at one sampling point: VALID, the handshake, LAST, the payload (a
+        sequence compared with the next sample's while VALID waits; -1 for X/Z) and
+        *get(signal, default)* for the values of a handshake, from which the burst records
+        are rebuilt (RDATA/WDATA: an int or the handle's value). The pin-sampling loop calls
+        it; so does a subordinate that feeds the monitor (``fed``) with *get* None: the
+        counts and the VALID/payload rule, the records being the subordinate's (``record``)."""
+        pend = self._pend
+        held = pend.get(name)
+        if held is not None and (not valid or now != held):
+            v, rdy = _VALID_READY[name]
+            self._error(f"{v} dropped or payload changed before {rdy} (AXI: a manager "
+                        "keeps VALID and the payload stable)")
+        if not valid:
+            pend.pop(name, None)
+            return
+        if hs:
+            self.count[name] += 1
+            if last:
+                self.count[name + "last"] += 1
+            pend.pop(name, None)
+            if get is not None:
+                getattr(self, "_on_" + name)(get)
+        elif name in MANAGER_CHANNELS:
+            pend[name] = now
+
+    def record(self, b: AxiBurst) -> None:
+        """A burst the feeding subordinate completed (fed mode)."""
+        self.bursts.append(b)
+        for fn in self.listeners:
+            fn(b)
+
+    def fed_reset(self) -> None:
+        """nRESET seen low by the subordinate that feeds this monitor."""
+        if self.handshakes() or self._pend or self._wbuf:
+            self.resets += 1
+            self._clear()
+
+    # ------------------------------------------------------------------ bursts
+    def _request(self, d: str, get) -> AxiBurst:
         def g(n, default=0):
-            h = s.get(d + n)
-            return default if h is None else pin_int(h, default)
+            return get(d + n, default)
         return AxiBurst(self.port, d == "AW", g("ID"), g("ADDR"), g("LEN"),
                         g("SIZE", (self.lanes - 1).bit_length()), g("BURST", BURST_INCR),
                         g("PROT"), g("CACHE"), g("DOMAIN"), start_ns=get_sim_time("ns"))
@@ -173,13 +220,12 @@ class AxiMonitor:
         for fn in self.listeners:
             fn(b)
 
-    def _on_ar(self) -> None:
-        rec = self._request("AR")
+    def _on_ar(self, get) -> None:
+        rec = self._request("AR", get)
         self._reads.setdefault(rec.id, deque()).append([rec, 0])
 
-    def _on_r(self) -> None:
-        s = self.sigs
-        rid = pin_int(s["RID"]) if "RID" in s else 0
+    def _on_r(self, get) -> None:
+        rid = get("RID", 0)
         q = self._reads.get(rid)
         if not q:
             self._error(f"R beat with RID={rid} and no read outstanding")
@@ -187,9 +233,9 @@ class AxiMonitor:
         entry = q[0]
         rec, n = entry
         lo, hi, word = beat_span(rec.addr, n, rec.size, rec.beats, rec.burst, self.lanes, self.addr_mask)
-        resp = Resp(pin_int(s["RRESP"], 3)) if "RRESP" in s else Resp.OKAY
+        resp = Resp(get("RRESP", 3) & 3) if "RRESP" in self.sigs else Resp.OKAY
         if resp == Resp.OKAY:
-            data, _ = bus_bytes(s["RDATA"].value, self.lanes)
+            data, _ = bus_bytes(get("RDATA", 0), self.lanes)
             rec.runs.append((lo, data[lo - word:hi - word]))
         elif rec.resp == Resp.OKAY:
             rec.resp = resp
@@ -198,15 +244,14 @@ class AxiMonitor:
             q.popleft()
             self._publish(rec)
 
-    def _on_aw(self) -> None:
-        self._aws.append([self._request("AW"), 0])
+    def _on_aw(self, get) -> None:
+        self._aws.append([self._request("AW", get), 0])
         self._match_w()
 
-    def _on_w(self) -> None:
-        s = self.sigs
+    def _on_w(self, get) -> None:
         full = (1 << self.lanes) - 1
-        strb = pin_int(s["WSTRB"], full) if "WSTRB" in s else full
-        self._wbuf.append((bus_bytes(s["WDATA"].value, self.lanes)[0], strb))
+        strb = get("WSTRB", full)
+        self._wbuf.append((bus_bytes(get("WDATA", 0), self.lanes)[0], strb))
         self._match_w()
 
     def _match_w(self) -> None:
@@ -221,15 +266,14 @@ class AxiMonitor:
                 self._aws.popleft()
                 self._writes.setdefault(rec.id, deque()).append(rec)
 
-    def _on_b(self) -> None:
-        s = self.sigs
-        bid = pin_int(s["BID"]) if "BID" in s else 0
+    def _on_b(self, get) -> None:
+        bid = get("BID", 0)
         q = self._writes.get(bid)
         if not q:
             self._error(f"B with BID={bid} and no write burst complete")
             return
         rec = q.popleft()
-        rec.resp = Resp(pin_int(s["BRESP"], 3)) if "BRESP" in s else Resp.OKAY
+        rec.resp = Resp(get("BRESP", 3) & 3) if "BRESP" in self.sigs else Resp.OKAY
         self._publish(rec)
 
     # ------------------------------------------------------------------ queries

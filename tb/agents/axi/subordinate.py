@@ -506,13 +506,31 @@ class AxiSubordinate(Reset):
             await self._send_b(b, rec)
 
 
+IMPLS = ("lean", "cocotbext")
+IMPL_ENV = "TB_AXI_SUBORDINATE"
+
+
+def subordinate_impl(impl: "str | None" = None) -> str:
+    """The subordinate implementation: *impl*, else ``$TB_AXI_SUBORDINATE``, else 'lean'
+    (``tb.agents.axi.lean.LeanSubordinate``); 'cocotbext' is ``AxiSubordinate`` (cocotbext-axi's
+    channel models)."""
+    import os
+    impl = impl or os.environ.get(IMPL_ENV) or "lean"
+    if impl not in IMPLS:
+        raise ValueError(f"AXI subordinate {impl!r} (${IMPL_ENV}): one of {', '.join(IMPLS)}")
+    return impl
+
+
 class AxiMemory:
-    """The bench's memory system: one ``AxiSubordinate`` per AXI manager port of the design,
-    all serving one ``BenchMemory``. Pins are found through the pin map (tb/core/pinmap.py)."""
+    """The bench's memory system: one subordinate per AXI manager port of the design, all
+    serving one ``BenchMemory``: ``LeanSubordinate`` (tb/agents/axi/lean.py, one coroutine for
+    every port) or, with ``impl='cocotbext'`` (or ``TB_AXI_SUBORDINATE=cocotbext``),
+    ``AxiSubordinate`` (cocotbext-axi's channel models, five coroutines a port). Pins are found
+    through the pin map (tb/core/pinmap.py)."""
 
     def __init__(self, dut, memory: "BenchMemory | None" = None, clock=None, reset=None,
                  ports: Iterable[str] = (), pinmap=None,
-                 clock_period_ns: "float | None" = None):
+                 clock_period_ns: "float | None" = None, impl: "str | None" = None):
         from tb.core.pinmap import PinMap
         pm = PinMap.coerce(pinmap)
         self.dut = dut
@@ -520,8 +538,26 @@ class AxiMemory:
         clock = clock if clock is not None else pm.get(dut, "CLK", required=True)
         reset = reset if reset is not None else pm.get(dut, "nRESET")
         names = [p for p in ports if port_present(dut, p, pm)]
-        self.ports = {p: AxiSubordinate(dut, p, self.memory, clock, reset, pinmap=pm,
-                                        clock_period_ns=clock_period_ns) for p in names}
+        self.impl = subordinate_impl(impl)
+        if self.impl == "lean":
+            from tb.agents.axi.lean import LeanGroup, LeanSubordinate
+            group = LeanGroup(clock, reset, clock_period_ns=clock_period_ns)
+            self.ports = {p: LeanSubordinate(dut, p, self.memory, clock, reset, pinmap=pm,
+                                             clock_period_ns=clock_period_ns, group=group)
+                          for p in names}
+        else:
+            self.ports = {p: AxiSubordinate(dut, p, self.memory, clock, reset, pinmap=pm,
+                                            clock_period_ns=clock_period_ns) for p in names}
+
+    def can_feed(self) -> bool:
+        """True when the subordinates can feed the AXI monitors their own samples."""
+        return self.impl == "lean"
+
+    def feed(self, monitors: dict) -> None:
+        """Feed each ``AxiMonitor`` of *monitors* (port -> monitor, not started) from the
+        subordinate of its port (``LeanSubordinate.feed``)."""
+        for port, mon in monitors.items():
+            self.ports[port].feed(mon)
 
     # back door
     def read(self, addr: int, length: int) -> bytes:

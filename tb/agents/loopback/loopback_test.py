@@ -6,10 +6,11 @@
   wall-clock second of that phase (to ``LOOPBACK_OUT``, a JSON file, when set). The
   reference point of ``tools/bench.py``'s bench-throughput figure.
 * ``test_subordinate_reorder`` / ``test_subordinate_latency``: the bench's own AXI memory
-  model (``tb.agents.axi.AxiSubordinate``) on ``m_axi_*``, bound through a pin map
-  (``axi_pattern = "m_axi_{lname}"``), driven by ``AxiMaster``: reads of different ARIDs
-  complete out of order, reads of one ARID in order, data intact; a fixed latency delays the
-  first R beat and the B response by at least that many cycles.
+  models (``tb.agents.axi.lean.LeanSubordinate`` and ``tb.agents.axi.AxiSubordinate``, each)
+  on ``m_axi_*``, bound through a pin map (``axi_pattern = "m_axi_{lname}"``), driven by
+  ``AxiMaster``: reads of different ARIDs complete out of order, reads of one ARID in
+  order, data intact; a fixed latency delays the first R beat and the B response by at
+  least that many cycles.
 """
 from __future__ import annotations
 
@@ -59,13 +60,14 @@ async def test_loopback_throughput(dut):
     chunk = 4096                                   # bytes per command: up to 16 bursts of 16 beats
     cmds = [(a, min(chunk, per_dir - a)) for a in range(0, per_dir, chunk)]
     pattern = bytes(rng.getrandbits(8) for _ in range(chunk))
-    t0, s0 = time.perf_counter(), get_sim_time("ns")
+    t0, s0, c0 = time.perf_counter(), get_sim_time("ns"), time.process_time()
     for a, n in cmds:
         await master.write(a, pattern[:n])
     for a, n in cmds:
         got = await master.read(a, n)
         assert got.data == pattern[:n], f"read back at 0x{a:x} differs"
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     sim_ns = get_sim_time("ns") - s0
     moved = 2 * per_dir // BEAT
     rate = moved / wall if wall > 0 else 0.0
@@ -74,26 +76,31 @@ async def test_loopback_throughput(dut):
     out = os.environ.get("LOOPBACK_OUT")
     if out:
         with open(out, "w") as f:
-            json.dump({"beats": moved, "wall_s": wall, "cycles": sim_ns / PERIOD_NS,
+            json.dump({"beats": moved, "wall_s": wall, "cpu_s": cpu, "cycles": sim_ns / PERIOD_NS,
                        "beats_per_s": rate}, f)
 
 
-def _subordinate(dut, **kw):
+def _subordinate(dut, impl: str, **kw):
     from tb.agents.axi import AxiSubordinate, BenchMemory
+    from tb.agents.axi.lean import LeanSubordinate
     from tb.core.pinmap import PinMap
     pm = PinMap(axi_pattern="m_axi_{lname}", source="loopback m_axi_*")
     mem = BenchMemory()
-    sub = AxiSubordinate(dut, "LB", mem, dut.aclk, dut.aresetn, pinmap=pm,
-                         clock_period_ns=PERIOD_NS, **kw)
+    cls = LeanSubordinate if impl == "lean" else AxiSubordinate
+    sub = cls(dut, "LB", mem, dut.aclk, dut.aresetn, pinmap=pm, clock_period_ns=PERIOD_NS, **kw)
     return sub, mem
 
 
+IMPLS = ["lean", "cocotbext"]
+
+
 @cocotb.test(timeout_time=20, timeout_unit="ms")
-async def test_subordinate_reorder(dut):
+@cocotb.parametrize(impl=IMPLS)
+async def test_subordinate_reorder(dut, impl):
     """tb.agents.axi.AxiSubordinate with random latency and reordering: 4 ARIDs x 6 reads issued
     back to back; data intact, same-ID order kept, some reads overtaken across IDs."""
     master = await _start(dut)
-    sub, mem = _subordinate(dut)
+    sub, mem = _subordinate(dut, impl)
     sub.set_latency(read=(0, 40), seed=5)
     sub.set_reorder(True, seed=5)
     await _release(dut)
@@ -123,12 +130,13 @@ async def test_subordinate_reorder(dut):
 
 
 @cocotb.test(timeout_time=20, timeout_unit="ms")
-async def test_subordinate_latency(dut):
+@cocotb.parametrize(impl=IMPLS)
+async def test_subordinate_latency(dut, impl):
     """A fixed latency L: the first R beat comes >= L cycles after AR, the B response >= L
     cycles after AW; with reordering off, reads complete in AR order."""
     L = 23
     master = await _start(dut)
-    sub, mem = _subordinate(dut)
+    sub, mem = _subordinate(dut, impl)
     sub.set_latency(read=L, write=L)
     await _release(dut)
     ar_t, r_t = [], []

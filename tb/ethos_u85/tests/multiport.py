@@ -25,7 +25,8 @@ STRIPE = 0x100                               # address bit 8 selects the port of
 
 @cocotb.test(**TIMEOUT)
 async def test_multiport_job(dut):
-    env = Env(dut, reference_model=True, pins=dict(CFGSRAMHASH0=STRIPE, CFGEXTHASH0=STRIPE))
+    env = Env(dut, reference_model=True, pins=dict(CFGSRAMHASH0=STRIPE, CFGEXTHASH0=STRIPE),
+              axi_monitor="pins")           # monitors rebuilding bursts from the pins themselves
     missing = set(PORTS) - set(env.axi_ports)
     if missing:
         skip_now(f"the top level has no AXI port {sorted(missing)}")
