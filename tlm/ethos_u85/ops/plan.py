@@ -1219,30 +1219,100 @@ def _output_stage(ctx, lo: int, hi: int):
 # ---------------------------------------------------------------------------- pool
 def _prepare_pool(dev, ctx, snap, d) -> "_Prepared | None":
     mode = int(d.fields.get("pooling_mode", 0))
-    if mode not in (_pool.MAX, _pool.MIN, _pool.SUM, _pool.AVERAGE):
+    if mode not in (_pool.MAX, _pool.MIN, _pool.SUM, _pool.AVERAGE, _pool.REDUCE_SUM):
         return _no("pool: mode")
-    if (ctx.kernel_h, ctx.kernel_w, ctx.stride_y, ctx.stride_x) != (1, 1, 1, 1) or ctx.upscale != 0 \
-            or ctx.pad_top or ctx.pad_left or ctx.pad_bottom or ctx.pad_right:
-        return _no("pool: not 1x1")
+    kh, kw, sy, sx = ctx.kernel_h, ctx.kernel_w, ctx.stride_y, ctx.stride_x
+    if ctx.upscale != 0 or ctx.pad_top or ctx.pad_left or ctx.pad_bottom or ctx.pad_right:
+        return _no("pool: upscale or padding")
+    if (kh, kw, sy, sx) != (1, 1, 1, 1) and mode not in (_pool.MAX, _pool.MIN):
+        return _no("pool: not 1x1")                        # (a window of max/min: a table too)
     if ctx.acc_input != 0 or ctx.acc_output != 0 or ctx.ofm.scale_mode != arith.ScaleMode.GLOBAL:
         return _no("pool: accumulator or scale mode")
-    if ctx.ifm.precision not in (Precision.B8, Precision.B16):
+    reduce_sum = mode == _pool.REDUCE_SUM
+    if ctx.ifm.precision not in ((Precision.B8, Precision.B16, Precision.B32) if reduce_sum
+                                 else (Precision.B8, Precision.B16)):
         return _no("pool: IFM precision")
     pre = _Prepared(dev, "NPU_OP_POOL")
     oh, ow, od = ctx.ofm_h, ctx.ofm_w, ctx.ofm_d
-    src = pre.operand(ctx.ifm, range(ctx.ifm_h), range(ctx.ifm_w), range(od), Channel.rd_ifm)
-    if src is None or (ctx.ifm_h, ctx.ifm_w) != (oh, ow):
+    ih, iw = ctx.ifm_h, ctx.ifm_w
+    if reduce_sum:                                          # op_pool: read_ifm(oy, ox, every channel)
+        if od != 1:
+            return _no("pool: reduce_sum OFM depth")
+        src = pre.operand(ctx.ifm, range(oh), range(ow), range(ctx.ifm_depth), Channel.rd_ifm)
+    else:                                                   # read_ifm_padded(depth=od), no padding
+        src = pre.operand(ctx.ifm, range(ih), range(iw), range(od), Channel.rd_ifm)
+    # every window lies inside the IFM (no padding taps; the 1x1 case: IFM == OFM in size)
+    ye, xe = (oh - 1) * sy + 1, (ow - 1) * sx + 1
+    if src is None or (not reduce_sum and (ye + kh - 1 > ih or xe + kw - 1 > iw
+                                          or (kh, kw, sy, sx) == (1, 1, 1, 1) and (ih, iw) != (oh, ow))):
         return _no("pool: IFM")
     if not pre.ofm(ctx.ofm, (oh, ow, od), _common.ALLOWED_PERMS_ALL):
         return _no("pool: OFM")
     pre.chain_state(True, False, ctx.ifm, ctx.ifm2, ctx.ofm)
     pre.lut = _lut_of(dev, ctx.f)
+    if reduce_sum:
+        key = ("pool", mode, _raw(snap, _POOL_REGS), pre.lut, ctx.ifm_depth)
+        compute = _COMPUTES.get(key, False)
+        if compute is False:
+            compute = _COMPUTES.put(key, _reduce_sum_compute(ctx))
+        if compute is None:
+            return _no("pool: reduce_sum compute")
+        pre.compute = compute
+        return pre
     key = ("pool", mode, _raw(snap, _POOL_REGS), pre.lut)
     compute = _COMPUTES.get(key, False)
     if compute is False:
         compute = _COMPUTES.put(key, _pool_compute(ctx, mode))
+    if (kh, kw, sy, sx) != (1, 1, 1, 1):
+        compute = _windowed(compute, mode, kh, kw, sy, sx, ye, xe, (ih, iw) == (kh, kw))
     pre.compute = compute
     return pre
+
+
+def _windowed(table_compute, mode, kh, kw, sy, sx, ye, xe, whole):
+    """A max/min pool over kh x kw windows (no padding): the table of the 1x1 pool looked
+    up at each window's max/min raw value (read_ifm subtracts the zero point, which keeps
+    the order; the identity loses to any tap).  *whole*: one window over the whole IFM."""
+    red = np.maximum if mode == _pool.MAX else np.minimum
+    reduce = red.reduce
+
+    def compute(vals):
+        v = vals[0]
+        if whole:
+            m = reduce(reduce(v, axis=0, keepdims=True), axis=1, keepdims=True)
+        else:
+            m = v[0:ye:sy, 0:xe:sx]
+            for ky in range(kh):
+                for kx in range(kw):
+                    if ky or kx:
+                        m = red(m, v[ky:ky + ye:sy, kx:kx + xe:sx])
+        return table_compute([m])
+    return compute
+
+
+def _reduce_sum_compute(ctx):
+    """reduce_sum: read_ifm's values (zero point subtracted) summed over the channels into
+    accumulate(0, sum), then write_accumulator's steps (global scale: no bias) - by
+    _output_stage over the accumulator range, else OpContext.rescale + activation."""
+    zp = arith.ifm_zero_point(ctx.ifm.zero_point, ctx.ifm.precision, ctx.ifm.act_type, check=False)
+    zp0 = _k(zp)
+    ofm = ctx.ofm
+    b = ctx.acc_bits
+    lo, hi = _type_range(ctx.ifm)
+    n = ctx.ifm_depth
+    slo, shi = n * (lo - zp), n * (hi - zp)                 # the exact sums' range
+    if slo < -(1 << (b - 1)) or shi >= (1 << (b - 1)):
+        slo, shi = -(1 << (b - 1)), (1 << (b - 1)) - 1     # accumulate() wraps
+    stage = _output_stage(ctx, slo, shi)
+    zero = np.zeros((1, 1, 1), np.int64)
+
+    def compute(vals):
+        s = _sub(vals[0], zp0).sum(axis=2, keepdims=True, dtype=np.int64)
+        acc = ctx.accumulate(zero, s)
+        if stage is not None:
+            return stage(acc)
+        return _truncated(ctx.activation(ctx.rescale(acc, _common.RESCALE_NORMAL)), ofm)
+    return compute
 
 
 def _pool_compute(ctx, mode):
