@@ -501,3 +501,45 @@ def test_hook_event_filter_on_a_trace_replay(monkeypatch, fresh, plays):
     assert plays[-1] == want["stop"].steps
     assert_same(got, want, "planted run (the event log still complete)")
     assert heard()[0] != want_heard[0] and heard()[1] == want_heard[1], "the dropped op events went unnoticed"
+
+
+# ================================================================================= softmax tails
+def _pool_plans():
+    return [(k, p) for k, p in plan._PLANS.items() if p and k[0] == "NPU_OP_POOL"]
+
+
+def test_softmax_head_pools_are_planned_and_decline_on_a_read_fault(monkeypatch, fresh):
+    """micro_speech's softmax head: a max POOL over a 1x4 window and a reduce_sum POOL (int32
+    IFM) have plans (the 1x1 table at the window's maximum; the channel sum then the output
+    stage); every warm run equals the ordinary path with both planned.  With a read fault on
+    a POOL's IFM bytes the plan declines (its accesses are no longer fault free) and the run
+    stops as the ordinary path stops."""
+    vm, inputs = load("tflm_micro_speech")
+    want = ordinary(monkeypatch, vm, inputs)
+    warm_up(monkeypatch, vm, inputs, want)
+    assert not [k for k in plan.STATS if k[0] == "no plan" and k[1].startswith("pool")], plan.STATS
+    plan.STATS.clear()
+    assert_same(run(vm, inputs), want, "warm run")
+    assert plan.STATS["NPU_OP_POOL", "planned"] == 2 and plan.STATS["NPU_OP_POOL", "ordinary"] == 0, plan.STATS
+    assert len(_pool_plans()) == 2
+    real = runner.Device
+    for k, p in _pool_plans():
+        lo, hi = p.rint[0]
+
+        def make(*args, **kw):
+            d = real(*args, **kw)
+            done = []
+
+            def hook(ev, det):                          # (before the op runs; the IFM's producer has written)
+                if ev == "op" and not done and snapshot_key(det["snapshot"]) == k[2]:    # (this POOL)
+                    done.append(d.memory.inject_fault(lo, hi, Resp.SLVERR, "r"))
+            d.hooks.append(hook)
+            return d
+        monkeypatch.setattr(runner, "Device", make)
+        want_f = ordinary(monkeypatch, vm, inputs)
+        assert "error" in want_f, "the fault did not stop the ordinary run"
+        plan.STATS.clear()
+        assert_same(run(vm, inputs), want_f, f"read fault at 0x{lo:x}")
+        assert plan.STATS["NPU_OP_POOL", "declined"] >= 1, plan.STATS
+        monkeypatch.setattr(runner, "Device", real)
+    assert_same(run(vm, inputs), want, "no fault again")
