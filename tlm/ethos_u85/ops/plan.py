@@ -995,9 +995,51 @@ def _ew_compute(ctx, p, mode, sa, ca, sb, cb):
 
 def _ew_direct(ctx, p, mode, sa, ca, sb, cb, zpa, zpb):
     """The ordinary evaluation on the operands (wide operand types, or steps too many for
-    tables): read_ifm's zero point subtraction, then elementwise.evaluate."""
+    tables): read_ifm's zero point subtraction, then elementwise.evaluate - or
+    elementwise.compute followed by _output_stage in place of evaluate's rescale, activation
+    and truncation (the same values; checked there), over the accumulator's range: int32
+    (compute's int32_t acc), or for a 32-bit mul (rescale_mode_shift_only) the products of
+    the operand domains' ends."""
     a_const = None if sa else np.full((1, 1, 1), np.int64(ca))
     b_const = np.zeros((1, 1, 1), np.int64) if p.unary or sb else np.full((1, 1, 1), np.int64(cb))
+    stage = None
+    one = np.ones((1, 1, 1), np.int64)
+    try:
+        rm = _ew.compute(ctx, p, one, one)[1]
+    except Exception:                                       # noqa: BLE001 - the ordinary evaluation then
+        rm = None
+    if rm == _common.RESCALE_SHIFT_ONLY:                    # a 32-bit mul: the exact 64-bit product
+        def dom(fm, src, c, zp):
+            if not src:
+                return c, c
+            tlo, thi = _type_range(fm)
+            return tlo - zp, thi - zp
+        (a0, a1), (b0, b1) = dom(ctx.ifm, sa, ca, zpa), dom(ctx.ifm2, sb, cb, zpb)
+        ends = [x * y for x in (a0, a1) for y in (b0, b1)]
+        lo, hi = min(ends), max(ends)
+    else:                                                   # elementwise.compute's int32_t acc
+        lo, hi = -(1 << 31), (1 << 31) - 1
+    if rm in (_common.RESCALE_GLOBAL, _common.RESCALE_NONE, _common.RESCALE_SHIFT_ONLY):
+        key = ("stage", _raw(ctx.snap, _STEP_REGS), _lut_of(ctx.device, ctx.f), lo, hi, int(rm))
+        stage = _COMPUTES.get(key, False)
+        if stage is False:
+            stage = _COMPUTES.put(key, _output_stage(ctx, lo, hi, rm))
+    if stage is not None:
+        compute_acc = _ew.compute
+
+        def staged(vals):
+            i = 0
+            if sa:
+                a = np.subtract(vals[0], zpa, dtype=np.int64)
+                i = 1
+            else:
+                a = a_const
+            b = np.subtract(vals[i], zpb, dtype=np.int64) if sb else b_const
+            acc, rm_ = compute_acc(ctx, p, a, b)
+            if rm_ != rm:
+                raise _NotPlanned                           # (not expected: the ordinary path then)
+            return stage(acc)
+        return staged
 
     def compute(vals):
         i = 0
@@ -1112,26 +1154,38 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
     return compute
 
 
-def _output_stage(ctx, lo: int, hi: int):
+def _output_stage(ctx, lo: int, hi: int, rescale_mode=_common.RESCALE_GLOBAL):
     """rescale (global scale) + activation + truncation of int64 accumulators in [lo, hi]
     as a closure: ``r = (acc*scale + R) >> shift`` with R by the product's sign
     (arith.round_terms), the activation's clamp of ``r + zp`` and, for a LUT function, a
     table of arith.activation over the clamp range.  None when the accumulator range
     assert or the activation's int32 wrap could matter (the ordinary evaluation decides)
     or the table would be too large.  Checked on the range's ends and random accumulators
-    against OpContext.rescale + activation."""
+    against OpContext.rescale + activation.  *rescale_mode* RESCALE_NONE: no rescale (the
+    accumulator itself; scale 1, shift 0, no rounding term); RESCALE_SHIFT_ONLY: scale 1 and
+    no accumulator range assert (elementwise's 64-bit product).  Where (int32_t)(r + zp)
+    can wrap and there is no LUT, the stage takes activation()'s int32 steps."""
     f = ctx.f
     ofm = ctx.ofm
-    if ofm.scale_mode != arith.ScaleMode.GLOBAL:          # per-channel: not a function of acc alone
+    none = rescale_mode == _common.RESCALE_NONE
+    shift_only = rescale_mode == _common.RESCALE_SHIFT_ONLY   # (elementwise's: no acc range assert)
+    if not (none or shift_only) and rescale_mode != _common.RESCALE_GLOBAL:
+        return None
+    if ofm.scale_mode != arith.ScaleMode.GLOBAL and not none:   # per-channel: not a function of acc alone
         return None
     acc_bits = ctx.acc_bits
-    if lo < -(1 << (acc_bits - 1)) or hi >= (1 << (acc_bits - 1)):
+    if not (none or shift_only) and (lo < -(1 << (acc_bits - 1)) or hi >= (1 << (acc_bits - 1))):
         return None
-    scale, shift = f("NPU_SET_OFM_SCALE", "scale"), f("NPU_SET_OFM_SCALE", "shift")
-    rm, dbl = f("NPU_SET_OFM_SCALE", "round_mode"), f("NPU_SET_OFM_SCALE", "dbl_rnd")
-    if not (0 <= rm <= 5 and 0 <= dbl <= 30 and 0 <= shift <= 63 and scale >= 0):
-        return None
-    rp, rn = (int(v[0]) for v in arith.round_terms(np.array([shift]), rm, dbl))
+    if none:
+        scale, shift, rp, rn = 1, 0, 0, 0
+    else:
+        scale, shift = f("NPU_SET_OFM_SCALE", "scale"), f("NPU_SET_OFM_SCALE", "shift")
+        rm, dbl = f("NPU_SET_OFM_SCALE", "round_mode"), f("NPU_SET_OFM_SCALE", "dbl_rnd")
+        if shift_only:
+            scale = 1
+        if not (0 <= rm <= 5 and 0 <= dbl <= 30 and 0 <= shift <= 63 and scale >= 0):
+            return None
+        rp, rn = (int(v[0]) for v in arith.round_terms(np.array([shift]), rm, dbl))
     if max(abs(lo), abs(hi)) * scale + max(rp, rn) >= (1 << 63):
         return None
     fn = f("NPU_SET_ACTIVATION", "activation_function")
@@ -1152,10 +1206,12 @@ def _output_stage(ctx, lo: int, hi: int):
         return None                                       # an unclamped LUT index: ordinary path
 
     def rescale(x):
-        return ctx.rescale(x, _common.RESCALE_GLOBAL)
+        return ctx.rescale(x, rescale_mode, range_check=not shift_only)
     ends = rescale(np.array([lo, hi], np.int64))
-    if int(ends[0]) + zp < -(1 << 31) or int(ends[1]) + zp >= (1 << 31):
-        return None                                       # (int32_t)(r + zp) could wrap
+    # (int32_t)(r + zp) could wrap: without a LUT the stage takes activation's int32 steps
+    wrap32 = int(ends[0]) + zp < -(1 << 31) or int(ends[1]) + zp >= (1 << 31)
+    if wrap32 and fn != _ACT_LUT_NONE:
+        return None
     odt = _value_dtype(ofm)
     table = None
     if fn != _ACT_LUT_NONE:
@@ -1176,7 +1232,12 @@ def _output_stage(ctx, lo: int, hi: int):
     # (x + k * 2**shift) >> shift == (x >> shift) + k, when nothing can overflow int64
     off = zp - (int(clo) if table is not None else 0)
     C = rp + (off << shift)
-    folded = max(abs(lo), abs(hi)) * scale + abs(diff) + abs(C) < (1 << 63)
+    folded = max(abs(lo), abs(hi)) * scale + abs(diff) + abs(C) < (1 << 63) and not wrap32
+    zp32 = _k(zp, np.int32)
+    if wrap32 and clo is not None:
+        if not (-(1 << 31) <= int(clo) and int(chi) < (1 << 31)):
+            return None
+        clo32, chi32 = _k(int(clo), np.int32), _k(int(chi), np.int32)
     Cv = _k(C) if folded else None
     top = _k(int(chi) - int(clo)) if table is not None else None
     zero = _k(0)
@@ -1197,6 +1258,12 @@ def _output_stage(ctx, lo: int, hi: int):
             if rp:
                 p += rpv
             p >>= sh
+            if wrap32:                                    # activation(): (int32_t)(r + zp), the clamp
+                x = p.astype(np.int32)
+                x += zp32
+                if clo is not None:
+                    clip(x, clo32, chi32, out=x)
+                return x.astype(odt)
             p += zpv
             if table is not None:
                 clip(p, clo, chi, out=p)
