@@ -543,3 +543,88 @@ def test_softmax_head_pools_are_planned_and_decline_on_a_read_fault(monkeypatch,
         assert plan.STATS["NPU_OP_POOL", "declined"] >= 1, plan.STATS
         monkeypatch.setattr(runner, "Device", real)
     assert_same(run(vm, inputs), want, "no fault again")
+
+
+_EW32_MODES = ("add", "sub", "mul", "min", "max", "shr", "shl", "lshr", "clz", "abs", "div", "cmp_ge", "and",
+               "not")
+
+
+def _ew32_case(rng):
+    """A random 32-bit ELEMENTWISE op of 1-4 elements (the softmax tails' kind): mode, OFM type,
+    zero point, OFM scale, rounding and clipping drawn at random."""
+    from tests.ethos_u85.test_ops_elementwise import M, ew_bench
+
+    mode = str(rng.choice(_EW32_MODES))
+    n = int(rng.integers(1, 5))
+    a = rng.integers(-(1 << 31), 1 << 31, size=(1, 1, n)).astype(np.int32)
+    b = rng.integers(-(1 << 31), 1 << 31, size=(1, 1, n)).astype(np.int32)
+    if rng.integers(0, 2):                               # small values too (no saturation)
+        a, b = (a >> int(rng.integers(8, 31))).astype(np.int32), (b >> int(rng.integers(8, 31))).astype(np.int32)
+    if mode == "div":
+        b[b == 0] = 3
+        b[b == -1] = 2
+    odt = np.dtype(rng.choice([np.int8, np.int16, np.int32]))
+    so = (1, 0) if mode == "div" else (int(rng.integers(1, 1 << 20)), int(rng.integers(0, 40)))
+    ofm_zp = 0 if mode == "div" or odt == np.int32 else int(rng.integers(-128, 128))
+    kw = dict(out_dtype=odt, ofm_zp=ofm_zp, so=so, ofm_round=int(rng.integers(0, 6)),
+              clip=bool(rng.integers(0, 2)) and odt != np.int32)
+    return M[mode], mode, a, b, kw, ew_bench
+
+
+def test_int32_elementwise_plans_equal_the_ordinary_path(fresh):
+    """Random 32-bit ELEMENTWISE ops (seeds printed): the plan (elementwise.compute, then the
+    plan's output stage) gives the ordinary op's OFM, memory log and UNPREDICTABLE reports
+    and the literal per-element pseudocode's OFM, on the data it was built from and on new
+    data with the same registers; the plan is used (STATS), not only built."""
+    from tests.ethos_u85.test_ops_elementwise import REF_OPS, run_ew
+
+    from tests.ethos_u85.support.opbench import unpredictable
+    planned = 0
+    for k in range(40):
+        seed = SEED + k
+        rng = np.random.default_rng(seed)
+        mode, name, a, b, kw, ew_bench = _ew32_case(rng)
+        for data in range(3):                            # built, then planned (new data twice)
+            if data:
+                a = rng.permutation(a.reshape(-1)).reshape(a.shape) ^ np.int32(data)
+                if name == "div":
+                    b = np.where((b == 0) | (b == -1), 5, b).astype(np.int32)
+            bb = ew_bench(a, b, **kw)
+            want = run_ew(bb, mode, plans=False)
+            out_want, log_want = bb.output(want), list(want.memory.log)
+            ref = run_ew(bb, mode, kernel_ops=REF_OPS)
+            plan.STATS.clear()
+            got = run_ew(bb, mode)
+            what = f"seed {seed} {name} data {data}"
+            assert unpredictable(got) == unpredictable(want) == unpredictable(ref), what
+            assert np.array_equal(bb.output(got), out_want), what
+            assert np.array_equal(out_want, bb.output(ref)), what
+            assert list(got.memory.log) == log_want, what
+            planned += plan.STATS["NPU_OP_ELEMENTWISE", "planned"]
+    print(f"seeds {SEED}..{SEED + 39}: {planned} planned runs")
+    assert planned >= 40, planned
+
+
+def test_int32_elementwise_plan_declines_a_division_by_zero(fresh):
+    """A 32-bit div planned on nonzero divisors, then run with the same registers and a zero
+    divisor: the plan's compute raises (div: b != 0), so the plan declines and the ordinary
+    op runs and reports the UNPREDICTABLE case as the ordinary path does."""
+    from tests.ethos_u85.test_ops_elementwise import M, ew_bench, run_ew
+
+    from tests.ethos_u85.support.opbench import unpredictable
+    a = np.array([[[7, -9, 1 << 30]]], np.int32)
+    for b in ([[[2, 3, -5]]], [[[4, 1, 7]]]):
+        bb = ew_bench(a, np.array(b, np.int32), clip=False)
+        run_ew(bb, M["div"])
+    plan.STATS.clear()
+    bb = ew_bench(a, np.array([[[2, 3, -5]]], np.int32), clip=False)
+    run_ew(bb, M["div"])
+    assert plan.STATS["NPU_OP_ELEMENTWISE", "planned"] == 1, plan.STATS
+    bb = ew_bench(a, np.array([[[2, 0, -5]]], np.int32), clip=False)
+    want = run_ew(bb, M["div"], plans=False)
+    plan.STATS.clear()
+    got = run_ew(bb, M["div"])
+    assert plan.STATS["NPU_OP_ELEMENTWISE", "declined"] == 1, plan.STATS
+    assert any("div: b != 0" in w for w in unpredictable(got))
+    assert unpredictable(got) == unpredictable(want)
+    assert np.array_equal(bb.output(got), bb.output(want)) and list(got.memory.log) == list(want.memory.log)
