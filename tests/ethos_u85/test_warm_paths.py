@@ -628,3 +628,32 @@ def test_int32_elementwise_plan_declines_a_division_by_zero(fresh):
     assert any("div: b != 0" in w for w in unpredictable(got))
     assert unpredictable(got) == unpredictable(want)
     assert np.array_equal(bb.output(got), bb.output(want)) and list(got.memory.log) == list(want.memory.log)
+
+
+def test_fifo_operand_range_shortcut_only_for_a_narrower_pushed_type(fresh):
+    """_FifoSrc.get skips its range reductions only for a chunk a plan pushed from a type
+    whose range lies inside the operand's; int16 values pushed into an int8 operand's FIFO
+    are still checked (out of range: the plan declines), and so are chunks the ordinary
+    path wrote or sliced."""
+    from tlm.ethos_u85.ops.common import OpState
+
+    rng = np.random.default_rng(SEED)
+    st = OpState()
+    src = plan._FifoSrc(0, 4, (1, 1, 4), -128, 127)
+    plan._FifoDst(0).put(None, st, rng.integers(-128, 128, 4).astype(np.int8))
+    assert id(st.fifo[0][0]) in plan._PUSHED
+    assert np.array_equal(src.get(None, st).reshape(-1), st.fifo[0][0])
+    src.pop(st)
+    assert st.fifo_count[0] == 0 and not plan._PUSHED
+    for push in (lambda v: plan._FifoDst(0).put(None, st, v), lambda v: st.write_chaining_fifo(0, v)):
+        push(np.array([1, -2, 300, 4], np.int16))        # 300: outside int8
+        assert src.get(None, st) is None
+        st.clear_fifos()
+        push(np.array([1, -2, 30, 4], np.int16))
+        assert src.get(None, st).reshape(-1).tolist() == [1, -2, 30, 4]
+        st.clear_fifos()
+    plan._FifoDst(0).put(None, st, np.array([5, 6, 7, 8, 9, 10], np.int8))
+    src.pop(st)                                           # a partial pop: the rest is a slice
+    st.fifo[0][0] = np.array([200, 1], np.int64)          # (as if the ordinary path wrote it)
+    plan._FifoDst(0).put(None, st, np.array([2, 3], np.int8))
+    assert plan._FifoSrc(0, 4, (4,), -128, 127).get(None, st) is None

@@ -125,6 +125,7 @@ def clear() -> None:
     _PLANS.clear()
     _REBUILDS.clear()
     _COMPUTES.clear()
+    _PUSHED.clear()
     STATS.clear()
 
 
@@ -415,6 +416,7 @@ class _FifoSrc:
         c = chunks[0]
         if c.size == count:
             chunks.pop(0)
+            _PUSHED.pop(id(c), None)
         elif c.size > count:
             chunks[0] = c[count:]
         else:
@@ -429,6 +431,9 @@ class _FifoSrc:
         c = chunks[0]
         if c.size >= self.count:
             v = c[:self.count]
+            k = _PUSHED.get(id(c))                          # a plan's push: its type's range
+            if k is not None and k[0] is c and self.lo <= k[1] and k[2] <= self.hi:
+                return v.reshape(self.shape)
         else:
             parts, need = [], self.count
             for c in chunks:
@@ -486,6 +491,24 @@ class _FifoDst:
         if v.size:
             st.fifo[self.fifo].append(v)
             st.fifo_count[self.fifo] += v.size
+            r = _DT_RANGE.get(out.dtype)
+            if r is None and out.dtype.kind in "iu":
+                i = np.iinfo(out.dtype)
+                r = _DT_RANGE[out.dtype] = (int(i.min), int(i.max))
+            if r is not None:
+                if len(_PUSHED) >= _PUSHED_MAX:
+                    _PUSHED.clear()                         # (only the range checks' shortcut is lost)
+                _PUSHED[id(v)] = (v, *r)
+
+
+# Chunks a plan pushed into a chaining FIFO -> (the chunk, the range of the type it came
+# from): a consumer's _FifoSrc skips its two range reductions for such a chunk.  Keyed by
+# id() and holding the chunk itself (so the id cannot be reused while the entry exists;
+# the entry is compared by identity); a slice or a copy made by the ordinary path is
+# another object and takes the reductions.
+_PUSHED: dict = {}
+_PUSHED_MAX = 1 << 12
+_DT_RANGE: dict = {}
 
 
 # ============================================================================ building
