@@ -12,7 +12,8 @@ the plan does the same work with little Python per operation:
   count, valid FIFOs, values held per FIFO).  Everything else the plan depends on is
   *data* and is compared on every run: the weight and scale/bias stream bytes (in full),
   the LUT contents (ops with a LUT activation), the fault list (the plan's accesses must
-  be fault free) and, for chained operands, the value range of what the FIFO holds.  A
+  be fault free) and, for chained operands, the value range of what the FIFO holds (known
+  without a reduction for a chunk a plan pushed from a narrower type).  A
   difference makes the plan decline; the op then runs the ordinary way (and the plan is
   rebuilt from that run, a few times at most per key).
 * **run** (:meth:`_Plan.run`): (1) checks and gathers the operands through the memory's
@@ -30,7 +31,13 @@ the plan does the same work with little Python per operation:
     (``arith.scale_input`` over the operand's domain), then the output stage: the rescale
     ``(acc*scale + R) >> shift`` (R from ``arith.round_terms``), the activation's clamp and,
     for a LUT function, a table of ``arith.activation`` over the clamp range;
-  - other ELEMENTWISE cases (32-bit operands): the ordinary evaluation on the operands;
+  - POOL max/min over a window without padding: the 1x1 table looked up at each window's
+    max/min raw value; POOL reduce_sum (any IFM precision): the channel sum, ``accumulate``,
+    then the output stage below (or ``OpContext.rescale`` / ``activation``);
+  - other ELEMENTWISE cases (32-bit operands): ``elementwise.compute`` (the ordinary
+    accumulator step) on the operands, then the output stage over the accumulator's whole
+    range (int32, or a 32-bit mul's 64-bit product with rescale_mode_shift_only; without a
+    LUT the stage also takes activation's int32 wrap), else ``elementwise.evaluate``;
   - CONV / DEPTHWISE: the ordinary kernels (``conv_acc`` / ``depthwise_acc``, a single
     BLAS product for a pointwise conv) and the ordinary fused epilogue
     (``common.fused_epilogue``), with the decoded weights and scale/bias records of the
