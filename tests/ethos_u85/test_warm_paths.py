@@ -501,3 +501,159 @@ def test_hook_event_filter_on_a_trace_replay(monkeypatch, fresh, plays):
     assert plays[-1] == want["stop"].steps
     assert_same(got, want, "planted run (the event log still complete)")
     assert heard()[0] != want_heard[0] and heard()[1] == want_heard[1], "the dropped op events went unnoticed"
+
+
+# ================================================================================= softmax tails
+def _pool_plans():
+    return [(k, p) for k, p in plan._PLANS.items() if p and k[0] == "NPU_OP_POOL"]
+
+
+def test_softmax_head_pools_are_planned_and_decline_on_a_read_fault(monkeypatch, fresh):
+    """micro_speech's softmax head: a max POOL over a 1x4 window and a reduce_sum POOL (int32
+    IFM) have plans (the 1x1 table at the window's maximum; the channel sum then the output
+    stage); every warm run equals the ordinary path with both planned.  With a read fault on
+    a POOL's IFM bytes the plan declines (its accesses are no longer fault free) and the run
+    stops as the ordinary path stops."""
+    vm, inputs = load("tflm_micro_speech")
+    want = ordinary(monkeypatch, vm, inputs)
+    warm_up(monkeypatch, vm, inputs, want)
+    assert not [k for k in plan.STATS if k[0] == "no plan" and k[1].startswith("pool")], plan.STATS
+    plan.STATS.clear()
+    assert_same(run(vm, inputs), want, "warm run")
+    assert plan.STATS["NPU_OP_POOL", "planned"] == 2 and plan.STATS["NPU_OP_POOL", "ordinary"] == 0, plan.STATS
+    assert len(_pool_plans()) == 2
+    real = runner.Device
+    for k, p in _pool_plans():
+        lo, hi = p.rint[0]
+
+        def make(*args, **kw):
+            d = real(*args, **kw)
+            done = []
+
+            def hook(ev, det):                          # (before the op runs; the IFM's producer has written)
+                if ev == "op" and not done and snapshot_key(det["snapshot"]) == k[2]:    # (this POOL)
+                    done.append(d.memory.inject_fault(lo, hi, Resp.SLVERR, "r"))
+            d.hooks.append(hook)
+            return d
+        monkeypatch.setattr(runner, "Device", make)
+        want_f = ordinary(monkeypatch, vm, inputs)
+        assert "error" in want_f, "the fault did not stop the ordinary run"
+        plan.STATS.clear()
+        assert_same(run(vm, inputs), want_f, f"read fault at 0x{lo:x}")
+        assert plan.STATS["NPU_OP_POOL", "declined"] >= 1, plan.STATS
+        monkeypatch.setattr(runner, "Device", real)
+    assert_same(run(vm, inputs), want, "no fault again")
+
+
+_EW32_MODES = ("add", "sub", "mul", "min", "max", "shr", "shl", "lshr", "clz", "abs", "div", "cmp_ge", "and",
+               "not")
+
+
+def _ew32_case(rng):
+    """A random 32-bit ELEMENTWISE op of 1-4 elements (the softmax tails' kind): mode, OFM type,
+    zero point, OFM scale, rounding and clipping drawn at random."""
+    from tests.ethos_u85.test_ops_elementwise import M, ew_bench
+
+    mode = str(rng.choice(_EW32_MODES))
+    n = int(rng.integers(1, 5))
+    a = rng.integers(-(1 << 31), 1 << 31, size=(1, 1, n)).astype(np.int32)
+    b = rng.integers(-(1 << 31), 1 << 31, size=(1, 1, n)).astype(np.int32)
+    if rng.integers(0, 2):                               # small values too (no saturation)
+        a, b = (a >> int(rng.integers(8, 31))).astype(np.int32), (b >> int(rng.integers(8, 31))).astype(np.int32)
+    if mode == "div":
+        b[b == 0] = 3
+        b[b == -1] = 2
+    odt = np.dtype(rng.choice([np.int8, np.int16, np.int32]))
+    so = (1, 0) if mode == "div" else (int(rng.integers(1, 1 << 20)), int(rng.integers(0, 40)))
+    ofm_zp = 0 if mode == "div" or odt == np.int32 else int(rng.integers(-128, 128))
+    kw = dict(out_dtype=odt, ofm_zp=ofm_zp, so=so, ofm_round=int(rng.integers(0, 6)),
+              clip=bool(rng.integers(0, 2)) and odt != np.int32)
+    return M[mode], mode, a, b, kw, ew_bench
+
+
+def test_int32_elementwise_plans_equal_the_ordinary_path(fresh):
+    """Random 32-bit ELEMENTWISE ops (seeds printed): the plan (elementwise.compute, then the
+    plan's output stage) gives the ordinary op's OFM, memory log and UNPREDICTABLE reports
+    and the literal per-element pseudocode's OFM, on the data it was built from and on new
+    data with the same registers; the plan is used (STATS), not only built."""
+    from tests.ethos_u85.test_ops_elementwise import REF_OPS, run_ew
+
+    from tests.ethos_u85.support.opbench import unpredictable
+    planned = 0
+    for k in range(40):
+        seed = SEED + k
+        rng = np.random.default_rng(seed)
+        mode, name, a, b, kw, ew_bench = _ew32_case(rng)
+        for data in range(3):                            # built, then planned (new data twice)
+            if data:
+                a = rng.permutation(a.reshape(-1)).reshape(a.shape) ^ np.int32(data)
+                if name == "div":
+                    b = np.where((b == 0) | (b == -1), 5, b).astype(np.int32)
+            bb = ew_bench(a, b, **kw)
+            want = run_ew(bb, mode, plans=False)
+            out_want, log_want = bb.output(want), list(want.memory.log)
+            ref = run_ew(bb, mode, kernel_ops=REF_OPS)
+            plan.STATS.clear()
+            got = run_ew(bb, mode)
+            what = f"seed {seed} {name} data {data}"
+            assert unpredictable(got) == unpredictable(want) == unpredictable(ref), what
+            assert np.array_equal(bb.output(got), out_want), what
+            assert np.array_equal(out_want, bb.output(ref)), what
+            assert list(got.memory.log) == log_want, what
+            planned += plan.STATS["NPU_OP_ELEMENTWISE", "planned"]
+    print(f"seeds {SEED}..{SEED + 39}: {planned} planned runs")
+    assert planned >= 40, planned
+
+
+def test_int32_elementwise_plan_declines_a_division_by_zero(fresh):
+    """A 32-bit div planned on nonzero divisors, then run with the same registers and a zero
+    divisor: the plan's compute raises (div: b != 0), so the plan declines and the ordinary
+    op runs and reports the UNPREDICTABLE case as the ordinary path does."""
+    from tests.ethos_u85.test_ops_elementwise import M, ew_bench, run_ew
+
+    from tests.ethos_u85.support.opbench import unpredictable
+    a = np.array([[[7, -9, 1 << 30]]], np.int32)
+    for b in ([[[2, 3, -5]]], [[[4, 1, 7]]]):
+        bb = ew_bench(a, np.array(b, np.int32), clip=False)
+        run_ew(bb, M["div"])
+    plan.STATS.clear()
+    bb = ew_bench(a, np.array([[[2, 3, -5]]], np.int32), clip=False)
+    run_ew(bb, M["div"])
+    assert plan.STATS["NPU_OP_ELEMENTWISE", "planned"] == 1, plan.STATS
+    bb = ew_bench(a, np.array([[[2, 0, -5]]], np.int32), clip=False)
+    want = run_ew(bb, M["div"], plans=False)
+    plan.STATS.clear()
+    got = run_ew(bb, M["div"])
+    assert plan.STATS["NPU_OP_ELEMENTWISE", "declined"] == 1, plan.STATS
+    assert any("div: b != 0" in w for w in unpredictable(got))
+    assert unpredictable(got) == unpredictable(want)
+    assert np.array_equal(bb.output(got), bb.output(want)) and list(got.memory.log) == list(want.memory.log)
+
+
+def test_fifo_operand_range_shortcut_only_for_a_narrower_pushed_type(fresh):
+    """_FifoSrc.get skips its range reductions only for a chunk a plan pushed from a type
+    whose range lies inside the operand's; int16 values pushed into an int8 operand's FIFO
+    are still checked (out of range: the plan declines), and so are chunks the ordinary
+    path wrote or sliced."""
+    from tlm.ethos_u85.ops.common import OpState
+
+    rng = np.random.default_rng(SEED)
+    st = OpState()
+    src = plan._FifoSrc(0, 4, (1, 1, 4), -128, 127)
+    plan._FifoDst(0).put(None, st, rng.integers(-128, 128, 4).astype(np.int8))
+    assert id(st.fifo[0][0]) in plan._PUSHED
+    assert np.array_equal(src.get(None, st).reshape(-1), st.fifo[0][0])
+    src.pop(st)
+    assert st.fifo_count[0] == 0 and not plan._PUSHED
+    for push in (lambda v: plan._FifoDst(0).put(None, st, v), lambda v: st.write_chaining_fifo(0, v)):
+        push(np.array([1, -2, 300, 4], np.int16))        # 300: outside int8
+        assert src.get(None, st) is None
+        st.clear_fifos()
+        push(np.array([1, -2, 30, 4], np.int16))
+        assert src.get(None, st).reshape(-1).tolist() == [1, -2, 30, 4]
+        st.clear_fifos()
+    plan._FifoDst(0).put(None, st, np.array([5, 6, 7, 8, 9, 10], np.int8))
+    src.pop(st)                                           # a partial pop: the rest is a slice
+    st.fifo[0][0] = np.array([200, 1], np.int64)          # (as if the ordinary path wrote it)
+    plan._FifoDst(0).put(None, st, np.array([2, 3], np.int8))
+    assert plan._FifoSrc(0, 4, (4,), -128, 127).get(None, st) is None

@@ -12,7 +12,8 @@ the plan does the same work with little Python per operation:
   count, valid FIFOs, values held per FIFO).  Everything else the plan depends on is
   *data* and is compared on every run: the weight and scale/bias stream bytes (in full),
   the LUT contents (ops with a LUT activation), the fault list (the plan's accesses must
-  be fault free) and, for chained operands, the value range of what the FIFO holds.  A
+  be fault free) and, for chained operands, the value range of what the FIFO holds (known
+  without a reduction for a chunk a plan pushed from a narrower type).  A
   difference makes the plan decline; the op then runs the ordinary way (and the plan is
   rebuilt from that run, a few times at most per key).
 * **run** (:meth:`_Plan.run`): (1) checks and gathers the operands through the memory's
@@ -30,7 +31,13 @@ the plan does the same work with little Python per operation:
     (``arith.scale_input`` over the operand's domain), then the output stage: the rescale
     ``(acc*scale + R) >> shift`` (R from ``arith.round_terms``), the activation's clamp and,
     for a LUT function, a table of ``arith.activation`` over the clamp range;
-  - other ELEMENTWISE cases (32-bit operands): the ordinary evaluation on the operands;
+  - POOL max/min over a window without padding: the 1x1 table looked up at each window's
+    max/min raw value; POOL reduce_sum (any IFM precision): the channel sum, ``accumulate``,
+    then the output stage below (or ``OpContext.rescale`` / ``activation``);
+  - other ELEMENTWISE cases (32-bit operands): ``elementwise.compute`` (the ordinary
+    accumulator step) on the operands, then the output stage over the accumulator's whole
+    range (int32, or a 32-bit mul's 64-bit product with rescale_mode_shift_only; without a
+    LUT the stage also takes activation's int32 wrap), else ``elementwise.evaluate``;
   - CONV / DEPTHWISE: the ordinary kernels (``conv_acc`` / ``depthwise_acc``, a single
     BLAS product for a pointwise conv) and the ordinary fused epilogue
     (``common.fused_epilogue``), with the decoded weights and scale/bias records of the
@@ -125,6 +132,7 @@ def clear() -> None:
     _PLANS.clear()
     _REBUILDS.clear()
     _COMPUTES.clear()
+    _PUSHED.clear()
     STATS.clear()
 
 
@@ -415,6 +423,7 @@ class _FifoSrc:
         c = chunks[0]
         if c.size == count:
             chunks.pop(0)
+            _PUSHED.pop(id(c), None)
         elif c.size > count:
             chunks[0] = c[count:]
         else:
@@ -429,6 +438,9 @@ class _FifoSrc:
         c = chunks[0]
         if c.size >= self.count:
             v = c[:self.count]
+            k = _PUSHED.get(id(c))                          # a plan's push: its type's range
+            if k is not None and k[0] is c and self.lo <= k[1] and k[2] <= self.hi:
+                return v.reshape(self.shape)
         else:
             parts, need = [], self.count
             for c in chunks:
@@ -486,6 +498,24 @@ class _FifoDst:
         if v.size:
             st.fifo[self.fifo].append(v)
             st.fifo_count[self.fifo] += v.size
+            r = _DT_RANGE.get(out.dtype)
+            if r is None and out.dtype.kind in "iu":
+                i = np.iinfo(out.dtype)
+                r = _DT_RANGE[out.dtype] = (int(i.min), int(i.max))
+            if r is not None:
+                if len(_PUSHED) >= _PUSHED_MAX:
+                    _PUSHED.clear()                         # (only the range checks' shortcut is lost)
+                _PUSHED[id(v)] = (v, *r)
+
+
+# Chunks a plan pushed into a chaining FIFO -> (the chunk, the range of the type it came
+# from): a consumer's _FifoSrc skips its two range reductions for such a chunk.  Keyed by
+# id() and holding the chunk itself (so the id cannot be reused while the entry exists;
+# the entry is compared by identity); a slice or a copy made by the ordinary path is
+# another object and takes the reductions.
+_PUSHED: dict = {}
+_PUSHED_MAX = 1 << 12
+_DT_RANGE: dict = {}
 
 
 # ============================================================================ building
@@ -995,9 +1025,51 @@ def _ew_compute(ctx, p, mode, sa, ca, sb, cb):
 
 def _ew_direct(ctx, p, mode, sa, ca, sb, cb, zpa, zpb):
     """The ordinary evaluation on the operands (wide operand types, or steps too many for
-    tables): read_ifm's zero point subtraction, then elementwise.evaluate."""
+    tables): read_ifm's zero point subtraction, then elementwise.evaluate - or
+    elementwise.compute followed by _output_stage in place of evaluate's rescale, activation
+    and truncation (the same values; checked there), over the accumulator's range: int32
+    (compute's int32_t acc), or for a 32-bit mul (rescale_mode_shift_only) the products of
+    the operand domains' ends."""
     a_const = None if sa else np.full((1, 1, 1), np.int64(ca))
     b_const = np.zeros((1, 1, 1), np.int64) if p.unary or sb else np.full((1, 1, 1), np.int64(cb))
+    stage = None
+    one = np.ones((1, 1, 1), np.int64)
+    try:
+        rm = _ew.compute(ctx, p, one, one)[1]
+    except Exception:                                       # noqa: BLE001 - the ordinary evaluation then
+        rm = None
+    if rm == _common.RESCALE_SHIFT_ONLY:                    # a 32-bit mul: the exact 64-bit product
+        def dom(fm, src, c, zp):
+            if not src:
+                return c, c
+            tlo, thi = _type_range(fm)
+            return tlo - zp, thi - zp
+        (a0, a1), (b0, b1) = dom(ctx.ifm, sa, ca, zpa), dom(ctx.ifm2, sb, cb, zpb)
+        ends = [x * y for x in (a0, a1) for y in (b0, b1)]
+        lo, hi = min(ends), max(ends)
+    else:                                                   # elementwise.compute's int32_t acc
+        lo, hi = -(1 << 31), (1 << 31) - 1
+    if rm in (_common.RESCALE_GLOBAL, _common.RESCALE_NONE, _common.RESCALE_SHIFT_ONLY):
+        key = ("stage", _raw(ctx.snap, _STEP_REGS), _lut_of(ctx.device, ctx.f), lo, hi, int(rm))
+        stage = _COMPUTES.get(key, False)
+        if stage is False:
+            stage = _COMPUTES.put(key, _output_stage(ctx, lo, hi, rm))
+    if stage is not None:
+        compute_acc = _ew.compute
+
+        def staged(vals):
+            i = 0
+            if sa:
+                a = np.subtract(vals[0], zpa, dtype=np.int64)
+                i = 1
+            else:
+                a = a_const
+            b = np.subtract(vals[i], zpb, dtype=np.int64) if sb else b_const
+            acc, rm_ = compute_acc(ctx, p, a, b)
+            if rm_ != rm:
+                raise _NotPlanned                           # (not expected: the ordinary path then)
+            return stage(acc)
+        return staged
 
     def compute(vals):
         i = 0
@@ -1112,26 +1184,38 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
     return compute
 
 
-def _output_stage(ctx, lo: int, hi: int):
+def _output_stage(ctx, lo: int, hi: int, rescale_mode=_common.RESCALE_GLOBAL):
     """rescale (global scale) + activation + truncation of int64 accumulators in [lo, hi]
     as a closure: ``r = (acc*scale + R) >> shift`` with R by the product's sign
     (arith.round_terms), the activation's clamp of ``r + zp`` and, for a LUT function, a
     table of arith.activation over the clamp range.  None when the accumulator range
     assert or the activation's int32 wrap could matter (the ordinary evaluation decides)
     or the table would be too large.  Checked on the range's ends and random accumulators
-    against OpContext.rescale + activation."""
+    against OpContext.rescale + activation.  *rescale_mode* RESCALE_NONE: no rescale (the
+    accumulator itself; scale 1, shift 0, no rounding term); RESCALE_SHIFT_ONLY: scale 1 and
+    no accumulator range assert (elementwise's 64-bit product).  Where (int32_t)(r + zp)
+    can wrap and there is no LUT, the stage takes activation()'s int32 steps."""
     f = ctx.f
     ofm = ctx.ofm
-    if ofm.scale_mode != arith.ScaleMode.GLOBAL:          # per-channel: not a function of acc alone
+    none = rescale_mode == _common.RESCALE_NONE
+    shift_only = rescale_mode == _common.RESCALE_SHIFT_ONLY   # (elementwise's: no acc range assert)
+    if not (none or shift_only) and rescale_mode != _common.RESCALE_GLOBAL:
+        return None
+    if ofm.scale_mode != arith.ScaleMode.GLOBAL and not none:   # per-channel: not a function of acc alone
         return None
     acc_bits = ctx.acc_bits
-    if lo < -(1 << (acc_bits - 1)) or hi >= (1 << (acc_bits - 1)):
+    if not (none or shift_only) and (lo < -(1 << (acc_bits - 1)) or hi >= (1 << (acc_bits - 1))):
         return None
-    scale, shift = f("NPU_SET_OFM_SCALE", "scale"), f("NPU_SET_OFM_SCALE", "shift")
-    rm, dbl = f("NPU_SET_OFM_SCALE", "round_mode"), f("NPU_SET_OFM_SCALE", "dbl_rnd")
-    if not (0 <= rm <= 5 and 0 <= dbl <= 30 and 0 <= shift <= 63 and scale >= 0):
-        return None
-    rp, rn = (int(v[0]) for v in arith.round_terms(np.array([shift]), rm, dbl))
+    if none:
+        scale, shift, rp, rn = 1, 0, 0, 0
+    else:
+        scale, shift = f("NPU_SET_OFM_SCALE", "scale"), f("NPU_SET_OFM_SCALE", "shift")
+        rm, dbl = f("NPU_SET_OFM_SCALE", "round_mode"), f("NPU_SET_OFM_SCALE", "dbl_rnd")
+        if shift_only:
+            scale = 1
+        if not (0 <= rm <= 5 and 0 <= dbl <= 30 and 0 <= shift <= 63 and scale >= 0):
+            return None
+        rp, rn = (int(v[0]) for v in arith.round_terms(np.array([shift]), rm, dbl))
     if max(abs(lo), abs(hi)) * scale + max(rp, rn) >= (1 << 63):
         return None
     fn = f("NPU_SET_ACTIVATION", "activation_function")
@@ -1152,10 +1236,12 @@ def _output_stage(ctx, lo: int, hi: int):
         return None                                       # an unclamped LUT index: ordinary path
 
     def rescale(x):
-        return ctx.rescale(x, _common.RESCALE_GLOBAL)
+        return ctx.rescale(x, rescale_mode, range_check=not shift_only)
     ends = rescale(np.array([lo, hi], np.int64))
-    if int(ends[0]) + zp < -(1 << 31) or int(ends[1]) + zp >= (1 << 31):
-        return None                                       # (int32_t)(r + zp) could wrap
+    # (int32_t)(r + zp) could wrap: without a LUT the stage takes activation's int32 steps
+    wrap32 = int(ends[0]) + zp < -(1 << 31) or int(ends[1]) + zp >= (1 << 31)
+    if wrap32 and fn != _ACT_LUT_NONE:
+        return None
     odt = _value_dtype(ofm)
     table = None
     if fn != _ACT_LUT_NONE:
@@ -1176,7 +1262,12 @@ def _output_stage(ctx, lo: int, hi: int):
     # (x + k * 2**shift) >> shift == (x >> shift) + k, when nothing can overflow int64
     off = zp - (int(clo) if table is not None else 0)
     C = rp + (off << shift)
-    folded = max(abs(lo), abs(hi)) * scale + abs(diff) + abs(C) < (1 << 63)
+    folded = max(abs(lo), abs(hi)) * scale + abs(diff) + abs(C) < (1 << 63) and not wrap32
+    zp32 = _k(zp, np.int32)
+    if wrap32 and clo is not None:
+        if not (-(1 << 31) <= int(clo) and int(chi) < (1 << 31)):
+            return None
+        clo32, chi32 = _k(int(clo), np.int32), _k(int(chi), np.int32)
     Cv = _k(C) if folded else None
     top = _k(int(chi) - int(clo)) if table is not None else None
     zero = _k(0)
@@ -1197,6 +1288,12 @@ def _output_stage(ctx, lo: int, hi: int):
             if rp:
                 p += rpv
             p >>= sh
+            if wrap32:                                    # activation(): (int32_t)(r + zp), the clamp
+                x = p.astype(np.int32)
+                x += zp32
+                if clo is not None:
+                    clip(x, clo32, chi32, out=x)
+                return x.astype(odt)
             p += zpv
             if table is not None:
                 clip(p, clo, chi, out=p)
@@ -1219,30 +1316,100 @@ def _output_stage(ctx, lo: int, hi: int):
 # ---------------------------------------------------------------------------- pool
 def _prepare_pool(dev, ctx, snap, d) -> "_Prepared | None":
     mode = int(d.fields.get("pooling_mode", 0))
-    if mode not in (_pool.MAX, _pool.MIN, _pool.SUM, _pool.AVERAGE):
+    if mode not in (_pool.MAX, _pool.MIN, _pool.SUM, _pool.AVERAGE, _pool.REDUCE_SUM):
         return _no("pool: mode")
-    if (ctx.kernel_h, ctx.kernel_w, ctx.stride_y, ctx.stride_x) != (1, 1, 1, 1) or ctx.upscale != 0 \
-            or ctx.pad_top or ctx.pad_left or ctx.pad_bottom or ctx.pad_right:
-        return _no("pool: not 1x1")
+    kh, kw, sy, sx = ctx.kernel_h, ctx.kernel_w, ctx.stride_y, ctx.stride_x
+    if ctx.upscale != 0 or ctx.pad_top or ctx.pad_left or ctx.pad_bottom or ctx.pad_right:
+        return _no("pool: upscale or padding")
+    if (kh, kw, sy, sx) != (1, 1, 1, 1) and mode not in (_pool.MAX, _pool.MIN):
+        return _no("pool: not 1x1")                        # (a window of max/min: a table too)
     if ctx.acc_input != 0 or ctx.acc_output != 0 or ctx.ofm.scale_mode != arith.ScaleMode.GLOBAL:
         return _no("pool: accumulator or scale mode")
-    if ctx.ifm.precision not in (Precision.B8, Precision.B16):
+    reduce_sum = mode == _pool.REDUCE_SUM
+    if ctx.ifm.precision not in ((Precision.B8, Precision.B16, Precision.B32) if reduce_sum
+                                 else (Precision.B8, Precision.B16)):
         return _no("pool: IFM precision")
     pre = _Prepared(dev, "NPU_OP_POOL")
     oh, ow, od = ctx.ofm_h, ctx.ofm_w, ctx.ofm_d
-    src = pre.operand(ctx.ifm, range(ctx.ifm_h), range(ctx.ifm_w), range(od), Channel.rd_ifm)
-    if src is None or (ctx.ifm_h, ctx.ifm_w) != (oh, ow):
+    ih, iw = ctx.ifm_h, ctx.ifm_w
+    if reduce_sum:                                          # op_pool: read_ifm(oy, ox, every channel)
+        if od != 1:
+            return _no("pool: reduce_sum OFM depth")
+        src = pre.operand(ctx.ifm, range(oh), range(ow), range(ctx.ifm_depth), Channel.rd_ifm)
+    else:                                                   # read_ifm_padded(depth=od), no padding
+        src = pre.operand(ctx.ifm, range(ih), range(iw), range(od), Channel.rd_ifm)
+    # every window lies inside the IFM (no padding taps; the 1x1 case: IFM == OFM in size)
+    ye, xe = (oh - 1) * sy + 1, (ow - 1) * sx + 1
+    if src is None or (not reduce_sum and (ye + kh - 1 > ih or xe + kw - 1 > iw
+                                          or (kh, kw, sy, sx) == (1, 1, 1, 1) and (ih, iw) != (oh, ow))):
         return _no("pool: IFM")
     if not pre.ofm(ctx.ofm, (oh, ow, od), _common.ALLOWED_PERMS_ALL):
         return _no("pool: OFM")
     pre.chain_state(True, False, ctx.ifm, ctx.ifm2, ctx.ofm)
     pre.lut = _lut_of(dev, ctx.f)
+    if reduce_sum:
+        key = ("pool", mode, _raw(snap, _POOL_REGS), pre.lut, ctx.ifm_depth)
+        compute = _COMPUTES.get(key, False)
+        if compute is False:
+            compute = _COMPUTES.put(key, _reduce_sum_compute(ctx))
+        if compute is None:
+            return _no("pool: reduce_sum compute")
+        pre.compute = compute
+        return pre
     key = ("pool", mode, _raw(snap, _POOL_REGS), pre.lut)
     compute = _COMPUTES.get(key, False)
     if compute is False:
         compute = _COMPUTES.put(key, _pool_compute(ctx, mode))
+    if (kh, kw, sy, sx) != (1, 1, 1, 1):
+        compute = _windowed(compute, mode, kh, kw, sy, sx, ye, xe, (ih, iw) == (kh, kw))
     pre.compute = compute
     return pre
+
+
+def _windowed(table_compute, mode, kh, kw, sy, sx, ye, xe, whole):
+    """A max/min pool over kh x kw windows (no padding): the table of the 1x1 pool looked
+    up at each window's max/min raw value (read_ifm subtracts the zero point, which keeps
+    the order; the identity loses to any tap).  *whole*: one window over the whole IFM."""
+    red = np.maximum if mode == _pool.MAX else np.minimum
+    reduce = red.reduce
+
+    def compute(vals):
+        v = vals[0]
+        if whole:
+            m = reduce(reduce(v, axis=0, keepdims=True), axis=1, keepdims=True)
+        else:
+            m = v[0:ye:sy, 0:xe:sx]
+            for ky in range(kh):
+                for kx in range(kw):
+                    if ky or kx:
+                        m = red(m, v[ky:ky + ye:sy, kx:kx + xe:sx])
+        return table_compute([m])
+    return compute
+
+
+def _reduce_sum_compute(ctx):
+    """reduce_sum: read_ifm's values (zero point subtracted) summed over the channels into
+    accumulate(0, sum), then write_accumulator's steps (global scale: no bias) - by
+    _output_stage over the accumulator range, else OpContext.rescale + activation."""
+    zp = arith.ifm_zero_point(ctx.ifm.zero_point, ctx.ifm.precision, ctx.ifm.act_type, check=False)
+    zp0 = _k(zp)
+    ofm = ctx.ofm
+    b = ctx.acc_bits
+    lo, hi = _type_range(ctx.ifm)
+    n = ctx.ifm_depth
+    slo, shi = n * (lo - zp), n * (hi - zp)                 # the exact sums' range
+    if slo < -(1 << (b - 1)) or shi >= (1 << (b - 1)):
+        slo, shi = -(1 << (b - 1)), (1 << (b - 1)) - 1     # accumulate() wraps
+    stage = _output_stage(ctx, slo, shi)
+    zero = np.zeros((1, 1, 1), np.int64)
+
+    def compute(vals):
+        s = _sub(vals[0], zp0).sum(axis=2, keepdims=True, dtype=np.int64)
+        acc = ctx.accumulate(zero, s)
+        if stage is not None:
+            return stage(acc)
+        return _truncated(ctx.activation(ctx.rescale(acc, _common.RESCALE_NORMAL)), ofm)
+    return compute
 
 
 def _pool_compute(ctx, mode):
