@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from cocotb.triggers import FallingEdge, RisingEdge
 from cocotb_bus.drivers import BusDriver
 from cocotb_bus.monitors import BusMonitor
+from tb.agents.pins import pin_int
 
 SIGNALS = ("req", "gnt", "add", "wen", "be", "data", "id", "r_data", "r_valid", "r_id")
 
@@ -29,12 +30,6 @@ def bus_signals(prefix: str, pinmap: "dict | None" = None) -> dict:
     pm = pinmap or {}
     return {s: pm.get(f"{prefix}_{s}", f"{prefix}_{s}") for s in SIGNALS}
 
-
-def _int(handle, default=None):
-    try:
-        return int(handle.value)
-    except ValueError:
-        return default
 
 
 @dataclass
@@ -76,7 +71,7 @@ class HwpePeriphMaster(BusDriver):
             b.be.value, b.data.value, b.id.value = be, data & 0xFFFFFFFF, self.id
             for _ in range(self.timeout):
                 await FallingEdge(self.clock)
-                if _int(b.gnt) == 1:
+                if pin_int(b.gnt, None) == 1:
                     break
             else:
                 raise ProtocolError(f"periph: no gnt for 0x{addr:x} within {self.timeout} cycles")
@@ -84,11 +79,11 @@ class HwpePeriphMaster(BusDriver):
             b.req.value = 0
             for _ in range(self.timeout):
                 await FallingEdge(self.clock)
-                if _int(b.r_valid) == 1:
-                    rid = _int(b.r_id)
+                if pin_int(b.r_valid, None) == 1:
+                    rid = pin_int(b.r_id, None)
                     if rid != self.id:
                         raise ProtocolError(f"periph: r_id {rid} for a request with id {self.id}")
-                    return _int(b.r_data, 0) if not write else 0
+                    return pin_int(b.r_data, 0) if not write else 0
                 await RisingEdge(self.clock)
             raise ProtocolError(f"periph: no r_valid for 0x{addr:x} within {self.timeout} cycles")
         finally:
@@ -129,11 +124,11 @@ class HwpePeriphMonitor(BusMonitor):
             if self.in_reset:
                 pending, waiting = [], None
                 continue
-            req, gnt, rv = _int(b.req), _int(b.gnt), _int(b.r_valid)
+            req, gnt, rv = pin_int(b.req, None), pin_int(b.gnt, None), pin_int(b.r_valid, None)
             if None in (req, gnt, rv):
                 self._error(cycle, f"X/Z on req/gnt/r_valid ({req}, {gnt}, {rv})")
                 continue
-            payload = (_int(b.add), _int(b.wen), _int(b.be), _int(b.data), _int(b.id))
+            payload = tuple(pin_int(h, None) for h in (b.add, b.wen, b.be, b.data, b.id))
             if waiting is not None:
                 if not req:
                     self._error(cycle, "req dropped before gnt")
@@ -149,10 +144,10 @@ class HwpePeriphMonitor(BusMonitor):
                     self._error(cycle, f"no r_valid {self.latency} cycle(s) after the request "
                                        f"to 0x{tr.addr:x}")
                     continue
-                if _int(b.r_id) != tr.id:
-                    self._error(cycle, f"r_id {_int(b.r_id)} for request id {tr.id}")
+                if pin_int(b.r_id, None) != tr.id:
+                    self._error(cycle, f"r_id {pin_int(b.r_id, None)} for request id {tr.id}")
                 if not tr.write:
-                    tr.data = _int(b.r_data, 0)
+                    tr.data = pin_int(b.r_data, 0)
                 self._recv(tr)
             if req and gnt:
                 add, wen, be, data, ident = payload

@@ -25,6 +25,7 @@ from typing import Callable
 from cocotb.triggers import FallingEdge, RisingEdge
 from cocotb_bus.bus import Bus
 from cocotb_bus.monitors import BusMonitor
+from tb.agents.pins import pin_int
 
 SIGNALS = ("req", "gnt", "add", "wen", "be", "data", "r_data", "r_valid")
 
@@ -33,12 +34,6 @@ def bus_signals(prefix: str, pinmap: "dict | None" = None) -> dict:
     pm = pinmap or {}
     return {s: pm.get(f"{prefix}_{s}", f"{prefix}_{s}") for s in SIGNALS}
 
-
-def _int(handle, default=None):
-    try:
-        return int(handle.value)
-    except ValueError:
-        return default
 
 
 def lanes(value: int, ports: int, width: int) -> list:
@@ -94,15 +89,15 @@ class TcdmMemory:
         wait = None                        # stall cycles left for the pending request
         while True:
             await FallingEdge(self.clock)
-            if self.reset_n is not None and _int(self.reset_n) != 1:
+            if self.reset_n is not None and pin_int(self.reset_n, None) != 1:
                 wait = None
                 await RisingEdge(self.clock)
                 b.gnt.value, b.r_valid.value = 0, 0
                 continue
-            req, gnt = _int(b.req, 0), _int(b.gnt, 0)
+            req, gnt = pin_int(b.req, 0), pin_int(b.gnt, 0)
             handshake = None
             if req and gnt == self._all and (req & self._all) == self._all:
-                handshake = (_int(b.add, 0), _int(b.wen, 1), _int(b.be, 0), _int(b.data, 0))
+                handshake = (pin_int(b.add, 0), pin_int(b.wen, 1), pin_int(b.be, 0), pin_int(b.data, 0))
             await RisingEdge(self.clock)
             # the handshake (if any) happened at this edge: perform it, answer next cycle
             if handshake is not None:
@@ -176,7 +171,7 @@ class TcdmMonitor(BusMonitor):
             if self.in_reset:
                 waiting = read_due = None
                 continue
-            req, gnt, rv = _int(b.req), _int(b.gnt), _int(b.r_valid)
+            req, gnt, rv = pin_int(b.req, None), pin_int(b.gnt, None), pin_int(b.r_valid, None)
             if None in (req, gnt, rv):
                 self._error(cycle, "X/Z on req/gnt/r_valid")
                 continue
@@ -188,12 +183,12 @@ class TcdmMonitor(BusMonitor):
                 if not rv_all:
                     self._error(cycle, f"no r_valid the cycle after the read of 0x{acc.addr:08x}")
                 else:
-                    acc.data = _int(b.r_data, 0).to_bytes(4 * n, "little")
+                    acc.data = pin_int(b.r_data, 0).to_bytes(4 * n, "little")
                     self._recv(acc)
                 read_due = None
             payload = None
             if req:
-                add, wen, be, data = _int(b.add), _int(b.wen), _int(b.be), _int(b.data)
+                add, wen, be, data = (pin_int(h, None) for h in (b.add, b.wen, b.be, b.data))
                 if None in (add, wen, be):
                     self._error(cycle, "X/Z on add/wen/be of a request")
                     continue

@@ -29,15 +29,10 @@ from tlm.ne16 import registers as R
 from tlm.ne16.device import Ne16
 from tlm.ne16.engine import Stream
 from tlm.ne16.job import JobConfig
+from tb.agents.pins import pin_int
 
 BUDGET = 1 << 22                 # model steps per job (a job of the bench is far smaller)
 
-
-def _int(handle, default=0):
-    try:
-        return int(handle.value)
-    except ValueError:
-        return default
 
 
 class Ne16Scoreboard:
@@ -87,13 +82,13 @@ class Ne16Scoreboard:
         while True:
             await FallingEdge(self.clock)
             await ReadOnly()
-            if self.reset_n is not None and _int(self.reset_n) != 1:
+            if self.reset_n is not None and pin_int(self.reset_n) != 1:
                 self.reset()
                 continue
             for t in self._periph:
                 self._transfer(t)
             self._periph.clear()
-            evt = _int(self.evt)
+            evt = pin_int(self.evt)
             for core in range(N_CORES):
                 if (evt >> (core * N_EVT)) & 1:
                     self._job_end()

@@ -32,17 +32,12 @@ from tb.ne16.ports import MP, N_CORES, N_EVT, PORTS
 from tlm.core.memory import Memory, Resp, Transaction
 from tlm.ne16 import registers as R
 from tlm.ne16.device import Ne16
+from tb.agents.pins import pin_int
 
 TRIGGER = R.OFFSETS["TRIGGER"]
 SOFT_CLEAR = R.OFFSETS["SOFT_CLEAR"]
 FULL = (1 << MP) - 1
 
-
-def _int(handle, default=0):
-    try:
-        return int(handle.value)
-    except ValueError:
-        return default
 
 
 class PinMemory(Memory):
@@ -104,7 +99,7 @@ class Ne16Pins:
             self._drive(name, 0)
         while True:
             await FallingEdge(self.clock)
-            s = {name: _int(h) for name, h in self.inp.items()}
+            s = {name: pin_int(h) for name, h in self.inp.items()}
             await RisingEdge(self.clock)
             if s["rst_ni"] != 1:
                 self._new_device()
@@ -204,7 +199,7 @@ class Ne16Pins:
             if state == "req":
                 if s["tcdm_gnt"] & FULL != FULL and self.violate == "tcdm_change":
                     self.violate = None                  # planted violation: payload changes
-                    self._drive("tcdm_add", _int(self.out["tcdm_add"]) ^ (1 << 8))
+                    self._drive("tcdm_add", pin_int(self.out["tcdm_add"]) ^ (1 << 8))
                 if s["tcdm_gnt"] & FULL == FULL:         # the handshake happened at this edge
                     if txn.write:
                         self._drive("tcdm_req", 0)

@@ -60,7 +60,7 @@ from tb.agents.axi.burst import (
 )
 from tb.agents.axi.memory import BenchMemory
 from tb.agents.axi.signals import port_signals
-from tb.agents.axi.subordinate import _latency_fn
+from tb.agents.axi.subordinate import latency_fn
 from tlm.core.memory import Resp
 
 try:                                     # cocotb 2.1: the deferred write of ``handle.value = x``
@@ -225,8 +225,8 @@ class LeanSubordinate:
         from AW to B (never before the last W beat); 0/None, int, (lo, hi) or callable."""
         if seed is not None:
             self._rng.seed(seed)
-        self._rd_lat = _latency_fn(read, self._rng)
-        self._wr_lat = _latency_fn(write, self._rng)
+        self._rd_lat = latency_fn(read, self._rng)
+        self._wr_lat = latency_fn(write, self._rng)
 
     def set_reorder(self, enabled: bool = True, seed: "int | None" = None) -> None:
         """Serve reads out of order across ARIDs (whole bursts; same-ID order kept)."""

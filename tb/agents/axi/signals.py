@@ -10,15 +10,13 @@ naming ``m_sram0_araddr``. Widths come from the design (the handles), never from
   (``view.araddr``), so its channel models bind with ``from_prefix(view, "")``.
 * ``port_present``, ``port_signals`` (TRM name -> handle), ``port_drivers`` (outputs as their
   writable drivers, for a model acting as the manager behind a port-only shell).
-* ``pin_int(handle, default)``: a pin's integer value, *default* for X/Z or an absent pin.
+* ``pin_int``: tb/agents/pins.py, re-exported.
 """
 from __future__ import annotations
 
 import logging
 
-from cocotb.handle import LogicArrayObject, LogicObject, PackedObject
-
-_BITS = (LogicObject, LogicArrayObject, PackedObject)     # handles whose value is 0/1/X/Z bits
+from tb.agents.pins import pin_int  # noqa: F401  (re-exported: the agents' pin reader)
 
 # (signal, direction from the manager) of one AXI5 manager port
 AXI5_SIGNALS = (
@@ -33,22 +31,6 @@ AXI5_SIGNALS = (
     ("ARREADY", "in"),
     ("RVALID", "in"), ("RID", "in"), ("RDATA", "in"), ("RRESP", "in"), ("RLAST", "in"),
     ("RREADY", "out"))
-
-
-def pin_int(handle, default=0):
-    """Integer value of a pin, or *default* when it holds X/Z or is absent (None).
-
-    Reads the simulator object's bit string when the handle has one (cocotb 2.1's
-    ``LogicObject._handle``): the same value as ``int(handle.value)`` without building a
-    ``LogicArray`` each time, which is most of the cost of the agents' per-cycle sampling."""
-    if handle is None:
-        return default
-    try:
-        if isinstance(handle, _BITS):
-            return int(handle._handle.get_signal_val_binstr(), 2)
-        return int(handle.value)
-    except ValueError:                       # X, Z (any non-0/1 character)
-        return default
 
 
 def _pinmap(pinmap):

@@ -120,7 +120,7 @@ class _StampedARSink(NpuAxiARSink):
 logging.getLogger("cocotb.tb.axi").setLevel(logging.WARNING)
 
 
-def _latency_fn(spec, rng: random.Random) -> "Callable[[AxiBurst], int] | None":
+def latency_fn(spec, rng: random.Random) -> "Callable[[AxiBurst], int] | None":
     """A latency spec (None/0, int, (lo, hi), or callable(AxiBurst) -> int) as a function,
     or None for no extra latency."""
     if spec is None or (isinstance(spec, int) and spec == 0):
@@ -225,8 +225,8 @@ class AxiSubordinate(Reset):
         ``callable(AxiBurst) -> int``. *seed* reseeds the random choices."""
         if seed is not None:
             self._rng.seed(seed)
-        self._rd_lat = _latency_fn(read, self._rng)
-        self._wr_lat = _latency_fn(write, self._rng)
+        self._rd_lat = latency_fn(read, self._rng)
+        self._wr_lat = latency_fn(write, self._rng)
 
     def set_reorder(self, enabled: bool = True, seed: "int | None" = None) -> None:
         """Serve reads out of order across ARIDs (whole bursts; same-ID order kept)."""
