@@ -7,13 +7,20 @@ DUT=rtl with the scoreboard on (tools/bench_rtl_tb.py); the cycles the CONV unit
 the layer's MACs (every kernel tap of every output element) give MACs per cycle, reported
 against the configuration's peak (MACS a cycle).
 
-Size: Yosys (synth -flatten up to the fine-grained step, without mapping the memories to
-flip-flops, then techmap to Yosys's generic gates; no ABC, which takes far longer on the MAC
-array than the rest) per configuration: cells (generic gates), flip-flops, and the bits of
-the memories kept as $mem cells (AB, IFM buffer, scale/bias RAM, chaining FIFOs, LUT RAM,
-queues). No latch may appear (the synthesis fails otherwise).
+Size: Yosys per configuration, hierarchical (no -flatten: each module is synthesised once per
+parameter set and ``stat -top ethosu85`` multiplies its counts by its instances): ``synth
+-noshare -run begin:fine`` (the coarse netlist: proc, opt, wreduce, alumacc, ``memory -nomap``,
+so memories stay ``$mem`` cells and are counted in bits, not expanded into flip-flops), then
+``techmap`` to Yosys's generic gates (no ABC). Reported: coarse cells, generic gate cells,
+flip-flop bits (one ``$_*DFF*_`` cell a bit) and the memories and their bits (accumulator
+buffer, IFM buffer, scale/bias RAM, chaining FIFOs, LUT RAM, queues). No latch may appear (the
+synthesis fails otherwise). ``-noshare``: the SAT-based ``share`` pass does not finish on the
+SWD decoder's twelve variable shifts (npu_swd.v, its activation patterns double per candidate;
+it ran out of memory, with or without -flatten). Each run is limited to ``--yosys-mem-gb`` of
+address space; its time and peak RSS are reported.
 
   python -m tools.bench_rtl [--configs ethos-u85-128,ethos-u85-256] [--sim icarus]
+                            [--yosys-configs all|NAME,...] [--yosys-mem-gb 8]
                             [--no-yosys] [--no-sim] [--json out.json]
 """
 from __future__ import annotations
@@ -82,47 +89,109 @@ def run_sim(sim: str, config: str, macs: int, nets_: list[Path], work: Path) -> 
     return json.loads(out.read_text())
 
 
-def yosys_stat(macs: int, timeout: float = 7200) -> dict:
+# the passes after reading the design (module docstring); {top} and the stat reports {coarse},
+# {fine} and {mems} filled in. memory_unpack only for the last report: stat counts memory bits
+# of unpacked memories only (the $mem_v2 cells of the netlist are counted in {fine})
+YOSYS_SIZE = """synth -noshare -top {top} -run begin:fine
+tee -q -o {coarse} stat -top {top}
+opt -fast -full
+techmap
+opt -fast
+tee -q -o {fine} stat -top {top}
+select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr t:$_DLATCH_* t:$_DLATCHSR_* t:$_SR_*
+memory_unpack
+tee -q -o {mems} stat -top {top}
+"""
+
+
+def yosys_script(macs: int, coarse: Path, fine: Path, mems: Path) -> str:
+    """The Yosys script of the size measurement at *macs* (stat reports to *coarse*, *fine*, *mems*)."""
     from tb.core import simtools
+    files = " ".join(str(p) for p in simtools.dut_sources(DEVICE, "rtl"))
+    return (f"read_verilog -sv -I{RTL} {files}\nchparam -set MACS {macs} ethosu85\n"
+            + YOSYS_SIZE.format(top="ethosu85", coarse=coarse, fine=fine, mems=mems))
+
+
+def yosys_stat(macs: int, timeout: float = 7200, mem_gb: float = 8.0) -> dict:
+    """Size of the stand-in at *macs* (module docstring): one Yosys process limited to
+    *mem_gb* GB of address space and *timeout* seconds; its wall time and peak RSS."""
+    import resource
     exe = shutil.which("yosys")
     if exe is None:
         raise RuntimeError("yosys not found")
+    limit = int(mem_gb * 2**30)
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
     with tempfile.TemporaryDirectory() as tmp:
-        stat = Path(tmp) / "stat.txt"
-        files = " ".join(str(p) for p in simtools.dut_sources(DEVICE, "rtl"))
-        script = (f"read_verilog -sv -I{RTL} {files}; chparam -set MACS {macs} ethosu85; "
-                  f"synth -flatten -top ethosu85 -run begin:fine; opt -fast -full; techmap; opt -fast; "
-                  f"tee -o {stat} stat; "
-                  f"select -assert-none t:$dlatch t:$adlatch t:$_DLATCH_* t:$sr t:$_SR_*")
+        coarse, fine, mems, log = (Path(tmp) / f"{n}.txt" for n in ("coarse", "fine", "mems", "log"))
+        (Path(tmp) / "size.ys").write_text(yosys_script(macs, coarse, fine, mems))
         t0 = time.time()
-        r = subprocess.run([exe, "-q", "-p", script], capture_output=True, text=True, timeout=timeout)
-        if r.returncode != 0:
-            # a signal is typically the OOM killer: the flattened techmap took > 12 GB at MACS 128
-            why = f"killed by signal {-r.returncode}" if r.returncode < 0 else f"exit {r.returncode}"
-            errs = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.startswith("ERROR")]
-            raise RuntimeError(f"yosys failed for MACS={macs} ({why}) {errs[-1] if errs else ''}")
-        return parse_stat(stat.read_text(), time.time() - t0)
+        with open(log, "w") as out:
+            p = subprocess.Popen([exe, "-q", "-s", str(Path(tmp) / "size.ys")], stdout=out,
+                                 stderr=subprocess.STDOUT, preexec_fn=cap)
+            while True:
+                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.time() - t0 > timeout:
+                    p.kill()
+                    pid, status, usage = os.wait4(p.pid, 0)
+                    break
+                time.sleep(0.5)
+        p.returncode = rc = os.waitstatus_to_exitcode(status)
+        seconds, peak_mb = time.time() - t0, usage.ru_maxrss / 1024
+        if rc != 0:
+            why = (f"timed out after {timeout:.0f} s" if seconds > timeout else
+                   f"killed by signal {-rc}" if rc < 0 else f"exit {rc}")
+            errs = [ln for ln in log.read_text(errors="replace").splitlines() if "ERROR" in ln]
+            raise RuntimeError(f"yosys failed for MACS={macs} ({why}, peak RSS {peak_mb:.0f} MB, "
+                               f"limit {mem_gb:g} GB) {errs[-1] if errs else ''}".rstrip())
+        st = size_report(coarse.read_text(), fine.read_text(), mems.read_text(), seconds)
+        st["peak_rss_mb"] = round(peak_mb)
+        return st
+
+
+def size_report(coarse: str, fine: str, mems: str, seconds: float = 0.0) -> dict:
+    """The size figures from the three ``stat -top`` reports of YOSYS_SIZE: coarse cells,
+    generic gate cells (the $mem_v2 cells among them), flip-flop bits, memories, memory bits."""
+    st = parse_stat(fine, seconds)
+    m = parse_stat(mems)
+    st.update(coarse_cells=parse_stat(coarse)["cells"], memories=m["memories"], memory_bits=m["memory_bits"])
+    return st
 
 
 def parse_stat(text: str, seconds: float = 0.0) -> dict:
+    """Totals of a ``stat -top`` report (its design hierarchy section; the module's own
+    section for a design of one module): cells, flip-flop bits (generic ``$_*DFF*_`` cells,
+    one bit each), memories and memory bits (of unpacked memories only)."""
     body = text.split("=== design hierarchy ===")[-1]
-    cells = int(re.findall(r"Number of cells:\s+(\d+)", body)[-1])
-    flops = sum(int(n) for n in re.findall(r"\$_S?DFFE?_\w+\s+(\d+)", body))
-    mem_bits = sum(int(n) for n in re.findall(r"Number of memory bits:\s+(\d+)", body)[-1:])
-    mems = sum(int(n) for n in re.findall(r"Number of memories:\s+(\d+)", body)[-1:])
-    return dict(cells=cells, flops=flops, memories=mems, memory_bits=mem_bits, seconds=round(seconds))
+
+    def total(key: str) -> int:
+        found = re.findall(rf"Number of {key}:\s+(\d+)", body)
+        return int(found[-1]) if found else 0
+
+    flops = sum(int(n) for n in re.findall(r"\$_(?:S|AL)?DFF\w*\s+(\d+)", body))
+    return dict(cells=total("cells"), flops=flops, memories=total("memories"),
+                memory_bits=total("memory bits"), seconds=round(seconds))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs", default="ethos-u85-128,ethos-u85-256")
-    ap.add_argument("--yosys-configs", default="", help="configurations for Yosys (default: --configs)")
+    ap.add_argument("--yosys-configs", default="",
+                    help="configurations for Yosys, comma-separated or 'all' (default: --configs)")
+    ap.add_argument("--yosys-mem-gb", type=float, default=8.0,
+                    help="address-space limit of each Yosys run in GB (default 8)")
+    ap.add_argument("--yosys-timeout", type=float, default=7200,
+                    help="wall-clock limit of each Yosys run in seconds (default 7200)")
     ap.add_argument("--sim", default="icarus", choices=("icarus", "verilator"))
     ap.add_argument("--no-sim", action="store_true")
     ap.add_argument("--no-yosys", action="store_true")
     ap.add_argument("--json", default=str(REPO / "sim_build" / "bench_rtl.json"))
     args = ap.parse_args(argv)
-    from tlm.ethos_u85.config import get_config
+    from tlm.ethos_u85.config import CONFIGS, get_config
     configs = [c for c in args.configs.split(",") if c]
     report = {"mac": [], "yosys": []}
     if not args.no_sim:
@@ -139,13 +208,15 @@ def main(argv=None) -> int:
                     print(f"{cfg:15s} {r['net']:24s} {r['macs']:9d} MACs {r['conv_cycles']:7d} cycles "
                           f"{mpc:7.1f} MACs/cycle = {100 * mpc / macs:5.1f} % of {macs}", flush=True)
     if not args.no_yosys:
-        for cfg in [c for c in (args.yosys_configs or args.configs).split(",") if c]:
+        ycfg = args.yosys_configs or args.configs
+        for cfg in list(CONFIGS) if ycfg == "all" else [c for c in ycfg.split(",") if c]:
             macs = get_config(cfg).macs
-            st = yosys_stat(macs)
+            st = yosys_stat(macs, timeout=args.yosys_timeout, mem_gb=args.yosys_mem_gb)
             report["yosys"].append(dict(config=cfg, macs=macs, **st))
-            print(f"{cfg:15s} yosys: {st['cells']} cells, {st['flops']} flip-flops, {st['memories']} memories "
-                  f"({st['memory_bits']} bits), {st['cells'] / macs:.0f} cells and {st['flops'] / macs:.1f} "
-                  f"flip-flops per MAC ({st['seconds']} s)", flush=True)
+            print(f"{cfg:15s} yosys: {st['coarse_cells']} coarse cells, {st['cells']} generic gate cells, "
+                  f"{st['flops']} flip-flop bits, {st['memories']} memories ({st['memory_bits']} bits); "
+                  f"{st['cells'] / macs:.0f} gates and {st['flops'] / macs:.1f} flip-flop bits per MAC "
+                  f"({st['seconds']} s, peak RSS {st['peak_rss_mb']} MB)", flush=True)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(report, indent=1))
     print(f"bench_rtl: {args.json}")

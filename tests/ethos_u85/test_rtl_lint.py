@@ -194,3 +194,51 @@ def test_yosys_synth_no_latch(tmp_path):
     flops = sum(int(w) * int(n) for w, n in re.findall(r"\$\w*dff\w*_(\d+)\s+(\d+)", text))
     print(f"yosys: ethosu85 {cells} coarse cells, {flops} flip-flop bits, no latches")
     assert cells > 10_000 and flops > 10_000, (cells, flops)
+
+
+SIZE_DESIGN = """
+module sub (input wire clk, input wire we, input wire [3:0] a, input wire [7:0] d, output wire [7:0] q,
+            output reg [3:0] r);
+    reg [7:0] mem [0:15];
+    always @(posedge clk) begin
+        if (we) mem[a] <= d;
+        r <= r + a;
+    end
+    assign q = mem[a];
+endmodule
+module top (input wire clk, input wire we, input wire [3:0] a, input wire [7:0] d, output wire [7:0] q,
+            output reg [2:0] c);
+    wire [7:0] q0, q1;
+    wire [3:0] r0, r1;
+    sub u0 (.clk(clk), .we(we), .a(a), .d(d), .q(q0), .r(r0));
+    sub u1 (.clk(clk), .we(!we), .a(~a), .d(~d), .q(q1), .r(r1));
+    assign q = q0 ^ q1 ^ {r0, r1};
+    always @(posedge clk) c <= c + 3'd1;
+endmodule
+"""
+
+
+def test_yosys_size_counts(tmp_path):
+    """tools/bench_rtl.py's size flow (hierarchical, memories kept) on a small design of two
+    instances of one module: flip-flop bits and memory bits are counted per instance (2 x 4
+    register bits + 3 in the top, 2 x 16 x 8 memory bits), the memories are not expanded into
+    flip-flops, and a latch fails the script. The stand-in itself takes minutes (make bench
+    --rtl-yosys)."""
+    from tools.bench_rtl import YOSYS_SIZE, size_report
+    exe = shutil.which("yosys")
+    if exe is None:
+        tool_missing("Yosys not installed (apt-get install -y yosys)")
+    src = tmp_path / "t.v"
+    src.write_text(SIZE_DESIGN)
+    coarse, fine, mems = (tmp_path / f"{n}.txt" for n in ("coarse", "fine", "mems"))
+    script = f"read_verilog -sv {src}\n" + YOSYS_SIZE.format(top="top", coarse=coarse, fine=fine, mems=mems)
+    r = _run([exe, "-q", "-p", script.replace("\n", "; ")], timeout=120)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    st = size_report(coarse.read_text(), fine.read_text(), mems.read_text())
+    assert (st["flops"], st["memories"], st["memory_bits"]) == (11, 2, 256), st
+    assert st["cells"] > st["coarse_cells"] > 0, st
+    latch = SIZE_DESIGN.replace("always @(posedge clk) c <= c + 3'd1;", "always @(*) if (we) c = a[2:0];")
+    src.write_text(latch)
+    r = _run([exe, "-q", "-p", script.replace("\n", "; ")], timeout=120)
+    assert r.returncode != 0 and "assertion failed" in (r.stdout + r.stderr).lower(), \
+        (r.stdout + r.stderr)[-2000:]
