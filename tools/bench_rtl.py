@@ -89,32 +89,54 @@ def run_sim(sim: str, config: str, macs: int, nets_: list[Path], work: Path) -> 
     return json.loads(out.read_text())
 
 
-# the passes after reading the design (module docstring); {top} and the stat reports {coarse},
-# {fine} and {mems} filled in. memory_unpack only for the last report: stat counts memory bits
-# of unpacked memories only (the $mem_v2 cells of the netlist are counted in {fine})
-YOSYS_SIZE = """synth -noshare -top {top} -run begin:fine
-tee -q -o {coarse} stat -top {top}
-opt -fast -full
+# the passes after reading the design (module docstring), with {top} and the stat reports
+# {coarse}, {gates}, {mems} filled in: the coarse netlist (``stat -width``: flip-flop bits are
+# the widths of the $*dff* cells), with ``gates`` the generic gates, then the memories
+# (memory_unpack: stat counts the bits of unpacked memories only). ``stat`` without -top: one
+# report per module, totalled per configuration by hierarchy_totals
+YOSYS_COARSE = """synth -noshare -top {top} -run begin:fine
+tee -q -o {coarse} stat -width
+select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr
+"""
+YOSYS_GATES = """opt -fast -full
 techmap
 opt -fast
-tee -q -o {fine} stat -top {top}
-select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr t:$_DLATCH_* t:$_DLATCHSR_* t:$_SR_*
-memory_unpack
-tee -q -o {mems} stat -top {top}
+tee -q -o {gates} stat
 """
+YOSYS_MEMS = """memory_unpack
+tee -q -o {mems} stat
+"""
+WRAPPER = "size_all"
 
 
-def yosys_script(macs: int, coarse: Path, fine: Path, mems: Path) -> str:
-    """The Yosys script of the size measurement at *macs* (stat reports to *coarse*, *fine*, *mems*)."""
+def wrapper(module: str, param: str, values: list) -> str:
+    """Verilog of the top level ``size_all``: one module ``size_<v>`` per value *v*, each with
+    one instance of *module* with *param* = v (kept, ports unconnected: no flattening, so
+    nothing is optimised away across the boundary), so the modules that do not depend on *param*
+    are synthesised once for every configuration."""
+    mods = [f"module size_{v};\n    (* keep *) {module} #(.{param}({v})) u ();\nendmodule\n" for v in values]
+    inst = "".join(f"    (* keep *) size_{v} u{v} ();\n" for v in values)
+    return "".join(mods) + f"module {WRAPPER};\n{inst}endmodule\n"
+
+
+def size_passes(tmp: Path, gates: bool) -> str:
+    """The size passes for the top level ``size_all``, reports to *tmp*/{coarse,gates,mems}.txt."""
+    text = YOSYS_COARSE + (YOSYS_GATES if gates else "") + YOSYS_MEMS
+    return text.format(top=WRAPPER, **{n: tmp / f"{n}.txt" for n in ("coarse", "gates", "mems")})
+
+
+def yosys_script(macs: list, tmp: Path, gates: bool) -> str:
+    """The Yosys script of the size measurement at each of *macs* (reports to *tmp*)."""
     from tb.core import simtools
     files = " ".join(str(p) for p in simtools.dut_sources(DEVICE, "rtl"))
-    return (f"read_verilog -sv -I{RTL} {files}\nchparam -set MACS {macs} ethosu85\n"
-            + YOSYS_SIZE.format(top="ethosu85", coarse=coarse, fine=fine, mems=mems))
+    (tmp / "size_all.v").write_text(wrapper("ethosu85", "MACS", macs))
+    return f"read_verilog -sv -I{RTL} {files} {tmp / 'size_all.v'}\n" + size_passes(tmp, gates)
 
 
-def yosys_stat(macs: int, timeout: float = 7200, mem_gb: float = 8.0) -> dict:
-    """Size of the stand-in at *macs* (module docstring): one Yosys process limited to
-    *mem_gb* GB of address space and *timeout* seconds; its wall time and peak RSS."""
+def yosys_stat(macs: list, timeout: float = 7200, mem_gb: float = 8.0, gates: bool = False) -> dict:
+    """Size of the stand-in at each of *macs* (module docstring; *gates*: also the generic
+    gates), {macs: figures}: one Yosys process for all, limited to *mem_gb* GB of address space
+    and *timeout* seconds; its wall time and peak RSS (``seconds``, ``peak_rss_mb``)."""
     import resource
     exe = shutil.which("yosys")
     if exe is None:
@@ -125,8 +147,8 @@ def yosys_stat(macs: int, timeout: float = 7200, mem_gb: float = 8.0) -> dict:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     with tempfile.TemporaryDirectory() as tmp:
-        coarse, fine, mems, log = (Path(tmp) / f"{n}.txt" for n in ("coarse", "fine", "mems", "log"))
-        (Path(tmp) / "size.ys").write_text(yosys_script(macs, coarse, fine, mems))
+        log = Path(tmp) / "log.txt"
+        (Path(tmp) / "size.ys").write_text(yosys_script(macs, Path(tmp), gates))
         t0 = time.time()
         with open(log, "w") as out:
             p = subprocess.Popen([exe, "-q", "-s", str(Path(tmp) / "size.ys")], stdout=out,
@@ -148,33 +170,60 @@ def yosys_stat(macs: int, timeout: float = 7200, mem_gb: float = 8.0) -> dict:
             errs = [ln for ln in log.read_text(errors="replace").splitlines() if "ERROR" in ln]
             raise RuntimeError(f"yosys failed for MACS={macs} ({why}, peak RSS {peak_mb:.0f} MB, "
                                f"limit {mem_gb:g} GB) {errs[-1] if errs else ''}".rstrip())
-        st = size_report(coarse.read_text(), fine.read_text(), mems.read_text(), seconds)
-        st["peak_rss_mb"] = round(peak_mb)
-        return st
+        rep = size_report(Path(tmp), macs)
+        return dict(sizes=rep, seconds=round(seconds), peak_rss_mb=round(peak_mb))
 
 
-def size_report(coarse: str, fine: str, mems: str, seconds: float = 0.0) -> dict:
-    """The size figures from the three ``stat -top`` reports of YOSYS_SIZE: coarse cells,
-    generic gate cells (the $mem_v2 cells among them), flip-flop bits, memories, memory bits."""
-    st = parse_stat(fine, seconds)
-    m = parse_stat(mems)
-    st.update(coarse_cells=parse_stat(coarse)["cells"], memories=m["memories"], memory_bits=m["memory_bits"])
-    return st
+def size_report(tmp: Path, values: list) -> dict:
+    """{v: figures} from the stat reports of size_passes in *tmp* for the modules ``size_<v>``:
+    coarse cells, flip-flop bits, memories and memory bits; generic gate cells ($mem_v2 cells
+    among them; None without the gates pass)."""
+    coarse = hierarchy_totals((tmp / "coarse.txt").read_text())
+    mems = hierarchy_totals((tmp / "mems.txt").read_text())
+    gates = tmp / "gates.txt"
+    gate = hierarchy_totals(gates.read_text()) if gates.is_file() else None
+    out = {}
+    for v in values:
+        c, m = coarse[f"size_{v}"], mems[f"size_{v}"]
+        flops = sum(w * n for t, n in c["types"].items()
+                    for w in [int(x) for x in re.findall(r"^\$\w*dff\w*_(\d+)$", t)])
+        out[v] = dict(cells=c["cells"], flops=flops, memories=m["memories"], memory_bits=m["memory bits"],
+                      gates=None if gate is None else gate[f"size_{v}"]["cells"])
+    return out
 
 
-def parse_stat(text: str, seconds: float = 0.0) -> dict:
-    """Totals of a ``stat -top`` report (its design hierarchy section; the module's own
-    section for a design of one module): cells, flip-flop bits (generic ``$_*DFF*_`` cells,
-    one bit each), memories and memory bits (of unpacked memories only)."""
-    body = text.split("=== design hierarchy ===")[-1]
+def hierarchy_totals(text: str) -> dict:
+    """Per module of a ``stat`` report (one section per module), its totals with every
+    submodule instance replaced by that module's totals: {module: {"cells", "memories",
+    "memory bits", "types": {cell type: count}}}."""
+    own = {}
+    for name, body in re.findall(r"^=== (\S+) ===\n(.*?)(?=^=== |\Z)", text, re.M | re.S):
+        nums = dict(re.findall(r"Number of (memories|memory bits):\s+(\d+)", body))
+        types = {t: int(n) for t, n in re.findall(r"^ {5}(\S+)\s+(\d+)$", body, re.M)}
+        own[name] = ({k: int(v) for k, v in nums.items()}, types)
+    done: dict = {}
 
-    def total(key: str) -> int:
-        found = re.findall(rf"Number of {key}:\s+(\d+)", body)
-        return int(found[-1]) if found else 0
+    def total(name):
+        if name not in done:
+            nums, types = own[name]
+            t = {"cells": 0, "memories": nums.get("memories", 0), "memory bits": nums.get("memory bits", 0),
+                 "types": {}}
+            for typ, n in types.items():
+                if typ in own:
+                    sub = total(typ)
+                    for k in ("cells", "memories", "memory bits"):
+                        t[k] += n * sub[k]
+                    for k, m in sub["types"].items():
+                        t["types"][k] = t["types"].get(k, 0) + n * m
+                else:
+                    t["cells"] += n
+                    t["types"][typ] = t["types"].get(typ, 0) + n
+            done[name] = t
+        return done[name]
 
-    flops = sum(int(n) for n in re.findall(r"\$_(?:S|AL)?DFF\w*\s+(\d+)", body))
-    return dict(cells=total("cells"), flops=flops, memories=total("memories"),
-                memory_bits=total("memory bits"), seconds=round(seconds))
+    for name in own:
+        total(name)
+    return done
 
 
 def main(argv=None) -> int:
@@ -184,6 +233,8 @@ def main(argv=None) -> int:
                     help="configurations for Yosys, comma-separated or 'all' (default: --configs)")
     ap.add_argument("--yosys-mem-gb", type=float, default=8.0,
                     help="address-space limit of each Yosys run in GB (default 8)")
+    ap.add_argument("--yosys-gates", action="store_true",
+                    help="also map to Yosys's generic gates (techmap; more than 8 GB at MACS 128)")
     ap.add_argument("--yosys-timeout", type=float, default=7200,
                     help="wall-clock limit of each Yosys run in seconds (default 7200)")
     ap.add_argument("--sim", default="icarus", choices=("icarus", "verilator"))
@@ -209,14 +260,20 @@ def main(argv=None) -> int:
                           f"{mpc:7.1f} MACs/cycle = {100 * mpc / macs:5.1f} % of {macs}", flush=True)
     if not args.no_yosys:
         ycfg = args.yosys_configs or args.configs
-        for cfg in list(CONFIGS) if ycfg == "all" else [c for c in ycfg.split(",") if c]:
-            macs = get_config(cfg).macs
-            st = yosys_stat(macs, timeout=args.yosys_timeout, mem_gb=args.yosys_mem_gb)
-            report["yosys"].append(dict(config=cfg, macs=macs, **st))
-            print(f"{cfg:15s} yosys: {st['coarse_cells']} coarse cells, {st['cells']} generic gate cells, "
-                  f"{st['flops']} flip-flop bits, {st['memories']} memories ({st['memory_bits']} bits); "
-                  f"{st['cells'] / macs:.0f} gates and {st['flops'] / macs:.1f} flip-flop bits per MAC "
-                  f"({st['seconds']} s, peak RSS {st['peak_rss_mb']} MB)", flush=True)
+        ycfgs = list(CONFIGS) if ycfg == "all" else [c for c in ycfg.split(",") if c]
+        macs_of = {cfg: get_config(cfg).macs for cfg in ycfgs}
+        run = yosys_stat(sorted(set(macs_of.values())), timeout=args.yosys_timeout, mem_gb=args.yosys_mem_gb,
+                         gates=args.yosys_gates)
+        print(f"yosys: {', '.join(ycfgs)} in one run, {run['seconds']} s, peak RSS {run['peak_rss_mb']} MB",
+              flush=True)
+        for cfg, macs in macs_of.items():
+            st = run["sizes"][macs]
+            report["yosys"].append(dict(config=cfg, macs=macs, **st, seconds=run["seconds"],
+                                        peak_rss_mb=run["peak_rss_mb"]))
+            gates = "" if st["gates"] is None else f", {st['gates']} generic gate cells"
+            print(f"{cfg:15s} yosys: {st['cells']} coarse cells{gates}, {st['flops']} flip-flop bits, "
+                  f"{st['memories']} memories ({st['memory_bits']} bits); {st['flops'] / macs:.1f} "
+                  f"flip-flop bits and {st['memory_bits'] / macs:.0f} memory bits per MAC", flush=True)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(report, indent=1))
     print(f"bench_rtl: {args.json}")
