@@ -7,20 +7,24 @@ DUT=rtl with the scoreboard on (tools/bench_rtl_tb.py); the cycles the CONV unit
 the layer's MACs (every kernel tap of every output element) give MACs per cycle, reported
 against the configuration's peak (MACS a cycle).
 
-Size: Yosys per configuration, hierarchical (no -flatten: each module is synthesised once per
-parameter set and ``stat -top ethosu85`` multiplies its counts by its instances): ``synth
--noshare -run begin:fine`` (the coarse netlist: proc, opt, wreduce, alumacc, ``memory -nomap``,
-so memories stay ``$mem`` cells and are counted in bits, not expanded into flip-flops), then
-``techmap`` to Yosys's generic gates (no ABC). Reported: coarse cells, generic gate cells,
-flip-flop bits (one ``$_*DFF*_`` cell a bit) and the memories and their bits (accumulator
-buffer, IFM buffer, scale/bias RAM, chaining FIFOs, LUT RAM, queues). No latch may appear (the
-synthesis fails otherwise). ``-noshare``: the SAT-based ``share`` pass does not finish on the
-SWD decoder's twelve variable shifts (npu_swd.v, its activation patterns double per candidate;
-it ran out of memory, with or without -flatten). Each run is limited to ``--yosys-mem-gb`` of
-address space; its time and peak RSS are reported.
+Size: Yosys, every configuration in one hierarchical run (no -flatten): a wrapper holds one
+kept instance of ethosu85 per MACS, so each module is synthesised once per parameter set (the
+modules that do not depend on MACS once for all), and the per-module ``stat`` reports are
+totalled per configuration, each submodule counted once per instance. ``synth -noshare -run
+begin:fine`` gives the coarse netlist (proc, opt, fsm, wreduce, alumacc, ``memory -nomap``:
+memories stay ``$mem`` cells and are counted in bits, not expanded into flip-flops). Reported
+per configuration: coarse cells, flip-flop bits (the widths of the $*dff* cells), memories and
+memory bits (accumulator buffer, IFM buffer, scale/bias RAM, chaining FIFOs, LUT RAM, queues,
+and the arrays Yosys keeps as memories). No latch may appear (the run fails otherwise).
+``--yosys-gates`` also maps to Yosys's generic gates (techmap, no ABC; over 7 GB and not done
+after 16 minutes of techmap at MACS 128 alone on the development host). ``-noshare``: the
+SAT-based ``share`` pass does not finish on the SWD decoder's twelve variable shifts
+(npu_swd.v, the activation patterns double per candidate: out of memory, with or without
+-flatten). The run is limited to ``--yosys-mem-gb`` of address space; its time and peak RSS
+are reported.
 
   python -m tools.bench_rtl [--configs ethos-u85-128,ethos-u85-256] [--sim icarus]
-                            [--yosys-configs all|NAME,...] [--yosys-mem-gb 8]
+                            [--yosys-configs all|NAME,...] [--yosys-mem-gb 8] [--yosys-gates]
                             [--no-yosys] [--no-sim] [--json out.json]
 """
 from __future__ import annotations
@@ -232,7 +236,7 @@ def main(argv=None) -> int:
     ap.add_argument("--yosys-configs", default="",
                     help="configurations for Yosys, comma-separated or 'all' (default: --configs)")
     ap.add_argument("--yosys-mem-gb", type=float, default=8.0,
-                    help="address-space limit of each Yosys run in GB (default 8)")
+                    help="address-space limit of the Yosys run in GB (default 8)")
     ap.add_argument("--yosys-gates", action="store_true",
                     help="also map to Yosys's generic gates (techmap; more than 8 GB at MACS 128)")
     ap.add_argument("--yosys-timeout", type=float, default=7200,
