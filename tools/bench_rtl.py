@@ -238,9 +238,9 @@ def main(argv=None) -> int:
     ap.add_argument("--yosys-mem-gb", type=float, default=8.0,
                     help="address-space limit of the Yosys run in GB (default 8)")
     ap.add_argument("--yosys-gates", action="store_true",
-                    help="also map to Yosys's generic gates (techmap; more than 8 GB at MACS 128)")
+                    help="also map to Yosys's generic gates (techmap; over 7 GB at MACS 128 alone)")
     ap.add_argument("--yosys-timeout", type=float, default=7200,
-                    help="wall-clock limit of each Yosys run in seconds (default 7200)")
+                    help="wall-clock limit of the Yosys run in seconds (default 7200)")
     ap.add_argument("--sim", default="icarus", choices=("icarus", "verilator"))
     ap.add_argument("--no-sim", action="store_true")
     ap.add_argument("--no-yosys", action="store_true")
