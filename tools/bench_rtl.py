@@ -285,4 +285,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except RuntimeError as e:                # a failed simulation or Yosys run: one line
+        print(f"bench_rtl: {e}", file=sys.stderr)
+        sys.exit(1)
