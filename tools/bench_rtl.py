@@ -7,11 +7,11 @@ DUT=rtl with the scoreboard on (tools/bench_rtl_tb.py); the cycles the CONV unit
 the layer's MACs (every kernel tap of every output element) give MACs per cycle, reported
 against the configuration's peak (MACS a cycle).
 
-Size: Yosys, every configuration in one hierarchical run (no -flatten): a wrapper holds one
-kept instance of ethosu85 per MACS, so each module is synthesised once per parameter set (the
-modules that do not depend on MACS once for all), and the per-module ``stat`` reports are
-totalled per configuration, each submodule counted once per instance. ``synth -noshare -run
-begin:fine`` gives the coarse netlist (proc, opt, fsm, wreduce, alumacc, ``memory -nomap``:
+Size: Yosys, one hierarchical run (no -flatten) per configuration: a wrapper holds a kept
+instance of ethosu85 with the configuration's MACS (yosys_stat takes several MACS values for
+one run, every module then synthesised once per parameter set; all five at once had outgrown
+6 GB in the coarse synthesis when stopped), and the per-module ``stat`` reports are totalled,
+each submodule counted once per instance. ``synth -noshare -run begin:fine`` gives the coarse netlist (proc, opt, fsm, wreduce, alumacc, ``memory -nomap``:
 memories stay ``$mem`` cells and are counted in bits, not expanded into flip-flops). Reported
 per configuration: coarse cells, flip-flop bits (the widths of the $*dff* cells), memories and
 memory bits (accumulator buffer, IFM buffer, scale/bias RAM, chaining FIFOs, LUT RAM, queues,
@@ -19,9 +19,8 @@ and the arrays Yosys keeps as memories). No latch may appear (the run fails othe
 ``--yosys-gates`` also maps to Yosys's generic gates (techmap, no ABC; over 7 GB and not done
 after 16 minutes of techmap at MACS 128 alone on the development host). ``-noshare``: the
 SAT-based ``share`` pass does not finish on the SWD decoder's twelve variable shifts
-(npu_swd.v, the activation patterns double per candidate: out of memory, with or without
--flatten). The run is limited to ``--yosys-mem-gb`` of address space; its time and peak RSS
-are reported.
+(npu_swd.v, the activation patterns double per candidate, the memory grows with them). Each
+run is limited to ``--yosys-mem-gb`` of address space; its time and peak RSS are reported.
 
   python -m tools.bench_rtl [--configs ethos-u85-128,ethos-u85-256] [--sim icarus]
                             [--yosys-configs all|NAME,...] [--yosys-mem-gb 8] [--yosys-gates]
@@ -236,11 +235,11 @@ def main(argv=None) -> int:
     ap.add_argument("--yosys-configs", default="",
                     help="configurations for Yosys, comma-separated or 'all' (default: --configs)")
     ap.add_argument("--yosys-mem-gb", type=float, default=8.0,
-                    help="address-space limit of the Yosys run in GB (default 8)")
+                    help="address-space limit of each Yosys run in GB (default 8)")
     ap.add_argument("--yosys-gates", action="store_true",
                     help="also map to Yosys's generic gates (techmap; over 7 GB at MACS 128 alone)")
     ap.add_argument("--yosys-timeout", type=float, default=7200,
-                    help="wall-clock limit of the Yosys run in seconds (default 7200)")
+                    help="wall-clock limit of each Yosys run in seconds (default 7200)")
     ap.add_argument("--sim", default="icarus", choices=("icarus", "verilator"))
     ap.add_argument("--no-sim", action="store_true")
     ap.add_argument("--no-yosys", action="store_true")
@@ -264,20 +263,17 @@ def main(argv=None) -> int:
                           f"{mpc:7.1f} MACs/cycle = {100 * mpc / macs:5.1f} % of {macs}", flush=True)
     if not args.no_yosys:
         ycfg = args.yosys_configs or args.configs
-        ycfgs = list(CONFIGS) if ycfg == "all" else [c for c in ycfg.split(",") if c]
-        macs_of = {cfg: get_config(cfg).macs for cfg in ycfgs}
-        run = yosys_stat(sorted(set(macs_of.values())), timeout=args.yosys_timeout, mem_gb=args.yosys_mem_gb,
-                         gates=args.yosys_gates)
-        print(f"yosys: {', '.join(ycfgs)} in one run, {run['seconds']} s, peak RSS {run['peak_rss_mb']} MB",
-              flush=True)
-        for cfg, macs in macs_of.items():
+        for cfg in list(CONFIGS) if ycfg == "all" else [c for c in ycfg.split(",") if c]:
+            macs = get_config(cfg).macs            # one Yosys process per configuration (memory)
+            run = yosys_stat([macs], timeout=args.yosys_timeout, mem_gb=args.yosys_mem_gb, gates=args.yosys_gates)
             st = run["sizes"][macs]
             report["yosys"].append(dict(config=cfg, macs=macs, **st, seconds=run["seconds"],
                                         peak_rss_mb=run["peak_rss_mb"]))
             gates = "" if st["gates"] is None else f", {st['gates']} generic gate cells"
             print(f"{cfg:15s} yosys: {st['cells']} coarse cells{gates}, {st['flops']} flip-flop bits, "
                   f"{st['memories']} memories ({st['memory_bits']} bits); {st['flops'] / macs:.1f} "
-                  f"flip-flop bits and {st['memory_bits'] / macs:.0f} memory bits per MAC", flush=True)
+                  f"flip-flop bits and {st['memory_bits'] / macs:.0f} memory bits per MAC "
+                  f"({run['seconds']} s, peak RSS {run['peak_rss_mb']} MB)", flush=True)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(report, indent=1))
     print(f"bench_rtl: {args.json}")
