@@ -11,8 +11,9 @@ Size: Yosys, one hierarchical run (no -flatten) per configuration: a wrapper hol
 instance of ethosu85 with the configuration's MACS (yosys_stat takes several MACS values for
 one run, every module then synthesised once per parameter set; all five at once had outgrown
 6 GB in the coarse synthesis when stopped), and the per-module ``stat`` reports are totalled,
-each submodule counted once per instance. ``synth -noshare -run begin:fine`` gives the coarse netlist (proc, opt, fsm, wreduce, alumacc, ``memory -nomap``:
-memories stay ``$mem`` cells and are counted in bits, not expanded into flip-flops). Reported
+each submodule counted once per instance. ``synth -noshare -run begin:fine`` gives the
+coarse netlist (proc, opt, fsm, wreduce, alumacc, ``memory -nomap``: memories stay ``$mem``
+cells and are counted in bits, not expanded into flip-flops). Reported
 per configuration: coarse cells, flip-flop bits (the widths of the $*dff* cells), memories and
 memory bits (accumulator buffer, IFM buffer, scale/bias RAM, chaining FIFOs, LUT RAM, queues,
 and the arrays Yosys keeps as memories). No latch may appear (the run fails otherwise).
