@@ -74,10 +74,12 @@ timers).
 5. The RTL stand-in's throughput and size (``--no-rtl`` skips it; ``python -m tools.bench_rtl``
    runs it alone): MACs per cycle of a 3x3 and a 1x1 int8 CONV layer (Vela-compiled, through
    the pins on Icarus with the scoreboard on) against the configuration's MACS peak, for each
-   of ``--rtl-configs`` (default ``--config``), and with ``--rtl-yosys`` the Yosys cells /
-   flip-flops of the stand-in per configuration (opt-in: the flattened synthesis needs more
-   than 12 GB at MACS 128). Issue 17's target: at least 50 % of peak on the 1x1 layer. A
-   failing run is an error.
+   of ``--rtl-configs`` (default ``--config``), and with ``--rtl-yosys`` the Yosys size of the
+   stand-in per configuration (``--rtl-yosys-configs``, default all five, MACS 128..2048):
+   coarse cells, flip-flop bits, memories and memory bits, with the run's time and peak RSS
+   (opt-in: one hierarchical Yosys run per configuration, over 10 minutes each on a loaded
+   host; ``--rtl-yosys-mem-gb`` caps each). Issue 17's target: at least 50 % of peak on the
+   1x1 layer. A failing run is an error.
 
 Exit status: 0 = bit-exact, 1 = mismatch, 2 = the TLM cannot run the network of section 1
 or 2 (missing op, TLM error) or a setup problem; each failure is one line on stderr
@@ -901,9 +903,13 @@ def rtl_section(args) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-rtl-") as tmp:
         out = Path(tmp) / "bench_rtl.json"
         cmd = [sys.executable, "-m", "tools.bench_rtl", "--configs", configs, "--json", str(out)]
-        if not args.rtl_yosys:
+        timeout = 7200
+        if args.rtl_yosys:
+            cmd += ["--yosys-configs", args.rtl_yosys_configs, "--yosys-mem-gb", str(args.rtl_yosys_mem_gb)]
+            timeout += 7200 * (5 if args.rtl_yosys_configs == "all" else len(args.rtl_yosys_configs.split(",")))
+        else:
             cmd.append("--no-yosys")
-        rep, err, dt = _run_json(cmd, out, {}, timeout=7200)
+        rep, err, dt = _run_json(cmd, out, {}, timeout=timeout)
     if rep is None:
         print(f"  RTL stand-in bench FAILED: {err}", flush=True)
         return 1
@@ -913,9 +919,9 @@ def rtl_section(args) -> int:
                 "llrrrrr"))
     if rep["yosys"]:
         rows = [[y["config"], f"{y['macs']}", f"{y['cells']:,}", f"{y['flops']:,}", f"{y['memories']}",
-                 f"{y['memory_bits']:,}"] for y in rep["yosys"]]
-        print(table(rows, ["configuration", "MACS", "cells", "flip-flops", "memories", "memory bits"],
-                    "lrrrrr"))
+                 f"{y['memory_bits']:,}", f"{y['seconds']}", f"{y['peak_rss_mb']:,}"] for y in rep["yosys"]]
+        print(table(rows, ["configuration", "MACS", "coarse cells", "flip-flop bits", "memories", "memory bits",
+                           "Yosys s", "peak RSS MB"], "lrrrrrrr"))
     print(f"  ({dt:.0f} s; cycles = the CONV unit busy for the whole operation: scale/bias and weight "
           f"reads, IFM reads, MACs, OFM writes)")
     return 0
@@ -957,7 +963,11 @@ def main(argv=None) -> int:
     ap.add_argument("--rtl-configs", default="",
                     help="configurations of section 5, comma-separated (default: --config)")
     ap.add_argument("--rtl-yosys", action="store_true",
-                    help="section 5 with the Yosys synthesis (cells, flip-flops; > 12 GB of memory at MACS 128)")
+                    help="section 5 with the Yosys size (cells, flip-flop bits, memory bits; tens of minutes)")
+    ap.add_argument("--rtl-yosys-configs", default="all",
+                    help="configurations of the Yosys size, comma-separated (default: all)")
+    ap.add_argument("--rtl-yosys-mem-gb", type=float, default=8.0,
+                    help="address-space limit of each Yosys run in GB (default 8)")
     ap.add_argument("--sims", default="",
                     help="simulators of the throughput section, comma-separated (default: all, tb.core.simtools.SIMS)")
     ap.add_argument("--sim-net", default=DEFAULT_SIM_NET,

@@ -7,13 +7,24 @@ DUT=rtl with the scoreboard on (tools/bench_rtl_tb.py); the cycles the CONV unit
 the layer's MACs (every kernel tap of every output element) give MACs per cycle, reported
 against the configuration's peak (MACS a cycle).
 
-Size: Yosys (synth -flatten up to the fine-grained step, without mapping the memories to
-flip-flops, then techmap to Yosys's generic gates; no ABC, which takes far longer on the MAC
-array than the rest) per configuration: cells (generic gates), flip-flops, and the bits of
-the memories kept as $mem cells (AB, IFM buffer, scale/bias RAM, chaining FIFOs, LUT RAM,
-queues). No latch may appear (the synthesis fails otherwise).
+Size: Yosys, one hierarchical run (no -flatten) per configuration: a wrapper holds a kept
+instance of ethosu85 with the configuration's MACS (yosys_stat takes several MACS values for
+one run, every module then synthesised once per parameter set; all five at once had outgrown
+6 GB in the coarse synthesis when stopped), and the per-module ``stat`` reports are totalled,
+each submodule counted once per instance. ``synth -noshare -run begin:fine`` gives the
+coarse netlist (proc, opt, fsm, wreduce, alumacc, ``memory -nomap``: memories stay ``$mem``
+cells and are counted in bits, not expanded into flip-flops). Reported
+per configuration: coarse cells, flip-flop bits (the widths of the $*dff* cells), memories and
+memory bits (accumulator buffer, IFM buffer, scale/bias RAM, chaining FIFOs, LUT RAM, queues,
+and the arrays Yosys keeps as memories). No latch may appear (the run fails otherwise).
+``--yosys-gates`` also maps to Yosys's generic gates (techmap, no ABC; over 7 GB and not done
+after 16 minutes of techmap at MACS 128 alone on the development host). ``-noshare``: the
+SAT-based ``share`` pass does not finish on the SWD decoder's twelve variable shifts
+(npu_swd.v, the activation patterns double per candidate, the memory grows with them). Each
+run is limited to ``--yosys-mem-gb`` of address space; its time and peak RSS are reported.
 
   python -m tools.bench_rtl [--configs ethos-u85-128,ethos-u85-256] [--sim icarus]
+                            [--yosys-configs all|NAME,...] [--yosys-mem-gb 8] [--yosys-gates]
                             [--no-yosys] [--no-sim] [--json out.json]
 """
 from __future__ import annotations
@@ -82,47 +93,160 @@ def run_sim(sim: str, config: str, macs: int, nets_: list[Path], work: Path) -> 
     return json.loads(out.read_text())
 
 
-def yosys_stat(macs: int, timeout: float = 7200) -> dict:
+# the passes after reading the design (module docstring), with {top} and the stat reports
+# {coarse}, {gates}, {mems} filled in: the coarse netlist (``stat -width``: flip-flop bits are
+# the widths of the $*dff* cells), with ``gates`` the generic gates, then the memories
+# (memory_unpack: stat counts the bits of unpacked memories only). ``stat`` without -top: one
+# report per module, totalled per configuration by hierarchy_totals
+YOSYS_COARSE = """synth -noshare -top {top} -run begin:fine
+tee -q -o {coarse} stat -width
+select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr
+"""
+YOSYS_GATES = """opt -fast -full
+techmap
+opt -fast
+tee -q -o {gates} stat
+"""
+YOSYS_MEMS = """memory_unpack
+tee -q -o {mems} stat
+"""
+WRAPPER = "size_all"
+
+
+def wrapper(module: str, param: str, values: list) -> str:
+    """Verilog of the top level ``size_all``: one module ``size_<v>`` per value *v*, each with
+    one instance of *module* with *param* = v (kept, ports unconnected: no flattening, so
+    nothing is optimised away across the boundary), so the modules that do not depend on *param*
+    are synthesised once for every configuration."""
+    mods = [f"module size_{v};\n    (* keep *) {module} #(.{param}({v})) u ();\nendmodule\n" for v in values]
+    inst = "".join(f"    (* keep *) size_{v} u{v} ();\n" for v in values)
+    return "".join(mods) + f"module {WRAPPER};\n{inst}endmodule\n"
+
+
+def size_passes(tmp: Path, gates: bool) -> str:
+    """The size passes for the top level ``size_all``, reports to *tmp*/{coarse,gates,mems}.txt."""
+    text = YOSYS_COARSE + (YOSYS_GATES if gates else "") + YOSYS_MEMS
+    return text.format(top=WRAPPER, **{n: tmp / f"{n}.txt" for n in ("coarse", "gates", "mems")})
+
+
+def yosys_script(macs: list, tmp: Path, gates: bool) -> str:
+    """The Yosys script of the size measurement at each of *macs* (reports to *tmp*)."""
     from tb.core import simtools
+    files = " ".join(str(p) for p in simtools.dut_sources(DEVICE, "rtl"))
+    (tmp / "size_all.v").write_text(wrapper("ethosu85", "MACS", macs))
+    return f"read_verilog -sv -I{RTL} {files} {tmp / 'size_all.v'}\n" + size_passes(tmp, gates)
+
+
+def yosys_stat(macs: list, timeout: float = 7200, mem_gb: float = 8.0, gates: bool = False) -> dict:
+    """Size of the stand-in at each of *macs* (module docstring; *gates*: also the generic
+    gates), {macs: figures}: one Yosys process for all, limited to *mem_gb* GB of address space
+    and *timeout* seconds; its wall time and peak RSS (``seconds``, ``peak_rss_mb``)."""
+    import resource
     exe = shutil.which("yosys")
     if exe is None:
         raise RuntimeError("yosys not found")
+    limit = int(mem_gb * 2**30)
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
     with tempfile.TemporaryDirectory() as tmp:
-        stat = Path(tmp) / "stat.txt"
-        files = " ".join(str(p) for p in simtools.dut_sources(DEVICE, "rtl"))
-        script = (f"read_verilog -sv -I{RTL} {files}; chparam -set MACS {macs} ethosu85; "
-                  f"synth -flatten -top ethosu85 -run begin:fine; opt -fast -full; techmap; opt -fast; "
-                  f"tee -o {stat} stat; "
-                  f"select -assert-none t:$dlatch t:$adlatch t:$_DLATCH_* t:$sr t:$_SR_*")
+        log = Path(tmp) / "log.txt"
+        (Path(tmp) / "size.ys").write_text(yosys_script(macs, Path(tmp), gates))
         t0 = time.time()
-        r = subprocess.run([exe, "-q", "-p", script], capture_output=True, text=True, timeout=timeout)
-        if r.returncode != 0:
-            # a signal is typically the OOM killer: the flattened techmap took > 12 GB at MACS 128
-            why = f"killed by signal {-r.returncode}" if r.returncode < 0 else f"exit {r.returncode}"
-            errs = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.startswith("ERROR")]
-            raise RuntimeError(f"yosys failed for MACS={macs} ({why}) {errs[-1] if errs else ''}")
-        return parse_stat(stat.read_text(), time.time() - t0)
+        with open(log, "w") as out:
+            p = subprocess.Popen([exe, "-q", "-s", str(Path(tmp) / "size.ys")], stdout=out,
+                                 stderr=subprocess.STDOUT, preexec_fn=cap)
+            while True:
+                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.time() - t0 > timeout:
+                    p.kill()
+                    pid, status, usage = os.wait4(p.pid, 0)
+                    break
+                time.sleep(0.5)
+        p.returncode = rc = os.waitstatus_to_exitcode(status)
+        seconds, peak_mb = time.time() - t0, usage.ru_maxrss / 1024
+        if rc != 0:
+            why = (f"timed out after {timeout:.0f} s" if seconds > timeout else
+                   f"killed by signal {-rc}" if rc < 0 else f"exit {rc}")
+            errs = [ln for ln in log.read_text(errors="replace").splitlines() if "ERROR" in ln]
+            raise RuntimeError(f"yosys failed for MACS={macs} ({why}, peak RSS {peak_mb:.0f} MB, "
+                               f"limit {mem_gb:g} GB) {errs[-1] if errs else ''}".rstrip())
+        rep = size_report(Path(tmp), macs)
+        return dict(sizes=rep, seconds=round(seconds), peak_rss_mb=round(peak_mb))
 
 
-def parse_stat(text: str, seconds: float = 0.0) -> dict:
-    body = text.split("=== design hierarchy ===")[-1]
-    cells = int(re.findall(r"Number of cells:\s+(\d+)", body)[-1])
-    flops = sum(int(n) for n in re.findall(r"\$_S?DFFE?_\w+\s+(\d+)", body))
-    mem_bits = sum(int(n) for n in re.findall(r"Number of memory bits:\s+(\d+)", body)[-1:])
-    mems = sum(int(n) for n in re.findall(r"Number of memories:\s+(\d+)", body)[-1:])
-    return dict(cells=cells, flops=flops, memories=mems, memory_bits=mem_bits, seconds=round(seconds))
+def size_report(tmp: Path, values: list) -> dict:
+    """{v: figures} from the stat reports of size_passes in *tmp* for the modules ``size_<v>``:
+    coarse cells, flip-flop bits, memories and memory bits; generic gate cells ($mem_v2 cells
+    among them; None without the gates pass)."""
+    coarse = hierarchy_totals((tmp / "coarse.txt").read_text())
+    mems = hierarchy_totals((tmp / "mems.txt").read_text())
+    gates = tmp / "gates.txt"
+    gate = hierarchy_totals(gates.read_text()) if gates.is_file() else None
+    out = {}
+    for v in values:
+        c, m = coarse[f"size_{v}"], mems[f"size_{v}"]
+        flops = sum(w * n for t, n in c["types"].items()
+                    for w in [int(x) for x in re.findall(r"^\$\w*dff\w*_(\d+)$", t)])
+        out[v] = dict(cells=c["cells"], flops=flops, memories=m["memories"], memory_bits=m["memory bits"],
+                      gates=None if gate is None else gate[f"size_{v}"]["cells"])
+    return out
+
+
+def hierarchy_totals(text: str) -> dict:
+    """Per module of a ``stat`` report (one section per module), its totals with every
+    submodule instance replaced by that module's totals: {module: {"cells", "memories",
+    "memory bits", "types": {cell type: count}}}."""
+    own = {}
+    for name, body in re.findall(r"^=== (\S+) ===\n(.*?)(?=^=== |\Z)", text, re.M | re.S):
+        nums = dict(re.findall(r"Number of (memories|memory bits):\s+(\d+)", body))
+        types = {t: int(n) for t, n in re.findall(r"^ {5}(\S+)\s+(\d+)$", body, re.M)}
+        own[name] = ({k: int(v) for k, v in nums.items()}, types)
+    done: dict = {}
+
+    def total(name):
+        if name not in done:
+            nums, types = own[name]
+            t = {"cells": 0, "memories": nums.get("memories", 0), "memory bits": nums.get("memory bits", 0),
+                 "types": {}}
+            for typ, n in types.items():
+                if typ in own:
+                    sub = total(typ)
+                    for k in ("cells", "memories", "memory bits"):
+                        t[k] += n * sub[k]
+                    for k, m in sub["types"].items():
+                        t["types"][k] = t["types"].get(k, 0) + n * m
+                else:
+                    t["cells"] += n
+                    t["types"][typ] = t["types"].get(typ, 0) + n
+            done[name] = t
+        return done[name]
+
+    for name in own:
+        total(name)
+    return done
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs", default="ethos-u85-128,ethos-u85-256")
-    ap.add_argument("--yosys-configs", default="", help="configurations for Yosys (default: --configs)")
+    ap.add_argument("--yosys-configs", default="",
+                    help="configurations for Yosys, comma-separated or 'all' (default: --configs)")
+    ap.add_argument("--yosys-mem-gb", type=float, default=8.0,
+                    help="address-space limit of each Yosys run in GB (default 8)")
+    ap.add_argument("--yosys-gates", action="store_true",
+                    help="also map to Yosys's generic gates (techmap; over 7 GB at MACS 128 alone)")
+    ap.add_argument("--yosys-timeout", type=float, default=7200,
+                    help="wall-clock limit of each Yosys run in seconds (default 7200)")
     ap.add_argument("--sim", default="icarus", choices=("icarus", "verilator"))
     ap.add_argument("--no-sim", action="store_true")
     ap.add_argument("--no-yosys", action="store_true")
     ap.add_argument("--json", default=str(REPO / "sim_build" / "bench_rtl.json"))
     args = ap.parse_args(argv)
-    from tlm.ethos_u85.config import get_config
+    from tlm.ethos_u85.config import CONFIGS, get_config
     configs = [c for c in args.configs.split(",") if c]
     report = {"mac": [], "yosys": []}
     if not args.no_sim:
@@ -139,13 +263,18 @@ def main(argv=None) -> int:
                     print(f"{cfg:15s} {r['net']:24s} {r['macs']:9d} MACs {r['conv_cycles']:7d} cycles "
                           f"{mpc:7.1f} MACs/cycle = {100 * mpc / macs:5.1f} % of {macs}", flush=True)
     if not args.no_yosys:
-        for cfg in [c for c in (args.yosys_configs or args.configs).split(",") if c]:
-            macs = get_config(cfg).macs
-            st = yosys_stat(macs)
-            report["yosys"].append(dict(config=cfg, macs=macs, **st))
-            print(f"{cfg:15s} yosys: {st['cells']} cells, {st['flops']} flip-flops, {st['memories']} memories "
-                  f"({st['memory_bits']} bits), {st['cells'] / macs:.0f} cells and {st['flops'] / macs:.1f} "
-                  f"flip-flops per MAC ({st['seconds']} s)", flush=True)
+        ycfg = args.yosys_configs or args.configs
+        for cfg in list(CONFIGS) if ycfg == "all" else [c for c in ycfg.split(",") if c]:
+            macs = get_config(cfg).macs            # one Yosys process per configuration (memory)
+            run = yosys_stat([macs], timeout=args.yosys_timeout, mem_gb=args.yosys_mem_gb, gates=args.yosys_gates)
+            st = run["sizes"][macs]
+            report["yosys"].append(dict(config=cfg, macs=macs, **st, seconds=run["seconds"],
+                                        peak_rss_mb=run["peak_rss_mb"]))
+            gates = "" if st["gates"] is None else f", {st['gates']} generic gate cells"
+            print(f"{cfg:15s} yosys: {st['cells']} coarse cells{gates}, {st['flops']} flip-flop bits, "
+                  f"{st['memories']} memories ({st['memory_bits']} bits); {st['flops'] / macs:.1f} "
+                  f"flip-flop bits and {st['memory_bits'] / macs:.0f} memory bits per MAC "
+                  f"({run['seconds']} s, peak RSS {run['peak_rss_mb']} MB)", flush=True)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(report, indent=1))
     print(f"bench_rtl: {args.json}")
@@ -153,4 +282,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except RuntimeError as e:                # a failed simulation or Yosys run: one line
+        print(f"bench_rtl: {e}", file=sys.stderr)
+        sys.exit(1)

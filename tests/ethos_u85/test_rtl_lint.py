@@ -191,8 +191,9 @@ def test_iverilog_compiles(tmp_path):
 def test_yosys_synth_no_latch(tmp_path):
     """Yosys elaborates the stand-in (MACS 256) and infers no latch. The check needs only
     ``proc`` (latches appear there as $dlatch/$adlatch/$sr cells) on the flattened coarse
-    netlist: a gate-level ``synth -flatten`` of the MAC datapath needs more than 12 GB and
-    most of an hour, so it is not part of ``make test`` (tools/bench_rtl.py --yosys)."""
+    netlist: the gate-level size (tools/bench_rtl.py, ``make bench --rtl-yosys``) takes
+    many minutes per configuration, so it is not part of ``make test``;
+    test_yosys_size_counts checks its counting on a small design."""
     exe = shutil.which("yosys")
     if exe is None:
         tool_missing("Yosys not installed (apt-get install -y yosys)")
@@ -210,3 +211,53 @@ def test_yosys_synth_no_latch(tmp_path):
     flops = sum(int(w) * int(n) for w, n in re.findall(r"\$\w*dff\w*_(\d+)\s+(\d+)", text))
     print(f"yosys: ethosu85 {cells} coarse cells, {flops} flip-flop bits, no latches")
     assert cells > 10_000 and flops > 10_000, (cells, flops)
+
+
+SIZE_DESIGN = """
+module sub (input wire clk, input wire we, input wire [3:0] a, input wire [7:0] d, output wire [7:0] q,
+            output reg [3:0] r);
+    reg [7:0] mem [0:15];
+    always @(posedge clk) begin
+        if (we) mem[a] <= d;
+        r <= r + a;
+    end
+    assign q = mem[a];
+endmodule
+module top #(parameter integer N = 2) (input wire clk, input wire we, input wire [3:0] a, input wire [7:0] d,
+            output wire [7:0] q, output reg [N:0] c);
+    wire [7:0] q0, q1;
+    wire [3:0] r0, r1;
+    sub u0 (.clk(clk), .we(we), .a(a), .d(d), .q(q0), .r(r0));
+    sub u1 (.clk(clk), .we(!we), .a(~a), .d(~d), .q(q1), .r(r1));
+    assign q = q0 ^ q1 ^ {r0, r1};
+    always @(posedge clk) c <= c + 1'b1;
+endmodule
+"""
+
+
+def test_yosys_size_counts(tmp_path):
+    """tools/bench_rtl.py's size flow (hierarchical, memories kept, every configuration in one
+    run) on a small design of two instances of one module, at two values of a parameter:
+    flip-flop bits and memory bits are counted per instance (2 x 4 register bits + N+1 in the
+    top, 2 x 16 x 8 memory bits), the memories are not expanded into flip-flops, and a latch
+    fails the script. The stand-in itself takes many minutes (make bench --rtl-yosys)."""
+    from tools.bench_rtl import size_passes, size_report, wrapper
+    exe = shutil.which("yosys")
+    if exe is None:
+        tool_missing("Yosys not installed (apt-get install -y yosys)")
+    src, wrap = tmp_path / "t.v", tmp_path / "w.v"
+    src.write_text(SIZE_DESIGN)
+    wrap.write_text(wrapper("top", "N", [2, 6]))
+    for gates in (False, True):
+        script = f"read_verilog -sv {src} {wrap}\n" + size_passes(tmp_path, gates)
+        r = _run([exe, "-q", "-p", script.replace("\n", "; ")], timeout=120)
+        assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+        rep = size_report(tmp_path, [2, 6])
+        for n, st in rep.items():
+            assert (st["flops"], st["memories"], st["memory_bits"]) == (8 + n + 1, 2, 256), (n, st)
+            assert st["cells"] > 10 and (st["gates"] is None) != gates, st
+    assert all(st["gates"] > st["cells"] for st in rep.values()), rep
+    src.write_text(SIZE_DESIGN.replace("always @(posedge clk) c <= c + 1'b1;", "always @(*) if (we) c = a[2:0];"))
+    r = _run([exe, "-q", "-p", script.replace("\n", "; ")], timeout=120)
+    assert r.returncode != 0 and "assertion failed" in (r.stdout + r.stderr).lower(), \
+        (r.stdout + r.stderr)[-2000:]
