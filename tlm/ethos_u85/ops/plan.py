@@ -1054,32 +1054,28 @@ def _ew_direct(ctx, p, mode, sa, ca, sb, cb, zpa, zpb):
         stage = _COMPUTES.get(key, False)
         if stage is False:
             stage = _COMPUTES.put(key, _output_stage(ctx, lo, hi, rm))
-    if stage is not None:
-        compute_acc = _ew.compute
 
-        def staged(vals):
-            i = 0
-            if sa:
-                a = np.subtract(vals[0], zpa, dtype=np.int64)
-                i = 1
-            else:
-                a = a_const
-            b = np.subtract(vals[i], zpb, dtype=np.int64) if sb else b_const
-            acc, rm_ = compute_acc(ctx, p, a, b)
-            if rm_ != rm:
-                raise _NotPlanned                           # (not expected: the ordinary path then)
-            return stage(acc)
-        return staged
-
-    def compute(vals):
+    def operands(vals):
         i = 0
         if sa:
             a = np.subtract(vals[0], zpa, dtype=np.int64)
             i = 1
         else:
             a = a_const
-        b = np.subtract(vals[i], zpb, dtype=np.int64) if sb else b_const
-        return _ew_evaluate(ctx, p, mode, a, b)
+        return a, (np.subtract(vals[i], zpb, dtype=np.int64) if sb else b_const)
+
+    if stage is not None:
+        compute_acc = _ew.compute
+
+        def staged(vals):
+            acc, rm_ = compute_acc(ctx, p, *operands(vals))
+            if rm_ != rm:
+                raise _NotPlanned                           # (not expected: the ordinary path then)
+            return stage(acc)
+        return staged
+
+    def compute(vals):
+        return _ew_evaluate(ctx, p, mode, *operands(vals))
     return compute
 
 
