@@ -220,7 +220,7 @@ class Job:
     end_ns: "float | None" = None                       # when the job was closed / abandoned
     dut_writes: dict = field(default_factory=dict)      # port -> IntervalSet (OKAY writes)
     dut_runs: dict = field(default_factory=dict)        # port -> [(lo, hi)] not yet in dut_writes
-    route_of: "dict | None" = None                      # Interface -> first of ref_routes on it
+    route_of: "dict | None" = None      # Interface -> (first of ref_routes on it, its port if one)
     dut_bursts: int = 0
     dut_irq_rises: int = 0
     dut_status: "int | None" = None
@@ -654,15 +654,19 @@ class Scoreboard:
         self._check_attributes(job, b)
 
     def _check_burst_shape(self, b) -> None:
+        if b.burst != 1:                          # INCR bursts only
+            return
+        nbytes = 1 << b.size
+        lo = b.addr
+        hi = (lo - lo % nbytes) + nbytes * (b.len + 1)
+        if lo // 64 == (hi - 1) // 64:            # boundaries are 64 << n bytes: none crossed
+            return
         ref = self.ref
         if ref is None or not hasattr(ref, "burst_boundary"):
             return
         iface = _iface(b.port)
         bb = ref.burst_boundary(iface)
-        nbytes = 1 << b.size
-        lo = b.addr
-        hi = (b.addr - b.addr % nbytes) + nbytes * b.beats
-        if b.burst == 1 and (lo // bb != (hi - 1) // bb):
+        if lo // bb != (hi - 1) // bb:
             self._mismatch(f"AXI burst crosses the {bb}-byte burst boundary of "
                            f"{iface.name.upper()} (AXI_x.max_beats): {b}")
 
@@ -696,9 +700,10 @@ class Scoreboard:
             if routes is None:
                 routes = job.route_of = {}
                 for _, r in job.ref_routes:
-                    routes.setdefault(r.interface, r)
-            route = routes.get(iface)
-            if route is None or route.port_of(b.addr) == b.port:
+                    if r.interface not in routes:
+                        routes[r.interface] = (r, r.port_of(0) if getattr(r, "nports", 0) == 1 else None)
+            route, port = routes.get(iface, (None, None))
+            if route is None or (port or route.port_of(b.addr)) == b.port:
                 return
         ctx = lambda: self._context(job, lo, b.write)  # noqa: E731
         what = lambda: f"AXI {b} bytes 0x{lo:010x}..0x{hi:010x}"  # noqa: E731 - only on a mismatch
