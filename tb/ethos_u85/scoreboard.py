@@ -39,6 +39,10 @@
   one transaction per element run where the fast path reads a block's span in one masked
   transaction: its reads of one operation on one channel less than ``READ_GAP`` bytes apart
   count as one span.
+  Cost per burst (a stand-in issues tens of thousands of one-beat bursts): the common case,
+  a burst inside the reference's footprint on its own route with the right AxPROT and port,
+  is decided by one dictionary lookup and one interval search; anything else takes the full
+  check and its message. The DUT's write runs are merged once, when the job ends.
 * **IRQ** outside jobs: at every APB transfer (not ``ignore``d) the pin's level must be the
   reference's before or after that transfer, and a rising edge since the previous transfer
   needs the reference's IRQ high (a CMD.clear_irq that does not drop the pin fails one
