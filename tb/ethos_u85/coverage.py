@@ -126,6 +126,7 @@ class BenchCoverage(Coverage):
         self.bus_fault = self.cross("bus_fault", ([i.name for i in Interface], [c.name for c in Channel]),
                                     "bus_status: STATUS.faulting_interface x faulting_channel",
                                     axis_names=("interface", "channel"))
+        self._burst_memo: dict = {}   # burst shape -> [(counts, bin)] (sample_burst)
         self.apb = self.cross("apb_prot", (PROT_CLASSES, DIRS, ("OKAY", "PSLVERR")),
                               "APB transfers: PPROT[1:0] class x direction x response",
                               axis_names=("prot", "dir", "resp"))
@@ -137,13 +138,28 @@ class BenchCoverage(Coverage):
                         "PSLVERR" if r.slverr else "OKAY")
 
     def sample_burst(self, b) -> None:
-        """*b*: tb.agents.axi.AxiBurst (port, write, len, size, prot, resp)."""
+        """*b*: tb.agents.axi.AxiBurst (port, write, len, size, prot, resp). The bins a burst
+        shape lands in are looked up once per shape (``_burst_bins``), then counted."""
+        key = (b.port, b.write, b.len, b.size, b.resp, b.prot & 3)
+        bins = self._burst_memo.get(key)
+        if bins is None:
+            bins = self._burst_memo[key] = self._burst_bins(b)
+        for counts, k in bins:
+            counts[k] += 1
+
+    def _burst_bins(self, b) -> list:
+        """[(hits or other dict, bin)] of the four AXI points for burst *b* (CoverPoint.sample's
+        choice between a bin and "other", made once)."""
         d = "write" if b.write else "read"
-        self.burst_len.sample(b.port, d, _BEATS.get(b.len + 1, f"{b.len + 1}"))
-        self.burst_size.sample(b.port, d, f"{1 << b.size}B")
         resp = getattr(b.resp, "name", b.resp)
-        self.resp.sample(b.port, d, resp)
-        self.axi_prot.sample(b.port, PROT_CLASSES[b.prot & 3])
+        out = []
+        for point, values in ((self.burst_len, (b.port, d, _BEATS.get(b.len + 1, f"{b.len + 1}"))),
+                              (self.burst_size, (b.port, d, f"{1 << b.size}B")),
+                              (self.resp, (b.port, d, resp)),
+                              (self.axi_prot, (b.port, PROT_CLASSES[b.prot & 3]))):
+            k = "/".join(map(str, values))
+            out.append((point.hits if k in point.hits else point.other, k))
+        return out
 
     def sample_command(self, name: str) -> None:
         self.opcode.sample(name)

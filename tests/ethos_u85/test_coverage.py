@@ -52,6 +52,30 @@ def test_sample_apb_and_burst():
     assert cov.axi_prot.hits["EXT0/nonsecure_user"] == 1
 
 
+def test_sample_burst_memo_counts_like_sampling_each_point():
+    """sample_burst looks a burst shape's bins up once: the counts equal the four points'
+    own sample() on every burst, repeated shapes and "other" values included."""
+    import random
+    seed = 20261126
+    rng = random.Random(seed)
+    memo, plain = BenchCoverage(), BenchCoverage()
+    for _ in range(400):
+        b = types.SimpleNamespace(port=rng.choice(("SRAM0", "EXT0", "SRAM3", "EXT9")),
+                                  write=rng.random() < 0.5, len=rng.choice((0, 1, 3, 7, 15, 31)),
+                                  size=rng.choice((2, 4)), prot=rng.randrange(8),
+                                  resp=rng.choice(list(Resp)))
+        memo.sample_burst(b)
+        d = "write" if b.write else "read"
+        n = b.len + 1
+        plain.burst_len.sample(b.port, d, {1: "1", 2: "2", 4: "3-4", 8: "8", 16: "16"}.get(n, str(n)))
+        plain.burst_size.sample(b.port, d, f"{1 << b.size}B")
+        plain.resp.sample(b.port, d, b.resp.name)
+        plain.axi_prot.sample(b.port, ("secure_user", "secure_priv", "nonsecure_user",
+                                       "nonsecure_priv")[b.prot & 3])
+    assert memo.to_dict() == plain.to_dict(), f"seed {seed}"
+    assert len(memo._burst_memo) < 400, "shapes are memoised"
+
+
 # ------------------------------------------------------------------ the job recorder
 STREAM = 0x1000
 

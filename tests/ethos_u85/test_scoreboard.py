@@ -140,3 +140,20 @@ def test_literal_reference_reads_count_as_spans():
     assert plain.read_gap == 0 and any("outside the model's read footprint" in m for m in plain.mismatches)
     stray = Bench("stray_read", reference=literal_device, lines=4).run()
     assert any("outside the model's read footprint" in m for m in stray.mismatches), stray.mismatches
+
+
+def test_interval_set_from_ranges_equals_adding_one_by_one():
+    """IntervalSet.from_ranges (the DUT's write runs merged at the end of a job) gives the set
+    that adding the same ranges one at a time gives; random cases, seed printed on failure."""
+    import random
+    from tb.ethos_u85.scoreboard import IntervalSet
+    for seed in range(50):
+        rng = random.Random(seed)
+        ranges = []
+        for _ in range(rng.randrange(0, 60)):
+            lo = rng.randrange(0, 512)
+            ranges.append((lo, lo + rng.randrange(-2, 40)))    # empty and inverted ones too
+        one = IntervalSet()
+        for lo, hi in ranges:
+            one.add(lo, hi)
+        assert list(IntervalSet.from_ranges(ranges)) == list(one), f"seed {seed}: {ranges}"

@@ -76,6 +76,10 @@ W_AHEAD = 2                              # W beats accepted ahead of their AW
 
 def _ints(getters) -> list:
     """Values of the pins read by *getters* (bit-string getters, None = absent: -2), -1 for X/Z."""
+    try:                                 # no X/Z: one pass
+        return [-2 if g is None else int(g(), 2) for g in getters]
+    except ValueError:
+        pass
     out = []
     for g in getters:
         if g is None:
@@ -86,6 +90,14 @@ def _ints(getters) -> list:
         except ValueError:
             out.append(-1)
     return out
+
+
+def _pin(getter) -> int:
+    """The value of one present pin (its bit-string getter), -1 for X/Z."""
+    try:
+        return int(getter(), 2)
+    except ValueError:
+        return -1
 
 
 class _Out:
@@ -356,8 +368,8 @@ class LeanSubordinate:
                     data, xl = int(s, 2), 0
                 except ValueError:
                     data, xl = _x_lanes(s, self.byte_lanes)
-                strb = self.full_strb if self._wstrb is None else _ints((self._wstrb,))[0]
-                last = 1 if self._wlast is None else _ints((self._wlast,))[0]
+                strb = self.full_strb if self._wstrb is None else _pin(self._wstrb)
+                last = 1 if self._wlast is None else _pin(self._wlast)
                 hs = self._ready[2]
             if mon is not None:
                 mon.channel("w", wv, hs, hs and last == 1, (data if not xl else -1, strb, last) if wv else None,

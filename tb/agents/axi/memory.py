@@ -58,8 +58,11 @@ class BenchMemory(Memory):
         self.faults.remove(f)
 
     def fault_for(self, port: str, addr: int, length: int, write: bool) -> "Resp | None":
+        end = addr + length                 # BenchFault.hits, inlined (per burst)
+        kind = "w" if write else "r"
         for f in self.faults:
-            if f.hits(addr, length, write, port):
+            if (addr < f.hi and end > f.lo and kind in f.kind
+                    and (f.ports is None or port is None or port in f.ports)):
                 return f.resp
         return None
 
