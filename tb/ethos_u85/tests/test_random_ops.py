@@ -1241,10 +1241,12 @@ def conv_chain_job(gen: OpGen, kind: str, modes: tuple) -> Job:
     for _ in range(500):
         conv = gen.conv(kind)
         o = conv.ofm
-        if o.h * o.w * o.d <= CHAIN_DEPTH and not (o.prec == B32 and not o.signed):
-            break
+        if (o.h * o.w * o.d <= CHAIN_DEPTH and not (o.prec == B32 and not o.signed)
+                and op_field(conv, "NPU_SET_OFM_PRECISION", "activation_transpose") == 0
+                and op_field(conv, "NPU_SET_OFM_PRECISION", "activation_reverse") == 0):
+            break                                    # (a chained OFM is HWC, not reversed)
     else:
-        raise RuntimeError("no CONV with a small enough OFM in 500 tries")
+        raise RuntimeError("no CONV with a small enough HWC OFM in 500 tries")
     patched(conv, {"NPU_SET_OFM_PRECISION": dict(activation_storage=chained),
                    "NPU_SET_OFM_REGION": dict(region=fifo)})
     image.update(conv.image)
