@@ -50,9 +50,7 @@ from cocotb.simtime import get_sim_time
 from cocotb.triggers import Event, FallingEdge, RisingEdge
 
 from tb.agents.axi.burst import (
-    BURST_FIXED,
     BURST_INCR,
-    BURST_WRAP,
     AxiBurst,
     beat_span,
     lane_mask,
@@ -60,7 +58,7 @@ from tb.agents.axi.burst import (
 )
 from tb.agents.axi.memory import BenchMemory
 from tb.agents.axi.signals import port_signals
-from tb.agents.axi.subordinate import latency_fn
+from tb.agents.axi.subordinate import AxiRules, latency_fn
 from tlm.core.memory import Resp
 
 try:                                     # cocotb 2.1: the deferred write of ``handle.value = x``
@@ -161,7 +159,7 @@ class _ReadReq:
         self.ready_ns = ready_ns
 
 
-class LeanSubordinate:
+class LeanSubordinate(AxiRules):
     """A memory subordinate on one AXI manager port (``port``), bound through the pin map;
     see the module docstring. Stepped by a ``LeanGroup`` (its own unless *group* is given)."""
 
@@ -288,31 +286,6 @@ class LeanSubordinate:
         if self.monitor is not None:
             self.monitor.record(b)
 
-    def _check_limit(self, n: int, write: bool) -> None:
-        key = "w" if write else "r"
-        if n > self.max_outstanding[key]:
-            self.max_outstanding[key] = n
-            lim = self.outstanding_limit(self.port, write) if self.outstanding_limit else None
-            if lim is not None and n > lim:
-                self._error(f"{n} {'write' if write else 'read'} bursts outstanding, the limit "
-                            f"is {lim} (min(AXI_x, CFG_x_CAP) + 1)")
-
-    def _check_shape(self, kind: str, addr: int, length: int, size: int, burst: int) -> None:
-        nbytes = 1 << size
-        if size > self.max_size:
-            self._error(f"{kind} addr=0x{addr:x}: AxSIZE={size} wider than the {self.width}-bit bus")
-            nbytes = self.byte_lanes
-        beats = length + 1
-        if burst == BURST_INCR:
-            if ((addr - addr % nbytes) & 0xFFF) + nbytes * beats > 0x1000:
-                self._error(f"{kind} addr=0x{addr:x} len={length} size={size}: INCR burst crosses a "
-                            "4 KB boundary")
-        elif burst == BURST_WRAP:
-            if beats not in (2, 4, 8, 16) or addr % nbytes:
-                self._error(f"{kind} addr=0x{addr:x} len={length}: illegal WRAP burst")
-        elif burst != BURST_FIXED:
-            self._error(f"{kind} addr=0x{addr:x}: reserved AxBURST={burst}")
-
     def _request(self, v: list, write: bool, now: float) -> AxiBurst:
         """The record of an AR/AW request from its fields (``_REQ`` order; X/Z or absent:
         the default, as ``AxiSubordinate`` reads them)."""
@@ -346,7 +319,7 @@ class LeanSubordinate:
                 rec = self._request(vals, False, now)
                 lat = self._rd_lat(rec) if self._rd_lat is not None else 0
                 self._rd.append(_ReadReq(rec, now + lat * period))
-                self._check_limit(len(self._rd) + (self._rcur is not None), False)
+                self._note_outstanding(len(self._rd) + (self._rcur is not None), False)
         # ---- AW
         if awv or "aw" in pend:
             vals = _ints(self._aw) if awv else None
@@ -358,7 +331,7 @@ class LeanSubordinate:
                 self._check_shape("AW", rec.addr, rec.len, rec.size, rec.burst)
                 self._awq.append([rec, 0, [], now])
                 self._wr_open += 1
-                self._check_limit(self._wr_open, True)
+                self._note_outstanding(self._wr_open, True)
         # ---- W
         if wv or "w" in pend:
             hs = False

@@ -147,7 +147,41 @@ class _ReadReq:
     ready_ns: float          # earliest time its first R beat may be handed to the channel
 
 
-class AxiSubordinate(Reset):
+class AxiRules:
+    """The AXI rules both subordinates (this one and lean.LeanSubordinate) check on a request
+    and the outstanding-burst limit; needs width, byte_lanes, max_size, port,
+    max_outstanding, outstanding_limit and _error."""
+
+    def _note_outstanding(self, n: int, write: bool) -> None:
+        key = "w" if write else "r"
+        if n > self.max_outstanding[key]:
+            self.max_outstanding[key] = n
+            lim = self.outstanding_limit(self.port, write) if self.outstanding_limit else None
+            if lim is not None and n > lim:
+                self._error(f"{n} {'write' if write else 'read'} bursts outstanding, the limit "
+                            f"is {lim} (min(AXI_x, CFG_x_CAP) + 1)")
+
+    def _check_shape(self, kind: str, addr: int, length: int, size: int, burst: int) -> int:
+        """AXI rules of one request; returns the aligned start address."""
+        nbytes = 1 << size
+        if size > self.max_size:
+            self._error(f"{kind} addr=0x{addr:x}: AxSIZE={size} wider than the {self.width}-bit bus")
+            nbytes = self.byte_lanes
+        beats = length + 1
+        aligned = addr - addr % nbytes
+        if burst == BURST_INCR:
+            if (aligned & 0xFFF) + nbytes * beats > 0x1000:
+                self._error(f"{kind} addr=0x{addr:x} len={length} size={size}: INCR burst crosses a "
+                            "4 KB boundary")
+        elif burst == BURST_WRAP:
+            if beats not in (2, 4, 8, 16) or addr % nbytes:
+                self._error(f"{kind} addr=0x{addr:x} len={length}: illegal WRAP burst")
+        elif burst != BURST_FIXED:
+            self._error(f"{kind} addr=0x{addr:x}: reserved AxBURST={burst}")
+        return aligned
+
+
+class AxiSubordinate(AxiRules, Reset):
     """A memory subordinate on one AXI manager port of the design (``port`` = 'SRAM0', ...).
 
     Serves *memory* (a ``BenchMemory``), one burst at a time per direction, with the faults
@@ -299,32 +333,8 @@ class AxiSubordinate(Reset):
             n = self.aw.count() + 1 + self.b.count() + len(self._b_pending)
         else:
             n = self.ar.count() + 1 + len(self._rd_pending)
-        key = "w" if write else "r"
-        if n > self.max_outstanding[key]:
-            self.max_outstanding[key] = n
-            lim = self.outstanding_limit(self.port, write) if self.outstanding_limit else None
-            if lim is not None and n > lim:
-                self._error(f"{n} {'write' if write else 'read'} bursts outstanding, the limit "
-                            f"is {lim} (min(AXI_x, CFG_x_CAP) + 1)")
+        self._note_outstanding(n, write)
 
-    def _check_shape(self, kind: str, addr: int, length: int, size: int, burst: int) -> int:
-        """AXI rules of one request; returns the aligned start address."""
-        nbytes = 1 << size
-        if size > self.max_size:
-            self._error(f"{kind} addr=0x{addr:x}: AxSIZE={size} wider than the {self.width}-bit bus")
-            nbytes = self.byte_lanes
-        beats = length + 1
-        aligned = addr - addr % nbytes
-        if burst == BURST_INCR:
-            if (aligned & 0xFFF) + nbytes * beats > 0x1000:
-                self._error(f"{kind} addr=0x{addr:x} len={length} size={size}: INCR burst crosses a "
-                            "4 KB boundary")
-        elif burst == BURST_WRAP:
-            if beats not in (2, 4, 8, 16) or addr % nbytes:
-                self._error(f"{kind} addr=0x{addr:x} len={length}: illegal WRAP burst")
-        elif burst != BURST_FIXED:
-            self._error(f"{kind} addr=0x{addr:x}: reserved AxBURST={burst}")
-        return aligned
 
     # ------------------------------------------------------------------ read
     def _read_burst(self, ar) -> AxiBurst:
