@@ -58,7 +58,7 @@ from tb.agents.axi.burst import (
 )
 from tb.agents.axi.memory import BenchMemory
 from tb.agents.axi.signals import port_signals
-from tb.agents.axi.subordinate import AxiRules, latency_fn
+from tb.agents.axi.subordinate import AxiRules
 from tlm.core.memory import Resp
 
 try:                                     # cocotb 2.1: the deferred write of ``handle.value = x``
@@ -229,20 +229,6 @@ class LeanSubordinate(AxiRules):
         self._gens = [ch for ch in self._chans if ch.gen is not None]
         if self._gens:
             self.group.wake()
-
-    def set_latency(self, read=None, write=None, seed: "int | None" = None) -> None:
-        """As ``AxiSubordinate.set_latency``: extra cycles from AR to the first R beat and
-        from AW to B (never before the last W beat); 0/None, int, (lo, hi) or callable."""
-        if seed is not None:
-            self._rng.seed(seed)
-        self._rd_lat = latency_fn(read, self._rng)
-        self._wr_lat = latency_fn(write, self._rng)
-
-    def set_reorder(self, enabled: bool = True, seed: "int | None" = None) -> None:
-        """Serve reads out of order across ARIDs (whole bursts; same-ID order kept)."""
-        if seed is not None:
-            self._rng.seed(seed)
-        self.reorder = bool(enabled)
 
     def feed(self, monitor) -> None:
         """Feed *monitor* (an ``AxiMonitor`` of this port, not started) with this subordinate's

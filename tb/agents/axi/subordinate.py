@@ -148,9 +148,25 @@ class _ReadReq:
 
 
 class AxiRules:
-    """The AXI rules both subordinates (this one and lean.LeanSubordinate) check on a request
-    and the outstanding-burst limit; needs width, byte_lanes, max_size, port,
-    max_outstanding, outstanding_limit and _error."""
+    """What both subordinates (this one and lean.LeanSubordinate) share: the latency and
+    reorder knobs, the AXI rules checked on a request and the outstanding-burst limit; needs
+    _rng, width, byte_lanes, max_size, port, max_outstanding, outstanding_limit and _error."""
+
+    def set_latency(self, read=None, write=None, seed: "int | None" = None) -> None:
+        """Extra cycles from the AR handshake to the first R beat (*read*) and from the AW
+        handshake to the B response (*write*; the B also waits for the last W beat). Each is
+        0/None (none), an int, a ``(lo, hi)`` pair (uniform per burst) or
+        ``callable(AxiBurst) -> int``. *seed* reseeds the random choices."""
+        if seed is not None:
+            self._rng.seed(seed)
+        self._rd_lat = latency_fn(read, self._rng)
+        self._wr_lat = latency_fn(write, self._rng)
+
+    def set_reorder(self, enabled: bool = True, seed: "int | None" = None) -> None:
+        """Serve reads out of order across ARIDs (whole bursts; same-ID order kept)."""
+        if seed is not None:
+            self._rng.seed(seed)
+        self.reorder = bool(enabled)
 
     def _note_outstanding(self, n: int, write: bool) -> None:
         key = "w" if write else "r"
@@ -251,22 +267,6 @@ class AxiSubordinate(AxiRules, Reset):
         READY and B/R VALID); None removes it."""
         for ch in (self.aw, self.w, self.b, self.ar, self.r):
             ch.set_pause_generator(None if gen_factory is None else gen_factory())
-
-    def set_latency(self, read=None, write=None, seed: "int | None" = None) -> None:
-        """Extra cycles from the AR handshake to the first R beat (*read*) and from the AW
-        handshake to the B response (*write*; the B also waits for the last W beat). Each is
-        0/None (none), an int, a ``(lo, hi)`` pair (uniform per burst) or
-        ``callable(AxiBurst) -> int``. *seed* reseeds the random choices."""
-        if seed is not None:
-            self._rng.seed(seed)
-        self._rd_lat = latency_fn(read, self._rng)
-        self._wr_lat = latency_fn(write, self._rng)
-
-    def set_reorder(self, enabled: bool = True, seed: "int | None" = None) -> None:
-        """Serve reads out of order across ARIDs (whole bursts; same-ID order kept)."""
-        if seed is not None:
-            self._rng.seed(seed)
-        self.reorder = bool(enabled)
 
     @property
     def _scheduled_reads(self) -> bool:
