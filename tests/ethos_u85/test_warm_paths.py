@@ -241,17 +241,22 @@ def test_changed_read_only_data_runs_as_the_ordinary_path(monkeypatch, fresh, re
     assert_same(got, ordinary(monkeypatch, vm, inputs), "original after the changes")
 
 
+def _lut_byte_changed(monkeypatch, vm, inputs, i: int, x: int):
+    """*vm* with byte *i* of the LUT table the run loads (_lut_offset) XORed with *x*."""
+    off = _lut_offset(monkeypatch, vm, inputs)
+    assert off is not None and off >= 0, "no LUT table found in the read-only data"
+    changed = bytearray(vm.read_only)
+    changed[off + i] ^= x
+    return vela.VelaModel(vm.path, vm.source, vm.payload, bytes(changed), vm.scratch_size,
+                          vm.scratch_fast_size, vm.inputs, vm.outputs)
+
+
 def test_lut_table_change_declines_the_lut_plans(monkeypatch, fresh, plays):
     """A LUT table changed inside the read-only data: the LUT ops' plans decline (their
     LUT bytes differ) and the ordinary ops run; the results equal the ordinary path."""
     vm, inputs = load(LSTM)
     warm_up(monkeypatch, vm, inputs)
-    off = _lut_offset(monkeypatch, vm, inputs)
-    assert off is not None and off >= 0, "no LUT table found in the read-only data"
-    changed = bytearray(vm.read_only)
-    changed[off + 11] ^= 0x5A
-    vm2 = vela.VelaModel(vm.path, vm.source, vm.payload, bytes(changed), vm.scratch_size,
-                         vm.scratch_fast_size, vm.inputs, vm.outputs)
+    vm2 = _lut_byte_changed(monkeypatch, vm, inputs, 11, 0x5A)
     want = ordinary(monkeypatch, vm2, inputs)
     plan.STATS.clear()
     assert_same(run(vm2, inputs), want, "LUT changed")
@@ -271,12 +276,7 @@ def test_lut_activation_conv_is_planned_and_declines_on_a_changed_lut(monkeypatc
     assert plan.STATS["NPU_OP_CONV", "planned"] > 0 and plan.STATS["NPU_OP_CONV", "ordinary"] == 0, plan.STATS
     luts = [p for p in plan._PLANS.values() if p and p.lut is not None and p.macs]
     assert luts, "no planned CONV with a LUT activation"
-    off = _lut_offset(monkeypatch, vm, inputs)
-    assert off is not None and off >= 0, "no LUT table found in the read-only data"
-    changed = bytearray(vm.read_only)
-    changed[off + 5] ^= 0x33
-    vm2 = vela.VelaModel(vm.path, vm.source, vm.payload, bytes(changed), vm.scratch_size,
-                         vm.scratch_fast_size, vm.inputs, vm.outputs)
+    vm2 = _lut_byte_changed(monkeypatch, vm, inputs, 5, 0x33)
     want2 = ordinary(monkeypatch, vm2, inputs)
     plan.STATS.clear()
     assert_same(run(vm2, inputs), want2, "LUT changed")

@@ -53,7 +53,6 @@ from tb.agents.axi.burst import (
     BURST_INCR,
     AxiBurst,
     beat_span,
-    lane_mask,
     strobe_runs,
 )
 from tb.agents.axi.memory import BenchMemory
@@ -509,18 +508,7 @@ class LeanSubordinate(AxiRules):
             baddr, end, word = beat_span(rec.addr, n, rec.size, beats, rec.burst, lanes, self.addr_mask)
             if strb < 0:                    # X/Z strobes: as cocotbext-axi's default (all)
                 strb = self.full_strb
-            if xl & strb:
-                self._error(f"AW addr=0x{rec.addr:x} beat {n}: X/Z on strobed WDATA lanes "
-                            f"0x{xl & strb:04x}")
-            if last < 0:
-                last = 0
-            if last != int(n == rec.len):
-                self._error(f"AW addr=0x{rec.addr:x} len={rec.len}: WLAST={last} on beat {n}")
-            allowed = lane_mask(baddr, end, word)
-            if strb & ~allowed:
-                self._error(f"AW addr=0x{rec.addr:x} beat {n}: WSTRB 0x{strb:04x} outside the "
-                            f"beat's lanes 0x{allowed:04x}")
-                strb &= allowed
+            strb = self._check_w_beat(rec.addr, rec.len, n, strb, xl, max(last, 0), baddr, end, word)
             ops += strobe_runs(word, data.to_bytes(lanes, "little"), strb)
             entry[1] = n = n + 1
             if n < beats:

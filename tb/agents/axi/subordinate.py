@@ -168,6 +168,21 @@ class AxiRules:
             self._rng.seed(seed)
         self.reorder = bool(enabled)
 
+    def _check_w_beat(self, addr: int, length: int, n: int, strb: int, xlanes: int, last: int,
+                      baddr: int, end: int, word: int) -> int:
+        """AXI rules of W beat *n* of the AW burst at *addr*; returns the strobes limited to
+        the beat's lanes (strobes may not cover lanes outside the transfer)."""
+        if xlanes & strb:
+            self._error(f"AW addr=0x{addr:x} beat {n}: X/Z on strobed WDATA lanes 0x{xlanes & strb:04x}")
+        if last != int(n == length):
+            self._error(f"AW addr=0x{addr:x} len={length}: WLAST={last} on beat {n}")
+        allowed = lane_mask(baddr, end, word)
+        if strb & ~allowed:
+            self._error(f"AW addr=0x{addr:x} beat {n}: WSTRB 0x{strb:04x} outside the "
+                        f"beat's lanes 0x{allowed:04x}")
+            strb &= allowed
+        return strb
+
     def _note_outstanding(self, n: int, write: bool) -> None:
         key = "w" if write else "r"
         if n > self.max_outstanding[key]:
@@ -457,18 +472,7 @@ class AxiSubordinate(AxiRules, Reset):
                 self.counts["w_beats"] += 1
                 strb = to_int(getattr(w, "wstrb", full), full)
                 data, xlanes = bus_bytes(w.wdata, lanes)
-                if xlanes & strb:
-                    self._error(f"AW addr=0x{addr:x} beat {n}: X/Z on strobed WDATA lanes "
-                                f"0x{xlanes & strb:04x}")
-                last = to_int(w.wlast)
-                if last != int(n == length):
-                    self._error(f"AW addr=0x{addr:x} len={length}: WLAST={last} on beat {n}")
-                # strobes may only cover the lanes of this transfer (and not below the address)
-                allowed = lane_mask(baddr, end, word)
-                if strb & ~allowed:
-                    self._error(f"AW addr=0x{addr:x} beat {n}: WSTRB 0x{strb:04x} outside the "
-                                f"beat's lanes 0x{allowed:04x}")
-                    strb &= allowed
+                strb = self._check_w_beat(addr, length, n, strb, xlanes, to_int(w.wlast), baddr, end, word)
                 ops += strobe_runs(word, data, strb)
             resp = None
             for a, d in ops:
