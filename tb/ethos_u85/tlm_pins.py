@@ -112,6 +112,9 @@ class TlmAxiManager:
         self.bursts = 0
         self.beats = 0
         self.busy = False
+        # (beat, beats, strb, last) -> (strb, last): the bench's self-check plants W-beat
+        # protocol bugs here (tb/ethos_u85/testlib/bugs.py); None drives the beats as computed
+        self.w_beat_hook = None
         for sigs in ports.values():
             self._idle(sigs)
 
@@ -273,9 +276,12 @@ class TlmAxiManager:
                 chunk = bytearray(B)
                 chunk[lo - word:hi - word] = buf[lo - txn.addr:hi - txn.addr]
                 strb = ((1 << (hi - lo)) - 1) << (lo - word)
+                last = int(w_beat == self._beats(a, n) - 1)
+                if self.w_beat_hook is not None:
+                    strb, last = self.w_beat_hook(w_beat, self._beats(a, n), strb, last)
                 sigs["WDATA"].value = int.from_bytes(chunk, "little")
                 sigs["WSTRB"].value = strb
-                sigs["WLAST"].value = int(w_beat == self._beats(a, n) - 1)
+                sigs["WLAST"].value = last
                 sigs["WVALID"].value = 1
                 w_valid = True
             await FallingEdge(self.clock)

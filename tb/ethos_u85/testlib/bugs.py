@@ -28,6 +28,8 @@ BUGS = {
     "cross_4k": "4 KB boundary",                 # reported by the AXI subordinate
     "irq_stuck": "IRQ pin 1",
     "ro_write": f"APB R 0x{OFF['CONFIG']:04x}",
+    "wide_strobe": "outside the beat's lanes",  # reported by the AXI subordinate
+    "early_wlast": "WLAST=1 on beat 0",          # reported by the AXI subordinate
 }
 
 
@@ -88,6 +90,12 @@ def plant(env, bug: str) -> None:
         return await orig(txn, data, boundary, max_reads, max_writes, **kw)
 
     mgr.transfer = transfer
+    full = (1 << mgr.BEAT) - 1
+    if bug == "wide_strobe":                              # every lane strobed on first beats:
+        # lanes below an unaligned AWADDR are outside the transfer (the job writes to 0x..34)
+        mgr.w_beat_hook = lambda beat, beats, strb, last: (full if beat == 0 else strb, last)
+    if bug == "early_wlast":                              # WLAST on the first beat of every burst
+        mgr.w_beat_hook = lambda beat, beats, strb, last: (strb, int(beat == 0 or last))
     if bug == "irq_pin":
         env.tlm.irq = types.SimpleNamespace(value=0)          # the pin never rises
     if bug == "irq_stuck":

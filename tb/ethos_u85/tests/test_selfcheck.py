@@ -8,7 +8,9 @@ write, a write on the wrong port, wrong AxCACHE, a burst longer than AXI_x.max_b
 a wrong STATUS.faulting_channel, a missing IRQ edge, more bursts in flight than
 AXI_x.max_outstanding allows, wrong AxPROT or AxDOMAIN, the DMA source read on the wrong
 port, a read outside the model's read footprint, a burst across a 4 KB line, an IRQ that
-CMD.clear_irq does not drop, a write to a read-only register (CONFIG) that takes effect.
+CMD.clear_irq does not drop, a write to a read-only register (CONFIG) that takes effect,
+a W beat strobing lanes outside its transfer, WLAST on the wrong beat (both reported by the AXI
+subordinate, which ``tests/ethos_u85/test_sim.py`` runs in both implementations).
 A clean run of the same job must
 report nothing. Only DUT=tlm: the bugs are planted in the TLM adapter.
 
@@ -47,7 +49,8 @@ async def test_scoreboard_catches(dut, bug):
         for reg in ("AXI_SRAM", "AXI_EXT"):
             await env.write_ok(OFF[reg], 0)
     env.memory.write(REGION_BASE[2] + 0x10, bytes((7 * i + 3) & 0xFF for i in range(200)))
-    words = dma_cmds(src_region=2, src=0x10, dst_region=1, dst=0x30, length=200) + \
+    dst = 0x34 if bug == "wide_strobe" else 0x30             # unaligned: lanes outside the first beat
+    words = dma_cmds(src_region=2, src=0x10, dst_region=1, dst=dst, length=200) + \
         enc(("NPU_OP_STOP", dict(mask=1)))
     await env.load_stream(STREAM_ADDR, words)
     await env.run_job()
