@@ -905,7 +905,9 @@ def rtl_section(args) -> int:
         cmd = [sys.executable, "-m", "tools.bench_rtl", "--configs", configs, "--json", str(out)]
         timeout = 7200
         if args.rtl_yosys:
-            cmd += ["--yosys-configs", args.rtl_yosys_configs, "--yosys-mem-gb", str(args.rtl_yosys_mem_gb)]
+            cmd += ["--yosys-configs", args.rtl_yosys_configs]
+            if args.rtl_yosys_mem_gb is not None:
+                cmd += ["--yosys-mem-gb", str(args.rtl_yosys_mem_gb)]
             timeout += 7200 * (5 if args.rtl_yosys_configs == "all" else len(args.rtl_yosys_configs.split(",")))
         else:
             cmd.append("--no-yosys")
@@ -966,8 +968,8 @@ def main(argv=None) -> int:
                     help="section 5 with the Yosys size (cells, flip-flop bits, memory bits; tens of minutes)")
     ap.add_argument("--rtl-yosys-configs", default="all",
                     help="configurations of the Yosys size, comma-separated (default: all)")
-    ap.add_argument("--rtl-yosys-mem-gb", type=float, default=8.0,
-                    help="address-space limit of each Yosys run in GB (default 8)")
+    ap.add_argument("--rtl-yosys-mem-gb", type=float, default=None,
+                    help="address-space limit of each Yosys run in GB (default: tools.bench_rtl's)")
     ap.add_argument("--sims", default="",
                     help="simulators of the throughput section, comma-separated (default: all, tb.core.simtools.SIMS)")
     ap.add_argument("--sim-net", default=DEFAULT_SIM_NET,

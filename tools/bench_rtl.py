@@ -43,6 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RTL = REPO / "rtl_stub" / "ethos_u85"
 DEVICE = "ethos-u85"
+YOSYS_MEM_GB = 8.0                 # default address-space limit of one Yosys run
 
 LAYERS = {
     # name: (input shape NHWC, output channels, kernel, stride, padding)
@@ -137,7 +138,7 @@ def yosys_script(macs: list, tmp: Path, gates: bool) -> str:
     return f"read_verilog -sv -I{RTL} {files} {tmp / 'size_all.v'}\n" + size_passes(tmp, gates)
 
 
-def yosys_stat(macs: list, timeout: float = 7200, mem_gb: float = 8.0, gates: bool = False) -> dict:
+def yosys_stat(macs: list, timeout: float = 7200, mem_gb: float = YOSYS_MEM_GB, gates: bool = False) -> dict:
     """Size of the stand-in at each of *macs* (module docstring; *gates*: also the generic
     gates), {macs: figures}: one Yosys process for all, limited to *mem_gb* GB of address space
     and *timeout* seconds; its wall time and peak RSS (``seconds``, ``peak_rss_mb``)."""
@@ -235,8 +236,8 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", default="ethos-u85-128,ethos-u85-256")
     ap.add_argument("--yosys-configs", default="",
                     help="configurations for Yosys, comma-separated or 'all' (default: --configs)")
-    ap.add_argument("--yosys-mem-gb", type=float, default=8.0,
-                    help="address-space limit of each Yosys run in GB (default 8)")
+    ap.add_argument("--yosys-mem-gb", type=float, default=YOSYS_MEM_GB,
+                    help=f"address-space limit of each Yosys run in GB (default {YOSYS_MEM_GB:g})")
     ap.add_argument("--yosys-gates", action="store_true",
                     help="also map to Yosys's generic gates (techmap; over 7 GB at MACS 128 alone)")
     ap.add_argument("--yosys-timeout", type=float, default=7200,
