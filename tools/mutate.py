@@ -53,42 +53,70 @@ DATAPATH = ("npu_swd.v", "npu_fwd.v", "npu_wfetch.v", "npu_conv.v", "npu_conv_wa
             "npu_kernel.v", "npu_kernel_alu.v", "npu_act.v")
 KERNEL_FILES = ("npu_kernel.v", "npu_kernel_alu.v", "npu_act.v")
 
-# mutants judged equivalent (no output can change), by id: "file:line:col:old->new" -> reason
-EQUIVALENT: dict[str, str] = {
-    "npu_act.v:76:43:1'b0->1'b1": "bit 0 of a lut_s8_s16 entry's byte address: the 16-bit word is selected "
-                                  "by bits [3:1] and the LUT RAM line by [10:4], bit 0 is never read",
-    "npu_kernel.v:857:51:16->17": "a 17-bit sign extension of the 32-bit MIN identity in a 48-bit wire: "
-                                  "the extra top bit is truncated, the value is the same",
-    "npu_kernel.v:1037:59:16->17": "a 17-bit sign extension of the 32-bit MIN identity assigned to a 48-bit "
-                                   "accumulator: the extra top bit is truncated, the value is the same",
-    "npu_conv.v:226:22:16->17": "a 17-bit size cast assigned to the 16-bit wire kwu: truncated to the same "
-                                "16 bits",
-    "npu_kernel.v:757:66:3'd4->3'd3": "the request token queue (4 entries, tok_cnt moves by one) admits 3 "
-                                      "requests in flight instead of 4: slower, the same results",
-    "npu_conv_mac.v:139:55:-->+": "equivalent at MACS 256 only (the fast regression's configuration): the "
-                                  "word mask of wide depthwise bricks, (1 << (lwo-4)) + 1 instead of - 1, "
-                                  "selects the same word for every read port a 256-MAC array uses (lwo 4: "
-                                  "ports 0-1, lwo 5: ports 0-1); MACS 512+ would tell",
-    "npu_conv.v:402:33:-->+": "rup() rounds the first spatial block up one step further (n + m + 1 instead of "
-                              "n + m - 1, still a multiple of the microblock): a larger block, halved until it "
-                              "fits the AB and the IFM buffer as before; the spatial blocking is a schedule, "
-                              "every OFM element is computed the same",
-    "npu_conv.v:405:29:>->>=": "min(OFM_HEIGHT_M1, OFM_BLK_HEIGHT_M1) with >= instead of >: both arms are equal "
-                               "when the operands are",
-    "npu_conv.v:493:56:3'd0->3'd1": "dw_pad_k of a CONV (not DEPTHWISE): npu_conv_walk.v reads it only with dw",
-    "npu_conv_mac.v:136:13:5'd0->5'd1": "the default of pq before the loop over the read ports, which assigns it "
-                                        "before every use",
-    "npu_kernel.v:478:46:11->12": "the size cast 11'(NPU_MAX_BLOCK_WIDTH) -> 12'(...) of a constant below 2^11, "
-                                  "compared with the 11-bit blk_d: the same comparison",
-    "npu_conv_walk.v:271:46:1->2": "the reset value {(LBW+1){1'b0}} -> {(LBW+2){1'b0}} of the (LBW+1)-bit fill "
-                                   "count: zero either way",
-    "npu_swd.v:113:40:6->7": "the size cast 6'(RFN - 12) -> 7'(RFN - 12): the same value (20), compared with "
-                             "a 6-bit count",
-    "npu_kernel_alu.v:224:31:1->2": "lut_sigmoid's {{1{base[31]}}, base, 9'd0} -> {{2{...}}, ...}: a 43-bit "
-                                    "concatenation in an unsigned sum assigned to the 42-bit sgv; the extra top "
-                                    "bit is truncated, the low 42 bits of the sum are the same",
-    "npu_swd.v:279:32:4->5": "the size cast 4'(j) -> 5'(j) of a loop index below 8, compared with the 4-bit "
-                             "count n: the same comparison",
+# judged equivalent, by (file, code line, change, n-th such site in the file): line numbers move
+EQUIVALENT: dict[tuple, str] = {
+    ('npu_act.v', "F_S8S16:    byte_a = {e8[9:0], 1'b0};",
+     "1'b0->1'b1", 0):
+        "bit 0 of a lut_s8_s16 entry's byte address: the 16-bit word is selected by bits [3:1] "
+        'and the LUT RAM line by [10:4], bit 0 is never read',
+    ('npu_kernel.v', '(k_mode[2:0] == P_MIN) ? {{16{NPU_POOL_IDENTITY_MIN[31]}}, NPU_POOL_IDENTITY_MIN} :',
+     '16->17', 0):
+        'a 17-bit sign extension of the 32-bit MIN identity in a 48-bit wire: the extra top bit '
+        'is truncated, the value is the same',
+    ('npu_kernel.v', "(op_mode[2:0] == P_MIN) ? {{16{NPU_POOL_IDENTITY_MIN[31]}}, NPU_POOL_IDENTITY_MIN} : 48'd0;",
+     '16->17', 0):
+        'a 17-bit sign extension of the 32-bit MIN identity assigned to a 48-bit accumulator: the'
+        ' extra top bit is truncated, the value is the same',
+    ('npu_conv.v', "wire [15:0] kwu = 16'((kw + {16'd0, dil_xb}) >> dil_xb);",
+     '16->17', 0):
+        'a 17-bit size cast assigned to the 16-bit wire kwu: truncated to the same 16 bits',
+    ('npu_kernel.v', "wire           tap_go = (g == G_TAP) && !abort && (tok_cnt != 3'd4)",
+     "3'd4->3'd3", 0):
+        'the request token queue (4 entries, tok_cnt moves by one) admits 3 requests in flight '
+        'instead of 4: slower, the same results',
+    ('npu_conv_mac.v', "wq = dw_wide ? 5'(q & ((1 << (lwo - 4'd4)) - 1)) : 5'd0;",
+     '-->+', 1):
+        "equivalent at MACS 256 only (the fast regression's configuration): the word mask of wide"
+        ' depthwise bricks, (1 << (lwo-4)) + 1 instead of - 1, selects the same word for every '
+        'read port a 256-MAC array uses (lwo 4: ports 0-1, lwo 5: ports 0-1); MACS 512+ would '
+        'tell',
+    ('npu_conv.v', "rup = (n + {5'd0, m} - 8'd1) & ~({5'd0, m} - 8'd1);",
+     '-->+', 0):
+        'rup() rounds the first spatial block up one step further (n + m + 1 instead of n + m - '
+        '1, still a multiple of the microblock): a larger block, halved until it fits the AB and '
+        'the IFM buffer as before; the spatial blocking is a schedule, every OFM element is '
+        'computed the same',
+    ('npu_conv.v', "wire [7:0]  mh0 = (oh_m1 > {9'd0, blkh_m1}) ? {1'b0, blkh_m1} : oh_m1[7:0];",
+     '>->>=', 0):
+        'min(OFM_HEIGHT_M1, OFM_BLK_HEIGHT_M1) with >= instead of >: both arms are equal when the'
+        ' operands are',
+    ('npu_conv.v', ".dw_pad_k(dw_q ? (ifm16 ? DW16_PAD : DW8_PAD) : 3'd0),",
+     "3'd0->3'd1", 0):
+        'dw_pad_k of a CONV (not DEPTHWISE): npu_conv_walk.v reads it only with dw',
+    ('npu_conv_mac.v', "pq = 5'd0; wq = 5'd0; lr = 3'd0; lc = 3'd0; prow = 16'd0; pcol = 16'd0; pos = 32'd0;",
+     "5'd0->5'd1", 0):
+        'the default of pq before the loop over the read ports, which assigns it before every use',
+    ('npu_kernel.v', "wire tr_blk_ok     = !(tr_elem && blk_d > 11'(NPU_MAX_BLOCK_WIDTH));",
+     '11->12', 0):
+        "the size cast 11'(NPU_MAX_BLOCK_WIDTH) -> 12'(...) of a constant below 2^11, compared "
+        'with the 11-bit blk_d: the same comparison',
+    ('npu_conv_walk.v', "if (bq_push) fcnt[b] <= {(LBW+1){1'b0}};",
+     '1->2', 0):
+        "the reset value {(LBW+1){1'b0}} -> {(LBW+2){1'b0}} of the (LBW+1)-bit fill count: zero "
+        'either way',
+    ('npu_swd.v', "wire         rf_room12 = (rf_cnt <= 6'(RFN - 12));",
+     '6->7', 0):
+        "the size cast 6'(RFN - 12) -> 7'(RFN - 12): the same value (20), compared with a 6-bit "
+        'count',
+    ('npu_act.v', "wire signed [41:0] sgv = {{1{base[31]}}, base, 9'd0} + fs + (t[31] ? 42'sh10001FF : 42'sh1000200);",
+     '1->2', 0):
+        "lut_sigmoid's {{1{base[31]}}, base, 9'd0} -> {{2{...}}, ...}: a 43-bit concatenation in "
+        'an unsigned sum assigned to the 42-bit sgv; the extra top bit is truncated, the low 42 '
+        'bits of the sum are the same',
+    ('npu_swd.v', "if (4'(j) == n) out_w[j*9 +: 9] = e[8:0];",
+     '4->5', 0):
+        "the size cast 4'(j) -> 5'(j) of a loop index below 8, compared with the 4-bit count n: "
+        'the same comparison',
 }
 
 # operator replacements (tried in this order at each site)
@@ -116,10 +144,18 @@ class Mutant:
     col: int           # 0-based column of the token
     old: str
     new: str
+    code: str = ""     # the line without comments and indentation
+    nth: int = 0       # how many sites of the same change on the same code precede it in the file
 
     @property
     def id(self) -> str:
         return f"{self.file}:{self.line}:{self.col}:{self.old}->{self.new}"
+
+    @property
+    def key(self) -> tuple:
+        """Names the mutant by its code, not its line number (EQUIVALENT's keys): edits
+        elsewhere in the file leave it valid."""
+        return (self.file, self.code, f"{self.old}->{self.new}", self.nth)
 
 
 def _strip_comments(text: str) -> list[str]:
@@ -269,6 +305,12 @@ def sites(path: Path) -> list[Mutant]:
                     for new in OPS.get(tok, ()):
                         out.append(Mutant(path.name, n, col, tok, new))
             prev = tok
+    seen: dict = {}
+    for m in out:
+        m.code = lines[m.line - 1].strip()
+        k = (m.code, m.old, m.new)
+        m.nth = seen.get(k, 0)
+        seen[k] = m.nth + 1
     return out
 
 
@@ -413,8 +455,8 @@ def main(argv=None) -> int:
             else:
                 first = "kernel" if m.file in KERNEL_FILES else "conv"
                 outcome, detail = run_one(work, first, args.timeout, args.seed)
-                if outcome == "survived" and m.id in EQUIVALENT:
-                    outcome, detail = "equivalent", EQUIVALENT[m.id]
+                if outcome == "survived" and m.key in EQUIVALENT:
+                    outcome, detail = "equivalent", EQUIVALENT[m.key]
             counts[outcome] += 1
             results.append(dict(id=m.id, outcome=outcome, detail=detail))
             print(f"[{i}/{len(chosen)}] {m.id}: {outcome} - {detail}", flush=True)
