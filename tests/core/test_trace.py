@@ -284,3 +284,52 @@ def test_device_subcommands_are_registered_once():
     sets = cli.command_sets()
     with pytest.raises(RuntimeError, match="registered twice"):
         cli.build_parser(sets + [sets[0]])
+
+
+class SettlingTarget(FakeTarget):
+    """FakeTarget that counts reads and says when nothing can change (no job running)."""
+
+    def __init__(self):
+        super().__init__()
+        self.reads = 0
+
+    def read_reg(self, offset):
+        self.reads += 1
+        return super().read_reg(offset)
+
+    def settled(self, offset):
+        return self.countdown is None
+
+
+def test_poll_on_a_settled_device_ends_early_with_the_same_verdict(tmp_path):
+    """TraceTarget.settled: a poll that can never match stops once a read repeats and the
+    device has nothing left to run; while a job runs it keeps polling, and a match is a match."""
+    t = SettlingTarget()
+    res = replay(parse(_trace(tmp_path, "device fake\npoll_reg 0x8 0xD0 0xFF 1000000\n")), t)
+    assert res.failed == 1 and t.reads == 2, (res.messages, t.reads)
+    assert "in 2 reads (last 0x0); the device had settled" in res.messages[0]
+    t = SettlingTarget()              # the job raises 0xD0 after 3 steps: found, not cut short
+    res = replay(parse(_trace(tmp_path, "device fake\nwrite_reg 0x0 1\npoll_reg 0x8 0xD0 0xFF 1000\n")), t)
+    assert res.failed == 0 and res.passed == 1 and t.reads == 4, (res.messages, t.reads)
+    t = FakeTarget()                  # the default (settled False): every read is made
+    res = replay(parse(_trace(tmp_path, "device fake\npoll_reg 0x8 0xD0 0xFF 50\n")), t)
+    assert res.failed == 1 and "in 50 reads (last 0x0)" in res.messages[0] and "had settled" not in res.messages[0]
+
+
+def test_dtpu_poll_after_a_dma_error_ends_at_once(tmp_path):
+    """A DTPU trace whose input DMA halts (a length far beyond the stream, DMAINTERR) polls
+    DMASR.Idle with MAX 1,000,000 reads: the model has settled, the poll fails after two."""
+    from pathlib import Path
+    import shutil
+    src = Path(__file__).resolve().parents[1] / "dtpu" / "traces" / "depthwise_small"
+    for f in src.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    lines = (src / "trace.txt").read_text().split("\n")
+    i = next(n for n, ln in enumerate(lines) if ln.startswith("write_reg 0x400028 "))
+    lines[i] = "write_reg 0x400028 0x038bdb64"
+    (tmp_path / "trace.txt").write_text("\n".join(lines))
+    target = registry.get("dtpu").make_target(None)
+    res = replay(parse(tmp_path / "trace.txt"), target)
+    polls = [m for m in res.messages if "poll_reg" in m]
+    assert polls and all("in 2 reads" in m and "settled" in m for m in polls), polls
+    assert any("DMAINTERR" in m for m in res.messages), res.messages[:3]

@@ -183,6 +183,13 @@ class TraceTarget:
     def idle(self) -> None:
         """Let the device run for one poll interval (between the reads of poll_reg)."""
 
+    def settled(self, offset: int) -> bool:
+        """True when no later read of register *offset* can return another value until the
+        host acts: the model has nothing left to move and the read has no side effects. A
+        failing poll_reg then ends at once with the same verdict (a trace's MAX of a million
+        reads would otherwise run them all). The default keeps polling."""
+        return False
+
     def faults(self) -> list[str]:
         """Architectural faults raised since the last call (one line each)."""
         return []
@@ -250,16 +257,21 @@ class ReplayResult:
 
 
 def poll(read: Callable[[], int], idle: Callable[[], None], expect: int, mask: int,
-         max_reads: int) -> tuple[bool, int, int]:
+         max_reads: int, settled: "Callable[[], bool] | None" = None) -> tuple[bool, int, int]:
     """poll_reg's loop: read until (value & mask) == expect, the device running between
-    reads. Returns (matched, last value, reads)."""
-    v = 0
+    reads. Returns (matched, last value, reads). With *settled* (TraceTarget.settled of the
+    register) the loop stops early once a read repeats the previous value and the target
+    says no later read can differ: fewer reads, the same verdict."""
+    v = prev = None
     for n in range(1, max_reads + 1):
         v = read()
         if (v & mask) == expect:
             return True, v, n
+        if v == prev and settled is not None and settled():
+            return False, v, n
+        prev = v
         idle()
-    return False, v, max_reads
+    return False, (0 if v is None else v), max_reads
 
 
 def step_bytes(s: Step) -> bytes:
@@ -306,9 +318,10 @@ class Verdicts:
 
     def poll(self, s: Step, matched: bool, last: int, reads: int) -> None:
         a = s.args
+        early = "; the device had settled, no later read could differ" if reads < poll_max(s) else ""
         self._judge(s, None if matched else
                     f"offset 0x{a[0]:x}: never read 0x{a[1]:x} under mask 0x{a[2]:x} in {reads} reads "
-                    f"(last 0x{last:x})")
+                    f"(last 0x{last:x}){early}")
 
     def wait(self, s: Step, raised: bool, limit: int, unit: str = "steps") -> None:
         self._judge(s, None if raised else f"interrupt not raised within {limit} {unit}")
@@ -346,7 +359,8 @@ def replay(trace: Trace, target: TraceTarget, on_line: "Callable[[str], None] | 
             elif s.op == "read_reg":
                 v.read(s, target.read_reg(a[0]))
             elif s.op == "poll_reg":
-                v.poll(s, *poll(lambda a=a: target.read_reg(a[0]), target.idle, a[1], a[2], poll_max(s)))
+                v.poll(s, *poll(lambda a=a: target.read_reg(a[0]), target.idle, a[1], a[2], poll_max(s),
+                                lambda a=a: target.settled(a[0])))
             elif s.op == "wait_irq":
                 n = wait_max(s, target)
                 v.wait(s, target.wait_irq(n), n)

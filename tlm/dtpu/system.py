@@ -49,6 +49,7 @@ class DtpuSystem(TraceTarget):
         self._faults: list[str] = []
         self._seen = dict.fromkeys(_STATUS_ERRORS, 0)
         self._dma_seen: dict[str, int] = {}
+        self._moved = True                                   # did the last advance move anything
 
     # ---------------------------------------------------------------- address decode
     def _window(self, offset: int) -> "tuple[C.Window, int] | tuple[None, None]":
@@ -151,8 +152,9 @@ class DtpuSystem(TraceTarget):
 
     def advance(self) -> None:
         """Move everything that can move (DMA transfers, commands, runs)."""
+        self._moved = False
         while self._step_dmas():
-            pass
+            self._moved = True
         self._check_status()
 
     def _check_status(self) -> None:
@@ -183,6 +185,11 @@ class DtpuSystem(TraceTarget):
 
     def idle(self) -> None:
         self.advance()
+
+    def settled(self, offset: int) -> bool:
+        # event-driven: when the last advance moved nothing, nothing moves until the host
+        # acts; no register read has side effects
+        return not self._moved
 
     def faults(self) -> list[str]:
         out, self._faults = self._faults, []
