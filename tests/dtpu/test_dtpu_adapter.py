@@ -163,6 +163,29 @@ def test_overflow_underrun_and_missing_csr():
     assert status(d)["OVERFLOW"]
 
 
+def test_a_packet_far_beyond_the_buffer_is_cut_at_its_capacity():
+    """A beat stream of millions of beats (a DMA LENGTH near its 26-bit limit): the buffer
+    takes its capacity, the rest is dropped with OVERFLOW, in one step; a packet fed beat by
+    beat stores the same elements (the 64-bit beats split lowest byte first)."""
+    words = np.arange(1 << 21, dtype=np.uint64) * np.uint64(0x0101010101010101)
+    d, e = Dtpu(), Dtpu()
+    for x in (d, e):
+        init(x, rqt=0b110)
+    d.stream_packet(IN["INFIFO"], words)
+    assert status(d)["OVERFLOW"]
+    arg = d.args[IN["INFIFO"]]
+    cap = arg.buffers[0].data.size
+    few = words[:cap // (8 // arg.arg.unit) + 2]
+    for i, w in enumerate(few):
+        e.stream_beat(IN["INFIFO"], int(w), i == len(few) - 1)
+    assert status(e)["OVERFLOW"]
+    got, want = d.args[IN["INFIFO"]].buffers[0], e.args[IN["INFIFO"]].buffers[0]
+    assert got.length == want.length == cap
+    assert np.array_equal(got.data, want.data)
+    per = 8 // arg.arg.unit
+    assert list(got.data[:per + 1]) == [0] * per + [1 if per > 1 else 0x0101010101010101]
+
+
 def test_soft_reset_empties_and_blocks():
     d = Dtpu()
     init(d)

@@ -197,34 +197,36 @@ class Dtpu:
 
     def stream_beat(self, n: int, word: int, last: bool) -> None:
         """One accepted beat on S_AXIS_n (call only when stream_ready(n))."""
+        self._fill(n, np.array([word], np.uint64), last)
+
+    def stream_packet(self, n: int, words) -> None:
+        """A whole packet on S_AXIS_n (its last beat carries TLAST): the beats of
+        ``stream_beat``, at once."""
+        ws = np.asarray(words, np.uint64).reshape(-1)
+        if not ws.size:
+            raise ValueError("an AXI4-Stream packet has at least one beat")
+        self._fill(n, ws, True)
+
+    def _fill(self, n: int, words: np.ndarray, last: bool) -> None:
         if not self.stream_ready(n):
             raise RuntimeError(f"beat on {C.IN_ARGS[n].port} while TREADY is low")
         a = self.args[n]
         if a.filling is None:
             a.filling = 0
         b = a.buffers[a.fill_index()]
-        per = 8 // a.arg.unit                       # elements per 64-bit beat
-        for k in range(per):
-            if a.filling < b.data.size:
-                b.data[a.filling] = (word >> (8 * k * a.arg.unit)) & ((1 << (8 * a.arg.unit)) - 1)
-                a.filling += 1
-            else:
-                self.sticky["OVERFLOW"] = 1         # past the capacity: dropped
+        # the 64-bit beats split into elements, lowest bytes first
+        elems = words.astype("<u8").view(np.uint8) if a.arg.unit == 1 else words
+        take = min(elems.size, b.data.size - a.filling)
+        b.data[a.filling:a.filling + take] = elems[:take]
+        a.filling += take
+        if take < elems.size:
+            self.sticky["OVERFLOW"] = 1             # past the capacity: dropped
         if last:
             b.length, b.read = a.filling, 0
             a.filling = None
             a.ready += 1
             self._emit("packet", arg=a.arg.name, length=b.length)
             self.process()
-
-    def stream_packet(self, n: int, words) -> None:
-        ws = [int(x) for x in np.asarray(words, np.uint64).reshape(-1)]
-        if not ws:
-            raise ValueError("an AXI4-Stream packet has at least one beat")
-        for i, x in enumerate(ws):
-            if not self.stream_ready(n):
-                raise RuntimeError(f"{C.IN_ARGS[n].port}: no free buffer for the packet")
-            self.stream_beat(n, x, i == len(ws) - 1)
 
     def out_valid(self) -> bool:
         return bool(self.out) and not self.soft_reset
