@@ -37,6 +37,7 @@ import enum
 import traceback
 from collections import Counter, deque
 from dataclasses import dataclass, replace
+from operator import itemgetter
 from types import MethodType
 from typing import Mapping
 
@@ -376,6 +377,31 @@ class _State(dict):
     __slots__ = ("plan",)
 
 
+class ApbRecord:
+    """What a sequence of APB accesses did to a device (Device.apb_memo): `pre`/`ppre` the
+    device's and the PMU's immutable attributes before it (`get`/`pget` read them), `store`
+    the storage registers, `n` the number of attributes, `post`/`ppost` the immutable
+    attributes it changed, `events` the events it logged (`names` their kinds), `idle` the
+    PMU's idle/stopped cycles it added, `value` what the sequence returned."""
+    __slots__ = ("get", "pre", "pget", "ppre", "store", "n", "post", "ppost", "events", "names", "idle", "value")
+
+
+_PMU_TALLIES = frozenset(("_idle", "_unsummed"))     # the PMU's running totals (not registers)
+
+
+def _immutable(v) -> bool:
+    """A value compared and restored as it is (nothing inside it can change)."""
+    return type(v) in _SHARE or type(v) is tuple or isinstance(v, (enum.Enum, np.generic))
+
+
+def _getter(keys: tuple):
+    """keys -> a function returning their values from a dict, always as a tuple."""
+    if not keys:
+        return lambda d: ()
+    g = itemgetter(*keys)
+    return g if len(keys) > 1 else (lambda d: (g(d),))
+
+
 class Device:
     """Ethos-U85 control plane and command-stream executor."""
 
@@ -477,6 +503,84 @@ class Device:
         dev.txn_sink = _TxnSink(dev)
         dev.memory.listeners.append(dev.txn_sink)
         return dev
+
+    # ================================================================== recorded APB sequences
+    def apb_memo(self, memo: dict, name: str, fn):
+        """``fn(self)``, a sequence of APB accesses (runner: the driver's closing STATUS read
+        and CMD write), or the effect it had when recorded in *memo* under *name*, applied
+        without making the accesses: only when the device's and the PMU's immutable
+        attributes, the PMU's counter registers and the storage registers equal those the
+        record started from (an APB access reads nothing else: its effect is a function of
+        these), no hook takes the events it logs and no PMU counter counts.  What a replay leaves equals what the accesses leave (events,
+        cycles, PMU, STATUS, IRQ line); a recording is kept only when the accesses changed
+        nothing but immutable attributes, the event log and the PMU's idle cycles."""
+        rec = memo.get(name)
+        if rec is not None:
+            d = self.__dict__
+            try:
+                hit = (len(d) == rec.n and rec.get(d) == rec.pre and rec.pget(self.pmu.__dict__) == rec.ppre
+                       and self._store == rec.store and self.pmu.totals_only)
+            except KeyError:
+                hit = False
+            if hit:
+                for h in self.hooks:
+                    kinds = getattr(h, "hook_events", None)
+                    if kinds is None or not rec.names.isdisjoint(kinds):
+                        hit = False
+                        break
+            if hit:
+                d.update(rec.post)
+                self.pmu.__dict__.update(rec.ppost)
+                idle = self.pmu._idle
+                idle[0] += rec.idle[0]
+                idle[1] += rec.idle[1]
+                self.events.extend(rec.events)
+                return rec.value
+        rec = None
+        d, pmu = self.__dict__, self.pmu
+        if self._executing or self.policy.auto_run or not self.log_events or not pmu.totals_only:
+            memo.pop(name, None)
+            return fn(self)
+        pd = pmu.__dict__
+        before, pbefore = dict(d), dict(pd)
+        keys = tuple(k for k, v in before.items() if _immutable(v))
+        pkeys = tuple(k for k, v in pbefore.items() if _immutable(v))
+        # the PMU's registers held in lists (event counters and types) are compared too
+        pregs = tuple(k for k, v in pbefore.items() if type(v) is list and k not in _PMU_TALLIES)
+        copies = (dict(self._store), dict(self.rf._raw), dict(self.route_cache), dict(self.op_counts),
+                  self.lut.tobytes(), [list(x) if isinstance(x, list) else dict(x) if isinstance(x, dict) else x
+                                       for x in pbefore.values()])
+        n0, idle0 = len(self.events), list(pmu._idle)
+        value = fn(self)
+        new = len(self.events) - n0
+        ok = (d.keys() == before.keys() and pd.keys() == pbefore.keys() and pmu.totals_only
+              and len(self.events) < self.events.maxlen and new >= 0
+              and all(d[k] is v for k, v in before.items() if k not in keys)
+              and all(_immutable(d[k]) for k in keys)
+              and all(pd[k] is v for k, v in pbefore.items() if k not in pkeys)
+              and (dict(self._store), dict(self.rf._raw), dict(self.route_cache), dict(self.op_counts),
+                   self.lut.tobytes()) == copies[:5]
+              and [x if k != "_idle" else idle0 for k, x in pd.items()] == copies[5])
+        if ok:
+            events = tuple(self.events)[n0:]
+            names = frozenset(e for e, _ in events)
+            if all(getattr(h, "hook_events", None) is not None and names.isdisjoint(h.hook_events)
+                   for h in self.hooks):
+                rec = ApbRecord()
+                rec.get, pget, lget = _getter(keys), _getter(pkeys), _getter(pregs)
+                rec.pget = lambda x: pget(x) + tuple(map(tuple, lget(x)))
+                rec.pre, rec.ppre = rec.get(before), rec.pget(pbefore)
+                rec.store, rec.n = copies[0], len(before)
+                rec.post = {k: d[k] for k in keys if d[k] is not before[k]}
+                rec.ppost = {k: pd[k] for k in pkeys if pd[k] is not pbefore[k]}
+                rec.events, rec.names = events, names
+                rec.idle = (pmu._idle[0] - idle0[0], pmu._idle[1] - idle0[1])
+                rec.value = value
+        if rec is None:
+            memo.pop(name, None)
+        else:
+            memo[name] = rec
+        return value
 
     # ================================================================== events / irq
     def _event(self, event: str, /, **details) -> None:

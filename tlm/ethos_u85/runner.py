@@ -578,6 +578,11 @@ class Session:
         self._grown = False             # _loaded holds the pages the first run created (zeros)
         self._programmed = None         # Device.save_state() after program() (warm paths)
         self._outputs = None            # _output_specs()
+        # the driver's closing accesses (STATUS read, CMD.clear_irq) on the warm paths:
+        # through Device.apb_memo, recorded in _closing
+        self._closing: dict = {}
+        self._read_status = lambda dev: DeviceHost(dev, driver.pprot).read("STATUS")
+        self._clear_irq = lambda dev: cmd_write(DeviceHost(dev, driver.pprot), clear_irq=1)
 
     def _output_specs(self) -> list:
         """(address, bytes, little-endian dtype, dtype, shape) of each model output."""
@@ -640,7 +645,8 @@ class Session:
                 dev.prime_caches()
                 self._programmed = dev.save_state()
         stop = dev.last_stop if not dev.running and dev.last_stop else dev.run(max_steps, max_work)  # auto_run
-        status = host.read("STATUS")
+        memo = self._closing if keep and warm and not self.reference_paths else None
+        status = host.read("STATUS") if memo is None else dev.apb_memo(memo, "status", self._read_status)
         err = _failure(model, dev, stop, status, watch)
         if err is not None:
             if cfg_warning is not None:
@@ -657,7 +663,10 @@ class Session:
         outputs = []
         for addr, nbytes, le, dt, shape in self._output_specs():
             outputs.append(np.frombuffer(memory.read(addr, nbytes), le).astype(dt).reshape(shape))
-        cmd_write(host, clear_irq=1)
+        if memo is None:
+            cmd_write(host, clear_irq=1)
+        else:
+            dev.apb_memo(memo, "clear_irq", self._clear_irq)
         if keep and not self._grown and self._loaded is not None and memory is self._memory:
             # the pages this run created start the next runs as zero pages (an absent page
             # reads as zeros): the same page arrays on every run, so the operation plans'
