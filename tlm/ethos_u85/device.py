@@ -108,7 +108,7 @@ class _DryMemory:
 # environment, the op implementations); replayed only after the command-stream bytes it
 # fetches compare equal, and each planned operation still checks its own data.
 _TRACES = Memo(64)
-_T_KERNEL, _T_DMA, _T_WAIT, _T_ORDINARY, _T_END = range(5)
+_T_KERNEL, _T_DMA, _T_WAIT, _T_ORDINARY, _T_END, _T_STOP = range(6)
 _WAITS = ("NPU_OP_KERNEL_WAIT", "NPU_OP_DMA_WAIT")
 
 
@@ -507,7 +507,8 @@ class Device:
     # ================================================================== recorded APB sequences
     def apb_memo(self, memo: dict, name: str, fn):
         """``fn(self)``, a sequence of APB accesses (runner: the driver's closing STATUS read
-        and CMD write), or the effect it had when recorded in *memo* under *name*, applied
+        and CMD write; *name* stands for that one sequence in *memo*), or the effect it had
+        when recorded in *memo* under *name*, applied
         without making the accesses: only when the device's and the PMU's immutable
         attributes, the PMU's counter registers and the storage registers equal those the
         record started from (an APB access reads nothing else: its effect is a function of
@@ -1402,6 +1403,8 @@ class Device:
             wk = 1 + plan.op_work + 64 * len(plan.pages) + seg.op_work + plan.twork
         elif name in _WAITS:
             kind, cyc, wk = _T_WAIT, cpc + seg.op_beats, 1 + seg.op_work
+        elif name == "NPU_OP_STOP" and self._last_stop.kind is StopKind.STOP and self.work - w0 == 1 + seg.op_work:
+            kind, cyc, wk = _T_STOP, cpc + seg.op_beats, 1 + seg.op_work      # (_stop_step)
         else:
             if name == "NPU_OP_DMA_START" or name == "NPU_OP_BRANCH":
                 return False                       # data-dependent addresses or control flow
@@ -1477,12 +1480,12 @@ class Device:
                 cycles += seg.cycles
                 for k, v in seg.summary:
                     total[k] += v
-            if kind not in (_T_END, _T_ORDINARY):
+            if kind not in (_T_END, _T_ORDINARY, _T_STOP):
                 cycles += st[6]
                 for k, v in st[9]:
                     total[k] += v
-            if kind == _T_ORDINARY or j == len(rec) - 1:
-                last = j if kind not in (_T_END, _T_ORDINARY) else ~j
+            if kind == _T_ORDINARY or kind == _T_STOP or j == len(rec) - 1:
+                last = j if kind not in (_T_END, _T_ORDINARY, _T_STOP) else ~j
                 tr.chunks[start] = (j + 1 - start, last, cycles, tuple(total.items()))
                 start, cycles, total = j + 1, 0, Counter()
         _TRACES.put(key, tr)
@@ -1568,12 +1571,16 @@ class Device:
                 if pend is not None:
                     pend.append(~i)
                 continue
-            if kind == _T_ORDINARY:
+            if kind == _T_ORDINARY or kind == _T_STOP:
                 if pend is not None:
                     pend.append(~i)
                     self._flush_tallies(tr, pend)
                 self._snap = snap
-                self._exec_one(d, seg)
+                if kind == _T_STOP and (self.hooks is hooks and len(hooks) == n_hooks and not op_hooks
+                                        or not self._op_hooks()):
+                    self._stop_step(d, seg, snap, nxt, cyc, wk, txns, summary)
+                else:
+                    self._exec_one(d, seg)
                 done += 1
                 self._update_irq()
                 if not self.running or self.qread != nxt or self.stop_requested or (pmu.cnten and pmu.counting):
@@ -1625,6 +1632,31 @@ class Device:
                 pend.append(i)
             done += 1
         return done
+
+    def _stop_step(self, d, seg, snap, nxt, cycles, work, txns, summary) -> None:
+        """A replayed NPU_OP_STOP (no hook takes 'op' events): what _exec_one does for it -
+        the command's set-up, the 'op' event, the stop, the command's cycles and work - with
+        the fetch transactions' PMU totals the trace recorded (*txns*, *summary*)."""
+        self._begin_command(seg)
+        name = d.cmd.name
+        self._cur_next, self._cur_op = nxt, d.cmd
+        self.op_counts[name] += 1
+        self._last_snap = snap
+        off = self.qread
+        if self.log_events:
+            self.events.append(("op", {"name": name, "offset": off, "fields": dict(d.fields), "snapshot": snap,
+                                       "cycle": self.cycle}))
+        self.irq_history_mask |= d.fields["mask"] & 0xFFFF
+        self.qread = nxt
+        self.resume_ok = True
+        self._stop(StopKind.STOP)
+        self._executing = False
+        t = self._last_txns = self.command_txns
+        if t:
+            self.command_txns = []
+        self.cycle += cycles
+        self.work += work
+        self.pmu.tally(cycles, True, txns, summary)
 
     def _command_after_event(self, name, d, snap, off, nxt, seg, kind) -> None:
         """An operation whose 'op' event and count are done, as _exec_one would finish it."""
