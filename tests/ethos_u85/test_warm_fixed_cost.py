@@ -336,6 +336,11 @@ def test_inputs_of_every_form_and_outputs_stay(fresh):
         for j, r in enumerate(got):
             assert all(np.array_equal(o, k) for o, k in zip(r.outputs, kept[j])), "a later run changed an output"
             assert all(o.flags.writeable and o.flags.owndata or o.base is not None for o in r.outputs)
+    assert s._in_views, "the inputs were never written straight into the pages"
+    # a caller that replaced the memory's page arrays: the inputs go through write_inputs again
+    r = s.run(inputs)
+    r.device.memory.load_pages(list(r.device.memory.page_items()))
+    assert_same(observe_all(s.run(inputs)), fresh_run(vm, inputs), "after load_pages")
     with pytest.raises(runner.RunError, match="dtype"):
         s.run([x.astype(np.float32) for x in inputs])
     with pytest.raises(runner.RunError, match="elements"):

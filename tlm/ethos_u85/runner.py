@@ -578,6 +578,8 @@ class Session:
         self._grown = False             # _loaded holds the pages the first run created (zeros)
         self._programmed = None         # Device.save_state() after program() (warm paths)
         self._outputs = None            # _output_specs()
+        self._in_specs = None           # _checked(): (dtype, shape) per input; None with unused inputs
+        self._in_views = None           # _write_direct(): (page index, page, typed view) per input, or False
         # the driver's closing accesses (STATUS read, CMD.clear_irq) on the warm paths:
         # through Device.apb_memo, recorded in _closing
         self._closing: dict = {}
@@ -593,6 +595,52 @@ class Session:
                              for t in self.model.outputs]
         return self._outputs
 
+    def _checked(self, inputs) -> list:
+        """check_inputs(model, inputs); the arrays as they are when each already is one of
+        the model's dtype and shape, C-contiguous (what check_inputs would return)."""
+        specs = self._in_specs
+        if specs is None:
+            specs = self._in_specs = (None if self.model.unused_inputs else
+                                      tuple((np.dtype(t.dtype), tuple(t.shape)) for t in self.model.inputs))
+        if specs is not None and type(inputs) in (list, tuple) and len(inputs) == len(specs):
+            for x, (dt, shape) in zip(inputs, specs):
+                if type(x) is not np.ndarray or x.dtype != dt or x.shape != shape or not x.flags.c_contiguous:
+                    break
+            else:
+                return list(inputs)
+        return check_inputs(self.model, inputs)
+
+    def _write_direct(self, memory: Memory, arrays: list) -> bool:
+        """The inputs copied straight into the memory's pages (Memory.write's back door
+        without the byte copies) when each lies in one page the memory still holds as the
+        array the session cached (pages are kept between runs: restore_pages); False when
+        not (the caller writes them with write_inputs)."""
+        direct = self._in_views
+        if direct is None:
+            if not self._grown or memory is not self._memory:
+                return False                                # (the pages are not settled yet)
+            direct = []
+            mmap = self.memory_map
+            for t in self.model.inputs:
+                addr = mmap.basep[t.region] + t.offset           # (as write_inputs)
+                off, page = addr & (PAGE_SIZE - 1), memory.page(addr // PAGE_SIZE)
+                if page is None or off + t.nbytes > PAGE_SIZE:
+                    direct = False
+                    break
+                view = page[off:off + t.nbytes].view(np.dtype(t.dtype).newbyteorder("<")).reshape(t.shape)
+                direct.append((addr // PAGE_SIZE, page, view))
+            self._in_views = direct
+        if not direct or memory is not self._memory:
+            return False
+        page_of = memory.page
+        for k, page, _ in direct:
+            if page_of(k) is not page:                      # (a caller replaced the memory's pages)
+                self._in_views = None
+                return False
+        for (_, _, view), x in zip(direct, arrays):
+            np.copyto(view, x.reshape(view.shape))
+        return True
+
     def run(self, inputs, max_steps: "int | None" = None, *, max_work: "int | None" = None) -> RunResult:
         """One inference (run_model's arguments and result; RunError as run_model)."""
         return self._run(inputs, max_steps, max_work, keep=True)
@@ -605,7 +653,7 @@ class Session:
             memory.restore_pages(self._loaded)
             memory.log = []
             memory.listeners.clear()
-            if list(memory.faults) != self._faults:
+            if memory.faults.token != self._faults:          # (equal tokens: equal fault lists)
                 memory.clear_faults()
                 for lo, hi in mmap.faults:
                     memory.inject_fault(lo, hi, Resp.DECERR)
@@ -615,15 +663,16 @@ class Session:
             memory.inject_fault(lo, hi, Resp.DECERR)
         load_memory(memory, self.model, mmap, ())
         if keep:
-            self._memory, self._loaded, self._faults = memory, memory.copy_pages(), list(memory.faults)
+            self._memory, self._loaded, self._faults = memory, memory.copy_pages(), memory.faults.token
         return memory
 
     def _run(self, inputs, max_steps, max_work, keep: bool) -> RunResult:
         model, npu, mmap, driver = self.model, self.config, self.memory_map, self.driver
         cfg_warning = self.config_warning
-        arrays = check_inputs(model, inputs)
+        arrays = self._checked(inputs)
         memory = self._memory_for_run(keep)
-        write_inputs(memory, model, mmap, arrays)
+        if not self._write_direct(memory, arrays):
+            write_inputs(memory, model, mmap, arrays)
 
         warm = self.warm_paths
         watch = _Watch(model)
@@ -662,7 +711,8 @@ class Session:
 
         outputs = []
         for addr, nbytes, le, dt, shape in self._output_specs():
-            outputs.append(np.frombuffer(memory.read(addr, nbytes), le).astype(dt).reshape(shape))
+            o = memory.read_array(addr, nbytes).view(le)        # (a fresh array: the caller's)
+            outputs.append((o if le == dt else o.astype(dt)).reshape(shape))
         if memo is None:
             cmd_write(host, clear_irq=1)
         else:
