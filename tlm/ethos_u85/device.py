@@ -355,12 +355,14 @@ def _copier(v):
     if t is list and all(type(y) is list for y in v):       # (OpState.fifo: lists of arrays)
         return lambda x, d: [_clone_list(y, None, d) for y in x]
     if t in (Pmu, OpState):                                 # objects: their dict, mutable parts copied
-        subs = tuple((k, f) for k, f in ((k, _copier(a)) for k, a in vars(v).items()) if f is not None)
+        plain, subs = _split_copiers(vars(v))
 
-        def obj(x, d, _t=t, _subs=subs):
+        def obj(x, d, _t=t, _plain=plain, _subs=subs):
             c = _t.__new__(_t)
             cd, xd = c.__dict__, x.__dict__
             cd.update(xd)
+            for k, f in _plain:
+                cd[k] = f(xd[k])
             for k, f in _subs:
                 cd[k] = f(xd[k], d)
             return c
@@ -369,6 +371,34 @@ def _copier(v):
     if c is not None:
         return lambda x, d, _c=c: _c(x, None, d)
     return lambda x, d: _clone(x, None, d)
+
+
+def _plain_copier(v):
+    """The C-level one-argument copy for a list or dict of shared values or an array (the
+    commonest state values), else None."""
+    t = type(v)
+    if t is list and _SHARE.issuperset(map(type, v)):
+        return list.copy
+    if t is dict and _SHARE.issuperset(map(type, v.values())):
+        return dict.copy
+    if t is np.ndarray:
+        return np.ndarray.copy
+    return None
+
+
+def _split_copiers(items) -> tuple:
+    """((name, one-argument copy), ...), ((name, _copier), ...) for the values of *items*
+    (a dict) that are copied, not shared."""
+    plain, subs = [], []
+    for k, a in items.items():
+        f = _plain_copier(a)
+        if f is not None:
+            plain.append((k, f))
+        else:
+            f = _copier(a)
+            if f is not None:
+                subs.append((k, f))
+    return tuple(plain), tuple(subs)
 
 
 class _State(dict):
@@ -489,12 +519,14 @@ class Device:
         d.update(state)                                # shared and immutable values as they are
         plan = getattr(state, "plan", None)
         if plan is None:                               # (what to copy, compiled from the saved values)
-            plan = tuple((k, f) for k, f in ((k, (lambda x, _: dict(x)) if k == "route_cache" else _copier(v))
-                                             for k, v in state.items() if k not in _SHARED_STATE)
-                         if f is not None)
+            plain, subs = _split_copiers({k: v for k, v in state.items() if k not in _SHARED_STATE
+                                          and k != "route_cache"})
+            plan = (plain + (("route_cache", dict),), subs)
             if isinstance(state, _State):
                 state.plan = plan
-        for k, f in plan:
+        for k, f in plan[0]:
+            d[k] = f(state[k])
+        for k, f in plan[1]:
             d[k] = f(state[k], dev)
         if memory is not None:
             dev.memory = memory
