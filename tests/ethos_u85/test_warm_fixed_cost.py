@@ -196,6 +196,23 @@ def test_apb_memo_records_only_immutable_changes():
     assert memo["x"] is not first and memo["x"].pre != first.pre
 
 
+def test_apb_memo_stops_recording_a_device_that_keeps_differing(monkeypatch):
+    make = Stopped()
+    memo: dict = {}
+    make().apb_memo(memo, "x", closing)
+    records = []
+    for i in range(device._APB_MEMO_RETRIES + 3):
+        a, b = make(), make()
+        a.cycle += i + 1
+        b.cycle += i + 1
+        fn = Counted(closing)
+        assert a.apb_memo(memo, "x", fn) == closing(b) and fn.n == 1
+        compare_devices(a, b, f"differing device {i}")
+        records.append(memo["x"])
+    assert records[-1] is records[-2] is records[device._APB_MEMO_RETRIES], "still recording after the retries"
+    assert records[0] is not records[1], "a miss within the retries did not record again"
+
+
 def test_session_closing_replayed_and_equal(fresh, monkeypatch):
     """Session runs 2.. make no closing APB access and equal run_model's runs."""
     vm, _ = load("tinynet")

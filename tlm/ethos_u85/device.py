@@ -412,10 +412,13 @@ class ApbRecord:
     device's and the PMU's immutable attributes before it (`get`/`pget` read them), `store`
     the storage registers, `n` the number of attributes, `post`/`ppost` the immutable
     attributes it changed, `events` the events it logged (`names` their kinds), `idle` the
-    PMU's idle/stopped cycles it added, `value` what the sequence returned."""
-    __slots__ = ("get", "pre", "pget", "ppre", "store", "n", "post", "ppost", "events", "names", "idle", "value")
+    PMU's idle/stopped cycles it added, `value` what the sequence returned, `misses` the
+    calls it did not apply to (after _APB_MEMO_RETRIES, the sequence is no longer recorded)."""
+    __slots__ = ("get", "pre", "pget", "ppre", "store", "n", "post", "ppost", "events", "names", "idle", "value",
+                 "misses")
 
 
+_APB_MEMO_RETRIES = 4
 _PMU_TALLIES = frozenset(("_idle", "_unsummed"))     # the PMU's running totals (not registers)
 
 
@@ -540,11 +543,11 @@ class Device:
     def apb_memo(self, memo: dict, name: str, fn):
         """``fn(self)``, a sequence of APB accesses (runner: the driver's closing STATUS read
         and CMD write; *name* stands for that one sequence in *memo*), or the effect it had
-        when recorded in *memo* under *name*, applied
-        without making the accesses: only when the device's and the PMU's immutable
-        attributes, the PMU's counter registers and the storage registers equal those the
-        record started from (an APB access reads nothing else: its effect is a function of
-        these), no hook takes the events it logs and no PMU counter counts.  What a replay leaves equals what the accesses leave (events,
+        when recorded in *memo* under *name*, applied without making the accesses: only when
+        the device's and the PMU's immutable attributes, the PMU's counter registers and the
+        storage registers equal those the record started from (an APB access reads nothing
+        else: its effect is a function of these), no hook takes the events it logs and no
+        PMU counter counts.  What a replay leaves equals what the accesses leave (events,
         cycles, PMU, STATUS, IRQ line); a recording is kept only when the accesses changed
         nothing but immutable attributes, the event log and the PMU's idle cycles."""
         rec = memo.get(name)
@@ -561,7 +564,11 @@ class Device:
                     if kinds is None or not rec.names.isdisjoint(kinds):
                         hit = False
                         break
-            if hit:
+            if not hit:
+                rec.misses += 1
+                if rec.misses > _APB_MEMO_RETRIES:           # (a device that keeps differing: no more
+                    return fn(self)                          #  recordings, each costs a few copies)
+            else:
                 d.update(rec.post)
                 self.pmu.__dict__.update(rec.ppost)
                 idle = self.pmu._idle
@@ -569,7 +576,7 @@ class Device:
                 idle[1] += rec.idle[1]
                 self.events.extend(rec.events)
                 return rec.value
-        rec = None
+        old, rec = rec, None
         d, pmu = self.__dict__, self.pmu
         if self._executing or self.policy.auto_run or not self.log_events or not pmu.totals_only:
             memo.pop(name, None)
@@ -609,6 +616,7 @@ class Device:
                 rec.events, rec.names = events, names
                 rec.idle = (pmu._idle[0] - idle0[0], pmu._idle[1] - idle0[1])
                 rec.value = value
+                rec.misses = old.misses if old is not None else 0
         if rec is None:
             memo.pop(name, None)
         else:
