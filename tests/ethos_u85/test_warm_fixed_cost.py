@@ -329,6 +329,47 @@ def test_replayed_stop_declines_with_an_op_hook(fresh, monkeypatch):
     assert not calls and seen[-1] == "NPU_OP_STOP"
 
 
+class _Raiser:
+    """A hook that raises when the NPU stops."""
+    hook_events = frozenset(("state",))
+    passive = True
+
+    def __call__(self, e, d):
+        if d["state"] == "stopped":
+            raise RuntimeError("hook failed")
+
+
+def test_replayed_stop_with_a_raising_hook_equals_the_ordinary_command(fresh, monkeypatch):
+    """A hook's exception at the stop: the command still ends as the ordinary one does."""
+    vm, _ = load("tinynet")
+    inputs = random_inputs(vm, SEED)
+    real_stop, real_watch, real_from = Device._stop_step, runner._Watch, Device.from_state
+    calls: list = []
+    got = {}
+    for mode in ("ordinary", "replayed"):
+        device.clear_warm_caches()
+        monkeypatch.setattr(Device, "_stop_step", (lambda self, *a: calls.append(1) or real_stop(self, *a))
+                            if mode == "replayed" else (lambda self, d, seg, *a: self._exec_one(d, seg)))
+        monkeypatch.setattr(runner, "_Watch", real_watch)
+        monkeypatch.setattr(Device, "from_state", real_from)
+        s = runner.Session(vm, CONFIG, log_transactions=True)
+        for _ in range(3):
+            s.run(inputs)
+        made: list = []
+        monkeypatch.setattr(Device, "from_state", classmethod(
+            lambda cls, *a, **k: made.append(real_from.__func__(cls, *a, **k)) or made[-1]))
+        monkeypatch.setattr(runner, "_Watch", _WatchPlus(real_watch, _Raiser()))
+        with pytest.raises(RuntimeError, match="hook failed"):
+            s.run(inputs)
+        st = state(made[-1])
+        st["hooks"] = len(made[-1].hooks)                 # (each Session's own watch)
+        got[mode] = (st, pmu_registers(made[-1]))
+    assert calls, "the STOP step was not replayed"
+    assert_states(got["replayed"][0], got["ordinary"][0], "after the hook's exception")
+    assert got["replayed"][1] == got["ordinary"][1]
+    assert not got["replayed"][0]["_executing"]
+
+
 # ================================================================================ inputs/outputs
 def test_inputs_of_every_form_and_outputs_stay(fresh):
     vm, _ = load("tinynet")

@@ -1686,17 +1686,19 @@ class Device:
         if self.log_events:
             self.events.append(("op", {"name": name, "offset": off, "fields": dict(d.fields), "snapshot": snap,
                                        "cycle": self.cycle}))
-        self.irq_history_mask |= d.fields["mask"] & 0xFFFF
-        self.qread = nxt
-        self.resume_ok = True
-        self._stop(StopKind.STOP)
-        self._executing = False
-        t = self._last_txns = self.command_txns
-        if t:
-            self.command_txns = []
-        self.cycle += cycles
-        self.work += work
-        self.pmu.tally(cycles, True, txns, summary)
+        try:
+            self.irq_history_mask |= d.fields["mask"] & 0xFFFF
+            self.qread = nxt
+            self.resume_ok = True
+            self._stop(StopKind.STOP)             # (a hook's exception: the command still ends)
+        finally:
+            self._executing = False
+            t = self._last_txns = self.command_txns
+            if t:
+                self.command_txns = []
+            self.cycle += cycles
+            self.work += work
+            self.pmu.tally(cycles, True, txns, summary)
 
     def _command_after_event(self, name, d, snap, off, nxt, seg, kind) -> None:
         """An operation whose 'op' event and count are done, as _exec_one would finish it."""
