@@ -596,18 +596,26 @@ class Session:
         return self._outputs
 
     def _checked(self, inputs) -> list:
-        """check_inputs(model, inputs); the arrays as they are when each already is one of
-        the model's dtype and shape, C-contiguous (what check_inputs would return)."""
+        """check_inputs(model, inputs); without its checks when each input already is a
+        C-contiguous array of the model's dtype and element count (the array, reshaped to the
+        model's shape where it has another: what check_inputs would return)."""
         specs = self._in_specs
         if specs is None:
             specs = self._in_specs = (None if self.model.unused_inputs else
-                                      tuple((np.dtype(t.dtype), tuple(t.shape)) for t in self.model.inputs))
+                                      tuple((np.dtype(t.dtype), tuple(t.shape), _count(t.shape))
+                                            for t in self.model.inputs))
         if specs is not None and type(inputs) in (list, tuple) and len(inputs) == len(specs):
-            for x, (dt, shape) in zip(inputs, specs):
-                if type(x) is not np.ndarray or x.dtype != dt or x.shape != shape or not x.flags.c_contiguous:
+            out = []
+            for x, (dt, shape, n) in zip(inputs, specs):
+                if type(x) is not np.ndarray or x.dtype != dt or not x.flags.c_contiguous:
                     break
+                if x.shape != shape:
+                    if x.size != n:
+                        break
+                    x = x.reshape(shape)                    # (check_inputs' reshape: a view)
+                out.append(x)
             else:
-                return list(inputs)
+                return out
         return check_inputs(self.model, inputs)
 
     def _write_direct(self, memory: Memory, arrays: list) -> bool:
