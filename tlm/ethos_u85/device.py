@@ -1443,7 +1443,8 @@ class Device:
             wk = 1 + plan.op_work + 64 * len(plan.pages) + seg.op_work + plan.twork
         elif name in _WAITS:
             kind, cyc, wk = _T_WAIT, cpc + seg.op_beats, 1 + seg.op_work
-        elif name == "NPU_OP_STOP" and self._last_stop.kind is StopKind.STOP and self.work - w0 == 1 + seg.op_work:
+        elif (name == "NPU_OP_STOP" and not self.running and self._last_stop is not None
+              and self._last_stop.kind is StopKind.STOP and self.work - w0 == 1 + seg.op_work):
             kind, cyc, wk = _T_STOP, cpc + seg.op_beats, 1 + seg.op_work      # (_stop_step)
         else:
             if name == "NPU_OP_DMA_START" or name == "NPU_OP_BRANCH":
