@@ -22,7 +22,7 @@ import os
 import numpy as np
 import pytest
 
-from tests.ethos_u85.test_device_state import full_state, programmed
+from tests.ethos_u85.test_device_state import full_state
 from tests.ethos_u85.test_session import fresh_run, observe_all, random_inputs
 from tests.ethos_u85.test_warm_paths import CONFIG, LSTM, assert_same, load
 from tlm.ethos_u85 import device, runner
@@ -384,7 +384,7 @@ def test_inputs_of_every_form_and_outputs_stay(fresh):
                  [np.lib.stride_tricks.as_strided(x, x.shape, x.strides) for x in inputs]]
         got = [s.run(f) for f in forms]
         kept = [[o.copy() for o in r.outputs] for r in got]
-        for j, r in enumerate(got):
+        for j in range(len(got)):
             assert [(o.dtype, o.shape, o.tobytes()) for o in kept[j]] == [
                 (np.dtype(d), sh, b) for d, sh, b in want["outputs"]], f"run {i}, input form {j}"
         last = observe_all(got[-1])
