@@ -37,6 +37,7 @@ import enum
 import traceback
 from collections import Counter, deque
 from dataclasses import dataclass, replace
+from operator import itemgetter
 from types import MethodType
 from typing import Mapping
 
@@ -107,7 +108,7 @@ class _DryMemory:
 # environment, the op implementations); replayed only after the command-stream bytes it
 # fetches compare equal, and each planned operation still checks its own data.
 _TRACES = Memo(64)
-_T_KERNEL, _T_DMA, _T_WAIT, _T_ORDINARY, _T_END = range(5)
+_T_KERNEL, _T_DMA, _T_WAIT, _T_ORDINARY, _T_END, _T_STOP = range(6)
 _WAITS = ("NPU_OP_KERNEL_WAIT", "NPU_OP_DMA_WAIT")
 
 
@@ -354,12 +355,14 @@ def _copier(v):
     if t is list and all(type(y) is list for y in v):       # (OpState.fifo: lists of arrays)
         return lambda x, d: [_clone_list(y, None, d) for y in x]
     if t in (Pmu, OpState):                                 # objects: their dict, mutable parts copied
-        subs = tuple((k, f) for k, f in ((k, _copier(a)) for k, a in vars(v).items()) if f is not None)
+        plain, subs = _split_copiers(vars(v))
 
-        def obj(x, d, _t=t, _subs=subs):
+        def obj(x, d, _t=t, _plain=plain, _subs=subs):
             c = _t.__new__(_t)
             cd, xd = c.__dict__, x.__dict__
             cd.update(xd)
+            for k, f in _plain:
+                cd[k] = f(xd[k])
             for k, f in _subs:
                 cd[k] = f(xd[k], d)
             return c
@@ -370,10 +373,66 @@ def _copier(v):
     return lambda x, d: _clone(x, None, d)
 
 
+def _plain_copier(v):
+    """The C-level one-argument copy for a list or dict of shared values or an array (the
+    commonest state values), else None."""
+    t = type(v)
+    if t is list and _SHARE.issuperset(map(type, v)):
+        return list.copy
+    if t is dict and _SHARE.issuperset(map(type, v.values())):
+        return dict.copy
+    if t is np.ndarray:
+        return np.ndarray.copy
+    return None
+
+
+def _split_copiers(items) -> tuple:
+    """((name, one-argument copy), ...), ((name, _copier), ...) for the values of *items*
+    (a dict) that are copied, not shared."""
+    plain, subs = [], []
+    for k, a in items.items():
+        f = _plain_copier(a)
+        if f is not None:
+            plain.append((k, f))
+        else:
+            f = _copier(a)
+            if f is not None:
+                subs.append((k, f))
+    return tuple(plain), tuple(subs)
+
+
 class _State(dict):
     """A saved state (Device.save_state): the attributes, and the copy plan from_state
     compiles on its first use (the state is not to be changed after that)."""
     __slots__ = ("plan",)
+
+
+class ApbRecord:
+    """What a sequence of APB accesses did to a device (Device.apb_memo): `pre`/`ppre` the
+    device's and the PMU's immutable attributes before it (`get`/`pget` read them), `store`
+    the storage registers, `n` the number of attributes, `post`/`ppost` the immutable
+    attributes it changed, `events` the events it logged (`names` their kinds), `idle` the
+    PMU's idle/stopped cycles it added, `value` what the sequence returned, `misses` the
+    calls it did not apply to (after _APB_MEMO_RETRIES, the sequence is no longer recorded)."""
+    __slots__ = ("get", "pre", "pget", "ppre", "store", "n", "post", "ppost", "events", "names", "idle", "value",
+                 "misses")
+
+
+_APB_MEMO_RETRIES = 4
+_PMU_TALLIES = frozenset(("_idle", "_unsummed"))     # the PMU's running totals (not registers)
+
+
+def _immutable(v) -> bool:
+    """A value compared and restored as it is (nothing inside it can change)."""
+    return type(v) in _SHARE or type(v) is tuple or isinstance(v, (enum.Enum, np.generic))
+
+
+def _getter(keys: tuple):
+    """keys -> a function returning their values from a dict, always as a tuple."""
+    if not keys:
+        return lambda d: ()
+    g = itemgetter(*keys)
+    return g if len(keys) > 1 else (lambda d: (g(d),))
 
 
 class Device:
@@ -463,12 +522,14 @@ class Device:
         d.update(state)                                # shared and immutable values as they are
         plan = getattr(state, "plan", None)
         if plan is None:                               # (what to copy, compiled from the saved values)
-            plan = tuple((k, f) for k, f in ((k, (lambda x, _: dict(x)) if k == "route_cache" else _copier(v))
-                                             for k, v in state.items() if k not in _SHARED_STATE)
-                         if f is not None)
+            plain, subs = _split_copiers({k: v for k, v in state.items() if k not in _SHARED_STATE
+                                          and k != "route_cache"})
+            plan = (plain + (("route_cache", dict),), subs)
             if isinstance(state, _State):
                 state.plan = plan
-        for k, f in plan:
+        for k, f in plan[0]:
+            d[k] = f(state[k])
+        for k, f in plan[1]:
             d[k] = f(state[k], dev)
         if memory is not None:
             dev.memory = memory
@@ -477,6 +538,90 @@ class Device:
         dev.txn_sink = _TxnSink(dev)
         dev.memory.listeners.append(dev.txn_sink)
         return dev
+
+    # ================================================================== recorded APB sequences
+    def apb_memo(self, memo: dict, name: str, fn):
+        """``fn(self)``, a sequence of APB accesses (runner: the driver's closing STATUS read
+        and CMD write; *name* stands for that one sequence in *memo*), or the effect it had
+        when recorded in *memo* under *name*, applied without making the accesses: only when
+        the device's and the PMU's immutable attributes, the PMU's counter registers and the
+        storage registers equal those the record started from (an APB access reads nothing
+        else: its effect is a function of these), no hook takes the events it logs and no
+        PMU counter counts.  What a replay leaves equals what the accesses leave (events,
+        cycles, PMU, STATUS, IRQ line); a recording is kept only when the accesses changed
+        nothing but immutable attributes, the event log and the PMU's idle cycles."""
+        rec = memo.get(name)
+        if rec is not None:
+            d = self.__dict__
+            try:
+                hit = (len(d) == rec.n and rec.get(d) == rec.pre and rec.pget(self.pmu.__dict__) == rec.ppre
+                       and self._store == rec.store and self.pmu.totals_only)
+            except KeyError:
+                hit = False
+            if hit:
+                for h in self.hooks:
+                    kinds = getattr(h, "hook_events", None)
+                    if kinds is None or not rec.names.isdisjoint(kinds):
+                        hit = False
+                        break
+            if not hit:
+                rec.misses += 1
+                if rec.misses > _APB_MEMO_RETRIES:           # (a device that keeps differing: no more
+                    return fn(self)                          #  recordings, each costs a few copies)
+            else:
+                d.update(rec.post)
+                self.pmu.__dict__.update(rec.ppost)
+                idle = self.pmu._idle
+                idle[0] += rec.idle[0]
+                idle[1] += rec.idle[1]
+                self.events.extend(rec.events)
+                return rec.value
+        old, rec = rec, None
+        d, pmu = self.__dict__, self.pmu
+        if self._executing or self.policy.auto_run or not self.log_events or not pmu.totals_only:
+            memo.pop(name, None)
+            return fn(self)
+        pd = pmu.__dict__
+        before, pbefore = dict(d), dict(pd)
+        keys = tuple(k for k, v in before.items() if _immutable(v))
+        pkeys = tuple(k for k, v in pbefore.items() if _immutable(v))
+        # the PMU's registers held in lists (event counters and types) are compared too
+        pregs = tuple(k for k, v in pbefore.items() if type(v) is list and k not in _PMU_TALLIES)
+        copies = (dict(self._store), dict(self.rf._raw), dict(self.route_cache), dict(self.op_counts),
+                  self.lut.tobytes(), [list(x) if isinstance(x, list) else dict(x) if isinstance(x, dict) else x
+                                       for x in pbefore.values()])
+        n0, idle0 = len(self.events), list(pmu._idle)
+        value = fn(self)
+        new = len(self.events) - n0
+        ok = (d.keys() == before.keys() and pd.keys() == pbefore.keys() and pmu.totals_only
+              and len(self.events) < self.events.maxlen and new >= 0
+              and all(d[k] is v for k, v in before.items() if k not in keys)
+              and all(_immutable(d[k]) for k in keys)
+              and all(pd[k] is v for k, v in pbefore.items() if k not in pkeys)
+              and (dict(self._store), dict(self.rf._raw), dict(self.route_cache), dict(self.op_counts),
+                   self.lut.tobytes()) == copies[:5]
+              and [x if k != "_idle" else idle0 for k, x in pd.items()] == copies[5])
+        if ok:
+            events = tuple(self.events)[n0:]
+            names = frozenset(e for e, _ in events)
+            if all(getattr(h, "hook_events", None) is not None and names.isdisjoint(h.hook_events)
+                   for h in self.hooks):
+                rec = ApbRecord()
+                rec.get, pget, lget = _getter(keys), _getter(pkeys), _getter(pregs)
+                rec.pget = lambda x: pget(x) + tuple(map(tuple, lget(x)))
+                rec.pre, rec.ppre = rec.get(before), rec.pget(pbefore)
+                rec.store, rec.n = copies[0], len(before)
+                rec.post = {k: d[k] for k in keys if d[k] is not before[k]}
+                rec.ppost = {k: pd[k] for k in pkeys if pd[k] is not pbefore[k]}
+                rec.events, rec.names = events, names
+                rec.idle = (pmu._idle[0] - idle0[0], pmu._idle[1] - idle0[1])
+                rec.value = value
+                rec.misses = old.misses if old is not None else 0
+        if rec is None:
+            memo.pop(name, None)
+        else:
+            memo[name] = rec
+        return value
 
     # ================================================================== events / irq
     def _event(self, event: str, /, **details) -> None:
@@ -1298,6 +1443,9 @@ class Device:
             wk = 1 + plan.op_work + 64 * len(plan.pages) + seg.op_work + plan.twork
         elif name in _WAITS:
             kind, cyc, wk = _T_WAIT, cpc + seg.op_beats, 1 + seg.op_work
+        elif (name == "NPU_OP_STOP" and not self.running and self._last_stop is not None
+              and self._last_stop.kind is StopKind.STOP and self.work - w0 == 1 + seg.op_work):
+            kind, cyc, wk = _T_STOP, cpc + seg.op_beats, 1 + seg.op_work      # (_stop_step)
         else:
             if name == "NPU_OP_DMA_START" or name == "NPU_OP_BRANCH":
                 return False                       # data-dependent addresses or control flow
@@ -1373,12 +1521,12 @@ class Device:
                 cycles += seg.cycles
                 for k, v in seg.summary:
                     total[k] += v
-            if kind not in (_T_END, _T_ORDINARY):
+            if kind not in (_T_END, _T_ORDINARY, _T_STOP):
                 cycles += st[6]
                 for k, v in st[9]:
                     total[k] += v
-            if kind == _T_ORDINARY or j == len(rec) - 1:
-                last = j if kind not in (_T_END, _T_ORDINARY) else ~j
+            if kind == _T_ORDINARY or kind == _T_STOP or j == len(rec) - 1:
+                last = j if kind not in (_T_END, _T_ORDINARY, _T_STOP) else ~j
                 tr.chunks[start] = (j + 1 - start, last, cycles, tuple(total.items()))
                 start, cycles, total = j + 1, 0, Counter()
         _TRACES.put(key, tr)
@@ -1464,12 +1612,16 @@ class Device:
                 if pend is not None:
                     pend.append(~i)
                 continue
-            if kind == _T_ORDINARY:
+            if kind == _T_ORDINARY or kind == _T_STOP:
                 if pend is not None:
                     pend.append(~i)
                     self._flush_tallies(tr, pend)
                 self._snap = snap
-                self._exec_one(d, seg)
+                if kind == _T_STOP and (self.hooks is hooks and len(hooks) == n_hooks and not op_hooks
+                                        or not self._op_hooks()):
+                    self._stop_step(d, seg, snap, nxt, cyc, wk, txns, summary)
+                else:
+                    self._exec_one(d, seg)
                 done += 1
                 self._update_irq()
                 if not self.running or self.qread != nxt or self.stop_requested or (pmu.cnten and pmu.counting):
@@ -1521,6 +1673,33 @@ class Device:
                 pend.append(i)
             done += 1
         return done
+
+    def _stop_step(self, d, seg, snap, nxt, cycles, work, txns, summary) -> None:
+        """A replayed NPU_OP_STOP (no hook takes 'op' events): what _exec_one does for it -
+        the command's set-up, the 'op' event, the stop, the command's cycles and work - with
+        the fetch transactions' PMU totals the trace recorded (*txns*, *summary*)."""
+        self._begin_command(seg)
+        name = d.cmd.name
+        self._cur_next, self._cur_op = nxt, d.cmd
+        self.op_counts[name] += 1
+        self._last_snap = snap
+        off = self.qread
+        if self.log_events:
+            self.events.append(("op", {"name": name, "offset": off, "fields": dict(d.fields), "snapshot": snap,
+                                       "cycle": self.cycle}))
+        try:
+            self.irq_history_mask |= d.fields["mask"] & 0xFFFF
+            self.qread = nxt
+            self.resume_ok = True
+            self._stop(StopKind.STOP)             # (a hook's exception: the command still ends)
+        finally:
+            self._executing = False
+            t = self._last_txns = self.command_txns
+            if t:
+                self.command_txns = []
+            self.cycle += cycles
+            self.work += work
+            self.pmu.tally(cycles, True, txns, summary)
 
     def _command_after_event(self, name, d, snap, off, nxt, seg, kind) -> None:
         """An operation whose 'op' event and count are done, as _exec_one would finish it."""

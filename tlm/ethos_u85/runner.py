@@ -578,6 +578,13 @@ class Session:
         self._grown = False             # _loaded holds the pages the first run created (zeros)
         self._programmed = None         # Device.save_state() after program() (warm paths)
         self._outputs = None            # _output_specs()
+        self._in_specs = None           # _checked(): (dtype, shape) per input; None with unused inputs
+        self._in_views = None           # _write_direct(): (page index, page, typed view) per input, or False
+        # the driver's closing accesses (STATUS read, CMD.clear_irq) on the warm paths:
+        # through Device.apb_memo, recorded in _closing
+        self._closing: dict = {}
+        self._read_status = lambda dev: DeviceHost(dev, driver.pprot).read("STATUS")
+        self._clear_irq = lambda dev: cmd_write(DeviceHost(dev, driver.pprot), clear_irq=1)
 
     def _output_specs(self) -> list:
         """(address, bytes, little-endian dtype, dtype, shape) of each model output."""
@@ -587,6 +594,60 @@ class Session:
                               np.dtype(t.dtype).newbyteorder("<"), np.dtype(t.dtype), t.shape)
                              for t in self.model.outputs]
         return self._outputs
+
+    def _checked(self, inputs) -> list:
+        """check_inputs(model, inputs); without its checks when each input already is a
+        C-contiguous array of the model's dtype and element count (the array, reshaped to the
+        model's shape where it has another: what check_inputs would return)."""
+        specs = self._in_specs
+        if specs is None:
+            specs = self._in_specs = (None if self.model.unused_inputs else
+                                      tuple((np.dtype(t.dtype), tuple(t.shape), _count(t.shape))
+                                            for t in self.model.inputs))
+        if specs is not None and type(inputs) in (list, tuple) and len(inputs) == len(specs):
+            out = []
+            for x, (dt, shape, n) in zip(inputs, specs):
+                if type(x) is not np.ndarray or x.dtype != dt or not x.flags.c_contiguous:
+                    break
+                if x.shape != shape:
+                    if x.size != n:
+                        break
+                    x = x.reshape(shape)                    # (check_inputs' reshape: a view)
+                out.append(x)
+            else:
+                return out
+        return check_inputs(self.model, inputs)
+
+    def _write_direct(self, memory: Memory, arrays: list) -> bool:
+        """The inputs copied straight into the memory's pages (Memory.write's back door
+        without the byte copies) when each lies in one page the memory still holds as the
+        array the session cached (pages are kept between runs: restore_pages); False when
+        not (the caller writes them with write_inputs)."""
+        direct = self._in_views
+        if direct is None:
+            if not self._grown or memory is not self._memory:
+                return False                                # (the pages are not settled yet)
+            direct = []
+            mmap = self.memory_map
+            for t in self.model.inputs:
+                addr = mmap.basep[t.region] + t.offset           # (as write_inputs)
+                off, page = addr & (PAGE_SIZE - 1), memory.page(addr // PAGE_SIZE)
+                if page is None or off + t.nbytes > PAGE_SIZE:
+                    direct = False
+                    break
+                view = page[off:off + t.nbytes].view(np.dtype(t.dtype).newbyteorder("<")).reshape(t.shape)
+                direct.append((addr // PAGE_SIZE, page, view))
+            self._in_views = direct
+        if not direct or memory is not self._memory:
+            return False
+        page_of = memory.page
+        for k, page, _ in direct:
+            if page_of(k) is not page:                      # (a caller replaced the memory's pages)
+                self._in_views = None
+                return False
+        for (_, _, view), x in zip(direct, arrays):
+            np.copyto(view, x.reshape(view.shape))
+        return True
 
     def run(self, inputs, max_steps: "int | None" = None, *, max_work: "int | None" = None) -> RunResult:
         """One inference (run_model's arguments and result; RunError as run_model)."""
@@ -600,7 +661,7 @@ class Session:
             memory.restore_pages(self._loaded)
             memory.log = []
             memory.listeners.clear()
-            if list(memory.faults) != self._faults:
+            if memory.faults.token != self._faults:          # (equal tokens: equal fault lists)
                 memory.clear_faults()
                 for lo, hi in mmap.faults:
                     memory.inject_fault(lo, hi, Resp.DECERR)
@@ -610,15 +671,16 @@ class Session:
             memory.inject_fault(lo, hi, Resp.DECERR)
         load_memory(memory, self.model, mmap, ())
         if keep:
-            self._memory, self._loaded, self._faults = memory, memory.copy_pages(), list(memory.faults)
+            self._memory, self._loaded, self._faults = memory, memory.copy_pages(), memory.faults.token
         return memory
 
     def _run(self, inputs, max_steps, max_work, keep: bool) -> RunResult:
         model, npu, mmap, driver = self.model, self.config, self.memory_map, self.driver
         cfg_warning = self.config_warning
-        arrays = check_inputs(model, inputs)
+        arrays = self._checked(inputs)
         memory = self._memory_for_run(keep)
-        write_inputs(memory, model, mmap, arrays)
+        if not self._write_direct(memory, arrays):
+            write_inputs(memory, model, mmap, arrays)
 
         warm = self.warm_paths
         watch = _Watch(model)
@@ -640,7 +702,8 @@ class Session:
                 dev.prime_caches()
                 self._programmed = dev.save_state()
         stop = dev.last_stop if not dev.running and dev.last_stop else dev.run(max_steps, max_work)  # auto_run
-        status = host.read("STATUS")
+        memo = self._closing if keep and warm and not self.reference_paths else None
+        status = host.read("STATUS") if memo is None else dev.apb_memo(memo, "status", self._read_status)
         err = _failure(model, dev, stop, status, watch)
         if err is not None:
             if cfg_warning is not None:
@@ -656,8 +719,12 @@ class Session:
 
         outputs = []
         for addr, nbytes, le, dt, shape in self._output_specs():
-            outputs.append(np.frombuffer(memory.read(addr, nbytes), le).astype(dt).reshape(shape))
-        cmd_write(host, clear_irq=1)
+            o = memory.read_array(addr, nbytes).view(le)        # (a fresh array: the caller's)
+            outputs.append((o if le == dt else o.astype(dt)).reshape(shape))
+        if memo is None:
+            cmd_write(host, clear_irq=1)
+        else:
+            dev.apb_memo(memo, "clear_irq", self._clear_irq)
         if keep and not self._grown and self._loaded is not None and memory is self._memory:
             # the pages this run created start the next runs as zero pages (an absent page
             # reads as zeros): the same page arrays on every run, so the operation plans'
