@@ -71,6 +71,7 @@ from ...core.memo import Memo
 from ..memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, DataPort, Memory
 from ..pmu import Pmu, beats, summarise
 from . import common as _common
+from . import compiled as _cc
 from . import conv as _conv
 from . import elementwise as _ew
 from . import pool as _pool
@@ -976,6 +977,27 @@ class _NotPlanned(Exception):
     pass
 
 
+_CC_MODES = {int(_M.add): _cc.MODE_ADD, int(_M.sub): _cc.MODE_SUB, int(_M.min): _cc.MODE_MIN,
+             int(_M.max): _cc.MODE_MAX, int(_M.mul): _cc.MODE_MUL}
+
+
+def _checked(cc, compute, cases):
+    """The compiled compute *cc* when it gives *compute*'s results (values and type) on every
+    operand list of *cases*, else None (the numpy compute stays; counted in STATS)."""
+    if cc is None:
+        return None
+    try:
+        for vals in cases:
+            want = compute(vals)
+            got = cc(vals)
+            if got.dtype != want.dtype or got.shape != want.shape or not np.array_equal(got, want):
+                return _no("compiled: differs from the numpy compute")
+    except _cc.Declined:
+        return _no("compiled: declined its check")
+    STATS["compiled", "built"] += 1
+    return cc
+
+
 # The registers the compute stages read (besides the mode, the operand kinds and the LUT):
 # computes are shared by every op with the same values (another LSTM time step, another
 # stripe), since building one (tables, thresholds, spot checks) costs milliseconds.
@@ -1173,11 +1195,13 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
     xa = np.concatenate([ca, rng.integers(adom[0], adom[1] + 1, n), np.full(64, adom[0]), np.full(64, adom[1])])
     xb = np.concatenate([cb, rng.integers(bdom[0], bdom[1] + 1, n), rng.integers(bdom[0], bdom[1] + 1, 128)])
     want = _ew_evaluate(ctx, p, mode, xa.reshape(-1, 1, 1), xb.reshape(-1, 1, 1))
-    got = compute([(xa + zpa).astype(_value_dtype(ctx.ifm)).reshape(-1, 1, 1),
-                   (xb + zpb).astype(_value_dtype(ctx.ifm2)).reshape(-1, 1, 1)])
+    raw = [(xa + zpa).astype(_value_dtype(ctx.ifm)).reshape(-1, 1, 1),
+           (xb + zpb).astype(_value_dtype(ctx.ifm2)).reshape(-1, 1, 1)]
+    got = compute(raw)
     if got.shape != want.shape or not np.array_equal(got, want):
         return None
-    return compute
+    cc = _cc.elementwise_compute(_CC_MODES[mode], ta, tb, oa, ob, zpa, zpb, stage.row, stage.table, stage.odt)
+    return _checked(cc, compute, [raw, [v.astype(np.int64) for v in raw]]) or compute
 
 
 def _output_stage(ctx, lo: int, hi: int, rescale_mode=_common.RESCALE_GLOBAL):
@@ -1306,6 +1330,10 @@ def _output_stage(ctx, lo: int, hi: int, rescale_mode=_common.RESCALE_GLOBAL):
     got = stage(probe.copy())
     if got.dtype != want.dtype or not np.array_equal(got, want):
         return None
+    # the same stage as a parameter row of the compiled kernels (tlm.ethos_u85.ops.compiled)
+    stage.row = _cc.stage_row(scale, shift, rp, rn, zp, None if clo is None else int(clo),
+                              None if clo is None else int(chi), wrap32, table)
+    stage.table, stage.odt, stage.probe = table, odt, (probe, want)
     return stage
 
 
@@ -1444,6 +1472,14 @@ def _lookup(table: np.ndarray, lo: int, dt: np.dtype):
         if full and v.dtype == dt:
             return rolled[v.view(udt)]
         return table[_sub(v, lo0)]
+    cc = _cc.lookup_compute(table, lo)
+    if cc is not None:                                    # every value of the domain, as dt and int64
+        dom = np.arange(lo, lo + table.size, dtype=np.int64).reshape(1, -1, 1)
+        cases = [[dom]]
+        info = np.iinfo(dt)
+        if info.min <= lo and lo + table.size - 1 <= info.max:
+            cases.append([dom.astype(dt)])
+        return _checked(cc, compute, cases) or compute
     return compute
 
 
@@ -1562,8 +1598,34 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     def compute(vals):
         return epilogue(*accumulate(vals[0]))
     pre.compute = compute
+    if pointwise and kc >= K and not lut_act:
+        pre.compute = _pointwise_compiled(compute, w, k, izp, acc, acc_bound, zp, amin, amax, clamp, odt, shape,
+                                          pre.inputs[0], _type_range(fm)) or compute
     pre.macs = g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw * (1 if depthwise else g.ifm_d)
     return pre
+
+
+def _pointwise_compiled(compute, w, k, izp, acc, bound, zp, amin, amax, clamp, odt, shape, recorded, ifm_range):
+    """The compiled 1x1 CONV (exact int64 sums, the fused epilogue's int64 steps; see
+    tlm.ethos_u85.ops.compiled), checked against the numpy *compute* on the recorded IFM,
+    random IFMs and the IFM type's ends; None where fused_epilogue would decline for these
+    bounds (the numpy compute then declines as before)."""
+    if not _cc.available():
+        return None
+    if _common.fused_epilogue(np.zeros(acc.shape, acc.dtype), bound, k, zp, amin, amax, clamp, odt) is None:
+        return _no("compiled: fused epilogue declines")
+    O = w.shape[0]
+    cc = _cc.pointwise_compute(w.reshape(O, -1), k.bias, k.scale, k.shift, k.rp,
+                               k.rp if k.diff is None else k.rp - k.diff, izp, k.bits if k.bits < 64 else 0,
+                               clamp, amin - zp, amax - zp, zp, odt, shape)
+    if cc is None:
+        return None
+    lo, hi = ifm_range
+    x = np.array(recorded)
+    rng = np.random.default_rng(_SEED)
+    cases = [[x], [np.full_like(x, lo)], [np.full_like(x, hi)]]
+    cases += [[rng.integers(lo, hi + 1, x.shape).astype(x.dtype)] for _ in range(3)]
+    return _checked(cc, compute, cases)
 
 
 def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, odt, acc_dt, shape):
