@@ -38,28 +38,37 @@ _STATE: dict = {}
 
 
 def available() -> bool:
-    """numba importable and not switched off (TLM_COMPILED=0); imports and defines the
-    kernels on the first call."""
+    """numba importable and the computes not switched off (TLM_COMPILED=0, set_enabled);
+    imports the kernels on the first call."""
     ok = _STATE.get("ok")
     if ok is None:
         ok = False
-        if os.environ.get("TLM_COMPILED", "1") not in ("0", "no", "false"):
+        if missing_reason(imported=False) is None:
             try:
                 _define()
                 ok = True
-            except ImportError:
-                ok = False
+            except ImportError as e:
+                _STATE["error"] = str(e)
         _STATE["ok"] = ok
     return ok
 
 
-def missing_reason() -> "str | None":
+def set_enabled(on: bool) -> None:
+    """Switch the compiled computes on or off for plans built from now on (tests compare
+    both ways; plans already built keep theirs: ``plan.clear()``)."""
+    _STATE["off"] = not on
+    _STATE.pop("ok", None)
+
+
+def missing_reason(imported: bool = True) -> "str | None":
     """Why the compiled computes are off (None when they are on)."""
-    if available():
-        return None
-    if os.environ.get("TLM_COMPILED", "1") in ("0", "no", "false"):
+    if _STATE.get("off"):
+        return "switched off (compiled.set_enabled)"
+    if os.environ.get("TLM_COMPILED", "1").lower() in ("0", "no", "false"):
         return "switched off by TLM_COMPILED=0"
-    return "numba is not installed"
+    if imported and not available():
+        return f"numba could not be imported ({_STATE.get('error')})"
+    return None
 
 
 # ---------------------------------------------------------------------------- stage rows
@@ -89,8 +98,9 @@ def _define() -> None:
 
 
 # ---------------------------------------------------------------------------- computes
-def lookup_compute(table: np.ndarray, lo: int):
-    """compute(vals) = table[vals[0] - lo] (plan._lookup's), or None (not available)."""
+def lookup_compute(table: np.ndarray, lo: int, fallback):
+    """compute(vals) = table[vals[0] - lo] (plan._lookup's), or None (not available).
+    *fallback*: the numpy compute, for operands that are not the kernel's case (not 3-D)."""
     if not available() or table.ndim != 1 or table.dtype.kind not in "iu":
         return None
     k, odt, lo = _STATE["lookup"], table.dtype, int(lo)
@@ -99,7 +109,7 @@ def lookup_compute(table: np.ndarray, lo: int):
     def compute(vals):
         v = vals[0]
         if v.ndim != 3:
-            raise Declined
+            return fallback(vals)
         out = np.empty(v.shape, odt)
         if not k(v, table, lo, out):
             raise Declined
@@ -108,8 +118,9 @@ def lookup_compute(table: np.ndarray, lo: int):
 
 
 def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int, srow: list,
-                        table, odt):
-    """The decomposed elementwise compute (plan._ew_decomposed's), or None."""
+                        table, odt, fallback):
+    """The decomposed elementwise compute (plan._ew_decomposed's), or None.  *fallback*: the
+    numpy compute, for operands that are not the kernel's case (broadcast, not 3-D)."""
     if not available():
         return None
     k = _STATE["elementwise"]
@@ -125,7 +136,7 @@ def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int,
     def compute(vals):
         a, b = vals[0], vals[1]
         if a.shape != b.shape or a.ndim != 3:
-            raise Declined
+            return fallback(vals)
         out = np.empty(a.shape, odt)
         if not k(a, b, ta, tb, prm, table, out):
             raise Declined
@@ -134,9 +145,10 @@ def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int,
 
 
 def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_bits: int, clamp: bool,
-                      lo: int, hi: int, zp: int, odt, shape):
+                      lo: int, hi: int, zp: int, odt, shape, fallback):
     """A 1x1 CONV's compute (plan._prepare_conv's pointwise case), or None.  *w*: [N, K]
-    weights; the per-channel vectors of length N."""
+    weights; the per-channel vectors of length N; *fallback*: the numpy compute, for an IFM
+    that is not the kernel's case."""
     if not available():
         return None
     k = _STATE["pointwise"]
@@ -150,7 +162,7 @@ def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_
     def compute(vals):
         x = vals[0]
         if x.ndim != 3 or x.shape[0] * x.shape[1] != h * wd or x.shape[2] != w.shape[1]:
-            raise Declined
+            return fallback(vals)
         out = np.empty((x.shape[0], x.shape[1], N), odt)
         k(x, w, ch, prm, out)
         return out.reshape(shape)

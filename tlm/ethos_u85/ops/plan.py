@@ -1200,7 +1200,8 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
     got = compute(raw)
     if got.shape != want.shape or not np.array_equal(got, want):
         return None
-    cc = _cc.elementwise_compute(_CC_MODES[mode], ta, tb, oa, ob, zpa, zpb, stage.row, stage.table, stage.odt)
+    cc = _cc.elementwise_compute(_CC_MODES[mode], ta, tb, oa, ob, zpa, zpb, stage.row, stage.table, stage.odt,
+                                  compute)
     return _checked(cc, compute, [raw, [v.astype(np.int64) for v in raw]]) or compute
 
 
@@ -1472,7 +1473,7 @@ def _lookup(table: np.ndarray, lo: int, dt: np.dtype):
         if full and v.dtype == dt:
             return rolled[v.view(udt)]
         return table[_sub(v, lo0)]
-    cc = _cc.lookup_compute(table, lo)
+    cc = _cc.lookup_compute(table, lo, compute)
     if cc is not None:                                    # every value of the domain, as dt and int64
         dom = np.arange(lo, lo + table.size, dtype=np.int64).reshape(1, -1, 1)
         cases = [[dom]]
@@ -1617,7 +1618,7 @@ def _pointwise_compiled(compute, w, k, izp, acc, bound, zp, amin, amax, clamp, o
     O = w.shape[0]
     cc = _cc.pointwise_compute(w.reshape(O, -1), k.bias, k.scale, k.shift, k.rp,
                                k.rp if k.diff is None else k.rp - k.diff, izp, k.bits if k.bits < 64 else 0,
-                               clamp, amin - zp, amax - zp, zp, odt, shape)
+                               clamp, amin - zp, amax - zp, zp, odt, shape, compute)
     if cc is None:
         return None
     lo, hi = ifm_range
