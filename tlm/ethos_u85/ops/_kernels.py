@@ -35,7 +35,18 @@ def stage1(acc, sp, o, table):
 
 
 @njit(cache=True, nogil=True)
-def lookup(v, table, lo, out):
+def store(out, dst):
+    """The finished OFM *out* (C-contiguous) into *dst* (its bytes in a page, as the unsigned
+    type of its width: the same bits) when dst is not empty; True."""
+    if dst.size:
+        o = out.reshape(out.size)
+        for i in range(o.size):
+            dst[i] = o[i]
+    return True
+
+
+@njit(cache=True, nogil=True)
+def lookup(v, table, lo, out, dst):
     """out = table[v - lo] (3-D v and out of one shape); False: an index outside."""
     H, W, C = v.shape
     n = table.size
@@ -46,11 +57,11 @@ def lookup(v, table, lo, out):
                 if i < 0 or i >= n:
                     return False
                 out[y, x, c] = table[i]
-    return True
+    return store(out, dst)
 
 
 @njit(cache=True, nogil=True)
-def elementwise(a, b, ta, tb, prm, table, out):
+def elementwise(a, b, ta, tb, prm, table, out, dst):
     """The decomposed 16-bit elementwise op (row prm) into out; False: not covered."""
     H, W, C = out.shape
     mode = prm[E_MODE]
@@ -80,11 +91,11 @@ def elementwise(a, b, ta, tb, prm, table, out):
                 if not ok:
                     return False
                 out[y, x, c] = r
-    return True
+    return store(out, dst)
 
 
 @njit(cache=True, nogil=True)
-def pointwise(x, w, ch, prm, out):
+def pointwise(x, w, ch, prm, out, dst):
     """A 1x1 CONV: out[y, x, n] = epilogue(sum_k (x[y, x, k] - izp) * w[n, k]) with the
     per-channel rows ch = (bias, scale, shift, rp, rp - rn) and prm (izp, wrap bits or 0,
     clamp, amin - zp, amax - zp, zp)."""
@@ -114,4 +125,4 @@ def pointwise(x, w, ch, prm, out):
                 if clamp:
                     b = min(max(b, lo), hi)
                 out[yy, xx, n] = b + zp
-    return True
+    return store(out, dst)

@@ -98,23 +98,54 @@ def _define() -> None:
 
 
 # ---------------------------------------------------------------------------- computes
+def _compute(call, shape_of, odt, fallback):
+    """The compute closure of a kernel: ``compute(vals)`` returns the OFM (a new array; the
+    numpy *fallback* for operands *shape_of* rejects with None), and ``compute.into(vals,
+    dst)`` also stores it into *dst* (the OFM's bytes in a memory page, as the unsigned type
+    of the OFM's width) in the same call, after every element was computed (a kernel that
+    fails writes nothing); it returns the OFM in a buffer it reuses, or None (the caller
+    then takes compute)."""
+    odt = np.dtype(odt)
+    nodst = np.empty(0, np.dtype(f"<u{odt.itemsize}"))
+    bufs: dict = {}
+
+    def compute(vals):
+        shp = shape_of(vals)
+        if shp is None:
+            return fallback(vals)
+        out = np.empty(shp, odt)
+        if not call(vals, out, nodst):
+            raise Declined
+        return out
+
+    def into(vals, dst):
+        shp = shape_of(vals)
+        if shp is None:
+            return None
+        out = bufs.get(shp)
+        if out is None:
+            out = bufs[shp] = np.empty(shp, odt)
+        if out.size != dst.size:
+            return None
+        if not call(vals, out, dst):
+            raise Declined
+        return out
+    compute.into = into
+    return compute
+
+
 def lookup_compute(table: np.ndarray, lo: int, fallback):
     """compute(vals) = table[vals[0] - lo] (plan._lookup's), or None (not available).
     *fallback*: the numpy compute, for operands that are not the kernel's case (not 3-D)."""
     if not available() or table.ndim != 1 or table.dtype.kind not in "iu":
         return None
-    k, odt, lo = _STATE["lookup"], table.dtype, int(lo)
+    k, lo = _STATE["lookup"], int(lo)
     table = np.ascontiguousarray(table)
 
-    def compute(vals):
+    def shape_of(vals):
         v = vals[0]
-        if v.ndim != 3:
-            return fallback(vals)
-        out = np.empty(v.shape, odt)
-        if not k(v, table, lo, out):
-            raise Declined
-        return out
-    return compute
+        return v.shape if v.ndim == 3 else None
+    return _compute(lambda vals, out, dst: k(vals[0], table, lo, out, dst), shape_of, table.dtype, fallback)
 
 
 def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int, srow: list,
@@ -131,17 +162,12 @@ def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int,
     ta = z if ta is None else np.ascontiguousarray(ta, np.int64)
     tb = z if tb is None else np.ascontiguousarray(tb, np.int64)
     table = np.zeros(1, odt) if table is None else np.ascontiguousarray(table)
-    odt = np.dtype(odt)
 
-    def compute(vals):
+    def shape_of(vals):
         a, b = vals[0], vals[1]
-        if a.shape != b.shape or a.ndim != 3:
-            return fallback(vals)
-        out = np.empty(a.shape, odt)
-        if not k(a, b, ta, tb, prm, table, out):
-            raise Declined
-        return out
-    return compute
+        return a.shape if a.shape == b.shape and a.ndim == 3 else None
+    return _compute(lambda vals, out, dst: k(vals[0], vals[1], ta, tb, prm, table, out, dst), shape_of, odt,
+                    fallback)
 
 
 def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_bits: int, clamp: bool,
@@ -156,17 +182,14 @@ def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_
     ch = np.ascontiguousarray(np.stack([np.asarray(v, np.int64) for v in (bias, scale, shift, rp,
                                                                            np.asarray(rp, np.int64) - rn)]))
     prm = np.array([izp, wrap_bits, int(clamp), lo, hi, zp], np.int64)
-    odt = np.dtype(odt)
     h, wd, N = shape
+    K = w.shape[1]
+    shape = tuple(shape)
 
-    def compute(vals):
+    def shape_of(vals):
         x = vals[0]
-        if x.ndim != 3 or x.shape[0] * x.shape[1] != h * wd or x.shape[2] != w.shape[1]:
-            return fallback(vals)
-        out = np.empty((x.shape[0], x.shape[1], N), odt)
-        k(x, w, ch, prm, out)
-        return out.reshape(shape)
-    return compute
+        return shape if x.shape == (h, wd, K) else None
+    return _compute(lambda vals, out, dst: k(vals[0], w, ch, prm, out, dst), shape_of, odt, fallback)
 
 
 class Declined(Exception):

@@ -266,7 +266,7 @@ class _Plan:
     """See the module doc.  Built by a _Prepared.finish."""
     __slots__ = ("srcs", "fifo_srcs", "compute", "shape", "dst", "rint", "wint", "ftok", "checks", "lut",
                  "txns", "log", "pages", "chain", "clear", "macs", "flag", "dma_lines", "dma_lut", "beats",
-                 "twork", "summary", "op_work")
+                 "twork", "summary", "op_work", "into")
 
     def _fault_free(self, mem) -> bool:
         """No access of the plan can meet a fault (checked once per fault list contents)."""
@@ -323,11 +323,17 @@ class _Plan:
             if v is None:
                 return False
             vals.append(v)
-        # ---- 2. compute
+        # ---- 2. compute (a compiled compute may also store the OFM, all or nothing: step 3's)
+        dst = self.dst
+        stored = False
         try:
-            out = self.compute(vals)
-            if out.shape != self.shape:
-                out = np.ascontiguousarray(np.broadcast_to(out, self.shape))
+            if self.into is not None and (view := dst.direct(mem)) is not None:
+                out = self.into(vals, view)
+                stored = out is not None
+            if not stored:
+                out = self.compute(vals)
+                if out.shape != self.shape:
+                    out = np.ascontiguousarray(np.broadcast_to(out, self.shape))
         except Exception:                                   # noqa: BLE001 - the ordinary path decides
             return False
         # ---- 3. commit
@@ -337,8 +343,7 @@ class _Plan:
         st.chain_length, st.num_ifm, st.fifo_valid = chain_length, num_ifm, list(fifo_valid)
         for s in self.fifo_srcs:
             s.pop(st)
-        dst = self.dst
-        if dst is not None:
+        if dst is not None and not stored:
             dst.put(mem, st, out)
         if mem.log_enabled:
             mem.log.extend(self.log or self._log())
@@ -467,6 +472,13 @@ class _MemDst:
         self.alo, self.n, self.idx, self.udt = alo, n, idx, udt
         self.page = self.cached = None
         self.pno = alo >> PAGE_BITS
+
+    def direct(self, mem):
+        """The OFM's bytes as the cached page view (as udt; see put), or None."""
+        page = self.page
+        if page is not None and mem.page(self.pno) is page:
+            return self.cached
+        return None
 
     def put(self, mem, st, out):
         page = self.page
@@ -849,6 +861,10 @@ class _Prepared:
         p.flag = self.flag
         p.dma_lines = None
         p.dma_lut = None
+        # a compiled compute stores the OFM itself into a page view of the span (elements in
+        # order; the view's size is checked on every call)
+        into = getattr(self.compute, "into", None)
+        p.into = into if isinstance(self.dst, _MemDst) and self.dst.idx is None else None
         return p
 
     def _finish_dma(self, dev, txns) -> "_Plan | None":
