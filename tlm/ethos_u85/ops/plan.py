@@ -45,6 +45,11 @@ the plan does the same work with little Python per operation:
     own steps (wrap, bias, ``OpContext.rescale``, ``activation`` on the plan's LUT copy,
     truncation).
 
+  - compiled computes (``tlm.ethos_u85.ops.compiled``, when numba is installed): the 1x1
+    CONV, the decomposed 16-bit ELEMENTWISE and the table lookups above as one nopython call
+    each, used only where they agree with the numpy compute on the recorded operands and on
+    random and extreme ones (``_checked``).
+
   When the plan is built, its compute runs on the recorded run's own operands and must
   reproduce the bytes that run wrote (or pushed into a FIFO) exactly; the elementwise
   output stage and the small-OFM conv epilogue are also checked on random and extreme
