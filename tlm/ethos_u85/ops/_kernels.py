@@ -11,30 +11,6 @@ from .compiled import (E_MODE, E_OA, E_OB, E_STAGE, E_ZPA, E_ZPB, MODE_ADD, MODE
 
 
 @njit(cache=True, nogil=True)
-def stage1(acc, sp, o, table):
-    """The output stage of one accumulator (row sp from offset o): (ok, value)."""
-    p = acc * sp[o + S_SCALE]
-    if p < 0:
-        p += sp[o + S_DIFF]
-    p = (p + sp[o + S_RP]) >> sp[o + S_SHIFT]
-    if sp[o + S_WRAP32]:
-        x = ((p + 0x80000000) & 0xFFFFFFFF) - 0x80000000           # (int32_t)
-        x = ((x + sp[o + S_ZP] + 0x80000000) & 0xFFFFFFFF) - 0x80000000
-        if sp[o + S_CLAMP]:
-            x = min(max(x, sp[o + S_CLO]), sp[o + S_CHI])
-        return True, x
-    p += sp[o + S_ZP]
-    if sp[o + S_CLAMP]:
-        p = min(max(p, sp[o + S_CLO]), sp[o + S_CHI])
-    if sp[o + S_TABLE]:
-        i = p - sp[o + S_CLO]
-        if i < 0 or i >= table.size:
-            return False, 0
-        return True, np.int64(table[i])
-    return True, p
-
-
-@njit(cache=True, nogil=True)
 def store(out, dst):
     """The finished OFM *out* (C-contiguous) into *dst* (its bytes in a page, as the unsigned
     type of its width: the same bits) when dst is not empty; True."""
@@ -62,11 +38,19 @@ def lookup(v, table, lo, out, dst):
 
 @njit(cache=True, nogil=True)
 def elementwise(a, b, ta, tb, prm, table, out, dst):
-    """The decomposed 16-bit elementwise op (row prm) into out; False: not covered."""
+    """The decomposed 16-bit elementwise op (row prm) into out; False: not covered.  (The
+    row's entries are read into locals first: the loop then keeps them in registers.)  The
+    output stage: ``p = acc*scale``, ``p += rn - rp`` where p < 0, ``p = (p + rp) >> shift``,
+    then ``(int32_t)((int32_t)p + zp)`` (wrap32) or ``p + zp``, the clamp to [clo, chi],
+    and with a LUT activation ``table[p - clo]``."""
     H, W, C = out.shape
     mode = prm[E_MODE]
     oa, ob, zpa, zpb = prm[E_OA], prm[E_OB], prm[E_ZPA], prm[E_ZPB]
-    na, nb = ta.size, tb.size
+    o = E_STAGE
+    scale, shift, rp, diff, zp = prm[o + S_SCALE], prm[o + S_SHIFT], prm[o + S_RP], prm[o + S_DIFF], prm[o + S_ZP]
+    clamp, clo, chi = prm[o + S_CLAMP], prm[o + S_CLO], prm[o + S_CHI]
+    wrap32, lut = prm[o + S_WRAP32], prm[o + S_TABLE]
+    na, nb, nt = ta.size, tb.size, table.size
     for y in range(H):
         for x in range(W):
             for c in range(C):
@@ -87,10 +71,24 @@ def elementwise(a, b, ta, tb, prm, table, out, dst):
                         acc = min(xa, xb)
                     else:
                         acc = max(xa, xb)
-                ok, r = stage1(acc, prm, E_STAGE, table)
-                if not ok:
-                    return False
-                out[y, x, c] = r
+                p = acc * scale
+                if p < 0:
+                    p += diff
+                p = (p + rp) >> shift
+                if wrap32:
+                    p = ((p + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+                    p = ((p + zp + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+                else:
+                    p += zp
+                if clamp:
+                    p = min(max(p, clo), chi)
+                if lut:
+                    i = p - clo
+                    if i < 0 or i >= nt:
+                        return False
+                    out[y, x, c] = table[i]
+                else:
+                    out[y, x, c] = p
     return store(out, dst)
 
 
