@@ -46,7 +46,7 @@ the plan does the same work with little Python per operation:
     truncation).
 
   - compiled computes (``tlm.ethos_u85.ops.compiled``, when numba is installed): the 1x1
-    CONV, the decomposed 16-bit ELEMENTWISE and the table lookups above as one nopython call
+    CONV of at most ``_CC_CONV_MACS`` MACs (larger ones keep the BLAS product), the decomposed 16-bit ELEMENTWISE and the table lookups above as one nopython call
     each, used only where they agree with the numpy compute on the recorded operands and on
     random and extreme ones (``_checked``).
 
@@ -101,6 +101,7 @@ _ACT_TANH = int(arith.ActivationFunction.LUT_TANH)
 _ACT_SIGMOID = int(arith.ActivationFunction.LUT_SIGMOID)
 _CLIP_B16 = int(arith.ClipRange.B16)
 _TABLE_MAX = 1 << 17             # entries of a full result table
+_CC_CONV_MACS = 1 << 15          # a larger 1x1 CONV keeps its BLAS product (faster than the compiled loop)
 _STEPS_MAX = 1 << 18             # entries of an activation table (sigmoid's clamp range fits)
 
 
@@ -1620,7 +1621,7 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     def compute(vals):
         return epilogue(*accumulate(vals[0]))
     pre.compute = compute
-    if pointwise and kc >= K and not lut_act:
+    if pointwise and kc >= K and not lut_act and g.ofm_h * g.ofm_w * g.ofm_d * K <= _CC_CONV_MACS:
         pre.compute = _pointwise_compiled(compute, w, k, izp, acc, acc_bound, zp, amin, amax, clamp, odt, shape,
                                           pre.inputs[0], _type_range(fm)) or compute
     pre.macs = g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw * (1 if depthwise else g.ifm_d)
