@@ -177,6 +177,31 @@ def test_lookup_and_out_of_table_declines():
         cc([v])
 
 
+def test_into_stores_all_or_nothing():
+    """compute.into stores the OFM's bits into the page view (unsigned type of its width)
+    and returns the values; a kernel that fails (an index outside its table) raises Declined
+    and leaves the view unchanged, even when the failing element is the last one."""
+    seed = SEED + 400
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    table = rng.integers(-128, 128, 600).astype(np.int8)
+    cc = compiled.lookup_compute(table, -300, None)
+    v = rng.integers(-300, 300, (2, 2, 9))
+    page = rng.integers(0, 256, 64).astype(np.uint8)
+    before = page.copy()
+    view = page[5:5 + v.size]
+    out = cc.into([v], view)
+    assert np.array_equal(out, table[v + 300])
+    assert np.array_equal(view.view(np.int8), table[v + 300].reshape(-1))
+    assert np.array_equal(page[:5], before[:5]) and np.array_equal(page[5 + v.size:], before[5 + v.size:])
+    page[...] = before
+    v[-1, -1, -1] = 300                                 # the last element: one past the table
+    with pytest.raises(compiled.Declined):
+        cc.into([v], view)
+    assert np.array_equal(page, before)
+    assert cc.into([v[:1]], view) is None               # another size: the caller stores
+
+
 @pytest.mark.parametrize("name", ["tflm_micro_speech_lstm", "seanet_sub1", "add_int16", "mul_int16", "tanh_int16",
                                   "fc_64x32_pc"])
 def test_network_same_with_compiled_computes_on_and_off(name):
