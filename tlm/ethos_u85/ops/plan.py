@@ -45,6 +45,12 @@ the plan does the same work with little Python per operation:
     own steps (wrap, bias, ``OpContext.rescale``, ``activation`` on the plan's LUT copy,
     truncation).
 
+  - compiled computes (``tlm.ethos_u85.ops.compiled``, when numba is installed): the 1x1
+    CONV of at most ``_CC_CONV_MACS`` MACs (larger ones keep the BLAS product), the
+    decomposed 16-bit ELEMENTWISE and the table lookups above as one nopython call each,
+    used only where they agree with the numpy compute on the recorded operands and on
+    random and extreme ones (``_checked``).
+
   When the plan is built, its compute runs on the recorded run's own operands and must
   reproduce the bytes that run wrote (or pushed into a FIFO) exactly; the elementwise
   output stage and the small-OFM conv epilogue are also checked on random and extreme
@@ -71,6 +77,7 @@ from ...core.memo import Memo
 from ..memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, DataPort, Memory
 from ..pmu import Pmu, beats, summarise
 from . import common as _common
+from . import compiled as _cc
 from . import conv as _conv
 from . import elementwise as _ew
 from . import pool as _pool
@@ -95,6 +102,7 @@ _ACT_TANH = int(arith.ActivationFunction.LUT_TANH)
 _ACT_SIGMOID = int(arith.ActivationFunction.LUT_SIGMOID)
 _CLIP_B16 = int(arith.ClipRange.B16)
 _TABLE_MAX = 1 << 17             # entries of a full result table
+_CC_CONV_MACS = 1 << 15          # a larger 1x1 CONV keeps its BLAS product (faster than the compiled loop)
 _STEPS_MAX = 1 << 18             # entries of an activation table (sigmoid's clamp range fits)
 
 
@@ -265,7 +273,7 @@ class _Plan:
     """See the module doc.  Built by a _Prepared.finish."""
     __slots__ = ("srcs", "fifo_srcs", "compute", "shape", "dst", "rint", "wint", "ftok", "checks", "lut",
                  "txns", "log", "pages", "chain", "clear", "macs", "flag", "dma_lines", "dma_lut", "beats",
-                 "twork", "summary", "op_work")
+                 "twork", "summary", "op_work", "into")
 
     def _fault_free(self, mem) -> bool:
         """No access of the plan can meet a fault (checked once per fault list contents)."""
@@ -322,11 +330,17 @@ class _Plan:
             if v is None:
                 return False
             vals.append(v)
-        # ---- 2. compute
+        # ---- 2. compute (a compiled compute may also store the OFM, all or nothing: step 3's)
+        dst = self.dst
+        stored = False
         try:
-            out = self.compute(vals)
-            if out.shape != self.shape:
-                out = np.ascontiguousarray(np.broadcast_to(out, self.shape))
+            if self.into is not None and (view := dst.direct(mem)) is not None:
+                out = self.into(vals, view)
+                stored = out is not None
+            if not stored:
+                out = self.compute(vals)
+                if out.shape != self.shape:
+                    out = np.ascontiguousarray(np.broadcast_to(out, self.shape))
         except Exception:                                   # noqa: BLE001 - the ordinary path decides
             return False
         # ---- 3. commit
@@ -336,8 +350,7 @@ class _Plan:
         st.chain_length, st.num_ifm, st.fifo_valid = chain_length, num_ifm, list(fifo_valid)
         for s in self.fifo_srcs:
             s.pop(st)
-        dst = self.dst
-        if dst is not None:
+        if dst is not None and not stored:
             dst.put(mem, st, out)
         if mem.log_enabled:
             mem.log.extend(self.log or self._log())
@@ -466,6 +479,13 @@ class _MemDst:
         self.alo, self.n, self.idx, self.udt = alo, n, idx, udt
         self.page = self.cached = None
         self.pno = alo >> PAGE_BITS
+
+    def direct(self, mem):
+        """The OFM's bytes as the cached page view (as udt; see put), or None."""
+        page = self.page
+        if page is not None and mem.page(self.pno) is page:
+            return self.cached
+        return None
 
     def put(self, mem, st, out):
         page = self.page
@@ -848,6 +868,10 @@ class _Prepared:
         p.flag = self.flag
         p.dma_lines = None
         p.dma_lut = None
+        # a compiled compute stores the OFM itself into a page view of the span (elements in
+        # order; the view's size is checked on every call)
+        into = getattr(self.compute, "into", None)
+        p.into = into if isinstance(self.dst, _MemDst) and self.dst.idx is None else None
         return p
 
     def _finish_dma(self, dev, txns) -> "_Plan | None":
@@ -974,6 +998,27 @@ def _prepare_elementwise(dev, ctx, snap, d) -> "_Prepared | None":
 
 class _NotPlanned(Exception):
     pass
+
+
+_CC_MODES = {int(_M.add): _cc.MODE_ADD, int(_M.sub): _cc.MODE_SUB, int(_M.min): _cc.MODE_MIN,
+             int(_M.max): _cc.MODE_MAX, int(_M.mul): _cc.MODE_MUL}
+
+
+def _checked(cc, compute, cases):
+    """The compiled compute *cc* when it gives *compute*'s results (values and type) on every
+    operand list of *cases*, else None (the numpy compute stays; counted in STATS)."""
+    if cc is None:
+        return None
+    try:
+        for vals in cases:
+            want = compute(vals)
+            got = cc(vals)
+            if got.dtype != want.dtype or got.shape != want.shape or not np.array_equal(got, want):
+                return _no("compiled: differs from the numpy compute")
+    except _cc.Declined:
+        return _no("compiled: declined its check")
+    STATS["compiled", "built"] += 1
+    return cc
 
 
 # The registers the compute stages read (besides the mode, the operand kinds and the LUT):
@@ -1173,11 +1218,14 @@ def _ew_decomposed(ctx, p, mode, adom, bdom, zpa, zpb):
     xa = np.concatenate([ca, rng.integers(adom[0], adom[1] + 1, n), np.full(64, adom[0]), np.full(64, adom[1])])
     xb = np.concatenate([cb, rng.integers(bdom[0], bdom[1] + 1, n), rng.integers(bdom[0], bdom[1] + 1, 128)])
     want = _ew_evaluate(ctx, p, mode, xa.reshape(-1, 1, 1), xb.reshape(-1, 1, 1))
-    got = compute([(xa + zpa).astype(_value_dtype(ctx.ifm)).reshape(-1, 1, 1),
-                   (xb + zpb).astype(_value_dtype(ctx.ifm2)).reshape(-1, 1, 1)])
+    raw = [(xa + zpa).astype(_value_dtype(ctx.ifm)).reshape(-1, 1, 1),
+           (xb + zpb).astype(_value_dtype(ctx.ifm2)).reshape(-1, 1, 1)]
+    got = compute(raw)
     if got.shape != want.shape or not np.array_equal(got, want):
         return None
-    return compute
+    cc = _cc.elementwise_compute(_CC_MODES[mode], ta, tb, oa, ob, zpa, zpb, stage.row, stage.table, stage.odt,
+                                  compute)
+    return _checked(cc, compute, [raw, [v.astype(np.int64) for v in raw]]) or compute
 
 
 def _output_stage(ctx, lo: int, hi: int, rescale_mode=_common.RESCALE_GLOBAL):
@@ -1306,6 +1354,10 @@ def _output_stage(ctx, lo: int, hi: int, rescale_mode=_common.RESCALE_GLOBAL):
     got = stage(probe.copy())
     if got.dtype != want.dtype or not np.array_equal(got, want):
         return None
+    # the same stage as a parameter row of the compiled kernels (tlm.ethos_u85.ops.compiled)
+    stage.row = _cc.stage_row(scale, shift, rp, rn, zp, None if clo is None else int(clo),
+                              None if clo is None else int(chi), wrap32, table)
+    stage.table, stage.odt, stage.probe = table, odt, (probe, want)
     return stage
 
 
@@ -1444,6 +1496,14 @@ def _lookup(table: np.ndarray, lo: int, dt: np.dtype):
         if full and v.dtype == dt:
             return rolled[v.view(udt)]
         return table[_sub(v, lo0)]
+    cc = _cc.lookup_compute(table, lo, compute)
+    if cc is not None:                                    # every value of the domain, as dt and int64
+        dom = np.arange(lo, lo + table.size, dtype=np.int64).reshape(1, -1, 1)
+        cases = [[dom]]
+        info = np.iinfo(dt)
+        if info.min <= lo and lo + table.size - 1 <= info.max:
+            cases.append([dom.astype(dt)])
+        return _checked(cc, compute, cases) or compute
     return compute
 
 
@@ -1562,8 +1622,34 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     def compute(vals):
         return epilogue(*accumulate(vals[0]))
     pre.compute = compute
+    if pointwise and kc >= K and not lut_act and g.ofm_h * g.ofm_w * g.ofm_d * K <= _CC_CONV_MACS:
+        pre.compute = _pointwise_compiled(compute, w, k, izp, acc, acc_bound, zp, amin, amax, clamp, odt, shape,
+                                          pre.inputs[0], _type_range(fm)) or compute
     pre.macs = g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw * (1 if depthwise else g.ifm_d)
     return pre
+
+
+def _pointwise_compiled(compute, w, k, izp, acc, bound, zp, amin, amax, clamp, odt, shape, recorded, ifm_range):
+    """The compiled 1x1 CONV (exact int64 sums, the fused epilogue's int64 steps; see
+    tlm.ethos_u85.ops.compiled), checked against the numpy *compute* on the recorded IFM,
+    random IFMs and the IFM type's ends; None where fused_epilogue would decline for these
+    bounds (the numpy compute then declines as before)."""
+    if not _cc.available():
+        return None
+    if _common.fused_epilogue(np.zeros(acc.shape, acc.dtype), bound, k, zp, amin, amax, clamp, odt) is None:
+        return _no("compiled: fused epilogue declines")
+    O = w.shape[0]
+    cc = _cc.pointwise_compute(w.reshape(O, -1), k.bias, k.scale, k.shift, k.rp,
+                               k.rp if k.diff is None else k.rp - k.diff, izp, k.bits if k.bits < 64 else 0,
+                               clamp, amin - zp, amax - zp, zp, odt, shape, compute)
+    if cc is None:
+        return None
+    lo, hi = ifm_range
+    x = np.array(recorded)
+    rng = np.random.default_rng(_SEED)
+    cases = [[x], [np.full_like(x, lo)], [np.full_like(x, hi)]]
+    cases += [[rng.integers(lo, hi + 1, x.shape).astype(x.dtype)] for _ in range(3)]
+    return _checked(cc, compute, cases)
 
 
 def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, odt, acc_dt, shape):

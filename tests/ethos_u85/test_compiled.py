@@ -1,0 +1,239 @@
+"""The compiled computes of operation plans (tlm.ethos_u85.ops.compiled, numba) against the
+literal pseudocode (``arith.rounded_shift_right_ref`` on Python ints, sign_extend, the
+int32_t cast, the clamp, truncation) and against the numpy steps they replace
+(``common.fused_epilogue``, the plans' output stage), on random cases (seeds printed), and
+whole networks with the compiled computes on and off: the same outputs, and compiled
+computes actually built.
+
+numba is a dependency: without it the plans keep their numpy computes, and this file skips
+locally and fails under CI=true (tests.support.tool_missing).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from tests.support import tool_missing
+from tlm.ethos_u85 import arith
+from tlm.ethos_u85.ops import common, compiled, plan
+
+SEED = int(os.environ.get("TLM_TEST_SEED", "20261126"))
+MODES = [int(m) for m in arith.RoundMode]
+
+
+@pytest.fixture(autouse=True)
+def _numba():
+    if not compiled.available():
+        tool_missing(f"compiled plan computes: {compiled.missing_reason()}")
+
+
+def _wrap(v: int, bits: int) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def _trunc(v: int, odt: np.dtype) -> int:
+    """truncate() into odt: its low bits."""
+    bits = 8 * odt.itemsize
+    return _wrap(v, bits) if odt.kind == "i" else v % (1 << bits)
+
+
+def _rsr(p: int, shift: int, mode: int, dbl: int) -> int:
+    return arith.rounded_shift_right_ref(p, shift, mode, dbl)
+
+
+def test_numba_present_and_not_imported_by_tlm():
+    import subprocess
+    import sys
+    code = "import sys, tlm, tlm.ethos_u85.runner; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"                       # import tlm compiles (and imports) nothing
+    assert compiled.available()
+
+
+@pytest.mark.parametrize("case", range(24))
+def test_pointwise_against_literal_and_fused_epilogue(case):
+    seed = SEED + case
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    idt = np.dtype(rng.choice(["i1", "i2", "u1"]))
+    odt = np.dtype(rng.choice(["i1", "i2", "u1", "i4"]))
+    H, W = int(rng.integers(1, 3)), int(rng.integers(1, 4))
+    K, N = int(rng.integers(1, 40)), int(rng.integers(1, 24))
+    info = np.iinfo(idt)
+    x = rng.integers(info.min, int(info.max) + 1, (H, W, K)).astype(idt)
+    izp = int(rng.integers(info.min, int(info.max) + 1)) if case % 3 else 0
+    w = rng.integers(-128, 128, (N, K)).astype(np.int64)
+    bits = int(rng.choice([32, 40, 48]))
+    bias = rng.integers(-(1 << 34), 1 << 34, N) if case % 4 == 0 else rng.integers(-(1 << 20), 1 << 20, N)
+    scale = rng.integers(0, 1 << min(31, 62 - bits), N)   # |a * scale| < 2**62
+    shift = rng.integers(0, 50, N)
+    mode, dbl = int(rng.choice(MODES)), int(rng.integers(0, 31))
+    rp, rn = (v.astype(np.int64) for v in arith.round_terms(shift, mode, dbl))
+    zp = int(rng.integers(-100, 100))
+    oinfo = np.iinfo(odt)
+    amin = int(rng.integers(oinfo.min, 1)) if oinfo.min < 0 else 0
+    amax = int(rng.integers(1, min(int(oinfo.max), 1 << 20) + 1))
+    clamp = bool(case % 5)
+    cc = compiled.pointwise_compute(w, bias, scale, shift, rp, rn, izp, bits, clamp, amin - zp, amax - zp, zp, odt,
+                                    (H, W, N), None)
+    got = cc([x])
+    # the literal steps per element (Python ints)
+    want = np.empty((H, W, N), odt)
+    for y in range(H):
+        for xx in range(W):
+            for n in range(N):
+                acc = sum((int(x[y, xx, k]) - izp) * int(w[n, k]) for k in range(K))
+                a = _wrap(acc + int(bias[n]), bits)
+                p = a * int(scale[n])
+                r = _rsr(p, int(shift[n]), mode, dbl)
+                if clamp:
+                    r = min(max(r, amin - zp), amax - zp)
+                want[y, xx, n] = _trunc(r + zp, odt)
+    assert np.array_equal(got, want), f"seed {seed}"
+    # and the numpy epilogue, where it covers the case
+    k = common.EpilogueConsts.__new__(common.EpilogueConsts)
+    sc = type("S", (), {"bias": bias.astype(np.int64), "scale": scale.astype(np.int64),
+                        "shift": shift.astype(np.int64)})
+    common.EpilogueConsts.__init__(k, sc, N, mode, dbl, bits)
+    accs = np.einsum("hwk,nk->hwn", x.astype(np.int64) - izp, w)
+    ref = common.fused_epilogue(accs, int(np.abs(accs).max()), k, zp, amin, amax, clamp, odt)
+    if ref is not None:
+        assert np.array_equal(got, ref), f"seed {seed}"
+
+
+def _stage_literal(acc, scale, shift, mode, dbl, zp, clo, chi, wrap32, table, odt):
+    r = _rsr(acc * scale, shift, mode, dbl)
+    if wrap32:
+        v = _wrap(_wrap(r, 32) + zp, 32)
+        if clo is not None:
+            v = min(max(v, clo), chi)
+    else:
+        v = r + zp
+        if clo is not None:
+            v = min(max(v, clo), chi)
+        if table is not None:
+            return int(table[v - clo])
+    return _trunc(v, odt)
+
+
+@pytest.mark.parametrize("case", range(24))
+def test_elementwise_against_literal(case):
+    seed = SEED + 100 + case
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    mode = case % 5
+    odt = np.dtype(rng.choice(["i1", "i2", "u1"]))
+    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.integers(1, 50)))
+    a = rng.integers(-32768, 32768, shape).astype(np.int16)
+    b = rng.integers(-32768, 32768, shape).astype(np.int16)
+    if case % 7 == 3:
+        a, b = a.astype(np.int64), b.astype(np.int64)   # FIFO operands: int64
+    zpa, zpb = int(rng.integers(-50, 50)), int(rng.integers(-50, 50))
+    oa = ob = -32768                                    # tables over the raw values
+    ta = rng.integers(-(1 << 20), 1 << 20, 65536) if mode != compiled.MODE_MUL else None
+    tb = rng.integers(-(1 << 20), 1 << 20, 65536) if mode != compiled.MODE_MUL else None
+    scale, shift = int(rng.integers(1, 1 << 15)), int(rng.integers(1, 40))
+    m, dbl = int(rng.choice(MODES)), int(rng.integers(0, 31))
+    rp, rn = (int(v[0]) for v in arith.round_terms(np.array([shift]), m, dbl))
+    zp = int(rng.integers(-100, 100))
+    kind = case % 3                                     # 0 clamp, 1 LUT table, 2 int32 wrap
+    table = None
+    if kind == 1:
+        clo, chi = -300, 300
+        table = rng.integers(-128, 128, chi - clo + 1).astype(odt) if odt.kind == "i" else \
+            rng.integers(0, 256, chi - clo + 1).astype(odt)
+    else:
+        info = np.iinfo(odt)
+        clo, chi = int(info.min), int(info.max)
+    wrap32 = kind == 2
+    row = compiled.stage_row(scale, shift, rp, rn, zp, clo, chi, wrap32, table)
+    cc = compiled.elementwise_compute(mode, ta, tb, oa, ob, zpa, zpb, row, table, odt, None)
+    got = cc([a, b])
+    want = np.empty(shape, odt)
+    for i in np.ndindex(shape):
+        va, vb = int(a[i]), int(b[i])
+        if mode == compiled.MODE_MUL:
+            acc = (va - zpa) * (vb - zpb)
+        else:
+            xa, xb = int(ta[va - oa]), int(tb[vb - ob])
+            acc = [xa + xb, xa - xb, min(xa, xb), max(xa, xb)][mode]
+        want[i] = _stage_literal(acc, scale, shift, m, dbl, zp, clo, chi, wrap32, table, odt)
+    assert np.array_equal(got, want), f"seed {seed}"
+
+
+def test_lookup_and_out_of_table_declines():
+    seed = SEED + 200
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    table = rng.integers(-32768, 32768, 1000).astype(np.int16)
+    cc = compiled.lookup_compute(table, -500, None)
+    v = rng.integers(-500, 500, (2, 3, 7))
+    assert np.array_equal(cc([v]), table[v + 500])
+    v[1, 2, 3] = 500                                    # one past the table: declines, never reads outside
+    with pytest.raises(compiled.Declined):
+        cc([v])
+
+
+def test_into_stores_all_or_nothing():
+    """compute.into stores the OFM's bits into the page view (unsigned type of its width)
+    and returns the values; a kernel that fails (an index outside its table) raises Declined
+    and leaves the view unchanged, even when the failing element is the last one."""
+    seed = SEED + 400
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    table = rng.integers(-128, 128, 600).astype(np.int8)
+    cc = compiled.lookup_compute(table, -300, None)
+    v = rng.integers(-300, 300, (2, 2, 9))
+    page = rng.integers(0, 256, 64).astype(np.uint8)
+    before = page.copy()
+    view = page[5:5 + v.size]
+    out = cc.into([v], view)
+    assert np.array_equal(out, table[v + 300])
+    assert np.array_equal(view.view(np.int8), table[v + 300].reshape(-1))
+    assert np.array_equal(page[:5], before[:5]) and np.array_equal(page[5 + v.size:], before[5 + v.size:])
+    page[...] = before
+    v[-1, -1, -1] = 300                                 # the last element: one past the table
+    with pytest.raises(compiled.Declined):
+        cc.into([v], view)
+    assert np.array_equal(page, before)
+    assert cc.into([v[:1]], view) is None               # another size: the caller stores
+
+
+@pytest.mark.parametrize("name", ["tflm_micro_speech_lstm", "seanet_sub1", "add_int16", "mul_int16", "tanh_int16",
+                                  "fc_64x32_pc"])
+def test_network_same_with_compiled_computes_on_and_off(name):
+    """A network's warm runs with the compiled computes on equal the ordinary path and the
+    warm runs with them off (outputs, transaction log, cycles, PMU, events, registers,
+    chaining state, LUT RAM), and compiled computes were built and used; then every output
+    stage those plans built gives the same values through its compiled row."""
+    from tests.ethos_u85.test_warm_paths import load, run
+    from tlm.ethos_u85 import device
+
+    vm, ins = load(name)
+    ordinary = run(vm, ins, warm_paths=False)
+    got = {}
+    try:
+        for on in (False, True):
+            compiled.set_enabled(on)
+            device.clear_warm_caches()
+            runs = [run(vm, ins) for _ in range(3)]          # builds plans, records the trace, replays
+            got[on] = (runs, plan.STATS["compiled", "built"], sum(n for k, n in plan.STATS.items()
+                                                                  if k[1] == "planned"))
+            stages = [v for v in plan._COMPUTES.values() if getattr(v, "row", None) is not None]
+            for st in stages if on else ():
+                probe, want = st.probe
+                cc = compiled.elementwise_compute(compiled.MODE_MUL, None, None, 0, 0, 0, 0, st.row, st.table,
+                                                  st.odt, None)
+                out = cc([probe.reshape(-1, 1, 1), np.ones((probe.size, 1, 1), np.int64)])
+                assert np.array_equal(out.reshape(-1), want.reshape(-1))
+    finally:
+        compiled.set_enabled(True)
+        device.clear_warm_caches()
+    for on in (False, True):
+        for r in got[on][0]:
+            assert r == ordinary
+    assert got[False][1] == 0
+    assert got[True][1] > 0 and got[True][2] > 0          # compiled computes built, plans ran

@@ -1,0 +1,196 @@
+"""Compiled computes of operation plans (numba): one call per planned operation instead of
+a dozen numpy calls.
+
+A plan's compute (``tlm.ethos_u85.ops.plan``) is a closure of vectorised numpy steps; on the
+small operations of an LSTM (80 elements) each numpy call costs about as much as the
+arithmetic of the whole operation, so an operation costs about ten calls.  The kernels
+here do the same integer arithmetic in one nopython loop per operation:
+
+* :func:`lookup`: ``table[v - lo]`` (a 1x1 POOL or unary ELEMENTWISE result table, the
+  input-scaling tables of a decomposed ELEMENTWISE);
+* :func:`elementwise`: a 16-bit add/sub/min/max/mul from its input-scaling tables (or the
+  zero-point-subtracted operands for mul), then the output stage (``plan._output_stage``:
+  ``(acc*scale + R) >> shift`` with R by the product's sign, the zero point, the clamp or
+  the activation's int32 wrap, a LUT activation's table);
+* :func:`pointwise`: a 1x1 CONV / FULLY_CONNECTED (int8 or int16 IFM) with exact int64
+  accumulators and the fused per-channel epilogue (``common.fused_epilogue``: bias, the
+  wrap to the accumulator width, per-channel scale/shift/rounding, clamp, zero point,
+  truncation).
+
+Each kernel takes its constants as one int64 parameter row plus its tables, so a call
+costs one dispatch.  The plan code builds a compiled compute only beside the numpy one it
+replaces and uses it only after it agreed with that one (and with the ordinary run's own
+bytes, as every plan) when built; an index outside a table makes the kernel report failure,
+and the plan then declines to the ordinary path.
+
+numba is imported on first use (a plan being built), never by ``import tlm``; the kernels
+are compiled with ``cache=True`` (the first process compiles them, later ones load them).
+Without numba (or with ``TLM_COMPILED=0``) :func:`available` is False and the plans keep
+their numpy computes.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+_STATE: dict = {}
+
+
+def available() -> bool:
+    """numba importable and the computes not switched off (TLM_COMPILED=0, set_enabled);
+    imports the kernels on the first call."""
+    ok = _STATE.get("ok")
+    if ok is None:
+        ok = False
+        if missing_reason(imported=False) is None:
+            try:
+                _define()
+                ok = True
+            except ImportError as e:
+                _STATE["error"] = str(e)
+        _STATE["ok"] = ok
+    return ok
+
+
+def set_enabled(on: bool) -> None:
+    """Switch the compiled computes on or off for plans built from now on (tests compare
+    both ways; plans already built keep theirs: ``plan.clear()``)."""
+    _STATE["off"] = not on
+    _STATE.pop("ok", None)
+
+
+def missing_reason(imported: bool = True) -> "str | None":
+    """Why the compiled computes are off (None when they are on)."""
+    if _STATE.get("off"):
+        return "switched off (compiled.set_enabled)"
+    if os.environ.get("TLM_COMPILED", "1").lower() in ("0", "no", "false"):
+        return "switched off by TLM_COMPILED=0"
+    if imported and not available():
+        return f"numba could not be imported ({_STATE.get('error')})"
+    return None
+
+
+# ---------------------------------------------------------------------------- stage rows
+# the output stage's parameter row (int64), after the operation's own leading entries
+S_SCALE, S_SHIFT, S_RP, S_DIFF, S_ZP, S_CLAMP, S_CLO, S_CHI, S_WRAP32, S_TABLE = range(10)
+STAGE_LEN = 10
+# elementwise row: mode, then the operand offsets and zero points, then the stage
+E_MODE, E_OA, E_OB, E_ZPA, E_ZPB = range(5)
+E_STAGE = 5
+MODE_ADD, MODE_SUB, MODE_MIN, MODE_MAX, MODE_MUL = range(5)
+# pointwise row
+P_IZP, P_WRAP, P_CLAMP, P_LO, P_HI, P_ZP = range(6)
+
+
+def stage_row(scale, shift, rp, rn, zp, clo, chi, wrap32, table) -> list:
+    """The output stage's row: ``p = acc*scale; p += rn - rp where p < 0; p = (p + rp) >>
+    shift``, then ``(int32_t)(p + zp)`` clamped (wrap32) or ``p + zp`` clamped to [clo, chi]
+    (None: no clamp), or looked up in *table* over [clo, chi]."""
+    clamp = clo is not None
+    return [int(scale), int(shift), int(rp), int(rn) - int(rp), int(zp), int(clamp),
+            int(clo) if clamp else 0, int(chi) if clamp else 0, int(bool(wrap32)), int(table is not None)]
+
+
+def _define() -> None:
+    from . import _kernels                                  # (imports numba)
+    _STATE.update(lookup=_kernels.lookup, elementwise=_kernels.elementwise, pointwise=_kernels.pointwise)
+
+
+# ---------------------------------------------------------------------------- computes
+def _compute(call, shape_of, odt, fallback):
+    """The compute closure of a kernel: ``compute(vals)`` returns the OFM (a new array; the
+    numpy *fallback* for operands *shape_of* rejects with None), and ``compute.into(vals,
+    dst)`` also stores it into *dst* (the OFM's bytes in a memory page, as the unsigned type
+    of the OFM's width) in the same call, after every element was computed (a kernel that
+    fails writes nothing); it returns the OFM in a buffer it reuses, or None (the caller
+    then takes compute)."""
+    odt = np.dtype(odt)
+    nodst = np.empty(0, np.dtype(f"<u{odt.itemsize}"))
+    bufs: dict = {}
+
+    def compute(vals):
+        shp = shape_of(vals)
+        if shp is None:
+            return fallback(vals)
+        out = np.empty(shp, odt)
+        if not call(vals, out, nodst):
+            raise Declined
+        return out
+
+    def into(vals, dst):
+        shp = shape_of(vals)
+        if shp is None:
+            return None
+        out = bufs.get(shp)
+        if out is None:
+            out = bufs[shp] = np.empty(shp, odt)
+        if out.size != dst.size:
+            return None
+        if not call(vals, out, dst):
+            raise Declined
+        return out
+    compute.into = into
+    return compute
+
+
+def lookup_compute(table: np.ndarray, lo: int, fallback):
+    """compute(vals) = table[vals[0] - lo] (plan._lookup's), or None (not available).
+    *fallback*: the numpy compute, for operands that are not the kernel's case (not 3-D)."""
+    if not available() or table.ndim != 1 or table.dtype.kind not in "iu":
+        return None
+    k, lo = _STATE["lookup"], int(lo)
+    table = np.ascontiguousarray(table)
+
+    def shape_of(vals):
+        v = vals[0]
+        return v.shape if v.ndim == 3 else None
+    return _compute(lambda vals, out, dst: k(vals[0], table, lo, out, dst), shape_of, table.dtype, fallback)
+
+
+def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int, srow: list,
+                        table, odt, fallback):
+    """The decomposed elementwise compute (plan._ew_decomposed's), or None.  *fallback*: the
+    numpy compute, for operands that are not the kernel's case (broadcast, not 3-D)."""
+    if not available():
+        return None
+    k = _STATE["elementwise"]
+    prm = np.array([mode, oa, ob, zpa, zpb] + list(srow), np.int64)
+    if srow[S_TABLE] and table is None:
+        return None
+    z = np.zeros(1, np.int64)
+    ta = z if ta is None else np.ascontiguousarray(ta, np.int64)
+    tb = z if tb is None else np.ascontiguousarray(tb, np.int64)
+    table = np.zeros(1, odt) if table is None else np.ascontiguousarray(table)
+
+    def shape_of(vals):
+        a, b = vals[0], vals[1]
+        return a.shape if a.shape == b.shape and a.ndim == 3 else None
+    return _compute(lambda vals, out, dst: k(vals[0], vals[1], ta, tb, prm, table, out, dst), shape_of, odt,
+                    fallback)
+
+
+def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_bits: int, clamp: bool,
+                      lo: int, hi: int, zp: int, odt, shape, fallback):
+    """A 1x1 CONV's compute (plan._prepare_conv's pointwise case), or None.  *w*: [N, K]
+    weights; the per-channel vectors of length N; *fallback*: the numpy compute, for an IFM
+    that is not the kernel's case."""
+    if not available():
+        return None
+    k = _STATE["pointwise"]
+    w = np.ascontiguousarray(w, np.int64)
+    ch = np.ascontiguousarray(np.stack([np.asarray(v, np.int64) for v in (bias, scale, shift, rp,
+                                                                           np.asarray(rp, np.int64) - rn)]))
+    prm = np.array([izp, wrap_bits, int(clamp), lo, hi, zp], np.int64)
+    h, wd, N = shape
+    K = w.shape[1]
+    shape = tuple(shape)
+
+    def shape_of(vals):
+        x = vals[0]
+        return shape if x.shape == (h, wd, K) else None
+    return _compute(lambda vals, out, dst: k(vals[0], w, ch, prm, out, dst), shape_of, odt, fallback)
+
+
+class Declined(Exception):
+    """A compiled compute that does not cover these operands (the plan declines)."""
