@@ -6,7 +6,8 @@
 //   npu_conv_walk   the weight order (TRM 3.9.2): bricks for the MAC array, IFM patch records
 //   npu_conv_ifm    IFM patches (rd_ifm) into the IFM buffer
 //   npu_conv_mac    MACS multipliers a cycle, 48-bit accumulators in the accumulator buffer
-//   npu_conv_out    bias, rescale, activation, OFM writes (wr_ofm); the scale/bias RAM
+//   npu_conv_out    bias, rescale, activation, OFM writes (wr_ofm; addresses, reverse and
+//                   transposes: npu_ofm_addr.v, shared with npu_kernel); the scale/bias RAM
 //
 // Execution of one operation (the decoder waits until busy falls, so the NPU_SET state read
 // here is stable):

@@ -16,6 +16,7 @@
 //                strides 1-4; kernels up to 256x256 for max/min, 8x8 for average (TRM
 //                limit), any TRM-legal size for sum; OFM_SCALE global.
 //   both         OFM b8, b16 or b32, signed or unsigned; NHWC and NHCWB16 for every tensor;
+//                OFM reverse (POOL, RESIZE) and transposes (ELEMENTWISE HCW/CHW, POOL all);
 //                tile2x2 / tile3x1 storage when every element the operation touches lies in
 //                tile 0 (base 0); OFM storage none (computed, not written: COND_STATUS
 //                only); activation clip_range b16 (ACTIVATION_MIN/MAX) or none, and every
@@ -36,8 +37,10 @@
 //     elementwise; reduce_sum: (oy, ox, IFM depth chunk) - and reads each chunk as one or
 //     two single-beat bursts: IFM on rd_ifm (ARID 1), IFM2 on rd_ifm_stream (ARID 5), exact
 //     start address, so no burst crosses a 16-byte (hence max_beats, 4 KB) boundary.
-//     Addresses are kept incrementally (no multiplier): BASEP[region] + BASE0 + y*STRIDE_Y
-//     + x*STRIDE_X (NHCWB16: 16*size*x) + c*size (NHCWB16: (c/16)*STRIDE_C + (c%16)*size).
+//     Read addresses are kept incrementally (no multiplier): BASEP[region] + BASE0 + y*STRIDE_Y
+//     + x*STRIDE_X (NHCWB16: 16*size*x) + c*size (NHCWB16: (c/16)*STRIDE_C + (c%16)*size);
+//     OFM addresses come from npu_ofm_addr.v (write_ofm's reverse and transpose), shared
+//     with the CONV output stage.
 //     A tap in the padding is not read. A token per tap tells the compute side what
 //     arrives;
 //   * read beats wait in 4-beat queues (the generator reserves the space before it issues);

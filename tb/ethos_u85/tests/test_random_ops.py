@@ -48,16 +48,17 @@ visits every bin of those cover points; everything else is drawn freely.
 
 On DUT=rtl the generator emits only what the stand-in implements (rtl_stub/ethos_u85/README.md,
 tb/ethos_u85/testlib/rtl_support.py): no elementwise div, no pooling none/argmax, single-tile storage,
-global scale for pooling, no reverse, transposes only for ELEMENTWISE/POOL (NHWC), no
-upscale; CONV/DEPTHWISE with 8-bit or signed 16-bit IFM, 8/16/32-bit OFM, no LUT, no
-transposes, no accumulator
-restore, FWD only with one weight decoder; plus the branches, PMU_MASK and LUT DMAs, so
+global scale for pooling, no upscale; CONV/DEPTHWISE with 8-bit or signed 16-bit IFM,
+8/16/32-bit OFM, no accumulator restore, FWD only with one weight decoder; plus the branches, PMU_MASK and LUT DMAs, so
 ``test_random_ops`` and ``test_random_conv`` pass there too.
 
 Tests:
 
 * ``test_random_ops[backpressure=none|bp]``: 60-90 (20-30 with random AXI back-pressure)
   operations of every kind in jobs of one to four, the bench's configuration.
+* ``test_ofm_perms[kind=conv|dw|pool|ew|resize]``: each write_ofm transpose (NHWC and
+  NHCWB16) and reverse (H, W on both formats, C on NHWC) the operation allows, twice
+  (``OFM_PERMS_REPS=n`` times), on random operations of that kind (``OpGen.force``).
 * ``test_random_conv[wd=2wd|4wd]``: 12-18 CONV/DEPTHWISE/matrix-multiply operations on a
   configuration with 2 (ethos-u85-512) or 4 (ethos-u85-1024/2048, by the seed) weight
   decoders on DUT=tlm; on DUT=rtl CONV/DEPTHWISE on the bench's configuration
@@ -98,6 +99,7 @@ RTL = DUT == "rtl"
 TIMEOUT = dict(timeout_time=2000, timeout_unit="ms")
 N_OPS = int(os.environ.get("RANDOM_OPS_N", "0") or 0)
 SEED = os.environ.get("RANDOM_OPS_SEED")
+PERM_REPS = int(os.environ.get("OFM_PERMS_REPS", "2") or 2)     # test_ofm_perms: jobs per mode
 
 NHWC, NHCWB16 = 0, 1
 TILE2X2, TILE3X1, CHAINED, NONE = 0, 1, 2, 3
@@ -1413,7 +1415,7 @@ async def test_ofm_perms(dut, kind):
     gen = OpGen(rng, get_config(env.config).macs, rtl=RTL)
     n = 0
     for perm in OFM_PERMS:
-        for k in range(2):
+        for k in range(PERM_REPS):
             job = perm_job(gen, kind, perm)
             if job is None:
                 break
