@@ -106,7 +106,7 @@ async def test_catalog_networks(dut, mode):
     env.finish()
 
 
-UNCLAIMED_NET = "dwconv_mult3_c3"   # a POOL transposing an NHCWB16 OFM: the stand-in stops at it
+UNCLAIMED_NET = "dwconv_mult3_c3"   # refused until OFM transposes of NHCWB16 OFMs; claimed now (no catalog network is refused)
 
 
 @cocotb.test(timeout_time=600, timeout_unit="sec")
