@@ -50,8 +50,8 @@ DEVICE = "ethos-u85"
 # the datapath of CONV/DEPTHWISE and of the kernel unit
 DATAPATH = ("npu_swd.v", "npu_fwd.v", "npu_wfetch.v", "npu_conv.v", "npu_conv_walk.v",
             "npu_conv_ifm.v", "npu_conv_mac.v", "npu_conv_out.v", "npu_conv_rescale.v", "npu_rsr.v",
-            "npu_kernel.v", "npu_kernel_alu.v", "npu_act.v")
-KERNEL_FILES = ("npu_kernel.v", "npu_kernel_alu.v", "npu_act.v")
+            "npu_kernel.v", "npu_kernel_alu.v", "npu_act.v", "npu_ofm_addr.v")
+KERNEL_FILES = ("npu_kernel.v", "npu_kernel_alu.v", "npu_act.v", "npu_ofm_addr.v")
 
 # judged equivalent, by (file, code line, change, n-th such site in the file): line numbers move
 EQUIVALENT: dict[tuple, str] = {
@@ -361,7 +361,7 @@ def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, 
         " 'tools.mutate_tb', %r, includes=[Path(%r)])\n"
         "print('MUTANT_RESULT', json.dumps([n, f]))\n"
     ) % ([str(p) for p in _sources(src_dir)],
-         {"TB_DUT": "rtl", "MUTATE_FIRST": first, "MUTATE_SEED": str(seed)}, str(src_dir))
+         {"TB_DUT": "rtl", "MUTATE_FIRST": first, "MUTATE_SEED": str(seed), "OFM_PERMS_REPS": "1"}, str(src_dir))
     # a fresh build: the copied sources keep their modification times, so a build folder
     # of an earlier mutant could look up to date
     shutil.rmtree(REPO / "sim_build" / "icarus-mutant", ignore_errors=True)

@@ -13,7 +13,10 @@ test_resize_integer_y_step and test_sigmoid_rounding_tie (same file): RESIZE wit
 step (one_step_int > 0) and lut_sigmoid inputs where its rounding constant decides; and
 test_conv_unpredictable (same file): CONV and DEPTHWISE with a failed register-only TRM assert
 complete without effect; test_conv_lut and test_conv_chained (test_random_ops.py): every LUT
-function on CONV/DEPTHWISE OFMs, chained CONV/DEPTHWISE OFMs read by an ELEMENTWISE. The
+function on CONV/DEPTHWISE OFMs, chained CONV/DEPTHWISE OFMs read by an ELEMENTWISE;
+test_ofm_perms (same file): every write_ofm transpose and reverse on CONV, DEPTHWISE, POOL,
+ELEMENTWISE and RESIZE; test_ofm_write_unpredictable (test_rtl_kernels.py): write_ofm's
+register-only asserts (no effect). The
 CONV/DEPTHWISE jobs are picked from the generator's sequence so
 that each feature of CONV_FEATURES occurs (FWD, sparse, part-kernel-first, d4x4, i32 and i48
 accumulators, per-channel and global scale, every microblock, ...): a short list of plain random
@@ -44,6 +47,10 @@ from tb.ethos_u85.tests.test_random_ops import (CMD, NONE, QREAD, OpGen, build_j
 # run here too: every LUT function on CONV/DEPTHWISE OFMs, and CONV/DEPTHWISE chained OFMs read
 # by an ELEMENTWISE (npu_act.v, the serial lane path of npu_conv_out.v, the FIFO write port)
 from tb.ethos_u85.tests.test_random_ops import test_conv_chained, test_conv_lut  # noqa: F401
+# runs here too: every write_ofm transpose and reverse on each operation that allows them
+# (npu_ofm_addr.v, the elem paths of npu_conv_out.v and npu_kernel.v)
+from tb.ethos_u85.tests.test_random_ops import test_ofm_perms  # noqa: F401
+from tb.ethos_u85.tests.test_rtl_kernels import test_ofm_write_unpredictable  # noqa: F401
 # runs here too: what the stand-in refuses (div, argmax, CONV with upscale, b64 OFM DEPTHWISE, ...) must
 # stop with cmd_parse_error at the operation, never run
 from tb.ethos_u85.tests.test_rtl_smoke import test_smoke_parse_errors  # noqa: F401

@@ -446,7 +446,7 @@ module ethosu85 #(
         .idle(dma_idle));
 
     // ================================================================ kernel operations
-    npu_kernel u_kernel (
+    npu_kernel #(.MACS(MACS)) u_kernel (
         .CLK(CLK), .rst_n(core_rst_n),
         .set_we(st_we), .set_kind(st_kind), .set_opc(st_opc), .set_raw(st_raw),
         .op_pool(k_op_pool), .op_ew(k_op_ew), .op_resize(k_op_resize), .op_mode(k_op_mode),

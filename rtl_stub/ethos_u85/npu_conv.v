@@ -6,7 +6,8 @@
 //   npu_conv_walk   the weight order (TRM 3.9.2): bricks for the MAC array, IFM patch records
 //   npu_conv_ifm    IFM patches (rd_ifm) into the IFM buffer
 //   npu_conv_mac    MACS multipliers a cycle, 48-bit accumulators in the accumulator buffer
-//   npu_conv_out    bias, rescale, activation, OFM writes (wr_ofm); the scale/bias RAM
+//   npu_conv_out    bias, rescale, activation, OFM writes (wr_ofm; addresses, reverse and
+//                   transposes: npu_ofm_addr.v, shared with npu_kernel); the scale/bias RAM
 //
 // Execution of one operation (the decoder waits until busy falls, so the NPU_SET state read
 // here is stable):
@@ -267,13 +268,15 @@ module npu_conv #(
         || (i_up == NPU_E_IFM_UPSCALE_MODE_NEAREST[1:0]) || (i_up == NPU_E_IFM_UPSCALE_MODE_ZEROS[1:0])
         || (acc_in == NPU_E_ACC_INPUT_KEEP[1:0]) || (acc_in == NPU_E_ACC_INPUT_IFM2[1:0])
         || (acc_out != NPU_E_ACC_OUTPUT_ENABLE[0])
-        || (o_prec == NPU_E_ACTIVATION_PRECISION_B64[1:0])
-        || (o_stor != ST_NONE && (o_rev != 2'd0 || (NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr] && o_tr != 3'd0)));
+        || (o_prec == NPU_E_ACTIVATION_PRECISION_B64[1:0]);
     // add_operation_to_chain (TRM 3.6.4, the TLM's order: before the other asserts): a
     // CONV/DEPTHWISE opens a chain (the decoder refuses it inside an open one), so its FIFOs
     // are empty and a chained IFM reads a FIFO that is not valid; a chained OFM names FIFO 0..2
     wire o_chain = (o_stor == ST_CHAINED);
     wire o_mem = (o_stor != ST_NONE) && !o_chain;             // the OFM goes to memory
+    wire ofm_ok;                                              // check_ofm_write (npu_ofm_addr.v)
+    wire [15:0] o_ymax, o_xmax;                               // the OFM's largest memory y, x
+    wire rev_c = (o_rev == NPU_E_ACTIVATION_REVERSE_C[1:0]);
     wire c_unpred =
            (i_stor == ST_CHAINED) || (o_chain && o_reg > 3'd2)
         || (acc_fmt > 2'd1)
@@ -290,10 +293,13 @@ module npu_conv #(
         || (i_stor == ST_NONE) || !addr_ok(i_fmt, i_prec, i_base[5:0], i_sx[5:0], i_sc[5:0], i_sy[5:0]) || !i_zp_ok
         // scale_bias()
         || (per_ch && (s_base[3:0] != 4'd0 || s_len[3:0] != 4'd0 || {1'b0, s_len} < sb_need))
+        || (per_ch && rev_c && od > 17'd16 && (od & cmask) != 17'd0)   // TRM 3.7.2, reverse C
         // rescale, activation, write_ofm
         || (os_rnd > NPU_E_ROUND_MODE_OFM_TRUNCATE_TO_LOWER[2:0]) || (os_dbl == 5'd31)
         || !o_zp_ok || !act_fn_valid || !act_tab_ok
         || (o_stor != ST_NONE && !NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr])
+        || (o_chain && (o_rev != 2'd0 || o_tr != 3'd0))
+        || (o_mem && !ofm_ok)
         || (o_mem && !addr_ok(o_fmt, o_prec, o_base[5:0], o_sx[5:0], o_sc[5:0], o_sy[5:0]));
     // implementation limits (checked with the smallest spatial block)
     wire [20:0] ifm_hm1 = ifm_h21 - 21'd1;
@@ -315,7 +321,7 @@ module npu_conv #(
     end
     wire c_limit =
            !tile0(i_stor, i_w0m1, i_h0m1, i_h1m1, ifm_hm1, ifm_wm1)
-        || (o_stor != ST_NONE && !tile0(o_stor, o_w0m1, o_h0m1, o_h1m1, {5'd0, oh_m1}, {5'd0, ow_m1}))
+        || (o_stor != ST_NONE && !tile0(o_stor, o_w0m1, o_h0m1, o_h1m1, {5'd0, o_ymax}, {5'd0, o_xmax}))
         || (wfmt == NPU_E_WEIGHT_FORMAT_FWD[0] && NUM_WD_LOG2 != 2'd0)
         || (op_dw && lwo > 4'(DW_MAX_LWO))
         || (od > {6'd0, blkd} && blkd[2:0] != 3'd0)
@@ -384,7 +390,9 @@ module npu_conv #(
     wire  [30:0] r_scale = (acc_fmt == NPU_E_ACC_FORMAT_I48[1:0])
                           ? {16'd0, rec[SB_I48_SCALE +: 15]} : rec[SB_I32_SCALE +: 31];
     wire  [5:0]  r_shift = rec[SB_I32_SHIFT +: 6];
-    wire         sb_we = rec_go && (srec < od) && (srec < 17'(SBN));
+    // the record's channel: reverse C takes the sets (channels_in_set records) in reverse order
+    wire  [16:0] s_ch = rev_c ? ((d_al - (17'd1 << lcis) - (srec & ~cmask)) | (srec & cmask)) : srec;
+    wire         sb_we = rec_go && (s_ch < od) && (s_ch < 17'(SBN));
 
     // ---- weight fetch, decoders
     logic        f_start, f_scale;
@@ -510,11 +518,13 @@ module npu_conv #(
         .g_shift(os_shift), .rnd(os_rnd), .dbl(os_dbl), .o_zp(o_zp17),
         .clip(clip_rg == NPU_E_ACTIVATION_CLIP_RANGE_B16[0]), .amin(o_min17), .amax(o_max17),
         .obase(or_base + o_base), .o_sy(o_sy), .o_sx(o_sx), .o_sc(o_sc), .o_nhcwb16(o_fmt == NHCWB16),
+        .o_rev(o_rev), .o_tr(o_tr), .blk_h({4'd0, blkh_m1} + 11'd1), .blk_w({4'd0, blkw_m1} + 11'd1),
+        .blk_d(blkd), .mb(mb), .ofm_ok(ofm_ok), .o_ymax(o_ymax), .o_xmax(o_xmax),
         .o_none(o_stor == ST_NONE), .o_lsz(o_prec), .o_sgn(o_sgn), .o_chain(o_chain),
         .act_fn(act_fn), .table_i(act_tab), .tab_ok(act_tab_ok), .lut_raddr(lut_raddr),
         .lut_rdata(lut_rdata), .cf_we(cf_we), .cf_idx(cf_idx), .cf_data(cf_data), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
         .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .busy(out_busy),
-        .sb_we(sb_we), .sb_waddr(srec[10:0]), .sb_wdata({r_bias, r_scale, r_shift}),
+        .sb_we(sb_we), .sb_waddr(s_ch[10:0]), .sb_wdata({r_bias, r_scale, r_shift}),
         .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid),
         .wq_valid(wq_valid), .wq_addr(wq_addr), .wq_ready(wq_ready), .wd_valid(wd_valid),
         .wd_data(wd_data), .wd_strb(wd_strb), .wd_ready(wd_ready), .flag(cond_flag), .flag_set(cond_set));

@@ -14,6 +14,10 @@
 // with WSTRB on the chunk's bytes:
 //   NHWC     BASE0 + oy*STRIDE_Y + ox*STRIDE_X + c*es
 //   NHCWB16  BASE0 + oy*STRIDE_Y + (c/16)*STRIDE_C + (16*ox + c%16)*es
+// after write_ofm's reverse and transpose (npu_ofm_addr.v, shared with the kernel unit).
+// When the OFM's channels are not ascending-contiguous in memory (a transpose that moves the
+// channel axis, reverse C: `elem`) the chunk goes one lane a cycle (the `serial` mode) and
+// every element is its own single-beat burst.
 // Every lane goes through npu_act.v (activation(): zero point, clamps, LUT function;
 // write_ofm's truncation), the kernel unit's implementation. LUT functions and a chained OFM
 // take the chunk one lane a cycle (the `serial` mode): the LUT RAM has one read port (the
@@ -63,6 +67,15 @@ module npu_conv_out #(
     input  wire [39:0]     o_sx,
     input  wire [39:0]     o_sc,
     input  wire            o_nhcwb16,
+    input  wire [1:0]      o_rev,            // activation_reverse
+    input  wire [2:0]      o_tr,             // activation_transpose
+    input  wire [10:0]     blk_h,            // OFM_BLK_HEIGHT/WIDTH/DEPTH (check_ofm_write)
+    input  wire [10:0]     blk_w,
+    input  wire [10:0]     blk_d,
+    input  wire [2:0]      mb,               // ACC_FORMAT.microblock
+    output wire            ofm_ok,           // check_ofm_write (npu_ofm_addr.v)
+    output wire [15:0]     o_ymax,           // the OFM's largest memory y and x
+    output wire [15:0]     o_xmax,
     input  wire            o_none,           // storage none
     input  wire [1:0]      o_lsz,            // log2(es): OFM precision b8, b16, b32
     input  wire            o_sgn,            // OFM activation_type signed
@@ -163,16 +176,22 @@ module npu_conv_out #(
     logic        s1;
     logic [84:0] rec1 [0:15];
     logic [15:0] m1;
-    logic [39:0] a1;                         // address of lane 0
+    wire  [39:0] a1;                         // address of lane 0, of lane li in elem mode
+    logic [15:0] oy1, ox1;                   // the chunk's pixel (stage 1)
     logic        f1;                         // the chunk holds the flag element
     logic [3:0]  fl1;                        // its lane
-    wire  [39:0] a_pix = obase + 40'(oy * o_sy) + (o_nhcwb16 ? ({20'd0, ox, 4'd0} << o_lsz) : 40'(ox * o_sx));
-    wire  [39:0] a_chk = o_nhcwb16 ? a_pix + 40'(o_sc * {27'd0, cb[16:4]}) + ({36'd0, cb[3:0]} << o_lsz)
-                                   : a_pix + ({23'd0, cb} << o_lsz);
     wire         f_pix = (oy == oh_m1) && (ox == ow_m1);
     wire  [16:0] od_m1 = od - 17'd1;
     wire         f_chk = f_pix && (od_m1 >= c_lo) && (od_m1 < c_hi);
     logic [16:0] cb1;                        // the chunk's channel base (stage 1)
+    wire         elem;
+    logic [3:0]  li;                         // serial mode: the lane of this cycle
+    npu_ofm_addr #(.MACS(MACS)) u_addr (
+        .rev(o_rev), .tr(o_tr), .nhcwb16(o_nhcwb16), .lsz(o_lsz), .base(obase), .sy(o_sy),
+        .sx(o_sx), .sc(o_sc), .oh_m1(oh_m1), .ow_m1(ow_m1), .od_m1(od_m1[15:0]), .y(oy1), .x(ox1),
+        .c(cb1[15:0] + (elem ? {12'd0, li} : 16'd0)), .perms_all(1'b1), .blk_h(blk_h),
+        .blk_w(blk_w), .blk_d(blk_d), .mb(mb), .addr(a1), .elem(elem), .ymax(o_ymax),
+        .xmax(o_xmax), .ok(ofm_ok));
     logic [4:0]  pl1;
     logic [8:0]  u01;
     logic [47:0] accs [0:15];
@@ -196,10 +215,9 @@ module npu_conv_out #(
     wire  [31:0] t [0:15];                   // the chunk's values
     wire  [10:0] lb [0:15];
     wire  [15:0] tab_l;
-    logic [3:0]  li;                         // serial mode: the lane of this cycle
     logic        ser_rdy;                    // serial mode: every lane of the chunk done
     wire         lut_on = (act_fn != NPU_E_ACTIVATION_FUNCTION_LUT_NONE[4:0]);
-    wire         serial = lut_on || o_chain;
+    wire         serial = lut_on || o_chain || elem;
     genvar gl;
     generate
         for (gl = 0; gl < 16; gl = gl + 1) begin : g_lane
@@ -219,7 +237,8 @@ module npu_conv_out #(
     endgenerate
     assign tab_ok = tab_l[0];
     wire [3:0]  li_last = 4'((5'd16 >> o_lsz) - 5'd1);
-    wire        ser_step = s1 && serial && !ser_rdy;
+    wire        room1;                       // the write queue has room for an element
+    wire        ser_step = s1 && serial && !ser_rdy && (!elem || room1);
     assign lut_raddr = lb[li][10:4];
     logic [15:0] i1;                         // element index of the chunk's lane 0
     assign cf_we = ser_step && o_chain && m1[li] && !dead;
@@ -249,6 +268,10 @@ module npu_conv_out #(
     wire [31:0]  wm   = {16'd0, bm} << a1[3:0];
     wire         two  = (wm[31:16] != 16'd0);
     wire         one  = (wm[15:0] != 16'd0);
+    // elem mode: lane li's element alone (element-aligned: within one 16-byte beat)
+    wire [31:0]  e_v  = (o_lsz == 2'd0) ? {24'd0, qt[li][7:0]} : (o_lsz == 2'd1) ? {16'd0, qt[li][15:0]} : qt[li];
+    wire [127:0] e_d  = {96'd0, e_v} << {a1[3:0], 3'b000};
+    wire [15:0]  e_m  = ((16'd1 << (5'd1 << o_lsz)) - 16'd1) << a1[3:0];
 
     // ---- write queue: {addr, data, strb}
     localparam integer WQN = 8;
@@ -258,9 +281,11 @@ module npu_conv_out #(
     logic [3:0]   q_wp, q_ap, q_dp;          // write, AW, W pointers (mod 2*WQN)
     wire  [3:0]   q_cnt = q_wp - q_dp;       // entries not yet W-sent
     wire          room2 = (q_cnt <= 4'(WQN - 2));
+    assign        room1 = (q_cnt <= 4'(WQN - 1));
     wire          push = s1 && room2 && (!serial || ser_rdy);   // stage 1 moves on
-    wire          wr_en = push && !o_none && !o_chain && !dead;
-    wire [1:0]    npush = wr_en ? ({1'b0, one} + {1'b0, two}) : 2'd0;
+    wire          wr_en = push && !o_none && !o_chain && !dead && !elem;
+    wire          e_en = ser_step && elem && m1[li] && !o_none && !o_chain && !dead;
+    wire [1:0]    npush = wr_en ? ({1'b0, one} + {1'b0, two}) : {1'b0, e_en};
     wire          adv = act && (!s1 || push);
     // once dead, queued bursts whose AW has not gone out are dropped (an AW's W beat is sent)
     assign wq_valid = (q_ap != q_wp) && !dead;
@@ -281,12 +306,18 @@ module npu_conv_out #(
             pl1 <= pl;
             u01 <= u0;
             m1 <= lmask & {16{pix_in}};
-            a1 <= a_chk;
+            oy1 <= oy;
+            ox1 <= ox;
             f1 <= f_chk && pix_in;
             i1 <= 16'((({16'd0, oy} * ({16'd0, ow_m1} + 32'd1)) + {16'd0, ox}) * {15'd0, od} + {15'd0, cb});
             fl1 <= 4'(od_m1 - cb);
         end
         if (ser_step) tl[li] <= qt[li];
+        if (e_en) begin
+            qa[q_wp[2:0]] <= {a1[39:4], 4'd0};
+            qd[q_wp[2:0]] <= e_d;
+            qs[q_wp[2:0]] <= e_m;
+        end
         if (wr_en && one) begin
             qa[q_wp[2:0]] <= {a1[39:4], 4'd0};
             qd[q_wp[2:0]] <= win[127:0];

@@ -16,6 +16,7 @@
 //                strides 1-4; kernels up to 256x256 for max/min, 8x8 for average (TRM
 //                limit), any TRM-legal size for sum; OFM_SCALE global.
 //   both         OFM b8, b16 or b32, signed or unsigned; NHWC and NHCWB16 for every tensor;
+//                OFM reverse (POOL, RESIZE) and transposes (ELEMENTWISE HCW/CHW, POOL all);
 //                tile2x2 / tile3x1 storage when every element the operation touches lies in
 //                tile 0 (base 0); OFM storage none (computed, not written: COND_STATUS
 //                only); activation clip_range b16 (ACTIVATION_MIN/MAX) or none, and every
@@ -36,8 +37,10 @@
 //     elementwise; reduce_sum: (oy, ox, IFM depth chunk) - and reads each chunk as one or
 //     two single-beat bursts: IFM on rd_ifm (ARID 1), IFM2 on rd_ifm_stream (ARID 5), exact
 //     start address, so no burst crosses a 16-byte (hence max_beats, 4 KB) boundary.
-//     Addresses are kept incrementally (no multiplier): BASEP[region] + BASE0 + y*STRIDE_Y
-//     + x*STRIDE_X (NHCWB16: 16*size*x) + c*size (NHCWB16: (c/16)*STRIDE_C + (c%16)*size).
+//     Read addresses are kept incrementally (no multiplier): BASEP[region] + BASE0 + y*STRIDE_Y
+//     + x*STRIDE_X (NHCWB16: 16*size*x) + c*size (NHCWB16: (c/16)*STRIDE_C + (c%16)*size);
+//     OFM addresses come from npu_ofm_addr.v (write_ofm's reverse and transpose), shared
+//     with the CONV output stage.
 //     A tap in the padding is not read. A token per tap tells the compute side what
 //     arrives;
 //   * read beats wait in 4-beat queues (the generator reserves the space before it issues);
@@ -87,7 +90,9 @@
 // new bursts until it falls.
 `default_nettype none
 
-module npu_kernel (
+module npu_kernel #(
+    parameter integer MACS = 256           // the microblock depth (reverse C asserts)
+) (
     input  wire          CLK,
     input  wire          rst_n,
     // NPU_SET state write port (from npu_cmd_decode)
@@ -221,9 +226,6 @@ module npu_kernel (
     localparam [2:0] TR_HWC = NPU_E_ACTIVATION_TRANSPOSE_HWC[2:0];
     localparam [2:0] TR_HCW = NPU_E_ACTIVATION_TRANSPOSE_HCW[2:0];
     localparam [2:0] TR_CHW = NPU_E_ACTIVATION_TRANSPOSE_CHW[2:0];
-    localparam [2:0] TR_WHC = NPU_E_ACTIVATION_TRANSPOSE_WHC[2:0];
-    localparam [2:0] TR_CWH = NPU_E_ACTIVATION_TRANSPOSE_CWH[2:0];
-    localparam [2:0] TR_WCH = NPU_E_ACTIVATION_TRANSPOSE_WCH[2:0];
     localparam integer NF = NPU_NUM_CHAINING_FIFO;
     localparam integer CHAIN_DEPTH = NPU_CHAIN_DEPTH;   // values per chaining FIFO (a power of 2)
     localparam integer CAW = $clog2(CHAIN_DEPTH);
@@ -296,10 +298,10 @@ module npu_kernel (
     wire [1:0]  lmax_ab = (a_mem && b_mem) ? ((i_prec > j_prec) ? i_prec : j_prec)
                         : a_mem ? i_prec : b_mem ? j_prec : 2'd0;
     wire [1:0]  lmax = (o_mem && o_prec > lmax_ab) ? o_prec : lmax_ab;
-    // write_ofm transposes that move the channel axis out of the innermost place: one
-    // element a chunk (CH = 1), each written on its own
-    wire        tr_elem = o_tr == TR_HCW || o_tr == TR_CWH || o_tr == TR_CHW || o_tr == TR_WCH;
-    wire [4:0]  CH = (tr_elem && o_mem) ? 5'd1 : 5'd16 >> lmax;
+    // write_ofm transposes that move the channel axis out of the innermost place, and
+    // reverse C (npu_ofm_addr.v elem): one element a chunk (CH = 1), each written on its own
+    wire        o_elem;
+    wire [4:0]  CH = (o_elem && o_mem) ? 5'd1 : 5'd16 >> lmax;
     wire        bc_a = !pl && i_bm[2];                           // IFM broadcast in c
     wire        bc_b = j_bm[2];
     // strides: stride_y/x = 2*msb + lsb + 1
@@ -364,18 +366,9 @@ module npu_kernel (
     wire [20:0] ew_i_maxx = i_bm[1] ? 21'd0 : {5'd0, ow_m1};
     wire [20:0] ew_j_maxy = j_bm[0] ? 21'd0 : {5'd0, oh_m1};
     wire [20:0] ew_j_maxx = j_bm[1] ? 21'd0 : {5'd0, ow_m1};
-    // the OFM's largest memory y' and x' (after write_ofm's transpose)
-    logic [15:0] o_my, o_mx;
-    always @(*) begin
-        case (o_tr)
-            NPU_E_ACTIVATION_TRANSPOSE_WHC[2:0]: begin o_my = ow_m1; o_mx = oh_m1; end
-            NPU_E_ACTIVATION_TRANSPOSE_HCW[2:0]: begin o_my = oh_m1; o_mx = od_m1; end
-            NPU_E_ACTIVATION_TRANSPOSE_CWH[2:0]: begin o_my = od_m1; o_mx = ow_m1; end
-            NPU_E_ACTIVATION_TRANSPOSE_CHW[2:0]: begin o_my = od_m1; o_mx = oh_m1; end
-            NPU_E_ACTIVATION_TRANSPOSE_WCH[2:0]: begin o_my = ow_m1; o_mx = od_m1; end
-            default:                             begin o_my = oh_m1; o_mx = ow_m1; end
-        endcase
-    end
+    // the OFM's largest memory y' and x' (after write_ofm's transpose: npu_ofm_addr.v)
+    wire [15:0] o_my, o_mx;
+    wire        o_wok;                          // check_ofm_write (npu_ofm_addr.v)
     wire        o_tile0 = tile0(o_stor, o_w0m1, o_h0m1, o_h1m1, {5'd0, o_my}, {5'd0, o_mx});
     wire        act_fn_valid = (act_fn <= 5'd11) && NPU_EMAP_ACTIVATION_FUNCTION[act_fn[3:0]];
     wire        o_scale_ok = (os_rnd <= NPU_E_ROUND_MODE_OFM_TRUNCATE_TO_LOWER[2:0]) && (os_dbl != 5'd31);
@@ -414,12 +407,8 @@ module npu_kernel (
     // ================================================================ checks: ELEMENTWISE
     wire ew_mode_valid = (op_mode <= 6'd42) && NPU_EMAP_ELEMENTWISE_MODE[op_mode];
     wire ew_tr_ok      = (o_tr == TR_HWC) || (o_tr == TR_HCW) || (o_tr == TR_CHW);
-    // write_ofm's block limits of the transposes other than HWC and WHC (the register fields
-    // bound the others): OFM_BLK_DEPTH <= MAX_BLOCK_WIDTH
-    wire [10:0] blk_d = {1'b0, f_npu_set_ofm_blk_depth_m1__depth_m1} + 11'd1;
-    wire tr_blk_ok     = !(tr_elem && blk_d > 11'(NPU_MAX_BLOCK_WIDTH));
-    // transposes are implemented for NHWC OFMs
-    wire tr_unsup      = o_mem && o_tr != TR_HWC && o_fmt != NHWC;
+    // check_ofm_write of a memory OFM (reverse/transpose legality, block limits)
+    wire wo_ok         = !o_mem || o_wok;
     // scale_a / scale_b are applied (to an operand of a scaled type)
     wire uses_sa = !(mulop || md == M_DIV);
     wire uses_sb = uses_sa && !(md == M_ABS || md == M_CLZ || md == M_NOT);
@@ -435,7 +424,6 @@ module npu_kernel (
            (ew_mode_valid && md == M_DIV)
         || (o_prec == B64)
         || (o_chain && o_prec == B32 && !o_sgn)
-        || tr_unsup
         || (a_scalar && pass_a && !a_scl_fits32)
         || (use_b && b_scalar && pass_b && !b_scl_fits32);
     // implementation limits (below a failed TRM assert in priority)
@@ -464,7 +452,7 @@ module npu_kernel (
         || (!(md == M_SHL || md == M_LSHR) && !o_scale_ok)
         || !act_ok
         || (o_chain && (o_tr != TR_HWC))
-        || !tr_blk_ok
+        || !wo_ok
         || !o_addr_ok
         || ch_unpred;
 
@@ -480,8 +468,7 @@ module npu_kernel (
         || (i_stor == ST_CHAINED)
         || (acc_out != NPU_E_ACC_OUTPUT_ENABLE[0])
         || (o_smode != NPU_E_OFM_SCALE_MODE_GLOBAL[0])
-        || (o_prec == B64) || o_chain
-        || (o_rev != 2'd0) || (NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr] && tr_unsup);
+        || (o_prec == B64) || o_chain;
     wire pool_limit =
            (p_maxmin && (kh > 17'd256 || kw > 17'd256))
         || !tile0(i_stor, i_w0m1, i_h0m1, i_h1m1, ifm_hm1, ifm_wm1)
@@ -503,7 +490,7 @@ module npu_kernel (
         || (acc_in == 2'd3) || (i_up == 2'd3)
         || (i_stor == ST_NONE) || !i_addr_ok || !i_zp_ok
         || !o_scale_ok || !act_ok
-        || !NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr] || !tr_blk_ok
+        || !NPU_EMAP_ACTIVATION_TRANSPOSE[o_tr] || !wo_ok
         || !o_addr_ok;
 
     // ================================================================ checks: RESIZE
@@ -522,7 +509,7 @@ module npu_kernel (
         off_ok = ($signed({off[11], off}) >= -$signed({1'b0, n})) && ($signed({off[11], off}) < $signed({1'b0, n}));
     endfunction
     wire rs_unsup =
-           (o_rev != 2'd0) || (o_prec == B64) || (i_stor == ST_CHAINED);
+           (o_prec == B64) || (i_stor == ST_CHAINED);
     wire rs_limit =
            !tile0(i_stor, i_w0m1, i_h0m1, i_h1m1, {5'd0, kh_m1}, {5'd0, kw_m1})
         || (o_mem && !o_tile0);
@@ -536,7 +523,7 @@ module npu_kernel (
         || !(i_prec == B8 || (i_prec == B16 && i_sgn))
         || (os_shift < 6'd16) || (o_smode != NPU_E_OFM_SCALE_MODE_GLOBAL[0]) || !o_scale_ok || !act_ok
         || (i_stor == ST_NONE) || !i_addr_ok
-        || !o_addr_ok;
+        || !wo_ok || !o_addr_ok;
 
     // priority: a feature this unit lacks, then a failed TRM assert (whose register checks
     // above assume the supported subset), then an implementation limit
@@ -574,22 +561,6 @@ module npu_kernel (
     // per-tensor steps: NHWC x*STRIDE_X; NHCWB16 16*size*x
     wire [39:0] a_xs = (i_fmt == NHCWB16) ? (40'd16 << i_prec) : i_sx;
     wire [39:0] b_xs = (j_fmt == NHCWB16) ? (40'd16 << j_prec) : j_sx;
-    // OFM steps of the logical y, x and c (write_ofm's transposes of an NHWC OFM: memory
-    // (y', x', c') of WHC = (x, y, c), HCW = (y, c, x), CWH = (c, x, y), CHW = (c, y, x),
-    // WCH = (x, c, y); c' steps by the element size, y' by STRIDE_Y, x' by STRIDE_X)
-    wire [39:0] o_es = 40'd1 << o_prec;
-    logic [39:0] o_ys, o_xs, o_cs;
-    always @(*) begin
-        o_ys = o_sy; o_xs = (o_fmt == NHCWB16) ? (40'd16 << o_prec) : o_sx; o_cs = o_es;
-        case (o_tr)
-            TR_WHC: begin o_ys = o_sx; o_xs = o_sy; end
-            TR_HCW: begin o_ys = o_sy; o_xs = o_es; o_cs = o_sx; end
-            TR_CWH: begin o_ys = o_es; o_xs = o_sx; o_cs = o_sy; end
-            TR_CHW: begin o_ys = o_sx; o_xs = o_es; o_cs = o_sy; end
-            TR_WCH: begin o_ys = o_es; o_xs = o_sy; o_cs = o_sx; end
-            default: ;
-        endcase
-    end
     // stride * step (pooling)
     wire [39:0] a_ys_row = k_pool ? i_sy + (sy_lsb ? i_sy : 40'd0) + (sy_msb ? {i_sy[38:0], 1'b0} : 40'd0)
                                   : (i_bm[0] ? 40'd0 : i_sy);
@@ -738,7 +709,7 @@ module npu_kernel (
     // OFM walker
     logic [15:0]  ooy, oox, o_c0;
     logic [16:0]  o_crem;
-    logic [39:0]  oay, oax, o_cb;
+    logic [39:0]  o_b;                         // BASEP[OFM_REGION] + OFM_BASE0
     // writer
     logic         w_full, w_beat;
     logic [1:0]   w;
@@ -875,7 +846,16 @@ module npu_kernel (
     wire [127:0] ob_mask = ((o_prec == B8) ? 128'hFF : (o_prec == B16) ? 128'hFFFF : 128'hFFFF_FFFF) << ob_pos;
     wire [127:0] ob_val = {96'd0, q} << ob_pos;
 
-    wire [39:0] oaddr = oay + oax + (tr_elem ? o_cb : cterm(o_fmt, o_prec, o_c0, o_cb));
+    // the chunk's (first element's) address: write_ofm's reverse, transpose, element_address_in_region
+    wire [39:0] oaddr;
+    npu_ofm_addr #(.MACS(MACS)) u_oaddr (
+        .rev(o_rev), .tr(o_tr), .nhcwb16(o_fmt == NHCWB16), .lsz(o_prec), .base(o_b), .sy(o_sy),
+        .sx(o_sx), .sc(o_sc), .oh_m1(oh_m1), .ow_m1(ow_m1), .od_m1(od_m1), .y(ooy), .x(oox),
+        .c(o_c0), .perms_all(!ew), .blk_h({4'd0, f_npu_set_ofm_blk_height_m1__height_m1} + 11'd1),
+        .blk_w({4'd0, f_npu_set_ofm_blk_width_m1__width_m1} + 11'd1),
+        .blk_d({1'b0, f_npu_set_ofm_blk_depth_m1__depth_m1} + 11'd1),
+        .mb(f_npu_set_acc_format__microblock), .addr(oaddr), .elem(o_elem), .ymax(o_my),
+        .xmax(o_mx), .ok(o_wok));
     wire        emit = (c == C_EMIT) && !w_full;
     wire        o_write = o_mem && !dead;
     wire [16:0] o_cnext = {1'b0, o_c0} + {12'd0, CH};
@@ -951,7 +931,7 @@ module npu_kernel (
             flag <= 1'b0; sa <= 64'd0; sb <= 32'd0; obuf <= 128'd0; w_data <= 128'd0;
             for (k = 0; k < 16; k = k + 1) pacc[k] <= 48'd0;
             ooy <= 16'd0; oox <= 16'd0; o_c0 <= 16'd0; o_crem <= 17'd0;
-            oay <= 40'd0; oax <= 40'd0; o_cb <= 40'd0;
+            o_b <= 40'd0;
             w <= W_IDLE; w_full <= 1'b0; w_beat <= 1'b0; w_addr <= 40'd0; w_n <= 5'd0;
             b_pend <= 6'd0;
             ch_len <= 3'd0; ch_nifm <= 2'd0; ch_valid <= {NF{1'b0}};
@@ -983,7 +963,7 @@ module npu_kernel (
                     pacc[k] <= op_resize ? 48'd0 : (op_mode[2:0] == P_MAX) ? {{16{NPU_POOL_IDENTITY_MAX[31]}}, NPU_POOL_IDENTITY_MAX} :
                                (op_mode[2:0] == P_MIN) ? {{16{NPU_POOL_IDENTITY_MIN[31]}}, NPU_POOL_IDENTITY_MIN} : 48'd0;
                 ooy <= 16'd0; oox <= 16'd0; o_c0 <= 16'd0; o_crem <= od;
-                oay <= or_base + o_base; oax <= 40'd0; o_cb <= 40'd0;
+                o_b <= or_base + o_base;
                 // chain state (add_operation_to_chain): a new chain empties the FIFOs
                 if (!ch_open) begin
                     for (k = 0; k < NF; k = k + 1) begin
@@ -1197,15 +1177,13 @@ module npu_kernel (
                         if (o_crem > {12'd0, CH}) begin
                             o_crem <= o_crem - {12'd0, CH};
                             o_c0 <= o_cnext[15:0];
-                            if (tr_elem) o_cb <= o_cb + o_cs;
-                            else if (o_cnext[3:0] == 4'd0) o_cb <= o_cb + o_sc;
                         end else begin
-                            o_crem <= od; o_c0 <= 16'd0; o_cb <= 40'd0;
+                            o_crem <= od; o_c0 <= 16'd0;
                             if (oox != ow_m1) begin
-                                oox <= oox + 16'd1; oax <= oax + o_xs;
+                                oox <= oox + 16'd1;
                             end else begin
-                                oox <= 16'd0; oax <= 40'd0;
-                                ooy <= ooy + 16'd1; oay <= oay + o_ys;
+                                oox <= 16'd0;
+                                ooy <= ooy + 16'd1;
                             end
                         end
                     end
@@ -1257,9 +1235,9 @@ module npu_kernel (
     end
 
     wire unused_ok = ^{set_raw[15:0], cv_idx & ~16'(CHAIN_DEPTH - 1), a_end[6:5], b_end[6:5], a_rb_resp[0], b_rb_resp[0], a_win[255:128],
-                       unused_ir_awc, unused_jr_awc, unused_or_arc, ooy, count_m1[6], lut_byte[3:0],
+                       unused_ir_awc, unused_jr_awc, unused_or_arc, count_m1[6], lut_byte[3:0],
                        n_hw[33], n_el[50:34], c_next[16], o_cnext[16], a_sh[255:32], b_sh[255:32],
-                       i_sx[39:6], i_sc[39:6], o_sx[39:6] & 34'd0, ifm_h[20], ifm_w[20], B32, ow, oh};
+                       i_sx[39:6], i_sc[39:6], ifm_h[20], ifm_w[20], B32, ow, oh};
 endmodule
 
 `default_nettype wire

@@ -362,7 +362,7 @@ def test_run_bad_npu_model_ref_is_one_clear_line(tmp_path):
     assert len(lines) == 1 and "NPU_MODEL_REF" in lines[0] and "missing" in lines[0], p.stderr
 
 
-UNCLAIMED_NET = "dwconv_mult3_c3"   # a POOL transposing an NHCWB16 OFM: the stand-in refuses it
+UNCLAIMED_NET = "dwconv_mult3_c3"   # refused until OFM transposes of NHCWB16 OFMs; claimed now (no catalog network is refused)
 
 
 def test_npu_model_unclaimed_op_on_rtl_fails_naming_it():
@@ -378,7 +378,9 @@ def test_npu_model_unclaimed_op_on_rtl_fails_naming_it():
     from tests import nets
     from tlm.ethos_u85.vela import load
     model = nets.compiled(UNCLAIMED_NET, "ethos-u85-256", "default", "raw")
-    off, op, why = first_unsupported(load(model).command_words, 256)
+    miss = first_unsupported(load(model).command_words, 256)
+    assert miss is not None, f"{UNCLAIMED_NET}: the stand-in claims it now; pick a network it refuses"
+    off, op, why = miss
     p = run_sim("--sim", "verilator", "--dut", "rtl", "--npu-model", str(model))
     assert p.returncode == 1, _explain(p)
     assert _summary(p)[:2] == (1, 1), _explain(p)

@@ -22,7 +22,6 @@ from tlm.ethos_u85.weights import num_wd
 
 P = isa.activation_precision
 ST = isa.activation_storage
-FMT = isa.activation_format
 AF = isa.activation_function
 EW = isa.elementwise_mode
 PM = isa.pooling_mode
@@ -89,15 +88,12 @@ def _conv(f, dw: bool, wi2: bool, macs: int) -> "str | None":
     why = _conv_out(f)
     if why:
         return why
-    if f("NPU_SET_OFM_PRECISION", "activation_storage") != ST.none and (
-            f("NPU_SET_OFM_PRECISION", "activation_reverse") or f("NPU_SET_OFM_PRECISION", "activation_transpose")):
-        return "OFM reverse/transpose"
     # implementation limits
     sy, sx, kh, kw, oh, ow, ih, iw = conv_geometry(f)
     if not _tile0(f, "IFM", ih - 1, iw - 1):
         return "IFM outside tile 0"
     if (f("NPU_SET_OFM_PRECISION", "activation_storage") != ST.none
-            and not _tile0(f, "OFM", oh - 1, ow - 1)):
+            and not _tile0(f, "OFM", *_ofm_max(f))):
         return "OFM outside tile 0"
     fwd = f("NPU_SET_WEIGHT_FORMAT", "weight_format") == 1
     if fwd and num_wd(macs) > 1:
@@ -153,11 +149,6 @@ def _pool(f, mode: int) -> "str | None":
         return "b64 OFM"
     if f("NPU_SET_OFM_PRECISION", "activation_storage") == ST.chained:
         return "chained OFM"
-    if f("NPU_SET_OFM_PRECISION", "activation_reverse"):
-        return "OFM reverse"
-    why = _transpose(f)
-    if why:
-        return why
     sy, sx, kh, kw, oh, ow, ih, iw = conv_geometry(f)
     if mode in (PM.max, PM.min) and (kh > 256 or kw > 256):
         return "max/min kernel above 256"
@@ -171,21 +162,12 @@ def _pool(f, mode: int) -> "str | None":
 
 
 def _ofm_max(f) -> tuple:
-    """The OFM's largest memory (y, x) after write_ofm's transpose."""
+    """The OFM's largest memory (y, x) after write_ofm's transpose (npu_ofm_addr.v)."""
     y = f("NPU_SET_OFM_HEIGHT_M1", "height_m1")
     x = f("NPU_SET_OFM_WIDTH_M1", "width_m1")
     c = f("NPU_SET_OFM_DEPTH_M1", "depth_m1")
     return {1: (x, y), 2: (y, c), 7: (c, x), 6: (c, y), 3: (x, c)}.get(
         f("NPU_SET_OFM_PRECISION", "activation_transpose"), (y, x))
-
-
-def _transpose(f) -> "str | None":
-    """write_ofm transposes: implemented for NHWC OFMs."""
-    if (f("NPU_SET_OFM_PRECISION", "activation_transpose") != 0
-            and f("NPU_SET_OFM_PRECISION", "activation_storage") in (0, 1)
-            and f("NPU_SET_OFM_PRECISION", "activation_format") != FMT.nhwc):
-        return "OFM transpose of an NHCWB16 OFM"
-    return None
 
 
 def _scaled(prec: int, sgn: int) -> bool:
@@ -206,9 +188,6 @@ def _elementwise(f, mode: int) -> "str | None":
             and f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b32
             and not f("NPU_SET_OFM_PRECISION", "activation_type")):
         return "chained unsigned b32 OFM"
-    why = _transpose(f)
-    if why:
-        return why
     scal1 = f("NPU_SET_IFM_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
     scal2 = f("NPU_SET_IFM2_BROADCAST", "broadcast_mode") == isa.broadcast_mode.scalar
     unary = mode in (EW.lrelu, EW.abs, EW.clz, EW["not"])
@@ -237,8 +216,6 @@ def _elementwise(f, mode: int) -> "str | None":
 
 
 def _resize(f) -> "str | None":
-    if f("NPU_SET_OFM_PRECISION", "activation_reverse"):
-        return "OFM reverse"
     if f("NPU_SET_OFM_PRECISION", "activation_precision") == P.b64:
         return "b64 OFM"
     if f("NPU_SET_IFM_PRECISION", "activation_storage") == ST.chained:

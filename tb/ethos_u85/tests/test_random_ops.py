@@ -48,16 +48,17 @@ visits every bin of those cover points; everything else is drawn freely.
 
 On DUT=rtl the generator emits only what the stand-in implements (rtl_stub/ethos_u85/README.md,
 tb/ethos_u85/testlib/rtl_support.py): no elementwise div, no pooling none/argmax, single-tile storage,
-global scale for pooling, no reverse, transposes only for ELEMENTWISE/POOL (NHWC), no
-upscale; CONV/DEPTHWISE with 8-bit or signed 16-bit IFM, 8/16/32-bit OFM, no LUT, no
-transposes, no accumulator
-restore, FWD only with one weight decoder; plus the branches, PMU_MASK and LUT DMAs, so
+global scale for pooling, no upscale; CONV/DEPTHWISE with 8-bit or signed 16-bit IFM,
+8/16/32-bit OFM, no accumulator restore, FWD only with one weight decoder; plus the branches, PMU_MASK and LUT DMAs, so
 ``test_random_ops`` and ``test_random_conv`` pass there too.
 
 Tests:
 
 * ``test_random_ops[backpressure=none|bp]``: 60-90 (20-30 with random AXI back-pressure)
   operations of every kind in jobs of one to four, the bench's configuration.
+* ``test_ofm_perms[kind=conv|dw|pool|ew|resize]``: each write_ofm transpose (NHWC and
+  NHCWB16) and reverse (H, W on both formats, C on NHWC) the operation allows, twice
+  (``OFM_PERMS_REPS=n`` times), on random operations of that kind (``OpGen.force``).
 * ``test_random_conv[wd=2wd|4wd]``: 12-18 CONV/DEPTHWISE/matrix-multiply operations on a
   configuration with 2 (ethos-u85-512) or 4 (ethos-u85-1024/2048, by the seed) weight
   decoders on DUT=tlm; on DUT=rtl CONV/DEPTHWISE on the bench's configuration
@@ -98,6 +99,7 @@ RTL = DUT == "rtl"
 TIMEOUT = dict(timeout_time=2000, timeout_unit="ms")
 N_OPS = int(os.environ.get("RANDOM_OPS_N", "0") or 0)
 SEED = os.environ.get("RANDOM_OPS_SEED")
+PERM_REPS = int(os.environ.get("OFM_PERMS_REPS", "2") or 2)     # test_ofm_perms: jobs per mode
 
 NHWC, NHCWB16 = 0, 1
 TILE2X2, TILE3X1, CHAINED, NONE = 0, 1, 2, 3
@@ -275,6 +277,7 @@ class OpGen:
         self.rtl = rtl
         self.alloc = Alloc(rng)
         self.lut_loaded = False
+        self.force = None           # (transpose name, reverse, OFM format) for test_ofm_perms
         ops = [("elementwise", m) for m in (RTL_EW if rtl else EW)]
         ops += [("pool", m) for m in (RTL_POOL if rtl else POOL)]
         ops += [("resize", m) for m in RESIZE]
@@ -438,17 +441,29 @@ class OpGen:
         if r.random() < 0.3:
             tr = r.choice(transposes)
         rev = 0
-        if reverse and tr == "HWC" and not self.rtl and r.random() < 0.25:
+        if reverse and tr == "HWC" and r.random() < 0.25:
             rev = r.randrange(1, 4)
+        fmts = (NHWC, NHCWB16)
+        if self.force is not None:                       # test_ofm_perms: this mode if allowed
+            ftr, frev, ffmt = self.force
+            tr = ftr if ftr in transposes else "HWC"
+            rev = frev if reverse and tr == "HWC" else 0
+            fmts = (ffmt,)
         mem = {"HWC": (oh, ow, od), "WHC": (ow, oh, od), "HCW": (oh, od, ow), "CWH": (od, ow, oh),
                "CHW": (od, oh, ow), "WCH": (ow, od, oh)}[tr]
-        fmts = (NHWC,) if (tr != "HWC" or rev == 3) else (NHWC, NHCWB16)    # simple block rules
+        if rev == 3:
+            fmts = (NHWC,)                               # simple block rules
         prec, signed, fmt = self.ofm_deck.draw({(p, s, f) for p in precs
                                                 for s in (0, 1) for f in fmts})
         none = r.random() < storage_none
         t = self.tensor(*mem, prec, signed, ofm=True, fmt=fmt, storage_none=none)
         extra = dict(scale_mode=1, activation_reverse=rev, activation_transpose=TRANSPOSE[tr])
-        blk = (min(oh, 64), min(ow, 64), min(od, 16) if rev == 3 else min(od, 64))
+        bh, bw = min(oh, 64), min(ow, 64)
+        if fmt == NHCWB16 and tr in ("HCW", "CHW"):      # write_ofm: NHCWB16 transposes
+            bw = 16 * r.randint(1, 4)
+        if fmt == NHCWB16 and tr in ("CWH", "WCH"):
+            bh = 16 * r.randint(1, 4)
+        blk = (bh, bw, min(od, 16) if rev == 3 else min(od, 64))
         return t, extra, blk, tr
 
     def ofm_cmds(self, t: Tensor, extra: dict, oh: int, ow: int, od: int, blk) -> list:
@@ -861,7 +876,7 @@ class OpGen:
         prec, signed, fmt1 = ifm_t
         ifm = self.tensor(sh, sw, idp, prec, signed, fmt=fmt1)
         image = ifm.image(self.values(ifm), r)
-        ofm, extra, blk, tr = self.ofm_out(oh, ow, od, transposes=("HWC",) if self.rtl else tuple(TRANSPOSE),
+        ofm, extra, blk, tr = self.ofm_out(oh, ow, od, transposes=tuple(TRANSPOSE),
                                            reverse=True, precs=(B8, B16, B32))
         ebits = 8 << ofm.prec
         taps = kh * kw * (1 if dw else idp)
@@ -1344,6 +1359,70 @@ async def test_conv_lut(dut):
     fns = [n for n in AF if n != "lut_none"]
     for j, fn in enumerate(fns):
         await run(env, watch, conv_lut_job(gen, fn, "dw" if j % 2 else "conv"), f"{fn}")
+    env.finish()
+
+
+# write_ofm's modes: every transpose but HWC, every reverse; (transpose, reverse, OFM format)
+OFM_PERMS = ([(t, 0, f) for t in TRANSPOSE if t != "HWC" for f in (NHWC, NHCWB16)]
+             + [("HWC", v, f) for v in (1, 2) for f in (NHWC, NHCWB16)] + [("HWC", 3, NHWC)])
+
+
+def perm_job(gen: OpGen, kind: str, perm: tuple) -> "Job | None":
+    """A LUT DMA, then one operation of *kind* (conv, dw, pool, ew, resize; random mode)
+    whose OFM is written to memory with write_ofm mode *perm* (OFM_PERMS), or None when the
+    operation does not allow the mode (ELEMENTWISE: HCW, CHW; RESIZE: no transpose; none
+    reversed on ELEMENTWISE)."""
+    tr, rev, fmt = perm
+    if (kind == "ew" and (rev or tr not in ("HCW", "CHW"))) or (kind == "resize" and tr != "HWC"):
+        return None
+    r = gen.rng
+    gen.new_job()
+    cmds, image, lkind = gen.lut_load()
+    gen.force = perm
+    try:
+        for _ in range(200):
+            if kind in ("conv", "dw"):
+                op = gen.conv(kind)
+            elif kind == "pool":
+                op = gen.pool(r.choice(RTL_POOL))
+            elif kind == "ew":
+                op = gen.elementwise(r.choice(RTL_EW))
+            else:
+                op = gen.resize(r.choice(tuple(RESIZE)))
+            got = (op_field(op, "NPU_SET_OFM_PRECISION", "activation_transpose"),
+                   op_field(op, "NPU_SET_OFM_PRECISION", "activation_reverse"),
+                   op_field(op, "NPU_SET_OFM_PRECISION", "activation_format"))
+            if got == (TRANSPOSE[tr], rev, fmt) and op.ofm.storage != NONE:
+                break
+        else:
+            raise RuntimeError(f"the generator drew no {kind} with OFM mode {perm} in 200 tries")
+    finally:
+        gen.force = None
+    image.update(op.image)
+    words = enc(*cmds) + enc(*op.cmds) + enc(("NPU_OP_STOP", dict(mask=0x0001)))
+    return Job(words, image, [op], [f"lut_dma_{lkind}"])
+
+
+@cocotb.parametrize(kind=named(["conv", "dw", "pool", "ew", "resize"]))
+@cocotb.test(**TIMEOUT)
+async def test_ofm_perms(dut, kind):
+    """write_ofm's transposes (WHC, HCW, CWH, CHW, WCH) on NHWC and NHCWB16 OFMs and its
+    reverses (H, W on both formats, C on NHWC) on each operation that allows them (CONV,
+    DEPTHWISE, POOL: all; ELEMENTWISE: HCW, CHW; RESIZE: the reverses), random otherwise:
+    every OFM byte against the scoreboard's reference (npu_ofm_addr.v on DUT=rtl)."""
+    rng = seeded(f"test_ofm_perms[{kind}]")
+    env, watch = await start_bench(dut, seed=rng.getrandbits(16))
+    gen = OpGen(rng, get_config(env.config).macs, rtl=RTL)
+    n = 0
+    for perm in OFM_PERMS:
+        for k in range(PERM_REPS):
+            job = perm_job(gen, kind, perm)
+            if job is None:
+                break
+            await run(env, watch, job, f"{kind} {perm[0]} rev {perm[1]} fmt {perm[2]} #{k}")
+            n += 1
+    assert n >= 4, f"only {n} jobs"
+    cocotb.log.info("%d jobs", n)
     env.finish()
 
 

@@ -870,12 +870,49 @@ async def test_conv_unpredictable(dut, case):
     storage none, reserved upscale mode, a misaligned NHCWB16 IFM): the
     operation completes without effect on the TLM and on the DUT (no cmd_parse_error, the
     job runs to its NPU_OP_STOP, the OFM untouched, the scoreboard clean)."""
-    from tb.ethos_u85.tests.test_random_ops import OpGen
-    rng = rng_for(f"test_conv_unpredictable[{case}]")
-    env = await kernel_env(dut)
     kind, changes = CONV_UNPREDICTABLE_CASES[case]
+    await opgen_unpredictable(dut, f"test_conv_unpredictable[{case}]", case, kind, changes)
+
+
+# write_ofm's register-only asserts (tlm/ethos_u85/fmap.py check_ofm_write, npu_ofm_addr.v):
+# {case: (op, (transpose, reverse, OFM format) the generator draws, changes)}
+OFM_UNPREDICTABLE_CASES = {
+    "conv_reverse_transpose": ("conv", None, {"NPU_SET_OFM_PRECISION": dict(activation_reverse=1,
+                                                                              activation_transpose=1)}),
+    "dw_chained_transpose": ("dw", None, {"NPU_SET_OFM_PRECISION": dict(activation_storage=2, activation_transpose=2),
+                                          "NPU_SET_OFM_REGION": dict(region=1)}),
+    "conv_nhcwb16_hcw_blk_width": ("conv", ("HCW", 0, NHCWB16), {"NPU_SET_OFM_BLK_WIDTH_M1": dict(width_m1=4)}),
+    "pool_reverse_transpose": ("pool", None, {"NPU_SET_OFM_PRECISION": dict(activation_reverse=2,
+                                                                              activation_transpose=1)}),
+    "pool_nhcwb16_cwh_blk_height": ("pool", ("CWH", 0, NHCWB16), {"NPU_SET_OFM_BLK_HEIGHT_M1": dict(height_m1=4)}),
+}
+
+
+@cocotb.parametrize(case=named(list(OFM_UNPREDICTABLE_CASES)))
+@cocotb.test(**TIMEOUT)
+async def test_ofm_write_unpredictable(dut, case):
+    """A random CONV/DEPTHWISE/POOL whose OFM write fails one of write_ofm's register-only
+    asserts (reverse with a transpose, a chained OFM with a transpose, an NHCWB16 transpose
+    with OFM_BLK_WIDTH/HEIGHT not a multiple of 16): completes without effect on the TLM and
+    on the DUT, as test_conv_unpredictable."""
+    kind, force, changes = OFM_UNPREDICTABLE_CASES[case]
+    await opgen_unpredictable(dut, f"test_ofm_write_unpredictable[{case}]", case, kind, changes, force)
+
+
+async def opgen_unpredictable(dut, name: str, case: str, kind: str, changes: dict, force=None) -> None:
+    """One operation of *kind* (conv, dw, pool) from tb/ethos_u85/tests/test_random_ops.py's
+    OpGen (OFM mode *force*: OpGen.force; the OFM in memory), *changes* applied, run as a job
+    that must complete without effect (run_unpredictable_job), the OFM untouched and the
+    scoreboard clean."""
+    from tb.ethos_u85.tests.test_random_ops import NONE, OpGen
+    rng = rng_for(name)
+    env = await kernel_env(dut)
     gen = OpGen(rng, 1 << (await env.read_ok(OFF["CONFIG"]) & 0xF), rtl=DUT == "rtl")
-    op = gen.conv(kind)
+    gen.force = force
+    for _ in range(100):
+        op = gen.pool("max") if kind == "pool" else gen.conv(kind)
+        if op.ofm.storage != NONE:
+            break
     op.cmds = [(n, dict(f, **changes[n]) if n in changes else f) for n, f in op.cmds]
     for addr, data in op.image.items():
         env.memory.write(addr, data)
@@ -898,8 +935,6 @@ UNSUPPORTED_CASES = {
     "ew_ofm_chained_u32": ("ew", {"NPU_SET_OFM_PRECISION": dict(activation_storage=2, activation_precision=2,
                                                                 activation_type=0),
                                   "NPU_SET_OFM_REGION": dict(region=0)}),
-    "ew_transpose_nhcwb16": ("ew", {"NPU_SET_OFM_PRECISION": dict(activation_transpose=2, activation_format=1,
-                                                                  activation_storage=0)}),
     # tile2x2 forced: with tile3x1 (chosen at random) WIDTH0 is unused and the OFM is one tile
     "ew_two_tiles": ("ew", {"NPU_SET_OFM_WIDTH0_M1": dict(width_m1=0),
                             "NPU_SET_OFM_WIDTH_M1": dict(width_m1=3),
@@ -910,9 +945,6 @@ UNSUPPORTED_CASES = {
     "pool_acc_keep": ("pool", {"NPU_SET_ACC_FORMAT": dict(acc_input=1)}),
     "pool_acc_disable": ("pool", {"NPU_SET_ACC_FORMAT": dict(acc_output=1)}),
     "pool_upscale": ("pool", {"NPU_SET_IFM_UPSCALE": dict(mode=1)}),
-    "pool_reverse": ("pool", {"NPU_SET_OFM_PRECISION": dict(activation_reverse=2)}),
-    "pool_transpose_nhcwb16": ("pool", {"NPU_SET_OFM_PRECISION": dict(activation_transpose=1, activation_format=1,
-                                                                      activation_storage=0)}),
     "pool_max_kernel_300": ("pool", {"NPU_SET_KERNEL_WIDTH_M1": dict(width_m1=299),
                                      "NPU_SET_IFM_PAD_LEFT": dict(pad=100),
                                      "NPU_SET_IFM_PAD_RIGHT": dict(pad=190)}),

@@ -12,8 +12,8 @@ and started as tlm.ethos_u85.runner does (tb/ethos_u85/testlib/netjob.py), and c
   rtl_support names, having written nothing the TLM does not write before that operation
   (the scoreboard allows no write outside the TLM's footprint).
 
-A quick list by default (a few networks with CONV/DEPTHWISE, pooling, elementwise and one
-the stand-in refuses); every NPU network of the catalog with ``KERNEL_NETS=all``
+A quick list by default (a few networks with CONV/DEPTHWISE, pooling, elementwise and an
+OFM transpose); every NPU network of the catalog with ``KERNEL_NETS=all``
 (``KERNEL_NETS=name,name`` picks some). DUT=tlm: skipped (the TLM runs every network;
 tests/ethos_u85/test_nets.py covers it against LiteRT).
 """
@@ -31,7 +31,7 @@ from tb.ethos_u85.testlib.marks import DUT, named, rtl_unsupported, skip_now
 from tb.ethos_u85.testlib.netjob import check_litert, refusing_reference, run_network, vela_model
 from tb.ethos_u85.testlib.rtl_support import Refused, first_unsupported, judge
 
-# the last one is refused (a POOL transposing an NHCWB16 OFM, after a DEPTHWISE that runs)
+# the last one: a DEPTHWISE, then a POOL transposing an NHCWB16 OFM (npu_ofm_addr.v)
 QUICK = ("conv2d_3x3_s2_same_relu6_pc", "dwconv_5x5_s2_c33", "conv2d_3x3_int16", "conv2d_3x3_c7to21_odd",
          "avgpool_3x3_s1_same", "add_bcast_relu", "resize_nearest_8x8to12x12", "dwconv_mult3_c3")
 SKIP = ("mobilenet_v2_0p5_224",)           # the bench network (minutes of simulation)
@@ -106,7 +106,7 @@ async def test_catalog_networks(dut, mode):
     env.finish()
 
 
-UNCLAIMED_NET = "dwconv_mult3_c3"   # a POOL transposing an NHCWB16 OFM: the stand-in stops at it
+UNCLAIMED_NET = "dwconv_mult3_c3"   # refused until OFM transposes of NHCWB16 OFMs; claimed now (no catalog network is refused)
 
 
 @cocotb.test(timeout_time=600, timeout_unit="sec")
