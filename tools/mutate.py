@@ -96,10 +96,10 @@ EQUIVALENT: dict[tuple, str] = {
     ('npu_conv_mac.v', "pq = 5'd0; wq = 5'd0; lr = 3'd0; lc = 3'd0; prow = 16'd0; pcol = 16'd0; pos = 32'd0;",
      "5'd0->5'd1", 0):
         'the default of pq before the loop over the read ports, which assigns it before every use',
-    ('npu_kernel.v', "wire tr_blk_ok     = !(tr_elem && blk_d > 11'(NPU_MAX_BLOCK_WIDTH));",
-     '11->12', 0):
-        "the size cast 11'(NPU_MAX_BLOCK_WIDTH) -> 12'(...) of a constant below 2^11, compared "
-        'with the 11-bit blk_d: the same comparison',
+    ('npu_conv_out.v', "wire [127:0] e_d  = {96'd0, e_v} << {a1[3:0], 3'b000};",
+     "96'd0->96'd1", 0):
+        "a 1 in bit 32 of the element word before its shift into the beat: it lands in a byte "
+        "lane the beat's strobes do not write",
     ('npu_conv_walk.v', "if (bq_push) fcnt[b] <= {(LBW+1){1'b0}};",
      '1->2', 0):
         "the reset value {(LBW+1){1'b0}} -> {(LBW+2){1'b0}} of the (LBW+1)-bit fill count: zero "

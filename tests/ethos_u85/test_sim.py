@@ -362,9 +362,6 @@ def test_run_bad_npu_model_ref_is_one_clear_line(tmp_path):
     assert len(lines) == 1 and "NPU_MODEL_REF" in lines[0] and "missing" in lines[0], p.stderr
 
 
-UNCLAIMED_NET = "dwconv_mult3_c3"   # refused until OFM transposes of NHCWB16 OFMs; claimed now (no catalog network is refused)
-
-
 def test_npu_model_unclaimed_op_on_rtl_fails_naming_it():
     """``make sim DUT=rtl NPU_MODEL=<a network with an op the stand-in does not claim>`` is
     never an expected failure: non-zero exit and one FAIL line naming the operation
@@ -374,7 +371,7 @@ def test_npu_model_unclaimed_op_on_rtl_fails_naming_it():
         tool_missing(reason)
     if shutil.which("vela") is None and not (Path(sys.executable).parent / "vela").exists():
         tool_missing("vela not installed (pip install -e '.[test]')")
-    from tb.ethos_u85.testlib.rtl_support import first_unsupported
+    from tb.ethos_u85.testlib.rtl_support import UNCLAIMED_NET, first_unsupported
     from tests import nets
     from tlm.ethos_u85.vela import load
     model = nets.compiled(UNCLAIMED_NET, "ethos-u85-256", "default", "raw")

@@ -278,6 +278,15 @@ class Graph:
                 FusedActivationFunction=ACT[act], KeepNumDims=bool(keep_num_dims))
         return y
 
+    def batch_matmul(self, a: T, b: T, name="batch_matmul") -> T:
+        """BATCH_MATMUL of two activations (Vela: a matrix multiply, NPU_OP_CONV with
+        weights_ifm2): [..., m, k] x [..., k, n] -> [..., m, n]."""
+        k = a.shape[-1]
+        y = self.act_tensor(name, tuple(a.shape[:-1]) + (b.shape[-1],), a.dtype,
+                            math.sqrt(k) * a.rms * b.rms)
+        self.op("BATCH_MATMUL", [a, b], [y], "BatchMatMulOptions", AdjX=False, AdjY=False)
+        return y
+
     def _binary_shape(self, a: T, b: T):
         ra, rb = len(a.shape), len(b.shape)
         r = max(ra, rb)

@@ -122,6 +122,13 @@ def _(g):
     g.output(g.fully_connected(x, 32, act="RELU", per_channel=True))
 
 
+@_net("batch_matmul_8x16x12", tags=("matmul", "int8"))
+def _(g):
+    a = g.input((1, 8, 16), name="a")
+    b = g.input((1, 16, 12), name="b")
+    g.output(g.batch_matmul(a, b))
+
+
 @_net("add_8x8x16", tags=("elementwise", "int8"))
 def _(g):
     a = g.input((1, 8, 8, 16), name="a")

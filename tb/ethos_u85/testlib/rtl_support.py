@@ -33,6 +33,9 @@ _MB_HW = ((1, 1), (1, 2), (1, 4), (2, 2), (2, 4), (4, 4))
 AB_WORDS = 256
 SB_RECORDS = 2048
 CHAIN_DEPTH = 4096                          # a power of 2 (Vela catalog: up to 2304)
+# a catalog network (tests/nets) with an operation the stand-in does not claim: Vela compiles
+# BATCH_MATMUL to a matrix multiply (NPU_OP_CONV weights_ifm2); tests of the refusal use it
+UNCLAIMED_NET = "batch_matmul_8x16x12"
 IB_HALF_MIN = 512
 IB_HALF_PER_MAC = 4
 NUM_CHAINING_FIFO = common.NUM_CHAINING_FIFO

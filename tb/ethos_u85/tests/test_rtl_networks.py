@@ -29,11 +29,13 @@ from tb.ethos_u85.env import Env
 from tb.ethos_u85.testlib.hostile import soft_reset
 from tb.ethos_u85.testlib.marks import DUT, named, rtl_unsupported, skip_now
 from tb.ethos_u85.testlib.netjob import check_litert, refusing_reference, run_network, vela_model
-from tb.ethos_u85.testlib.rtl_support import Refused, first_unsupported, judge
+from tb.ethos_u85.testlib.rtl_support import UNCLAIMED_NET, Refused, first_unsupported, judge
 
-# the last one: a DEPTHWISE, then a POOL transposing an NHCWB16 OFM (npu_ofm_addr.v)
+# dwconv_mult3_c3: a DEPTHWISE, then a POOL transposing an NHCWB16 OFM (npu_ofm_addr.v); the
+# last one is refused (a matrix multiply)
 QUICK = ("conv2d_3x3_s2_same_relu6_pc", "dwconv_5x5_s2_c33", "conv2d_3x3_int16", "conv2d_3x3_c7to21_odd",
-         "avgpool_3x3_s1_same", "add_bcast_relu", "resize_nearest_8x8to12x12", "dwconv_mult3_c3")
+         "avgpool_3x3_s1_same", "add_bcast_relu", "resize_nearest_8x8to12x12", "dwconv_mult3_c3",
+         UNCLAIMED_NET)
 SKIP = ("mobilenet_v2_0p5_224",)           # the bench network (minutes of simulation)
 
 
@@ -106,14 +108,11 @@ async def test_catalog_networks(dut, mode):
     env.finish()
 
 
-UNCLAIMED_NET = "dwconv_mult3_c3"   # refused until OFM transposes of NHCWB16 OFMs; claimed now (no catalog network is refused)
-
-
 @cocotb.test(timeout_time=600, timeout_unit="sec")
 @rtl_unsupported
 async def test_unclaimed_network(dut):
-    """A catalog network with an operation the stand-in does not claim (a POOL transposing an
-    NHCWB16 OFM). DUT=tlm:
+    """A catalog network with an operation the stand-in does not claim (rtl_support's
+    UNCLAIMED_NET: a matrix multiply). DUT=tlm:
     runs to its end, every output byte equal to the TLM's and LiteRT's. DUT=rtl: an expected
     failure only if the stand-in stops with cmd_parse_error at exactly the operation
     rtl_support names with the scoreboard clean (``rtl_unsupported``); anything else fails."""
