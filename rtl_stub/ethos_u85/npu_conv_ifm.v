@@ -14,10 +14,11 @@
 // Elements of es = 1 or 2 bytes (es16: signed b16, zero point 0 by the TRM's assert).
 // Reads (channel rd_ifm): NHWC: the position's cn*es bytes from BASE0 + iy*STRIDE_Y +
 // ix*STRIDE_X + c0*es as INCR bursts, each inside one max_beats window (npu_axi_room.vh);
-// where a patch row is contiguous (the position's bytes gby = cn*es a power of two >= 16,
-// IFM_STRIDE_X = gby, the position 16-byte aligned) one burst reads a run of up to 16 beats:
-// the next k positions of the row that are inside the IFM and the window, the following
-// k - 1 positions then walked without a read (one position a cycle either way);
+// where a patch row is contiguous (NHWC: the position's bytes gby = cn*es a power of two
+// >= 16, IFM_STRIDE_X = gby, the position 16-byte aligned; NHCWB16: the position reads the
+// whole 16*es-byte x slice of one brick) one burst reads a run of up to 16 beats: the next k
+// positions of the row that are inside the IFM and the window, the following k - 1
+// positions then walked without a read (one position a cycle either way);
 // NHCWB16: one single-beat burst per 16 bytes of a 16-channel brick (8 channels of a b16
 // one), BASE0 + iy*STRIDE_Y + (c/16)*STRIDE_C + 16*es*ix. Only tile 0 is addressed
 // (npu_conv.v refuses the rest). A token per burst (up to TOKN on the bus) tells the receive
@@ -147,7 +148,7 @@ module npu_conv_ifm #(
     // NHWC: the next burst of the position: min(bytes left, window room), <= 16 beats
     wire [8:0]  gby = es16 ? {gcn[7:0], 1'b0} : gcn;            // the position's bytes
     wire [8:0]  nleft = gby - seg;
-    wire [8:0]  rm = room(ext ? ext_mb : sram_mb, paddr[7:0]);
+    wire [8:0]  rm = room(ext ? ext_mb : sram_mb, nhcwb16 ? haddr[7:0] : paddr[7:0]);
     logic [8:0] nb;
     always @(*) begin
         nb = nleft;
@@ -155,21 +156,24 @@ module npu_conv_ifm #(
         if (nb > 9'd256 - {5'd0, paddr[3:0]}) nb = 9'd256 - {5'd0, paddr[3:0]};
     end
     wire [9:0]  bsum = {6'd0, paddr[3:0]} + {1'b0, nb} + 10'd15;
-    // a run (contiguous patch row): lg = log2(gby), lbpp = log2(beats a position)
-    logic [3:0] lg;
+    // a run (contiguous patch row): lg = log2(bytes a position), lbpp = log2(beats a position)
+    logic [3:0] lgw;
     always @(*) begin
         case (gby)
-            9'd16:   lg = 4'd4;
-            9'd32:   lg = 4'd5;
-            9'd64:   lg = 4'd6;
-            9'd128:  lg = 4'd7;
-            9'd256:  lg = 4'd8;
-            default: lg = 4'd0;          // not a run
+            9'd16:   lgw = 4'd4;
+            9'd32:   lgw = 4'd5;
+            9'd64:   lgw = 4'd6;
+            9'd128:  lgw = 4'd7;
+            9'd256:  lgw = 4'd8;
+            default: lgw = 4'd0;         // not a run
         endcase
     end
+    wire [3:0]  lg = nhcwb16 ? (es16 ? 4'd5 : 4'd4) : lgw;
     wire [2:0]  lbpp = 3'(lg - 4'd4);
-    wire        run_ok = !nhcwb16 && (lg != 4'd0) && (sx_b == {31'd0, gby}) && (paddr[3:0] == 4'd0)
-                      && (seg == 9'd0) && (rm >= gby);
+    wire        run_ok = nhcwb16 ? (brick == 5'd0 && (es16 ? (b0 == 5'd0 && nbrick == 5'd2) : nbrick == 5'd1)
+                                    && rm >= (es16 ? 9'd32 : 9'd16))
+                                 : ((lgw != 4'd0) && (sx_b == {31'd0, gby}) && (paddr[3:0] == 4'd0)
+                                    && (seg == 9'd0) && (rm >= gby));
     wire [17:0] row_left = {2'd0, gpw - px};                        // positions to the patch row's end
     wire signed [17:0] in_left = $signed({1'b0, ifm_w}) - ix;      // to the IFM's right edge (> 0: inb)
     logic [4:0] rk;                                                  // positions of the run, 1..16
@@ -186,10 +190,10 @@ module npu_conv_ifm #(
     wire        need_rd = gact && inb && !covered;
     assign rq_valid = need_rd && !tok_full && !halt && !pause;
     assign rq_addr  = nhcwb16 ? haddr : paddr;
-    assign rq_len   = nhcwb16 ? 8'd0 : {2'd0, beats} - 8'd1;
+    assign rq_len   = (nhcwb16 && !run_ok) ? 8'd0 : {2'd0, beats} - 8'd1;
     wire        issue = rq_valid && rq_ready;
     // the position is done: out of bounds (one cycle), or its last burst issued
-    wire        pos_last_burst = nhcwb16 ? (brick + 5'd1 >= nbrick) : (run_ok || seg + nb >= gby);
+    wire        pos_last_burst = run_ok || (nhcwb16 ? (brick + 5'd1 >= nbrick) : (seg + nb >= gby));
     wire        pos_done = gact && !halt && (!inb || covered || (issue && pos_last_burst));
     wire        last_pos = (py + 16'd1 >= gph) && (px + 16'd1 >= gpw);
     // token of a burst: {half, word address of the (first) position, byte jb of its first beat,
@@ -344,7 +348,7 @@ module npu_conv_ifm #(
             end
             // ---- tokens
             if (issue) begin
-                tok[t_wp] <= {ghalf, wpos, j0, nhcwb16 ? 6'd1 : beats, gcn, run_ok ? lbpp : 3'd5};
+                tok[t_wp] <= {ghalf, wpos, j0, (nhcwb16 && !run_ok) ? 6'd1 : beats, gcn, run_ok ? lbpp : 3'd5};
                 t_wp <= t_wp + 5'd1;
             end
             if (t_done) t_rp <= t_rp + 5'd1;
