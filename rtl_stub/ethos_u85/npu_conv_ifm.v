@@ -14,11 +14,17 @@
 // Elements of es = 1 or 2 bytes (es16: signed b16, zero point 0 by the TRM's assert).
 // Reads (channel rd_ifm): NHWC: the position's cn*es bytes from BASE0 + iy*STRIDE_Y +
 // ix*STRIDE_X + c0*es as INCR bursts, each inside one max_beats window (npu_axi_room.vh);
+// where a patch row is contiguous (NHWC: the position's bytes gby = cn*es a power of two
+// >= 16, IFM_STRIDE_X = gby, the position 16-byte aligned; NHCWB16: the position reads the
+// whole 16*es-byte x slice of one brick) one burst reads a run of up to 16 beats: the next k
+// positions of the row that are inside the IFM and the window, the following k - 1
+// positions then walked without a read (one position a cycle either way);
 // NHCWB16: one single-beat burst per 16 bytes of a 16-channel brick (8 channels of a b16
 // one), BASE0 + iy*STRIDE_Y + (c/16)*STRIDE_C + 16*es*ix. Only tile 0 is addressed
 // (npu_conv.v refuses the rest). A token per burst (up to TOKN on the bus) tells the receive
 // side where its beats go: a beat whose byte 0 is byte jb of channel c0's data holds
 // channels c0 + jb/es + m, m < 16/es, and lane (jb/es + m) mod 16 of word (jb/es + m) / 16
+// (beat n of a run token: position n >> lg(gby/16) of the run, jb = 16 * (n mod gby/16))
 // takes element m when 0 <= jb/es + m < cn: at most one word per lane, so every lane of the
 // IB is a one-write-port memory.
 // loaded[h]: half h holds its whole patch (every beat back); the MAC array releases it
@@ -104,6 +110,7 @@ module npu_conv_ifm #(
     logic [39:0] cterm;                      // NHWC: c0; NHCWB16: (c0/16)*STRIDE_C
     logic [8:0]  seg;                        // bytes of the position already requested (NHWC)
     logic [4:0]  brick;                      // NHCWB16: bricks of the position requested
+    logic [4:0]  cov;                        // positions still covered by the issued run
     logic [1:0]  loaded_q, issued;           // half h: patch complete / all bursts issued
     logic [15:0] pwh [0:1];
     logic [5:0]  tcnt [0:1];                 // tokens of half h not yet completed
@@ -141,7 +148,7 @@ module npu_conv_ifm #(
     // NHWC: the next burst of the position: min(bytes left, window room), <= 16 beats
     wire [8:0]  gby = es16 ? {gcn[7:0], 1'b0} : gcn;            // the position's bytes
     wire [8:0]  nleft = gby - seg;
-    wire [8:0]  rm = room(ext ? ext_mb : sram_mb, paddr[7:0]);
+    wire [8:0]  rm = room(ext ? ext_mb : sram_mb, nhcwb16 ? haddr[7:0] : paddr[7:0]);
     logic [8:0] nb;
     always @(*) begin
         nb = nleft;
@@ -149,23 +156,54 @@ module npu_conv_ifm #(
         if (nb > 9'd256 - {5'd0, paddr[3:0]}) nb = 9'd256 - {5'd0, paddr[3:0]};
     end
     wire [9:0]  bsum = {6'd0, paddr[3:0]} + {1'b0, nb} + 10'd15;
-    wire [5:0]  beats = bsum[9:4];
+    // a run (contiguous patch row): lg = log2(bytes a position), lbpp = log2(beats a position)
+    logic [3:0] lgw;
+    always @(*) begin
+        case (gby)
+            9'd16:   lgw = 4'd4;
+            9'd32:   lgw = 4'd5;
+            9'd64:   lgw = 4'd6;
+            9'd128:  lgw = 4'd7;
+            9'd256:  lgw = 4'd8;
+            default: lgw = 4'd0;         // not a run
+        endcase
+    end
+    wire [3:0]  lg = nhcwb16 ? (es16 ? 4'd5 : 4'd4) : lgw;
+    wire [2:0]  lbpp = 3'(lg - 4'd4);
+    wire        run_ok = nhcwb16 ? (brick == 5'd0 && (es16 ? (b0 == 5'd0 && nbrick == 5'd2) : nbrick == 5'd1)
+                                    && rm >= (es16 ? 9'd32 : 9'd16))
+                                 : ((lgw != 4'd0) && (sx_b == {31'd0, gby}) && (paddr[3:0] == 4'd0)
+                                    && (seg == 9'd0) && (rm >= gby));
+    wire [17:0] row_left = {2'd0, gpw - px};                        // positions to the patch row's end
+    wire signed [17:0] in_left = $signed({1'b0, ifm_w}) - ix;      // to the IFM's right edge (> 0: inb)
+    logic [4:0] rk;                                                  // positions of the run, 1..16
+    always @(*) begin
+        rk = 5'(rm >> lg);                                         // inside the window (<= 16 beats)
+        if (5'(5'd16 >> lbpp) < rk) rk = 5'(5'd16 >> lbpp);
+        if (row_left < {13'd0, rk}) rk = row_left[4:0];
+        if (in_left < $signed({13'd0, rk})) rk = in_left[4:0];
+    end
+    wire [5:0]  rbeats = 6'({1'b0, rk} << lbpp);
+    wire [5:0]  beats = run_ok ? rbeats : bsum[9:4];
     wire        tok_full;
-    wire        need_rd = gact && inb;
+    wire        covered = gact && (cov != 5'd0);                   // inside a run already read
+    wire        need_rd = gact && inb && !covered;
     assign rq_valid = need_rd && !tok_full && !halt && !pause;
     assign rq_addr  = nhcwb16 ? haddr : paddr;
-    assign rq_len   = nhcwb16 ? 8'd0 : {2'd0, beats} - 8'd1;
+    assign rq_len   = (nhcwb16 && !run_ok) ? 8'd0 : {2'd0, beats} - 8'd1;
     wire        issue = rq_valid && rq_ready;
     // the position is done: out of bounds (one cycle), or its last burst issued
-    wire        pos_last_burst = nhcwb16 ? (brick + 5'd1 >= nbrick) : (seg + nb >= gby);
-    wire        pos_done = gact && !halt && (!inb || (issue && pos_last_burst));
+    wire        pos_last_burst = run_ok || (nhcwb16 ? (brick + 5'd1 >= nbrick) : (seg + nb >= gby));
+    wire        pos_done = gact && !halt && (!inb || covered || (issue && pos_last_burst));
     wire        last_pos = (py + 16'd1 >= gph) && (px + 16'd1 >= gpw);
-    // token of a burst: {half, word address of the position, byte jb of its first beat, beats, cn}
+    // token of a burst: {half, word address of the (first) position, byte jb of its first beat,
+    // beats, cn, ts}; ts = lbpp for a run (beat n: position n >> ts, beat n mod 2^ts of it),
+    // 5 otherwise (every beat in the one position)
     wire [9:0]  c0b = es16 ? {5'd0, gc0[3:0], 1'b0} : {6'd0, gc0[3:0]};   // c0's byte in its brick
     wire signed [9:0] j0 = nhcwb16 ? $signed({1'b0, bpart, 4'd0}) - $signed(c0b)
                                    : $signed({1'b0, seg}) - $signed({6'd0, paddr[3:0]});
     wire [AW-2:0] wpos = pos << lcg;
-    localparam integer TW = 1 + (AW - 1) + 10 + 6 + 9;
+    localparam integer TW = 1 + (AW - 1) + 10 + 6 + 9 + 3;
     wire signed [17:0] xb16 = es16 ? 18'sd32 : 18'sd16;          // NHCWB16: bytes per x
 
     // ================================================================ tokens
@@ -176,12 +214,16 @@ module npu_conv_ifm #(
     wire [TW-1:0]  th = tok[t_rp];
     wire           t_half = th[TW-1];
     wire [AW-2:0]  t_pos  = th[TW-2 -: AW-1];
-    wire signed [9:0] t_j0 = th[24 -: 10];
-    wire [5:0]     t_nb   = th[14 -: 6];
-    wire [8:0]     t_cn   = th[8:0];
+    wire signed [9:0] t_j0 = th[27 -: 10];
+    wire [5:0]     t_nb   = th[17 -: 6];
+    wire [8:0]     t_cn   = th[11:3];
+    wire [2:0]     t_ts   = th[2:0];
     logic [5:0]    t_got;                    // beats of the head token received
     wire           beat = rb_valid && (t_cnt != 6'd0);
-    wire signed [9:0] jb = t_j0 + $signed({t_got, 4'd0});      // byte of byte 0 of this beat
+    wire [5:0]     t_q    = t_got >> t_ts;                       // position of the run
+    wire [5:0]     t_bip  = t_got & ~(6'h3f << t_ts);             // beat inside that position
+    wire [AW-2:0]  t_wq   = (AW-1)'(t_q) << lcg;                 // its first IB word, from t_pos
+    wire signed [9:0] jb = t_j0 + $signed({t_bip, 4'd0});      // byte of byte 0 of this beat
     wire signed [9:0] jc = es16 ? (jb >>> 1) : jb;              // its channel
     wire [3:0]     rot = jc[3:0];
     wire           t_done = beat && (t_got + 6'd1 == t_nb);
@@ -215,7 +257,7 @@ module npu_conv_ifm #(
         logic [RP-1:0]     pvr;
         logic [AW-1:0]     a;
         for (l = 0; l < 16; l = l + 1)
-            if (ok[l]) ib[{t_half, t_pos + (AW-1)'(wl[l])}][l*16 +: 16] <= vl[l];
+            if (ok[l]) ib[{t_half, t_pos + t_wq + (AW-1)'(wl[l])}][l*16 +: 16] <= vl[l];
         if (pos_done) pv[{ghalf, pos}] <= inb;
         if (rd_en) begin
             for (q = 0; q < RP; q = q + 1) begin
@@ -240,6 +282,7 @@ module npu_conv_ifm #(
             gact <= 1'b0; ghalf <= 1'b0; gph <= 16'd0; gpw <= 16'd0; py <= 16'd0; px <= 16'd0;
             pos <= '0; gc0 <= 17'd0; gcn <= 9'd0; iy <= 18'sd0; ix <= 18'sd0;
             ra <= 40'd0; ca <= 40'd0; ca0 <= 40'd0; cterm <= 40'd0; seg <= 9'd0; brick <= 5'd0;
+            cov <= 5'd0;
             loaded_q <= 2'b00; issued <= 2'b00; err <= 1'b0;
             t_wp <= 5'd0; t_rp <= 5'd0; t_cnt <= 6'd0; t_got <= 6'd0;
             for (h = 0; h < 2; h = h + 1) begin pwh[h] <= 16'd0; tcnt[h] <= 6'd0; end
@@ -274,10 +317,13 @@ module npu_conv_ifm #(
                 ca <= nhcwb16 ? 40'($signed(r_ix0) * xb16) : 40'($signed(r_ix0) * $signed({1'b0, sx_b}));
                 ca0 <= nhcwb16 ? 40'($signed(r_ix0) * xb16) : 40'($signed(r_ix0) * $signed({1'b0, sx_b}));
                 cterm <= nhcwb16 ? 40'(sc_b * {23'd0, r_c0 >> 4}) : (es16 ? {22'd0, r_c0, 1'b0} : {23'd0, r_c0});
-                seg <= 9'd0; brick <= 5'd0;
+                seg <= 9'd0; brick <= 5'd0; cov <= 5'd0;
             end else if (halt && gact) begin
                 gact <= 1'b0;
+                cov <= 5'd0;
             end else if (gact) begin
+                if (covered) cov <= cov - 5'd1;
+                else if (issue && run_ok) cov <= rk - 5'd1;
                 if (issue && !pos_last_burst) begin
                     if (nhcwb16) brick <= brick + 5'd1;
                     else seg <= seg + nb;
@@ -302,7 +348,7 @@ module npu_conv_ifm #(
             end
             // ---- tokens
             if (issue) begin
-                tok[t_wp] <= {ghalf, wpos, j0, nhcwb16 ? 6'd1 : beats, gcn};
+                tok[t_wp] <= {ghalf, wpos, j0, (nhcwb16 && !run_ok) ? 6'd1 : beats, gcn, run_ok ? lbpp : 3'd5};
                 t_wp <= t_wp + 5'd1;
             end
             if (t_done) t_rp <= t_rp + 5'd1;

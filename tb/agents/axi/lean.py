@@ -8,9 +8,10 @@ fraction of its cost per clock cycle:
   at each rising edge and steps every port: it reads the raw pins (handles looked up once),
   completes the handshakes of that edge, and drives the next cycle's READY/VALID and
   payloads, writing a pin only when its value changes;
-* it sleeps while every AW/W/AR VALID is low and nothing is pending (no burst accepted and
-  not answered, no backpressure pattern running), and wakes when a VALID rises or the reset
-  is asserted;
+* a port sleeps while its AW/W/AR VALIDs are low and nothing is pending on it (no burst
+  accepted and not answered, no backpressure pattern running) and is skipped until one of
+  its VALIDs rises, a control changes (pause, pause generator) or the reset is asserted; the
+  coroutine sleeps while every port does;
 * a read burst is served from one memory read when no fault overlaps it (faults are then
   checked beat by beat); a write burst is checked and written when its last W beat arrives.
 
@@ -128,9 +129,18 @@ class Channel:
 
     def __init__(self, owner: "LeanSubordinate"):
         self._owner = owner
-        self.pause = False
+        self._pause = False
         self.gen = None
         self.queue_occupancy_limit = -1
+
+    @property
+    def pause(self) -> bool:
+        return self._pause
+
+    @pause.setter
+    def pause(self, v) -> None:
+        self._pause = bool(v)
+        self._owner.poke()              # the next cycle's READY/VALID follow it
 
     def set_pause_generator(self, gen: "Iterable[int] | None" = None) -> None:
         self.gen = None if gen is None else iter(gen)
@@ -141,7 +151,7 @@ class Channel:
 
     def step(self) -> None:
         try:
-            self.pause = bool(next(self.gen))
+            self._pause = bool(next(self.gen))
         except StopIteration:
             self.gen = None
             self._owner._gens_changed()
@@ -210,6 +220,7 @@ class LeanSubordinate(AxiRules):
         self._rd_lat = self._wr_lat = None
         self.reorder = False
         self.monitor = None
+        self.awake = True                   # stepped at every edge (else: until a VALID rises)
         self._clear()
         self.group = group if group is not None else LeanGroup(clock, reset, reset_active_level,
                                                                clock_period_ns)
@@ -227,7 +238,14 @@ class LeanSubordinate(AxiRules):
     def _gens_changed(self) -> None:
         self._gens = [ch for ch in self._chans if ch.gen is not None]
         if self._gens:
-            self.group.wake()
+            self.poke()
+
+    def poke(self) -> None:
+        """Step this port from the next rising edge on (a control changed)."""
+        self.awake = True
+        group = getattr(self, "group", None)
+        if group is not None:
+            group.wake()
 
     def feed(self, monitor) -> None:
         """Feed *monitor* (an ``AxiMonitor`` of this port, not started) with this subordinate's
@@ -570,14 +588,16 @@ class LeanGroup:
     def add(self, sub: LeanSubordinate) -> None:
         self.ports.append(sub)
         for h in (sub.sigs["ARVALID"], sub.sigs["AWVALID"], sub.sigs["WVALID"]):
-            self._watchers.append(cocotb.start_soon(self._watch(RisingEdge(h))))
+            self._watchers.append(cocotb.start_soon(self._watch(RisingEdge(h), sub)))
 
     def wake(self) -> None:
         self._wake.set()
 
-    async def _watch(self, edge) -> None:
+    async def _watch(self, edge, sub: "LeanSubordinate | None" = None) -> None:
         while True:
             await edge
+            if sub is not None:
+                sub.awake = True
             self._wake.set()
 
     def _in_reset(self) -> bool:
@@ -603,19 +623,27 @@ class LeanGroup:
                 if in_reset is not True:
                     for p in self.ports:
                         p._reset()
+                        p.awake = True
                     in_reset = True
                 continue
             in_reset = False
             now = get_sim_time("ns")
             busy = False
             for p in self.ports:
-                if p.step(now, self.period):
-                    busy = True
+                if p.awake:
+                    if p.step(now, self.period):
+                        busy = True
+                    else:                   # its VALIDs were low at this edge: a rise wakes it
+                        p.awake = False
             if busy:
                 continue
-            # asleep until a VALID rises or the reset is asserted (a VALID that rose at this
-            # edge, seen by a watcher before the clear, is read here)
+            # asleep until a VALID rises, a control changes or the reset is asserted (a VALID
+            # that rose at this edge, seen by a watcher before the clear, is read here)
             self._wake.clear()
-            if any(p._arvalid() == "1" or p._awvalid() == "1" or p._wvalid() == "1" for p in self.ports):
+            woke = False
+            for p in self.ports:
+                if p.awake or p._arvalid() == "1" or p._awvalid() == "1" or p._wvalid() == "1":
+                    p.awake = woke = True
+            if woke:
                 continue
             await self._wake.wait()

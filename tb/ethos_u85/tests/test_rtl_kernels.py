@@ -1281,3 +1281,36 @@ async def test_vela_networks(dut, mode):
                         res.output_bytes, "" if why else " and LiteRT", res.ops)
         await ClockCycles(env.clock, 4)
     env.finish()
+
+
+@cocotb.test(**LONG_TIMEOUT)
+async def test_conv_ifm_runs(dut):
+    """The stand-in reads a contiguous NHWC IFM patch row as multi-beat INCR runs
+    (rtl_stub/ethos_u85/npu_conv_ifm.v): a Vela DEPTHWISE with SAME padding on a 9x9x16 int8
+    NHWC input (16 bytes a position, IFM_STRIDE_X 16) gives rd_ifm bursts of more than one
+    beat, none crossing a 256-byte window, fewer bursts than beats, and the output the TLM's
+    and LiteRT's (every burst also checked by the scoreboard and the AXI rules)."""
+    from tests import nets
+    from tlm.ethos_u85.memory import Resp
+    if DUT != "rtl":
+        skip_now("the stand-in's IFM loader")
+    name = "dwconv_3x3_s1_same_relu6_pc"
+    rng = rng_for("test_conv_ifm_runs")
+    env = Env(dut, reference_model=True)
+    await env.start()
+    bursts: list = []
+    env.axi.add_listener(bursts.append)
+    inputs, lit = nets.reference(nets.build(name))
+    res = await run_network(env, vela_model(name, "ethos-u85-256", "default"), rng, inputs=inputs)
+    assert check_litert(name, res.outputs, lit) is None, f"{name}: not compared with LiteRT"
+    ifm = [b for b in bursts if b.id == CH_IFM and not b.write]
+    assert ifm, "no rd_ifm burst"
+    for b in ifm:
+        assert b.size == 4 and b.burst == 1 and b.resp == Resp.OKAY, f"rd_ifm: {b}"
+        a0 = b.addr & ~15
+        assert a0 // 256 == (a0 + 16 * b.beats - 1) // 256, f"rd_ifm crosses 256 bytes: {b}"
+    beats = sum(b.beats for b in ifm)
+    longest = max(b.beats for b in ifm)
+    cocotb.log.info("%s: %d rd_ifm bursts, %d beats, longest %d", name, len(ifm), beats, longest)
+    assert longest > 1 and len(ifm) < beats, f"rd_ifm: {len(ifm)} bursts for {beats} beats (no run)"
+    env.finish()
