@@ -287,3 +287,38 @@ def test_cli_warning_strict_and_api(tmp_path, capsys):
     good, _, _ = _race_model(tmp_path / "good_vela.npz", wait=True)
     r = run_model(good, [x], strict=True)
     assert r.unpredictable == [] and r.warnings == [] and np.array_equal(r.outputs[0], x)
+
+
+def test_chain_counts_as_one_operation():
+    """POOL (OFM into chaining FIFO 1) -> ELEMENTWISE add (IFM from FIFO 1) is one kernel
+    operation: with one more op after it, the chain (and its first op's IFM) is still
+    remaining; a second newer op forces it out."""
+    from tb.ethos_u85.testlib.streams import _fmap_cmds
+    c = case("pool")
+    ri, io, ilo, ihi = rel(c, "ifm")
+    ro, oo, olo, ohi = rel(c, "ofm")
+    pool = c.words[:-1]
+    chained_pool = pool + enc(("NPU_SET_OFM_PRECISION", dict(activation_type=1, activation_precision=0,
+                                                             activation_format=0, activation_storage=2,
+                                                             scale_mode=1)),
+                              ("NPU_SET_OFM_REGION", dict(region=1))) + c.words[-1:]
+    ew = (_fmap_cmds("IFM2", (2, 2, 8), ro, oo + 0x100) + _fmap_cmds("OFM", (2, 2, 8), ro, oo + 0x200)
+          + enc(("NPU_SET_IFM_PRECISION", dict(activation_type=1, activation_precision=0, activation_format=0,
+                                               activation_storage=2)),
+                ("NPU_SET_IFM_REGION", dict(region=1)),
+                ("NPU_SET_IFM_SCALE", dict(scale=1, shift=0)), ("NPU_SET_IFM2_SCALE", dict(scale=1, shift=0)),
+                ("NPU_SET_OFM_SCALE", dict(scale=1, shift=0, round_mode=1)),
+                ("NPU_OP_ELEMENTWISE", dict(elementwise_mode=1))))
+    # an ordinary pool again (its IFM back in memory), IFM and OFM elsewhere
+    other = (c.words[:-1] + _fmap_cmds("IFM", (4, 4, 8), ri, io + 0x800) + _fmap_cmds("OFM", (2, 2, 8), ro, oo + 0x300)
+             + c.words[-1:])
+    write_ifm = dma_cmds(ri, io + 0x4000, ri, io, 8, wait=True)          # WAR with the chain's pool
+    image = dict(c.image)
+    image[olo + 0x100] = bytes(32)
+    dev, stop = tlm_run(chained_pool + ew + other + write_ifm + STOP, image)
+    assert stop.kind.name == "STOP" and dev.op_state.chain_length == 0
+    assert not [d for e, d in dev.events if e == "unpredictable" and d.get("kind") != "hazard"], dev.events
+    hz = hazards(dev)
+    assert [(h["hazard"], h["other_offset"], h["lo"]) for h in hz] == [("WAR", 4 * (len(chained_pool) - 1), ilo)]
+    dev, _ = tlm_run(chained_pool + ew + other + other + write_ifm + STOP, image)
+    assert hazards(dev) == []

@@ -34,7 +34,8 @@ import numpy as np
 from . import isa
 from .memory import Channel
 
-__all__ = ["Footprint", "EMPTY", "dma", "kernel", "dma_wait", "kernel_wait", "footprint", "DMA_DESCRIPTORS", "KERNEL_REMAINING", "LUT_SPACE"]
+__all__ = ["Footprint", "EMPTY", "dma", "kernel", "dma_wait", "kernel_wait", "footprint", "DMA_DESCRIPTORS",
+           "KERNEL_REMAINING", "LUT_SPACE"]
 
 DMA_DESCRIPTORS = 4          # TRM 3.10.5: mem2mem descriptors
 KERNEL_REMAINING = 2         # TRM 3.10.8: at most two kernel operations remaining
