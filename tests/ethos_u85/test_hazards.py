@@ -322,3 +322,28 @@ def test_chain_counts_as_one_operation():
     assert [(h["hazard"], h["other_offset"], h["lo"]) for h in hz] == [("WAR", 4 * (len(chained_pool) - 1), ilo)]
     dev, _ = tlm_run(chained_pool + ew + other + other + write_ifm + STOP, image)
     assert hazards(dev) == []
+
+
+def test_footprint_overlap_against_byte_sets():
+    """hazards._merge/_overlap on random runs against Python sets of bytes (seed printed)."""
+    import numpy as np
+
+    from tlm.ethos_u85 import hazards as hz
+    seed = 3434
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        runs = [[(int(a), int(a + n)) for a, n in zip(rng.integers(0, 200, k), rng.integers(0, 12, k))]
+                for k in rng.integers(0, 8, 2)]
+        sets = [{b for lo, hi in r for b in range(lo, hi)} for r in runs]
+        (alo, ahi), (blo, bhi) = [hz._merge([(np.array([x[0] for x in r], dtype=np.int64),
+                                              np.array([x[1] for x in r], dtype=np.int64))]) for r in runs]
+        assert {b for lo, hi in zip(alo.tolist(), ahi.tolist()) for b in range(lo, hi)} == sets[0]
+        assert all(ahi[:-1] < alo[1:])                             # merged: disjoint, not touching
+        got = hz._overlap(alo, ahi, blo, bhi)
+        common = sets[0] & sets[1]
+        if not common:
+            assert got is None
+            continue
+        lo, hi, total = got
+        assert total == len(common) and lo == min(common) and set(range(lo, hi)) <= common
