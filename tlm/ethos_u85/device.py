@@ -49,6 +49,7 @@ from .arith import LUT_BYTES as LUT_RAM_SIZE
 from .config import NpuConfig, Pins, Policy, get_config
 from ..core.memo import Memo
 from ..core.errors import BudgetExceeded, Unpredictable
+from . import hazards as _hz
 from .memory import ADDR_MASK, PAGE_BITS, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
 from .ops import KERNEL_OP_NAMES, KERNEL_OPS
 from .ops.common import OpState
@@ -108,6 +109,7 @@ class _DryMemory:
 # environment, the op implementations); replayed only after the command-stream bytes it
 # fetches compare equal, and each planned operation still checks its own data.
 _TRACES = Memo(64)
+_HZ_FP: dict = {}                  # id(plan) -> (plan, its hazards.Footprint)
 _T_KERNEL, _T_DMA, _T_WAIT, _T_ORDINARY, _T_END, _T_STOP = range(6)
 _WAITS = ("NPU_OP_KERNEL_WAIT", "NPU_OP_DMA_WAIT")
 
@@ -125,7 +127,7 @@ class _Trace:
     stream bytes its fetches read ((address, bytes), merged); `n` its commands; `work_last`
     the work units before its last command; `ftok` the fault-list token its fetches were
     found fault free for."""
-    __slots__ = ("steps", "blocks", "n", "work_last", "ftok", "chunks", "checks", "prechecked")
+    __slots__ = ("steps", "blocks", "n", "work_last", "ftok", "chunks", "checks", "prechecked", "hzst", "hzev")
 
 
 def _buffered(buf, off: int) -> "int | None":
@@ -473,6 +475,9 @@ class Device:
         self.dataport = DataPort(self.memory, self.route, reference=self.reference_paths)
         self.op_counts: Counter = Counter()
         self.chain_length = 0            # g_chain_length, maintained by kernel ops
+        self.hz_state = _hz.EMPTY        # outstanding DMAs / remaining kernel ops (hazards.py)
+        self._hz_op = None               # the current command's (kind, offset, snapshot, chained)
+        self._hz_last = ()               # the hazard events the last command reported
         self._irq_level = False
         self._executing = False
         self.command_txns: list = []
@@ -685,6 +690,7 @@ class Device:
         self.resume_ok = False
         self.stop_requested = False
         self.chain_length = 0
+        self.hz_state = _hz.EMPTY
         self.op_state = OpState()        # chaining FIFOs, g_* chain state, accumulator storage
         self.rf.reset()
         self._snap = None
@@ -1263,6 +1269,7 @@ class Device:
 
     def _stop(self, kind: StopKind, irq: bool = True, error: str = "", detail: str = "") -> None:
         self.running = False
+        self.hz_state = _hz.EMPTY        # a stopped NPU has nothing outstanding
         self.stop_requested = False
         if irq:
             self.irq_raised = 1
@@ -1331,8 +1338,9 @@ class Device:
         fast = (self.segments and mem.batching and type(mem).access is Memory.access and listeners
                 and listeners[0] is self.txn_sink)
         rec = tkey = None
+        hzrec: list = []                           # per recorded step: (hazard state after, events)
         if (fast and self.traces and self.plans and not self.reference_paths and not self.stop_requested
-                and not (self.pmu.cnten and self.pmu.counting)):
+                and not (self.pmu.cnten and self.pmu.counting) and not (self.hz_state[0] or self.hz_state[1])):
             tkey = self._trace_key()
             tr = _TRACES.get(tkey)
             if tr is None:
@@ -1369,10 +1377,14 @@ class Device:
                             self._exec_one(seg.op, seg)
                             steps += 1
                             self._update_irq()
-                            if rec is not None and not self._record(rec, seg, w0):
-                                rec = None
+                            if rec is not None:
+                                if self._record(rec, seg, w0):
+                                    hzrec.append((self.hz_state, self._hz_last))
+                                else:
+                                    rec = None
                         elif rec is not None:
                             rec.append((seg, None, None, None, _T_END, seg.end, 0, 0, (), ()))
+                            hzrec.append((self.hz_state, ()))
                         continue
                 rec = None                                 # a command by command stretch
                 d = self._peek_set()
@@ -1411,7 +1423,7 @@ class Device:
             raise e.__cause__ from None
         last = self._last_stop or self._snapshot_stop(StopKind.NOT_RUNNING, steps)
         if rec and last.kind in (StopKind.STOP, StopKind.END) and not self.running:
-            self._store_trace(tkey, rec, steps)
+            self._store_trace(tkey, rec, steps, hzrec)
         return StopReason(last.kind, steps, self.qread, self.status_word, self.cycle, last.error, last.detail,
                           self.work)
 
@@ -1458,8 +1470,10 @@ class Device:
         rec.append((seg, d, self._last_snap, plan, kind, nxt, cyc, wk, txns, summary))
         return True
 
-    def _store_trace(self, key, rec: list, steps: int) -> None:
-        """Keep a recorded run as a trace (if nothing it does writes its command stream)."""
+    def _store_trace(self, key, rec: list, steps: int, hzrec: list) -> None:
+        """Keep a recorded run as a trace (if nothing it does writes its command stream);
+        *hzrec*: per step the hazard tracker's state after it and the hazard events it
+        reported (found once, when recorded: they depend only on the stream and addresses)."""
         blocks: dict = {}
         for step in rec:
             for lo, data in step[0].blocks:
@@ -1506,6 +1520,8 @@ class Device:
         tr.checks = tuple(checks)
         tr.prechecked = frozenset(pre)
         tr.steps = tuple(rec)
+        tr.hzst = tuple(h[0] for h in hzrec)
+        tr.hzev = {i: h[1] for i, h in enumerate(hzrec) if h[1]}
         tr.blocks = tuple(merged)
         tr.n = steps
         tr.work_last = sum(s[0].work + s[7] for s in rec) - (rec[-1][7] if rec[-1][1] is not None else 0)
@@ -1590,10 +1606,12 @@ class Device:
         stats = _plans.STATS
         done = 0
         listeners = mem.listeners
+        hzst, hzev = tr.hzst, tr.hzev
         i = -1
         for seg, d, snap, plan, kind, nxt, cyc, wk, txns, summary in tr.steps:
             i += 1
             if len(listeners) != 1:                # a hook added a listener: command by command
+                self.hz_state = hzst[i - 1] if i else _hz.EMPTY
                 return done
             if seg.n:
                 raw.update(seg.values)
@@ -1617,6 +1635,7 @@ class Device:
                     pend.append(~i)
                     self._flush_tallies(tr, pend)
                 self._snap = snap
+                self.hz_state = hzst[i - 1] if i else _hz.EMPTY     # the recorded hazard state
                 if kind == _T_STOP and (self.hooks is hooks and len(hooks) == n_hooks and not op_hooks
                                         or not self._op_hooks()):
                     self._stop_step(d, seg, snap, nxt, cyc, wk, txns, summary)
@@ -1657,6 +1676,7 @@ class Device:
                     if pend is not None:
                         pend.append(~i)
                         self._flush_tallies(tr, pend)
+                    self.hz_state = hzst[i - 1] if i else _hz.EMPTY
                     self._command_after_event(name, d, snap, off, nxt, seg, kind)
                     done += 1
                     self._update_irq()
@@ -1665,6 +1685,9 @@ class Device:
                     continue
                 self.qread = nxt
                 stats[name, "planned"] += 1
+                if hzev and i in hzev:             # the races found when it was recorded
+                    for details in hzev[i]:
+                        event("unpredictable", **details)
             self.cycle += cyc
             self.work += wk
             if pend is None:
@@ -1672,6 +1695,8 @@ class Device:
             else:
                 pend.append(i)
             done += 1
+        if hzst:
+            self.hz_state = hzst[-1]
         return done
 
     def _stop_step(self, d, seg, snap, nxt, cycles, work, txns, summary) -> None:
@@ -1709,6 +1734,7 @@ class Device:
             if kind == _T_KERNEL:
                 self._kernel_op(name, d, snap, off, nxt)
             else:
+                self._hz_op = ("dma", off, snap, False)
                 _plans.execute_dma(self, d, snap, self.dma_op)
                 self.qread = nxt
         except _Stop:
@@ -1748,6 +1774,8 @@ class Device:
         self._cur_op = None
         self.plan_done = None
         self.plan_built = False
+        self._hz_op = None
+        self._hz_last = ()
         if seg is not None and seg.op_txns:
             # the fetches of the operation's words, checked with the segment: made (logged and
             # counted) as part of this command, as _fetch_word would make them
@@ -1809,6 +1837,40 @@ class Device:
             self.pmu.tally(cycles, True, plan.txns, plan.summary)
         else:
             self.pmu.advance(cycles, True, txns)
+        if self._hz_op is not None:
+            self._hazards(self._last_txns, plan)
+
+    def _hazards(self, txns, plan) -> None:
+        """The races the DMA or kernel op just executed starts with what is outstanding
+        (hazards.py), reported as 'unpredictable' events; the op then joins the tracker."""
+        kind, off, snap, chained = self._hz_op
+        self._hz_op = None
+        fp = None
+        if plan is not None and all(t.channel == Channel.rd_cmd for t in txns):
+            c = _HZ_FP.get(id(plan))                     # a plan's footprint, made once
+            if c is not None and c[0] is plan:
+                fp = c[1]
+            else:
+                txns = plan.txns
+        if fp is None:
+            if plan is not None and txns is not plan.txns:
+                txns = list(txns) + list(plan.txns)
+            if kind == "dma":
+                fp = _hz.footprint(txns, lut_w=_hz.lut_writes(snap))
+            else:
+                fp = _hz.footprint(txns, lut_r=_hz.lut_reads(snap))
+            if plan is not None and txns is plan.txns:
+                if len(_HZ_FP) > 8192:
+                    _HZ_FP.clear()
+                _HZ_FP[id(plan)] = (plan, fp)
+        name = self._cur_op.name if self._cur_op is not None else "?"
+        if kind == "dma":
+            self.hz_state, found = _hz.dma(self.hz_state, off, name, fp)
+        else:
+            self.hz_state, found = _hz.kernel(self.hz_state, off, name, fp, chained)
+        self._hz_last = tuple(found)
+        for details in found:
+            self._event("unpredictable", **details)
 
     def note_pages(self, written) -> None:
         """Count the distinct memory pages (numbers *written*) the current command writes
@@ -1930,9 +1992,16 @@ class Device:
                 self._event("pmu_mask_ignored", enable=f["enable"])
             self.qread = nxt
         elif name in ("NPU_OP_KERNEL_WAIT", "NPU_OP_DMA_WAIT"):
-            self.qread = nxt                       # barriers: no-ops in a sequential model
+            # barriers: no-ops for the data of a sequential model; they retire the hazard
+            # tracker's outstanding DMAs / remaining kernel operations
+            if name == "NPU_OP_DMA_WAIT":
+                self.hz_state = _hz.dma_wait(self.hz_state, f["k"])
+            else:
+                self.hz_state = _hz.kernel_wait(self.hz_state, f["n"])
+            self.qread = nxt
         elif name == "NPU_OP_DMA_START":
             self._fetch_buf = None
+            self._hz_op = ("dma", off, snap, False)
             _plans.execute_dma(self, d, snap, self.dma_op)
             self.qread = nxt
         elif name == "NPU_OP_BRANCH":
@@ -1957,12 +2026,16 @@ class Device:
         self.command_work = None                   # kernel_work(snap, name), unless a plan knows it
         self.op_of = (snap, name)
         self._page_limit = self.policy.max_op_pages
+        self._hz_op = ("kernel", off, snap, self.chain_length > 0)
         _plans.execute_kernel(self, name, d, snap, fn)
         self.qread = nxt
 
     def _branch(self, cond: int, target: int, off: int, nxt: int) -> None:
         """TRM 3.11.2 NPU_OP_BRANCH."""
-        # branch_cond == rf_true first waits for all kernels (KERNEL_WAIT n=0): a no-op here.
+        # branch_cond == rf_true first waits for all kernels (KERNEL_WAIT n=0): no data
+        # effect here; it retires the remaining kernel operations (hazards.py)
+        if cond == isa.branch_cond.rf_true:
+            self.hz_state = _hz.kernel_wait(self.hz_state, 0)
         if target & 3:
             choice = self.policy.branch_misaligned
             self._event("unpredictable", what=f"branch_target 0x{target:x} not 4-byte aligned", offset=off)
