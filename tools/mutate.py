@@ -119,6 +119,26 @@ EQUIVALENT: dict[tuple, str] = {
         'the same comparison',
 }
 
+# write_ofm's block limits (npu_ofm_addr.v lim_ok): 11'(NPU_MAX_BLOCK_*) -> 12'(...)
+EQUIVALENT.update({
+    ('npu_ofm_addr.v', code, '11->12', nth):
+        "the size cast 11'(NPU_MAX_BLOCK_*) -> 12'(...) of a block limit (128 or 1024, both below "
+        "2048), compared with an 11-bit block size: the same value, the same comparison"
+    for code, nth in (
+        ("!(tr == WHC && (blk_w > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_WIDTH)))", 0),
+        ("!(tr == WHC && (blk_w > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_WIDTH)))", 1),
+        ("&& !(tr == HCW && (blk_d > 11'(NPU_MAX_BLOCK_WIDTH) || blk_w > 11'(NPU_MAX_BLOCK_DEPTH)))", 0),
+        ("&& !(tr == HCW && (blk_d > 11'(NPU_MAX_BLOCK_WIDTH) || blk_w > 11'(NPU_MAX_BLOCK_DEPTH)))", 1),
+        ("&& !(tr == CWH && (blk_d > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_DEPTH)))", 0),
+        ("&& !(tr == CWH && (blk_d > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_DEPTH)))", 1),
+        ("&& !(tr == CHW && (blk_d > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_WIDTH)", 0),
+        ("&& !(tr == CHW && (blk_d > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_WIDTH)", 1),
+        ("|| blk_w > 11'(NPU_MAX_BLOCK_DEPTH)))", 0),
+        ("&& !(tr == WCH && (blk_w > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_d > 11'(NPU_MAX_BLOCK_WIDTH)", 0),
+        ("&& !(tr == WCH && (blk_w > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_d > 11'(NPU_MAX_BLOCK_WIDTH)", 1),
+        ("|| blk_h > 11'(NPU_MAX_BLOCK_DEPTH)));", 0),
+    )})
+
 # operator replacements (tried in this order at each site)
 OPS = {
     "===": (), "!==": (),

@@ -1437,27 +1437,37 @@ def ofm_depth_aligned(gen: OpGen, op: Op) -> bool:
     return od % max(16, gen.microblock_depth(op_field(op, "NPU_SET_ACC_FORMAT", "microblock"))) == 0
 
 
-# test_ofm_blk_depth: (transpose, reverse, OFM format, OFM_BLK_DEPTH, legal, words of the TLM's
-# reason when not); reverse C with an OFM depth not a multiple of max(16, microblock depth) (NHWC,
-# OFM_BLK_DEPTH <= 16), the transposes that move C to H or W (OFM_BLK_DEPTH <= 128)
-BLK_DEPTH_CASES = ([("HWC", 3, NHWC, d, d <= 16, ("reverse C", "blk_depth")) for d in (15, 16, 17)]
-                   + [(t, 0, f, d, d <= lim, ("block limits", t))
+# test_ofm_blk_depth: (transpose, reverse, OFM format, OFM_BLK_DEPTH, OFM_BLK_HEIGHT and _WIDTH (None:
+# the generator's), legal, words of the TLM's reason when not); reverse C with an OFM depth not a
+# multiple of max(16, microblock depth) (NHWC, OFM_BLK_DEPTH <= 16), the transposes that move C to
+# H or W (OFM_BLK_DEPTH <= 128), then every transpose with all three block sizes at 128 (legal: the
+# 7-bit height and width fields reach the 128 limits, never beyond)
+BLK_DEPTH_CASES = ([("HWC", 3, NHWC, d, None, d <= 16, ("reverse C", "blk_depth")) for d in (15, 16, 17)]
+                   + [(t, 0, f, d, None, d <= lim, ("block limits", t))
                       for t, lim in (("HCW", MAX_BLOCK_WIDTH), ("CWH", MAX_BLOCK_HEIGHT), ("CHW", MAX_BLOCK_HEIGHT),
                                      ("WCH", MAX_BLOCK_WIDTH))
-                      for f in (NHWC, NHCWB16) for d in (lim, lim + 1)])
+                      for f in (NHWC, NHCWB16) for d in (lim, lim + 1)]
+                   + [(t, 0, f, MAX_BLOCK_HEIGHT, MAX_BLOCK_HEIGHT, True, ())
+                      for t in TRANSPOSE if t != "HWC" for f in (NHWC, NHCWB16)])
 
 
-def blk_depth_job(gen: OpGen, kind: str, tr: str, rev: int, fmt: int, depth: int) -> "Job | None":
-    """A perm_job of *kind* with write_ofm mode (tr, rev, fmt) and OFM_BLK_DEPTH *depth*
-    (reverse C: an OFM depth not a multiple of max(16, microblock depth)), or None when
-    *kind* cannot have it. CONV: its weight stream is encoded for the block depth, so it is
-    drawn (CONV_BLK_DEPTHS), never patched; an illegal reverse-C depth is the next one drawn
-    above 16 with the reverse set afterwards (the generator never pairs them)."""
+def blk_depth_job(gen: OpGen, kind: str, tr: str, rev: int, fmt: int, depth: int,
+                  hw: "int | None" = None) -> "Job | None":
+    """A perm_job of *kind* with write_ofm mode (tr, rev, fmt), OFM_BLK_DEPTH *depth* and
+    OFM_BLK_HEIGHT/WIDTH *hw* (None: the generator's) (reverse C: an OFM depth not a multiple
+    of max(16, microblock depth)), or None when *kind* cannot have it. CONV: its weight
+    stream is encoded for the block depth, so it is drawn (CONV_BLK_DEPTHS), never patched;
+    an illegal reverse-C depth is the next one drawn above 16 with the reverse set afterwards
+    (the generator never pairs them); no *hw*."""
     unaligned = (lambda op: not ofm_depth_aligned(gen, op)) if rev == 3 else (lambda op: True)
     if kind not in ("conv", "dw"):
-        return perm_job(gen, kind, (tr, rev, fmt), unaligned, {"NPU_SET_OFM_BLK_DEPTH_M1": dict(depth_m1=depth - 1)})
+        changes = {"NPU_SET_OFM_BLK_DEPTH_M1": dict(depth_m1=depth - 1)}
+        if hw is not None:
+            changes.update({"NPU_SET_OFM_BLK_HEIGHT_M1": dict(height_m1=hw - 1),
+                            "NPU_SET_OFM_BLK_WIDTH_M1": dict(width_m1=hw - 1)})
+        return perm_job(gen, kind, (tr, rev, fmt), unaligned, changes)
     d = min((x for x in CONV_BLK_DEPTHS if x >= depth), default=None)
-    if d is None or (d != depth and not (rev == 3 and d > 16)):
+    if hw is not None or d is None or (d != depth and not (rev == 3 and d > 16)):
         return None
 
     def accept(op):
@@ -1498,20 +1508,21 @@ async def run_skipped(env: Env, watch: RefWatch, job: Job, tag: str, why: tuple)
 async def test_ofm_blk_depth(dut, kind):
     """write_ofm's OFM_BLK_DEPTH rules at their boundaries (BLK_DEPTH_CASES): reverse C with
     an unaligned OFM depth at block depths 15, 16 (legal) and 17, the C-moving transposes at
-    128 (legal) and 129, on random operations of *kind* (ELEMENTWISE: HCW, CHW; CONV: reverse
-    C at 16 and at 32, the block depths its weights allow: blk_depth_job). Legal ones:
+    128 (legal) and 129, every transpose with 128 x 128 x 128 blocks (legal), on random
+    operations of *kind* (ELEMENTWISE: HCW, CHW; CONV: reverse C at 16 and at 32, the block
+    depths its weights allow: blk_depth_job). Legal ones:
     every OFM byte against the reference; the others: UNPREDICTABLE, without effect. A stand-in
     computing the block depth off by one (npu_kernel.v, npu_conv.v) fails one side."""
     rng = seeded(f"test_ofm_blk_depth[{kind}]")
     env, watch = await start_bench(dut, seed=rng.getrandbits(16))
     gen = OpGen(rng, get_config(env.config).macs, rtl=RTL)
     n = 0
-    for tr, rev, fmt, depth, legal, why in BLK_DEPTH_CASES:
-        job = blk_depth_job(gen, kind, tr, rev, fmt, depth)
+    for tr, rev, fmt, depth, hw, legal, why in BLK_DEPTH_CASES:
+        job = blk_depth_job(gen, kind, tr, rev, fmt, depth, hw)
         if job is None:
             continue
         got = op_field(job.ops[0], "NPU_SET_OFM_BLK_DEPTH_M1", "depth_m1") + 1
-        tag = f"{kind} {tr} rev {rev} fmt {fmt} blk_depth {got}"
+        tag = f"{kind} {tr} rev {rev} fmt {fmt} blk_depth {got}" + (f" blk_height/width {hw}" if hw else "")
         if legal:
             await run(env, watch, job, tag)
         else:
