@@ -139,6 +139,24 @@ EQUIVALENT.update({
         ("|| blk_h > 11'(NPU_MAX_BLOCK_DEPTH)));", 0),
     )})
 
+# lim_ok: OFM_BLK_HEIGHT/WIDTH are 7-bit fields + 1 on both instances (npu_kernel.v, npu_conv.v),
+# so blk_h, blk_w <= 128: compared with 1024 (NPU_MAX_BLOCK_DEPTH), > and >= are both false
+_LIM_HW = "blk_h, blk_w <= 128 (7-bit fields + 1): '> 1024' and '>= 1024' are both always false"
+EQUIVALENT.update({
+    ('npu_ofm_addr.v', "&& !(tr == HCW && (blk_d > 11'(NPU_MAX_BLOCK_WIDTH) || blk_w > 11'(NPU_MAX_BLOCK_DEPTH)))",
+     '>->>=', 1): _LIM_HW,
+    ('npu_ofm_addr.v', "&& !(tr == CWH && (blk_d > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_DEPTH)))",
+     '>->>=', 1): _LIM_HW,
+    ('npu_ofm_addr.v', "|| blk_w > 11'(NPU_MAX_BLOCK_DEPTH)))", '>->>=', 0): _LIM_HW,
+    ('npu_ofm_addr.v', "|| blk_h > 11'(NPU_MAX_BLOCK_DEPTH)));", '>->>=', 0): _LIM_HW,
+    ('npu_ofm_addr.v', "!(tr == WHC && (blk_w > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_WIDTH)))",
+     '||->&&', 0):
+        "WHC's limits: blk_w > 128 and blk_h > 128 are both always false (7-bit fields + 1), so are their || and &&",
+    ('npu_ofm_addr.v', "|| blk_w > 11'(NPU_MAX_BLOCK_DEPTH)))", '||->&&', 0):
+        "CHW's limits: blk_d > 128 || (blk_h > 128 && blk_w > 1024) for blk_d > 128 || blk_h > 128 || "
+        "blk_w > 1024: blk_h > 128 and blk_w > 1024 are always false (7-bit fields + 1), both are blk_d > 128",
+})
+
 # operator replacements (tried in this order at each site)
 OPS = {
     "===": (), "!==": (),
