@@ -1473,7 +1473,10 @@ def blk_depth_job(gen: OpGen, kind: str, tr: str, rev: int, fmt: int, depth: int
     def accept(op):
         return op_field(op, "NPU_SET_OFM_BLK_DEPTH_M1", "depth_m1") + 1 == d and unaligned(op)
     if rev == 3 and d > 16:
-        job = perm_job(gen, kind, (tr, 0, fmt), accept, {"NPU_SET_OFM_PRECISION": dict(activation_reverse=3)})
+        # global scale: a per-channel scale/bias stream is encoded for the reverse (scale_stream)
+        def accept_global(op):
+            return accept(op) and op_field(op, "NPU_SET_OFM_PRECISION", "scale_mode") == 1
+        job = perm_job(gen, kind, (tr, 0, fmt), accept_global, {"NPU_SET_OFM_PRECISION": dict(activation_reverse=3)})
         job.ops[0].desc += ", then activation_reverse 3"
         return job
     return perm_job(gen, kind, (tr, rev, fmt), accept)
