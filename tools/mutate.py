@@ -119,6 +119,44 @@ EQUIVALENT: dict[tuple, str] = {
         'the same comparison',
 }
 
+# write_ofm's block limits (npu_ofm_addr.v lim_ok): 11'(NPU_MAX_BLOCK_*) -> 12'(...)
+EQUIVALENT.update({
+    ('npu_ofm_addr.v', code, '11->12', nth):
+        "the size cast 11'(NPU_MAX_BLOCK_*) -> 12'(...) of a block limit (128 or 1024, both below "
+        "2048), compared with an 11-bit block size: the same value, the same comparison"
+    for code, nth in (
+        ("!(tr == WHC && (blk_w > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_WIDTH)))", 0),
+        ("!(tr == WHC && (blk_w > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_WIDTH)))", 1),
+        ("&& !(tr == HCW && (blk_d > 11'(NPU_MAX_BLOCK_WIDTH) || blk_w > 11'(NPU_MAX_BLOCK_DEPTH)))", 0),
+        ("&& !(tr == HCW && (blk_d > 11'(NPU_MAX_BLOCK_WIDTH) || blk_w > 11'(NPU_MAX_BLOCK_DEPTH)))", 1),
+        ("&& !(tr == CWH && (blk_d > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_DEPTH)))", 0),
+        ("&& !(tr == CWH && (blk_d > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_DEPTH)))", 1),
+        ("&& !(tr == CHW && (blk_d > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_WIDTH)", 0),
+        ("&& !(tr == CHW && (blk_d > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_WIDTH)", 1),
+        ("|| blk_w > 11'(NPU_MAX_BLOCK_DEPTH)))", 0),
+        ("&& !(tr == WCH && (blk_w > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_d > 11'(NPU_MAX_BLOCK_WIDTH)", 0),
+        ("&& !(tr == WCH && (blk_w > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_d > 11'(NPU_MAX_BLOCK_WIDTH)", 1),
+        ("|| blk_h > 11'(NPU_MAX_BLOCK_DEPTH)));", 0),
+    )})
+
+# lim_ok: OFM_BLK_HEIGHT/WIDTH are 7-bit fields + 1 on both instances (npu_kernel.v, npu_conv.v),
+# so blk_h, blk_w <= 128: compared with 1024 (NPU_MAX_BLOCK_DEPTH), > and >= are both false
+_LIM_HW = "blk_h, blk_w <= 128 (7-bit fields + 1): '> 1024' and '>= 1024' are both always false"
+EQUIVALENT.update({
+    ('npu_ofm_addr.v', "&& !(tr == HCW && (blk_d > 11'(NPU_MAX_BLOCK_WIDTH) || blk_w > 11'(NPU_MAX_BLOCK_DEPTH)))",
+     '>->>=', 1): _LIM_HW,
+    ('npu_ofm_addr.v', "&& !(tr == CWH && (blk_d > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_DEPTH)))",
+     '>->>=', 1): _LIM_HW,
+    ('npu_ofm_addr.v', "|| blk_w > 11'(NPU_MAX_BLOCK_DEPTH)))", '>->>=', 0): _LIM_HW,
+    ('npu_ofm_addr.v', "|| blk_h > 11'(NPU_MAX_BLOCK_DEPTH)));", '>->>=', 0): _LIM_HW,
+    ('npu_ofm_addr.v', "!(tr == WHC && (blk_w > 11'(NPU_MAX_BLOCK_HEIGHT) || blk_h > 11'(NPU_MAX_BLOCK_WIDTH)))",
+     '||->&&', 0):
+        "WHC's limits: blk_w > 128 and blk_h > 128 are both always false (7-bit fields + 1), so are their || and &&",
+    ('npu_ofm_addr.v', "|| blk_w > 11'(NPU_MAX_BLOCK_DEPTH)))", '||->&&', 0):
+        "CHW's limits: blk_d > 128 || (blk_h > 128 && blk_w > 1024) for blk_d > 128 || blk_h > 128 || "
+        "blk_w > 1024: blk_h > 128 and blk_w > 1024 are always false (7-bit fields + 1), both are blk_d > 128",
+})
+
 # operator replacements (tried in this order at each site)
 OPS = {
     "===": (), "!==": (),

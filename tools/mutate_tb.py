@@ -15,7 +15,8 @@ test_conv_unpredictable (same file): CONV and DEPTHWISE with a failed register-o
 complete without effect; test_conv_lut and test_conv_chained (test_random_ops.py): every LUT
 function on CONV/DEPTHWISE OFMs, chained CONV/DEPTHWISE OFMs read by an ELEMENTWISE;
 test_ofm_perms (same file): every write_ofm transpose and reverse on CONV, DEPTHWISE, POOL,
-ELEMENTWISE and RESIZE; test_ofm_write_unpredictable (test_rtl_kernels.py): write_ofm's
+ELEMENTWISE and RESIZE; test_ofm_blk_depth (same file): OFM_BLK_DEPTH at write_ofm's reverse-C
+and transpose limits, both sides; test_ofm_write_unpredictable (test_rtl_kernels.py): write_ofm's
 register-only asserts (no effect). The
 CONV/DEPTHWISE jobs are picked from the generator's sequence so
 that each feature of CONV_FEATURES occurs (FWD, sparse, part-kernel-first, d4x4, i32 and i48
@@ -50,6 +51,9 @@ from tb.ethos_u85.tests.test_random_ops import test_conv_chained, test_conv_lut 
 # runs here too: every write_ofm transpose and reverse on each operation that allows them
 # (npu_ofm_addr.v, the elem paths of npu_conv_out.v and npu_kernel.v)
 from tb.ethos_u85.tests.test_random_ops import test_ofm_perms  # noqa: F401
+# and write_ofm's OFM_BLK_DEPTH rules at their boundaries (reverse C <= 16, the C-moving transposes
+# <= 128): the generator never draws those block depths (npu_kernel.v/npu_conv.v blk_d, npu_ofm_addr.v)
+from tb.ethos_u85.tests.test_random_ops import test_ofm_blk_depth  # noqa: F401
 from tb.ethos_u85.tests.test_rtl_kernels import test_ofm_write_unpredictable  # noqa: F401
 # runs here too: what the stand-in refuses (div, argmax, CONV with upscale, b64 OFM DEPTHWISE, ...) must
 # stop with cmd_parse_error at the operation, never run

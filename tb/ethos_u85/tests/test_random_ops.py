@@ -87,6 +87,7 @@ from tb.ethos_u85.testlib.rtl_support import first_unsupported
 from tb.ethos_u85.testlib.streams import enc, fmap_cmds
 from tlm.ethos_u85 import isa
 from tlm.ethos_u85.config import get_config
+from tlm.ethos_u85.fmap import MAX_BLOCK_HEIGHT, MAX_BLOCK_WIDTH
 from tlm.ethos_u85.literal import LITERAL_OPS, literal_device
 from tlm.ethos_u85.ops import KERNEL_OP_NAMES
 from tlm.core.errors import Unpredictable
@@ -115,6 +116,7 @@ UNARY = ("lrelu", "abs", "clz", "not")
 IFM_TYPES = ((B8, 1), (B8, 0), (B16, 1), (B16, 0), (B32, 1))
 RTL_EW = tuple(m for m in EW if m != "div")
 RTL_POOL = ("max", "min", "average", "sum", "reduce_sum")
+CONV_BLK_DEPTHS = (8, 16, 32, 64)      # CONV/DEPTHWISE OFM block depths (the weights are encoded for one)
 # region offsets the generator may use in one job (REGION_BASE spacing is >= 0x30000)
 REGION_LIMIT = 0x2_F000
 MAX_WEIGHT_BYTES = 6144             # weight streams of one operation (bounds the AXI traffic)
@@ -828,7 +830,7 @@ class OpGen:
         order = int(not dw and r.random() < 0.4)
         d4x4 = int(r.random() < 0.3)
         acc48 = ifm16 or r.random() < 0.3
-        blk_d = r.choice((8, 16, 32, 64))
+        blk_d = r.choice(CONV_BLK_DEPTHS)
         wo = dict(macs=self.macs, depthwise=dw, part_kernel_first=bool(order), sparse=sparse,
                   ifm16bit=ifm16, ofm_depth=od, ifm_depth=idp, ofm_block_depth=blk_d,
                   kernel_height=ext[0], kernel_width=ext[1], dilation_x=dil[1] - 1,
@@ -1367,11 +1369,12 @@ OFM_PERMS = ([(t, 0, f) for t in TRANSPOSE if t != "HWC" for f in (NHWC, NHCWB16
              + [("HWC", v, f) for v in (1, 2) for f in (NHWC, NHCWB16)] + [("HWC", 3, NHWC)])
 
 
-def perm_job(gen: OpGen, kind: str, perm: tuple) -> "Job | None":
+def perm_job(gen: OpGen, kind: str, perm: tuple, accept=None, changes: "dict | None" = None) -> "Job | None":
     """A LUT DMA, then one operation of *kind* (conv, dw, pool, ew, resize; random mode)
     whose OFM is written to memory with write_ofm mode *perm* (OFM_PERMS), or None when the
     operation does not allow the mode (ELEMENTWISE: HCW, CHW; RESIZE: no transpose; none
-    reversed on ELEMENTWISE)."""
+    reversed on ELEMENTWISE). *accept*: a further condition on the drawn operation;
+    *changes*: fields replaced afterwards (patched)."""
     tr, rev, fmt = perm
     if (kind == "ew" and (rev or tr not in ("HCW", "CHW"))) or (kind == "resize" and tr != "HWC"):
         return None
@@ -1392,12 +1395,14 @@ def perm_job(gen: OpGen, kind: str, perm: tuple) -> "Job | None":
             got = (op_field(op, "NPU_SET_OFM_PRECISION", "activation_transpose"),
                    op_field(op, "NPU_SET_OFM_PRECISION", "activation_reverse"),
                    op_field(op, "NPU_SET_OFM_PRECISION", "activation_format"))
-            if got == (TRANSPOSE[tr], rev, fmt) and op.ofm.storage != NONE:
+            if got == (TRANSPOSE[tr], rev, fmt) and op.ofm.storage != NONE and (accept is None or accept(op)):
                 break
         else:
             raise RuntimeError(f"the generator drew no {kind} with OFM mode {perm} in 200 tries")
     finally:
         gen.force = None
+    if changes:
+        patched(op, changes)
     image.update(op.image)
     words = enc(*cmds) + enc(*op.cmds) + enc(("NPU_OP_STOP", dict(mask=0x0001)))
     return Job(words, image, [op], [f"lut_dma_{lkind}"])
@@ -1422,6 +1427,113 @@ async def test_ofm_perms(dut, kind):
             await run(env, watch, job, f"{kind} {perm[0]} rev {perm[1]} fmt {perm[2]} #{k}")
             n += 1
     assert n >= 4, f"only {n} jobs"
+    cocotb.log.info("%d jobs", n)
+    env.finish()
+
+
+def ofm_depth_aligned(gen: OpGen, op: Op) -> bool:
+    """write_ofm reverse C: the OFM depth is a multiple of max(16, microblock depth)."""
+    od = op_field(op, "NPU_SET_OFM_DEPTH_M1", "depth_m1") + 1
+    return od % max(16, gen.microblock_depth(op_field(op, "NPU_SET_ACC_FORMAT", "microblock"))) == 0
+
+
+# test_ofm_blk_depth: (transpose, reverse, OFM format, OFM_BLK_DEPTH, OFM_BLK_HEIGHT and _WIDTH (None:
+# the generator's), legal, words of the TLM's reason when not); reverse C with an OFM depth not a
+# multiple of max(16, microblock depth) (NHWC, OFM_BLK_DEPTH <= 16), the transposes that move C to
+# H or W (OFM_BLK_DEPTH <= 128), then every transpose with all three block sizes at 128 (legal: the
+# 7-bit height and width fields reach the 128 limits, never beyond)
+BLK_DEPTH_CASES = ([("HWC", 3, NHWC, d, None, d <= 16, ("reverse C", "blk_depth")) for d in (15, 16, 17)]
+                   + [(t, 0, f, d, None, d <= lim, ("block limits", t))
+                      for t, lim in (("HCW", MAX_BLOCK_WIDTH), ("CWH", MAX_BLOCK_HEIGHT), ("CHW", MAX_BLOCK_HEIGHT),
+                                     ("WCH", MAX_BLOCK_WIDTH))
+                      for f in (NHWC, NHCWB16) for d in (lim, lim + 1)]
+                   + [(t, 0, f, MAX_BLOCK_HEIGHT, MAX_BLOCK_HEIGHT, True, ())
+                      for t in TRANSPOSE if t != "HWC" for f in (NHWC, NHCWB16)])
+
+
+def blk_depth_job(gen: OpGen, kind: str, tr: str, rev: int, fmt: int, depth: int,
+                  hw: "int | None" = None) -> "Job | None":
+    """A perm_job of *kind* with write_ofm mode (tr, rev, fmt), OFM_BLK_DEPTH *depth* and
+    OFM_BLK_HEIGHT/WIDTH *hw* (None: the generator's) (reverse C: an OFM depth not a multiple
+    of max(16, microblock depth)), or None when *kind* cannot have it. CONV: its weight
+    stream is encoded for the block depth, so it is drawn (CONV_BLK_DEPTHS), never patched;
+    an illegal reverse-C depth is the next one drawn above 16 with the reverse set afterwards
+    (the generator never pairs them); no *hw*."""
+    unaligned = (lambda op: not ofm_depth_aligned(gen, op)) if rev == 3 else (lambda op: True)
+    if kind not in ("conv", "dw"):
+        changes = {"NPU_SET_OFM_BLK_DEPTH_M1": dict(depth_m1=depth - 1)}
+        if hw is not None:
+            changes.update({"NPU_SET_OFM_BLK_HEIGHT_M1": dict(height_m1=hw - 1),
+                            "NPU_SET_OFM_BLK_WIDTH_M1": dict(width_m1=hw - 1)})
+        return perm_job(gen, kind, (tr, rev, fmt), unaligned, changes)
+    d = min((x for x in CONV_BLK_DEPTHS if x >= depth), default=None)
+    if hw is not None or d is None or (d != depth and not (rev == 3 and d > 16)):
+        return None
+
+    def accept(op):
+        return op_field(op, "NPU_SET_OFM_BLK_DEPTH_M1", "depth_m1") + 1 == d and unaligned(op)
+    if rev == 3 and d > 16:
+        # global scale: a per-channel scale/bias stream is encoded for the reverse (scale_stream)
+        def accept_global(op):
+            return accept(op) and op_field(op, "NPU_SET_OFM_PRECISION", "scale_mode") == 1
+        job = perm_job(gen, kind, (tr, 0, fmt), accept_global, {"NPU_SET_OFM_PRECISION": dict(activation_reverse=3)})
+        job.ops[0].desc += ", then activation_reverse 3"
+        return job
+    return perm_job(gen, kind, (tr, rev, fmt), accept)
+
+
+async def run_skipped(env: Env, watch: RefWatch, job: Job, tag: str, why: tuple) -> None:
+    """Run *job* whose one operation fails a register-only write_ofm assert: the job ends
+    without error at its NPU_OP_STOP, the reference logs UNPREDICTABLE, its reason holding the words *why*, and
+    skips the operation (on_unpredictable='continue'), the OFM stays untouched, the
+    scoreboard clean (test_ofm_write_unpredictable's outcome)."""
+    op = job.ops[0]
+    for addr, data in job.image.items():
+        env.memory.write(addr, data)
+    spans = [(REGION_BASE[op.ofm.region] + lo, hi - lo) for lo, hi in op.ofm.spans()]
+    before = [env.memory.read(a, n) for a, n in spans]
+    await env.write_ok(CMD, 0xC | 0x2)
+    await env.load_stream(STREAM_ADDR, job.words)
+    watch.clear()
+    cocotb.log.info("%s (skipped): %s", tag, op.desc)
+    status = await env.run_job(max_cycles=2_000_000, poll=32)
+    f = status_fields(status)
+    assert not (f["cmd_parse_error"] or f["bus_status"] or f["branch_fault"]), f"{tag}: STATUS 0x{status:08x}"
+    assert await env.read_ok(QREAD) == 4 * len(job.words), f"{tag}: the job did not reach its NPU_OP_STOP"
+    whats = [d.get("what", "") for e, d in watch.bad if e == "unpredictable"]
+    assert any(all(s in w for s in why) for w in whats), \
+        f"{tag}: the reference did not find {why} (the case is wrong): {watch.bad}"
+    job_sb = env.scoreboard.close_job()
+    assert job_sb is not None and job_sb.mismatches_in_job == 0, f"{tag}: {env.scoreboard.mismatches[-3:]}"
+    assert [env.memory.read(a, n) for a, n in spans] == before, f"{tag}: the skipped operation wrote its OFM"
+
+
+@cocotb.parametrize(kind=named(["conv", "pool", "ew"]))
+@cocotb.test(**TIMEOUT)
+async def test_ofm_blk_depth(dut, kind):
+    """write_ofm's OFM_BLK_DEPTH rules at their boundaries (BLK_DEPTH_CASES): reverse C with
+    an unaligned OFM depth at block depths 15, 16 (legal) and 17, the C-moving transposes at
+    128 (legal) and 129, every transpose with 128 x 128 x 128 blocks (legal), on random
+    operations of *kind* (ELEMENTWISE: HCW, CHW; CONV: reverse C at 16 and at 32, the block
+    depths its weights allow: blk_depth_job). Legal ones:
+    every OFM byte against the reference; the others: UNPREDICTABLE, without effect. A stand-in
+    computing the block depth off by one (npu_kernel.v, npu_conv.v) fails one side."""
+    rng = seeded(f"test_ofm_blk_depth[{kind}]")
+    env, watch = await start_bench(dut, seed=rng.getrandbits(16))
+    gen = OpGen(rng, get_config(env.config).macs, rtl=RTL)
+    n = 0
+    for tr, rev, fmt, depth, hw, legal, why in BLK_DEPTH_CASES:
+        job = blk_depth_job(gen, kind, tr, rev, fmt, depth, hw)
+        if job is None:
+            continue
+        got = op_field(job.ops[0], "NPU_SET_OFM_BLK_DEPTH_M1", "depth_m1") + 1
+        tag = f"{kind} {tr} rev {rev} fmt {fmt} blk_depth {got}" + (f" blk_height/width {hw}" if hw else "")
+        if legal:
+            await run(env, watch, job, tag)
+        else:
+            await run_skipped(env, watch, job, tag, why)
+        n += 1
+    assert n >= (2 if kind == "conv" else 8), f"only {n} jobs"
     cocotb.log.info("%d jobs", n)
     env.finish()
 
