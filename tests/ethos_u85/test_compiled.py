@@ -164,13 +164,18 @@ def test_elementwise_against_literal(case):
     assert np.array_equal(got, want), f"seed {seed}"
 
 
-def test_lookup_and_out_of_table_declines():
-    seed = SEED + 200
+def _lookup_case(seed: int, dtype, size: int, lo: int, shape: tuple):
+    """A random table of *size* entries starting at input value *lo*, its compiled lookup
+    and operands inside it (seed printed)."""
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
-    table = rng.integers(-32768, 32768, 1000).astype(np.int16)
-    cc = compiled.lookup_compute(table, -500, None)
-    v = rng.integers(-500, 500, (2, 3, 7))
+    info = np.iinfo(dtype)
+    table = rng.integers(info.min, info.max + 1, size).astype(dtype)
+    return rng, table, compiled.lookup_compute(table, lo, None), rng.integers(lo, lo + size, shape)
+
+
+def test_lookup_and_out_of_table_declines():
+    rng, table, cc, v = _lookup_case(SEED + 200, np.int16, 1000, -500, (2, 3, 7))
     assert np.array_equal(cc([v]), table[v + 500])
     v[1, 2, 3] = 500                                    # one past the table: declines, never reads outside
     with pytest.raises(compiled.Declined):
@@ -181,12 +186,7 @@ def test_into_stores_all_or_nothing():
     """compute.into stores the OFM's bits into the page view (unsigned type of its width)
     and returns the values; a kernel that fails (an index outside its table) raises Declined
     and leaves the view unchanged, even when the failing element is the last one."""
-    seed = SEED + 400
-    print(f"seed {seed}")
-    rng = np.random.default_rng(seed)
-    table = rng.integers(-128, 128, 600).astype(np.int8)
-    cc = compiled.lookup_compute(table, -300, None)
-    v = rng.integers(-300, 300, (2, 2, 9))
+    rng, table, cc, v = _lookup_case(SEED + 400, np.int8, 600, -300, (2, 2, 9))
     page = rng.integers(0, 256, 64).astype(np.uint8)
     before = page.copy()
     view = page[5:5 + v.size]

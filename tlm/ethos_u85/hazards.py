@@ -192,19 +192,33 @@ def kernel_wait(st: tuple, n: int) -> tuple:
     return (st[0], ks[len(ks) - n:] if n else ()) if len(ks) > n else st
 
 
+# (race, the earlier command's side, the new command's side): RAW the earlier one writes what
+# the new one reads, WAW both write, WAR the earlier one reads what the new one writes
+_CHECKS = (("RAW", "w", "r"), ("WAW", "w", "w"), ("WAR", "r", "w"))
+
+
+def _races(off: int, name: str, fp: Footprint, earlier, what: str, state: str) -> list:
+    """The races of the command (*off*, *name*, footprint *fp*) with the *earlier* commands
+    still in flight (outstanding DMAs for a kernel op, remaining kernel ops for a DMA)."""
+    out = []
+    for eoff, ename, efp in earlier:
+        for typ, e, n in _CHECKS:
+            hit = _overlap(*_side(efp, e), *_side(fp, n))
+            if hit:
+                verb = f"{'writes' if e == 'w' else 'reads'} bytes this {what} {'reads' if n == 'r' else 'writes'}"
+                out.append(_details(typ, off, name, eoff, ename, hit, f"{ename} at 0x{eoff:x}, {state}, {verb}"))
+    return out
+
+
+def _side(fp: Footprint, rw: str) -> tuple:
+    return (fp.rlo, fp.rhi) if rw == "r" else (fp.wlo, fp.whi)
+
+
 def kernel(st: tuple, off: int, name: str, fp: Footprint, chained: bool) -> "tuple[tuple, list]":
     """A kernel operation issued: (new state, the races it starts as event details); it is
     then remaining (*chained*: it continues the newest chain, counted as one operation)."""
     dmas, ks = st
-    out = []
-    for doff, dname, dfp in dmas:
-        for typ, a, b, verb in (("RAW", (dfp.wlo, dfp.whi), (fp.rlo, fp.rhi), "writes bytes this op reads"),
-                                ("WAW", (dfp.wlo, dfp.whi), (fp.wlo, fp.whi), "writes bytes this op writes"),
-                                ("WAR", (dfp.rlo, dfp.rhi), (fp.wlo, fp.whi), "reads bytes this op writes")):
-            hit = _overlap(*a, *b)
-            if hit:
-                out.append(_details(typ, off, name, doff, dname, hit,
-                                    f"{dname} at 0x{doff:x}, still outstanding (no NPU_OP_DMA_WAIT), {verb}"))
+    out = _races(off, name, fp, dmas, "op", "still outstanding (no NPU_OP_DMA_WAIT)")
     if chained and ks:
         koff, kname, kfp = ks[-1]
         ks = ks[:-1] + ((koff, kname, kfp.union(fp)),)
@@ -217,15 +231,7 @@ def dma(st: tuple, off: int, name: str, fp: Footprint) -> "tuple[tuple, list]":
     """An NPU_OP_DMA_START issued: (new state, the races it starts); it is then outstanding
     (a fifth descriptor forces the oldest out)."""
     dmas, ks = st
-    out = []
-    for koff, kname, kfp in ks:
-        for typ, a, b, verb in (("WAR", (kfp.rlo, kfp.rhi), (fp.wlo, fp.whi), "reads bytes this DMA writes"),
-                                ("WAW", (kfp.wlo, kfp.whi), (fp.wlo, fp.whi), "writes bytes this DMA writes"),
-                                ("RAW", (kfp.wlo, kfp.whi), (fp.rlo, fp.rhi), "writes bytes this DMA reads")):
-            hit = _overlap(*a, *b)
-            if hit:
-                out.append(_details(typ, off, name, koff, kname, hit,
-                                    f"{kname} at 0x{koff:x}, still remaining (no NPU_OP_KERNEL_WAIT), {verb}"))
+    out = _races(off, name, fp, ks, "DMA", "still remaining (no NPU_OP_KERNEL_WAIT)")
     return ((dmas + ((off, name, fp),))[-DMA_DESCRIPTORS:], ks), out
 
 
