@@ -177,9 +177,9 @@ def test_fifth_descriptor():
 
 def _second_pool(c):
     """The same pool again, its OFM 0x2000 further (another kernel operation)."""
-    from tb.ethos_u85.testlib.streams import _fmap_cmds
+    from tb.ethos_u85.testlib.streams import dense_fmap_cmds
     r, off, lo, hi = rel(c, "ofm")
-    return _fmap_cmds("OFM", (2, 2, 8), r, off + 0x2000) + c.words[-1:], (r, off + 0x2000)
+    return dense_fmap_cmds("OFM", (2, 2, 8), r, off + 0x2000) + c.words[-1:], (r, off + 0x2000)
 
 
 def test_kernel_wait_n_and_two_newer():
@@ -239,13 +239,14 @@ def _race_model(path, wait: bool):
     the sequential result (output = input) is one of the outcomes."""
     import numpy as np
 
-    from tb.ethos_u85.testlib.streams import _fmap_cmds, _kernel_cmds
+    from tb.ethos_u85.testlib.streams import dense_fmap_cmds, kernel_cmds
     from tests.ethos_u85.support.cli_models import IN_OFFSET, IN_SHAPE, copy_model, dma_copy_stream
     n = int(np.prod(IN_SHAPE))
     copy = dma_copy_stream(1, IN_OFFSET, 1, 0, n)[:-len(isa.encode("NPU_OP_STOP", mask=0xFFFF))]
     if not wait:
         copy = copy[:-len(isa.encode("NPU_OP_DMA_WAIT"))]
-    pool = (_fmap_cmds("IFM", IN_SHAPE[1:], 1, 0) + _fmap_cmds("OFM", IN_SHAPE[1:], 1, IN_OFFSET) + _kernel_cmds(1, 1)
+    pool = (dense_fmap_cmds("IFM", IN_SHAPE[1:], 1, 0) + dense_fmap_cmds("OFM", IN_SHAPE[1:], 1, IN_OFFSET)
+            + kernel_cmds(1, 1)
             + enc(("NPU_SET_OFM_SCALE", dict(scale=1, shift=0, round_mode=1)),
                   ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=1)),
                   ("NPU_OP_POOL", dict(pooling_mode=0))))
@@ -293,7 +294,7 @@ def test_chain_counts_as_one_operation():
     """POOL (OFM into chaining FIFO 1) -> ELEMENTWISE add (IFM from FIFO 1) is one kernel
     operation: with one more op after it, the chain (and its first op's IFM) is still
     remaining; a second newer op forces it out."""
-    from tb.ethos_u85.testlib.streams import _fmap_cmds
+    from tb.ethos_u85.testlib.streams import dense_fmap_cmds
     c = case("pool")
     ri, io, ilo, ihi = rel(c, "ifm")
     ro, oo, olo, ohi = rel(c, "ofm")
@@ -302,7 +303,7 @@ def test_chain_counts_as_one_operation():
                                                              activation_format=0, activation_storage=2,
                                                              scale_mode=1)),
                               ("NPU_SET_OFM_REGION", dict(region=1))) + c.words[-1:]
-    ew = (_fmap_cmds("IFM2", (2, 2, 8), ro, oo + 0x100) + _fmap_cmds("OFM", (2, 2, 8), ro, oo + 0x200)
+    ew = (dense_fmap_cmds("IFM2", (2, 2, 8), ro, oo + 0x100) + dense_fmap_cmds("OFM", (2, 2, 8), ro, oo + 0x200)
           + enc(("NPU_SET_IFM_PRECISION", dict(activation_type=1, activation_precision=0, activation_format=0,
                                                activation_storage=2)),
                 ("NPU_SET_IFM_REGION", dict(region=1)),
@@ -310,7 +311,8 @@ def test_chain_counts_as_one_operation():
                 ("NPU_SET_OFM_SCALE", dict(scale=1, shift=0, round_mode=1)),
                 ("NPU_OP_ELEMENTWISE", dict(elementwise_mode=1))))
     # an ordinary pool again (its IFM back in memory), IFM and OFM elsewhere
-    other = (c.words[:-1] + _fmap_cmds("IFM", (4, 4, 8), ri, io + 0x800) + _fmap_cmds("OFM", (2, 2, 8), ro, oo + 0x300)
+    other = (c.words[:-1] + dense_fmap_cmds("IFM", (4, 4, 8), ri, io + 0x800)
+             + dense_fmap_cmds("OFM", (2, 2, 8), ro, oo + 0x300)
              + c.words[-1:])
     write_ifm = dma_cmds(ri, io + 0x4000, ri, io, 8, wait=True)          # WAR with the chain's pool
     image = dict(c.image)

@@ -117,7 +117,7 @@ def check_bytes(env, shadow: dict, lo: int, hi: int, what: str) -> None:
                         "(hand model of the TRM DMA pseudocode)")
 
 # ---------------------------------------------------------------- kernel-operation streams
-def _fmap_cmds(which: str, shape, region: int, base: int) -> list:
+def dense_fmap_cmds(which: str, shape, region: int, base: int) -> list:
     """NPU_SET_<IFM|IFM2|OFM>_* for a dense int8 NHWC [H, W, C] map at region + base."""
     H, W, C = shape
     cmds = []
@@ -148,7 +148,7 @@ def _fmap_cmds(which: str, shape, region: int, base: int) -> list:
              (f"NPU_SET_{which}_HEIGHT1_M1", dict(height_m1=H - 1))]
     return enc(*cmds)
 
-def _kernel_cmds(kh: int, kw: int, stride: int = 1) -> list:
+def kernel_cmds(kh: int, kw: int, stride: int = 1) -> list:
     s = stride - 1
     return enc(("NPU_SET_KERNEL_HEIGHT_M1", dict(height_m1=kh - 1)),
                ("NPU_SET_KERNEL_WIDTH_M1", dict(width_m1=kw - 1)),
@@ -194,10 +194,10 @@ def kernel_case(op: str, rng: random.Random) -> KernelCase:
     ifm = nrng.integers(-128, 128, (H, W, C), dtype=np.int8).tobytes()
     image[REGION_BASE[ifm_r] + offs[0]] = ifm
     operands["ifm"] = (ifm_r, REGION_BASE[ifm_r] + offs[0], REGION_BASE[ifm_r] + offs[0] + len(ifm))
-    words += _fmap_cmds("IFM", (H, W, C), ifm_r, offs[0])
+    words += dense_fmap_cmds("IFM", (H, W, C), ifm_r, offs[0])
     if op == "pool":
         oshape = (H // 2, W // 2, C)
-        words += _fmap_cmds("OFM", oshape, ofm_r, offs[1]) + _kernel_cmds(2, 2, 2)
+        words += dense_fmap_cmds("OFM", oshape, ofm_r, offs[1]) + kernel_cmds(2, 2, 2)
         words += enc(("NPU_SET_OFM_SCALE", dict(scale=1, shift=0, round_mode=1)),
                      ("NPU_SET_ACC_FORMAT", dict(acc_format=0, acc_input=0, acc_output=0, microblock=1)))
         opw = enc(("NPU_OP_POOL", dict(pooling_mode=0)))
@@ -206,7 +206,7 @@ def kernel_case(op: str, rng: random.Random) -> KernelCase:
         ifm2 = nrng.integers(-128, 128, (H, W, C), dtype=np.int8).tobytes()
         image[REGION_BASE[x_r] + offs[2]] = ifm2
         operands["ifm2"] = (x_r, REGION_BASE[x_r] + offs[2], REGION_BASE[x_r] + offs[2] + len(ifm2))
-        words += _fmap_cmds("IFM2", (H, W, C), x_r, offs[2]) + _fmap_cmds("OFM", oshape, ofm_r, offs[1])
+        words += dense_fmap_cmds("IFM2", (H, W, C), x_r, offs[2]) + dense_fmap_cmds("OFM", oshape, ofm_r, offs[1])
         words += enc(("NPU_SET_IFM_SCALE", dict(scale=1, shift=0)),
                      ("NPU_SET_IFM2_SCALE", dict(scale=1, shift=0)),
                      ("NPU_SET_OFM_SCALE", dict(scale=1, shift=0, round_mode=1)),
@@ -243,7 +243,7 @@ def kernel_case(op: str, rng: random.Random) -> KernelCase:
                                set_channels=channels_in_set(macs, mb))
         image[REGION_BASE[s_r] + s_off] = sb
         operands["scale"] = (s_r, REGION_BASE[s_r] + s_off, REGION_BASE[s_r] + s_off + len(sb))
-        words += _fmap_cmds("OFM", oshape, ofm_r, offs[1]) + _kernel_cmds(1, 1)
+        words += dense_fmap_cmds("OFM", oshape, ofm_r, offs[1]) + kernel_cmds(1, 1)
         words += enc(("NPU_SET_OFM_PRECISION", dict(activation_type=1, activation_precision=0,
                                                     activation_format=0, scale_mode=0)),
                      ("NPU_SET_SCALE_REGION", dict(region=s_r)),
