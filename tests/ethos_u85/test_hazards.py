@@ -327,10 +327,12 @@ def test_chain_counts_as_one_operation():
 
 
 def test_footprint_overlap_against_byte_sets():
-    """hazards._merge/_overlap on random runs against Python sets of bytes (seed printed)."""
+    """memory.merged_intervals and hazards._overlap on random runs against Python sets of
+    bytes (seed printed)."""
     import numpy as np
 
     from tlm.ethos_u85 import hazards as hz
+    from tlm.ethos_u85.memory import merged_intervals
     seed = 3434
     print("seed", seed)
     rng = np.random.default_rng(seed)
@@ -338,8 +340,9 @@ def test_footprint_overlap_against_byte_sets():
         runs = [[(int(a), int(a + n)) for a, n in zip(rng.integers(0, 200, k), rng.integers(0, 12, k))]
                 for k in rng.integers(0, 8, 2)]
         sets = [{b for lo, hi in r for b in range(lo, hi)} for r in runs]
-        (alo, ahi), (blo, bhi) = [hz._merge([(np.array([x[0] for x in r], dtype=np.int64),
-                                              np.array([x[1] for x in r], dtype=np.int64))]) for r in runs]
+        (alo, ahi), (blo, bhi) = [merged_intervals([(np.array([x[0] for x in r], dtype=np.int64),
+                                                     np.array([x[1] - x[0] for x in r], dtype=np.int64))])
+                                  for r in runs]
         assert {b for lo, hi in zip(alo.tolist(), ahi.tolist()) for b in range(lo, hi)} == sets[0]
         assert all(ahi[:-1] < alo[1:])                             # merged: disjoint, not touching
         got = hz._overlap(alo, ahi, blo, bhi)

@@ -437,6 +437,11 @@ def _getter(keys: tuple):
     return g if len(keys) > 1 else (lambda d: (g(d),))
 
 
+def _hz_before(hzst: tuple, i: int) -> tuple:
+    """The hazard tracker's state a replayed trace recorded before its step *i*."""
+    return hzst[i - 1] if i else _hz.EMPTY
+
+
 class Device:
     """Ethos-U85 control plane and command-stream executor."""
 
@@ -1611,7 +1616,7 @@ class Device:
         for seg, d, snap, plan, kind, nxt, cyc, wk, txns, summary in tr.steps:
             i += 1
             if len(listeners) != 1:                # a hook added a listener: command by command
-                self.hz_state = hzst[i - 1] if i else _hz.EMPTY
+                self.hz_state = _hz_before(hzst, i)
                 return done
             if seg.n:
                 raw.update(seg.values)
@@ -1635,7 +1640,7 @@ class Device:
                     pend.append(~i)
                     self._flush_tallies(tr, pend)
                 self._snap = snap
-                self.hz_state = hzst[i - 1] if i else _hz.EMPTY     # the recorded hazard state
+                self.hz_state = _hz_before(hzst, i)     # the recorded hazard state
                 if kind == _T_STOP and (self.hooks is hooks and len(hooks) == n_hooks and not op_hooks
                                         or not self._op_hooks()):
                     self._stop_step(d, seg, snap, nxt, cyc, wk, txns, summary)
@@ -1676,7 +1681,7 @@ class Device:
                     if pend is not None:
                         pend.append(~i)
                         self._flush_tallies(tr, pend)
-                    self.hz_state = hzst[i - 1] if i else _hz.EMPTY
+                    self.hz_state = _hz_before(hzst, i)
                     self._command_after_event(name, d, snap, off, nxt, seg, kind)
                     done += 1
                     self._update_irq()
@@ -1713,10 +1718,7 @@ class Device:
             self.events.append(("op", {"name": name, "offset": off, "fields": dict(d.fields), "snapshot": snap,
                                        "cycle": self.cycle}))
         try:
-            self.irq_history_mask |= d.fields["mask"] & 0xFFFF
-            self.qread = nxt
-            self.resume_ok = True
-            self._stop(StopKind.STOP)             # (a hook's exception: the command still ends)
+            self._op_stop(d.fields["mask"], nxt)   # (a hook's exception: the command still ends)
         finally:
             self._executing = False
             t = self._last_txns = self.command_txns
@@ -1725,6 +1727,13 @@ class Device:
             self.cycle += cycles
             self.work += work
             self.pmu.tally(cycles, True, txns, summary)
+
+    def _op_stop(self, mask: int, nxt: int) -> None:
+        """TRM 3.10 NPU_OP_STOP's effect (the command path and the replayed STOP step)."""
+        self.irq_history_mask |= mask & 0xFFFF
+        self.qread = nxt
+        self.resume_ok = True
+        self._stop(StopKind.STOP)
 
     def _command_after_event(self, name, d, snap, off, nxt, seg, kind) -> None:
         """An operation whose 'op' event and count are done, as _exec_one would finish it."""
@@ -1978,10 +1987,7 @@ class Device:
         self._event("op", name=name, offset=off, fields=dict(d.fields), snapshot=snap)
         f = d.fields
         if name == "NPU_OP_STOP":
-            self.irq_history_mask |= f["mask"] & 0xFFFF
-            self.qread = nxt
-            self.resume_ok = True
-            self._stop(StopKind.STOP)
+            self._op_stop(f["mask"], nxt)
         elif name == "NPU_OP_IRQ":
             self.irq_history_mask |= f["mask"] & 0xFFFF
             self.irq_raised = 1

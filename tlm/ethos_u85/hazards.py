@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import isa
-from .memory import Channel
+from .memory import Channel, merged_intervals, txn_pairs
 
 __all__ = ["Footprint", "EMPTY", "dma", "kernel", "dma_wait", "kernel_wait", "footprint", "DMA_DESCRIPTORS",
            "KERNEL_REMAINING", "LUT_SPACE"]
@@ -40,7 +40,6 @@ __all__ = ["Footprint", "EMPTY", "dma", "kernel", "dma_wait", "kernel_wait", "fo
 DMA_DESCRIPTORS = 4          # TRM 3.10.5: mem2mem descriptors
 KERNEL_REMAINING = 2         # TRM 3.10.8: at most two kernel operations remaining
 LUT_SPACE = 1 << 41          # beyond the 40-bit address space: the LUT RAM's byte 0
-_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 class Footprint:
@@ -48,37 +47,16 @@ class Footprint:
     __slots__ = ("rlo", "rhi", "wlo", "whi")
 
     def __init__(self, reads, writes):
-        self.rlo, self.rhi = _merge(reads)
-        self.wlo, self.whi = _merge(writes)
+        """*reads*, *writes*: (starts, lengths) pairs (memory.addr_pairs' forms)."""
+        self.rlo, self.rhi = merged_intervals(reads)
+        self.wlo, self.whi = merged_intervals(writes)
 
     def __bool__(self) -> bool:
         return bool(self.rlo.size or self.wlo.size)
 
     def union(self, other: "Footprint") -> "Footprint":
-        f = Footprint.__new__(Footprint)
-        f.rlo, f.rhi = _merge([(self.rlo, self.rhi), (other.rlo, other.rhi)])
-        f.wlo, f.whi = _merge([(self.wlo, self.whi), (other.wlo, other.whi)])
-        return f
-
-
-def _merge(parts) -> "tuple[np.ndarray, np.ndarray]":
-    parts = [p for p in parts if p[0].size]
-    if not parts:
-        return _EMPTY, _EMPTY
-    lo = np.concatenate([p[0] for p in parts]).astype(np.int64, copy=False)
-    hi = np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False)
-    keep = hi > lo
-    lo, hi = lo[keep], hi[keep]
-    if lo.size == 0:
-        return _EMPTY, _EMPTY
-    o = np.argsort(lo, kind="stable")
-    lo, hi = lo[o], hi[o]
-    hmax = np.maximum.accumulate(hi)
-    start = np.ones(lo.size, dtype=bool)
-    start[1:] = lo[1:] > hmax[:-1]
-    first = np.flatnonzero(start)
-    last = np.append(first[1:] - 1, lo.size - 1)
-    return lo[first], hmax[last]
+        return Footprint([(self.rlo, self.rhi - self.rlo), (other.rlo, other.rhi - other.rlo)],
+                         [(self.wlo, self.whi - self.wlo), (other.wlo, other.whi - other.wlo)])
 
 
 def _overlap(alo, ahi, blo, bhi) -> "tuple[int, int, int] | None":
@@ -105,29 +83,6 @@ def _overlap(alo, ahi, blo, bhi) -> "tuple[int, int, int] | None":
             total += min(int(ahi[kk]), b1) - max(int(alo[kk]), b0)
             kk += 1
     return lo, hi, total
-
-
-def _txn_runs(txns):
-    """Read and write runs of a command's transactions (command fetches excluded)."""
-    rl, rh, wl, wh = [], [], [], []
-    sr, sw = [], []                  # single transactions
-    cmd = Channel.rd_cmd
-    for t in txns:
-        if t.channel == cmd:
-            continue
-        a = t.addr
-        if isinstance(a, np.ndarray):                    # a TxnBatch
-            (wl if t.write else rl).append(a)
-            (wh if t.write else rh).append(a + t.length)
-        else:
-            (sw if t.write else sr).append((a, a + t.length))
-    for s, lo, hi in ((sr, rl, rh), (sw, wl, wh)):
-        if s:
-            arr = np.asarray(s, dtype=np.int64)
-            lo.append(arr[:, 0])
-            hi.append(arr[:, 1])
-    cat = (lambda x: np.concatenate(x) if x else _EMPTY)
-    return (cat(rl), cat(rh)), (cat(wl), cat(wh))
 
 
 def lut_reads(snap) -> "tuple[int, int] | None":
@@ -158,14 +113,15 @@ def lut_writes(snap):
 
 
 def footprint(txns, lut_r=None, lut_w=None) -> Footprint:
-    """A command's footprint from its transactions and its LUT RAM runs."""
-    r, w = _txn_runs(txns)
-    reads, writes = [r], [w]
+    """A command's footprint from its transactions (command fetches excluded) and its LUT
+    RAM runs ([lo, hi) pairs)."""
+    txns = [t for t in txns if t.channel != Channel.rd_cmd]
+    reads, writes = [txn_pairs(txns, write=False)], [txn_pairs(txns, write=True)]
     if lut_r is not None:
-        reads.append((np.array([LUT_SPACE + lut_r[0]]), np.array([LUT_SPACE + lut_r[1]])))
+        reads.append((np.array([LUT_SPACE + lut_r[0]]), np.array([lut_r[1] - lut_r[0]])))
     if lut_w is not None:
-        writes.append((LUT_SPACE + np.asarray(lut_w[0], dtype=np.int64),
-                       LUT_SPACE + np.asarray(lut_w[1], dtype=np.int64)))
+        lo = np.asarray(lut_w[0], dtype=np.int64)
+        writes.append((LUT_SPACE + lo, np.asarray(lut_w[1], dtype=np.int64) - lo))
     return Footprint(reads, writes)
 
 

@@ -83,6 +83,58 @@ MEMTYPE_AXCACHE = {
 }
 
 
+# ------------------------------------------------------------- address runs of transactions
+NO_PAIRS = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+def addr_pairs(pairs) -> tuple:
+    """(starts, lengths) int64 arrays of (address, length) pairs given as such arrays, a
+    list of tuples, or a list of such array pairs (concatenated)."""
+    if isinstance(pairs, tuple) and len(pairs) == 2 and isinstance(pairs[0], np.ndarray):
+        return pairs
+    pairs = list(pairs)
+    if not pairs:
+        return NO_PAIRS
+    if isinstance(pairs[0], tuple) and len(pairs[0]) == 2 and isinstance(pairs[0][0], np.ndarray):
+        return (np.concatenate([a for a, _ in pairs]).astype(np.int64),
+                np.concatenate([n for _, n in pairs]).astype(np.int64))
+    a = np.array(pairs, np.int64).reshape(-1, 2)
+    return a[:, 0].copy(), a[:, 1].copy()
+
+
+def merged_intervals(pairs) -> tuple:
+    """Merged sorted [lo, hi) intervals of (address, length) pairs: (los, his) arrays."""
+    s, n = addr_pairs(pairs)
+    keep = n > 0
+    s, n = s[keep], n[keep]
+    if not s.size:
+        return NO_PAIRS
+    order = np.argsort(s, kind="stable")
+    s = s[order]
+    e = np.maximum.accumulate(s + n[order])
+    new = np.empty(s.size, bool)
+    new[0] = True
+    new[1:] = s[1:] > e[:-1]
+    first = np.flatnonzero(new)
+    return s[first], e[np.r_[first[1:] - 1, s.size - 1]]
+
+
+def txn_pairs(txns, channel=None, write=None) -> tuple:
+    """(starts, lengths) of every transaction (batches expanded), optionally of one channel /
+    direction."""
+    parts = []
+    for t in txns:
+        if channel is not None and t.channel != channel:
+            continue
+        if write is not None and bool(t.write) != write:
+            continue
+        if hasattr(t, "per_port"):                          # a TxnBatch
+            parts.append((t.addr, t.length))
+        else:
+            parts.append((np.array([t.addr], np.int64), np.array([t.length], np.int64)))
+    return addr_pairs(parts)
+
+
 def axcache(memtype: int, write: bool) -> int:
     """AxCACHE for a MEM_ATTR.memtype value; reserved encodings (0xC-0xF) give 0."""
     rd, wr = MEMTYPE_AXCACHE.get(memtype & 0xF, (0, 0))

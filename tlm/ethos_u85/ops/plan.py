@@ -74,7 +74,7 @@ from .. import arith, fmap, isa
 from ..arith import ActType, Precision
 from ..fmap import FeatureMap, Storage
 from ...core.memo import Memo
-from ..memory import ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, DataPort, Memory
+from ..memory import (ADDR_MASK, PAGE_BITS, PAGE_SIZE, Channel, DataPort, Memory, merged_intervals, txn_pairs)
 from ..pmu import Pmu, beats, summarise
 from . import common as _common
 from . import compiled as _cc
@@ -593,60 +593,11 @@ def _type_range(fm: FeatureMap) -> tuple[int, int]:
     return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
 
-_NO_PAIRS = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 _MIN, _MAX = np.minimum.reduce, np.maximum.reduce          # (without ndarray.min's Python wrapper)
-
-
-def _pairs(pairs) -> tuple:
-    """(starts, lengths) int64 arrays of (address, length) pairs given as such arrays, a
-    list of tuples, or a list of such array pairs (concatenated)."""
-    if isinstance(pairs, tuple) and len(pairs) == 2 and isinstance(pairs[0], np.ndarray):
-        return pairs
-    pairs = list(pairs)
-    if not pairs:
-        return _NO_PAIRS
-    if isinstance(pairs[0], tuple) and len(pairs[0]) == 2 and isinstance(pairs[0][0], np.ndarray):
-        return (np.concatenate([a for a, _ in pairs]).astype(np.int64),
-                np.concatenate([n for _, n in pairs]).astype(np.int64))
-    a = np.array(pairs, np.int64).reshape(-1, 2)
-    return a[:, 0].copy(), a[:, 1].copy()
-
-
-def _intervals(pairs) -> tuple:
-    """Merged sorted [lo, hi) intervals of (address, length) pairs: (los, his) arrays."""
-    s, n = _pairs(pairs)
-    keep = n > 0
-    s, n = s[keep], n[keep]
-    if not s.size:
-        return _NO_PAIRS
-    order = np.argsort(s, kind="stable")
-    s = s[order]
-    e = np.maximum.accumulate(s + n[order])
-    new = np.empty(s.size, bool)
-    new[0] = True
-    new[1:] = s[1:] > e[:-1]
-    first = np.flatnonzero(new)
-    return s[first], e[np.r_[first[1:] - 1, s.size - 1]]
 
 
 def _same(a, b) -> bool:
     return np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
-
-
-def _txn_pairs(txns, channel=None, write=None) -> tuple:
-    """(starts, lengths) of every transaction (batches expanded), optionally of one channel /
-    direction."""
-    parts = []
-    for t in txns:
-        if channel is not None and t.channel != channel:
-            continue
-        if write is not None and bool(t.write) != write:
-            continue
-        if hasattr(t, "per_port"):                          # a TxnBatch
-            parts.append((t.addr, t.length))
-        else:
-            parts.append((np.array([t.addr], np.int64), np.array([t.length], np.int64)))
-    return _pairs(parts)
 
 
 def _elem_pairs(addrs: np.ndarray, es: int) -> tuple:
@@ -776,7 +727,7 @@ class _Prepared:
 
     def stream(self, txns, channel) -> None:
         """Stream bytes the op reads and the plan compares (weights, scale/bias)."""
-        for addr, n in _list(_txn_pairs(txns, channel)):
+        for addr, n in _list(txn_pairs(txns, channel)):
             self.checks.append((addr, self.dev.memory.read(addr, n), channel))
         self.check_channels.append(channel)
 
@@ -804,14 +755,14 @@ class _Prepared:
             if t.channel not in known:
                 return _no("check: another channel")
         for ch, pairs in by_channel.items():
-            if not _same(_intervals(_txn_pairs(txns, ch, False)), _intervals(pairs)):
+            if not _same(merged_intervals(txn_pairs(txns, ch, False)), merged_intervals(pairs)):
                 return _no("check: operand bytes")
         for ch in self.check_channels:
-            if not _same(_intervals(_txn_pairs(txns, ch, False)),
-                         _intervals([(a, len(b)) for a, b, c in self.checks if c == ch])):
+            if not _same(merged_intervals(txn_pairs(txns, ch, False)),
+                         merged_intervals([(a, len(b)) for a, b, c in self.checks if c == ch])):
                 return _no("check: stream bytes")
-        if not _same(_intervals(_txn_pairs(txns, Channel.wr_ofm, True)),
-                     _intervals(self.dst_pairs if self.dst_pairs is not None else [])):
+        if not _same(merged_intervals(txn_pairs(txns, Channel.wr_ofm, True)),
+                     merged_intervals(self.dst_pairs if self.dst_pairs is not None else [])):
             return _no("check: OFM bytes")
         for addr, data, _ in self.checks:                   # the streams did not change meanwhile
             if not mem.equals(addr, data):
@@ -848,8 +799,8 @@ class _Prepared:
         p.compute = self.compute
         p.dst = self.dst
         p.shape = self.shape
-        p.rint = tuple(zip(*(v.tolist() for v in _intervals(_txn_pairs(txns, write=False)))))
-        p.wint = tuple(zip(*(v.tolist() for v in _intervals(_txn_pairs(txns, write=True)))))
+        p.rint = tuple(zip(*(v.tolist() for v in merged_intervals(txn_pairs(txns, write=False)))))
+        p.wint = tuple(zip(*(v.tolist() for v in merged_intervals(txn_pairs(txns, write=True)))))
         p.checks = tuple((a, b) for a, b, _ in self.checks)
         p.lut = self.lut
         p.txns = tuple(txns)
@@ -875,8 +826,8 @@ class _Prepared:
         return p
 
     def _finish_dma(self, dev, txns) -> "_Plan | None":
-        reads = _list(_txn_pairs(txns, write=False))
-        writes = _list(_txn_pairs(txns, write=True))
+        reads = _list(txn_pairs(txns, write=False))
+        writes = _list(txn_pairs(txns, write=True))
         if any(t.channel not in (Channel.rd_mem2mem, Channel.wr_mem2mem) for t in txns):
             return _no("DMA: another channel")
         internal = self.dma
@@ -884,7 +835,7 @@ class _Prepared:
         if internal is None:                                # memory to memory
             if writes == [] or nread != sum(n for _, n in writes):
                 return _no("DMA: read and written bytes differ in number")
-            ri, wi = _list(_intervals(reads)), _list(_intervals(writes))
+            ri, wi = _list(merged_intervals(reads)), _list(merged_intervals(writes))
             for lo, hi in ri:                               # no byte both read and written
                 for wlo, whi in wi:
                     if wlo < hi and lo < whi:
