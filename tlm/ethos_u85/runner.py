@@ -174,6 +174,11 @@ class MemoryMap:
     basep: tuple              # BASEP0..7
     faults: tuple = ()        # (lo, hi) address ranges that answer DECERR
 
+    def address(self, t) -> int:
+        """The byte address of tensor *t* (a model input, output or variable): its
+        region's base pointer plus its offset."""
+        return self.basep[t.region] + t.offset
+
     def area(self, name: str) -> Area:
         for a in self.areas:
             if a.name == name:
@@ -425,7 +430,7 @@ def load_memory(memory, model: VelaModel, mmap: MemoryMap, arrays) -> None:
     memory.write(mmap.area("command_stream").address, model.command_words.astype("<u4").tobytes())
     memory.write(mmap.basep[REGION_READ_ONLY], model.read_only)
     for t in model.variables:
-        memory.write(mmap.basep[t.region] + t.offset, variable_init(t))
+        memory.write(mmap.address(t), variable_init(t))
     write_inputs(memory, model, mmap, arrays)
 
 
@@ -434,9 +439,9 @@ def write_inputs(memory, model: VelaModel, mmap: MemoryMap, arrays) -> None:
     for x, t in zip(arrays, model.inputs):
         data = np.ascontiguousarray(x, x.dtype.newbyteorder("<")).reshape(-1).view(np.uint8)
         if getattr(type(memory), "write", None) is Memory.write:
-            memory.store(mmap.basep[t.region] + t.offset, data)      # (the array as it is)
+            memory.store(mmap.address(t), data)      # (the array as it is)
         else:
-            memory.write(mmap.basep[t.region] + t.offset, data.tobytes())
+            memory.write(mmap.address(t), data.tobytes())
 
 
 def cmd_write(host, **fields) -> None:
@@ -590,7 +595,7 @@ class Session:
         """(address, bytes, little-endian dtype, dtype, shape) of each model output."""
         if self._outputs is None:
             mmap = self.memory_map
-            self._outputs = [((mmap.basep[t.region] + t.offset) & ADDR_MASK, t.nbytes,
+            self._outputs = [(mmap.address(t) & ADDR_MASK, t.nbytes,
                               np.dtype(t.dtype).newbyteorder("<"), np.dtype(t.dtype), t.shape)
                              for t in self.model.outputs]
         return self._outputs
@@ -630,7 +635,7 @@ class Session:
             direct = []
             mmap = self.memory_map
             for t in self.model.inputs:
-                addr = mmap.basep[t.region] + t.offset           # (as write_inputs)
+                addr = mmap.address(t)
                 off, page = addr & (PAGE_SIZE - 1), memory.page(addr // PAGE_SIZE)
                 if page is None or off + t.nbytes > PAGE_SIZE:
                     direct = False

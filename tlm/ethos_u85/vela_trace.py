@@ -126,7 +126,7 @@ def write_trace(model: "VelaModel | str | Path", inputs, out: "str | Path",
     host.read("QREAD")
     for i, t in enumerate(model.outputs):
         w.comment(f"output{i} {t.name!r}: {t.dtype} {list(t.shape)}")
-        rec.check_mem(mmap.basep[t.region] + t.offset, t.nbytes)
+        rec.check_mem(mmap.address(t), t.nbytes)
     cmd_write(host, clear_irq=1)
     host.read("STATUS", STATUS.field("irq_raised").mask)
     faults = target.faults()

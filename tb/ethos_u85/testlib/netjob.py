@@ -114,7 +114,7 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
     outputs = []
     for t in model.outputs:
         dt = np.dtype(t.dtype).newbyteorder("<")
-        outputs.append(np.frombuffer(env.memory.read(mmap.basep[t.region] + t.offset, t.nbytes), dt))
+        outputs.append(np.frombuffer(env.memory.read(mmap.address(t), t.nbytes), dt))
     if env.use_reference:
         job = env.scoreboard.close_job()
         assert job.mismatches_in_job == 0, f"{path.name}: {env.scoreboard.mismatches[-3:]}"
@@ -123,7 +123,7 @@ async def run_network(env, path, rng, inputs=None, max_cycles: int = 2_000_000) 
         assert not skipped, f"{path.name}: the TLM skipped an operation: {skipped[:2]}"
         mirror = env.scoreboard.ref.memory
         for i, (t, got) in enumerate(zip(model.outputs, outputs, strict=True)):
-            want = np.frombuffer(mirror.read(mmap.basep[t.region] + t.offset, t.nbytes), got.dtype)
+            want = np.frombuffer(mirror.read(mmap.address(t), t.nbytes), got.dtype)
             bad = np.flatnonzero(got != want)
             assert bad.size == 0, (f"{path.name} output{i} ({t.name}): {bad.size} of {got.size} "
                                    f"elements differ from the TLM reference, first at {bad[0]}: "
