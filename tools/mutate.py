@@ -388,6 +388,11 @@ def _lint(src_dir: Path) -> str:
     return (first[0] if first else f"exit {r.returncode}")[:200]
 
 
+# the mutants' build folder (sim_build/icarus-<this>), one per process: two runs in one
+# checkout would otherwise delete each other's builds and score the crash as a kill
+_BUILD = f"mutant-{os.getpid()}"
+
+
 def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, str]:
     """Run the fast regression on the sources in src_dir: (outcome, detail)."""
     import signal
@@ -395,14 +400,14 @@ def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, 
         "import json\n"
         "from pathlib import Path\n"
         "from tb.core import simtools\n"
-        "n, f = simtools.run_fixture('icarus', 'mutant', [Path(p) for p in %r], 'ethosu85',"
+        "n, f = simtools.run_fixture('icarus', %r, [Path(p) for p in %r], 'ethosu85',"
         " 'tools.mutate_tb', %r, includes=[Path(%r)])\n"
         "print('MUTANT_RESULT', json.dumps([n, f]))\n"
-    ) % ([str(p) for p in _sources(src_dir)],
+    ) % (_BUILD, [str(p) for p in _sources(src_dir)],
          {"TB_DUT": "rtl", "MUTATE_FIRST": first, "MUTATE_SEED": str(seed), "OFM_PERMS_REPS": "1"}, str(src_dir))
     # a fresh build: the copied sources keep their modification times, so a build folder
     # of an earlier mutant could look up to date
-    shutil.rmtree(REPO / "sim_build" / "icarus-mutant", ignore_errors=True)
+    shutil.rmtree(REPO / "sim_build" / f"icarus-{_BUILD}", ignore_errors=True)
     t0 = time.time()
     # the simulator imports tools.mutate_tb: the cocotb runner hands the simulator this
     # process's module search path, where `-c` puts '' (the simulator's own folder), so the repository
@@ -500,6 +505,8 @@ def main(argv=None) -> int:
             print(f"[{i}/{len(chosen)}] {m.id}: {outcome} - {detail}", flush=True)
     finally:
         shutil.rmtree(tmp_root, ignore_errors=True)
+        shutil.rmtree(REPO / "sim_build" / f"icarus-{_BUILD}", ignore_errors=True)
+        (REPO / "sim_build" / f".icarus-{_BUILD}.lock").unlink(missing_ok=True)
     scored = counts["killed"] + counts["survived"]
     rate = counts["killed"] / scored if scored else 1.0
     print(f"\nmutate: {counts['killed']} killed by the regression, {counts['lint']} refused by the lint, "
