@@ -459,6 +459,111 @@ class Graph:
         self.op("QUANTIZE", [x], [y])
         return y
 
+    def unary(self, opname: str, x: T, scale=None, zp=None, rms=None, name=None) -> T:
+        """A one-input elementwise operator (ABS, EXP, LOG, RSQRT, ...): the output quantised
+        as given, else covering ~3x ``rms`` (default: the input's)."""
+        y = self.act_tensor(name or opname.lower(), x.shape, x.dtype, x.rms if rms is None else rms,
+                            scale=scale, zp=zp)
+        self.op(opname, [x], [y])
+        return y
+
+    def prelu(self, x: T, alpha, alpha_scale, name="prelu") -> T:
+        """PRELU with a constant per-channel alpha (quantised values, symmetric)."""
+        a = self.tensor(f"{name}_alpha", (1, 1, x.shape[-1]), x.dtype, scale=alpha_scale, zp=0,
+                        data=np.asarray(alpha).reshape(1, 1, -1))
+        y = self.act_tensor(name, x.shape, x.dtype, x.rms)
+        self.op("PRELU", [x, a], [y])
+        return y
+
+    def squared_difference(self, a: T, b: T, name="squared_difference") -> T:
+        y = self.act_tensor(name, self._binary_shape(a, b), a.dtype, (a.rms + b.rms) ** 2 / 2)
+        self.op("SQUARED_DIFFERENCE", [a, b], [y])
+        return y
+
+    def arg_max(self, x: T, axis: int, name="arg_max") -> T:
+        """ARG_MAX along ``axis``, int32 indices."""
+        at = self.const(f"{name}_axis", np.asarray([axis], np.int32), "int32")
+        y = self.tensor(name, tuple(d for i, d in enumerate(x.shape) if i != axis), "int32")
+        self.op("ARG_MAX", [x, at], [y], "ArgMaxOptions", OutputType=TensorType.TensorType.INT32)
+        return y
+
+    def mirror_pad(self, x: T, paddings, mode="REFLECT", name="mirror_pad") -> T:
+        p = np.asarray(paddings, np.int32)
+        shape = tuple(int(d + p[i, 0] + p[i, 1]) for i, d in enumerate(x.shape))
+        pt = self.const(f"{name}_paddings", p, "int32")
+        y = self._same_quant(x, name, shape)
+        self.op("MIRROR_PAD", [x, pt], [y], "MirrorPadOptions", Mode={"REFLECT": 0, "SYMMETRIC": 1}[mode])
+        return y
+
+    def strided_slice(self, x: T, begin, end, strides, name="strided_slice") -> T:
+        shape = tuple(len(range(b, e, s)) for b, e, s in zip(begin, end, strides))
+        ins = [self.const(f"{name}_{k}", np.asarray(v, np.int32), "int32")
+               for k, v in (("begin", begin), ("end", end), ("strides", strides))]
+        y = self._same_quant(x, name, shape)
+        self.op("STRIDED_SLICE", [x, *ins], [y], "StridedSliceOptions")
+        return y
+
+    def slice(self, x: T, begin, size, name="slice") -> T:
+        ins = [self.const(f"{name}_{k}", np.asarray(v, np.int32), "int32")
+               for k, v in (("begin", begin), ("size", size))]
+        y = self._same_quant(x, name, tuple(size))
+        self.op("SLICE", [x, *ins], [y], "SliceOptions")
+        return y
+
+    def split(self, x: T, axis: int, sizes, name="split") -> list:
+        """SPLIT (equal ``sizes``) or SPLIT_V along ``axis``: one tensor per size."""
+        ys = []
+        for i, n in enumerate(sizes):
+            shape = list(x.shape)
+            shape[axis] = n
+            ys.append(self._same_quant(x, f"{name}{i}", tuple(shape)))
+        at = self.const(f"{name}_axis", np.asarray(axis, np.int32), "int32")
+        if len(set(sizes)) == 1:
+            self.op("SPLIT", [at, x], ys, "SplitOptions", NumSplits=len(sizes))
+        else:
+            st = self.const(f"{name}_sizes", np.asarray(sizes, np.int32), "int32")
+            self.op("SPLIT_V", [x, st, at], ys, "SplitVOptions", NumSplits=len(sizes))
+        return ys
+
+    def pack(self, xs, axis: int, name="pack") -> T:
+        shape = list(xs[0].shape)
+        shape.insert(axis, len(xs))
+        y = self._same_quant(xs[0], name, tuple(shape))
+        self.op("PACK", list(xs), [y], "PackOptions", ValuesCount=len(xs), Axis=axis)
+        return y
+
+    def unpack(self, x: T, axis: int, name="unpack") -> list:
+        shape = tuple(d for i, d in enumerate(x.shape) if i != axis)
+        ys = [self._same_quant(x, f"{name}{i}", shape) for i in range(x.shape[axis])]
+        self.op("UNPACK", [x], ys, "UnpackOptions", Num=len(ys), Axis=axis)
+        return ys
+
+    def reduce_max(self, x: T, axes, name="reduce_max") -> T:
+        at = self.const(f"{name}_axes", np.asarray(axes, np.int32), "int32")
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+        y = self._same_quant(x, name, shape)
+        self.op("REDUCE_MAX", [x, at], [y], "ReducerOptions", KeepDims=True)
+        return y
+
+    def transpose_conv(self, x: T, cout, k=3, stride=2, padding="SAME", name="transpose_conv") -> T:
+        """TRANSPOSE_CONV (no fused activation) with a bias; output size as TFLite's
+        ``padding`` rule gives it."""
+        kh, kw = (k, k) if isinstance(k, int) else k
+        n, h, w_, cin = x.shape
+        oh, ow = ((h * stride, w_ * stride) if padding == "SAME"
+                  else ((h - 1) * stride + kh, (w_ - 1) * stride + kw))
+        target = 1.0
+        ws = self._wscales(target / (math.sqrt(kh * kw * cin / stride ** 2) * x.rms * _RMS_U8W), cout, True)
+        w = self.tensor(f"{name}_w", (cout, kh, kw, cin), "int8", scale=ws, zp=0,
+                        data=self._weights((cout, kh, kw, cin)), qdim=0)
+        btype, _ = self._acc_types(x)
+        b = self._bias(f"{name}_b", cout, x.s, ws, target, btype)
+        osz = self.const(f"{name}_shape", np.asarray([n, oh, ow, cout], np.int32), "int32")
+        y = self.act_tensor(name, (n, oh, ow, cout), x.dtype, target)
+        self.op("TRANSPOSE_CONV", [osz, w, x, b], [y], "TransposeConvOptions", Padding=PADDING[padding],
+                StrideW=stride, StrideH=stride)
+        return y
+
     # ------------------------------------------------------------------ serialise
     def serialize(self) -> bytes:
         b = flatbuffers.Builder(1024)

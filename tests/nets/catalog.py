@@ -687,6 +687,224 @@ def _(g):
     g.output(g.softmax(x))
 
 
+# ---- more TFLite operators Vela 5.2 maps to the U85 NPU (session 6): one-input
+# elementwise functions as LUTs, PRELU, ARG_MAX, slicing and packing, TRANSPOSE_CONV, kernels
+# and pools beyond the NPU's limits (Vela decomposes them), int16 broadcasts
+@_net("abs_8x8x16", tags=("elementwise", "int8"))
+def _(g):
+    x = g.input((1, 8, 8, 16))
+    g.output(g.unary("ABS", x))
+
+
+@_net("abs_int16", tags=("elementwise", "int16"))
+def _(g):
+    x = g.input((1, 8, 8, 16), dtype="int16")
+    g.output(g.unary("ABS", x))
+
+
+@_net("exp_int8", tags=("activation", "int8"))
+def _(g):
+    x = g.input((1, 4, 4, 16), rms=0.5)
+    g.output(g.unary("EXP", x, scale=4.0 / 255, zp=-128))
+
+
+@_net("exp_int16", tags=("activation", "int16"))
+def _(g):
+    x = g.input((1, 4, 4, 16), dtype="int16", scale=4.0 / 32768)
+    g.output(g.unary("EXP", x, scale=60.0 / 32767, zp=0))
+
+
+@_net("log_int8", tags=("activation", "int8"))
+def _(g):
+    x = g.input((1, 4, 4, 16), scale=0.05, zp=-128)
+    g.output(g.unary("LOG", x, scale=0.05, zp=40))
+
+
+@_net("rsqrt_int8", tags=("activation", "int8"))
+def _(g):
+    x = g.input((1, 4, 4, 16), scale=0.02, zp=-128)
+    g.output(g.unary("RSQRT", x, scale=0.1, zp=-100))
+
+
+@_net("leaky_relu_neg_alpha", tags=("activation", "int8"))
+def _(g):
+    x = g.input((1, 8, 8, 16))
+    g.output(g.leaky_relu(x, -0.3))
+
+
+@_net("prelu_c16", tags=("activation", "int8"))
+def _(g):
+    x = g.input((1, 8, 8, 16))
+    g.output(g.prelu(x, g.rng.integers(-50, 60, 16), 0.01))
+
+
+@_net("squared_difference_8x8x16", tags=("elementwise", "int8"))
+def _(g):
+    a = g.input((1, 8, 8, 16), name="a")
+    b = g.input((1, 8, 8, 16), name="b")
+    g.output(g.squared_difference(a, b))
+
+
+@_net("argmax_c16", tags=("reduce", "int8"))
+def _(g):
+    x = g.input((1, 4, 4, 16))
+    g.output(g.arg_max(x, 3))
+
+
+@_net("reduce_max_hw", tags=("reduce", "int8"))
+def _(g):
+    x = g.input((1, 8, 8, 16))
+    g.output(g.reduce_max(x, (1, 2)))
+
+
+@_net("mean_hw_40x40", tags=("reduce", "int8"))
+def _(g):
+    x = g.input((1, 40, 40, 8))
+    g.output(g.mean(x, (1, 2)))
+
+
+@_net("mean_hw_int16", tags=("reduce", "int16"))
+def _(g):
+    x = g.input((1, 8, 8, 16), dtype="int16")
+    g.output(g.mean(x, (1, 2)))
+
+
+@_net("mirror_pad_reflect", tags=("pad", "int8"))
+def _(g):
+    x = g.input((1, 6, 6, 8))
+    g.output(g.mirror_pad(x, [[0, 0], [2, 1], [1, 2], [0, 0]], "REFLECT"))
+
+
+@_net("mirror_pad_symmetric", tags=("pad", "int8"))
+def _(g):
+    x = g.input((1, 6, 6, 8))
+    g.output(g.mirror_pad(x, [[0, 0], [2, 1], [1, 2], [0, 0]], "SYMMETRIC"))
+
+
+@_net("strided_slice_s2x3", tags=("slice", "int8"))
+def _(g):
+    x = g.input((1, 8, 10, 16))
+    g.output(g.strided_slice(x, [0, 1, 2, 3], [1, 8, 10, 15], [1, 2, 3, 1]))
+
+
+@_net("slice_5x6x9", tags=("slice", "int8"))
+def _(g):
+    x = g.input((1, 8, 10, 16))
+    g.output(g.slice(x, [0, 1, 2, 3], [1, 5, 6, 9]))
+
+
+@_net("split_c2_add", tags=("slice", "elementwise", "int8"))
+def _(g):
+    x = g.input((1, 8, 8, 16))
+    g.output(g.add(*g.split(x, 3, (8, 8))))
+
+
+@_net("split_v_3way", tags=("slice", "int8"))
+def _(g):
+    x = g.input((1, 8, 8, 16))
+    g.output(*g.split(x, 3, (3, 5, 8)))
+
+
+@_net("pack_axis1", tags=("concat", "int8"))
+def _(g):
+    a = g.input((1, 4, 16), name="a")
+    b = g.input((1, 4, 16), name="b", scale=a.s, zp=int(a.zp[0]))
+    g.output(g.pack([a, b], 1))
+
+
+@_net("unpack_axis1", tags=("slice", "int8"))
+def _(g):
+    x = g.input((1, 3, 4, 16))
+    g.output(*g.unpack(x, 1))
+
+
+@_net("transpose_conv_s2_same", tags=("transpose_conv", "int8"))
+def _(g):
+    x = g.input((1, 4, 4, 8))
+    g.output(g.transpose_conv(x, 12, 3, 2, "SAME"))
+
+
+@_net("transpose_conv_s3_valid", tags=("transpose_conv", "int8"))
+def _(g):
+    x = g.input((1, 4, 4, 8))
+    g.output(g.transpose_conv(x, 5, 3, 3, "VALID"))
+
+
+@_net("transpose_conv_int16", tags=("transpose_conv", "int16"))
+def _(g):
+    x = g.input((1, 5, 5, 8), dtype="int16")
+    g.output(g.transpose_conv(x, 6, 4, 2, "SAME"))
+
+
+@_net("conv2d_9x9_same", tags=("conv", "int8"))
+def _(g):
+    x = g.input((1, 20, 20, 5))
+    g.output(g.conv2d(x, 11, 9, 1, "SAME"))
+
+
+@_net("conv2d_5x5_s4_valid", tags=("conv", "int8"))
+def _(g):
+    x = g.input((1, 21, 21, 6))
+    g.output(g.conv2d(x, 8, 5, 4, "VALID"))
+
+
+@_net("conv2d_3x3_dil4", tags=("conv", "int8"))
+def _(g):
+    x = g.input((1, 20, 20, 6))
+    g.output(g.conv2d(x, 8, 3, 1, "SAME", dilation=4))
+
+
+@_net("dwconv_7x7_int16", tags=("depthwise", "int16"))
+def _(g):
+    x = g.input((1, 12, 12, 20), dtype="int16")
+    g.output(g.depthwise(x, 7, 1, "SAME"))
+
+
+@_net("maxpool_10x10_valid", tags=("pool", "int8"))
+def _(g):
+    x = g.input((1, 20, 20, 8))
+    g.output(g.pool(x, "MAX", 10, 1, "VALID"))
+
+
+@_net("avgpool_8x8_s3_same", tags=("pool", "int8"))
+def _(g):
+    x = g.input((1, 20, 20, 8))
+    g.output(g.pool(x, "AVG", 8, 3, "SAME"))
+
+
+@_net("avgpool_12x12_valid", tags=("pool", "int8"))
+def _(g):
+    x = g.input((1, 20, 20, 8))
+    g.output(g.pool(x, "AVG", 12, 2, "VALID"))
+
+
+@_net("mul_int16_bcast", tags=("elementwise", "int16"))
+def _(g):
+    a = g.input((1, 8, 8, 16), dtype="int16", name="a")
+    b = g.input((1, 1, 1, 16), dtype="int16", name="b")
+    g.output(g.mul(a, b))
+
+
+@_net("sub_int16_bcast_row", tags=("elementwise", "int16"))
+def _(g):
+    a = g.input((1, 8, 8, 16), dtype="int16", name="a")
+    b = g.input((1, 1, 8, 16), dtype="int16", name="b")
+    g.output(g.sub(a, b))
+
+
+@_net("maximum_int16", tags=("elementwise", "int16"))
+def _(g):
+    a = g.input((1, 8, 8, 16), dtype="int16", name="a")
+    b = g.input((1, 8, 8, 16), dtype="int16", name="b", scale=a.s)
+    g.output(g.maximum(a, b))
+
+
+@_net("resize_bilinear_halfpix_int16", tags=("resize", "int16"))
+def _(g):
+    x = g.input((1, 4, 4, 8), dtype="int16")
+    g.output(g.resize(x, (8, 8), "BILINEAR", half_pixel=True))
+
+
 # ---- multi-layer networks
 @_net("mbv2_block", tags=("network", "int8"))
 def _(g):
