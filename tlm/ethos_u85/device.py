@@ -344,6 +344,11 @@ _COPIERS = {
 }
 
 
+def _shared_tuple(v: tuple) -> bool:
+    """A tuple of shared values and such tuples (e.g. the hazard tracker's state)."""
+    return all(type(x) in _SHARE or type(x) is tuple and _shared_tuple(x) for x in v)
+
+
 def _copier(v):
     """A function (x, dst) -> a copy of x, compiled from the structure of state value *v*
     (x has that structure: the same saved value), doing what _clone does with fewer type
@@ -351,7 +356,7 @@ def _copier(v):
     t = type(v)
     if t in _SHARE or isinstance(v, (enum.Enum, np.generic)):
         return None
-    if t is tuple and _SHARE.issuperset(map(type, v)):
+    if t is tuple and _shared_tuple(v):
         return None                                         # immutable, every item shared
     if t is dict and _SHARE.issuperset(map(type, v.values())):
         return lambda x, d: x.copy()
