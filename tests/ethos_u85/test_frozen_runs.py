@@ -165,7 +165,7 @@ def test_a_declined_frozen_run_runs_the_ordinary_path(fresh, monkeypatch):
 
     def declines(self, dev, fifo0):
         calls.append(1)
-        for k, page in list(dev.memory.page_items()):
+        for _, page in list(dev.memory.page_items()):
             page[:] = 0xA5                              # (what a partial run could leave)
         return False
     monkeypatch.setattr(plan.FrozenRun, "run", declines)
