@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -20,7 +22,7 @@ from tlm.ethos_u85.ops import plan
 from tlm.core.memory import PAGE_SIZE
 
 SEED = int(os.environ.get("TLM_TEST_SEED", "20261126"))
-MODELS = ["softmax_int16", "tanh_int16", LSTM, "seanet_sub1", "tflm_hello_world"]
+MODELS = ["softmax_int16", "tanh_int16", LSTM, "tflm_mnist_lstm", "seanet_sub1", "tflm_hello_world"]
 
 
 @pytest.fixture
@@ -204,3 +206,28 @@ def test_taint_declines(fresh, name):
         assert plan.freeze_run(ops, [p.rint[0]], blocks) is None
     if name == "tanh_int16":
         assert luts, "tanh_int16 loads no LUT by DMA"
+
+
+def _op(rint, wint, checks=(), dst="mem"):
+    """A stand-in plan with the footprint freeze_run reads (a kernel op; *dst* 'mem': an OFM
+    written in order over wint[0], 'idx': element by element)."""
+    lo, hi = wint[0] if wint else (0, 0)
+    d = plan._MemDst(lo, hi - lo, None if dst == "mem" else np.arange(1), np.uint8) if wint else None
+    return SimpleNamespace(rint=tuple(rint), wint=tuple(wint), checks=tuple(checks), dma_lines=None, dma_lut=None,
+                           fifo_srcs=(), clear=False, dst=d, flag=True)
+
+
+def test_taint_follows_writes():
+    """Hand-made footprints: a weight check over bytes an input-derived OFM wrote refuses;
+    the same bytes rewritten whole in between from untainted data (scratch reused for
+    weights) accept; an element-wise (gapped) rewrite does not clear them."""
+    inp, w, x = (0, 16), (100, 116), (200, 216)
+    chk = [(100, b"\0" * 16)]
+    tainted_w = [("NPU_OP_CONV", _op([inp], [w])), ("NPU_OP_CONV", _op([w], [x], chk))]
+    assert plan.freeze_run(tainted_w, [inp], ()) is None
+    rewritten = [tainted_w[0], ("NPU_OP_CONV", _op([x], [w])), ("NPU_OP_CONV", _op([w], [(300, 316)], chk))]
+    assert plan.freeze_run(rewritten, [inp], ()) is not None
+    gapped = [tainted_w[0], ("NPU_OP_CONV", _op([x], [w], dst="idx")), rewritten[2]]
+    assert plan.freeze_run(gapped, [inp], ()) is None
+    assert plan.freeze_run(tainted_w, [(16, 32)], ()) is not None         # (the input elsewhere)
+    assert plan.freeze_run(tainted_w, [inp], [(8, b"\0" * 4)]) is None    # (an input over the stream)

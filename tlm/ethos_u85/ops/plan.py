@@ -433,21 +433,27 @@ class FrozenRun:
 def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
     """The FrozenRun of a whole replayed trace (*ops*, *blocks*: Device.replayed_program)
     whose later runs differ from the recorded one only in the bytes of *inputs* ((lo, hi)
-    spans), or None.  A taint analysis over the plans' recorded footprints: the input spans
-    are tainted, and so is every write of an operation that reads a tainted byte or pops a
-    tainted FIFO.  Accepted only when nothing the replay's control depends on is tainted:
-    the stream blocks, every plan's weight and scale/bias checks, the LUT RAM (a DMA into
-    it from a tainted source declines).  Then, with the same start state, faults and
-    budgets, each check of such a run compares equal as in the recorded run and every step
-    goes the same way: the run's transactions, cycles, PMU, events, stop and registers are
-    the recorded run's; what differs is memory data, the chaining FIFOs' contents and
-    the result flag (the last kernel operation's), which FrozenRun.run computes.  The two
-    data-dependent declines a plan has (a FIFO operand's range, a compute's own decline)
-    stay checked there."""
-    tainted = list(inputs)
+    spans), or None.  A taint analysis over the plans' recorded footprints, in order: the
+    input spans are tainted; an operation that reads a tainted byte or pops a tainted FIFO
+    taints what it writes (its write spans, or the FIFO it pushes); one that reads nothing
+    tainted and writes a whole span (a DMA copy, an OFM in order) clears the span's taint
+    (its bytes are the recorded run's); clearing the FIFOs clears theirs.  Accepted only when
+    nothing the replay's control depends on is tainted where it is used: the stream blocks,
+    every plan's weight and scale/bias checks, the LUT RAM (a DMA into it from a tainted
+    source declines).  Then, with the same start state, faults and budgets, each check of
+    such a run compares equal as in the recorded run and every step goes the same way: the
+    run's transactions, cycles, PMU, events, stop and registers are the recorded run's; what
+    differs is memory data, the chaining FIFOs' contents and the result flag (the last
+    kernel operation's), which FrozenRun.run computes.  The two data-dependent declines a
+    plan has (a FIFO operand's range, a compute's own decline) stay checked there."""
+    tainted = [tuple(x) for x in inputs]
 
     def hit(lo, hi):
         return any(a < hi and lo < b for a, b in tainted)
+
+    def clear(lo, hi):
+        if hit(lo, hi):
+            tainted[:] = [x for a, b in tainted for x in ((a, min(b, lo)), (max(a, hi), b)) if x[0] < x[1]]
     if any(hit(lo, lo + len(data)) for lo, data in blocks):
         return None
     fifo_t = [False] * _common.NUM_CHAINING_FIFO
@@ -464,16 +470,23 @@ def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
                 if src:
                     return None
                 continue                                    # (the LUT RAM: the recorded final state's)
-            if src:
-                tainted += p.wint
+            for a, n in p.dma_lines[1]:
+                if src:
+                    tainted.append((a, a + n))
+                else:
+                    clear(a, a + n)
             plans.append(p)
             continue
         fifo = fifo or bool(p.fifo_srcs) or p.clear or isinstance(p.dst, _FifoDst)
-        if src or any(fifo_t[f.fifo] for f in p.fifo_srcs):
-            if isinstance(p.dst, _FifoDst):
-                fifo_t[p.dst.fifo] = True
-            else:
-                tainted += p.wint
+        src = src or any(fifo_t[f.fifo] for f in p.fifo_srcs)
+        if p.clear:
+            fifo_t = [False] * _common.NUM_CHAINING_FIFO
+        if isinstance(p.dst, _FifoDst):
+            fifo_t[p.dst.fifo] = fifo_t[p.dst.fifo] or src
+        elif src:
+            tainted += p.wint
+        elif isinstance(p.dst, _MemDst) and p.dst.idx is None and p.wint == ((p.dst.alo, p.dst.alo + p.dst.n),):
+            clear(p.dst.alo, p.dst.alo + p.dst.n)
         plans.append(p)
         if p.flag:
             flag = p
