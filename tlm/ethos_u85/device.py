@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import enum
 import traceback
+import weakref
 from collections import Counter, deque
 from dataclasses import dataclass, replace
 from operator import itemgetter
@@ -50,7 +51,7 @@ from .config import NpuConfig, Pins, Policy, get_config
 from ..core.memo import Memo
 from ..core.errors import BudgetExceeded, Unpredictable
 from . import hazards as _hz
-from .memory import ADDR_MASK, PAGE_BITS, BusFault, Channel, DataPort, Interface, Memory, RegionRoute
+from .memory import ADDR_MASK, PAGE_BITS, BusFault, Channel, DataPort, Interface, Memory, RegionRoute, Transaction
 from .ops import KERNEL_OP_NAMES, KERNEL_OPS
 from .ops.common import OpState
 from .ops import dma
@@ -119,6 +120,11 @@ def clear_warm_caches() -> None:
     _SEGMENTS.clear()
     _TRACES.clear()
     _plans.clear()
+
+
+# device -> the run trace its last run() replayed whole (Device.replayed_program; kept
+# outside the device's state: a record of how the run went, not of the device)
+_PLAYED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 class _Trace:
@@ -264,7 +270,9 @@ class _TxnSink:
 _SHARED_STATE = frozenset(("config", "policy", "pins", "kernel_ops", "dma_op", "memory"))
 _REBUILT_STATE = frozenset(("dataport", "txn_sink", "hooks"))
 # types shared as they are (immutable); enum and numpy scalar types join on first sight
-_SHARE = {int, float, str, bytes, bool, type(None), NpuConfig, Pins, Policy, RegionRoute, StopReason}
+# (frozen records: a command's description, a register snapshot, a bus transaction)
+_SHARE = {int, float, str, bytes, bool, type(None), NpuConfig, Pins, Policy, RegionRoute, StopReason,
+          isa.Command, isa.RegisterSnapshot, Transaction}
 
 
 class _DeviceMethod:
@@ -326,6 +334,7 @@ _COPIERS = {
     tuple: lambda v, s, d: tuple(x if type(x) in _SHARE else _clone(x, s, d) for x in v),
     dict: _clone_mapping,
     Counter: _clone_mapping,
+    set: lambda v, s, d: set(v),                   # (of page numbers)
     deque: lambda v, s, d: deque(v, v.maxlen),     # the event log: records are never modified once logged
     np.ndarray: lambda v, s, d: v.copy(),
     isa.RegisterFile: _clone_registers,
@@ -335,6 +344,11 @@ _COPIERS = {
 }
 
 
+def _shared_tuple(v: tuple) -> bool:
+    """A tuple of shared values and such tuples (e.g. the hazard tracker's state)."""
+    return all(type(x) in _SHARE or type(x) is tuple and _shared_tuple(x) for x in v)
+
+
 def _copier(v):
     """A function (x, dst) -> a copy of x, compiled from the structure of state value *v*
     (x has that structure: the same saved value), doing what _clone does with fewer type
@@ -342,7 +356,7 @@ def _copier(v):
     t = type(v)
     if t in _SHARE or isinstance(v, (enum.Enum, np.generic)):
         return None
-    if t is tuple and _SHARE.issuperset(map(type, v)):
+    if t is tuple and _shared_tuple(v):
         return None                                         # immutable, every item shared
     if t is dict and _SHARE.issuperset(map(type, v.values())):
         return lambda x, d: x.copy()
@@ -1335,6 +1349,8 @@ class Device:
             return self._snapshot_stop(StopKind.NOT_RUNNING, 0)
         steps = 0
         self.work = 0
+        if _PLAYED:
+            _PLAYED.pop(self, None)
         cpc = self.policy.cycles_per_command
         mem = self.memory
         listeners = mem.listeners
@@ -1612,6 +1628,7 @@ class Device:
         done = 0
         listeners = mem.listeners
         hzst, hzev = tr.hzst, tr.hzev
+        whole = True                               # every operation by its plan so far
         i = -1
         for seg, d, snap, plan, kind, nxt, cyc, wk, txns, summary in tr.steps:
             i += 1
@@ -1649,6 +1666,8 @@ class Device:
                 done += 1
                 self._update_irq()
                 if not self.running or self.qread != nxt or self.stop_requested or (pmu.cnten and pmu.counting):
+                    if whole and kind == _T_STOP and i == len(tr.steps) - 1:
+                        _PLAYED[self] = tr
                     return done
                 continue
             off = self.qread
@@ -1678,6 +1697,7 @@ class Device:
                     self.op_fields = dict(d.fields)
                 if len(listeners) != 1 or not plan.exec(self, i in pre):    # (a hook added a listener) or
                     # declined: the ordinary op, in a command of its own
+                    whole = False
                     if pend is not None:
                         pend.append(~i)
                         self._flush_tallies(tr, pend)
@@ -1702,7 +1722,30 @@ class Device:
             done += 1
         if hzst:
             self.hz_state = hzst[-1]
+        if whole:
+            _PLAYED[self] = tr
         return done
+
+    def replayed_program(self) -> "tuple | None":
+        """The last run() when it was one run trace replayed whole: every operation of the
+        trace by its plan, no ordinary step but the closing NPU_OP_STOP (nothing else
+        executed when the run's StopReason counts `n` steps): ((operation name, plan or
+        None for a wait or the STOP), ...) in order, the command-stream blocks its fetches
+        read ((address, bytes), ...) and `n`.  None otherwise."""
+        tr = _PLAYED.get(self)
+        if tr is None:
+            return None
+        ops = []
+        for st in tr.steps:
+            kind = st[4]
+            if kind == _T_END:
+                continue
+            if kind == _T_ORDINARY:
+                return None
+            ops.append((st[1].cmd.name, st[3]))
+        if not ops or tr.steps[-1][4] != _T_STOP:
+            return None
+        return tuple(ops), tr.blocks, tr.n
 
     def _stop_step(self, d, seg, snap, nxt, cycles, work, txns, summary) -> None:
         """A replayed NPU_OP_STOP (no hook takes 'op' events): what _exec_one does for it -

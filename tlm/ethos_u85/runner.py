@@ -50,6 +50,7 @@ from . import registers as R
 from .config import DEFAULT_CONFIG, NpuConfig, Policy, get_config
 from .device import STICKY_FAULTS, Device, StopKind, StopReason
 from .memory import ADDR_MASK, PAGE_SIZE, Interface, Memory, Resp
+from .ops.plan import freeze_run
 from .vela import (
     COP2_FEATURE_SEPARATE_IO,
     REGION_INPUT,
@@ -588,6 +589,8 @@ class Session:
         # the driver's closing accesses (STATUS read, CMD.clear_irq) on the warm paths:
         # through Device.apb_memo, recorded in _closing
         self._closing: dict = {}
+        # frozen runs (_freeze): None not tried yet, False not possible, else a _Frozen
+        self._frozen = None
         self._read_status = lambda dev: DeviceHost(dev, driver.pprot).read("STATUS")
         self._clear_irq = lambda dev: cmd_write(DeviceHost(dev, driver.pprot), clear_irq=1)
 
@@ -683,13 +686,20 @@ class Session:
         model, npu, mmap, driver = self.model, self.config, self.memory_map, self.driver
         cfg_warning = self.config_warning
         arrays = self._checked(inputs)
+        fz = self._frozen
+        if fz and keep and max_steps is None and max_work is None:
+            r = self._run_frozen(fz, arrays)
+            if r is not None:
+                return r
         memory = self._memory_for_run(keep)
-        if not self._write_direct(memory, arrays):
+        direct = self._write_direct(memory, arrays)
+        if not direct:
             write_inputs(memory, model, mmap, arrays)
 
         warm = self.warm_paths
         watch = _Watch(model)
-        if self._programmed is not None:
+        saved = self._programmed is not None
+        if saved:
             # the device as the driver's programming left it on the first run (the same
             # state, event log and cycle count; it accessed no memory and raised no event
             # the run's checks count)
@@ -738,4 +748,78 @@ class Session:
             for k, _ in memory.page_items():
                 if k not in self._loaded:
                     self._loaded[k] = np.zeros(PAGE_SIZE, np.uint8)
+        if (fz is None and keep and saved and direct and memo is not None and not self.log_transactions
+                and max_steps is None and max_work is None):
+            self._frozen = _Frozen.make(self, dev, stop, status, watch, warnings)   # (None: not yet)
         return RunResult(outputs, stop, status, dev, model, npu, mmap, watch.unpredictable, warnings)
+
+    def _run_frozen(self, fz: "_Frozen", arrays: list) -> "RunResult | None":
+        """A run by the session's frozen run (see _Frozen), or None when it declines (the
+        caller then runs the ordinary path, which restores the memory again)."""
+        memory = self._memory_for_run(True)
+        if memory.faults.token != fz.ftok or not self._write_direct(memory, arrays):
+            return None
+        dev = Device.from_state(fz.final, memory)
+        watch = fz.watch()
+        dev.hooks.append(watch)
+        if not fz.program.run(dev, fz.fifo0):
+            return None
+        outputs = []
+        for addr, nbytes, le, dt, shape in self._output_specs():
+            o = memory.read_array(addr, nbytes).view(le)        # (a fresh array: the caller's)
+            outputs.append((o if le == dt else o.astype(dt)).reshape(shape))
+        return RunResult(outputs, fz.stop, fz.status, dev, self.model, self.config, self.memory_map,
+                         watch.unpredictable, list(fz.warnings))
+
+
+class _Frozen:
+    """A Session's frozen run: once an ordinary run (from the saved programmed state, the
+    inputs written straight into the settled pages, no transaction log, default budgets)
+    was one run trace replayed whole and completed, a later run whose inputs differ only
+    in their bytes is that run's data computations alone (ops.plan.freeze_run: the taint
+    analysis that shows nothing the run's control depends on comes from the inputs) on a
+    device in the state the recorded run left after its closing accesses (Device.from_state
+    of `final`), with the recorded StopReason, STATUS, watch and warnings: the result
+    equals the ordinary path's (tests/ethos_u85/test_frozen_runs.py compares them).  The
+    memory is restored and the inputs written as on the ordinary path; the run declines
+    (the ordinary path runs) when the faults changed, the inputs cannot be written
+    straight, or an operation's data check declines."""
+    __slots__ = ("program", "final", "fifo0", "stop", "status", "ftok", "seen", "kinds", "unpredictable",
+                 "warnings", "model")
+
+    @classmethod
+    def make(cls, session: Session, dev: Device, stop: StopReason, status: int, watch: _Watch,
+             warnings: list) -> "_Frozen | bool":
+        """The frozen run of *session* from its run just made on *dev*; None when that run
+        was not one trace replayed whole (a later one may be), False when not possible."""
+        prog = dev.replayed_program()
+        if prog is None:
+            return None
+        if (stop.kind is not StopKind.STOP or stop.steps != prog[2] or dev.running
+                or len(dev.hooks) != 1 or dev.hooks[0] is not watch):
+            return False
+        mmap = session.memory_map
+        spans = [(mmap.address(t) & ADDR_MASK, (mmap.address(t) & ADDR_MASK) + t.nbytes)
+                 for t in session.model.inputs]
+        program = freeze_run(prog[0], spans, prog[1])
+        final = dev.save_state() if program is not None else None
+        if final is None:
+            return False
+        fz = cls()
+        st0 = session._programmed["op_state"]
+        fz.program, fz.final = program, final
+        fz.fifo0 = (tuple(tuple(c) for c in st0.fifo), tuple(st0.fifo_count))
+        fz.stop, fz.status, fz.ftok = stop, status, dev.memory.faults.token
+        fz.seen, fz.unpredictable = dict(watch.seen), list(watch.unpredictable)
+        fz.kinds = {k: list(v) for k, v in watch.kinds.items()}
+        fz.warnings, fz.model = tuple(warnings), session.model
+        return fz
+
+    def watch(self) -> _Watch:
+        """A _Watch that heard what the recorded run's did."""
+        w = _Watch(self.model)
+        if self.seen:
+            w.seen = dict(self.seen)
+            w.unpredictable = list(self.unpredictable)
+            w.kinds = {k: list(v) for k, v in self.kinds.items()}
+        return w

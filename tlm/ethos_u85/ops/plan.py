@@ -324,13 +324,33 @@ class _Plan:
         if self.dma_lines is not None:
             return self._run_dma(dev, mem)
         st = dev.op_state
+        r = self._data(mem, st)
+        if r is None:
+            return False
+        out, stored = r
+        # ---- 3. commit
+        self._move(mem, st, out, stored)
+        chain_length, num_ifm, fifo_valid = self.chain
+        st.chain_length, st.num_ifm, st.fifo_valid = chain_length, num_ifm, list(fifo_valid)
+        if mem.log_enabled:
+            mem.log.extend(self.log or self._log())
+        dev.chain_length = chain_length
+        if self.flag:
+            dev.cond_status = out.item(-1) & 1
+        if self.macs and hasattr(dev, "mac_count"):
+            dev.mac_count += self.macs
+        return True
+
+    def _data(self, mem, st) -> "tuple | None":
+        """Operands and compute: (OFM, stored: a compiled compute has also stored it into
+        its memory span), or None (an operand or the compute declines; nothing changed)."""
         vals = []
         for s in self.srcs:
             v = s.get(mem, st)
             if v is None:
-                return False
+                return None
             vals.append(v)
-        # ---- 2. compute (a compiled compute may also store the OFM, all or nothing: step 3's)
+        # (a compiled compute may also store the OFM, all or nothing: _move's)
         dst = self.dst
         stored = False
         try:
@@ -342,42 +362,137 @@ class _Plan:
                 if out.shape != self.shape:
                     out = np.ascontiguousarray(np.broadcast_to(out, self.shape))
         except Exception:                                   # noqa: BLE001 - the ordinary path decides
-            return False
-        # ---- 3. commit
-        chain_length, num_ifm, fifo_valid = self.chain
+            return None
+        return out, stored
+
+    def _move(self, mem, st, out, stored: bool) -> None:
+        """The data effects of a commit: FIFOs emptied where a chain starts, the operands
+        popped from FIFOs, the OFM stored or pushed (unless *stored*)."""
         if self.clear:                                      # a chain starts: its FIFOs empty
             st.clear_fifos()
-        st.chain_length, st.num_ifm, st.fifo_valid = chain_length, num_ifm, list(fifo_valid)
         for s in self.fifo_srcs:
             s.pop(st)
-        if dst is not None and not stored:
-            dst.put(mem, st, out)
-        if mem.log_enabled:
-            mem.log.extend(self.log or self._log())
-        dev.chain_length = chain_length
-        if self.flag:
-            dev.cond_status = out.item(-1) & 1
-        if self.macs and hasattr(dev, "mac_count"):
-            dev.mac_count += self.macs
-        return True
+        if self.dst is not None and not stored:
+            self.dst.put(mem, st, out)
+
+    def _dma_move(self, mem) -> None:
+        """A memory-to-memory DMA's copy (the back door)."""
+        reads, writes = self.dma_lines
+        buf = mem.view(*reads[0]) if len(reads) == 1 else np.concatenate([mem.view(a, n) for a, n in reads])
+        pos = 0
+        for a, n in writes:
+            mem.store(a, buf[pos:pos + n])
+            pos += n
 
     def _run_dma(self, dev, mem) -> bool:
-        reads, writes = self.dma_lines
-        if len(reads) == 1:
-            buf = mem.view(*reads[0])
-        else:
-            buf = np.concatenate([mem.view(a, n) for a, n in reads])
         if self.dma_lut is not None:
+            reads = self.dma_lines[0]
             lo, n = self.dma_lut
-            dev.lut[lo:lo + n] = buf
+            dev.lut[lo:lo + n] = (mem.view(*reads[0]) if len(reads) == 1 else
+                                  np.concatenate([mem.view(a, k) for a, k in reads]))
         else:
-            pos = 0
-            for a, n in writes:
-                mem.store(a, buf[pos:pos + n])
-                pos += n
+            self._dma_move(mem)
         if mem.log_enabled:
             mem.log.extend(self.log or self._log())
         return True
+
+
+# ---------------------------------------------------------------------------- frozen runs
+class FrozenRun:
+    """The data computations of a run trace replayed whole (Device.replayed_program), for
+    a later run that differs only in the input bytes (see freeze_run): `run(dev)` runs the
+    plans' operand reads, computes and stores in order on *dev* (a device in the recorded
+    run's final state), without checks, transactions or bookkeeping; `stats` the plan
+    counts such a run adds to STATS."""
+    __slots__ = ("plans", "fifo", "flag", "stats")
+
+    def run(self, dev, fifo0: tuple) -> bool:
+        """False when an operation's own data check or compute declines (a FIFO operand
+        outside its range, an index outside a table): memory may then be partly written
+        and the caller runs the ordinary path from a restored memory.  *fifo0*: the
+        chaining FIFOs at the run's start (chunks per FIFO, counts)."""
+        mem, st = dev.memory, dev.op_state
+        if self.fifo:
+            st.fifo = [list(c) for c in fifo0[0]]
+            st.fifo_count = list(fifo0[1])
+        flag = self.flag
+        for p in self.plans:
+            if p.dma_lines is not None:
+                p._dma_move(mem)
+                continue
+            r = p._data(mem, st)
+            if r is None:
+                return False
+            p._move(mem, st, r[0], r[1])
+            if p is flag:
+                dev.cond_status = r[0].item(-1) & 1
+        STATS.update(self.stats)
+        return True
+
+
+def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
+    """The FrozenRun of a whole replayed trace (*ops*, *blocks*: Device.replayed_program)
+    whose later runs differ from the recorded one only in the bytes of *inputs* ((lo, hi)
+    spans), or None.  A taint analysis over the plans' recorded footprints, in order: the
+    input spans are tainted; an operation that reads a tainted byte or pops a tainted FIFO
+    taints what it writes (its write spans, or the FIFO it pushes); one that reads nothing
+    tainted and writes a whole span (a DMA copy, an OFM in order) clears the span's taint
+    (its bytes are the recorded run's); clearing the FIFOs clears theirs.  Accepted only when
+    nothing the replay's control depends on is tainted where it is used: the stream blocks,
+    every plan's weight and scale/bias checks, the LUT RAM (a DMA into it from a tainted
+    source declines).  Then, with the same start state, faults and budgets, each check of
+    such a run compares equal as in the recorded run and every step goes the same way: the
+    run's transactions, cycles, PMU, events, stop and registers are the recorded run's; what
+    differs is memory data, the chaining FIFOs' contents and the result flag (the last
+    kernel operation's), which FrozenRun.run computes.  The two data-dependent declines a
+    plan has (a FIFO operand's range, a compute's own decline) stay checked there."""
+    tainted = [tuple(x) for x in inputs]
+
+    def hit(lo, hi):
+        return any(a < hi and lo < b for a, b in tainted)
+
+    def clear(lo, hi):
+        if hit(lo, hi):
+            tainted[:] = [x for a, b in tainted for x in ((a, min(b, lo)), (max(a, hi), b)) if x[0] < x[1]]
+    if any(hit(lo, lo + len(data)) for lo, data in blocks):
+        return None
+    fifo_t = [False] * _common.NUM_CHAINING_FIFO
+    plans, stats, fifo, flag = [], Counter(), False, None
+    for name, p in ops:
+        if p is None:                                       # a wait or the STOP
+            continue
+        stats[name, "planned"] += 1
+        if any(hit(a, a + len(b)) for a, b in p.checks):
+            return None
+        src = any(hit(lo, hi) for lo, hi in p.rint)
+        if p.dma_lines is not None:
+            if p.dma_lut is not None:
+                if src:
+                    return None
+                continue                                    # (the LUT RAM: the recorded final state's)
+            for a, n in p.dma_lines[1]:
+                if src:
+                    tainted.append((a, a + n))
+                else:
+                    clear(a, a + n)
+            plans.append(p)
+            continue
+        fifo = fifo or bool(p.fifo_srcs) or p.clear or isinstance(p.dst, _FifoDst)
+        src = src or any(fifo_t[f.fifo] for f in p.fifo_srcs)
+        if p.clear:
+            fifo_t = [False] * _common.NUM_CHAINING_FIFO
+        if isinstance(p.dst, _FifoDst):
+            fifo_t[p.dst.fifo] = fifo_t[p.dst.fifo] or src
+        elif src:
+            tainted += p.wint
+        elif isinstance(p.dst, _MemDst) and p.dst.idx is None and p.wint == ((p.dst.alo, p.dst.alo + p.dst.n),):
+            clear(p.dst.alo, p.dst.alo + p.dst.n)
+        plans.append(p)
+        if p.flag:
+            flag = p
+    fr = FrozenRun()
+    fr.plans, fr.fifo, fr.flag, fr.stats = tuple(plans), fifo, flag, stats
+    return fr
 
 
 # ---------------------------------------------------------------------------- operands
