@@ -96,16 +96,18 @@ module npu_conv #(
     input  wire          w_rb_valid,
     input  wire [127:0]  w_rb_data,
     input  wire [1:0]    w_rb_resp,
-    // OFM writes (wr_ofm), one beat a burst
+    // OFM writes (wr_ofm), INCR bursts of wq_len + 1 beats (npu_conv_out.v)
     output wire          wq_valid,
     output wire          wq_ext,
     output wire [39:0]   wq_addr,
+    output wire [7:0]    wq_len,
     output wire [3:0]    wq_cache,
     output wire [1:0]    wq_domain,
     input  wire          wq_ready,
     output wire          wd_valid,
     output wire [127:0]  wd_data,
     output wire [15:0]   wd_strb,
+    output wire          wd_last,
     input  wire          wd_ready,
     input  wire          wb_valid            // B responses of AWID wr_ofm
 );
@@ -520,14 +522,14 @@ module npu_conv #(
         .obase(or_base + o_base), .o_sy(o_sy), .o_sx(o_sx), .o_sc(o_sc), .o_nhcwb16(o_fmt == NHCWB16),
         .o_rev(o_rev), .o_tr(o_tr), .blk_h({4'd0, blkh_m1} + 11'd1), .blk_w({4'd0, blkw_m1} + 11'd1),
         .blk_d(blkd), .mb(mb), .ofm_ok(ofm_ok), .o_ymax(o_ymax), .o_xmax(o_xmax),
-        .o_none(o_stor == ST_NONE), .o_lsz(o_prec), .o_sgn(o_sgn), .o_chain(o_chain),
+        .o_none(o_stor == ST_NONE), .o_lsz(o_prec), .o_mb(or_ext ? ext_mb : sram_mb), .o_sgn(o_sgn), .o_chain(o_chain),
         .act_fn(act_fn), .table_i(act_tab), .tab_ok(act_tab_ok), .lut_raddr(lut_raddr),
         .lut_rdata(lut_rdata), .cf_we(cf_we), .cf_idx(cf_idx), .cf_data(cf_data), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
         .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .busy(out_busy),
         .sb_we(sb_we), .sb_waddr(s_ch[10:0]), .sb_wdata({r_bias, r_scale, r_shift}),
         .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid),
-        .wq_valid(wq_valid), .wq_addr(wq_addr), .wq_ready(wq_ready), .wd_valid(wd_valid),
-        .wd_data(wd_data), .wd_strb(wd_strb), .wd_ready(wd_ready), .flag(cond_flag), .flag_set(cond_set));
+        .wq_valid(wq_valid), .wq_addr(wq_addr), .wq_len(wq_len), .wq_ready(wq_ready),
+        .wd_valid(wd_valid), .wd_data(wd_data), .wd_strb(wd_strb), .wd_last(wd_last), .wd_ready(wd_ready), .flag(cond_flag), .flag_set(cond_set));
     assign wq_ext = or_ext;
     assign wq_cache = or_awc;
     assign wq_domain = or_dom;
