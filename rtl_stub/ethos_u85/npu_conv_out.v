@@ -24,7 +24,7 @@
 // Reverse W/H and transposes give runs of one beat where their addresses do not follow.
 // When the OFM's channels are not ascending-contiguous in memory (a transpose that moves the
 // channel axis, reverse C: `elem`) the chunk goes one lane a cycle (the `serial` mode) and
-// every element is its own single-beat burst.
+// every element is its own beat (a burst of its own unless the next element's line follows).
 // Every lane goes through npu_act.v (activation(): zero point, clamps, LUT function;
 // write_ofm's truncation), the kernel unit's implementation. LUT functions and a chained OFM
 // take the chunk one lane a cycle (the `serial` mode): the LUT RAM has one read port (the
