@@ -494,7 +494,7 @@ module npu_conv #(
 
     // ---- MAC array and accumulators
     localparam integer ABA = $clog2(ABW);
-    wire         d_req, d_ack, out_busy, mac_busy;
+    wire         d_req, d_ack, out_busy, out_ab_busy, mac_busy;
     wire [16:0]  d_oblk;
     wire [10:0]  d_len;
     wire [4*ABA-1:0]  ab_raddr;
@@ -508,7 +508,7 @@ module npu_conv #(
         .bq_valid(bq_valid), .bq_w(bq_w), .bq_meta(bq_meta), .bq_pop(bq_pop),
         .rd_addr(ib_raddr), .rd_en(ib_ren), .rd_data(ib_rdata), .pv_data(pv_data),
         .loaded(ib_loaded), .rel(ib_rel), .pw_h0(pw_h0), .pw_h1(pw_h1),
-        .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .out_busy(out_busy),
+        .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .out_busy(out_ab_busy),
         .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid), .busy(mac_busy));
 
     // ---- output stage
@@ -525,7 +525,7 @@ module npu_conv #(
         .o_none(o_stor == ST_NONE), .o_lsz(o_prec), .o_mb(or_ext ? ext_mb : sram_mb), .o_sgn(o_sgn), .o_chain(o_chain),
         .act_fn(act_fn), .table_i(act_tab), .tab_ok(act_tab_ok), .lut_raddr(lut_raddr),
         .lut_rdata(lut_rdata), .cf_we(cf_we), .cf_idx(cf_idx), .cf_data(cf_data), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
-        .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .busy(out_busy),
+        .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .busy(out_busy), .ab_busy(out_ab_busy),
         .sb_we(sb_we), .sb_waddr(s_ch[10:0]), .sb_wdata({r_bias, r_scale, r_shift}),
         .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid),
         .wq_valid(wq_valid), .wq_addr(wq_addr), .wq_len(wq_len), .wq_ready(wq_ready),

@@ -109,6 +109,7 @@ module npu_conv_out #(
     input  wire [10:0]     d_len,
     output wire            d_ack,
     output wire            busy,
+    output wire            ab_busy,          // reading the AB (the write queue may still hold beats)
     // scale/bias RAM write port: {bias[47:0], scale[30:0], shift[5:0]} of OFM channel sb_waddr
     input  wire            sb_we,
     input  wire [SBA-1:0]  sb_waddr,
@@ -337,6 +338,7 @@ module npu_conv_out #(
     assign d_ack = d_req && !act && !s1;
     assign ab_ren = adv;
     assign busy = act || s1 || (q_cnt != '0);
+    assign ab_busy = act || s1;
     assign flag_set = push && f1;
 
     integer e;

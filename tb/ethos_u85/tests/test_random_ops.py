@@ -1436,9 +1436,9 @@ async def test_ofm_perms(dut, kind):
     env.finish()
 
 
-# test_ofm_bursts: write_ofm modes; ("HWC", 0, NHWC) is drawn until both a contiguous OFM
-# (OFM_STRIDE_X = depth * element bytes) and a strided one have run
-OFM_BURST_MODES = [("HWC", 0, NHWC), ("HWC", 0, NHCWB16), ("HWC", 1, NHWC), ("HWC", 2, NHWC),
+# test_ofm_bursts: write_ofm modes; ("HWC", 0, NHWC) twice: a contiguous OFM (OFM_STRIDE_X =
+# depth * element bytes), then a strided one
+OFM_BURST_MODES = [("HWC", 0, NHWC), ("HWC", 0, NHWC), ("HWC", 0, NHCWB16), ("HWC", 1, NHWC), ("HWC", 2, NHWC),
                    ("HWC", 2, NHCWB16), ("HWC", 3, NHWC), ("WHC", 0, NHWC), ("CHW", 0, NHCWB16),
                    ("WCH", 0, NHWC)]
 CH_OFM = int(Channel.wr_ofm)
@@ -1461,27 +1461,28 @@ async def test_ofm_bursts(dut, kind):
     bursts: list = []
     env.axi.add_listener(bursts.append)
     gen = OpGen(rng, get_config(env.config).macs, rtl=RTL)
-    seen = set()
+    seen = []
     multi = 0
-    for perm in OFM_BURST_MODES:
-        for k in range(8):
-            job = perm_job(gen, kind, perm)
-            ofm = job.ops[0].ofm
-            contiguous = perm[:2] == ("HWC", 0) and (ofm.fmt == NHCWB16 or ofm.sx == ofm.d * ofm.es)
-            what = ("contiguous" if contiguous else "strided") if perm == ("HWC", 0, NHWC) else perm
-            bursts.clear()
-            await run(env, watch, job, f"{kind} {perm} {what} #{k}")
-            ofm_b = [b for b in bursts if b.id == CH_OFM and b.write]
-            if RTL:
-                for b in ofm_b:
-                    err = burst_error(b, window[b.port])
-                    assert err is None, f"{kind} {perm} #{k}: wr_ofm {err}"
-                multi += contiguous and any(b.beats > 1 for b in ofm_b)
-            cocotb.log.info("  %s: %d wr_ofm bursts, %d beats", what, len(ofm_b), sum(b.beats for b in ofm_b))
-            seen.add(what)
-            if perm != ("HWC", 0, NHWC) or {"contiguous", "strided"} <= seen:
-                break
-    assert {"contiguous", "strided"} <= seen, f"HWC NHWC OFMs drawn: {seen}"
+    for k, perm in enumerate(OFM_BURST_MODES):
+        accept = None
+        if perm == ("HWC", 0, NHWC):             # the first contiguous, the second strided
+            want = "strided" if "contiguous" in seen else "contiguous"
+            accept = (lambda op, w=want: (op.ofm.sx == op.ofm.d * op.ofm.es) == (w == "contiguous"))
+        job = perm_job(gen, kind, perm, accept)
+        ofm = job.ops[0].ofm
+        contiguous = perm[:2] == ("HWC", 0) and (ofm.fmt == NHCWB16 or ofm.sx == ofm.d * ofm.es)
+        what = ("contiguous" if contiguous else "strided") if perm == ("HWC", 0, NHWC) else str(perm)
+        bursts.clear()
+        await run(env, watch, job, f"{kind} {perm} {what} #{k}")
+        ofm_b = [b for b in bursts if b.id == CH_OFM and b.write]
+        if RTL:
+            for b in ofm_b:
+                err = burst_error(b, window[b.port])
+                assert err is None, f"{kind} {perm} #{k}: wr_ofm {err}"
+            multi += contiguous and any(b.beats > 1 for b in ofm_b)
+        cocotb.log.info("  %s: %d wr_ofm bursts, %d beats", what, len(ofm_b), sum(b.beats for b in ofm_b))
+        seen.append(what)
+    assert {"contiguous", "strided"} <= set(seen), f"HWC NHWC OFMs drawn: {seen}"
     assert multi or not RTL, "no contiguous OFM was written with a multi-beat burst"
     env.finish()
 
