@@ -551,7 +551,9 @@ module npu_conv #(
     end
 
     // ================================================================ control FSM
-    wire pass_done = w_done && !bq_valid && !mac_busy && !d_req && !out_busy;
+    // a pass ends once the output stage has read its last block out of the AB; its write
+    // queue drains into the next pass (T_DRAIN waits for it)
+    wire pass_done = w_done && !bq_valid && !mac_busy && !d_req && !out_ab_busy;
     wire last_s = ({8'd0, s_h} + oy0 > oh_m1) && ({8'd0, s_w} + ox0 > ow_m1);
     wire all_quiet = !f_busy && !ifm_busy && !out_busy && (b_pend == 6'd0);
     always_ff @(posedge CLK or negedge rst_n) begin
