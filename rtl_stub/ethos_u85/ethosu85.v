@@ -287,6 +287,8 @@ module ethosu85 #(
     wire [15:0] k_wd_strb;
     wire        kw_wq_valid, kw_wq_ext, kw_wd_valid, cw_wq_valid, cw_wq_ext, cw_wd_valid;
     wire [39:0] kw_wq_addr, cw_wq_addr;
+    wire [7:0]  cw_wq_len;                      // the CONV unit's bursts (the kernel unit's: one beat)
+    wire        cw_wd_last;
     wire [3:0]  kw_wq_cache, cw_wq_cache;
     wire [1:0]  kw_wq_domain, cw_wq_domain;
     wire [127:0] kw_wd_data, cw_wd_data;
@@ -321,13 +323,13 @@ module ethosu85 #(
     wire [1:0]   s_wd_valid = {k_wd_valid && !k_wq_ext, d_wd_valid && !d_wd_ext};
     wire [1:0]   e_wd_valid = {k_wd_valid && k_wq_ext, d_wd_valid && d_wd_ext};
     wire [79:0]  wq_addr2   = {k_wq_addr, d_wq_addr};
-    wire [15:0]  wq_len2    = {8'd0, d_wq_len};
+    wire [15:0]  wq_len2    = {cw_wq_valid ? cw_wq_len : 8'd0, d_wq_len};
     wire [11:0]  wq_id2     = {ID_WR_OFM, ID_WR_M2M};
     wire [7:0]   wq_cache2  = {k_wq_cache, d_wq_cache};
     wire [3:0]   wq_dom2    = {k_wq_domain, d_wq_domain};
     wire [255:0] wd_data2   = {k_wd_data, d_wd_data};
     wire [31:0]  wd_strb2   = {k_wd_strb, d_wd_strb};
-    wire [1:0]   wd_last2   = {1'b1, d_wd_last};
+    wire [1:0]   wd_last2   = {cw_wd_valid ? cw_wd_last : 1'b1, d_wd_last};
 
     npu_axi_wr #(.NC(2), .HW_MAX_OUT(SRAM_MAX_WR)) u_sram_wr (
         .CLK(CLK), .rst_n(core_rst_n), .aclken(ACLKENSRAM0), .max_out_m1(s_wr_m1[4:0]), .axprot(axprot),
@@ -488,9 +490,10 @@ module ethosu85 #(
         .w_rq_ready(w_rq_ready),
         .w_rb_valid(s_hit_w || e_hit_w), .w_rb_data(s_hit_w ? s_rb_data : e_rb_data),
         .w_rb_resp(s_hit_w ? s_rb_resp : e_rb_resp),
-        .wq_valid(cw_wq_valid), .wq_ext(cw_wq_ext), .wq_addr(cw_wq_addr), .wq_cache(cw_wq_cache),
+        .wq_valid(cw_wq_valid), .wq_ext(cw_wq_ext), .wq_addr(cw_wq_addr), .wq_len(cw_wq_len), .wq_cache(cw_wq_cache),
         .wq_domain(cw_wq_domain), .wq_ready(k_wq_ready),
-        .wd_valid(cw_wd_valid), .wd_data(cw_wd_data), .wd_strb(cw_wd_strb), .wd_ready(k_wd_ready),
+        .wd_valid(cw_wd_valid), .wd_data(cw_wd_data), .wd_strb(cw_wd_strb), .wd_last(cw_wd_last),
+        .wd_ready(k_wd_ready),
         .wb_valid(ofm_b && c_busy));
 
     // ================================================================ PMU

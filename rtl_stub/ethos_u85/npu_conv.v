@@ -96,16 +96,18 @@ module npu_conv #(
     input  wire          w_rb_valid,
     input  wire [127:0]  w_rb_data,
     input  wire [1:0]    w_rb_resp,
-    // OFM writes (wr_ofm), one beat a burst
+    // OFM writes (wr_ofm), INCR bursts of wq_len + 1 beats (npu_conv_out.v)
     output wire          wq_valid,
     output wire          wq_ext,
     output wire [39:0]   wq_addr,
+    output wire [7:0]    wq_len,
     output wire [3:0]    wq_cache,
     output wire [1:0]    wq_domain,
     input  wire          wq_ready,
     output wire          wd_valid,
     output wire [127:0]  wd_data,
     output wire [15:0]   wd_strb,
+    output wire          wd_last,
     input  wire          wd_ready,
     input  wire          wb_valid            // B responses of AWID wr_ofm
 );
@@ -492,7 +494,7 @@ module npu_conv #(
 
     // ---- MAC array and accumulators
     localparam integer ABA = $clog2(ABW);
-    wire         d_req, d_ack, out_busy, mac_busy;
+    wire         d_req, d_ack, out_busy, out_ab_busy, mac_busy;
     wire [16:0]  d_oblk;
     wire [10:0]  d_len;
     wire [4*ABA-1:0]  ab_raddr;
@@ -506,7 +508,7 @@ module npu_conv #(
         .bq_valid(bq_valid), .bq_w(bq_w), .bq_meta(bq_meta), .bq_pop(bq_pop),
         .rd_addr(ib_raddr), .rd_en(ib_ren), .rd_data(ib_rdata), .pv_data(pv_data),
         .loaded(ib_loaded), .rel(ib_rel), .pw_h0(pw_h0), .pw_h1(pw_h1),
-        .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .out_busy(out_busy),
+        .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .out_busy(out_ab_busy),
         .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid), .busy(mac_busy));
 
     // ---- output stage
@@ -520,14 +522,14 @@ module npu_conv #(
         .obase(or_base + o_base), .o_sy(o_sy), .o_sx(o_sx), .o_sc(o_sc), .o_nhcwb16(o_fmt == NHCWB16),
         .o_rev(o_rev), .o_tr(o_tr), .blk_h({4'd0, blkh_m1} + 11'd1), .blk_w({4'd0, blkw_m1} + 11'd1),
         .blk_d(blkd), .mb(mb), .ofm_ok(ofm_ok), .o_ymax(o_ymax), .o_xmax(o_xmax),
-        .o_none(o_stor == ST_NONE), .o_lsz(o_prec), .o_sgn(o_sgn), .o_chain(o_chain),
+        .o_none(o_stor == ST_NONE), .o_lsz(o_prec), .o_mb(or_ext ? ext_mb : sram_mb), .o_sgn(o_sgn), .o_chain(o_chain),
         .act_fn(act_fn), .table_i(act_tab), .tab_ok(act_tab_ok), .lut_raddr(lut_raddr),
         .lut_rdata(lut_rdata), .cf_we(cf_we), .cf_idx(cf_idx), .cf_data(cf_data), .oy0(oy0), .ox0(ox0), .s_h(s_h), .s_w(s_w),
-        .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .busy(out_busy),
+        .d_req(d_req), .d_oblk(d_oblk), .d_len(d_len), .d_ack(d_ack), .busy(out_busy), .ab_busy(out_ab_busy),
         .sb_we(sb_we), .sb_waddr(s_ch[10:0]), .sb_wdata({r_bias, r_scale, r_shift}),
         .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid),
-        .wq_valid(wq_valid), .wq_addr(wq_addr), .wq_ready(wq_ready), .wd_valid(wd_valid),
-        .wd_data(wd_data), .wd_strb(wd_strb), .wd_ready(wd_ready), .flag(cond_flag), .flag_set(cond_set));
+        .wq_valid(wq_valid), .wq_addr(wq_addr), .wq_len(wq_len), .wq_ready(wq_ready),
+        .wd_valid(wd_valid), .wd_data(wd_data), .wd_strb(wd_strb), .wd_last(wd_last), .wd_ready(wd_ready), .flag(cond_flag), .flag_set(cond_set));
     assign wq_ext = or_ext;
     assign wq_cache = or_awc;
     assign wq_domain = or_dom;
@@ -549,7 +551,9 @@ module npu_conv #(
     end
 
     // ================================================================ control FSM
-    wire pass_done = w_done && !bq_valid && !mac_busy && !d_req && !out_busy;
+    // a pass ends once the output stage has read its last block out of the AB; its write
+    // queue drains into the next pass (T_DRAIN waits for it)
+    wire pass_done = w_done && !bq_valid && !mac_busy && !d_req && !out_ab_busy;
     wire last_s = ({8'd0, s_h} + oy0 > oh_m1) && ({8'd0, s_w} + ox0 > ow_m1);
     wire all_quiet = !f_busy && !ifm_busy && !out_busy && (b_pend == 6'd0);
     always_ff @(posedge CLK or negedge rst_n) begin

@@ -113,7 +113,7 @@ module npu_conv_mac #(
     logic [10:0] d_len_b;
 
     // the head brick may start: its group loaded; an OFM block's first brick waits until the
-    // output stage has drained the previous block (and stage B is done with it)
+    // output stage has read the previous block out of the AB (and stage B is done with it)
     wire need_grp = m_grp || !cur_valid;
     wire can_go = bq_valid && !run && !halt && (!need_grp || loaded[m_half])
                   && !(m_dfirst && (out_busy || d_req || vb));

@@ -10,14 +10,21 @@
 // pixel_lane*wblk_o + channel_lane; up to 4 words a chunk), the per-channel bias, scale and
 // shift from the scale/bias RAM (channel - oblk), then 16 npu_conv_rescale lanes (CH used),
 // and the values truncated to es bytes go out as one 16-byte beat (NHCWB16, or NHWC when
-// aligned) or two (an NHWC chunk across a 16-byte boundary), single-beat bursts on wr_ofm
-// with WSTRB on the chunk's bytes:
+// aligned) or two (an NHWC chunk across a 16-byte boundary) on wr_ofm with WSTRB on the
+// chunk's bytes:
 //   NHWC     BASE0 + oy*STRIDE_Y + ox*STRIDE_X + c*es
 //   NHCWB16  BASE0 + oy*STRIDE_Y + (c/16)*STRIDE_C + (16*ox + c%16)*es
 // after write_ofm's reverse and transpose (npu_ofm_addr.v, shared with the kernel unit).
+// Bursts: the beats wait in a write queue of WQN entries; a run of queued beats at
+// consecutive 16-byte addresses (a contiguous NHWC row, OFM_STRIDE_X = depth * es, or an
+// NHCWB16 brick's x slices) goes as one INCR burst of up to 16 beats inside one max_beats
+// window (npu_axi_room.vh), each beat with its own WSTRB. The run at the queue's head is
+// issued once it cannot grow: 16 beats or the window full, a queued beat that does not
+// follow, or the stage idle (no block in the walk: nothing more comes until the next d_req).
+// Reverse W/H and transposes give runs of one beat where their addresses do not follow.
 // When the OFM's channels are not ascending-contiguous in memory (a transpose that moves the
 // channel axis, reverse C: `elem`) the chunk goes one lane a cycle (the `serial` mode) and
-// every element is its own single-beat burst.
+// every element is its own beat (a burst of its own unless the next element's line follows).
 // Every lane goes through npu_act.v (activation(): zero point, clamps, LUT function;
 // write_ofm's truncation), the kernel unit's implementation. LUT functions and a chained OFM
 // take the chunk one lane a cycle (the `serial` mode): the LUT RAM has one read port (the
@@ -78,6 +85,7 @@ module npu_conv_out #(
     output wire [15:0]     o_xmax,
     input  wire            o_none,           // storage none
     input  wire [1:0]      o_lsz,            // log2(es): OFM precision b8, b16, b32
+    input  wire [1:0]      o_mb,             // effective max_beats code of the OFM's port
     input  wire            o_sgn,            // OFM activation_type signed
     input  wire            o_chain,          // OFM storage chained (into FIFO cf_fifo)
     input  wire [4:0]      act_fn,           // ACTIVATION.activation_function
@@ -101,6 +109,7 @@ module npu_conv_out #(
     input  wire [10:0]     d_len,
     output wire            d_ack,
     output wire            busy,
+    output wire            ab_busy,          // reading the AB (the write queue may still hold beats)
     // scale/bias RAM write port: {bias[47:0], scale[30:0], shift[5:0]} of OFM channel sb_waddr
     input  wire            sb_we,
     input  wire [SBA-1:0]  sb_waddr,
@@ -111,18 +120,21 @@ module npu_conv_out #(
     output wire            ab_ren,
     input  wire [4*NU*48-1:0] ab_rdata,
     input  wire [3:0]      ab_rvalid,
-    // OFM writes (wr_ofm), single-beat bursts
+    // OFM writes (wr_ofm), INCR bursts of wq_len + 1 beats
     output wire            wq_valid,
     output wire [39:0]     wq_addr,
+    output wire [7:0]      wq_len,
     input  wire            wq_ready,
     output wire            wd_valid,
     output wire [127:0]    wd_data,
     output wire [15:0]     wd_strb,
+    output wire            wd_last,
     input  wire            wd_ready,
     output logic           flag,
     output wire            flag_set          // the flag's element was computed
 );
 `include "gen/npu_isa.vh"
+`include "npu_axi_room.vh"
     // ================================================================ scale/bias RAM
     logic [84:0] sb [0:SBN-1];
     always_ff @(posedge CLK) begin
@@ -273,29 +285,60 @@ module npu_conv_out #(
     wire [127:0] e_d  = {96'd0, e_v} << {a1[3:0], 3'b000};
     wire [15:0]  e_m  = ((16'd1 << (5'd1 << o_lsz)) - 16'd1) << a1[3:0];
 
-    // ---- write queue: {addr, data, strb}
-    localparam integer WQN = 8;
+    // ---- write queue: {addr, data, strb, follows the entry before, last of its burst}
+    // WQN >= 18: a full queue always holds a run that cannot grow (16 beats or a break), so
+    // the head is issued without the stage idling
+    localparam integer WQN = 32;
+    localparam integer QA = $clog2(WQN);
     logic [39:0]  qa [0:WQN-1];
     logic [127:0] qd [0:WQN-1];
     logic [15:0]  qs [0:WQN-1];
-    logic [3:0]   q_wp, q_ap, q_dp;          // write, AW, W pointers (mod 2*WQN)
-    wire  [3:0]   q_cnt = q_wp - q_dp;       // entries not yet W-sent
-    wire          room2 = (q_cnt <= 4'(WQN - 2));
-    assign        room1 = (q_cnt <= 4'(WQN - 1));
+    logic [WQN-1:0] qf, ql;
+    logic [QA:0]  q_wp, q_ap, q_dp;          // write, AW, W pointers (mod 2*WQN)
+    logic [35:0]  q_last;                    // 16-byte line of the last entry written
+    wire  [QA:0]  q_cnt = q_wp - q_dp;       // entries not yet W-sent
+    wire          room2 = (q_cnt <= (QA+1)'(WQN - 2));
+    assign        room1 = (q_cnt <= (QA+1)'(WQN - 1));
     wire          push = s1 && room2 && (!serial || ser_rdy);   // stage 1 moves on
     wire          wr_en = push && !o_none && !o_chain && !dead && !elem;
     wire          e_en = ser_step && elem && m1[li] && !o_none && !o_chain && !dead;
     wire [1:0]    npush = wr_en ? ({1'b0, one} + {1'b0, two}) : {1'b0, e_en};
     wire          adv = act && (!s1 || push);
-    // once dead, queued bursts whose AW has not gone out are dropped (an AW's W beat is sent)
-    assign wq_valid = (q_ap != q_wp) && !dead;
-    assign wq_addr  = qa[q_ap[2:0]];
+    wire [QA-1:0] q_w0 = q_wp[QA-1:0];                       // the entries pushed
+    wire [QA-1:0] q_w1 = q_w0 + QA'(one);
+    // the run at the head q_ap: rk beats of consecutive lines (1..16, the entries queued)
+    wire [QA:0]   q_av = q_wp - q_ap;        // entries not yet AW-sent
+    wire [QA-1:0] q_h = q_ap[QA-1:0];
+    wire [8:0]    rm = room(o_mb, qa[q_h][7:0]);
+    wire [4:0]    rmax = (rm[8:4] > 5'd16) ? 5'd16 : rm[8:4];   // beats to the window's end
+    logic [4:0]   rk;
+    always @(*) begin : run
+        integer i;
+        logic go;
+        rk = 5'd1;
+        go = 1'b1;
+        for (i = 1; i < 16; i = i + 1) begin
+            go = go && ((QA+1)'(i) < q_av) && qf[QA'(q_h + QA'(i))];
+            if (go) rk = 5'(i + 1);
+        end
+    end
+    wire  [4:0]   rn = (rk > rmax) ? rmax : rk;
+    wire          q_idle = !act && !s1;      // nothing more comes before the next d_req
+    wire          q_close = (rk >= rmax) || ((QA+1)'(rk) < q_av) || q_idle;
+    // once dead, queued bursts whose AW has not gone out are dropped (an AW's beats are sent)
+    assign wq_valid = (q_av != '0) && q_close && !dead;
+    assign wq_addr  = qa[q_h];
+    assign wq_len   = {3'd0, rn - 5'd1};
+    wire          aw_take = wq_valid && wq_ready;
+    wire [QA-1:0] q_d = q_dp[QA-1:0];
     assign wd_valid = (q_dp != q_ap);
-    assign wd_data  = qd[q_dp[2:0]];
-    assign wd_strb  = qs[q_dp[2:0]];
+    assign wd_data  = qd[q_d];
+    assign wd_strb  = qs[q_d];
+    assign wd_last  = ql[q_d];
     assign d_ack = d_req && !act && !s1;
     assign ab_ren = adv;
-    assign busy = act || s1 || (q_cnt != 4'd0);
+    assign busy = act || s1 || (q_cnt != '0);
+    assign ab_busy = act || s1;
     assign flag_set = push && f1;
 
     integer e;
@@ -314,26 +357,35 @@ module npu_conv_out #(
         end
         if (ser_step) tl[li] <= qt[li];
         if (e_en) begin
-            qa[q_wp[2:0]] <= {a1[39:4], 4'd0};
-            qd[q_wp[2:0]] <= e_d;
-            qs[q_wp[2:0]] <= e_m;
+            qa[q_w0] <= {a1[39:4], 4'd0};
+            qd[q_w0] <= e_d;
+            qs[q_w0] <= e_m;
+            qf[q_w0] <= (a1[39:4] == q_last + 36'd1);
+            ql[q_w0] <= 1'b0;
         end
         if (wr_en && one) begin
-            qa[q_wp[2:0]] <= {a1[39:4], 4'd0};
-            qd[q_wp[2:0]] <= win[127:0];
-            qs[q_wp[2:0]] <= wm[15:0];
+            qa[q_w0] <= {a1[39:4], 4'd0};
+            qd[q_w0] <= win[127:0];
+            qs[q_w0] <= wm[15:0];
+            qf[q_w0] <= (a1[39:4] == q_last + 36'd1);
+            ql[q_w0] <= 1'b0;
         end
         if (wr_en && two) begin
-            qa[3'(q_wp[2:0] + {2'd0, one})] <= {a1[39:4] + 36'd1, 4'd0};
-            qd[3'(q_wp[2:0] + {2'd0, one})] <= win[255:128];
-            qs[3'(q_wp[2:0] + {2'd0, one})] <= wm[31:16];
+            qa[q_w1] <= {a1[39:4] + 36'd1, 4'd0};
+            qd[q_w1] <= win[255:128];
+            qs[q_w1] <= wm[31:16];
+            qf[q_w1] <= one || (a1[39:4] + 36'd1 == q_last + 36'd1);
+            ql[q_w1] <= 1'b0;
         end
+        if (e_en || (wr_en && one && !two)) q_last <= a1[39:4];
+        else if (wr_en && two) q_last <= a1[39:4] + 36'd1;
+        if (aw_take) ql[QA'(q_h + QA'(rn - 5'd1))] <= 1'b1;   // an entry already queued
     end
 
     always_ff @(posedge CLK or negedge rst_n) begin
         if (!rst_n) begin
             act <= 1'b0; oblk <= 17'd0; cend <= 17'd0; r <= 8'd0; c <= 8'd0; k <= 15'd0; s1 <= 1'b0;
-            q_wp <= 4'd0; q_ap <= 4'd0; q_dp <= 4'd0; flag <= 1'b0; li <= 4'd0; ser_rdy <= 1'b0;
+            q_wp <= '0; q_ap <= '0; q_dp <= '0; flag <= 1'b0; li <= 4'd0; ser_rdy <= 1'b0;
         end else begin
             if (clear) begin
                 act <= 1'b0;
@@ -373,13 +425,13 @@ module npu_conv_out #(
             end
             // queue pointers
             if (dead) q_wp <= q_ap;
-            else q_wp <= q_wp + {2'd0, npush};
-            if (wq_valid && wq_ready) q_ap <= q_ap + 4'd1;
-            if (wd_valid && wd_ready) q_dp <= q_dp + 4'd1;
+            else q_wp <= q_wp + (QA+1)'(npush);
+            if (aw_take) q_ap <= q_ap + (QA+1)'(rn);
+            if (wd_valid && wd_ready) q_dp <= q_dp + 1'b1;
         end
     end
 
-    wire unused_ok = ^{g[15:8], uw[8:2], tab_l[15:1]};
+    wire unused_ok = ^{g[15:8], uw[8:2], tab_l[15:1], rm[3:0]};
 endmodule
 
 `default_nettype wire

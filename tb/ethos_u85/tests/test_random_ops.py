@@ -59,6 +59,9 @@ Tests:
 * ``test_ofm_perms[kind=conv|dw|pool|ew|resize]``: each write_ofm transpose (NHWC and
   NHCWB16) and reverse (H, W on both formats, C on NHWC) the operation allows, twice
   (``OFM_PERMS_REPS=n`` times), on random operations of that kind (``OpGen.force``).
+* ``test_ofm_bursts[kind=conv|dw]``: CONV/DEPTHWISE OFMs contiguous or not (strided NHWC,
+  reverses, transposes) under 64- and 256-byte max_beats windows: bytes, and on DUT=rtl the
+  shape of every wr_ofm burst (multi-beat runs on the contiguous ones).
 * ``test_random_conv[wd=2wd|4wd]``: 12-18 CONV/DEPTHWISE/matrix-multiply operations on a
   configuration with 2 (ethos-u85-512) or 4 (ethos-u85-1024/2048, by the seed) weight
   decoders on DUT=tlm; on DUT=rtl CONV/DEPTHWISE on the bench's configuration
@@ -81,6 +84,7 @@ import numpy as np
 from tb.ethos_u85.env import Env
 from tb.ethos_u85.scoreboard import IntervalSet
 from tb.ethos_u85.testlib.marks import DUT, named
+from tb.ethos_u85.testlib.bursts import burst_error
 from tb.ethos_u85.testlib.memmap import REGION_BASE, STREAM_ADDR, program_regions
 from tb.ethos_u85.testlib.regs import OFF, status_fields
 from tb.ethos_u85.testlib.rtl_support import first_unsupported
@@ -89,6 +93,7 @@ from tlm.ethos_u85 import isa
 from tlm.ethos_u85.config import get_config
 from tlm.ethos_u85.fmap import MAX_BLOCK_HEIGHT, MAX_BLOCK_WIDTH
 from tlm.ethos_u85.literal import LITERAL_OPS, literal_device
+from tlm.ethos_u85.memory import Channel
 from tlm.ethos_u85.ops import KERNEL_OP_NAMES
 from tlm.core.errors import Unpredictable
 from tlm.ethos_u85.scale_bias import channels_in_set, encode_scale_bias
@@ -1428,6 +1433,57 @@ async def test_ofm_perms(dut, kind):
             n += 1
     assert n >= 4, f"only {n} jobs"
     cocotb.log.info("%d jobs", n)
+    env.finish()
+
+
+# test_ofm_bursts: write_ofm modes; ("HWC", 0, NHWC) twice: a contiguous OFM (OFM_STRIDE_X =
+# depth * element bytes), then a strided one
+OFM_BURST_MODES = [("HWC", 0, NHWC), ("HWC", 0, NHWC), ("HWC", 0, NHCWB16), ("HWC", 1, NHWC), ("HWC", 2, NHWC),
+                   ("HWC", 2, NHCWB16), ("HWC", 3, NHWC), ("WHC", 0, NHWC), ("CHW", 0, NHCWB16),
+                   ("WCH", 0, NHWC)]
+CH_OFM = int(Channel.wr_ofm)
+
+
+@cocotb.parametrize(kind=named(["conv", "dw"]))
+@cocotb.test(**TIMEOUT)
+async def test_ofm_bursts(dut, kind):
+    """CONV/DEPTHWISE OFM writes as INCR runs (rtl_stub/ethos_u85/npu_conv_out.v): contiguous
+    OFMs (NHWC with OFM_STRIDE_X = depth * element bytes, NHCWB16) and ones whose beats do not
+    follow (a strided NHWC OFM, reverse H/W/C, transposes), SRAM with 64-byte and EXT with
+    256-byte max_beats windows: every OFM byte against the scoreboard's reference, and on
+    DUT=rtl every wr_ofm burst legal (tb/ethos_u85/testlib/bursts.py: INCR, <= 16 beats,
+    inside its port's window, a strobed byte in each beat) with multi-beat runs on the
+    contiguous OFMs."""
+    rng = seeded(f"test_ofm_bursts[{kind}]")
+    env, watch = await start_bench(dut, seed=rng.getrandbits(16))
+    await program_regions(env, (0, 2))
+    window = {"SRAM0": 64, "EXT0": 256}
+    bursts: list = []
+    env.axi.add_listener(bursts.append)
+    gen = OpGen(rng, get_config(env.config).macs, rtl=RTL)
+    seen = []
+    multi = 0
+    for k, perm in enumerate(OFM_BURST_MODES):
+        accept = None
+        if perm == ("HWC", 0, NHWC):             # the first contiguous, the second strided
+            want = "strided" if "contiguous" in seen else "contiguous"
+            accept = (lambda op, w=want: (op.ofm.sx == op.ofm.d * op.ofm.es) == (w == "contiguous"))
+        job = perm_job(gen, kind, perm, accept)
+        ofm = job.ops[0].ofm
+        contiguous = perm[:2] == ("HWC", 0) and (ofm.fmt == NHCWB16 or ofm.sx == ofm.d * ofm.es)
+        what = ("contiguous" if contiguous else "strided") if perm == ("HWC", 0, NHWC) else str(perm)
+        bursts.clear()
+        await run(env, watch, job, f"{kind} {perm} {what} #{k}")
+        ofm_b = [b for b in bursts if b.id == CH_OFM and b.write]
+        if RTL:
+            for b in ofm_b:
+                err = burst_error(b, window[b.port])
+                assert err is None, f"{kind} {perm} #{k}: wr_ofm {err}"
+            multi += contiguous and any(b.beats > 1 for b in ofm_b)
+        cocotb.log.info("  %s: %d wr_ofm bursts, %d beats", what, len(ofm_b), sum(b.beats for b in ofm_b))
+        seen.append(what)
+    assert {"contiguous", "strided"} <= set(seen), f"HWC NHWC OFMs drawn: {seen}"
+    assert multi or not RTL, "no contiguous OFM was written with a multi-beat burst"
     env.finish()
 
 

@@ -32,6 +32,8 @@ vacuously.
   scale/bias stream (rd_scale_bias) before their weight streams (rd_weights), whole
   streams, in legal bursts, and compute the OFM the TLM computes; the faults on those
   streams against the TLM are in tb/ethos_u85/tests/test_faults.py.
+* ``test_conv_ifm_runs`` / ``test_conv_ofm_runs`` (DUT=rtl only): a contiguous NHWC IFM is
+  read, a contiguous OFM written, as multi-beat INCR runs inside the max_beats windows.
 * ``test_kernel_stop_and_reset`` (DUT=rtl only): CMD.stop_request and a soft reset while an
   operation runs.
 * ``test_vela_networks``: catalog networks made only of elementwise and pooling operations
@@ -39,8 +41,9 @@ vacuously.
   driver flow of tlm.ethos_u85.runner (regions, guard bands, APB sequence), outputs against the TLM;
   a quick list by default, every one with ``KERNEL_NETS=all``.
 
-Every burst of a kernel job is also checked: channel ID (rd_ifm 1, rd_ifm_stream 5, wr_ofm
-8) inside that channel's tensor, on its region's port group, one 16-byte beat (DUT=rtl).
+Every burst of a kernel job (the kernel unit's) is also checked: channel ID (rd_ifm 1,
+rd_ifm_stream 5, wr_ofm 8) inside that channel's tensor, on its region's port group, one
+16-byte beat (DUT=rtl).
 
 On DUT=tlm the same tests run against the TLM behind the pins (a check of the bench).
 """
@@ -1313,4 +1316,43 @@ async def test_conv_ifm_runs(dut):
     longest = max(b.beats for b in ifm)
     cocotb.log.info("%s: %d rd_ifm bursts, %d beats, longest %d", name, len(ifm), beats, longest)
     assert longest > 1 and len(ifm) < beats, f"rd_ifm: {len(ifm)} bursts for {beats} beats (no run)"
+    env.finish()
+
+
+@cocotb.test(**LONG_TIMEOUT)
+async def test_conv_ofm_runs(dut):
+    """The stand-in writes a contiguous OFM as multi-beat INCR runs (rtl_stub/ethos_u85/
+    npu_conv_out.v): the Vela DEPTHWISE of test_conv_ifm_runs writes a 9x9x16 int8 NHWC
+    OFM (16 bytes a position, OFM_STRIDE_X 16: 81 whole 16-byte lines), as wr_ofm bursts of
+    up to 16 beats inside 256-byte windows with every byte strobed once, one burst per
+    window the OFM touches, and the output the TLM's and LiteRT's (every burst also checked by the scoreboard
+    and the AXI rules)."""
+    from tests import nets
+    from tb.ethos_u85.testlib.bursts import burst_error
+    if DUT != "rtl":
+        skip_now("the stand-in's OFM writer")
+    name = "dwconv_3x3_s1_same_relu6_pc"
+    rng = rng_for("test_conv_ofm_runs")
+    env = Env(dut, reference_model=True)
+    await env.start()
+    bursts: list = []
+    env.axi.add_listener(bursts.append)
+    inputs, lit = nets.reference(nets.build(name))
+    res = await run_network(env, vela_model(name, "ethos-u85-256", "default"), rng, inputs=inputs)
+    assert check_litert(name, res.outputs, lit) is None, f"{name}: not compared with LiteRT"
+    ofm = [b for b in bursts if b.id == CH_OFM and b.write]
+    assert ofm, "no wr_ofm burst"
+    for b in ofm:
+        err = burst_error(b)
+        assert err is None, f"wr_ofm: {err}"
+        assert b.nbytes == 16 * b.beats, f"wr_ofm: a contiguous OFM burst with partial beats: {b}"
+    beats = sum(b.beats for b in ofm)
+    lines = {b.addr // 16 + i for b in ofm for i in range(b.beats)}
+    longest = max(b.beats for b in ofm)
+    cocotb.log.info("%s: %d wr_ofm bursts, %d beats, longest %d", name, len(ofm), beats, longest)
+    assert beats == len(lines) == 9 * 9 * 16 // 16, f"wr_ofm: {beats} beats on {len(lines)} lines, not 81 once each"
+    # the OFM is one contiguous run of lines: as few bursts as the 256-byte windows it touches
+    windows = {ln // 16 for ln in lines}
+    assert longest > 1 and len(ofm) == len(windows), \
+        f"wr_ofm: {len(ofm)} bursts for {beats} beats in {len(windows)} windows of 256 bytes"
     env.finish()
