@@ -283,10 +283,7 @@ class OpGen:
         ops = [("elementwise", m) for m in (RTL_EW if rtl else EW)]
         ops += [("pool", m) for m in (RTL_POOL if rtl else POOL)]
         ops += [("resize", m) for m in RESIZE]
-        if not rtl:
-            ops += [("conv", "conv"), ("conv", "conv"), ("conv", "dw"), ("conv", "dw"), ("conv", "matmul")]
-        else:
-            ops += [("conv", "conv"), ("conv", "conv"), ("conv", "dw"), ("conv", "dw")]
+        ops += [("conv", "conv"), ("conv", "conv"), ("conv", "dw"), ("conv", "dw"), ("conv", "matmul")]
         self.op_deck = Deck(rng, ops)
         self.ifm_deck = Deck(rng, [(p, s, f) for p, s in IFM_TYPES for f in (NHWC, NHCWB16)])
         self.ofm_deck = Deck(rng, [(p, s, f) for p in (B8, B16, B32) for s in (0, 1) for f in (NHWC, NHCWB16)])
@@ -794,9 +791,15 @@ class OpGen:
     # ---------------------------------------------------------------- CONV / DEPTHWISE
     def conv(self, variant: str) -> Op:
         # the stand-in's CONV/DEPTHWISE: 8-bit or signed 16-bit IFM, 8/16/32-bit OFM
-        ifm_t = self.ifm_type([(B8, 0), (B8, 1), (B16, 1)])
         if variant == "matmul":
-            return self.matmul(ifm_t)
+            # the stand-in's matrix multiply: 8-bit operands (its MACs are 16x9 bits)
+            types = [(B8, 0), (B8, 1)] if self.rtl else [(B8, 0), (B8, 1), (B16, 1)]
+            for _ in range(100):
+                op = self.matmul(self.ifm_type(types))
+                if not (self.rtl and first_unsupported(enc(*op.cmds), self.macs)):
+                    return op
+            raise RuntimeError("no matrix multiply within the stand-in's limits in 100 tries")
+        ifm_t = self.ifm_type([(B8, 0), (B8, 1), (B16, 1)])
         for _ in range(100):
             op = self._conv_try(variant == "dw", ifm_t)
             # on DUT=rtl also within the stand-in's implementation limits (e.g. a depthwise
@@ -981,8 +984,9 @@ class OpGen:
 
     # ---------------------------------------------------------------- whole jobs
     def any_op(self, kinds=None) -> Op:
-        """The next operation from the balanced deck of (kind, mode), among *kinds*."""
-        allowed = None if kinds is None else {x for x in self.op_deck.items if x[0] in kinds}
+        """The next operation from the balanced deck of (kind, mode), among *kinds* (kinds,
+        or (kind, mode) pairs)."""
+        allowed = None if kinds is None else {x for x in self.op_deck.items if x[0] in kinds or x in kinds}
         kind, mode = self.op_deck.draw(allowed)
         return {"elementwise": self.elementwise, "pool": self.pool, "conv": self.conv,
                 "resize": self.resize}[kind](mode)
@@ -1345,6 +1349,25 @@ async def test_random_conv(dut, wd):
     while done < total:
         k = min(total - done, rng.randint(1, 3))
         await run(env, watch, build_job(gen, k, kinds=("conv",)), f"job {j}")
+        done += k
+        j += 1
+    env.finish()
+
+
+@cocotb.test(**TIMEOUT)
+async def test_random_matmul(dut):
+    """Random matrix multiplies (NPU_OP_CONV weights_ifm2: OFM[1, W, O] = IFM[1, W, I] .
+    IFM2[1, O, I]^T; int8/uint8 operands with random zero points, NHWC and NHCWB16 IFM/IFM2,
+    every microblock of at least 4 channels, random OFM types and write_ofm modes), jobs of
+    1-3; every byte against the scoreboard's reference (the literal model on DUT=tlm)."""
+    rng = seeded("test_random_matmul")
+    env, watch = await start_bench(dut, seed=rng.getrandbits(16))
+    gen = OpGen(rng, get_config(env.config).macs, rtl=RTL)
+    total = n_ops(rng, 12, 18)
+    done = j = 0
+    while done < total:
+        k = min(total - done, rng.randint(1, 3))
+        await run(env, watch, build_job(gen, k, kinds=(("conv", "matmul"),)), f"job {j}")
         done += k
         j += 1
     env.finish()

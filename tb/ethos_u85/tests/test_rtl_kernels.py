@@ -951,7 +951,7 @@ UNSUPPORTED_CASES = {
     "pool_ifm_chained": ("pool", {"NPU_SET_IFM_PRECISION": dict(activation_storage=2)}),
     "pool_ofm_chained": ("pool", {"NPU_SET_OFM_PRECISION": dict(activation_storage=2),
                                   "NPU_SET_OFM_REGION": dict(region=0)}),
-    "conv_matmul": ("conv", {}),
+    "conv_matmul_int16": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_precision=1, activation_type=1)}),
 }
 
 
