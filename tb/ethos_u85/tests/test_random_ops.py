@@ -952,11 +952,16 @@ class OpGen:
         return encode_swd(stream)
 
     def matmul(self, ifm_t: tuple) -> Op:
-        """NPU_OP_CONV weights_ifm2=1: OFM[1, W, O] = IFM[1, W, I] . IFM2[1, O, I]^T."""
+        """NPU_OP_CONV weights_ifm2=1: OFM[1, W, O] = IFM[1, W, I] . IFM2[1, O, I]^T; global
+        OFM_SCALE (as Vela programs BATCH_MATMUL) or a per-channel scale/bias stream."""
         r = self.rng
         prec, s1, fmt1 = ifm_t
         ifm16 = prec == B16
-        W, I, O = r.randint(1, 8), r.randint(1, 40), r.randint(1, 30)
+        # now and then several IFM blocks (zig-zag), OFM depth blocks and spatial blocks
+        big = r.random() < 0.25
+        W = r.randint(1, 24 if big else 8)
+        I = r.randint(1, 150 if big else 40)
+        O = r.randint(1, 80 if big else 30)
         s2 = 1 if ifm16 else r.randint(0, 1)
         acc48 = ifm16 or r.random() < 0.3
         ifm = self.tensor(1, W, I, prec, s1, fmt=fmt1)
@@ -964,22 +969,32 @@ class OpGen:
         image = ifm.image(self.values(ifm), r)
         image.update(ifm2.image(self.values(ifm2), r))
         ofm, extra, blk, tr = self.ofm_out(1, W, O, transposes=tuple(TRANSPOSE))
+        blk = (blk[0], blk[1], r.choice([d for d in (8, 16, 32) if d < O] + [blk[2]]))
         ebits = 8 << ofm.prec
         bits = 2 * (8 << prec) + I.bit_length()
-        osc = self.scale(True, max(0, (15 if acc48 else 30) + bits - ebits),
-                         max_scale=(1 << 15) if acc48 else (1 << 31))
         valid = [mb for mb in range(6) if self.microblock_depth(mb) >= 4]
         mb = r.choice(valid)
         cmds = ifm.cmds("IFM") + ifm2.cmds("IFM2") + [("NPU_SET_IFM_DEPTH_M1", dict(depth_m1=I - 1))]
         cmds += self.kernel_cmds(1, 1)
-        cmds += [("NPU_SET_WEIGHT_FORMAT", dict(weight_format=0, weight_sparsity=0)),
-                 ("NPU_SET_OFM_SCALE", osc)]
+        cmds += [("NPU_SET_WEIGHT_FORMAT", dict(weight_format=0, weight_sparsity=0))]
+        per_channel = r.random() < 0.35
+        shift = max(0, (15 if acc48 else 30) + bits - ebits)
+        if per_channel:
+            extra["scale_mode"] = 0
+            sc_cmds, sc_img = self.scale_stream(O, mb, acc48, False, shift)
+            cmds += sc_cmds
+            image.update(sc_img)
+            osc = dict(scale=r.randrange(1 << 31), shift=r.randrange(64), round_mode=r.randrange(6),
+                       dbl_rnd=r.choice((0, r.randrange(31))))
+        else:
+            osc = self.scale(True, shift, max_scale=(1 << 15) if acc48 else (1 << 31))
+        cmds += [("NPU_SET_OFM_SCALE", osc)]
         act, lut = self.activation(ofm, self.lut_ok())
         cmds += self.ofm_cmds(ofm, extra, 1, W, O, blk) + act
         cmds += [("NPU_SET_ACC_FORMAT", dict(acc_format=int(acc48), acc_input=0, acc_output=0, microblock=mb)),
                  ("NPU_OP_CONV", dict(weights_ifm2=1))]
         desc = (f"CONV matmul {W}x{I} . ({O}x{I})^T ifm {ifm.name} ifm2 {ifm2.name} ofm {ofm.name} {tr} "
-                f"acc48 {int(acc48)}")
+                f"{'per-channel' if per_channel else 'global'} mb {mb} blk {blk} acc48 {int(acc48)}")
         return Op("NPU_OP_CONV", cmds, image, ofm, desc, lut)
 
     # ---------------------------------------------------------------- whole jobs
