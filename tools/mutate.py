@@ -48,7 +48,7 @@ RTL = REPO / "rtl_stub" / "ethos_u85"
 DEVICE = "ethos-u85"
 
 # the datapath of CONV/DEPTHWISE and of the kernel unit
-DATAPATH = ("npu_swd.v", "npu_fwd.v", "npu_wfetch.v", "npu_conv.v", "npu_conv_walk.v",
+DATAPATH = ("npu_swd.v", "npu_fwd.v", "npu_wfetch.v", "npu_conv.v", "npu_conv_wi2.v", "npu_conv_walk.v",
             "npu_conv_ifm.v", "npu_conv_mac.v", "npu_conv_out.v", "npu_conv_rescale.v", "npu_rsr.v",
             "npu_kernel.v", "npu_kernel_alu.v", "npu_act.v", "npu_ofm_addr.v")
 KERNEL_FILES = ("npu_kernel.v", "npu_kernel_alu.v", "npu_act.v", "npu_ofm_addr.v")
