@@ -481,7 +481,7 @@ module npu_conv #(
     wire [OW*9-1:0] m_w;
     wire [3:0]   m_n;
     npu_conv_wi2 #(.OW(OW)) u_wi2 (
-        .CLK(CLK), .rst_n(rst_n), .start(w_start && wi2_q), .halt(halt || failed),
+        .CLK(CLK), .rst_n(rst_n), .start(w_start && wi2_q), .halt(halt || failed), .pause(pause),
         .od(od), .ifd(ifd_c), .wblk_o(wblk_o), .base(jr_base + j_base), .sx(j_sx), .sc(j_sc),
         .nhcwb16(j_fmt == NHCWB16), .sgn(j_sgn), .zp(j_zp),
         .fb_oc(fb_oc), .fb_ic(fb_ic), .pushed(fb_pushed), .space(wi2_q ? dec_space[3:0] : 4'd0),

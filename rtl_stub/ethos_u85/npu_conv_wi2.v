@@ -18,7 +18,7 @@
 // in flight; their beats wait in a FIFO. The rows of a brick are read once the walker
 // starts filling it (from then it takes a row every cycle until the brick is full) and the
 // next brick's after the walker has queued this one (`pushed`).
-// halt (abort, error): no new reads; busy until every beat is back.
+// halt (abort, error): no new reads; busy until every beat is back. pause: no new reads.
 `default_nettype none
 
 module npu_conv_wi2 #(
@@ -28,6 +28,7 @@ module npu_conv_wi2 #(
     input  wire               rst_n,
     input  wire               start,         // a pass over the bricks begins
     input  wire               halt,
+    input  wire               pause,         // warm reset / debug halt: no new reads
     // operation parameters (stable during the operation)
     input  wire [16:0]        od,            // OFM depth
     input  wire [16:0]        ifd,           // IFM depth
@@ -82,7 +83,7 @@ module npu_conv_wi2 #(
                                  : base + 40'(oc * sx) + {23'd0, fb_ic};
     wire [4:0]  r_end = {1'b0, r_addr[3:0]} + {1'b0, r_n};
     wire [1:0]  r_nb = !r_in ? 2'd0 : (r_end > 5'd16) ? 2'd2 : 2'd1;
-    wire        issuing = (st == S_RUN) && !halt && (ri < wblk_o) && (t_cnt < ($clog2(TAGS)+1)'(TAGS) || hb);
+    wire        issuing = (st == S_RUN) && !halt && !pause && (ri < wblk_o) && (t_cnt < ($clog2(TAGS)+1)'(TAGS) || hb);
     assign rq_valid = issuing && (r_nb != 2'd0);
     assign rq_addr = hb ? {r_addr[39:4] + 36'd1, 4'd0} : r_addr;
     wire        rq_go = rq_valid && rq_ready;
