@@ -117,6 +117,9 @@ EQUIVALENT: dict[tuple, str] = {
      '4->5', 0):
         "the size cast 4'(j) -> 5'(j) of a loop index below 8, compared with the 4-bit count n: "
         'the same comparison',
+    ('npu_conv_wi2.v', "wire [3:0]  r_n = (left > 17'd8) ? 4'd8 : left[3:0];",
+     '>->>=', 0):
+        'min(8, IFM channels left): at left == 8 both arms are 8',
 }
 
 # write_ofm's block limits (npu_ofm_addr.v lim_ok): 11'(NPU_MAX_BLOCK_*) -> 12'(...)
