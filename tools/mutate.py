@@ -48,7 +48,7 @@ RTL = REPO / "rtl_stub" / "ethos_u85"
 DEVICE = "ethos-u85"
 
 # the datapath of CONV/DEPTHWISE and of the kernel unit
-DATAPATH = ("npu_swd.v", "npu_fwd.v", "npu_wfetch.v", "npu_conv.v", "npu_conv_walk.v",
+DATAPATH = ("npu_swd.v", "npu_fwd.v", "npu_wfetch.v", "npu_conv.v", "npu_conv_wi2.v", "npu_conv_walk.v",
             "npu_conv_ifm.v", "npu_conv_mac.v", "npu_conv_out.v", "npu_conv_rescale.v", "npu_rsr.v",
             "npu_kernel.v", "npu_kernel_alu.v", "npu_act.v", "npu_ofm_addr.v")
 KERNEL_FILES = ("npu_kernel.v", "npu_kernel_alu.v", "npu_act.v", "npu_ofm_addr.v")
@@ -117,6 +117,9 @@ EQUIVALENT: dict[tuple, str] = {
      '4->5', 0):
         "the size cast 4'(j) -> 5'(j) of a loop index below 8, compared with the 4-bit count n: "
         'the same comparison',
+    ('npu_conv_wi2.v', "wire [3:0]  r_n = (left > 17'd8) ? 4'd8 : left[3:0];",
+     '>->>=', 0):
+        'min(8, IFM channels left): at left == 8 both arms are 8',
 }
 
 # write_ofm's block limits (npu_ofm_addr.v lim_ok): 11'(NPU_MAX_BLOCK_*) -> 12'(...)

@@ -74,7 +74,9 @@ FIRST = os.environ.get("MUTATE_FIRST", "kernel")
 MAX_CYCLES = int(os.environ.get("MUTATE_MAX_CYCLES", "200000"))
 
 # regular expressions over an operation's description (OpGen's Op.desc)
-CONV_FEATURES = (r"^CONV ", r"^DEPTHWISE ", r" fwdx", r" swdx", r" fwdx\d palette", r" swdx\d palette",
+CONV_FEATURES = (r"^CONV ", r"^DEPTHWISE ", r"^CONV matmul ", r"^CONV matmul .* ifm2 u?int8/nhcwb16",
+                 r"^CONV matmul .* ifm2 uint8", r"^CONV matmul .* per-channel",
+                 r" fwdx", r" swdx", r" fwdx\d palette", r" swdx\d palette",
                  r" sparse ", r" pkf ", r" df ", r" d4x4 ", r" d8x8 ", r" acc48 0 ", r" acc48 1 ",
                  r" per-channel ", r" global ", r"ifm u?int8/nhcwb16", r"ifm u?int8/nhwc", r"ifm uint8",
                  r"ifm int16/nhwc", r"ifm int16/nhcwb16", r"ofm uint8", r"ofm u?int8/nhcwb16", r"ofm u?int16/",

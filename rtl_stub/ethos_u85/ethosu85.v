@@ -19,8 +19,9 @@
 //                    rd_ifm_stream, wr_ofm), the chaining FIFOs; npu_kernel_alu, npu_rsr:
 //                    its arithmetic; npu_act: activation() (shared with npu_conv)
 //   npu_conv         NPU_OP_CONV / NPU_OP_DEPTHWISE (channels rd_ifm, rd_weights,
-//                    rd_scale_bias, wr_ofm; a chained OFM into npu_kernel's FIFOs; LUT
-//                    functions on npu_dma's LUT RAM read port while it is busy)
+//                    rd_scale_bias, rd_ifm_stream for a matrix multiply, wr_ofm; a
+//                    chained OFM into npu_kernel's FIFOs; LUT functions on npu_dma's
+//                    LUT RAM read port while it is busy)
 //   npu_region_route region -> BASEP, MEM_ATTR (port group, AxCACHE, AxDOMAIN)
 //   npu_axi_rd/wr    one AXI manager port side each; npu_axi_addr: their AR/AW channel
 //                    (arbitration, address register, outstanding limit)
@@ -199,6 +200,16 @@ module ethosu85 #(
     assign ka_rq_cache  = cc_rq_valid ? cc_rq_cache : kk_rq_cache;
     assign ka_rq_domain = cc_rq_valid ? cc_rq_domain : kk_rq_domain;
     assign ka_rq_len    = cc_rq_valid ? cc_rq_len : 8'd0;
+    // client 4 (rd_ifm_stream) likewise: the kernel unit's IFM2 and a matrix multiply's weights
+    wire        kj_rq_valid, kj_rq_ext, cj_rq_valid, cj_rq_ext;
+    wire [39:0] kj_rq_addr, cj_rq_addr;
+    wire [3:0]  kj_rq_cache, cj_rq_cache;
+    wire [1:0]  kj_rq_domain, cj_rq_domain;
+    assign kb_rq_valid  = kj_rq_valid || cj_rq_valid;
+    assign kb_rq_ext    = cj_rq_valid ? cj_rq_ext : kj_rq_ext;
+    assign kb_rq_addr   = cj_rq_valid ? cj_rq_addr : kj_rq_addr;
+    assign kb_rq_cache  = cj_rq_valid ? cj_rq_cache : kj_rq_cache;
+    assign kb_rq_domain = cj_rq_valid ? cj_rq_domain : kj_rq_domain;
     wire        w_rq_valid, w_rq_ext, w_rq_ready, w_rq_scale;
     wire [39:0] w_rq_addr;
     wire [7:0]  w_rq_len;
@@ -462,8 +473,8 @@ module ethosu85 #(
         .a_rq_cache(kk_rq_cache), .a_rq_domain(kk_rq_domain), .a_rq_ready(ka_rq_ready),
         .a_rb_valid(s_hit_ka || e_hit_ka), .a_rb_data(s_hit_ka ? s_rb_data : e_rb_data),
         .a_rb_resp(s_hit_ka ? s_rb_resp : e_rb_resp),
-        .b_rq_valid(kb_rq_valid), .b_rq_ext(kb_rq_ext), .b_rq_addr(kb_rq_addr),
-        .b_rq_cache(kb_rq_cache), .b_rq_domain(kb_rq_domain), .b_rq_ready(kb_rq_ready),
+        .b_rq_valid(kj_rq_valid), .b_rq_ext(kj_rq_ext), .b_rq_addr(kj_rq_addr),
+        .b_rq_cache(kj_rq_cache), .b_rq_domain(kj_rq_domain), .b_rq_ready(kb_rq_ready),
         .b_rb_valid(s_hit_kb || e_hit_kb), .b_rb_data(s_hit_kb ? s_rb_data : e_rb_data),
         .b_rb_resp(s_hit_kb ? s_rb_resp : e_rb_resp),
         .wq_valid(kw_wq_valid), .wq_ext(kw_wq_ext), .wq_addr(kw_wq_addr), .wq_cache(kw_wq_cache),
@@ -490,6 +501,10 @@ module ethosu85 #(
         .w_rq_ready(w_rq_ready),
         .w_rb_valid(s_hit_w || e_hit_w), .w_rb_data(s_hit_w ? s_rb_data : e_rb_data),
         .w_rb_resp(s_hit_w ? s_rb_resp : e_rb_resp),
+        .b_rq_valid(cj_rq_valid), .b_rq_ext(cj_rq_ext), .b_rq_addr(cj_rq_addr),
+        .b_rq_cache(cj_rq_cache), .b_rq_domain(cj_rq_domain), .b_rq_ready(kb_rq_ready),
+        .b_rb_valid(s_hit_kb || e_hit_kb), .b_rb_data(s_hit_kb ? s_rb_data : e_rb_data),
+        .b_rb_resp(s_hit_kb ? s_rb_resp : e_rb_resp),
         .wq_valid(cw_wq_valid), .wq_ext(cw_wq_ext), .wq_addr(cw_wq_addr), .wq_len(cw_wq_len), .wq_cache(cw_wq_cache),
         .wq_domain(cw_wq_domain), .wq_ready(k_wq_ready),
         .wd_valid(cw_wd_valid), .wd_data(cw_wd_data), .wd_strb(cw_wd_strb), .wd_last(cw_wd_last),

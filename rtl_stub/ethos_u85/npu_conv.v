@@ -96,6 +96,16 @@ module npu_conv #(
     input  wire          w_rb_valid,
     input  wire [127:0]  w_rb_data,
     input  wire [1:0]    w_rb_resp,
+    // IFM2 reads of a matrix multiply (rd_ifm_stream), single beats
+    output wire          b_rq_valid,
+    output wire          b_rq_ext,
+    output wire [39:0]   b_rq_addr,
+    output wire [3:0]    b_rq_cache,
+    output wire [1:0]    b_rq_domain,
+    input  wire          b_rq_ready,
+    input  wire          b_rb_valid,
+    input  wire [127:0]  b_rb_data,
+    input  wire [1:0]    b_rb_resp,
     // OFM writes (wr_ofm), INCR bursts of wq_len + 1 beats (npu_conv_out.v)
     output wire          wq_valid,
     output wire          wq_ext,
@@ -169,6 +179,7 @@ module npu_conv #(
                      T_RUN = 4'd5, T_NEXT = 4'd6, T_DRAIN = 4'd7;
     logic [3:0]  t;
     logic        dw_q;                       // the operation is DEPTHWISE
+    logic        wi2_q;                      // the operation is a matrix multiply (weights_ifm2)
 
     // ================================================================ derived values
     wire [1:0]  sty_v = {sy_msb, sy_lsb} + 2'd1;          // stride (1..3; 4 wraps to 0)
@@ -198,10 +209,12 @@ module npu_conv #(
     wire [3:0]  lwo = 4'(LOG_MACS) - {1'b0, mb_ldiv};     // log2(microblock depth)
     wire [8:0]  wblk_o = 9'd1 << lwo;
     wire        ifm16 = (i_prec == B16);
-    wire [1:0]  nwd_l = (wfmt == NPU_E_WEIGHT_FORMAT_FWD[0]) ? 2'd0 : NUM_WD_LOG2;
     wire        mb_i16only = (lwo == 4'd4) && (mb <= NPU_E_MICROBLOCK_U1X2[2:0]);
     // the operation: the command at the decoder's head until it starts, then the latched one
     wire        is_dw = (t == T_IDLE) ? op_dw : dw_q;
+    wire        is_wi2 = (t == T_IDLE) ? (op_wi2 && !op_dw) : wi2_q;
+    // weight decoders of the order: FWD one; a matrix multiply's weights (npu_conv_wi2.v) one
+    wire [1:0]  nwd_l = (wfmt == NPU_E_WEIGHT_FORMAT_FWD[0] || is_wi2) ? 2'd0 : NUM_WD_LOG2;
     wire        pk = is_dw || (w_order == NPU_E_WEIGHT_ORDER_PART_KERNEL_FIRST[0]);
     wire [7:0]  ibd = pk ? 8'd16 : (!wsparse && mb_i16only) ? 8'd32 : (!wsparse || ifm16) ? 8'd64 : 8'd128;
     wire [3:0]  wblk_k = pk ? ((!ifm16 && !wsparse && !is_dw) ? 4'd5 : 4'd10) : 4'd1;
@@ -228,6 +241,8 @@ module npu_conv #(
     wire [16:0] o_min17 = o_sgn ? {act_min[15], act_min} : {1'b0, act_min};
     wire [16:0] o_max17 = o_sgn ? {act_max[15], act_max} : {1'b0, act_max};
     // read_ifm: b8 zero points in the type's range, signed b16 only 0 (unsigned b16 fails earlier)
+    wire        wi2 = !op_dw && op_wi2;     // the command at the decoder's head
+    wire        j_zp_ok = j_sgn ? (j_zp[15:7] == 9'h000 || j_zp[15:7] == 9'h1FF) : (j_zp[15:8] == 8'h00);
     wire        i_zp_ok = ifm16 ? (i_zp == 16'd0)
                         : i_sgn ? (i_zp[15:7] == 9'h000 || i_zp[15:7] == 9'h1FF) : (i_zp[15:8] == 8'h00);
     wire        o_zp_ok = o_sgn ? (o_zp[15:7] == 9'h000 || o_zp[15:7] == 9'h1FF)
@@ -266,7 +281,7 @@ module npu_conv #(
 
     // ================================================================ checks
     wire c_unsup =
-           (!op_dw && op_wi2)                                   // matrix multiply
+           (wi2 && i_prec != B8)                                // a 16x16-bit matrix multiply
         || (i_up == NPU_E_IFM_UPSCALE_MODE_NEAREST[1:0]) || (i_up == NPU_E_IFM_UPSCALE_MODE_ZEROS[1:0])
         || (acc_in == NPU_E_ACC_INPUT_KEEP[1:0]) || (acc_in == NPU_E_ACC_INPUT_IFM2[1:0])
         || (acc_out != NPU_E_ACC_OUTPUT_ENABLE[0])
@@ -280,16 +295,22 @@ module npu_conv #(
     wire [15:0] o_ymax, o_xmax;                               // the OFM's largest memory y, x
     wire rev_c = (o_rev == NPU_E_ACTIVATION_REVERSE_C[1:0]);
     wire c_unpred =
-           (i_stor == ST_CHAINED) || (o_chain && o_reg > 3'd2)
+           (i_stor == ST_CHAINED) || (o_chain && o_reg > 3'd2) || (wi2 && j_stor == ST_CHAINED)
         || (acc_fmt > 2'd1)
         || !ifm_hw_ok
         || (kh * kw > 34'd4096) || (kh > 17'd64 && kw > 17'd64)
         || !(i_prec == B8 || (i_prec == B16 && i_sgn))
         || (op_dw && (wfmt == NPU_E_WEIGHT_FORMAT_FWD[0] || wsparse))
-        // WeightOrder.check
-        || (mb > NPU_E_MICROBLOCK_U4X4[2:0]) || stride4
-        || (lwo < 4'd2 + {2'd0, nwd_l})
-        || (!op_dw && mb_i16only && !(ifm16 && kh == 17'd1 && kw == 17'd1))
+        // weights_ifm2's asserts (acc_input ifm2 is refused above), then read_ifm2
+        || (wi2 && (kh != 17'd1 || kw != 17'd1 || oh_m1 != 16'd0 || pad_t != 7'd0 || pad_l != 7'd0
+                    || dil_xb || dil_yb || sy_lsb || sy_msb || sx_lsb || sx_msb || j_prec != i_prec
+                    || wsparse || w_order != NPU_E_WEIGHT_ORDER_DEPTH_FIRST[0]))
+        || (wi2 && (j_stor == ST_NONE || !addr_ok(j_fmt, j_prec, j_base[5:0], j_sx[5:0], j_sc[5:0], j_sy[5:0])
+                    || !j_zp_ok))
+        // WeightOrder.check (the weight streams': not for a matrix multiply)
+        || (!wi2 && ((mb > NPU_E_MICROBLOCK_U4X4[2:0]) || stride4
+                     || (lwo < 4'd2 + {2'd0, nwd_l})
+                     || (!op_dw && mb_i16only && !(ifm16 && kh == 17'd1 && kw == 17'd1))))
         // read_ifm
         || (i_up == 2'd3)
         || (i_stor == ST_NONE) || !addr_ok(i_fmt, i_prec, i_base[5:0], i_sx[5:0], i_sc[5:0], i_sy[5:0]) || !i_zp_ok
@@ -324,22 +345,28 @@ module npu_conv #(
     wire c_limit =
            !tile0(i_stor, i_w0m1, i_h0m1, i_h1m1, ifm_hm1, ifm_wm1)
         || (o_stor != ST_NONE && !tile0(o_stor, o_w0m1, o_h0m1, o_h1m1, {5'd0, o_ymax}, {5'd0, o_xmax}))
-        || (wfmt == NPU_E_WEIGHT_FORMAT_FWD[0] && NUM_WD_LOG2 != 2'd0)
+        || (wi2 && j_stor != ST_NONE && !tile0(j_stor, j_w0m1, j_h0m1, j_h1m1, 21'd0, {4'd0, od} - 21'd1))
+        || (wi2 && (mb > NPU_E_MICROBLOCK_U4X4[2:0] || lwo < 4'd2))   // the walker's bricks
+        || (!wi2 && wfmt == NPU_E_WEIGHT_FORMAT_FWD[0] && NUM_WD_LOG2 != 2'd0)
         || (op_dw && lwo > 4'(DW_MAX_LWO))
         || (od > {6'd0, blkd} && blkd[2:0] != 3'd0)
         || ({23'd0, ublks} > 32'(ABW))
         || (ib_min > 32'(IBH))
         || (per_ch && od > 17'(SBN))
         || (o_chain && {16'd0, oh_m1 + 16'd1} * {16'd0, ow_m1 + 16'd1} * {15'd0, od} > 49'(CHAIN_DEPTH))
-        || !wb_ok;
+        || (!wi2 && !wb_ok);
     assign op_unsupported   = c_unsup || (!c_unpred && c_limit);
     assign op_unpredictable = !c_unsup && c_unpred;
 
     // ================================================================ routes
-    wire [39:0] ir_base, or_base;
+    wire [39:0] ir_base, or_base, jr_base;
     wire        ir_ext, or_ext;
-    wire [3:0]  ir_arc, or_awc, unused_ir_awc, unused_or_arc;
+    wire [3:0]  ir_arc, or_awc, unused_ir_awc, unused_or_arc, unused_jr_awc;
     wire [1:0]  ir_dom, or_dom;
+    npu_region_route u_ifm2_route (
+        .region(j_reg), .use_attr(1'b0), .attr_idx(2'd0), .basep(basep), .regioncfg(regioncfg),
+        .mem_attr(mem_attr), .base(jr_base), .ext(b_rq_ext), .arcache(b_rq_cache),
+        .awcache(unused_jr_awc), .domain(b_rq_domain));
     npu_region_route u_ifm_route (
         .region(i_reg), .use_attr(1'b0), .attr_idx(2'd0), .basep(basep), .regioncfg(regioncfg),
         .mem_attr(mem_attr), .base(ir_base), .ext(ir_ext), .arcache(ir_arc),
@@ -421,7 +448,7 @@ module npu_conv #(
     npu_fwd #(.OW(OW)) u_fwd (
         .CLK(CLK), .rst_n(rst_n), .start(d_start && fwd), .len_bytes(w_lens[31:0]),
         .in_valid(q_valid[0] && fwd), .in_data(q_data[127:0]), .in_ready(fwd_ready),
-        .out_space(fwd ? dec_space[3:0] : 4'd0), .out_w(fwd_w), .out_n(fwd_n),
+        .out_space((fwd && !wi2_q) ? dec_space[3:0] : 4'd0), .out_w(fwd_w), .out_n(fwd_n),
         .stop_err(fwd_err), .stop_end(fwd_end), .busy(unused_fwd_busy));
     genvar gd;
     generate
@@ -433,7 +460,7 @@ module npu_conv #(
             npu_swd #(.OW(OW)) u_swd (
                 .CLK(CLK), .rst_n(rst_n), .start(d_start && used), .len_bytes(w_lens[32*gd +: 32]),
                 .in_valid(q_valid[gd] && used), .in_data(q_data[128*gd +: 128]), .in_ready(s_rdy),
-                .out_space(used ? dec_space[4*gd +: 4] : 4'd0), .out_w(sw), .out_n(sn),
+                .out_space((used && !wi2_q) ? dec_space[4*gd +: 4] : 4'd0), .out_w(sw), .out_n(sn),
                 .stop_err(s_err), .stop_end(s_end), .busy(unused_busy));
             if (gd == 0) begin : g_d0
                 assign dec_w[0 +: OW*9] = fwd ? fwd_w : sw;
@@ -449,8 +476,25 @@ module npu_conv #(
         end
     endgenerate
 
-    // ---- walker
+    // ---- a matrix multiply's weights: IFM2 elements (one decoder's share of every brick)
     logic        w_start;
+    wire [16:0]  fb_oc, fb_ic;
+    wire         fb_pushed, m_busy, m_err;
+    wire [OW*9-1:0] m_w;
+    wire [3:0]   m_n;
+    npu_conv_wi2 #(.OW(OW)) u_wi2 (
+        .CLK(CLK), .rst_n(rst_n), .start(w_start && wi2_q), .halt(halt || failed), .pause(pause),
+        .od(od), .ifd(ifd_c), .wblk_o(wblk_o), .base(jr_base + j_base), .sx(j_sx), .sc(j_sc),
+        .nhcwb16(j_fmt == NHCWB16), .sgn(j_sgn), .zp(j_zp),
+        .fb_oc(fb_oc), .fb_ic(fb_ic), .pushed(fb_pushed), .space(wi2_q ? dec_space[3:0] : 4'd0),
+        .out_w(m_w), .out_n(m_n),
+        .rq_valid(b_rq_valid), .rq_addr(b_rq_addr), .rq_ready(b_rq_ready),
+        .rb_valid(b_rb_valid), .rb_data(b_rb_data), .rb_resp(b_rb_resp), .busy(m_busy), .err(m_err));
+    wire [NWD*OW*9-1:0] wk_w = wi2_q ? (NWD*OW*9)'(m_w) : dec_w;
+    wire [NWD*4-1:0]    wk_n = wi2_q ? (NWD*4)'(m_n) : dec_n;
+    wire [NWD-1:0]      wk_stop = wi2_q ? {NWD{1'b0}} : dec_stop;
+
+    // ---- walker
     wire         bq_valid, bq_pop, gq_valid, gq_ready, w_done, w_fail;
     wire [2*MACS*9-1:0] bq_w;
     wire [68:0]  bq_meta;
@@ -462,9 +506,10 @@ module npu_conv #(
         .dw_pad_k(dw_q ? (ifm16 ? DW16_PAD : DW8_PAD) : 3'd0),
         .wblk_o(wblk_o), .lwo(lwo), .khu(khu), .kwu(kwu), .dh(dh), .dwd(dwd),
         .sty(pk ? sty_v : 2'd1), .stx(pk ? stx_v : 2'd1),
-        .dec_w(dec_w), .dec_n(dec_n), .dec_space(dec_space), .dec_stop(dec_stop),
+        .dec_w(wk_w), .dec_n(wk_n), .dec_space(dec_space), .dec_stop(wk_stop),
         .bq_valid(bq_valid), .bq_w(bq_w), .bq_meta(bq_meta), .bq_pop(bq_pop),
-        .gq_valid(gq_valid), .gq_rec(gq_rec), .gq_ready(gq_ready), .done(w_done), .fail(w_fail));
+        .gq_valid(gq_valid), .gq_rec(gq_rec), .gq_ready(gq_ready), .done(w_done), .fail(w_fail),
+        .fb_oc(fb_oc), .fb_ic(fb_ic), .pushed(fb_pushed));
 
     // ---- IFM loader and buffer
     logic        pass_clear;
@@ -512,7 +557,7 @@ module npu_conv #(
         .ab_raddr(ab_raddr), .ab_ren(ab_ren), .ab_rdata(ab_rdata), .ab_rvalid(ab_rvalid), .busy(mac_busy));
 
     // ---- output stage
-    wire dead = halt || ifm_err || (|(q_err & q_valid));
+    wire dead = halt || ifm_err || m_err || (|(q_err & q_valid));
     npu_conv_out #(.MACS(MACS), .ABW(ABW), .SBN(SBN)) u_out (
         .CLK(CLK), .rst_n(rst_n), .clear(pass_clear && t == T_SETUP), .dead(dead || failed),
         .od(od), .oh_m1(oh_m1), .ow_m1(ow_m1), .lwo(lwo), .mb_h(mb_h), .mb_w(mb_w), .ngx(ngx), .ngy(ngy),
@@ -555,10 +600,10 @@ module npu_conv #(
     // queue drains into the next pass (T_DRAIN waits for it)
     wire pass_done = w_done && !bq_valid && !mac_busy && !d_req && !out_ab_busy;
     wire last_s = ({8'd0, s_h} + oy0 > oh_m1) && ({8'd0, s_w} + ox0 > ow_m1);
-    wire all_quiet = !f_busy && !ifm_busy && !out_busy && (b_pend == 6'd0);
+    wire all_quiet = !f_busy && !ifm_busy && !m_busy && !out_busy && (b_pend == 6'd0);
     always_ff @(posedge CLK or negedge rst_n) begin
         if (!rst_n) begin
-            t <= T_IDLE; dw_q <= 1'b0; s_h <= 8'd0; s_w <= 8'd0; oy0 <= 16'd0; ox0 <= 16'd0;
+            t <= T_IDLE; dw_q <= 1'b0; wi2_q <= 1'b0; s_h <= 8'd0; s_w <= 8'd0; oy0 <= 16'd0; ox0 <= 16'd0;
             sb_bad <= 1'b0; halted <= 1'b0; failed <= 1'b0; b_pend <= 6'd0;
             f_start <= 1'b0; f_scale <= 1'b0; d_start <= 1'b0; w_start <= 1'b0; pass_clear <= 1'b0;
             sbuf <= 256'd0; sbytes <= 6'd0; srec <= 17'd0;
@@ -572,6 +617,7 @@ module npu_conv #(
                     if (start) begin
                         t <= T_SETUP;
                         dw_q <= op_dw;
+                        wi2_q <= wi2;
                         s_h <= bh0; s_w <= bw0;
                         oy0 <= 16'd0; ox0 <= 16'd0;
                         sb_bad <= 1'b0; halted <= abort; failed <= 1'b0;
@@ -614,8 +660,8 @@ module npu_conv #(
                 T_PASS: begin
                     if (halt || failed) t <= T_DRAIN;
                     else if (!f_busy && !ifm_busy) begin
-                        f_start <= 1'b1; f_scale <= 1'b0;
-                        d_start <= 1'b1;
+                        f_start <= !wi2_q; f_scale <= 1'b0;   // a matrix multiply reads no stream
+                        d_start <= !wi2_q;
                         w_start <= 1'b1;
                         pass_clear <= 1'b1;
                         t <= T_RUN;
@@ -643,9 +689,9 @@ module npu_conv #(
             endcase
         end
     end
-    assign busy = (t != T_IDLE) || f_busy || ifm_busy || (b_pend != 6'd0);
+    assign busy = (t != T_IDLE) || f_busy || ifm_busy || m_busy || (b_pend != 6'd0);
 
-    wire unused_ok = ^{set_raw[15:0], unused_ir_awc, unused_or_arc, unused_pw, unused_fwd_busy,
+    wire unused_ok = ^{set_raw[15:0], unused_ir_awc, unused_or_arc, unused_jr_awc, j_sy[39:6], unused_pw, unused_fwd_busy,
                        i_h1m1, ifm_h[20:17], ifm_w[20:17], q_err[3:0], dec_ready, ifm_hm1, ifm_wm1,
                        q_data[511:128]};
 endmodule

@@ -72,7 +72,11 @@ module npu_conv_walk #(
     output wire [GR-1:0]      gq_rec,
     input  wire               gq_ready,
     output wire               done,          // the pass is complete (last brick queued)
-    output wire               fail
+    output wire               fail,
+    // the brick being filled (npu_conv_wi2.v): its first OFM and IFM channel, queued (pulse)
+    output wire [16:0]        fb_oc,
+    output wire [16:0]        fb_ic,
+    output wire               pushed
 );
     localparam integer BW = 2 * MACS;        // brick capacity (weights)
     // brick metadata: {c_base[16:0], oblk[16:0], dlen[10:0], u[8:0], ig[3:0], ty[2:0], tx[2:0],
@@ -217,6 +221,9 @@ module npu_conv_walk #(
     wire last_oblk = ({1'b0, oblk} + {7'd0, blkd} >= {1'b0, od});
     wire bq_push = complete && !(new_grp && !g_sent && !gq_ready);
     assign done = fin && (bq_cnt == 2'd0);
+    assign fb_oc = oblk + ublk;
+    assign fb_ic = c_base;
+    assign pushed = bq_push;
 
     integer b;
     always_ff @(posedge CLK) begin

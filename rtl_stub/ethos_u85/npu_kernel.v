@@ -169,19 +169,6 @@ module npu_kernel #(
     // IFM
     wire [FW_npu_set_ifm_broadcast__broadcast_mode-1:0] i_bm    = f_npu_set_ifm_broadcast__broadcast_mode;
     // IFM2
-    wire [FW_npu_set_ifm2_precision__activation_type-1:0] j_sgn   = f_npu_set_ifm2_precision__activation_type;
-    wire [FW_npu_set_ifm2_precision__activation_precision-1:0] j_prec  = f_npu_set_ifm2_precision__activation_precision;
-    wire [FW_npu_set_ifm2_precision__activation_format-1:0] j_fmt   = f_npu_set_ifm2_precision__activation_format;
-    wire [FW_npu_set_ifm2_precision__activation_storage-1:0] j_stor  = f_npu_set_ifm2_precision__activation_storage;
-    wire [FW_npu_set_ifm2_region__region-1:0] j_reg   = f_npu_set_ifm2_region__region;
-    wire [FW_npu_set_ifm2_base0__addr-1:0] j_base  = f_npu_set_ifm2_base0__addr;
-    wire [FW_npu_set_ifm2_stride_x__addr-1:0] j_sx    = f_npu_set_ifm2_stride_x__addr;
-    wire [FW_npu_set_ifm2_stride_y__addr-1:0] j_sy    = f_npu_set_ifm2_stride_y__addr;
-    wire [FW_npu_set_ifm2_stride_c__addr-1:0] j_sc    = f_npu_set_ifm2_stride_c__addr;
-    wire [FW_npu_set_ifm2_width0_m1__width_m1-1:0] j_w0m1  = f_npu_set_ifm2_width0_m1__width_m1;
-    wire [FW_npu_set_ifm2_height0_m1__height_m1-1:0] j_h0m1  = f_npu_set_ifm2_height0_m1__height_m1;
-    wire [FW_npu_set_ifm2_height1_m1__height_m1-1:0] j_h1m1  = f_npu_set_ifm2_height1_m1__height_m1;
-    wire [FW_npu_set_ifm2_zero_point__zero_point-1:0] j_zp    = f_npu_set_ifm2_zero_point__zero_point;
     wire [FW_npu_set_ifm2_broadcast__broadcast_mode-1:0] j_bm    = f_npu_set_ifm2_broadcast__broadcast_mode;
     // OFM
     // kernel, padding, accumulator, activation, scales

@@ -368,6 +368,14 @@ def _(g):
     g.output(g.mean(x, (2,), True))
 
 
+# a W mean whose chained OFM (64*80 values) exceeds the stand-in's chaining FIFO (4096): the
+# catalog network the RTL refusal tests use (tb/ethos_u85/testlib/rtl_support.UNCLAIMED_NET)
+@_net("mean_w_64x4x80", tags=("mean", "int8"))
+def _(g):
+    x = g.input((1, 64, 4, 80))
+    g.output(g.mean(x, (2,), True))
+
+
 @_net("mean_c", npu=False, tags=("mean", "int8"),
       note="vela: depth reduction only if any of h, w, c == 1 -> CPU")
 def _(g):

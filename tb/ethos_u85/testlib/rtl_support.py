@@ -33,9 +33,9 @@ _MB_HW = ((1, 1), (1, 2), (1, 4), (2, 2), (2, 4), (4, 4))
 AB_WORDS = 256
 SB_RECORDS = 2048
 CHAIN_DEPTH = 4096                          # a power of 2 (Vela catalog: up to 2304)
-# a catalog network (tests/nets) with an operation the stand-in does not claim: Vela compiles
-# BATCH_MATMUL to a matrix multiply (NPU_OP_CONV weights_ifm2); tests of the refusal use it
-UNCLAIMED_NET = "batch_matmul_8x16x12"
+# a catalog network (tests/nets) with an operation the stand-in does not claim: Vela chains the
+# 64x80 OFM of mean_w_64x4x80's DEPTHWISE (more than CHAIN_DEPTH values); tests of the refusal use it
+UNCLAIMED_NET = "mean_w_64x4x80"
 IB_HALF_MIN = 512
 IB_HALF_PER_MAC = 4
 NUM_CHAINING_FIFO = common.NUM_CHAINING_FIFO
@@ -82,8 +82,8 @@ def _conv_out(f) -> "str | None":
 
 
 def _conv(f, dw: bool, wi2: bool, macs: int) -> "str | None":
-    if wi2:
-        return "matrix multiply (weights_ifm2)"
+    if wi2 and f("NPU_SET_IFM_PRECISION", "activation_precision") != P.b8:
+        return "matrix multiply (weights_ifm2) of 16-bit operands"
     if f("NPU_SET_IFM_UPSCALE", "mode") in (1, 2):
         return "IFM upscale"
     if f("NPU_SET_ACC_FORMAT", "acc_input") in (1, 2) or f("NPU_SET_ACC_FORMAT", "acc_output") != 0:
@@ -98,10 +98,17 @@ def _conv(f, dw: bool, wi2: bool, macs: int) -> "str | None":
     if (f("NPU_SET_OFM_PRECISION", "activation_storage") != ST.none
             and not _tile0(f, "OFM", *_ofm_max(f))):
         return "OFM outside tile 0"
-    fwd = f("NPU_SET_WEIGHT_FORMAT", "weight_format") == 1
+    mb = f("NPU_SET_ACC_FORMAT", "microblock")
+    if wi2:
+        # the IFM2 elements (y=0, x=oc) read as weights; the walker's bricks (microblock >= 4 deep)
+        if (f("NPU_SET_IFM2_PRECISION", "activation_storage") != ST.none
+                and not _tile0(f, "IFM2", 0, f("NPU_SET_OFM_DEPTH_M1", "depth_m1"))):
+            return "IFM2 outside tile 0"
+        if mb >= len(_MB_DIV) or macs // _MB_DIV[mb] < 4:
+            return "matrix multiply with a microblock shallower than 4 channels"
+    fwd = f("NPU_SET_WEIGHT_FORMAT", "weight_format") == 1 and not wi2
     if fwd and num_wd(macs) > 1:
         return "FWD with several weight decoders"
-    mb = f("NPU_SET_ACC_FORMAT", "microblock")
     mbd = macs // _MB_DIV[mb]
     if dw and mbd > 64:
         return "depthwise with a microblock deeper than 64"
@@ -129,7 +136,7 @@ def _conv(f, dw: bool, wi2: bool, macs: int) -> "str | None":
     words = ((mh - 1) * sy + (subh - 1) * (dil_y + 1) + 1) * ((mw - 1) * sx + (subw - 1) * (dil_x + 1) + 1) * cg
     if words > ib_half_words(macs):
         return "IFM patch larger than the IFM buffer"
-    streams = 1 if fwd else num_wd(macs)
+    streams = 0 if wi2 else 1 if fwd else num_wd(macs)
     names = ("NPU_SET_WEIGHT_BASE", "NPU_SET_WEIGHT1_BASE", "NPU_SET_WEIGHT2_BASE", "NPU_SET_WEIGHT3_BASE")
     if any(f(n, "addr") % 16 for n in names[:streams]):
         return "weight stream base not 16-byte aligned"

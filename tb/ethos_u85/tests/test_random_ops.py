@@ -288,10 +288,7 @@ class OpGen:
         ops = [("elementwise", m) for m in (RTL_EW if rtl else EW)]
         ops += [("pool", m) for m in (RTL_POOL if rtl else POOL)]
         ops += [("resize", m) for m in RESIZE]
-        if not rtl:
-            ops += [("conv", "conv"), ("conv", "conv"), ("conv", "dw"), ("conv", "dw"), ("conv", "matmul")]
-        else:
-            ops += [("conv", "conv"), ("conv", "conv"), ("conv", "dw"), ("conv", "dw")]
+        ops += [("conv", "conv"), ("conv", "conv"), ("conv", "dw"), ("conv", "dw"), ("conv", "matmul")]
         self.op_deck = Deck(rng, ops)
         self.ifm_deck = Deck(rng, [(p, s, f) for p, s in IFM_TYPES for f in (NHWC, NHCWB16)])
         self.ofm_deck = Deck(rng, [(p, s, f) for p in (B8, B16, B32) for s in (0, 1) for f in (NHWC, NHCWB16)])
@@ -799,9 +796,15 @@ class OpGen:
     # ---------------------------------------------------------------- CONV / DEPTHWISE
     def conv(self, variant: str) -> Op:
         # the stand-in's CONV/DEPTHWISE: 8-bit or signed 16-bit IFM, 8/16/32-bit OFM
-        ifm_t = self.ifm_type([(B8, 0), (B8, 1), (B16, 1)])
         if variant == "matmul":
-            return self.matmul(ifm_t)
+            # the stand-in's matrix multiply: 8-bit operands (its MACs are 16x9 bits)
+            types = [(B8, 0), (B8, 1)] if self.rtl else [(B8, 0), (B8, 1), (B16, 1)]
+            for _ in range(100):
+                op = self.matmul(self.ifm_type(types))
+                if not (self.rtl and first_unsupported(enc(*op.cmds), self.macs)):
+                    return op
+            raise RuntimeError("no matrix multiply within the stand-in's limits in 100 tries")
+        ifm_t = self.ifm_type([(B8, 0), (B8, 1), (B16, 1)])
         for _ in range(100):
             op = self._conv_try(variant == "dw", ifm_t)
             # on DUT=rtl also within the stand-in's implementation limits (e.g. a depthwise
@@ -954,11 +957,16 @@ class OpGen:
         return encode_swd(stream)
 
     def matmul(self, ifm_t: tuple) -> Op:
-        """NPU_OP_CONV weights_ifm2=1: OFM[1, W, O] = IFM[1, W, I] . IFM2[1, O, I]^T."""
+        """NPU_OP_CONV weights_ifm2=1: OFM[1, W, O] = IFM[1, W, I] . IFM2[1, O, I]^T; global
+        OFM_SCALE (as Vela programs BATCH_MATMUL) or a per-channel scale/bias stream."""
         r = self.rng
         prec, s1, fmt1 = ifm_t
         ifm16 = prec == B16
-        W, I, O = r.randint(1, 8), r.randint(1, 40), r.randint(1, 30)
+        # now and then several IFM blocks (zig-zag), OFM depth blocks and spatial blocks
+        big = r.random() < 0.25
+        W = r.randint(1, 24 if big else 8)
+        I = r.randint(1, 150 if big else 40)
+        O = r.randint(1, 80 if big else 30)
         s2 = 1 if ifm16 else r.randint(0, 1)
         acc48 = ifm16 or r.random() < 0.3
         ifm = self.tensor(1, W, I, prec, s1, fmt=fmt1)
@@ -966,28 +974,39 @@ class OpGen:
         image = ifm.image(self.values(ifm), r)
         image.update(ifm2.image(self.values(ifm2), r))
         ofm, extra, blk, tr = self.ofm_out(1, W, O, transposes=tuple(TRANSPOSE))
+        blk = (blk[0], blk[1], r.choice([d for d in (8, 16, 32) if d < O] + [blk[2]]))
         ebits = 8 << ofm.prec
         bits = 2 * (8 << prec) + I.bit_length()
-        osc = self.scale(True, max(0, (15 if acc48 else 30) + bits - ebits),
-                         max_scale=(1 << 15) if acc48 else (1 << 31))
         valid = [mb for mb in range(6) if self.microblock_depth(mb) >= 4]
         mb = r.choice(valid)
         cmds = ifm.cmds("IFM") + ifm2.cmds("IFM2") + [("NPU_SET_IFM_DEPTH_M1", dict(depth_m1=I - 1))]
         cmds += self.kernel_cmds(1, 1)
-        cmds += [("NPU_SET_WEIGHT_FORMAT", dict(weight_format=0, weight_sparsity=0)),
-                 ("NPU_SET_OFM_SCALE", osc)]
+        cmds += [("NPU_SET_WEIGHT_FORMAT", dict(weight_format=0, weight_sparsity=0))]
+        per_channel = r.random() < 0.35
+        shift = max(0, (15 if acc48 else 30) + bits - ebits)
+        if per_channel:
+            extra["scale_mode"] = 0
+            sc_cmds, sc_img = self.scale_stream(O, mb, acc48, False, shift)
+            cmds += sc_cmds
+            image.update(sc_img)
+            osc = dict(scale=r.randrange(1 << 31), shift=r.randrange(64), round_mode=r.randrange(6),
+                       dbl_rnd=r.choice((0, r.randrange(31))))
+        else:
+            osc = self.scale(True, shift, max_scale=(1 << 15) if acc48 else (1 << 31))
+        cmds += [("NPU_SET_OFM_SCALE", osc)]
         act, lut = self.activation(ofm, self.lut_ok())
         cmds += self.ofm_cmds(ofm, extra, 1, W, O, blk) + act
         cmds += [("NPU_SET_ACC_FORMAT", dict(acc_format=int(acc48), acc_input=0, acc_output=0, microblock=mb)),
                  ("NPU_OP_CONV", dict(weights_ifm2=1))]
         desc = (f"CONV matmul {W}x{I} . ({O}x{I})^T ifm {ifm.name} ifm2 {ifm2.name} ofm {ofm.name} {tr} "
-                f"acc48 {int(acc48)}")
+                f"{'per-channel' if per_channel else 'global'} mb {mb} blk {blk} acc48 {int(acc48)}")
         return Op("NPU_OP_CONV", cmds, image, ofm, desc, lut)
 
     # ---------------------------------------------------------------- whole jobs
     def any_op(self, kinds=None) -> Op:
-        """The next operation from the balanced deck of (kind, mode), among *kinds*."""
-        allowed = None if kinds is None else {x for x in self.op_deck.items if x[0] in kinds}
+        """The next operation from the balanced deck of (kind, mode), among *kinds* (kinds,
+        or (kind, mode) pairs)."""
+        allowed = None if kinds is None else {x for x in self.op_deck.items if x[0] in kinds or x in kinds}
         kind, mode = self.op_deck.draw(allowed)
         return {"elementwise": self.elementwise, "pool": self.pool, "conv": self.conv,
                 "resize": self.resize}[kind](mode)
@@ -1350,6 +1369,25 @@ async def test_random_conv(dut, wd):
     while done < total:
         k = min(total - done, rng.randint(1, 3))
         await run(env, watch, build_job(gen, k, kinds=("conv",)), f"job {j}")
+        done += k
+        j += 1
+    env.finish()
+
+
+@cocotb.test(**TIMEOUT)
+async def test_random_matmul(dut):
+    """Random matrix multiplies (NPU_OP_CONV weights_ifm2: OFM[1, W, O] = IFM[1, W, I] .
+    IFM2[1, O, I]^T; int8/uint8 operands with random zero points, NHWC and NHCWB16 IFM/IFM2,
+    every microblock of at least 4 channels, random OFM types and write_ofm modes), jobs of
+    1-3; every byte against the scoreboard's reference (the literal model on DUT=tlm)."""
+    rng = seeded("test_random_matmul")
+    env, watch = await start_bench(dut, seed=rng.getrandbits(16))
+    gen = OpGen(rng, get_config(env.config).macs, rtl=RTL)
+    total = n_ops(rng, 12, 18)
+    done = j = 0
+    while done < total:
+        k = min(total - done, rng.randint(1, 3))
+        await run(env, watch, build_job(gen, k, kinds=(("conv", "matmul"),)), f"job {j}")
         done += k
         j += 1
     env.finish()

@@ -862,6 +862,25 @@ CONV_UNPREDICTABLE_CASES = {
     "dw_reserved_upscale": ("dw", {"NPU_SET_IFM_UPSCALE": dict(mode=3)}),
     "conv_ifm_nhcwb16_misaligned": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_format=1),
                                              "NPU_SET_IFM_STRIDE_Y": dict(addr=0x108)}),
+    # matrix multiply (weights_ifm2): its block of asserts, then read_ifm2's
+    "mm_stride_x2": ("matmul", {"NPU_SET_KERNEL_STRIDE": dict(stride_x_lsb=1)}),
+    "mm_stride_y3": ("matmul", {"NPU_SET_KERNEL_STRIDE": dict(stride_y_msb=1)}),
+    "mm_dilation_x": ("matmul", {"NPU_SET_KERNEL_STRIDE": dict(dilation_x=1)}),
+    "mm_dilation_y": ("matmul", {"NPU_SET_KERNEL_STRIDE": dict(dilation_y=1)}),
+    "mm_part_kernel_first": ("matmul", {"NPU_SET_KERNEL_STRIDE": dict(weight_order=1)}),
+    "mm_sparse": ("matmul", {"NPU_SET_WEIGHT_FORMAT": dict(weight_sparsity=1)}),
+    "mm_kernel_height2": ("matmul", {"NPU_SET_KERNEL_HEIGHT_M1": dict(height_m1=1)}),
+    "mm_ofm_height2": ("matmul", {"NPU_SET_OFM_HEIGHT_M1": dict(height_m1=1)}),
+    "mm_pad_left": ("matmul", {"NPU_SET_IFM_PAD_LEFT": dict(pad=1), "NPU_SET_IFM_PAD_RIGHT": dict(pad=1)}),
+    "mm_ifm2_b16": ("matmul", {"NPU_SET_IFM2_PRECISION": dict(activation_precision=1, activation_type=1)}),
+    "mm_ifm2_storage_none": ("matmul", {"NPU_SET_IFM2_PRECISION": dict(activation_storage=3)}),
+    "mm_ifm2_chained": ("matmul", {"NPU_SET_IFM2_PRECISION": dict(activation_storage=2)}),
+    "mm_ifm2_zero_point": ("matmul", {"NPU_SET_IFM2_PRECISION": dict(activation_type=0),
+                                      "NPU_SET_IFM2_ZERO_POINT": dict(zero_point=256)}),
+    "mm_ifm2_signed_zero_point": ("matmul", {"NPU_SET_IFM2_PRECISION": dict(activation_type=1),
+                                             "NPU_SET_IFM2_ZERO_POINT": dict(zero_point=128)}),
+    "mm_ifm2_nhcwb16_misaligned": ("matmul", {"NPU_SET_IFM2_PRECISION": dict(activation_format=1),
+                                              "NPU_SET_IFM2_STRIDE_Y": dict(addr=0x108)}),
 }
 
 
@@ -870,7 +889,8 @@ CONV_UNPREDICTABLE_CASES = {
 async def test_conv_unpredictable(dut, case):
     """A random CONV/DEPTHWISE (tb/ethos_u85/tests/test_random_ops.py OpGen) with one field
     made illegal (FWD or sparse weights on a DEPTHWISE, an unsigned b16 or a b32 IFM, IFM
-    storage none, reserved upscale mode, a misaligned NHCWB16 IFM): the
+    storage none, reserved upscale mode, a misaligned NHCWB16 IFM; a matrix multiply failing
+    one of weights_ifm2's asserts or read_ifm2's): the
     operation completes without effect on the TLM and on the DUT (no cmd_parse_error, the
     job runs to its NPU_OP_STOP, the OFM untouched, the scoreboard clean)."""
     kind, changes = CONV_UNPREDICTABLE_CASES[case]
@@ -954,7 +974,7 @@ UNSUPPORTED_CASES = {
     "pool_ifm_chained": ("pool", {"NPU_SET_IFM_PRECISION": dict(activation_storage=2)}),
     "pool_ofm_chained": ("pool", {"NPU_SET_OFM_PRECISION": dict(activation_storage=2),
                                   "NPU_SET_OFM_REGION": dict(region=0)}),
-    "conv_matmul": ("conv", {}),
+    "conv_matmul_int16": ("conv", {"NPU_SET_IFM_PRECISION": dict(activation_precision=1, activation_type=1)}),
 }
 
 

@@ -112,7 +112,7 @@ async def test_catalog_networks(dut, mode):
 @rtl_unsupported
 async def test_unclaimed_network(dut):
     """A catalog network with an operation the stand-in does not claim (rtl_support's
-    UNCLAIMED_NET: a matrix multiply). DUT=tlm:
+    UNCLAIMED_NET: a chained OFM larger than the chaining FIFOs). DUT=tlm:
     runs to its end, every output byte equal to the TLM's and LiteRT's. DUT=rtl: an expected
     failure only if the stand-in stops with cmd_parse_error at exactly the operation
     rtl_support names with the scoreboard clean (``rtl_unsupported``); anything else fails."""
