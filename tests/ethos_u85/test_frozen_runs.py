@@ -32,15 +32,22 @@ def fresh():
     device.clear_warm_caches()
 
 
+class _Calls(list):
+    warm: list
+
+
 @pytest.fixture
 def counted(monkeypatch):
-    """The frozen runs made (FrozenRun.run calls and what they returned)."""
-    calls: list = []
+    """The frozen runs made (FrozenRun.run calls and whether they completed; `.warm`:
+    whether each was a warm one)."""
+    calls = _Calls()
+    warms = calls.warm = []             # (whether each ran the `warm` plans only)
     real = plan.FrozenRun.run
 
-    def run(self, mem, st):
-        ok = real(self, mem, st)
+    def run(self, mem, st, warm=False):
+        ok = real(self, mem, st, warm)
         calls.append(ok is not None)
+        warms.append(warm)
         return ok
     monkeypatch.setattr(plan.FrozenRun, "run", run)
     return calls
@@ -186,7 +193,7 @@ def test_a_declined_frozen_run_runs_the_ordinary_path(fresh, monkeypatch):
     inputs = random_inputs(vm, SEED)
     calls: list = []
 
-    def declines(self, mem, st):
+    def declines(self, mem, st, warm=False):
         calls.append(1)
         for k in mem.page_indices():
             mem.live_page(k)[:] = 0xA5                  # (what a partial run could leave)
@@ -271,6 +278,9 @@ def test_span_restores_equal_the_ordinary_path(fresh, counted, restores, monkeyp
         got.append(quiet(results[-1]))
     assert all(counted) and len(counted) >= 3, f"frozen runs made: {counted}"
     assert len(restores) <= len(order) - len(counted) + 1, f"whole-page restores: {len(restores)}"
+    assert sum(counted.warm) >= len(counted) - 1, f"warm frozen runs: {counted.warm}"
+    if name == "tflm_hello_world":                      # (its weight DMAs are left out)
+        assert len(s._frozen.program.warm) < len(s._frozen.program.plans)
     assert not s._memory.pages_out
     last = everything(results[-1])
     with monkeypatch.context() as m:
@@ -378,3 +388,22 @@ def test_write_and_restore_sets():
     fr = plan.freeze_run(ops, [inp], ())
     assert fr.writes == (inp, a, st, sc, (500, 516))
     assert fr.restore == (st, (400, 408))
+
+
+def test_stable_plans():
+    """Hand-made footprints: a plan that reads nothing derived from the inputs, is the only
+    writer of its bytes and none of them is read before it writes them is left out of warm
+    runs; one that reads input-derived bytes, shares its bytes with another writer (or an
+    input), or writes bytes read before it is kept."""
+    inp = (0, 16)
+    ops = [("NPU_OP_CONV", _op([(900, 916)], [(100, 116)])),    # constant -> own bytes: stable
+           ("NPU_OP_CONV", _op([inp], [(200, 216)])),           # reads the input
+           ("NPU_OP_CONV", _op([(900, 916)], [(300, 316)])),    # constant, but ...
+           ("NPU_OP_CONV", _op([(200, 216)], [(308, 324)])),    # ... bytes shared with this one
+           ("NPU_OP_CONV", _op([(400, 416)], [(500, 516)])),    # stable (reads 400.. before ...
+           ("NPU_OP_CONV", _op([(900, 916)], [(400, 416)])),    # ... this constant one writes it)
+           ("NPU_OP_CONV", _op([(900, 916)], [(8, 24)]))]       # constant over an input
+    fr = plan.freeze_run(ops, [inp], ())
+    kept = [fr.plans.index(p) for p in fr.warm]
+    assert fr.restore == ((400, 416),)
+    assert kept == [1, 2, 3, 5, 6], kept

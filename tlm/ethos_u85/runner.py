@@ -605,6 +605,7 @@ class Session:
         # the bytes the next frozen run reads before writing (_memory_for_run); None: whole pages
         self._span_restore = None
         self._span_pairs = None         # the frozen run's (page views, loaded views), made once
+        self._spans_restored = False    # the last _memory_for_run restored only those spans
         self._runs = 0                  # runs started (a lazy device knows whether it is the latest)
         self._read_status = lambda dev: DeviceHost(dev, driver.pprot).read("STATUS")
         self._clear_irq = lambda dev: cmd_write(DeviceHost(dev, driver.pprot), clear_irq=1)
@@ -680,6 +681,7 @@ class Session:
         mmap = self.memory_map
         memory = self._memory
         sr, self._span_restore = self._span_restore, None
+        self._spans_restored = False
         if memory is not None and self._loaded is not None:
             # as a fresh memory: the loaded contents, the map's faults, no log, no listeners
             if sr is not None and memory.version == sr[0] and not memory.pages_out:
@@ -689,6 +691,7 @@ class Session:
                 # writing only `restore` (FrozenRun; the rest it rewrites first)
                 for dst, src in sr[1]:
                     np.copyto(dst, src)
+                self._spans_restored = True
             else:
                 memory.restore_pages(self._loaded)
             memory.log = []
@@ -791,7 +794,7 @@ class Session:
             st = OpState.__new__(OpState)
             st.fifo = [list(c) for c in fz.fifo0[0]]
             st.fifo_count = list(fz.fifo0[1])
-        cond = prog.run(memory, st)
+        cond = prog.run(memory, st, self._spans_restored)
         if cond is None:
             return None
         outputs = []

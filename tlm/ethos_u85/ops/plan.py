@@ -405,17 +405,20 @@ class FrozenRun:
     transactions or bookkeeping; `stats` the plan counts such a run adds to STATS; `fifo`
     whether it uses the chaining FIFOs; `writes` the (lo, hi) spans every such run writes
     (the inputs, its stores and DMA copies; merged, ascending); `restore` those of them it
-    reads before writing them (see _write_sets)."""
-    __slots__ = ("plans", "fifo", "flag", "stats", "writes", "restore")
+    reads before writing them (see _write_sets); `warm` the plans without those a run may
+    leave out when the memory is as the previous completed one left it (see _stable)."""
+    __slots__ = ("plans", "fifo", "flag", "stats", "writes", "restore", "warm")
 
-    def run(self, mem, st) -> "int | None":
+    def run(self, mem, st, warm: bool = False) -> "int | None":
         """The result flag the last kernel operation with one sets (-1: none does), or None
         when an operation's own data check or compute declines (a FIFO operand outside its
         range, an index outside a table): memory may then be partly written and the caller
         runs the ordinary path from a restored memory.  *st*: an OpState whose chaining
-        FIFOs (`fifo`, `fifo_count`) are those at the run's start (None when not `fifo`)."""
+        FIFOs (`fifo`, `fifo_count`) are those at the run's start (None when not `fifo`).
+        *warm*: run `warm` only (the caller knows the memory is as the previous completed
+        frozen run left it, `restore` restored)."""
         flag, cond = self.flag, -1
-        for p in self.plans:
+        for p in (self.warm if warm else self.plans):
             if p.dma_lines is not None:
                 p._dma_move(mem)
                 continue
@@ -457,6 +460,7 @@ def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
         return None
     fifo_t = [False] * _common.NUM_CHAINING_FIFO
     plans, stats, fifo, flag = [], Counter(), False, None
+    clean = []                                              # per plan: reads nothing tainted, writes memory only
     for name, p in ops:
         if p is None:                                       # a wait or the STOP
             continue
@@ -475,6 +479,7 @@ def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
                 else:
                     clear(a, a + n)
             plans.append(p)
+            clean.append(not src)
             continue
         fifo = fifo or bool(p.fifo_srcs) or p.clear or isinstance(p.dst, _FifoDst)
         src = src or any(fifo_t[f.fifo] for f in p.fifo_srcs)
@@ -487,11 +492,13 @@ def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
         elif isinstance(p.dst, _MemDst) and p.dst.idx is None and p.wint == ((p.dst.alo, p.dst.alo + p.dst.n),):
             clear(p.dst.alo, p.dst.alo + p.dst.n)
         plans.append(p)
+        clean.append(not src and isinstance(p.dst, _MemDst) and not p.fifo_srcs and not p.clear)
         if p.flag:
             flag = p
     fr = FrozenRun()
     fr.plans, fr.fifo, fr.flag, fr.stats = tuple(plans), fifo, flag, stats
     fr.writes, fr.restore = _write_sets(plans, inputs)
+    fr.warm = tuple(p for p, keep in zip(plans, _stable(plans, clean, inputs, fr.restore)) if not keep)
     return fr
 
 
@@ -516,6 +523,35 @@ def _write_sets(plans, inputs) -> tuple:
         done = merged_spans(list(done) + list(writes))
     written = merged_spans(list(done))
     return written, tuple(x for lo, hi in merged_spans(early) for x in _within(lo, hi, written))
+
+
+def _plan_writes(p) -> list:
+    """The spans plan *p* writes or rewrites (an element-wise store rewrites its whole span)."""
+    if p.dma_lines is not None:
+        return [(a, a + n) for a, n in p.dma_lines[1]]
+    return list(p.wint) + ([(p.dst.alo, p.dst.alo + p.dst.n)] if isinstance(p.dst, _MemDst) else [])
+
+
+def _stable(plans, clean, inputs, restore) -> list:
+    """Per plan, whether a frozen run may leave it out when the memory is as the previous
+    completed frozen run left it (with `restore` restored): the plan reads nothing derived
+    from the inputs (*clean*: its bytes are the recorded run's on every run), writes memory
+    only, is the only writer of its bytes (no other plan, no input) and none of them is read
+    before it writes them (none in *restore*).  Its bytes then hold what it would write
+    from the end of the previous run on, and no one reads them earlier in the run."""
+    owners = [merged_spans(list(inputs))] + [merged_spans(_plan_writes(p)) for p in plans]
+    events = sorted((x, d) for own in owners for lo, hi in own for x, d in ((lo, 1), (hi, -1)))
+    shared, depth, start = [], 0, None                      # (bytes two or more owners write)
+    for x, d in events:
+        depth += d
+        if depth >= 2 and start is None:
+            start = x
+        elif depth < 2 and start is not None:
+            if start < x:
+                shared.append((start, x))
+            start = None
+    shared = merged_spans(shared + list(restore))
+    return [c and not any(_within(lo, hi, shared) for lo, hi in own) for c, own in zip(clean, owners[1:])]
 
 
 def _minus(lo: int, hi: int, spans) -> list:
