@@ -402,7 +402,8 @@ class FrozenRun:
     """The data computations of a run trace replayed whole (Device.replayed_program), for
     a later run that differs only in the input bytes (see freeze_run): `run(mem, st)` runs
     the plans' operand reads, computes and stores in order on *mem*, without checks,
-    transactions or bookkeeping; `stats` the plan counts such a run adds to STATS; `fifo`
+    transactions or bookkeeping; `stats` the plan counts such a run adds to STATS (key,
+    count pairs); `fifo`
     whether it uses the chaining FIFOs; `writes` the (lo, hi) spans every such run writes
     (the inputs, its stores and DMA copies; merged, ascending); `restore` those of them it
     reads before writing them (see _write_sets); `warm` the plans without those a run may
@@ -428,7 +429,9 @@ class FrozenRun:
             p._move(mem, st, r[0], r[1])
             if p is flag:
                 cond = r[0].item(-1) & 1
-        STATS.update(self.stats)
+        get = STATS.get
+        for k, n in self.stats:                             # (Counter.update's effect)
+            STATS[k] = get(k, 0) + n
         return cond
 
 
@@ -496,7 +499,7 @@ def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
         if p.flag:
             flag = p
     fr = FrozenRun()
-    fr.plans, fr.fifo, fr.flag, fr.stats = tuple(plans), fifo, flag, stats
+    fr.plans, fr.fifo, fr.flag, fr.stats = tuple(plans), fifo, flag, tuple(stats.items())
     fr.writes, fr.restore = _write_sets(plans, inputs)
     fr.warm = tuple(p for p, keep in zip(plans, _stable(plans, clean, inputs, fr.restore)) if not keep)
     return fr
