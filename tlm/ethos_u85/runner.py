@@ -576,7 +576,7 @@ class Session:
     same on every run) is saved on the first run and each later run starts from a copy of
     it (Device.save_state / from_state) instead of repeating the APB sequence.  A
     result's `device` and its memory are valid until the next `run` (they share the
-    memory)."""
+    memory); a frozen run's result makes its device when `.device` is first asked for."""
 
     def __init__(self, model: "VelaModel | str | Path", config: "str | int | NpuConfig | None" = None, *,
                  driver: DriverConfig = DRIVER_DEFAULTS, policy: "Policy | None" = None,
