@@ -407,3 +407,26 @@ def test_stable_plans():
     kept = [fr.plans.index(p) for p in fr.warm]
     assert fr.restore == ((400, 416),)
     assert kept == [1, 2, 3, 5, 6], kept
+
+
+def test_plan_stores_move_the_memory_version(fresh, monkeypatch):
+    """A plan run by a device (a trace replay, or a caller running more on a result's
+    device) stores through page views: each such store moves Memory.version, so a span
+    restore after it is refused."""
+    vm, _ = load("seanet_sub1")
+    inputs = random_inputs(vm, SEED)
+    seen: list = []
+    real = plan._Plan.exec
+
+    def exec_(self, dev, checked=False):
+        v = dev.memory.version
+        ok = real(self, dev, checked)
+        if ok and self.dma_lines is None and isinstance(self.dst, plan._MemDst):
+            seen.append(dev.memory.version > v)
+        return ok
+    monkeypatch.setattr(plan._Plan, "exec", exec_)
+    no_frozen(monkeypatch)
+    s = runner.Session(vm, CONFIG)
+    for _ in range(4):
+        s.run(inputs)
+    assert seen and all(seen), seen

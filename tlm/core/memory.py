@@ -307,7 +307,8 @@ class Memory:
     Ethos-U85's DataPort) take their per-transaction reference path.
 
     ``version`` counts the calls that change contents (write, store, the batched front
-    door's writes, load_pages, restore_pages); ``pages_out`` becomes True for good once
+    door's writes, load_pages, restore_pages; a warm path that writes through its page
+    views adds one itself); ``pages_out`` becomes True for good once
     ``page`` or ``page_items`` handed out a live page array (which can be written without
     the memory seeing it).  Together they tell an owner whether anything but itself can
     have changed the contents since it last looked (runner.Session's span restore); the

@@ -330,6 +330,7 @@ class _Plan:
         out, stored = r
         # ---- 3. commit
         self._move(mem, st, out, stored)
+        mem.version += 1                    # (stores through page views: Memory.version counts them)
         chain_length, num_ifm, fifo_valid = self.chain
         st.chain_length, st.num_ifm, st.fifo_valid = chain_length, num_ifm, list(fifo_valid)
         if mem.log_enabled:
