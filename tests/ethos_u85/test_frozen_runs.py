@@ -17,7 +17,7 @@ from tests.ethos_u85.test_session import fresh_run, observe_all, random_inputs
 from tests.ethos_u85.test_warm_fixed_cost import assert_states, pmu_registers, state
 from tests.ethos_u85.test_warm_paths import CONFIG, LSTM, assert_same, load
 from tlm.ethos_u85 import device, runner
-from tlm.ethos_u85.memory import Resp
+from tlm.ethos_u85.memory import Channel, Memory, Resp, Transaction
 from tlm.ethos_u85.ops import plan
 from tlm.core.memory import PAGE_SIZE
 
@@ -32,15 +32,22 @@ def fresh():
     device.clear_warm_caches()
 
 
+class _Calls(list):
+    warm: list
+
+
 @pytest.fixture
 def counted(monkeypatch):
-    """The frozen runs made (FrozenRun.run calls and what they returned)."""
-    calls: list = []
+    """The frozen runs made (FrozenRun.run calls and whether they completed; `.warm`:
+    whether each was a warm one)."""
+    calls = _Calls()
+    warms = calls.warm = []             # (whether each ran the `warm` plans only)
     real = plan.FrozenRun.run
 
-    def run(self, dev, fifo0):
-        ok = real(self, dev, fifo0)
-        calls.append(ok)
+    def run(self, mem, st, warm=False):
+        ok = real(self, mem, st, warm)
+        calls.append(ok is not None)
+        warms.append(warm)
         return ok
     monkeypatch.setattr(plan.FrozenRun, "run", run)
     return calls
@@ -49,6 +56,27 @@ def counted(monkeypatch):
 def everything(r) -> tuple:
     return (observe_all(r), state(r.device), pmu_registers(r.device), r.unpredictable, r.warnings,
             r.stop_reason, r.status, [(o.dtype, o.shape) for o in r.outputs])
+
+
+def quiet(r) -> tuple:
+    """A result's outputs and its session's memory contents, read without handing a page
+    out (Memory.pages_out) and without making a frozen run's device."""
+    mem = r.__dict__["_lazy_device"].memory if "_lazy_device" in r.__dict__ else r.device.memory
+    return [(o.dtype.str, o.shape, o.tobytes()) for o in r.outputs], sorted(
+        (k, v.tobytes()) for k, v in mem.copy_pages().items())
+
+
+@pytest.fixture
+def restores(monkeypatch):
+    """Whole-page restores made (Memory.restore_pages calls)."""
+    calls: list = []
+    real = Memory.restore_pages
+
+    def restore_pages(self, pages):
+        calls.append(1)
+        return real(self, pages)
+    monkeypatch.setattr(Memory, "restore_pages", restore_pages)
+    return calls
 
 
 def no_frozen(monkeypatch):
@@ -165,11 +193,11 @@ def test_a_declined_frozen_run_runs_the_ordinary_path(fresh, monkeypatch):
     inputs = random_inputs(vm, SEED)
     calls: list = []
 
-    def declines(self, dev, fifo0):
+    def declines(self, mem, st, warm=False):
         calls.append(1)
-        for _, page in list(dev.memory.page_items()):
-            page[:] = 0xA5                              # (what a partial run could leave)
-        return False
+        for k in mem.page_indices():
+            mem.live_page(k)[:] = 0xA5                  # (what a partial run could leave)
+        return None
     monkeypatch.setattr(plan.FrozenRun, "run", declines)
     s = runner.Session(vm, CONFIG)
     for _ in range(5):
@@ -214,7 +242,7 @@ def _op(rint, wint, checks=(), dst="mem"):
     lo, hi = wint[0] if wint else (0, 0)
     d = plan._MemDst(lo, hi - lo, None if dst == "mem" else np.arange(1), np.uint8) if wint else None
     return SimpleNamespace(rint=tuple(rint), wint=tuple(wint), checks=tuple(checks), dma_lines=None, dma_lut=None,
-                           fifo_srcs=(), clear=False, dst=d, flag=True)
+                           srcs=(), fifo_srcs=(), clear=False, dst=d, flag=True)
 
 
 def test_taint_follows_writes():
@@ -231,3 +259,174 @@ def test_taint_follows_writes():
     assert plan.freeze_run(gapped, [inp], ()) is None
     assert plan.freeze_run(tainted_w, [(16, 32)], ()) is not None         # (the input elsewhere)
     assert plan.freeze_run(tainted_w, [inp], [(8, b"\0" * 4)]) is None    # (an input over the stream)
+
+
+@pytest.mark.parametrize("name", ["tflm_hello_world", LSTM, "tflm_mnist_lstm", "seanet_sub1"])
+def test_span_restores_equal_the_ordinary_path(fresh, counted, restores, monkeypatch, name):
+    """Frozen runs whose results' devices nobody asks for restore only the bytes a frozen
+    run can write (its stores, DMA copies and the inputs): after each run of a, b, a, c, b,
+    c the outputs and the whole memory equal the ordinary path's; the last result's device
+    (made lazily, after its run) equals the eager one in every attribute."""
+    vm, _ = load(name)
+    print(f"seed {SEED}")
+    inputs = {k: random_inputs(vm, SEED + i) for i, k in enumerate("abc")}
+    order = "abacbc"
+    s = runner.Session(vm, CONFIG)
+    results, got = [], []
+    for k in order:
+        results.append(s.run(inputs[k]))
+        got.append(quiet(results[-1]))
+    assert all(counted) and len(counted) >= 3, f"frozen runs made: {counted}"
+    assert len(restores) <= len(order) - len(counted) + 1, f"whole-page restores: {len(restores)}"
+    assert sum(counted.warm) >= len(counted) - 1, f"warm frozen runs: {counted.warm}"
+    if name == "tflm_hello_world":                      # (its weight DMAs are left out)
+        assert len(s._frozen.program.warm) < len(s._frozen.program.plans)
+    assert not s._memory.pages_out
+    last = everything(results[-1])
+    with monkeypatch.context() as m:
+        no_frozen(m)
+        device.clear_warm_caches()
+        s2 = runner.Session(vm, CONFIG)
+        want = []
+        for k in order:
+            r2 = s2.run(inputs[k])
+            want.append(quiet(r2))
+        want_last = everything(r2)
+    assert want[0][1] != want[1][1], "inputs a and b leave the same memory: a vacuous test"
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g == w, f"run {i}: outputs or memory differ from the ordinary path"
+    assert_same(last[0], want_last[0], "last run")
+    assert_states(last[1], want_last[1], "last run")
+    assert last[2:] == want_last[2:]
+
+
+def test_a_lazy_device_made_after_the_next_run(fresh, counted, monkeypatch):
+    """A frozen run's device asked for after the session's next run is the device the
+    eager path kept: its state, the memory as it now is, not the memory's listener."""
+    vm, _ = load("seanet_sub1")
+    a, b = random_inputs(vm, SEED), random_inputs(vm, SEED + 1)
+
+    def two_runs():
+        s = runner.Session(vm, CONFIG)
+        for _ in range(3):
+            s.run(a)
+        r1 = s.run(a)
+        r2 = s.run(b)
+        d1, d2 = r1.device, r2.device
+        assert r1.device is d1 and r2.device is d2       # (made once)
+        mem = d2.memory
+        assert d1.memory is mem and d2.txn_sink in mem.listeners and d1.txn_sink not in mem.listeners
+        return [(state(d), pmu_registers(d), observe_all(r)) for d, r in ((d1, r1), (d2, r2))]
+    got = two_runs()
+    assert counted == [True, True]
+    with monkeypatch.context() as m:
+        no_frozen(m)
+        device.clear_warm_caches()
+        want = two_runs()
+    for (g, w), what in zip(zip(got, want), ("r1", "r2")):
+        assert_states(g[0], w[0], what)
+        assert g[1] == w[1]
+        assert_same(g[2], w[2], what)
+
+
+def _outside_spans(s, k: int) -> int:
+    """An address in the session memory's page *k* that no frozen run writes."""
+    spans = s._frozen.program.writes
+    for a in range(k * PAGE_SIZE, (k + 1) * PAGE_SIZE, 64):
+        if not any(lo < a + 64 and a < hi for lo, hi in spans):
+            return a
+    raise AssertionError("every byte of the page is in a span")
+
+
+@pytest.mark.parametrize("how", ["write", "store", "front_door", "stale_page", "load_pages"])
+def test_span_restore_declines_after_a_caller_change(fresh, counted, restores, how):
+    """A change a caller makes to the session's memory between frozen runs (through a
+    result's device: the back door, the front door, a page array handed out earlier, new
+    pages) outside the frozen run's spans is undone: the next run restores whole pages
+    and equals run_model's run."""
+    vm, _ = load("seanet_sub1")
+    inputs = random_inputs(vm, SEED)
+    s = runner.Session(vm, CONFIG)
+    for _ in range(3):
+        s.run(inputs)
+    r = s.run(inputs)                                   # (a frozen run)
+    mem = r.__dict__["_lazy_device"].memory
+    k = mem.page_indices()[0]
+    handle = mem.page(k) if how == "stale_page" else None
+    r = s.run(inputs)                                   # (frozen: pages were handed out, restored whole)
+    n = len(restores)
+    addr = _outside_spans(s, k)
+    junk = np.full(64, 0x5A, np.uint8)
+    m = r.device.memory
+    if how == "write":
+        m.write(addr, junk)
+    elif how == "store":
+        m.store(addr, junk)
+    elif how == "front_door":
+        m.access(Transaction("EXT0", Channel.wr_ofm, True, addr, 64), junk.tobytes())
+    elif how == "stale_page":
+        handle[addr % PAGE_SIZE:addr % PAGE_SIZE + 64] = junk
+    else:
+        pages = m.copy_pages()
+        pages[k][addr % PAGE_SIZE:addr % PAGE_SIZE + 64] = junk
+        m.load_pages(pages)
+    r = s.run(inputs)
+    assert len(restores) > n, "no whole-page restore after the caller's change"
+    assert_same(observe_all(r), {x: v for x, v in fresh_run(vm, inputs).items() if x != "log"}, how)
+    assert counted[-1] or how == "load_pages"
+
+
+def test_write_and_restore_sets():
+    """Hand-made footprints: W is every span a frozen run writes (inputs included), R the
+    part of W read before this run wrote it (a state read then updated, a scratch span
+    read before its rewrite), not what is written before it is read."""
+    inp, a, st, sc = (0, 16), (100, 116), (300, 316), (400, 432)
+    ops = [("NPU_OP_CONV", _op([inp], [a])),                     # input -> a (written, then read)
+           ("NPU_OP_CONV", _op([a, st], [st])),                  # state read, then updated
+           ("NPU_OP_CONV", _op([(400, 408)], [(500, 516)])),     # half the scratch read ...
+           ("NPU_OP_CONV", _op([a], [sc]))]                      # ... before the scratch is written
+    fr = plan.freeze_run(ops, [inp], ())
+    assert fr.writes == (inp, a, st, sc, (500, 516))
+    assert fr.restore == (st, (400, 408))
+
+
+def test_stable_plans():
+    """Hand-made footprints: a plan that reads nothing derived from the inputs, is the only
+    writer of its bytes and none of them is read before it writes them is left out of warm
+    runs; one that reads input-derived bytes, shares its bytes with another writer (or an
+    input), or writes bytes read before it is kept."""
+    inp = (0, 16)
+    ops = [("NPU_OP_CONV", _op([(900, 916)], [(100, 116)])),    # constant -> own bytes: stable
+           ("NPU_OP_CONV", _op([inp], [(200, 216)])),           # reads the input
+           ("NPU_OP_CONV", _op([(900, 916)], [(300, 316)])),    # constant, but ...
+           ("NPU_OP_CONV", _op([(200, 216)], [(308, 324)])),    # ... bytes shared with this one
+           ("NPU_OP_CONV", _op([(400, 416)], [(500, 516)])),    # stable (reads 400.. before ...
+           ("NPU_OP_CONV", _op([(900, 916)], [(400, 416)])),    # ... this constant one writes it)
+           ("NPU_OP_CONV", _op([(900, 916)], [(8, 24)]))]       # constant over an input
+    fr = plan.freeze_run(ops, [inp], ())
+    kept = [fr.plans.index(p) for p in fr.warm]
+    assert fr.restore == ((400, 416),)
+    assert kept == [1, 2, 3, 5, 6], kept
+
+
+def test_plan_stores_move_the_memory_version(fresh, monkeypatch):
+    """A plan run by a device (a trace replay, or a caller running more on a result's
+    device) stores through page views: each such store moves Memory.version, so a span
+    restore after it is refused."""
+    vm, _ = load("seanet_sub1")
+    inputs = random_inputs(vm, SEED)
+    seen: list = []
+    real = plan._Plan.exec
+
+    def exec_(self, dev, checked=False):
+        v = dev.memory.version
+        ok = real(self, dev, checked)
+        if ok and self.dma_lines is None and isinstance(self.dst, plan._MemDst):
+            seen.append(dev.memory.version > v)
+        return ok
+    monkeypatch.setattr(plan._Plan, "exec", exec_)
+    no_frozen(monkeypatch)
+    s = runner.Session(vm, CONFIG)
+    for _ in range(4):
+        s.run(inputs)
+    assert seen and all(seen), seen

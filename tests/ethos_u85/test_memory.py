@@ -12,6 +12,7 @@ from tlm.ethos_u85.memory import (
     RegionRoute,
     Resp,
     Transaction,
+    TxnBatch,
     axcache,
     hash_select,
 )
@@ -111,3 +112,44 @@ def test_dataport_wraps_at_40_bits():
     port = DataPort(m, lambda region: r)
     port.write(0, 0, b"12345678", Channel.wr_ofm)
     assert m.read(ADDR_MASK - 3, 4) == b"1234" and m.read(0, 4) == b"5678"
+
+
+def _batch(addr, length):
+    return TxnBatch(("SRAM0",), None, Channel.wr_ofm, True, np.array(addr, np.int64), np.array(length, np.int64))
+
+
+@pytest.mark.parametrize("how", ["write", "write_u32", "store", "store_crossing", "access", "batch_contiguous",
+                                 "batch_scatter", "load_pages", "restore_pages"])
+def test_every_content_change_moves_the_version(how):
+    """Memory.version moves with every call that can change the contents (runner.Session
+    restores only a frozen run's spans while it stands still)."""
+    m = Memory()
+    m.write(0x1000, bytes(64))
+    v = m.version
+    buf = np.full(8, 7, np.uint8)
+    {"write": lambda: m.write(0x1000, b"x"),
+     "write_u32": lambda: m.write_u32(0x1000, 1),
+     "store": lambda: m.store(0x1000, buf),
+     "store_crossing": lambda: m.store(0xFFFC, buf),
+     "access": lambda: m.access(Transaction("EXT0", Channel.wr_ofm, True, 0x1000, 4), b"WXYZ"),
+     "batch_contiguous": lambda: m.access_batch(_batch([0x1000, 0x1008], [8, 8]), np.ones(16, np.uint8)),
+     "batch_scatter": lambda: m.access_batch(_batch([0x1000, 0x30000], [8, 8]), np.ones(16, np.uint8)),
+     "load_pages": lambda: m.load_pages(m.copy_pages()),
+     "restore_pages": lambda: m.restore_pages(m.copy_pages())}[how]()
+    assert m.version > v, f"{how} left the version"
+    assert not m.pages_out
+
+
+def test_pages_out_marks_live_pages_handed_out():
+    """page() and page_items() hand out live arrays (pages_out for good); reads, copies,
+    read-only views, live_page (the warm paths') and page_indices do not, nor move the version."""
+    m = Memory()
+    m.write(0x1000, bytes(range(16)))
+    v = m.version
+    m.read(0x1000, 4), m.view(0x1000, 4), m.copy_pages(), m.equals(0x1000, b"\0"), m.page_indices()
+    assert m.live_page(0) is not None and m.version == v and not m.pages_out
+    m.page(0)
+    assert m.pages_out
+    m2 = Memory()
+    list(m2.page_items())
+    assert m2.pages_out

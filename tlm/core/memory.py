@@ -304,7 +304,18 @@ class Memory:
     """Sparse byte-addressed memory of ``addr_bits`` address bits; unwritten bytes read as zero.
 
     ``batching=False`` makes ``batch_capable`` answer False, so batched callers (the
-    Ethos-U85's DataPort) take their per-transaction reference path."""
+    Ethos-U85's DataPort) take their per-transaction reference path.
+
+    ``version`` counts the calls that change contents (write, store, the batched front
+    door's writes, load_pages, restore_pages; a warm path that writes through its page
+    views adds one itself); ``pages_out`` becomes True for good once
+    ``page`` or ``page_items`` handed out a live page array (which can be written without
+    the memory seeing it).  Together they tell an owner whether anything but itself can
+    have changed the contents since it last looked (runner.Session's span restore); the
+    warm paths' own page accesses, which write only inside their owner's runs, use
+    ``live_page``."""
+    version = 0
+    pages_out = False
 
     def __init__(self, log: bool = True, *, addr_bits: int = DEFAULT_ADDR_BITS, batching: bool = True):
         self.addr_bits = addr_bits
@@ -411,6 +422,7 @@ class Memory:
             if p is None:
                 p = self._pages[page] = np.zeros(PAGE_SIZE, np.uint8)
             p[off:off + n] = buf[pos:pos + n]
+        self.version += 1
 
     write_array = write
 
@@ -423,6 +435,7 @@ class Memory:
             if p is None:
                 p = self._pages[addr >> PAGE_BITS] = np.zeros(PAGE_SIZE, np.uint8)
             p[off:off + n] = buf
+            self.version += 1
             return
         self.write(addr, buf)
 
@@ -439,13 +452,25 @@ class Memory:
         return len(self._pages)
 
     def page(self, index: int) -> "np.ndarray | None":
-        """The live array of page *index* (address >> PAGE_BITS), None if never written: the
-        warm paths keep views of it (a page array stays the same object until load_pages)."""
+        """The live array of page *index* (address >> PAGE_BITS), None if never written (a
+        page array stays the same object until load_pages); sets ``pages_out``."""
+        self.pages_out = True
+        return self._pages.get(index)
+
+    def live_page(self, index: int) -> "np.ndarray | None":
+        """``page(index)`` for the warm paths, which keep views of it and write them only
+        inside their owner's runs: not counted as handed out (``pages_out``)."""
         return self._pages.get(index)
 
     def page_items(self):
-        """(page index, page array) of every stored page: the live arrays, not to be modified."""
+        """(page index, page array) of every stored page: the live arrays, not to be
+        modified; sets ``pages_out``."""
+        self.pages_out = True
         return self._pages.items()
+
+    def page_indices(self) -> list:
+        """The indices of the stored pages, ascending."""
+        return sorted(self._pages)
 
     def copy_pages(self) -> dict:
         """A copy of the contents: page index -> page array."""
@@ -456,12 +481,14 @@ class Memory:
         copied). Faults, log and listeners are kept."""
         items = pages.items() if isinstance(pages, dict) else pages
         self._pages = {k: np.array(v, np.uint8, copy=True) for k, v in items}
+        self.version += 1
 
     def restore_pages(self, pages: dict) -> None:
         """Make the contents those of *pages* (a ``copy_pages()`` result, not modified) in
         place: a page both hold keeps its array (views of it stay valid), pages *pages*
         lacks are dropped.  Faults, log and listeners are kept."""
         own = self._pages
+        self.version += 1
         for k in [k for k in own if k not in pages]:
             del own[k]
         for k, v in pages.items():
@@ -577,6 +604,7 @@ class Memory:
         n = addr.size
         if n == 0:
             return
+        self.version += 1
         end = addr + length
         first, last = int(addr[0]) >> PAGE_BITS, (int(end[-1]) - 1) >> PAGE_BITS
         if n == 1 or not bool(np.all(addr[1:] >= end[:-1])) or last - first > 4 * n:
@@ -608,6 +636,7 @@ class Memory:
         n = mask.size
         pos = 0
         pages = self._pages
+        self.version += 1
         while pos < n:
             a = lo + pos
             page, off = a >> PAGE_BITS, a & (PAGE_SIZE - 1)

@@ -50,6 +50,7 @@ from . import registers as R
 from .config import DEFAULT_CONFIG, NpuConfig, Policy, get_config
 from .device import STICKY_FAULTS, Device, StopKind, StopReason
 from .memory import ADDR_MASK, PAGE_SIZE, Interface, Memory, Resp
+from .ops.common import OpState
 from .ops.plan import freeze_run
 from .vela import (
     COP2_FEATURE_SEPARATE_IO,
@@ -208,6 +209,15 @@ class RunResult:
     @property
     def status_fields(self) -> dict:
         return _STATUS.decode(self.status)
+
+    def __getattr__(self, name):
+        # a Session frozen run's device, made when first asked for (_LazyDevice)
+        if name == "device":
+            lazy = self.__dict__.pop("_lazy_device", None)
+            if lazy is not None:
+                dev = self.__dict__["device"] = lazy.make()
+                return dev
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -566,7 +576,7 @@ class Session:
     same on every run) is saved on the first run and each later run starts from a copy of
     it (Device.save_state / from_state) instead of repeating the APB sequence.  A
     result's `device` and its memory are valid until the next `run` (they share the
-    memory)."""
+    memory); a frozen run's result makes its device when `.device` is first asked for."""
 
     def __init__(self, model: "VelaModel | str | Path", config: "str | int | NpuConfig | None" = None, *,
                  driver: DriverConfig = DRIVER_DEFAULTS, policy: "Policy | None" = None,
@@ -591,6 +601,12 @@ class Session:
         self._closing: dict = {}
         # frozen runs (_freeze): None not tried yet, False not possible, else a _Frozen
         self._frozen = None
+        # after a frozen run: (memory.version, [(page view, loaded view)...]) restoring only
+        # the bytes the next frozen run reads before writing (_memory_for_run); None: whole pages
+        self._span_restore = None
+        self._span_pairs = None         # the frozen run's (page views, loaded views), made once
+        self._spans_restored = False    # the last _memory_for_run restored only those spans
+        self._runs = 0                  # runs started (a lazy device knows whether it is the latest)
         self._read_status = lambda dev: DeviceHost(dev, driver.pprot).read("STATUS")
         self._clear_irq = lambda dev: cmd_write(DeviceHost(dev, driver.pprot), clear_irq=1)
 
@@ -639,7 +655,7 @@ class Session:
             mmap = self.memory_map
             for t in self.model.inputs:
                 addr = mmap.address(t)
-                off, page = addr & (PAGE_SIZE - 1), memory.page(addr // PAGE_SIZE)
+                off, page = addr & (PAGE_SIZE - 1), memory.live_page(addr // PAGE_SIZE)
                 if page is None or off + t.nbytes > PAGE_SIZE:
                     direct = False
                     break
@@ -648,7 +664,7 @@ class Session:
             self._in_views = direct
         if not direct or memory is not self._memory:
             return False
-        page_of = memory.page
+        page_of = memory.live_page
         for k, page, _ in direct:
             if page_of(k) is not page:                      # (a caller replaced the memory's pages)
                 self._in_views = None
@@ -664,9 +680,20 @@ class Session:
     def _memory_for_run(self, keep: bool) -> Memory:
         mmap = self.memory_map
         memory = self._memory
+        sr, self._span_restore = self._span_restore, None
+        self._spans_restored = False
         if memory is not None and self._loaded is not None:
             # as a fresh memory: the loaded contents, the map's faults, no log, no listeners
-            memory.restore_pages(self._loaded)
+            if sr is not None and memory.version == sr[0] and not memory.pages_out:
+                # nothing but the last run, a frozen run, changed the memory since it ended
+                # (no write, no page handed out): it differs from the loaded contents only
+                # in the bytes a frozen run writes, and of those a frozen run reads before
+                # writing only `restore` (FrozenRun; the rest it rewrites first)
+                for dst, src in sr[1]:
+                    np.copyto(dst, src)
+                self._spans_restored = True
+            else:
+                memory.restore_pages(self._loaded)
             memory.log = []
             memory.listeners.clear()
             if memory.faults.token != self._faults:          # (equal tokens: equal fault lists)
@@ -686,6 +713,7 @@ class Session:
         model, npu, mmap, driver = self.model, self.config, self.memory_map, self.driver
         cfg_warning = self.config_warning
         arrays = self._checked(inputs)
+        self._runs += 1
         fz = self._frozen
         if fz and keep and max_steps is None and max_work is None:
             r = self._run_frozen(fz, arrays)
@@ -745,7 +773,7 @@ class Session:
             # reads as zeros): the same page arrays on every run, so the operation plans'
             # views of them stay valid
             self._grown = True
-            for k, _ in memory.page_items():
+            for k in memory.page_indices():
                 if k not in self._loaded:
                     self._loaded[k] = np.zeros(PAGE_SIZE, np.uint8)
         if (fz is None and keep and saved and direct and memo is not None and not self.log_transactions
@@ -755,21 +783,78 @@ class Session:
 
     def _run_frozen(self, fz: "_Frozen", arrays: list) -> "RunResult | None":
         """A run by the session's frozen run (see _Frozen), or None when it declines (the
-        caller then runs the ordinary path, which restores the memory again)."""
+        caller then runs the ordinary path, which restores the memory again).  The result's
+        device is made when first asked for (_LazyDevice)."""
         memory = self._memory_for_run(True)
         if memory.faults.token != fz.ftok or not self._write_direct(memory, arrays):
             return None
-        dev = Device.from_state(fz.final, memory)
-        watch = fz.watch()
-        dev.hooks.append(watch)
-        if not fz.program.run(dev, fz.fifo0):
+        prog = fz.program
+        st = None
+        if prog.fifo:
+            st = OpState.__new__(OpState)
+            st.fifo = [list(c) for c in fz.fifo0[0]]
+            st.fifo_count = list(fz.fifo0[1])
+        cond = prog.run(memory, st, self._spans_restored)
+        if cond is None:
             return None
         outputs = []
         for addr, nbytes, le, dt, shape in self._output_specs():
             o = memory.read_array(addr, nbytes).view(le)        # (a fresh array: the caller's)
             outputs.append((o if le == dt else o.astype(dt)).reshape(shape))
-        return RunResult(outputs, fz.stop, fz.status, dev, self.model, self.config, self.memory_map,
-                         watch.unpredictable, list(fz.warnings))
+        pairs = self._span_pairs
+        if pairs is None or any(memory.live_page(k) is not a for k, a in pairs[0]):
+            pairs = self._span_pairs = _span_pairs(memory, self._loaded, prog.restore)
+        if pairs[1] is not None:
+            self._span_restore = (memory.version, pairs[1])
+        watch = fz.watch()
+        r = RunResult(outputs, fz.stop, fz.status, None, self.model, self.config, self.memory_map,
+                      watch.unpredictable, list(fz.warnings))
+        d = r.__dict__
+        del d["device"]
+        d["_lazy_device"] = _LazyDevice(self, self._runs, fz, memory, watch, st, cond)
+        return r
+
+
+def _span_pairs(memory: Memory, loaded: dict, spans) -> tuple:
+    """((page index, page array), ...) and the (page view, loaded contents' view) pairs over
+    *spans* ((lo, hi), page by page) that restore them, or None for the pairs when a page
+    is missing from either."""
+    pages, pairs = {}, []
+    for lo, hi in spans:
+        while lo < hi:
+            k, off = lo // PAGE_SIZE, lo % PAGE_SIZE
+            n = min(PAGE_SIZE - off, hi - lo)
+            p, q = memory.live_page(k), loaded.get(k)
+            if p is None or q is None:
+                return tuple(pages.items()), None
+            pages[k] = p
+            pairs.append((p[off:off + n], q[off:off + n]))
+            lo += n
+    return tuple(pages.items()), tuple(pairs)
+
+
+class _LazyDevice:
+    """A frozen run's device, made on first use of its RunResult's `device`: the recorded
+    run's final state (Device.from_state) on the session's memory, with the run's watch
+    as hook, its chaining FIFOs and result flag; the device the eager path would have made
+    then.  Made after a later run of the session, it is not the memory's listener (that
+    run's restore cleared the listeners)."""
+    __slots__ = ("session", "run_no", "fz", "memory", "watch", "st", "cond")
+
+    def __init__(self, session, run_no, fz, memory, watch, st, cond):
+        self.session, self.run_no, self.fz, self.memory = session, run_no, fz, memory
+        self.watch, self.st, self.cond = watch, st, cond
+
+    def make(self) -> Device:
+        dev = Device.from_state(self.fz.final, self.memory)
+        dev.hooks.append(self.watch)
+        if self.st is not None:
+            dev.op_state.fifo, dev.op_state.fifo_count = self.st.fifo, self.st.fifo_count
+        if self.cond >= 0:
+            dev.cond_status = self.cond
+        if self.session._runs != self.run_no:
+            self.memory.listeners.remove(dev.txn_sink)
+        return dev
 
 
 class _Frozen:

@@ -330,6 +330,7 @@ class _Plan:
         out, stored = r
         # ---- 3. commit
         self._move(mem, st, out, stored)
+        mem.version += 1                    # (stores through page views: Memory.version counts them)
         chain_length, num_ifm, fifo_valid = self.chain
         st.chain_length, st.num_ifm, st.fifo_valid = chain_length, num_ifm, list(fifo_valid)
         if mem.log_enabled:
@@ -400,34 +401,39 @@ class _Plan:
 # ---------------------------------------------------------------------------- frozen runs
 class FrozenRun:
     """The data computations of a run trace replayed whole (Device.replayed_program), for
-    a later run that differs only in the input bytes (see freeze_run): `run(dev)` runs the
-    plans' operand reads, computes and stores in order on *dev* (a device in the recorded
-    run's final state), without checks, transactions or bookkeeping; `stats` the plan
-    counts such a run adds to STATS."""
-    __slots__ = ("plans", "fifo", "flag", "stats")
+    a later run that differs only in the input bytes (see freeze_run): `run(mem, st)` runs
+    the plans' operand reads, computes and stores in order on *mem*, without checks,
+    transactions or bookkeeping; `stats` the plan counts such a run adds to STATS (key,
+    count pairs); `fifo`
+    whether it uses the chaining FIFOs; `writes` the (lo, hi) spans every such run writes
+    (the inputs, its stores and DMA copies; merged, ascending); `restore` those of them it
+    reads before writing them (see _write_sets); `warm` the plans without those a run may
+    leave out when the memory is as the previous completed one left it (see _stable)."""
+    __slots__ = ("plans", "fifo", "flag", "stats", "writes", "restore", "warm")
 
-    def run(self, dev, fifo0: tuple) -> bool:
-        """False when an operation's own data check or compute declines (a FIFO operand
-        outside its range, an index outside a table): memory may then be partly written
-        and the caller runs the ordinary path from a restored memory.  *fifo0*: the
-        chaining FIFOs at the run's start (chunks per FIFO, counts)."""
-        mem, st = dev.memory, dev.op_state
-        if self.fifo:
-            st.fifo = [list(c) for c in fifo0[0]]
-            st.fifo_count = list(fifo0[1])
-        flag = self.flag
-        for p in self.plans:
+    def run(self, mem, st, warm: bool = False) -> "int | None":
+        """The result flag the last kernel operation with one sets (-1: none does), or None
+        when an operation's own data check or compute declines (a FIFO operand outside its
+        range, an index outside a table): memory may then be partly written and the caller
+        runs the ordinary path from a restored memory.  *st*: an OpState whose chaining
+        FIFOs (`fifo`, `fifo_count`) are those at the run's start (None when not `fifo`).
+        *warm*: run `warm` only (the caller knows the memory is as the previous completed
+        frozen run left it, `restore` restored)."""
+        flag, cond = self.flag, -1
+        for p in (self.warm if warm else self.plans):
             if p.dma_lines is not None:
                 p._dma_move(mem)
                 continue
             r = p._data(mem, st)
             if r is None:
-                return False
+                return None
             p._move(mem, st, r[0], r[1])
             if p is flag:
-                dev.cond_status = r[0].item(-1) & 1
-        STATS.update(self.stats)
-        return True
+                cond = r[0].item(-1) & 1
+        get = STATS.get
+        for k, n in self.stats:                             # (Counter.update's effect)
+            STATS[k] = get(k, 0) + n
+        return cond
 
 
 def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
@@ -458,6 +464,7 @@ def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
         return None
     fifo_t = [False] * _common.NUM_CHAINING_FIFO
     plans, stats, fifo, flag = [], Counter(), False, None
+    clean = []                                              # per plan: reads nothing tainted, writes memory only
     for name, p in ops:
         if p is None:                                       # a wait or the STOP
             continue
@@ -476,6 +483,7 @@ def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
                 else:
                     clear(a, a + n)
             plans.append(p)
+            clean.append(not src)
             continue
         fifo = fifo or bool(p.fifo_srcs) or p.clear or isinstance(p.dst, _FifoDst)
         src = src or any(fifo_t[f.fifo] for f in p.fifo_srcs)
@@ -488,21 +496,106 @@ def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
         elif isinstance(p.dst, _MemDst) and p.dst.idx is None and p.wint == ((p.dst.alo, p.dst.alo + p.dst.n),):
             clear(p.dst.alo, p.dst.alo + p.dst.n)
         plans.append(p)
+        clean.append(not src and isinstance(p.dst, _MemDst) and not p.fifo_srcs and not p.clear)
         if p.flag:
             flag = p
     fr = FrozenRun()
-    fr.plans, fr.fifo, fr.flag, fr.stats = tuple(plans), fifo, flag, stats
+    fr.plans, fr.fifo, fr.flag, fr.stats = tuple(plans), fifo, flag, tuple(stats.items())
+    fr.writes, fr.restore = _write_sets(plans, inputs)
+    fr.warm = tuple(p for p, keep in zip(plans, _stable(plans, clean, inputs, fr.restore)) if not keep)
     return fr
+
+
+def _write_sets(plans, inputs) -> tuple:
+    """(W, R): the spans a run of *plans* (after the *inputs* spans are written) writes - the
+    same bytes on every run: the recorded write footprints, a DMA's destination lines - and
+    the part of W some plan reads before the run wrote it (its operand spans and recorded
+    read footprint, a DMA's source lines).  After a run, memory differs from before only
+    in W; the next run's reads see earlier runs' bytes only in R: restoring R (from the
+    contents before the first run) makes every read, so every write, the same."""
+    done = merged_spans(inputs)                             # (written so far)
+    early = []                                              # (read before written)
+    for p in plans:
+        if p.dma_lines is not None:
+            reads = [(a, a + n) for a, n in p.dma_lines[0]]
+            writes = [(a, a + n) for a, n in p.dma_lines[1]]
+        else:
+            reads = list(p.rint) + [(x.alo, x.alo + x.n) for x in p.srcs if isinstance(x, _MemSrc)]
+            writes = p.wint
+        for lo, hi in reads:
+            early += _minus(lo, hi, done)
+        done = merged_spans(list(done) + list(writes))
+    written = merged_spans(list(done))
+    return written, tuple(x for lo, hi in merged_spans(early) for x in _within(lo, hi, written))
+
+
+def _plan_writes(p) -> list:
+    """The spans plan *p* writes or rewrites (an element-wise store rewrites its whole span)."""
+    if p.dma_lines is not None:
+        return [(a, a + n) for a, n in p.dma_lines[1]]
+    return list(p.wint) + ([(p.dst.alo, p.dst.alo + p.dst.n)] if isinstance(p.dst, _MemDst) else [])
+
+
+def _stable(plans, clean, inputs, restore) -> list:
+    """Per plan, whether a frozen run may leave it out when the memory is as the previous
+    completed frozen run left it (with `restore` restored): the plan reads nothing derived
+    from the inputs (*clean*: its bytes are the recorded run's on every run), writes memory
+    only, is the only writer of its bytes (no other plan, no input) and none of them is read
+    before it writes them (none in *restore*).  Its bytes then hold what it would write
+    from the end of the previous run on, and no one reads them earlier in the run."""
+    owners = [merged_spans(list(inputs))] + [merged_spans(_plan_writes(p)) for p in plans]
+    events = sorted((x, d) for own in owners for lo, hi in own for x, d in ((lo, 1), (hi, -1)))
+    shared, depth, start = [], 0, None                      # (bytes two or more owners write)
+    for x, d in events:
+        depth += d
+        if depth >= 2 and start is None:
+            start = x
+        elif depth < 2 and start is not None:
+            if start < x:
+                shared.append((start, x))
+            start = None
+    shared = merged_spans(shared + list(restore))
+    return [c and not any(_within(lo, hi, shared) for lo, hi in own) for c, own in zip(clean, owners[1:])]
+
+
+def _minus(lo: int, hi: int, spans) -> list:
+    """[lo, hi) less the merged ascending *spans*, as spans."""
+    out = []
+    for a, b in spans:
+        if b <= lo or a >= hi:
+            continue
+        if a > lo:
+            out.append((lo, a))
+        lo = max(lo, b)
+    if lo < hi:
+        out.append((lo, hi))
+    return out
+
+
+def _within(lo: int, hi: int, spans) -> list:
+    """[lo, hi) intersected with the merged ascending *spans*, as spans."""
+    return [(max(lo, a), min(hi, b)) for a, b in spans if a < hi and lo < b]
+
+
+def merged_spans(spans) -> tuple:
+    """(lo, hi) spans merged where they overlap or touch, ascending, empty ones dropped."""
+    out: list = []
+    for lo, hi in sorted(s for s in spans if s[0] < s[1]):
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in out)
 
 
 # ---------------------------------------------------------------------------- operands
 def _page_view(mem, alo: int, n: int, dt):
     """(page array, its bytes [alo, alo + n) as dtype dt) when they lie in one written page,
-    else (None, None).  The view stays valid while mem.page() returns the same array."""
+    else (None, None).  The view stays valid while mem.live_page() returns the same array."""
     off = alo & (PAGE_SIZE - 1)
     if off + n > PAGE_SIZE:
         return None, None
-    page = mem.page(alo >> PAGE_BITS)
+    page = mem.live_page(alo >> PAGE_BITS)
     if page is None:
         return None, None
     return page, page[off:off + n].view(dt)
@@ -524,7 +617,7 @@ class _MemSrc:
 
     def get(self, mem, st):
         page = self.page
-        if page is not None and mem.page(self.pno) is page:
+        if page is not None and mem.live_page(self.pno) is page:
             return self.cached
         page, v = _page_view(mem, self.alo, self.n, self.dt)
         if page is None:
@@ -598,13 +691,13 @@ class _MemDst:
     def direct(self, mem):
         """The OFM's bytes as the cached page view (as udt; see put), or None."""
         page = self.page
-        if page is not None and mem.page(self.pno) is page:
+        if page is not None and mem.live_page(self.pno) is page:
             return self.cached
         return None
 
     def put(self, mem, st, out):
         page = self.page
-        if page is not None and mem.page(self.pno) is page:
+        if page is not None and mem.live_page(self.pno) is page:
             self.cached[...] = out.reshape(-1).view(self.udt)
             return
         if self.idx is None:
