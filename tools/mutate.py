@@ -160,6 +160,15 @@ EQUIVALENT.update({
         "blk_w > 1024: blk_h > 128 and blk_w > 1024 are always false (7-bit fields + 1), both are blk_d > 128",
 })
 
+# the CONV output stage's OFM write queue (npu_conv_out.v): run lengths are at most 16
+EQUIVALENT.update({
+    ('npu_conv_out.v', "if (go) rk = 5'(i + 1);", '5->6', 0):
+        "a 6-bit cast of i + 1 (at most 16) assigned to the 5-bit rk: the same value",
+    ('npu_conv_out.v', "wire          q_close = (rk >= rmax) || ((QA+1)'(rk) < q_av) || q_idle;", '+->-', 0):
+        "a 4-bit instead of 6-bit cast of rk (1..16) differs only at rk = 16, where rk >= rmax "
+        "(rmax <= 16) already closes the run",
+})
+
 # operator replacements (tried in this order at each site)
 OPS = {
     "===": (), "!==": (),
