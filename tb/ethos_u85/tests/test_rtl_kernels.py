@@ -1306,19 +1306,13 @@ async def test_vela_networks(dut, mode):
     env.finish()
 
 
-@cocotb.test(**LONG_TIMEOUT)
-async def test_conv_ifm_runs(dut):
-    """The stand-in reads a contiguous NHWC IFM patch row as multi-beat INCR runs
-    (rtl_stub/ethos_u85/npu_conv_ifm.v): a Vela DEPTHWISE with SAME padding on a 9x9x16 int8
-    NHWC input (16 bytes a position, IFM_STRIDE_X 16) gives rd_ifm bursts of more than one
-    beat, none crossing a 256-byte window, fewer bursts than beats, and the output the TLM's
-    and LiteRT's (every burst also checked by the scoreboard and the AXI rules)."""
+async def _dw_network_bursts(dut, test: str):
+    """Run the Vela DEPTHWISE dwconv_3x3_s1_same_relu6_pc (9x9x16 int8 NHWC, SAME) through the
+    pins with every AXI burst recorded; its output checked against the TLM's and LiteRT's.
+    Returns (env, bursts, name)."""
     from tests import nets
-    from tlm.ethos_u85.memory import Resp
-    if DUT != "rtl":
-        skip_now("the stand-in's IFM loader")
     name = "dwconv_3x3_s1_same_relu6_pc"
-    rng = rng_for("test_conv_ifm_runs")
+    rng = rng_for(test)
     env = Env(dut, reference_model=True)
     await env.start()
     bursts: list = []
@@ -1326,6 +1320,20 @@ async def test_conv_ifm_runs(dut):
     inputs, lit = nets.reference(nets.build(name))
     res = await run_network(env, vela_model(name, "ethos-u85-256", "default"), rng, inputs=inputs)
     assert check_litert(name, res.outputs, lit) is None, f"{name}: not compared with LiteRT"
+    return env, bursts, name
+
+
+@cocotb.test(**LONG_TIMEOUT)
+async def test_conv_ifm_runs(dut):
+    """The stand-in reads a contiguous NHWC IFM patch row as multi-beat INCR runs
+    (rtl_stub/ethos_u85/npu_conv_ifm.v): a Vela DEPTHWISE with SAME padding on a 9x9x16 int8
+    NHWC input (16 bytes a position, IFM_STRIDE_X 16) gives rd_ifm bursts of more than one
+    beat, none crossing a 256-byte window, fewer bursts than beats, and the output the TLM's
+    and LiteRT's (every burst also checked by the scoreboard and the AXI rules)."""
+    from tlm.ethos_u85.memory import Resp
+    if DUT != "rtl":
+        skip_now("the stand-in's IFM loader")
+    env, bursts, name = await _dw_network_bursts(dut, "test_conv_ifm_runs")
     ifm = [b for b in bursts if b.id == CH_IFM and not b.write]
     assert ifm, "no rd_ifm burst"
     for b in ifm:
@@ -1347,19 +1355,10 @@ async def test_conv_ofm_runs(dut):
     up to 16 beats inside 256-byte windows with every byte strobed once, one burst per
     window the OFM touches, and the output the TLM's and LiteRT's (every burst also checked by the scoreboard
     and the AXI rules)."""
-    from tests import nets
     from tb.ethos_u85.testlib.bursts import burst_error
     if DUT != "rtl":
         skip_now("the stand-in's OFM writer")
-    name = "dwconv_3x3_s1_same_relu6_pc"
-    rng = rng_for("test_conv_ofm_runs")
-    env = Env(dut, reference_model=True)
-    await env.start()
-    bursts: list = []
-    env.axi.add_listener(bursts.append)
-    inputs, lit = nets.reference(nets.build(name))
-    res = await run_network(env, vela_model(name, "ethos-u85-256", "default"), rng, inputs=inputs)
-    assert check_litert(name, res.outputs, lit) is None, f"{name}: not compared with LiteRT"
+    env, bursts, name = await _dw_network_bursts(dut, "test_conv_ofm_runs")
     ofm = [b for b in bursts if b.id == CH_OFM and b.write]
     assert ofm, "no wr_ofm burst"
     for b in ofm:
