@@ -1141,8 +1141,8 @@ def test_fc_int16_is_vela_intended_int64_rounding(vela_compiled, net_reference):
 
 # ================================================================ throughput
 def test_throughput_large_conv(capsys):
-    """MACs/s of the TLM on a 56x56x64 -> 64, 3x3 convolution (the whole op through the
-    device: IFM read, weight decode, matmul, scale, OFM write). Loose floor only."""
+    """A 56x56x64 -> 64, 3x3 convolution runs through the device to its STOP (IFM read, weight
+    decode, matmul, scale, OFM write); its MACs/s are printed, not asserted (make bench)."""
     rng = np.random.default_rng(21)
     s = Spec(config="ethos-u85-256", ifm=rng.integers(-128, 128, (56, 56, 64)), ifm_zp=0,
              w=rng.integers(-127, 128, (64, 3, 3, 64)), pad=(1, 1, 1, 1), ofm_hw=(56, 56), ofm_prec=0,
@@ -1165,8 +1165,7 @@ def test_throughput_large_conv(capsys):
     dk = time.perf_counter() - t
     with capsys.disabled():
         print(f"\n  conv 56x56x64->64 3x3: {macs / dt / 1e9:.2f} GMAC/s whole op, "
-              f"{macs / dk / 1e9:.2f} GMAC/s kernel")
-    assert macs / dt > 2e8
+              f"{macs / dk / 1e9:.2f} GMAC/s kernel (informative; no floor: timings belong in make bench)")
 
 
 @pytest.mark.parametrize("stream,resp", [("weights", "SLVERR"), ("scale_bias", "DECERR")])

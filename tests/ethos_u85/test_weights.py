@@ -742,14 +742,10 @@ def test_from_registers(name):
             assert WeightOrder.from_registers(snap, macs, dw) == order_from_state(kind, st, macs)
 
 
-# ------------------------------------------------------------------ speed (informative)
+# ------------------------------------------------------------------ a large stream
+# (decode speed is a benchmark figure, not asserted here: house rule, no timed unit tests)
 
-def test_decode_speed():
+def test_decode_large_stream():
     rng = np.random.default_rng(19)
     w = rng.integers(-128, 128, 100000)
-    s = mlw_encode(w)
-    t0 = time.perf_counter()
-    out = decode_swd(s)
-    dt = time.perf_counter() - t0
-    assert out.tolist() == w.tolist()
-    assert w.size / dt > 2e5, f"SWD decode {w.size / dt:.0f} weights/s"
+    assert decode_swd(mlw_encode(w)).tolist() == w.tolist()
