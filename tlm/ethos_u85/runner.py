@@ -610,6 +610,14 @@ class Session:
         self._read_status = lambda dev: DeviceHost(dev, driver.pprot).read("STATUS")
         self._clear_irq = lambda dev: cmd_write(DeviceHost(dev, driver.pprot), clear_irq=1)
 
+    def _read_outputs(self, memory: Memory) -> list:
+        """The model's outputs, read from *memory* (fresh arrays: the caller's)."""
+        outputs = []
+        for addr, nbytes, le, dt, shape in self._output_specs():
+            o = memory.read_array(addr, nbytes).view(le)
+            outputs.append((o if le == dt else o.astype(dt)).reshape(shape))
+        return outputs
+
     def _output_specs(self) -> list:
         """(address, bytes, little-endian dtype, dtype, shape) of each model output."""
         if self._outputs is None:
@@ -760,10 +768,7 @@ class Session:
                            offset=first.offset, op=first.op, stop=stop, status=status, device=dev,
                            detail=first.what, warnings=tuple(warnings))
 
-        outputs = []
-        for addr, nbytes, le, dt, shape in self._output_specs():
-            o = memory.read_array(addr, nbytes).view(le)        # (a fresh array: the caller's)
-            outputs.append((o if le == dt else o.astype(dt)).reshape(shape))
+        outputs = self._read_outputs(memory)
         if memo is None:
             cmd_write(host, clear_irq=1)
         else:
@@ -797,10 +802,7 @@ class Session:
         cond = prog.run(memory, st, self._spans_restored)
         if cond is None:
             return None
-        outputs = []
-        for addr, nbytes, le, dt, shape in self._output_specs():
-            o = memory.read_array(addr, nbytes).view(le)        # (a fresh array: the caller's)
-            outputs.append((o if le == dt else o.astype(dt)).reshape(shape))
+        outputs = self._read_outputs(memory)
         pairs = self._span_pairs
         if pairs is None or any(memory.live_page(k) is not a for k, a in pairs[0]):
             pairs = self._span_pairs = _span_pairs(memory, self._loaded, prog.restore)
@@ -884,8 +886,7 @@ class _Frozen:
                 or len(dev.hooks) != 1 or dev.hooks[0] is not watch):
             return False
         mmap = session.memory_map
-        spans = [(mmap.address(t) & ADDR_MASK, (mmap.address(t) & ADDR_MASK) + t.nbytes)
-                 for t in session.model.inputs]
+        spans = [(a, a + t.nbytes) for t in session.model.inputs for a in (mmap.address(t) & ADDR_MASK,)]
         program = freeze_run(prog[0], spans, prog[1])
         final = dev.save_state() if program is not None else None
         if final is None:

@@ -376,21 +376,23 @@ class _Plan:
         if self.dst is not None and not stored:
             self.dst.put(mem, st, out)
 
+    def _dma_read(self, mem) -> np.ndarray:
+        """The bytes a DMA reads (its source lines, in order; the back door)."""
+        reads = self.dma_lines[0]
+        return mem.view(*reads[0]) if len(reads) == 1 else np.concatenate([mem.view(a, n) for a, n in reads])
+
     def _dma_move(self, mem) -> None:
         """A memory-to-memory DMA's copy (the back door)."""
-        reads, writes = self.dma_lines
-        buf = mem.view(*reads[0]) if len(reads) == 1 else np.concatenate([mem.view(a, n) for a, n in reads])
+        buf = self._dma_read(mem)
         pos = 0
-        for a, n in writes:
+        for a, n in self.dma_lines[1]:
             mem.store(a, buf[pos:pos + n])
             pos += n
 
     def _run_dma(self, dev, mem) -> bool:
         if self.dma_lut is not None:
-            reads = self.dma_lines[0]
             lo, n = self.dma_lut
-            dev.lut[lo:lo + n] = (mem.view(*reads[0]) if len(reads) == 1 else
-                                  np.concatenate([mem.view(a, k) for a, k in reads]))
+            dev.lut[lo:lo + n] = self._dma_read(mem)
         else:
             self._dma_move(mem)
         if mem.log_enabled:
@@ -577,15 +579,15 @@ def _within(lo: int, hi: int, spans) -> list:
     return [(max(lo, a), min(hi, b)) for a, b in spans if a < hi and lo < b]
 
 
+def _spans(pairs) -> tuple:
+    """((lo, hi), ...) merged, ascending, of (address, length) pairs (memory.merged_intervals)."""
+    los, his = merged_intervals(pairs)
+    return tuple(zip(los.tolist(), his.tolist()))
+
+
 def merged_spans(spans) -> tuple:
     """(lo, hi) spans merged where they overlap or touch, ascending, empty ones dropped."""
-    out: list = []
-    for lo, hi in sorted(s for s in spans if s[0] < s[1]):
-        if out and lo <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return tuple((lo, hi) for lo, hi in out)
+    return _spans([(lo, hi - lo) for lo, hi in spans])
 
 
 # ---------------------------------------------------------------------------- operands
@@ -1007,8 +1009,8 @@ class _Prepared:
         p.compute = self.compute
         p.dst = self.dst
         p.shape = self.shape
-        p.rint = tuple(zip(*(v.tolist() for v in merged_intervals(txn_pairs(txns, write=False)))))
-        p.wint = tuple(zip(*(v.tolist() for v in merged_intervals(txn_pairs(txns, write=True)))))
+        p.rint = _spans(txn_pairs(txns, write=False))
+        p.wint = _spans(txn_pairs(txns, write=True))
         p.checks = tuple((a, b) for a, b, _ in self.checks)
         p.lut = self.lut
         p.txns = tuple(txns)
