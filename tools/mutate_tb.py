@@ -18,7 +18,8 @@ test_ofm_perms (same file): every write_ofm transpose and reverse on CONV, DEPTH
 ELEMENTWISE and RESIZE; test_ofm_blk_depth (same file): OFM_BLK_DEPTH at write_ofm's reverse-C
 and transpose limits, both sides; test_ofm_write_unpredictable (test_rtl_kernels.py): write_ofm's
 register-only asserts (no effect); test_ofm_bursts and test_conv_ofm_runs: the CONV output
-stage's OFM write bursts, bytes and burst shapes. The
+stage's OFM write bursts, bytes and burst shapes; test_conv_ofm_stalled: a three-block CONV
+with WREADY held low, its write queue full. The
 CONV/DEPTHWISE jobs are picked from the generator's sequence so
 that each feature of CONV_FEATURES occurs (FWD, sparse, part-kernel-first, d4x4, i32 and i48
 accumulators, per-channel and global scale, every microblock, ...): a short list of plain random
@@ -60,6 +61,8 @@ from tb.ethos_u85.tests.test_rtl_kernels import test_ofm_write_unpredictable  # 
 # beats in the max_beats window) on contiguous, strided, reversed and transposed OFMs (npu_conv_out.v)
 from tb.ethos_u85.tests.test_random_ops import test_ofm_bursts  # noqa: F401
 from tb.ethos_u85.tests.test_rtl_kernels import test_conv_ofm_runs  # noqa: F401
+# and the MAC array waiting for the output stage's AB reader while its write queue is full (W held)
+from tb.ethos_u85.tests.test_rtl_kernels import test_conv_ofm_stalled  # noqa: F401
 # runs here too: what the stand-in refuses (div, argmax, CONV with upscale, b64 OFM DEPTHWISE, ...) must
 # stop with cmd_parse_error at the operation, never run
 from tb.ethos_u85.tests.test_rtl_smoke import test_smoke_parse_errors  # noqa: F401

@@ -34,6 +34,8 @@ vacuously.
   streams against the TLM are in tb/ethos_u85/tests/test_faults.py.
 * ``test_conv_ifm_runs`` / ``test_conv_ofm_runs`` (DUT=rtl only): a contiguous NHWC IFM is
   read, a contiguous OFM written, as multi-beat INCR runs inside the max_beats windows.
+* ``test_conv_ofm_stalled``: the same network with WREADY held low in long windows (the
+  stand-in's OFM write queue full while the MAC array has the next block).
 * ``test_kernel_stop_and_reset`` (DUT=rtl only): CMD.stop_request and a soft reset while an
   operation runs.
 * ``test_vela_networks``: catalog networks made only of elementwise and pooling operations
@@ -49,6 +51,7 @@ On DUT=tlm the same tests run against the TLM behind the pins (a check of the be
 """
 from __future__ import annotations
 
+import itertools
 import os
 import random
 from dataclasses import dataclass, field
@@ -1307,17 +1310,20 @@ async def test_vela_networks(dut, mode):
     env.finish()
 
 
-async def _dw_network_bursts(dut, test: str):
-    """Run the Vela DEPTHWISE dwconv_3x3_s1_same_relu6_pc (9x9x16 int8 NHWC, SAME) through the
-    pins with every AXI burst recorded; its output checked against the TLM's and LiteRT's.
-    Returns (env, bursts, name)."""
+async def _network_bursts(dut, test: str, name: str = "dwconv_3x3_s1_same_relu6_pc", w_pause=None):
+    """Run catalog network *name* (Vela, ethos-u85-256; by default the DEPTHWISE
+    dwconv_3x3_s1_same_relu6_pc: 9x9x16 int8 NHWC, SAME) through the pins with every AXI burst
+    recorded; its output checked against the TLM's and LiteRT's. *w_pause*: a pause pattern
+    (1: WREADY low) repeated on every port's W channel. Returns (env, bursts, name)."""
     from tests import nets
-    name = "dwconv_3x3_s1_same_relu6_pc"
     rng = rng_for(test)
     env = Env(dut, reference_model=True)
     await env.start()
     bursts: list = []
     env.axi.add_listener(bursts.append)
+    if w_pause is not None:
+        for port in env.axi.ports.values():
+            port.w.set_pause_generator(itertools.cycle(w_pause))
     inputs, lit = nets.reference(nets.build(name))
     res = await run_network(env, vela_model(name, "ethos-u85-256", "default"), rng, inputs=inputs)
     assert check_litert(name, res.outputs, lit) is None, f"{name}: not compared with LiteRT"
@@ -1334,7 +1340,7 @@ async def test_conv_ifm_runs(dut):
     from tb.ethos_u85.testlib.bursts import burst_error
     if DUT != "rtl":
         skip_now("the stand-in's IFM loader")
-    env, bursts, name = await _dw_network_bursts(dut, "test_conv_ifm_runs")
+    env, bursts, name = await _network_bursts(dut, "test_conv_ifm_runs")
     ifm = [b for b in bursts if b.id == CH_IFM and not b.write]
     assert ifm, "no rd_ifm burst"
     for b in ifm:
@@ -1358,7 +1364,7 @@ async def test_conv_ofm_runs(dut):
     from tb.ethos_u85.testlib.bursts import burst_error
     if DUT != "rtl":
         skip_now("the stand-in's OFM writer")
-    env, bursts, name = await _dw_network_bursts(dut, "test_conv_ofm_runs")
+    env, bursts, name = await _network_bursts(dut, "test_conv_ofm_runs")
     ofm = [b for b in bursts if b.id == CH_OFM and b.write]
     assert ofm, "no wr_ofm burst"
     for b in ofm:
@@ -1374,4 +1380,20 @@ async def test_conv_ofm_runs(dut):
     windows = {ln // 16 for ln in lines}
     assert longest > 1 and len(ofm) == len(windows), \
         f"wr_ofm: {len(ofm)} bursts for {beats} beats in {len(windows)} windows of 256 bytes"
+    env.finish()
+
+
+@cocotb.test(**LONG_TIMEOUT)
+async def test_conv_ofm_stalled(dut):
+    """A Vela CONV with three OFM blocks of 60 positions (conv2d_7x7_s2_rgb: 12x12x16 int8,
+    OFM blocks 5x12) with WREADY low 300 of every 316 cycles on every port: the stand-in's OFM
+    write queue (32 beats, npu_conv_out.v) fills within a block, its accumulator reader stalls
+    there, and the MAC array must not start the next block into the AB before the reader is
+    done (ab_busy); the output the TLM's and LiteRT's, with W beats held for most cycles."""
+    env, bursts, name = await _network_bursts(dut, "test_conv_ofm_stalled", "conv2d_7x7_s2_rgb",
+                                              [1] * 300 + [0] * 16)
+    ofm = [b for b in bursts if b.id == CH_OFM and b.write]
+    beats = sum(b.beats for b in ofm)
+    assert DUT != "rtl" or beats == 12 * 12 * 16 // 16, f"wr_ofm: {beats} beats, not 144"
+    cocotb.log.info("%s with W stalled: %d wr_ofm bursts, %d beats", name, len(ofm), beats)
     env.finish()
