@@ -21,7 +21,12 @@ FBUF = 5                # input window of a 3x3 subtile (seed: "counted from 5 p
 LINEAR_ROWS = 16        # 16-byte input rows per linear Ki subtile (x2 in MODE16)
 LINEAR_KI_BYTES = 256   # input bytes per linear Ki subtile (512 in MODE16; EXT RTL)
 OUT_WORD = 32           # bytes per streamer word (256-bit realigned bandwidth)
-MAX_SUBTILES = 1 << 18  # model budget (not architectural): larger jobs are rejected
+# Model budget (not architectural): a job walking more subtiles is rejected. A job whose
+# tensors fit GAP9's 128 KiB L1 walks at most a few thousand (3x3: each Ki subtile reads
+# >= 144 input bytes, each Ko subtile 288 weight bytes per Ki subtile); the model spends
+# about 0.4-0.6 ms a subtile, so 8192 bound a hostile job (strides aliasing, huge counts)
+# to a few seconds. (2**18 let a fuzzed trace run 24 s.)
+MAX_SUBTILES = 1 << 13
 
 # FILTER_MODE values (seed CONFIG0[6:5])
 MODE_3X3, MODE_3X3_DW, MODE_1X1, MODE_RESERVED = 0, 1, 2, 3
