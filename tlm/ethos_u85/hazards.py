@@ -32,12 +32,17 @@ from __future__ import annotations
 import numpy as np
 
 from . import isa
+from .arith import LUT_BYTES
 from .memory import Channel, merged_intervals, txn_pairs
 
 __all__ = ["Footprint", "EMPTY", "dma", "kernel", "dma_wait", "kernel_wait", "footprint", "DMA_DESCRIPTORS",
            "KERNEL_REMAINING", "LUT_SPACE"]
 
 DMA_DESCRIPTORS = 4          # TRM 3.10.5: mem2mem descriptors
+# A DMA into the LUT RAM with more runs than this is taken to write all of it (a stream can
+# program 2**32 runs; all but repeats of at most 128 16-byte lines are outside the RAM, which
+# makes the DMA UNPREDICTABLE anyway)
+_LUT_RUNS_MAX = 4 * LUT_BYTES
 KERNEL_REMAINING = 2         # TRM 3.10.8: at most two kernel operations remaining
 LUT_SPACE = 1 << 41          # beyond the 40-bit address space: the LUT RAM's byte 0
 
@@ -94,7 +99,7 @@ def lut_reads(snap) -> "tuple[int, int] | None":
     t = snap.field("NPU_SET_ACTIVATION", "table")
     size = {af.lut_u8_u8: 256, af.lut_s8_s8: 256, af.lut_s8_s16: 512, af.lut_s8_s32: 1024}.get(f)
     if size is None:                                     # interpolating modes: 512 pairs
-        return 0, 2048
+        return 0, LUT_BYTES
     return t * size, t * size + size
 
 
@@ -104,8 +109,8 @@ def lut_writes(snap):
     p = DmaParams.registers(snap)
     if not p.internal:
         return None
-    if p.dst_idx:                                        # scattered: the index values decide
-        return np.array([0]), np.array([2048])
+    if p.dst_idx or p.height * p.width > _LUT_RUNS_MAX:  # scattered (the index values decide), or
+        return np.array([0]), np.array([LUT_BYTES])      # more runs than the RAM has 16-byte lines
     y = np.arange(p.height, dtype=np.int64)[:, None]
     x = np.arange(p.width, dtype=np.int64)[None, :]
     lo = (p.dst + x * p.dst_stride0 + y * p.dst_stride1).ravel()
