@@ -364,21 +364,35 @@ def run(device: str, seed: int, cases: int, start: int = 0, jobs: int = 1, cpu_l
             if method == "forkserver":
                 ctx.set_forkserver_preload([type(target).__module__])
             kw = {"max_tasks_per_child": 1, "mp_context": ctx}
-        with ProcessPoolExecutor(max_workers=max(1, jobs), initializer=worker_init, initargs=(mem_limit,),
-                                 **kw) as ex:
-            pending = {ex.submit(run_range, rg): rg for rg in ranges}
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    rg = pending.pop(fut)
-                    s, resume = fut.result()
-                    total.merge(s)
-                    if resume is not None:
-                        total.recycled += 1
-                        nxt = rg[:2] + (resume,) + rg[3:]
-                        pending[ex.submit(run_range, nxt)] = nxt
-                    if progress:
-                        progress(total)
+        env0 = os.environ.get("PYTHONWARNINGS")
+        try:
+            main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+            if kw and main_spec is not None:
+                # a worker imports the modules (preload, pickled functions) before
+                # multiprocessing runs the parent's __main__ (python -m tlm.core.fuzz) as
+                # __mp_main__: runpy's "found in sys.modules" RuntimeWarning is noise
+                quiet = f"ignore:'{main_spec.name}' found in sys.modules:RuntimeWarning"
+                os.environ["PYTHONWARNINGS"] = f"{env0},{quiet}" if env0 else quiet
+            with ProcessPoolExecutor(max_workers=max(1, jobs), initializer=worker_init, initargs=(mem_limit,),
+                                     **kw) as ex:
+                pending = {ex.submit(run_range, rg): rg for rg in ranges}
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        rg = pending.pop(fut)
+                        s, resume = fut.result()
+                        total.merge(s)
+                        if resume is not None:
+                            total.recycled += 1
+                            nxt = rg[:2] + (resume,) + rg[3:]
+                            pending[ex.submit(run_range, nxt)] = nxt
+                        if progress:
+                            progress(total)
+        finally:
+            if env0 is None:
+                os.environ.pop("PYTHONWARNINGS", None)
+            else:
+                os.environ["PYTHONWARNINGS"] = env0
     else:
         for rg in ranges:
             lo = rg[2]
