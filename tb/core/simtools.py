@@ -132,11 +132,19 @@ def verilator_makeflags(env: dict) -> None:
 # from outside between evaluations, so all logic reading one is "input combinational" and is
 # evaluated again at every eval (three or more a clock cycle under cocotb): on the U85 stand-in
 # that was about 52,000 lines of generated C++ per eval and most of the model's time. The
-# bench only writes the top level's signals, so a build marks those public_flat_rw and every
-# other signal public_flat_rd (still readable by name, e.g. a test reading an internal RAM; a
-# write to one is refused by Verilator's VPI with an error). sim_bench_conv, DUT=rtl: 14.6 ->
+# bench writes only the top level's signals and the ``tlm_<pin>`` variables a DUT=tlm shell
+# copies its outputs from (tb.core.pinmap ``driver``, which may sit in an instance under a
+# wrapper), so a build marks those public_flat_rw and every other signal public_flat_rd
+# (still readable by name, e.g. a test reading an internal RAM, or a pin map's hierarchical
+# IRQ). Verilator's VPI refuses a write to any other signal, and cocotb does not report it:
+# a test that deposits into an internal signal needs ``TB_VERILATOR_PUBLIC=all`` (cocotb's
+# --public-flat-rw, a build folder of its own by the stamp). sim_bench_conv, DUT=rtl: 14.6 ->
 # 5.8 CPU s for the job.
-VISIBILITY = "top-rw-rest-rd"
+VISIBILITY = "top-rw,tlm_*-rw,rest-rd"
+
+
+def _visibility(env) -> str:
+    return "all-rw" if env.get("TB_VERILATOR_PUBLIC", "").strip() == "all" else VISIBILITY
 
 
 def verilator_control(toplevel: str) -> str:
@@ -144,6 +152,7 @@ def verilator_control(toplevel: str) -> str:
     *toplevel*."""
     return ("`verilator_config\n"
             f'public_flat_rw -module "{toplevel}" -var "*"\n'
+            'public_flat_rw -module "*" -var "tlm_*"\n'
             'public_flat_rd -module "*" -var "*"\n')
 
 
@@ -151,14 +160,15 @@ def build_stamp(sim: str, env: dict) -> dict:
     """What a build's stamp records of these settings (a change rebuilds)."""
     if sim != "verilator":
         return {}
-    return {"visibility": VISIBILITY, "makeflags": env.get("MAKEFLAGS", "")}
+    return {"visibility": _visibility(env), "makeflags": env.get("MAKEFLAGS", "")}
 
 
 def get_runner(sim: str):
     """cocotb_tools.runner's runner for *sim*; for Verilator one that builds with
-    ``verilator_control`` (written into the build folder) instead of --public-flat-rw."""
+    ``verilator_control`` (written into the build folder) instead of --public-flat-rw, unless
+    ``TB_VERILATOR_PUBLIC=all``."""
     from cocotb_tools import runner as ctr
-    if sim != "verilator":
+    if sim != "verilator" or _visibility(os.environ) != VISIBILITY:
         return ctr.get_runner(sim)
 
     class _Verilator(ctr.Verilator):
