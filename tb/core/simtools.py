@@ -138,8 +138,8 @@ def verilator_makeflags(env: dict) -> None:
 # (still readable by name, e.g. a test reading an internal RAM, or a pin map's hierarchical
 # IRQ). Verilator's VPI refuses a write to any other signal, and cocotb does not report it:
 # a test that deposits into an internal signal needs ``TB_VERILATOR_PUBLIC=all`` (cocotb's
-# --public-flat-rw; the build stamp records it, so the folder is rebuilt). sim_bench_conv, DUT=rtl: 14.6 ->
-# about 8.0 CPU s for the job (5.9 with OPT_GLOBAL=-O2).
+# --public-flat-rw; the build stamp records it, so the folder is rebuilt). sim_bench_conv,
+# DUT=rtl: 14.6 -> about 8.0 CPU s for the job (5.9 with OPT_GLOBAL=-O2).
 VISIBILITY = "top-rw,tlm_*-rw,rest-rd"
 
 
