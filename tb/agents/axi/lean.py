@@ -632,12 +632,6 @@ class LeanGroup:
                 sub.awake = True
             self._wake.set()
 
-    def _in_reset(self) -> bool:
-        if self.reset is None:
-            return False
-        s = self.reset._handle.get_signal_val_binstr()
-        return s != ("0" if self.reset_active_level else "1")
-
     async def _run(self) -> None:
         edge = RisingEdge(self.clock)
         if self.reset is not None:
@@ -654,7 +648,7 @@ class LeanGroup:
         scale = 10 ** abs(exp)
         sim_time = simulator.get_sim_time
         ports = self.ports
-        # _in_reset() without the call: the reset pin's bit string against its inactive level
+        # in reset: the reset pin's bit string is not its inactive level (X/Z included)
         rst = None if self.reset is None else self.reset._handle.get_signal_val_binstr
         inactive = "0" if self.reset_active_level else "1"
         while True:
