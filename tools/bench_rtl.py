@@ -68,12 +68,10 @@ def build_layers(out_dir: Path, config: str) -> list[Path]:
 
 
 def run_sim(sim: str, config: str, macs: int, nets_: list[Path], work: Path) -> list[dict]:
-    from cocotb_tools.runner import get_runner
-
     from tb.core import simtools
     out = work / f"bench-{config}.json"
     build_dir = REPO / "sim_build" / f"{sim}-bench-{macs}"
-    runner = get_runner(sim)
+    runner = simtools.get_runner(sim)
     runner.build(sources=simtools.dut_sources(DEVICE, "rtl"), hdl_toplevel="ethosu85", build_dir=build_dir,
                  timescale=simtools.TIMESCALE, build_args=simtools.prepare_build(sim, os.environ),
                  includes=[RTL], parameters={"MACS": macs})

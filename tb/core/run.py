@@ -72,6 +72,7 @@ from tb.core.simtools import (
     TIMESCALE,
     SetupError,
     bench_of,
+    build_stamp,
     dut_defines,
     dut_includes,
     dut_parameters,
@@ -79,6 +80,7 @@ from tb.core.simtools import (
     process_alive,
     dut_toplevel,
     fst_supported,
+    get_runner,
     setup_icarus,
     setup_verilator,
     verilator_makeflags,
@@ -272,7 +274,6 @@ def run(args: argparse.Namespace) -> int:
          f"(rerun with SEED={seed}); {tool}")
 
     from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
 
     # A device whose configurations are HDL macros or parameters builds each configuration in
     # its own folder (the default configuration in the plain one).
@@ -367,6 +368,7 @@ def _build(args, env, toplevel, sources, includes, hdl, tool, build_dir, get_run
                      "writing VCD (dump.vcd) instead")
         verilator_makeflags(env)
     stamp["build_args"] = build_args
+    stamp.update(build_stamp(args.sim, env))
     from importlib.metadata import version
     stamp["cocotb"] = version("cocotb")         # its verilator.cpp and VPI library
     digest = hdl_digest(sources, includes)

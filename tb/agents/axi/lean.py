@@ -47,6 +47,7 @@ from collections import deque
 from typing import Callable, Iterable
 
 import cocotb
+from cocotb import simulator
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import Event, FallingEdge, RisingEdge
 
@@ -204,6 +205,9 @@ class LeanSubordinate(AxiRules):
         self._o = {n: _Out(sigs[n]) for n in ("ARREADY", "AWREADY", "WREADY", "RVALID", "RDATA",
                                               "RID", "RRESP", "RLAST", "BVALID", "BID", "BRESP")
                    if n in sigs}
+        o = self._o
+        self._o_rvalid, self._o_rdata, self._o_bvalid = o["RVALID"], o["RDATA"], o["BVALID"]
+        self._o_rid, self._o_rresp, self._o_rlast = o.get("RID"), o.get("RRESP"), o.get("RLAST")
         if "ACLKEN" in sigs:
             sigs["ACLKEN"].value = 1
         self.aw, self.w, self.b, self.ar, self.r = (Channel(self) for _ in range(5))
@@ -258,7 +262,7 @@ class LeanSubordinate(AxiRules):
         self._rd: list = []                 # _ReadReq accepted, not yet being served
         self._rcur = None                   # [rec, beat index, beats, per-beat (data, resp) or None]
         self._rbeat = None                  # (rdata, rid, rresp, rlast) driven, or None
-        self._awq: deque = deque()          # [rec, beat index, ops, start_ns] waiting for W beats
+        self._awq: deque = deque()          # [rec, beat index, ops, start_ns, plain] waiting for W beats
         self._wbuf: deque = deque()         # (data, strb, last, xlanes) ahead of their AW
         self._bq: deque = deque()           # (due_ns, rec) in AW order, latency running
         self._bsend: deque = deque()        # recs due, published, B not yet driven
@@ -310,7 +314,10 @@ class LeanSubordinate(AxiRules):
         if self._rbeat is not None and self._rready() == "1":
             self._r_done(now, mon)
         if self._bcur is not None and self._bready() == "1":
-            self._b_done(mon)
+            self._bcur = None               # B handshake (published when it became due)
+            self._wr_open -= 1
+            if mon is not None:
+                mon.fed_handshake("b", False)
         pend = mon._pend if mon is not None else _NO_PEND
         # ---- AR
         if arv or "ar" in pend:
@@ -332,7 +339,10 @@ class LeanSubordinate(AxiRules):
             if hs:
                 rec = self._request(vals, True, now)
                 self._check_shape("AW", rec.addr, rec.len, rec.size, rec.burst)
-                self._awq.append([rec, 0, [], now])
+                # [rec, beat index, ops, start, plain: full-width INCR from a bus word, no wrap]
+                plain = (rec.burst == BURST_INCR and rec.size == self.max_size and not rec.addr % self.byte_lanes
+                         and rec.addr + (rec.len + 1) * self.byte_lanes - 1 <= self.addr_mask)
+                self._awq.append([rec, 0, [], now, plain])
                 self._wr_open += 1
                 self._note_outstanding(self._wr_open, True)
         # ---- W
@@ -356,9 +366,9 @@ class LeanSubordinate(AxiRules):
         if self._wbuf and self._awq:
             self._match_w(now, period)
         # ---- the next cycle's outputs
-        ar_ready = int(not self.ar.pause and len(self._rd) < QUEUE_LIMIT)
-        aw_ready = int(not self.aw.pause and len(self._awq) < QUEUE_LIMIT)
-        w_ready = int(not self.w.pause and (len(self._wbuf) < W_AHEAD or bool(self._awq)))
+        ar_ready = 0 if self.ar._pause or len(self._rd) >= QUEUE_LIMIT else 1
+        aw_ready = 0 if self.aw._pause or len(self._awq) >= QUEUE_LIMIT else 1
+        w_ready = 0 if self.w._pause or (len(self._wbuf) >= W_AHEAD and not self._awq) else 1
         rdy = self._ready
         if rdy[0] != ar_ready:
             o["ARREADY"].set(ar_ready)
@@ -370,10 +380,10 @@ class LeanSubordinate(AxiRules):
             o["WREADY"].set(w_ready)
             rdy[2] = w_ready
         if self._rbeat is None:
-            if not self.r.pause and (self._rcur is not None or self._rd):
+            if not self.r._pause and (self._rcur is not None or self._rd):
                 self._r_next(now, period)
-            if self._rbeat is None:
-                o["RVALID"].set(0)
+            if self._rbeat is None and self._o_rvalid.last != 0:
+                self._o_rvalid.set(0)
         bq = self._bq
         while bq and bq[0][0] <= now + period / 4:        # due: written, handed to the B channel
             rec = bq.popleft()[1]
@@ -383,15 +393,15 @@ class LeanSubordinate(AxiRules):
                 self.counts["w_err"] += 1
             self._publish(rec, now)
         if self._bcur is None:
-            if self._bsend and not self.b.pause:
+            if self._bsend and not self.b._pause:
                 self._bcur = rec = self._bsend.popleft()
                 o["BVALID"].set(1)
                 if "BID" in o:
                     o["BID"].set(rec.id)
                 if "BRESP" in o:
                     o["BRESP"].set(int(rec.resp))
-            else:
-                o["BVALID"].set(0)
+            elif self._o_bvalid.last != 0:
+                self._o_bvalid.set(0)
         return bool(arv or awv or wv or self._rd or self._rcur is not None or self._rbeat is not None
                     or self._awq or self._wbuf or self._bq or self._bsend or self._bcur is not None or self._gens
                     or (mon is not None and mon._pend))
@@ -410,16 +420,23 @@ class LeanSubordinate(AxiRules):
             resp, data = 0, cur[4][n]
         else:
             resp, data = per[n]
-        o = self._o
-        self._rbeat = (data, rec.id, resp, int(n == beats - 1))
-        o["RVALID"].set(1)
-        o["RDATA"].set(data)
-        if "RID" in o:
-            o["RID"].set(rec.id)
-        if "RRESP" in o:
-            o["RRESP"].set(resp)
-        if "RLAST" in o:
-            o["RLAST"].set(int(n == beats - 1))
+        last = 1 if n == beats - 1 else 0
+        self._rbeat = (data, rec.id, resp, last)
+        # each pin written only when its value changes (_Out.set; the test inline saves the
+        # call: RVALID, RID and RRESP hold through a burst)
+        out = self._o_rvalid
+        if out.last != 1:
+            out.set(1)
+        self._o_rdata.set(data)
+        out = self._o_rid
+        if out is not None and out.last != rec.id:
+            out.set(rec.id)
+        out = self._o_rresp
+        if out is not None and out.last != resp:
+            out.set(resp)
+        out = self._o_rlast
+        if out is not None and out.last != last:
+            out.set(last)
 
     def _start_read(self, rec: AxiBurst) -> list:
         """Check the burst and compute its beats: [rec, beat index, beats, per-beat (resp,
@@ -474,7 +491,7 @@ class LeanSubordinate(AxiRules):
         self._rbeat = None
         self.counts["r_beats"] += 1
         if mon is not None:
-            mon.channel("r", True, True, last, None, None)
+            mon.fed_handshake("r", last)
         cur = self._rcur
         cur[1] += 1
         if cur[1] == cur[2]:
@@ -520,14 +537,21 @@ class LeanSubordinate(AxiRules):
         lanes = self.byte_lanes
         while self._wbuf and self._awq:
             entry = self._awq[0]
-            rec, n, ops, start = entry
+            rec, n, ops, start, plain = entry
             data, strb, last, xl = self._wbuf.popleft()
             beats = rec.len + 1
-            baddr, end, word = beat_span(rec.addr, n, rec.size, beats, rec.burst, lanes, self.addr_mask)
+            if plain:                       # beat n is the bus word n (beat_span's result)
+                word = rec.addr + n * lanes
+                baddr, end = word, word + lanes
+            else:
+                baddr, end, word = beat_span(rec.addr, n, rec.size, beats, rec.burst, lanes, self.addr_mask)
             if strb < 0:                    # X/Z strobes: as cocotbext-axi's default (all)
                 strb = self.full_strb
             strb = self._check_w_beat(rec.addr, rec.len, n, strb, xl, max(last, 0), baddr, end, word)
-            ops += strobe_runs(word, data.to_bytes(lanes, "little"), strb)
+            if strb == self.full_strb:
+                ops.append((word, data.to_bytes(lanes, "little")))
+            else:
+                ops += strobe_runs(word, data.to_bytes(lanes, "little"), strb)
             entry[1] = n = n + 1
             if n < beats:
                 continue
@@ -540,7 +564,7 @@ class LeanSubordinate(AxiRules):
                     if resp is not None:
                         break
             if resp is None:
-                for a, d in ops:
+                for a, d in _merged(ops):
                     mem.write(a, d)
             else:
                 rec.resp = Resp(resp)
@@ -550,13 +574,21 @@ class LeanSubordinate(AxiRules):
             self._last_b_due = due
             self._bq.append((due, rec))
 
-    def _b_done(self, mon) -> None:
-        """B handshake (the burst was published when its B became due, as AxiSubordinate
-        publishes it when the B is handed to its channel)."""
-        self._bcur = None
-        self._wr_open -= 1
-        if mon is not None:
-            mon.channel("b", True, True, False, None, None)
+
+def _merged(ops: list) -> list:
+    """*ops* ((address, bytes) runs in beat order) with runs that continue one another joined:
+    one memory write per contiguous stretch (the burst's records keep the runs per beat)."""
+    if len(ops) < 2:
+        return ops
+    out, cur_a, cur = [], ops[0][0], bytearray(ops[0][1])
+    for a, d in ops[1:]:
+        if a == cur_a + len(cur):
+            cur += d
+        else:
+            out.append((cur_a, cur))
+            cur_a, cur = a, bytearray(d)
+    out.append((cur_a, cur))
+    return out
 
 
 def _x_lanes(bits: str, lanes: int) -> "tuple[int, int]":
@@ -600,12 +632,6 @@ class LeanGroup:
                 sub.awake = True
             self._wake.set()
 
-    def _in_reset(self) -> bool:
-        if self.reset is None:
-            return False
-        s = self.reset._handle.get_signal_val_binstr()
-        return s != ("0" if self.reset_active_level else "1")
-
     async def _run(self) -> None:
         edge = RisingEdge(self.clock)
         if self.reset is not None:
@@ -617,9 +643,17 @@ class LeanGroup:
             await edge
             self.period = get_sim_time("ns") - t0
         in_reset = None
+        # the time in ns as cocotb.simtime.get_sim_time("ns") computes it, without its calls
+        exp = cocotb.simtime.time_precision + 9
+        scale = 10 ** abs(exp)
+        sim_time = simulator.get_sim_time
+        ports = self.ports
+        # in reset: the reset pin's bit string is not its inactive level (X/Z included)
+        rst = None if self.reset is None else self.reset._handle.get_signal_val_binstr
+        inactive = "0" if self.reset_active_level else "1"
         while True:
             await edge
-            if self._in_reset():
+            if rst is not None and rst() != inactive:
                 if in_reset is not True:
                     for p in self.ports:
                         p._reset()
@@ -627,9 +661,10 @@ class LeanGroup:
                     in_reset = True
                 continue
             in_reset = False
-            now = get_sim_time("ns")
+            th, tl = sim_time()
+            now = (th << 32 | tl) * scale if exp > 0 else (th << 32 | tl) / scale
             busy = False
-            for p in self.ports:
+            for p in ports:
                 if p.awake:
                     if p.step(now, self.period):
                         busy = True

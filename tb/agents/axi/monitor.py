@@ -194,6 +194,14 @@ class AxiMonitor:
         elif name in MANAGER_CHANNELS:
             pend[name] = now
 
+    def fed_handshake(self, name: str, last) -> None:
+        """An R beat or B response handed over (fed mode): ``channel(name, True, True, last,
+        None, None)`` for a subordinate channel (never held, so no stability check)."""
+        c = self.count
+        c[name] += 1
+        if last:
+            c[name + "last"] += 1
+
     def record(self, b: AxiBurst) -> None:
         """A burst the feeding subordinate completed (fed mode)."""
         self.bursts.append(b)

@@ -31,7 +31,6 @@ def run(sim: str, tests: "str | None" = None, beats: "int | None" = None,
     os.environ.pop("PYTEST_CURRENT_TEST", None)
     build_args = simtools.prepare_build(sim, os.environ)
     from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
 
     root = Path(build_root) if build_root else REPO / "sim_build"
     build_dir = root / f"loopback-{sim}"
@@ -43,7 +42,7 @@ def run(sim: str, tests: "str | None" = None, beats: "int | None" = None,
         extra_env["LOOPBACK_OUT"] = str(Path(out).resolve())
     with open(root / f".loopback-{sim}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        runner = get_runner(sim)
+        runner = simtools.get_runner(sim)
         t0 = time.monotonic()
         runner.build(sources=[SOURCE], hdl_toplevel=TOPLEVEL, build_dir=build_dir,
                      timescale=simtools.TIMESCALE, build_args=build_args, waves=False,
