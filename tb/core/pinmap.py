@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import re
 from pathlib import Path
@@ -57,6 +58,7 @@ class PinMap:
     def __init__(self, pattern: str = DEFAULT_PATTERN, axi_pattern: str = DEFAULT_AXI_PATTERN,
                  pins: "dict | None" = None, source: str = "identity"):
         self.pattern = pattern or DEFAULT_PATTERN
+        self._warned: set = set()
         self.axi_pattern = axi_pattern or DEFAULT_AXI_PATTERN
         self.pins = dict(pins or {})
         self.source = source
@@ -168,6 +170,8 @@ class PinMap:
         h = self.resolve(dut, path)
         if h is None and required:
             raise AttributeError(self._missing(dut, name, path))
+        if h is not None and "." in path:
+            self._inside(name, path)
         return h
 
     def axi(self, dut, signal: str, port: str, required: bool = False):
@@ -176,7 +180,23 @@ class PinMap:
         h = self.resolve(dut, path)
         if h is None and required:
             raise AttributeError(self._missing(dut, signal + port, path))
+        if h is not None and "." in path:
+            self._inside(signal + port, path)
         return h
+
+    def _inside(self, name: str, path: str) -> None:
+        """A pin mapped inside the design: on a Verilator build where only the top level is
+        writable (tb.core.simtools VISIBILITY) a bench write to it would be dropped without an
+        error, so say so once per pin (reading it is fine)."""
+        import cocotb
+        from tb.core.simtools import restricted_visibility
+        if name in self._warned or "verilator" not in (getattr(cocotb, "SIM_NAME", None) or "").lower() \
+                or not restricted_visibility(os.environ):
+            return
+        self._warned.add(name)
+        logging.getLogger("cocotb.tb.pinmap").warning(
+            "pin %s maps inside the design (%s): this Verilator build makes only the top level "
+            "writable, so if the bench drives it, rebuild with TB_VERILATOR_PUBLIC=all", name, path)
 
     def has(self, dut, name: str) -> bool:
         return self.get(dut, name) is not None

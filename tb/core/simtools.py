@@ -147,6 +147,11 @@ def _visibility(env) -> str:
     return "all-rw" if env.get("TB_VERILATOR_PUBLIC", "").strip() == "all" else VISIBILITY
 
 
+def restricted_visibility(env) -> bool:
+    """Does a Verilator build under *env* make only VISIBILITY's signals writable?"""
+    return _visibility(env) == VISIBILITY
+
+
 def verilator_control(toplevel: str) -> str:
     """The Verilator control file text of ``VISIBILITY`` for a design whose top module is
     *toplevel*."""
@@ -168,7 +173,7 @@ def get_runner(sim: str):
     ``verilator_control`` (written into the build folder) instead of --public-flat-rw, unless
     ``TB_VERILATOR_PUBLIC=all``."""
     from cocotb_tools import runner as ctr
-    if sim != "verilator" or _visibility(os.environ) != VISIBILITY:
+    if sim != "verilator" or not restricted_visibility(os.environ):
         return ctr.get_runner(sim)
 
     class _Verilator(ctr.Verilator):
