@@ -5,9 +5,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .compiled import (E_MODE, E_OA, E_OB, E_STAGE, E_ZPA, E_ZPB, MODE_ADD, MODE_MIN, MODE_MUL, MODE_SUB,
-                       P_CLAMP, P_HI, P_IZP, P_LO, P_WRAP, P_ZP, S_CHI, S_CLAMP, S_CLO, S_DIFF, S_RP, S_SCALE,
-                       S_SHIFT, S_TABLE, S_WRAP32, S_ZP)
+from .compiled import (D_READ0, D_READ1, D_WRITE0, D_WRITE1, DST_CODE, DST_FIFO, DST_KIND, DST_MEM, DST_OFF,
+                       DST_WHERE, E_MODE, E_OA, E_OB, E_STAGE, E_ZPA, E_ZPB, F_CLEAR, F_FLAG, K_DMA,
+                       K_ELEMENTWISE, K_LOOKUP, MODE_ADD, MODE_MIN, MODE_MUL, MODE_SUB, P_CLAMP, P_HI, P_IZP,
+                       P_LO, P_WRAP, P_ZP, R_A, R_B, R_C, R_CST, R_DST, R_FLAGS, R_H, R_KIND, R_SCALAR, R_W,
+                       S_CHI, S_CLAMP, S_CLO, S_DIFF, S_RP, S_SCALE, S_SHIFT, S_TABLE, S_WRAP32, S_ZP, SRC_CH,
+                       SRC_CODE, SRC_FIFO, SRC_KIND, SRC_MEM, SRC_OFF, SRC_WHERE)
 
 
 @njit(cache=True, nogil=True)
@@ -124,3 +127,123 @@ def pointwise(x, w, ch, prm, out, dst):
                     b = min(max(b, lo), hi)
                 out[yy, xx, n] = b + zp
     return store(out, dst)
+
+
+# ---------------------------------------------------------------------------- fused frozen runs
+@njit(cache=True, nogil=True)
+def _extend(v, code):
+    """*v* as the integer type of dtype code *code* (compiled.dtype_code) holds it: its low
+    bytes, sign- or zero-extended (what a cast to that type and back to int64 gives)."""
+    w = code >> 1
+    if w >= 8:
+        return v
+    sh = 64 - 8 * w
+    if code & 1:
+        return (v << sh) >> sh
+    return v & ((np.int64(1) << (8 * w)) - 1)
+
+
+@njit(cache=True, nogil=True)
+def _operand(pages, row, o, n, fbuf, fptr, buf):
+    """Operand fields row[o:] into buf[:n] as int64 (a FIFO's values peeked, not popped);
+    False: a FIFO holds fewer values or one outside the operand's range (the plan declines)."""
+    kind = row[o + SRC_KIND]
+    if kind == SRC_MEM:
+        page = pages[row[o + SRC_WHERE]]
+        off, code = row[o + SRC_OFF], row[o + SRC_CODE]
+        w = code >> 1
+        for i in range(n):
+            p = off + i * w
+            v = np.int64(0)
+            for j in range(w):
+                v |= np.int64(page[p + j]) << (8 * j)
+            buf[i] = _extend(v, code)
+        return True
+    f = row[o + SRC_WHERE]
+    head = fptr[f, 0]
+    if fptr[f, 1] - head < n:
+        return False
+    lo, hi = row[o + SRC_OFF], row[o + SRC_CODE]
+    for i in range(n):
+        v = fbuf[f, head + i]
+        if v < lo or v > hi:
+            return False
+        buf[i] = v
+    return True
+
+
+@njit(cache=True, nogil=True)
+def program(pages, rows, lines, cst, fbuf, fptr, sa, sb, so, buf, state):
+    """A fused frozen run's consecutive operations (compiled.R_* rows) on the memory pages
+    *pages* (a typed list; rows name them by position): a DMA copies its read lines into
+    *buf*, then writes them; an operation reads its operands (memory bytes decoded, or a
+    FIFO's values with their range check), runs lookup / elementwise / pointwise on them as
+    int64 arrays, then clears the FIFOs (F_CLEAR), pops its FIFO operands and stores the OFM
+    (its low bytes, little-endian) or pushes it (cast to the OFM type) - plan._Plan's order.
+    *fbuf*/*fptr*: the chaining FIFOs' values and (head, tail) per FIFO; *sa*, *sb*, *so*:
+    scratch for two operands and the OFM; state[0]: the result flag the F_FLAG operation
+    sets (its OFM's last element's low bit).  Returns -1, or the row whose operand or
+    kernel declined (memory may then be partly written)."""
+    nodst = np.empty(0, np.uint8)
+    for r in range(rows.shape[0]):
+        row = rows[r]
+        kind = row[R_KIND]
+        if kind == K_DMA:
+            pos = 0
+            for i in range(row[D_READ0], row[D_READ1]):
+                page, off, m = pages[lines[i, 0]], lines[i, 1], lines[i, 2]
+                buf[pos:pos + m] = page[off:off + m]
+                pos += m
+            pos = 0
+            for i in range(row[D_WRITE0], row[D_WRITE1]):
+                page, off, m = pages[lines[i, 0]], lines[i, 1], lines[i, 2]
+                page[off:off + m] = buf[pos:pos + m]
+                pos += m
+            continue
+        H, W, C = row[R_H], row[R_W], row[R_C]
+        n = H * W * C
+        ca = row[R_A + SRC_CH]
+        if not _operand(pages, row, R_A, H * W * ca, fbuf, fptr, sa):
+            return r
+        a = sa[:H * W * ca].reshape((H, W, ca))
+        out = so[:n].reshape((H, W, C))
+        c0 = cst[row[R_CST]:row[R_CST] + row[R_CST + 1]]
+        c1 = cst[row[R_CST + 2]:row[R_CST + 2] + row[R_CST + 3]]
+        if kind == K_LOOKUP:
+            ok = lookup(a, c0, row[R_SCALAR], out, nodst)
+        elif kind == K_ELEMENTWISE:
+            cb = row[R_B + SRC_CH]
+            if not _operand(pages, row, R_B, H * W * cb, fbuf, fptr, sb):
+                return r
+            b = sb[:H * W * cb].reshape((H, W, cb))
+            c2 = cst[row[R_CST + 4]:row[R_CST + 4] + row[R_CST + 5]]
+            c3 = cst[row[R_CST + 6]:row[R_CST + 6] + row[R_CST + 7]]
+            ok = elementwise(a, b, c0, c1, c2, c3, out, nodst)
+        else:
+            ok = pointwise(a, c0.reshape((C, ca)), c1.reshape((5, C)),
+                           cst[row[R_CST + 4]:row[R_CST + 4] + row[R_CST + 5]], out, nodst)
+        if not ok:
+            return r
+        o = so[:n]
+        if row[R_FLAGS] & F_FLAG:
+            state[0] = o[n - 1] & 1
+        if row[R_FLAGS] & F_CLEAR:
+            fptr[:, :] = 0
+        if row[R_A + SRC_KIND] == SRC_FIFO:
+            fptr[row[R_A + SRC_WHERE], 0] += H * W * ca
+        if kind == K_ELEMENTWISE and row[R_B + SRC_KIND] == SRC_FIFO:
+            fptr[row[R_B + SRC_WHERE], 0] += H * W * row[R_B + SRC_CH]
+        code = row[R_DST + DST_CODE]
+        if row[R_DST + DST_KIND] == DST_MEM:
+            page, off, w = pages[row[R_DST + DST_WHERE]], row[R_DST + DST_OFF], code >> 1
+            for i in range(n):
+                v = o[i]
+                for j in range(w):
+                    page[off + i * w + j] = (v >> (8 * j)) & 0xFF
+        else:
+            f = row[R_DST + DST_WHERE]
+            t = fptr[f, 1]
+            for i in range(n):
+                fbuf[f, t + i] = _extend(o[i], code)
+            fptr[f, 1] = t + n
+    return -1

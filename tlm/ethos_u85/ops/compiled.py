@@ -81,6 +81,30 @@ E_STAGE = 5
 MODE_ADD, MODE_SUB, MODE_MIN, MODE_MAX, MODE_MUL = range(5)
 # pointwise row
 P_IZP, P_WRAP, P_CLAMP, P_LO, P_HI, P_ZP = range(6)
+# the kernels, as a fused frozen run's rows name them (tlm.ethos_u85.ops.fused)
+K_LOOKUP, K_ELEMENTWISE, K_POINTWISE = 1, 2, 3
+# a fused frozen run's row (int64; see _kernels.program): the kind (K_DMA or K_*), flags, the
+# OFM shape, two operands (SRC_* fields), the destination (DST_* fields), up to four
+# constant arrays as (offset, length) in the constant vector, a scalar
+K_DMA = 0
+R_KIND, R_FLAGS, R_H, R_W, R_C, R_A, R_B, R_DST, R_CST, R_SCALAR = 0, 1, 2, 3, 4, 5, 10, 15, 19, 27
+ROW_LEN = 28
+F_CLEAR, F_FLAG = 1, 2              # R_FLAGS: the FIFOs are cleared first; the result flag's operation
+SRC_KIND, SRC_WHERE, SRC_OFF, SRC_CODE, SRC_CH = range(5)   # where: page number in the list / FIFO
+SRC_NONE, SRC_MEM, SRC_FIFO = 0, 1, 2                       # (a FIFO's SRC_OFF/SRC_CODE: its range lo, hi)
+DST_KIND, DST_WHERE, DST_OFF, DST_CODE = range(4)
+DST_MEM, DST_FIFO = 1, 2
+# a K_DMA row: the line ranges (rows of the lines table: page, offset, length) it reads and writes
+D_READ0, D_READ1, D_WRITE0, D_WRITE1 = 2, 3, 4, 5
+
+
+def dtype_code(dt) -> "int | None":
+    """An integer dtype's code in the rows: its width in bytes times 2, plus 1 if signed
+    (None: not an integer type a row can hold)."""
+    dt = np.dtype(dt)
+    if dt.kind not in "iu" or (dt.kind == "u" and dt.itemsize == 8) or dt.byteorder == ">":
+        return None
+    return dt.itemsize * 2 + (dt.kind == "i")
 
 
 def stage_row(scale, shift, rp, rn, zp, clo, chi, wrap32, table) -> list:
@@ -94,17 +118,25 @@ def stage_row(scale, shift, rp, rn, zp, clo, chi, wrap32, table) -> list:
 
 def _define() -> None:
     from . import _kernels                                  # (imports numba)
-    _STATE.update(lookup=_kernels.lookup, elementwise=_kernels.elementwise, pointwise=_kernels.pointwise)
+    _STATE.update(lookup=_kernels.lookup, elementwise=_kernels.elementwise, pointwise=_kernels.pointwise,
+                  program=_kernels.program)
+
+
+def program():
+    """The fused frozen run's kernel (_kernels.program), or None (not available)."""
+    return _STATE["program"] if available() else None
 
 
 # ---------------------------------------------------------------------------- computes
-def _compute(call, shape_of, odt, fallback):
+def _compute(call, shape_of, odt, fallback, spec):
     """The compute closure of a kernel: ``compute(vals)`` returns the OFM (a new array; the
     numpy *fallback* for operands *shape_of* rejects with None), and ``compute.into(vals,
     dst)`` also stores it into *dst* (the OFM's bytes in a memory page, as the unsigned type
     of the OFM's width) in the same call, after every element was computed (a kernel that
     fails writes nothing); it returns the OFM in a buffer it reuses, or None (the caller
-    then takes compute)."""
+    then takes compute).  ``compute.fused = (shape_of, odt, spec)``: what a fused frozen run
+    (tlm.ethos_u85.ops.fused) needs to run the same kernel, *spec* = (K_* kind, its int64
+    constant arrays, its scalar)."""
     odt = np.dtype(odt)
     nodst = np.empty(0, np.dtype(f"<u{odt.itemsize}"))
     bufs: dict = {}
@@ -131,6 +163,7 @@ def _compute(call, shape_of, odt, fallback):
             raise Declined
         return out
     compute.into = into
+    compute.fused = (shape_of, odt, spec)
     return compute
 
 
@@ -145,7 +178,8 @@ def lookup_compute(table: np.ndarray, lo: int, fallback):
     def shape_of(vals):
         v = vals[0]
         return v.shape if v.ndim == 3 else None
-    return _compute(lambda vals, out, dst: k(vals[0], table, lo, out, dst), shape_of, table.dtype, fallback)
+    return _compute(lambda vals, out, dst: k(vals[0], table, lo, out, dst), shape_of, table.dtype, fallback,
+                    (K_LOOKUP, (table.astype(np.int64),), lo))
 
 
 def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int, srow: list,
@@ -167,7 +201,7 @@ def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int,
         a, b = vals[0], vals[1]
         return a.shape if a.shape == b.shape and a.ndim == 3 else None
     return _compute(lambda vals, out, dst: k(vals[0], vals[1], ta, tb, prm, table, out, dst), shape_of, odt,
-                    fallback)
+                    fallback, (K_ELEMENTWISE, (ta, tb, prm, table.astype(np.int64)), 0))
 
 
 def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_bits: int, clamp: bool,
@@ -189,7 +223,8 @@ def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_
     def shape_of(vals):
         x = vals[0]
         return shape if x.shape == (h, wd, K) else None
-    return _compute(lambda vals, out, dst: k(vals[0], w, ch, prm, out, dst), shape_of, odt, fallback)
+    return _compute(lambda vals, out, dst: k(vals[0], w, ch, prm, out, dst), shape_of, odt, fallback,
+                    (K_POINTWISE, (w, ch, prm), 0))
 
 
 class Declined(Exception):
