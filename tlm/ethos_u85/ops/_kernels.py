@@ -3,11 +3,12 @@ this module imports numba).  Row layouts: compiled.S_* / E_* / P_*."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import carray, njit
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from .compiled import (D_READ0, D_READ1, D_WRITE0, D_WRITE1, DST_CODE, DST_FIFO, DST_KIND, DST_MEM, DST_OFF,
+from .compiled import (C_CST, C_LINES, C_NLINES, C_NROWS, C_ROWS, ROW_LEN, W_CAP, W_MOST, W_NF, W_NPAGES,
+                       W_PAGE_SIZE, W_PAGES, W_STATE, D_READ0, D_READ1, D_WRITE0, D_WRITE1, DST_CODE, DST_FIFO, DST_KIND, DST_MEM, DST_OFF,
                        DST_WHERE, E_MODE, E_OA, E_OB, E_STAGE, E_ZPA, E_ZPB, F_CLEAR, F_FLAG, K_DMA,
                        K_ELEMENTWISE, K_LOOKUP, MODE_ADD, MODE_MIN, MODE_MUL, MODE_SUB, P_CLAMP, P_HI, P_IZP,
                        P_LO, P_WRAP, P_ZP, R_A, R_B, R_C, R_CST, R_DST, R_FLAGS, R_H, R_KIND, R_SCALAR, R_W,
@@ -133,6 +134,16 @@ def pointwise(x, w, ch, prm, out, dst):
 
 # ---------------------------------------------------------------------------- fused frozen runs
 @intrinsic
+def _pointer(typingctx, addr):
+    """The int64 *addr* as a pointer (for numba.carray)."""
+    sig = types.voidptr(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], cgutils.voidptr_t)
+    return sig, codegen
+
+
+@intrinsic
 def _memmove(typingctx, dst, doff, src, soff, n):
     """dst[doff:doff + n] = src[soff:soff + n] for 1-D uint8 arrays, as one memmove (a byte
     loop here runs at about 2 ns a byte); the caller keeps the spans inside the arrays."""
@@ -190,9 +201,10 @@ def _operand(pages, row, o, n, fbuf, fptr, buf):
 
 
 @njit(cache=True, nogil=True)
-def program(pages, rows, lines, cst, fbuf, fptr, sa, sb, so, buf, state):
-    """A fused frozen run's consecutive operations (compiled.R_* rows) on the memory pages
-    *pages* (a typed list; rows name them by position): a DMA copies its read lines into
+def program(code, work, buf):
+    """A fused frozen run's consecutive operations (compiled.R_* rows of the *code* vector,
+    compiled.C_*) on the memory pages the *work* vector (compiled.W_*) holds the addresses
+    of (rows name them by position), with the byte buffer *buf*: a DMA copies its read lines into
     *buf*, then writes them; an operation reads its operands (memory bytes decoded, or a
     FIFO's values with their range check), runs lookup / elementwise / pointwise on them as
     int64 arrays, then clears the FIFOs (F_CLEAR), pops its FIFO operands and stores the OFM
@@ -200,7 +212,20 @@ def program(pages, rows, lines, cst, fbuf, fptr, sa, sb, so, buf, state):
     *fbuf*/*fptr*: the chaining FIFOs' values and (head, tail) per FIFO; *sa*, *sb*, *so*:
     scratch for two operands and the OFM; state[0]: the result flag the F_FLAG operation
     sets (its OFM's last element's low bit).  Returns -1, or the row whose operand or
-    kernel declined (memory may then be partly written)."""
+    kernel declined (memory may then be partly written).  (Three arrays: a call's cost is
+    about its arguments' unboxing; a typed list of the pages cost 2.6 us more a call.)"""
+    nr, nl = code[C_NROWS], code[C_NLINES]
+    rows = code[code[C_ROWS]:code[C_ROWS] + nr * ROW_LEN].reshape((nr, ROW_LEN))
+    lines = code[code[C_LINES]:code[C_LINES] + nl * 3].reshape((nl, 3))
+    cst = code[code[C_CST]:]
+    nf, cap, most = work[W_NF], work[W_CAP], work[W_MOST]
+    np_, psize = work[W_NPAGES], work[W_PAGE_SIZE]
+    pages = [carray(_pointer(work[W_PAGES + k]), (psize,), np.uint8) for k in range(np_)]
+    f0 = W_PAGES + np_ + 2 * nf
+    fptr = work[W_PAGES + np_:f0].reshape((nf, 2))
+    fbuf = work[f0:f0 + nf * cap].reshape((nf, cap))
+    s0 = f0 + nf * cap
+    sa, sb, so = work[s0:s0 + most], work[s0 + most:s0 + 2 * most], work[s0 + 2 * most:s0 + 3 * most]
     nodst = np.empty(0, np.uint8)
     for r in range(rows.shape[0]):
         row = rows[r]
@@ -243,7 +268,7 @@ def program(pages, rows, lines, cst, fbuf, fptr, sa, sb, so, buf, state):
             return r
         o = so[:n]
         if row[R_FLAGS] & F_FLAG:
-            state[0] = o[n - 1] & 1
+            work[W_STATE] = o[n - 1] & 1
         if row[R_FLAGS] & F_CLEAR:
             fptr[:, :] = 0
         if row[R_A + SRC_KIND] == SRC_FIFO:

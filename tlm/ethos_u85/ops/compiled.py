@@ -96,6 +96,42 @@ DST_KIND, DST_WHERE, DST_OFF, DST_CODE = range(4)
 DST_MEM, DST_FIFO = 1, 2
 # a K_DMA row: the line ranges (rows of the lines table: page, offset, length) it reads and writes
 D_READ0, D_READ1, D_WRITE0, D_WRITE1 = 2, 3, 4, 5
+# a segment's code vector (int64): this header, then the rows, the lines table, the constants
+C_NROWS, C_ROWS, C_NLINES, C_LINES, C_CST = range(5)
+CODE_HDR = 5
+# the work vector (int64): this header (FIFOs, their capacity, the scratch size, the result
+# flag, pages, the page size), the pages' data addresses, the FIFOs' (head, tail), the FIFO
+# values, three scratch arrays
+W_NF, W_CAP, W_MOST, W_STATE, W_NPAGES, W_PAGE_SIZE = range(6)
+W_PAGES = 6
+
+
+def code_vector(rows, lines, cst) -> tuple:
+    """(code, rows view, lines view) of a segment (see C_*)."""
+    rows = np.asarray(rows, np.int64).reshape(-1, ROW_LEN)
+    lines = np.asarray(lines, np.int64).reshape(-1, 3)
+    r0 = CODE_HDR
+    l0 = r0 + rows.size
+    c0 = l0 + lines.size
+    code = np.zeros(c0 + cst.size, np.int64)
+    code[[C_NROWS, C_ROWS, C_NLINES, C_LINES, C_CST]] = [len(rows), r0, len(lines), l0, c0]
+    code[r0:l0], code[l0:c0], code[c0:] = rows.reshape(-1), lines.reshape(-1), cst
+    return code, code[r0:l0].reshape(rows.shape), code[l0:c0].reshape(lines.shape)
+
+
+def work_vector(pages, page_size: int, nf: int, cap: int, most: int) -> tuple:
+    """(work, FIFO values [nf, cap], FIFO (head, tail) [nf, 2], result flag [1]) (see W_*)
+    for *pages*: C-contiguous uint8 arrays of *page_size* bytes, which the caller keeps
+    (the vector holds their addresses only)."""
+    for a in pages:
+        if a.dtype != np.uint8 or a.shape != (page_size,) or not a.flags.c_contiguous or not a.flags.writeable:
+            raise ValueError("work_vector: a page is not a writable C-contiguous uint8 array of the page size")
+    p0 = W_PAGES + len(pages)
+    f0 = p0 + 2 * nf
+    w = np.zeros(f0 + nf * cap + 3 * most, np.int64)
+    w[[W_NF, W_CAP, W_MOST, W_NPAGES, W_PAGE_SIZE]] = [nf, cap, most, len(pages), page_size]
+    w[W_PAGES:p0] = [a.ctypes.data for a in pages]
+    return w, w[f0:f0 + nf * cap].reshape(nf, cap), w[p0:f0].reshape(nf, 2), w[W_STATE:W_STATE + 1]
 
 
 def dtype_code(dt) -> "int | None":

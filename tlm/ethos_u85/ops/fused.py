@@ -33,13 +33,12 @@ from ..memory import PAGE_BITS, PAGE_SIZE
 
 
 class _Segment:
-    __slots__ = ("rows", "lines", "cst", "fifo", "chunks", "flag")
+    __slots__ = ("code", "rows", "lines", "fifo", "chunks", "flag")
 
 
 class _Bound:
     """The steps of a Fused run on one set of page arrays: _Segment or a plan."""
-    __slots__ = ("pages", "plist", "missing", "steps", "fbuf", "fptr", "sa", "sb", "so", "buf", "state",
-                 "chunks0")
+    __slots__ = ("pages", "missing", "steps", "work", "fbuf", "fptr", "buf", "state", "chunks0")
 
     def valid(self, mem, st) -> bool:
         live = mem.live_page
@@ -50,6 +49,12 @@ class _Bound:
             if live(k) is not None:
                 return False
         return st is None or self.chunks0 == _sizes(st)
+
+
+def _usable_page(a) -> bool:
+    """A page array the compiled segments can address (compiled.work_vector's condition)."""
+    return (isinstance(a, np.ndarray) and a.dtype == np.uint8 and a.shape == (PAGE_SIZE,) and a.flags.c_contiguous
+            and a.flags.writeable)
 
 
 def _sizes(st) -> tuple:
@@ -85,7 +90,7 @@ class Fused:
                 if s.fifo:
                     _load(b, st)
                 b.state[0] = -1
-                if prog(b.plist, s.rows, s.lines, s.cst, b.fbuf, b.fptr, b.sa, b.sb, b.so, b.buf, b.state) >= 0:
+                if prog(s.code, b.work, b.buf) >= 0:
                     return None
                 if s.flag:
                     cond = int(b.state[0])
@@ -107,7 +112,7 @@ class Fused:
     def _bind(self, mem, st) -> _Bound:
         """The steps on the memory's present page arrays (see the module doc)."""
         b = _Bound()
-        pos: dict = {}                                      # page number -> position in plist
+        pos: dict = {}                                      # page number -> position in the work vector
         arrays: list = []
         missing: set = set()
 
@@ -121,6 +126,8 @@ class Fused:
                 a = mem.live_page(k)
                 if a is None:
                     missing.add(k)
+                    return None
+                if not _usable_page(a):
                     return None
                 pos[k] = len(arrays)
                 arrays.append((k, a))
@@ -150,16 +157,9 @@ class Fused:
                 most = max(most, hw * row[_cc.R_C], hw * row[_cc.R_A + _cc.SRC_CH], hw * row[_cc.R_B + _cc.SRC_CH])
         if seg is not None:
             steps.append(seg.close())
-        import numba.typed                                  # (available: _cc.program() is not None)
-        plist = numba.typed.List()
-        for _, a in arrays:
-            plist.append(a)
-        if not arrays:
-            plist.append(np.zeros(1, np.uint8))             # (a typed list needs a type)
-        b.pages, b.plist, b.missing, b.steps = tuple(arrays), plist, tuple(sorted(missing)), tuple(steps)
-        b.fbuf = np.zeros((NUM_CHAINING_FIFO, cap), np.int64)
-        b.fptr = np.zeros((NUM_CHAINING_FIFO, 2), np.int64)
-        b.sa, b.sb, b.so = (np.zeros(most, np.int64) for _ in range(3))
+        b.pages, b.missing, b.steps = tuple(arrays), tuple(sorted(missing)), tuple(steps)
+        b.work, b.fbuf, b.fptr, b.state = _cc.work_vector([a for _, a in arrays], PAGE_SIZE, NUM_CHAINING_FIFO,
+                                                          cap, most)
         b.buf = np.zeros(dma_max, np.uint8)
         b.state = np.zeros(1, np.int64)
         return b
@@ -200,9 +200,8 @@ class _Builder:
 
     def close(self) -> _Segment:
         s = _Segment()
-        s.rows = np.array(self.rows, np.int64).reshape(-1, _cc.ROW_LEN)
-        s.lines = np.array(self.lines, np.int64).reshape(-1, 3)
-        s.cst = np.concatenate(self.cst).astype(np.int64) if self.cst else np.zeros(1, np.int64)
+        cst = np.concatenate(self.cst).astype(np.int64) if self.cst else np.zeros(1, np.int64)
+        s.code, s.rows, s.lines = _cc.code_vector(self.rows, self.lines, cst)
         s.fifo, s.flag, s.chunks = self.fifo, self.flag, self.chunks
         return s
 
