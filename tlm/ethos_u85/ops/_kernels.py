@@ -201,6 +201,16 @@ def _operand(pages, row, o, n, fbuf, fptr, buf):
 
 
 @njit(cache=True, nogil=True)
+def _const(code, i):
+    """Constant array *i* of a code vector (int64; its address and length in the table at
+    code[C_CST]), or an empty array for -1."""
+    if i < 0:
+        return np.empty(0, np.int64)
+    t = code[C_CST] + 2 * i
+    return carray(_pointer(code[t]), (code[t + 1],), np.int64)
+
+
+@njit(cache=True, nogil=True)
 def program(code, work, buf):
     """A fused frozen run's consecutive operations (compiled.R_* rows of the *code* vector,
     compiled.C_*) on the memory pages the *work* vector (compiled.W_*) holds the addresses
@@ -217,7 +227,6 @@ def program(code, work, buf):
     nr, nl = code[C_NROWS], code[C_NLINES]
     rows = code[code[C_ROWS]:code[C_ROWS] + nr * ROW_LEN].reshape((nr, ROW_LEN))
     lines = code[code[C_LINES]:code[C_LINES] + nl * 3].reshape((nl, 3))
-    cst = code[code[C_CST]:]
     nf, cap, most = work[W_NF], work[W_CAP], work[W_MOST]
     np_, psize = work[W_NPAGES], work[W_PAGE_SIZE]
     pages = [carray(_pointer(work[W_PAGES + k]), (psize,), np.uint8) for k in range(np_)]
@@ -249,8 +258,8 @@ def program(code, work, buf):
             return r
         a = sa[:H * W * ca].reshape((H, W, ca))
         out = so[:n].reshape((H, W, C))
-        c0 = cst[row[R_CST]:row[R_CST] + row[R_CST + 1]]
-        c1 = cst[row[R_CST + 2]:row[R_CST + 2] + row[R_CST + 3]]
+        c0 = _const(code, row[R_CST])
+        c1 = _const(code, row[R_CST + 1])
         if kind == K_LOOKUP:
             ok = lookup(a, c0, row[R_SCALAR], out, nodst)
         elif kind == K_ELEMENTWISE:
@@ -258,12 +267,9 @@ def program(code, work, buf):
             if not _operand(pages, row, R_B, H * W * cb, fbuf, fptr, sb):
                 return r
             b = sb[:H * W * cb].reshape((H, W, cb))
-            c2 = cst[row[R_CST + 4]:row[R_CST + 4] + row[R_CST + 5]]
-            c3 = cst[row[R_CST + 6]:row[R_CST + 6] + row[R_CST + 7]]
-            ok = elementwise(a, b, c0, c1, c2, c3, out, nodst)
+            ok = elementwise(a, b, c0, c1, _const(code, row[R_CST + 2]), _const(code, row[R_CST + 3]), out, nodst)
         else:
-            ok = pointwise(a, c0.reshape((C, ca)), c1.reshape((5, C)),
-                           cst[row[R_CST + 4]:row[R_CST + 4] + row[R_CST + 5]], out, nodst)
+            ok = pointwise(a, c0.reshape((C, ca)), c1.reshape((5, C)), _const(code, row[R_CST + 2]), out, nodst)
         if not ok:
             return r
         o = so[:n]
@@ -275,9 +281,9 @@ def program(code, work, buf):
             fptr[row[R_A + SRC_WHERE], 0] += H * W * ca
         if kind == K_ELEMENTWISE and row[R_B + SRC_KIND] == SRC_FIFO:
             fptr[row[R_B + SRC_WHERE], 0] += H * W * row[R_B + SRC_CH]
-        code = row[R_DST + DST_CODE]
+        ocode = row[R_DST + DST_CODE]
         if row[R_DST + DST_KIND] == DST_MEM:
-            page, off, w = pages[row[R_DST + DST_WHERE]], row[R_DST + DST_OFF], code >> 1
+            page, off, w = pages[row[R_DST + DST_WHERE]], row[R_DST + DST_OFF], ocode >> 1
             for i in range(n):
                 v = o[i]
                 for j in range(w):
@@ -288,6 +294,6 @@ def program(code, work, buf):
             if t + n > fbuf.shape[1]:                       # (not expected: sized when bound)
                 return r
             for i in range(n):
-                fbuf[f, t + i] = _extend(o[i], code)
+                fbuf[f, t + i] = _extend(o[i], ocode)
             fptr[f, 1] = t + n
     return -1

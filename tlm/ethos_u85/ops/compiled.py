@@ -85,10 +85,10 @@ P_IZP, P_WRAP, P_CLAMP, P_LO, P_HI, P_ZP = range(6)
 K_LOOKUP, K_ELEMENTWISE, K_POINTWISE = 1, 2, 3
 # a fused frozen run's row (int64; see _kernels.program): the kind (K_DMA or K_*), flags, the
 # OFM shape, two operands (SRC_* fields), the destination (DST_* fields), up to four
-# constant arrays as (offset, length) in the constant vector, a scalar
+# constant arrays (their indices in the code vector's table, -1: none), a scalar
 K_DMA = 0
-R_KIND, R_FLAGS, R_H, R_W, R_C, R_A, R_B, R_DST, R_CST, R_SCALAR = 0, 1, 2, 3, 4, 5, 10, 15, 19, 27
-ROW_LEN = 28
+R_KIND, R_FLAGS, R_H, R_W, R_C, R_A, R_B, R_DST, R_CST, R_SCALAR = 0, 1, 2, 3, 4, 5, 10, 15, 19, 23
+ROW_LEN = 24
 F_CLEAR, F_FLAG = 1, 2              # R_FLAGS: the FIFOs are cleared first; the result flag's operation
 SRC_KIND, SRC_WHERE, SRC_OFF, SRC_CODE, SRC_CH = range(5)   # where: page number in the list / FIFO
 SRC_NONE, SRC_MEM, SRC_FIFO = 0, 1, 2                       # (a FIFO's SRC_OFF/SRC_CODE: its range lo, hi)
@@ -96,7 +96,8 @@ DST_KIND, DST_WHERE, DST_OFF, DST_CODE = range(4)
 DST_MEM, DST_FIFO = 1, 2
 # a K_DMA row: the line ranges (rows of the lines table: page, offset, length) it reads and writes
 D_READ0, D_READ1, D_WRITE0, D_WRITE1 = 2, 3, 4, 5
-# a segment's code vector (int64): this header, then the rows, the lines table, the constants
+# a segment's code vector (int64): this header, then the rows, the lines table, the
+# constants' table ((address, length) per constant array)
 C_NROWS, C_ROWS, C_NLINES, C_LINES, C_CST = range(5)
 CODE_HDR = 5
 # the work vector (int64): this header (FIFOs, their capacity, the scratch size, the result
@@ -106,16 +107,22 @@ W_NF, W_CAP, W_MOST, W_STATE, W_NPAGES, W_PAGE_SIZE = range(6)
 W_PAGES = 6
 
 
-def code_vector(rows, lines, cst) -> tuple:
-    """(code, rows view, lines view) of a segment (see C_*)."""
+def code_vector(rows, lines, consts) -> tuple:
+    """(code, rows view, lines view) of a segment (see C_*); *consts*: the constant arrays
+    the rows name by index (R_CST), C-contiguous int64, which the caller keeps (the vector
+    holds their addresses and lengths only)."""
+    for c in consts:
+        if c.dtype != np.int64 or not c.flags.c_contiguous:
+            raise ValueError("code_vector: a constant array is not C-contiguous int64")
     rows = np.asarray(rows, np.int64).reshape(-1, ROW_LEN)
     lines = np.asarray(lines, np.int64).reshape(-1, 3)
     r0 = CODE_HDR
     l0 = r0 + rows.size
     c0 = l0 + lines.size
-    code = np.zeros(c0 + cst.size, np.int64)
+    code = np.zeros(c0 + 2 * len(consts), np.int64)
     code[[C_NROWS, C_ROWS, C_NLINES, C_LINES, C_CST]] = [len(rows), r0, len(lines), l0, c0]
-    code[r0:l0], code[l0:c0], code[c0:] = rows.reshape(-1), lines.reshape(-1), cst
+    code[r0:l0], code[l0:c0] = rows.reshape(-1), lines.reshape(-1)
+    code[c0:] = [v for c in consts for v in (c.ctypes.data, c.size)]
     return code, code[r0:l0].reshape(rows.shape), code[l0:c0].reshape(lines.shape)
 
 
@@ -159,8 +166,19 @@ def _define() -> None:
 
 
 def program():
-    """The fused frozen run's kernel (_kernels.program), or None (not available)."""
-    return _STATE["program"] if available() else None
+    """The fused frozen run's kernel (_kernels.program), or None (not available, or it did
+    not compile: tried once per process on an empty segment)."""
+    if not available():
+        return None
+    ok = _STATE.get("program_ok")
+    if ok is None:
+        try:
+            code = code_vector(np.zeros((0, ROW_LEN), np.int64), np.zeros((0, 3), np.int64), [])[0]
+            ok = _STATE["program"](code, work_vector([], 1, 1, 1, 1)[0], np.zeros(1, np.uint8)) == -1
+        except Exception as e:                              # noqa: BLE001 - the Python steps then
+            _STATE["error"], ok = f"fused program: {type(e).__name__}: {e}", False
+        _STATE["program_ok"] = ok
+    return _STATE["program"] if ok else None
 
 
 # ---------------------------------------------------------------------------- computes

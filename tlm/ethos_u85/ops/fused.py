@@ -24,6 +24,8 @@ outside a table) make :meth:`Fused.run` return None, as FrozenRun.run does.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import compiled as _cc
@@ -33,7 +35,7 @@ from ..memory import PAGE_BITS, PAGE_SIZE
 
 
 class _Segment:
-    __slots__ = ("code", "rows", "lines", "fifo", "chunks", "flag")
+    __slots__ = ("code", "rows", "lines", "consts", "fifo", "chunks", "flag")
 
 
 class _Bound:
@@ -87,10 +89,12 @@ class Fused:
         cond, flag, prog = -1, self.flag, self.prog
         for s in b.steps:
             if s.__class__ is _Segment:
-                if s.fifo:
-                    _load(b, st)
+                if s.fifo and not _load(b, st):
+                    return None
                 b.state[0] = -1
-                if prog(s.code, b.work, b.buf) >= 0:
+                r = prog(s.code, b.work, b.buf)
+                mem.version += 1                            # (its stores: Memory.version counts them)
+                if r >= 0:
                     return None
                 if s.flag:
                     cond = int(b.state[0])
@@ -169,7 +173,7 @@ class _Builder:
     """A segment being encoded: rows, DMA lines and constants, rebased into one table each."""
 
     def __init__(self, held):
-        self.rows, self.lines, self.cst, self.offs, self.size = [], [], [], {}, 0
+        self.rows, self.lines, self.cst, self.index = [], [], [], {}
         self.held, self.pushed = list(held), [0] * NUM_CHAINING_FIFO
         self.fifo = self.flag = False
         self.chunks = None
@@ -182,13 +186,13 @@ class _Builder:
             row[_cc.D_READ0], row[_cc.D_READ1] = n, n + len(reads)
             row[_cc.D_WRITE0], row[_cc.D_WRITE1] = n + len(reads), n + len(reads) + len(writes)
             self.lines += list(reads) + list(writes)
+        row[_cc.R_CST:_cc.R_CST + 4] = [-1] * 4
         for j, c in enumerate(consts):
-            off = self.offs.get(id(c))
-            if off is None:
-                off = self.offs[id(c)] = (self.size, c)     # (c kept: its id stays its own)
-                self.cst.append(c.reshape(-1))
-                self.size += c.size
-            row[_cc.R_CST + 2 * j], row[_cc.R_CST + 2 * j + 1] = off[0], c.size
+            i = self.index.get(id(c))
+            if i is None:
+                i = self.index[id(c)] = len(self.cst)
+                self.cst.append(c)                          # (kept: its id stays its own)
+            row[_cc.R_CST + j] = i
         if row[_cc.R_KIND] != _cc.K_DMA and row[_cc.R_DST + _cc.DST_KIND] == _cc.DST_FIFO:
             self.pushed[row[_cc.R_DST + _cc.DST_WHERE]] += row[_cc.R_H] * row[_cc.R_W] * row[_cc.R_C]
         if flag:
@@ -200,8 +204,8 @@ class _Builder:
 
     def close(self) -> _Segment:
         s = _Segment()
-        cst = np.concatenate(self.cst).astype(np.int64) if self.cst else np.zeros(1, np.int64)
-        s.code, s.rows, s.lines = _cc.code_vector(self.rows, self.lines, cst)
+        s.consts = [np.ascontiguousarray(c, np.int64) for c in self.cst]     # (the code holds their addresses)
+        s.code, s.rows, s.lines = _cc.code_vector(self.rows, self.lines, s.consts)
         s.fifo, s.flag, s.chunks = self.fifo, self.flag, self.chunks
         return s
 
@@ -219,20 +223,24 @@ def _fifo_effect(p, q) -> bool:
     d = p.dst
     push = isinstance(d, _plan._FifoDst)
     if push:
-        n = int(np.prod(p.shape))
+        n = math.prod(p.shape)
         if n:
             q[d.fifo].append(n)
     return bool(p.clear or p.fifo_srcs or push)
 
 
-def _load(b: _Bound, st) -> None:
-    """The OpState's FIFO values into the segment buffers."""
+def _load(b: _Bound, st) -> bool:
+    """The OpState's FIFO values into the segment buffers; False when they do not fit (not
+    expected: sized when bound for the counts, which do not depend on data)."""
     fbuf, fptr = b.fbuf, b.fptr
     for f, chunks in enumerate(st.fifo):
         n = st.fifo_count[f]
+        if n > fbuf.shape[1]:
+            return False
         if n:
             fbuf[f, :n] = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
         fptr[f, 0], fptr[f, 1] = 0, n
+    return True
 
 
 def _unload(b: _Bound, st, chunks) -> bool:
@@ -298,7 +306,7 @@ def _encode(p, page) -> "tuple | None":
             return None
         if isinstance(s, _plan._MemSrc):
             code = _cc.dtype_code(s.dt)
-            if s.idx is not None or code is None or s.n != int(np.prod(sh)) * np.dtype(s.dt).itemsize:
+            if s.idx is not None or code is None or s.n != math.prod(sh) * np.dtype(s.dt).itemsize:
                 return None
             k = page(s.alo, s.n)
             if k is None:
@@ -306,7 +314,7 @@ def _encode(p, page) -> "tuple | None":
             row[o:o + 4] = [_cc.SRC_MEM, k, s.alo & (PAGE_SIZE - 1), code]
             dummies.append(np.empty(sh, s.dt))
         elif isinstance(s, _plan._FifoSrc):
-            if s.count != int(np.prod(sh)):
+            if s.count != math.prod(sh):
                 return None
             row[o:o + 4] = [_cc.SRC_FIFO, s.fifo, int(s.lo), int(s.hi)]
             dummies.append(np.empty(sh, np.int64))
