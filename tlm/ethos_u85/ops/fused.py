@@ -165,7 +165,6 @@ class Fused:
         b.work, b.fbuf, b.fptr, b.state = _cc.work_vector([a for _, a in arrays], PAGE_SIZE, NUM_CHAINING_FIFO,
                                                           cap, most)
         b.buf = np.zeros(dma_max, np.uint8)
-        b.state = np.zeros(1, np.int64)
         return b
 
 
