@@ -79,16 +79,20 @@ class Fused:
     __slots__ = ("plans", "flag", "bound", "prog", "uses")
 
     def __init__(self, plans, flag):
-        self.plans, self.flag, self.bound = tuple(plans), flag, None
-        self.prog = _cc.program()
+        self.plans, self.flag, self.bound, self.prog = tuple(plans), flag, None, False
         self.uses = 0
 
     def ready(self) -> bool:
         """Whether to run this way now: from the form's second use on (binding costs a few
-        Python runs of the plans: a form used once is not bound) while the binding made
-        a segment (else the plain loop is cheaper)."""
+        Python runs of the plans and the first call loads the compiled program: a form used
+        once is not bound) while the program is available and the binding made a segment
+        (else the plain loop is cheaper)."""
         self.uses += 1
-        return self.uses > 1 and self.prog is not None
+        if self.uses < 2:
+            return False
+        if self.prog is False:
+            self.prog = _cc.program()
+        return self.prog is not None
 
     def run(self, mem, st) -> "int | None":
         b = self.bound

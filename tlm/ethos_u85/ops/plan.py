@@ -458,7 +458,7 @@ def _fused(plans, flag):
     """The fused form of a frozen run's plans (tlm.ethos_u85.ops.fused), or False: the
     compiled kernels are not available (numba absent, TLM_COMPILED=0) or switched off
     for fused runs (TLM_FUSED=0)."""
-    if not FUSED or _cc.program() is None:
+    if not FUSED or not _cc.available():
         return False
     from . import fused
     return fused.Fused(plans, flag)
