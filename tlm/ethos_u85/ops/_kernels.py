@@ -172,12 +172,12 @@ def _extend(v, code):
 
 
 @njit(cache=True, nogil=True)
-def _operand(pages, row, o, n, fbuf, fptr, buf):
+def _operand(work, row, o, n, fbuf, fptr, buf):
     """Operand fields row[o:] into buf[:n] as int64 (a FIFO's values peeked, not popped);
     False: a FIFO holds fewer values or one outside the operand's range (the plan declines)."""
     kind = row[o + SRC_KIND]
     if kind == SRC_MEM:
-        page = pages[row[o + SRC_WHERE]]
+        page = _page(work, row[o + SRC_WHERE])
         off, code = row[o + SRC_OFF], row[o + SRC_CODE]
         w = code >> 1
         for i in range(n):
@@ -198,6 +198,12 @@ def _operand(pages, row, o, n, fbuf, fptr, buf):
             return False
         buf[i] = v
     return True
+
+
+@njit(cache=True, nogil=True)
+def _page(work, k):
+    """Page *k* of the work vector's list (compiled.W_PAGES), as a uint8 array."""
+    return carray(_pointer(work[W_PAGES + k]), (work[W_PAGE_SIZE],), np.uint8)
 
 
 @njit(cache=True, nogil=True)
@@ -228,8 +234,7 @@ def program(code, work, buf):
     rows = code[code[C_ROWS]:code[C_ROWS] + nr * ROW_LEN].reshape((nr, ROW_LEN))
     lines = code[code[C_LINES]:code[C_LINES] + nl * 3].reshape((nl, 3))
     nf, cap, most = work[W_NF], work[W_CAP], work[W_MOST]
-    np_, psize = work[W_NPAGES], work[W_PAGE_SIZE]
-    pages = [carray(_pointer(work[W_PAGES + k]), (psize,), np.uint8) for k in range(np_)]
+    np_ = work[W_NPAGES]
     f0 = W_PAGES + np_ + 2 * nf
     fptr = work[W_PAGES + np_:f0].reshape((nf, 2))
     fbuf = work[f0:f0 + nf * cap].reshape((nf, cap))
@@ -243,18 +248,18 @@ def program(code, work, buf):
             pos = 0
             for i in range(row[D_READ0], row[D_READ1]):
                 m = lines[i, 2]
-                _memmove(buf, pos, pages[lines[i, 0]], lines[i, 1], m)
+                _memmove(buf, pos, _page(work, lines[i, 0]), lines[i, 1], m)
                 pos += m
             pos = 0
             for i in range(row[D_WRITE0], row[D_WRITE1]):
                 m = lines[i, 2]
-                _memmove(pages[lines[i, 0]], lines[i, 1], buf, pos, m)
+                _memmove(_page(work, lines[i, 0]), lines[i, 1], buf, pos, m)
                 pos += m
             continue
         H, W, C = row[R_H], row[R_W], row[R_C]
         n = H * W * C
         ca = row[R_A + SRC_CH]
-        if not _operand(pages, row, R_A, H * W * ca, fbuf, fptr, sa):
+        if not _operand(work, row, R_A, H * W * ca, fbuf, fptr, sa):
             return r
         a = sa[:H * W * ca].reshape((H, W, ca))
         out = so[:n].reshape((H, W, C))
@@ -264,7 +269,7 @@ def program(code, work, buf):
             ok = lookup(a, c0, row[R_SCALAR], out, nodst)
         elif kind == K_ELEMENTWISE:
             cb = row[R_B + SRC_CH]
-            if not _operand(pages, row, R_B, H * W * cb, fbuf, fptr, sb):
+            if not _operand(work, row, R_B, H * W * cb, fbuf, fptr, sb):
                 return r
             b = sb[:H * W * cb].reshape((H, W, cb))
             ok = elementwise(a, b, c0, c1, _const(code, row[R_CST + 2]), _const(code, row[R_CST + 3]), out, nodst)
@@ -283,7 +288,7 @@ def program(code, work, buf):
             fptr[row[R_B + SRC_WHERE], 0] += H * W * row[R_B + SRC_CH]
         ocode = row[R_DST + DST_CODE]
         if row[R_DST + DST_KIND] == DST_MEM:
-            page, off, w = pages[row[R_DST + DST_WHERE]], row[R_DST + DST_OFF], ocode >> 1
+            page, off, w = _page(work, row[R_DST + DST_WHERE]), row[R_DST + DST_OFF], ocode >> 1
             for i in range(n):
                 v = o[i]
                 for j in range(w):

@@ -34,6 +34,9 @@ from .common import NUM_CHAINING_FIFO
 from ..memory import PAGE_BITS, PAGE_SIZE
 
 
+MIN_ROWS = 3                    # a shorter run of encodable plans stays Python steps
+
+
 class _Segment:
     __slots__ = ("code", "rows", "lines", "consts", "fifo", "chunks", "flag")
 
@@ -159,14 +162,14 @@ class Fused:
             fifo = _fifo_effect(p, q)                       # (q: the chunk sizes after p)
             if enc is None:
                 if seg is not None:
-                    steps.append(seg.close())
+                    steps += seg.close()
                     seg = None
                 steps.append(p)
                 continue
             row, lines, consts = enc
             if seg is None:
                 seg = _Builder(held)
-            seg.add(row, lines, consts, fifo, p is self.flag, q)
+            seg.add(p, row, lines, consts, fifo, p is self.flag, q)
             cap = max(cap, max(seg.held[f] + seg.pushed[f] for f in range(NUM_CHAINING_FIFO)))
             if row[_cc.R_KIND] == _cc.K_DMA:
                 dma_max = max(dma_max, sum(n for _, _, n in lines[0]))
@@ -174,7 +177,7 @@ class Fused:
                 hw = row[_cc.R_H] * row[_cc.R_W]
                 most = max(most, hw * row[_cc.R_C], hw * row[_cc.R_A + _cc.SRC_CH], hw * row[_cc.R_B + _cc.SRC_CH])
         if seg is not None:
-            steps.append(seg.close())
+            steps += seg.close()
         b.pages, b.missing, b.steps = tuple(arrays), tuple(sorted(missing)), tuple(steps)
         b.work, b.fbuf, b.fptr, b.state = _cc.work_vector([a for _, a in arrays], PAGE_SIZE, NUM_CHAINING_FIFO,
                                                           cap, most)
@@ -186,12 +189,13 @@ class _Builder:
     """A segment being encoded: rows, DMA lines and constants, rebased into one table each."""
 
     def __init__(self, held):
-        self.rows, self.lines, self.cst, self.index = [], [], [], {}
+        self.rows, self.lines, self.cst, self.index, self.plans = [], [], [], {}, []
         self.held, self.pushed = list(held), [0] * NUM_CHAINING_FIFO
         self.fifo = self.flag = False
         self.chunks = None
 
-    def add(self, row, lines, consts, fifo, flag, q) -> None:
+    def add(self, p, row, lines, consts, fifo, flag, q) -> None:
+        self.plans.append(p)
         row = list(row)
         if row[_cc.R_KIND] == _cc.K_DMA:
             reads, writes = lines
@@ -215,12 +219,16 @@ class _Builder:
         self.flag = self.flag or flag
         self.chunks = tuple(tuple(x) for x in q)
 
-    def close(self) -> _Segment:
+    def close(self) -> list:
+        """[the _Segment], or its plans as Python steps when they are fewer than MIN_ROWS
+        (a call of the program costs about what two Python steps cost)."""
+        if len(self.rows) < MIN_ROWS:
+            return list(self.plans)
         s = _Segment()
         s.consts = [np.ascontiguousarray(c, np.int64) for c in self.cst]     # (the code holds their addresses)
         s.code, s.rows, s.lines = _cc.code_vector(self.rows, self.lines, s.consts)
         s.fifo, s.flag, s.chunks = self.fifo, self.flag, self.chunks
-        return s
+        return [s]
 
 
 def _fifo_effect(p, q) -> bool:
