@@ -1,5 +1,5 @@
 """The numba kernels of tlm.ethos_u85.ops.compiled (imported by it on first use only:
-this module imports numba).  Row layouts: compiled.S_* / E_* / P_*."""
+this module imports numba).  Row layouts: compiled.S_* / E_* / P_*; the fused program's: compiled.R_* / C_* / W_*."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,13 +7,13 @@ from numba import carray, njit
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from .compiled import (C_CST, C_LINES, C_NLINES, C_NROWS, C_ROWS, ROW_LEN, W_CAP, W_MOST, W_NF, W_NPAGES,
-                       W_PAGE_SIZE, W_PAGES, W_STATE, D_READ0, D_READ1, D_WRITE0, D_WRITE1, DST_CODE, DST_FIFO, DST_KIND, DST_MEM, DST_OFF,
-                       DST_WHERE, E_MODE, E_OA, E_OB, E_STAGE, E_ZPA, E_ZPB, F_CLEAR, F_FLAG, K_DMA,
-                       K_ELEMENTWISE, K_LOOKUP, MODE_ADD, MODE_MIN, MODE_MUL, MODE_SUB, P_CLAMP, P_HI, P_IZP,
-                       P_LO, P_WRAP, P_ZP, R_A, R_B, R_C, R_CST, R_DST, R_FLAGS, R_H, R_KIND, R_SCALAR, R_W,
-                       S_CHI, S_CLAMP, S_CLO, S_DIFF, S_RP, S_SCALE, S_SHIFT, S_TABLE, S_WRAP32, S_ZP, SRC_CH,
-                       SRC_CODE, SRC_FIFO, SRC_KIND, SRC_MEM, SRC_OFF, SRC_WHERE)
+from .compiled import (C_CST, C_LINES, C_NLINES, C_NROWS, C_ROWS, DST_CODE, DST_KIND, DST_MEM, DST_OFF, DST_WHERE,
+                       D_READ0, D_READ1, D_WRITE0, D_WRITE1, E_MODE, E_OA, E_OB, E_STAGE, E_ZPA, E_ZPB, F_CLEAR,
+                       F_FLAG, K_DMA, K_ELEMENTWISE, K_LOOKUP, MODE_ADD, MODE_MIN, MODE_MUL, MODE_SUB, P_CLAMP, P_HI,
+                       P_IZP, P_LO, P_WRAP, P_ZP, ROW_LEN, R_A, R_B, R_C, R_CST, R_DST, R_FLAGS, R_H, R_KIND,
+                       R_SCALAR, R_W, SRC_CH, SRC_CODE, SRC_FIFO, SRC_KIND, SRC_MEM, SRC_OFF, SRC_WHERE, S_CHI,
+                       S_CLAMP, S_CLO, S_DIFF, S_RP, S_SCALE, S_SHIFT, S_TABLE, S_WRAP32, S_ZP, W_CAP, W_MOST, W_NF,
+                       W_NPAGES, W_PAGES, W_PAGE_SIZE, W_STATE)
 
 
 @njit(cache=True, nogil=True)

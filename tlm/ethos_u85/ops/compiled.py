@@ -20,7 +20,9 @@ here do the same integer arithmetic in one nopython loop per operation:
 Each kernel takes its constants as one int64 parameter row plus its tables, so a call
 costs one dispatch.  :func:`program` runs many operations of a frozen run in one call
 (``tlm.ethos_u85.ops.fused``): rows (``R_*``) naming the same kernels with their constants
-(``compute.fused``), DMA copies, FIFO pushes and pops, on the memory pages by address.  The plan code builds a compiled compute only beside the numpy one it
+(``compute.fused``), DMA copies, FIFO pushes and pops, on the memory pages by address.
+
+The plan code builds a compiled compute only beside the numpy one it
 replaces and uses it only after it agreed with that one (and with the ordinary run's own
 bytes, as every plan) when built; an index outside a table makes the kernel report failure,
 and the plan then declines to the ordinary path.

@@ -349,7 +349,8 @@ def _encode(p, page) -> "tuple | None":
         return None
     d = p.dst
     if isinstance(d, _plan._MemDst):
-        if d.idx is not None or np.dtype(d.udt).itemsize != np.dtype(odt).itemsize                 or d.n != H * W * C * np.dtype(odt).itemsize:
+        w = np.dtype(odt).itemsize
+        if d.idx is not None or np.dtype(d.udt).itemsize != w or d.n != H * W * C * w:
             return None
         k = page(d.alo, d.n)
         if k is None:
