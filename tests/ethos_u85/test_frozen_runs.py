@@ -430,3 +430,122 @@ def test_plan_stores_move_the_memory_version(fresh, monkeypatch):
     for _ in range(4):
         s.run(inputs)
     assert seen and all(seen), seen
+
+
+# ---------------------------------------------------------------------------- fused frozen runs
+def _fused_of(s):
+    """The Fused forms a Session's frozen run made ({warm: Fused or False})."""
+    return s._frozen.program.fused
+
+
+def _segments(fu) -> list:
+    """A Fused form's compiled segments (none before it is bound: its second use)."""
+    from tlm.ethos_u85.ops import fused
+    return [x for x in fu.bound.steps if isinstance(x, fused._Segment)] if fu.bound is not None else []
+
+
+@pytest.fixture
+def numba_required():
+    from tlm.ethos_u85.ops import compiled
+    if not compiled.available():
+        from tests.support import tool_missing
+        tool_missing(f"fused frozen runs: {compiled.missing_reason()}")
+
+
+@pytest.mark.parametrize("name", ["tflm_mnist_lstm", LSTM, "tflm_hello_world", "seanet_sub1"])
+def test_fused_runs_equal_python_steps(fresh, counted, monkeypatch, numba_required, name):
+    """Frozen runs as compiled segments (ops.fused) against the same Session's runs with a
+    Python step per operation (plan.FUSED off): every attribute of each result and its device
+    (memory, chaining FIFOs chunk by chunk, result flag, PMU, ...) on inputs a, b, a, c, b, c,
+    and run_model's fresh runs; the compiled segments held most operations (the LSTMs:
+    their FIFO pushes and pops too; seanet_sub1: none, its Python step)."""
+    vm, _ = load(name)
+    print(f"seed {SEED}")
+    inputs = {k: random_inputs(vm, SEED + 10 + i) for i, k in enumerate("abc")}
+    order = "abacbc"
+    got = {}
+    for on in (True, False):
+        monkeypatch.setattr(plan, "FUSED", on)
+        device.clear_warm_caches()
+        s = runner.Session(vm, CONFIG)
+        got[on] = [everything(s.run(inputs[k])) for k in order]
+        fu = _fused_of(s)
+        if not on:
+            assert set(fu.values()) == {False}
+            continue
+        assert fu and all(fu.values()), f"no fused form: {fu}"
+        assert any(f.bound is not None for f in fu.values()), "no fused form was bound"
+        rows = [len(seg.rows) for f in fu.values() for seg in _segments(f)]
+        plans = max(len(f.plans) for f in fu.values())
+        if name == "seanet_sub1":                   # (its one operation is no compiled kernel's: a Python step)
+            assert sum(rows) == 0
+        else:
+            assert sum(rows) > plans // 2, f"{name}: {sum(rows)} of {plans} operations in compiled segments"
+        if name in ("tflm_mnist_lstm", LSTM):
+            from tlm.ethos_u85.ops import compiled as cc
+            allrows = np.concatenate([seg.rows for f in fu.values() for seg in _segments(f)])
+            assert (allrows[:, cc.R_A + cc.SRC_KIND] == cc.SRC_FIFO).any(), "no FIFO operand in a segment"
+            assert (allrows[:, cc.R_DST + cc.DST_KIND] == cc.DST_FIFO).any(), "no FIFO push in a segment"
+    assert counted.count(True) >= 2 * (len(order) - 3), f"frozen runs made: {counted}"
+    for i, (g, w) in enumerate(zip(got[True], got[False])):
+        assert_same(g[0], w[0], f"run {i}")
+        assert_states(g[1], w[1], f"run {i}")
+        assert g[2:] == w[2:], f"run {i}: PMU registers, unpredictable, warnings, stop, STATUS or outputs differ"
+    for k in "abc":
+        assert_same(got[True][order.rindex(k)][0],
+                    {x: v for x, v in fresh_run(vm, inputs[k]).items() if x != "log"}, f"against run_model, {k}")
+
+
+@pytest.mark.parametrize("how", ["fifo_range", "table_index", "fifo_count"])
+def test_fused_run_declines(fresh, counted, numba_required, how):
+    """A compiled segment's data checks decline the frozen run (after it wrote memory): a
+    FIFO operand outside its range, an index outside a kernel's table, a FIFO holding fewer
+    values; the run is then made the ordinary way and equals run_model's."""
+    from tlm.ethos_u85.ops import compiled as cc
+    vm, _ = load("tflm_mnist_lstm")
+    inputs = random_inputs(vm, SEED)
+    s = runner.Session(vm, CONFIG)
+    for _ in range(6):
+        s.run(inputs)
+    assert len(counted) >= 2 and all(counted)
+    fu = [f for f in _fused_of(s).values() if f and f.bound is not None]
+    assert fu, "no fused form was bound"
+    rows = [seg.rows for f in fu for seg in _segments(f)]
+    hits = 0
+    for r in rows:
+        for row in r:
+            if how == "fifo_range" and row[cc.R_A + cc.SRC_KIND] == cc.SRC_FIFO:
+                row[cc.R_A + cc.SRC_OFF] = row[cc.R_A + cc.SRC_CODE] + 1          # lo > hi: nothing fits
+                hits += 1
+            elif how == "fifo_count" and row[cc.R_A + cc.SRC_KIND] == cc.SRC_FIFO:
+                row[cc.R_A + cc.SRC_CH] *= 1 << 20                                # more values than held
+                hits += 1
+            elif how == "table_index" and row[cc.R_KIND] == cc.K_LOOKUP:
+                row[cc.R_SCALAR] = 1 << 40                                        # every index below 0
+                hits += 1
+    assert hits, f"no row to change for {how}"
+    n = len(counted)
+    r = s.run(inputs)
+    assert counted[n:] == [False], f"the frozen run did not decline: {counted[n:]}"
+    assert_same(observe_all(r), {x: v for x, v in fresh_run(vm, inputs).items() if x != "log"}, how)
+
+
+def test_fused_runs_without_compiled_kernels(fresh, counted, monkeypatch):
+    """With the compiled kernels off (as without numba or with TLM_COMPILED=0) frozen runs
+    keep a Python step per operation and equal run_model's runs."""
+    from tlm.ethos_u85.ops import compiled
+    vm, _ = load("tflm_mnist_lstm")
+    inputs = [random_inputs(vm, SEED + i) for i in range(2)]
+    try:
+        compiled.set_enabled(False)
+        device.clear_warm_caches()
+        s = runner.Session(vm, CONFIG)
+        for i in range(5):
+            r = s.run(inputs[i % 2])
+            if i >= 3:
+                assert_same(observe_all(r), {x: v for x, v in fresh_run(vm, inputs[i % 2]).items() if x != "log"},
+                            f"run {i}")
+        assert counted.count(True) >= 2 and set(_fused_of(s).values()) == {False}
+    finally:
+        compiled.set_enabled(True)
+        device.clear_warm_caches()

@@ -1,13 +1,19 @@
 """The numba kernels of tlm.ethos_u85.ops.compiled (imported by it on first use only:
-this module imports numba).  Row layouts: compiled.S_* / E_* / P_*."""
+this module imports numba).  Row layouts: compiled.S_* / E_* / P_*; the fused program's: compiled.R_* / C_* / W_*."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import carray, njit
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
-from .compiled import (E_MODE, E_OA, E_OB, E_STAGE, E_ZPA, E_ZPB, MODE_ADD, MODE_MIN, MODE_MUL, MODE_SUB,
-                       P_CLAMP, P_HI, P_IZP, P_LO, P_WRAP, P_ZP, S_CHI, S_CLAMP, S_CLO, S_DIFF, S_RP, S_SCALE,
-                       S_SHIFT, S_TABLE, S_WRAP32, S_ZP)
+from .compiled import (C_CST, C_LINES, C_NLINES, C_NROWS, C_ROWS, DST_CODE, DST_KIND, DST_MEM, DST_OFF, DST_WHERE,
+                       D_READ0, D_READ1, D_WRITE0, D_WRITE1, E_MODE, E_OA, E_OB, E_STAGE, E_ZPA, E_ZPB, F_CLEAR,
+                       F_FLAG, K_DMA, K_ELEMENTWISE, K_LOOKUP, MODE_ADD, MODE_MIN, MODE_MUL, MODE_SUB, P_CLAMP, P_HI,
+                       P_IZP, P_LO, P_WRAP, P_ZP, ROW_LEN, R_A, R_B, R_C, R_CST, R_DST, R_FLAGS, R_H, R_KIND,
+                       R_SCALAR, R_W, SRC_CH, SRC_CODE, SRC_FIFO, SRC_KIND, SRC_MEM, SRC_OFF, SRC_WHERE, S_CHI,
+                       S_CLAMP, S_CLO, S_DIFF, S_RP, S_SCALE, S_SHIFT, S_TABLE, S_WRAP32, S_ZP, W_CAP, W_MOST, W_NF,
+                       W_NPAGES, W_PAGES, W_PAGE_SIZE, W_STATE)
 
 
 @njit(cache=True, nogil=True)
@@ -124,3 +130,175 @@ def pointwise(x, w, ch, prm, out, dst):
                     b = min(max(b, lo), hi)
                 out[yy, xx, n] = b + zp
     return store(out, dst)
+
+
+# ---------------------------------------------------------------------------- fused frozen runs
+@intrinsic
+def _pointer(typingctx, addr):
+    """The int64 *addr* as a pointer (for numba.carray)."""
+    sig = types.voidptr(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], cgutils.voidptr_t)
+    return sig, codegen
+
+
+@intrinsic
+def _memmove(typingctx, dst, doff, src, soff, n):
+    """dst[doff:doff + n] = src[soff:soff + n] for 1-D uint8 arrays, as one memmove (a byte
+    loop here runs at about 2 ns a byte); the caller keeps the spans inside the arrays."""
+    sig = types.void(dst, types.intp, src, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        d, do, s, so, m = args
+        da = context.make_array(signature.args[0])(context, builder, d)
+        sa = context.make_array(signature.args[2])(context, builder, s)
+        cgutils.raw_memmove(builder, builder.gep(da.data, [do]), builder.gep(sa.data, [so]), m, 1)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def _extend(v, code):
+    """*v* as the integer type of dtype code *code* (compiled.dtype_code) holds it: its low
+    bytes, sign- or zero-extended (what a cast to that type and back to int64 gives)."""
+    w = code >> 1
+    if w >= 8:
+        return v
+    sh = 64 - 8 * w
+    if code & 1:
+        return (v << sh) >> sh
+    return v & ((np.int64(1) << (8 * w)) - 1)
+
+
+@njit(cache=True, nogil=True)
+def _operand(work, row, o, n, fbuf, fptr, buf):
+    """Operand fields row[o:] into buf[:n] as int64 (a FIFO's values peeked, not popped);
+    False: a FIFO holds fewer values or one outside the operand's range (the plan declines)."""
+    kind = row[o + SRC_KIND]
+    if kind == SRC_MEM:
+        page = _page(work, row[o + SRC_WHERE])
+        off, code = row[o + SRC_OFF], row[o + SRC_CODE]
+        w = code >> 1
+        for i in range(n):
+            p = off + i * w
+            v = np.int64(0)
+            for j in range(w):
+                v |= np.int64(page[p + j]) << (8 * j)
+            buf[i] = _extend(v, code)
+        return True
+    f = row[o + SRC_WHERE]
+    head = fptr[f, 0]
+    if fptr[f, 1] - head < n:
+        return False
+    lo, hi = row[o + SRC_OFF], row[o + SRC_CODE]
+    for i in range(n):
+        v = fbuf[f, head + i]
+        if v < lo or v > hi:
+            return False
+        buf[i] = v
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _page(work, k):
+    """Page *k* of the work vector's list (compiled.W_PAGES), as a uint8 array."""
+    return carray(_pointer(work[W_PAGES + k]), (work[W_PAGE_SIZE],), np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def _const(code, i):
+    """Constant array *i* of a code vector (int64; its address and length in the table at
+    code[C_CST]), or an empty array for -1."""
+    if i < 0:
+        return np.empty(0, np.int64)
+    t = code[C_CST] + 2 * i
+    return carray(_pointer(code[t]), (code[t + 1],), np.int64)
+
+
+@njit(cache=True, nogil=True)
+def program(code, work, buf):
+    """A fused frozen run's consecutive operations (compiled.R_* rows of the *code* vector,
+    compiled.C_*) on the memory pages the *work* vector (compiled.W_*) holds the addresses
+    of (rows name them by position), with the byte buffer *buf*: a DMA copies its read lines into
+    *buf*, then writes them; an operation reads its operands (memory bytes decoded, or a
+    FIFO's values with their range check), runs lookup / elementwise / pointwise on them as
+    int64 arrays, then clears the FIFOs (F_CLEAR), pops its FIFO operands and stores the OFM
+    (its low bytes, little-endian) or pushes it (cast to the OFM type) - plan._Plan's order.
+    *fbuf*/*fptr*: the chaining FIFOs' values and (head, tail) per FIFO; *sa*, *sb*, *so*:
+    scratch for two operands and the OFM; state[0]: the result flag the F_FLAG operation
+    sets (its OFM's last element's low bit).  Returns -1, or the row whose operand or
+    kernel declined (memory may then be partly written).  (Three arrays: a call's cost is
+    about its arguments' unboxing; a typed list of the pages cost 2.6 us more a call.)"""
+    nr, nl = code[C_NROWS], code[C_NLINES]
+    rows = code[code[C_ROWS]:code[C_ROWS] + nr * ROW_LEN].reshape((nr, ROW_LEN))
+    lines = code[code[C_LINES]:code[C_LINES] + nl * 3].reshape((nl, 3))
+    nf, cap, most = work[W_NF], work[W_CAP], work[W_MOST]
+    np_ = work[W_NPAGES]
+    f0 = W_PAGES + np_ + 2 * nf
+    fptr = work[W_PAGES + np_:f0].reshape((nf, 2))
+    fbuf = work[f0:f0 + nf * cap].reshape((nf, cap))
+    s0 = f0 + nf * cap
+    sa, sb, so = work[s0:s0 + most], work[s0 + most:s0 + 2 * most], work[s0 + 2 * most:s0 + 3 * most]
+    nodst = np.empty(0, np.uint8)
+    for r in range(rows.shape[0]):
+        row = rows[r]
+        kind = row[R_KIND]
+        if kind == K_DMA:
+            pos = 0
+            for i in range(row[D_READ0], row[D_READ1]):
+                m = lines[i, 2]
+                _memmove(buf, pos, _page(work, lines[i, 0]), lines[i, 1], m)
+                pos += m
+            pos = 0
+            for i in range(row[D_WRITE0], row[D_WRITE1]):
+                m = lines[i, 2]
+                _memmove(_page(work, lines[i, 0]), lines[i, 1], buf, pos, m)
+                pos += m
+            continue
+        H, W, C = row[R_H], row[R_W], row[R_C]
+        n = H * W * C
+        ca = row[R_A + SRC_CH]
+        if not _operand(work, row, R_A, H * W * ca, fbuf, fptr, sa):
+            return r
+        a = sa[:H * W * ca].reshape((H, W, ca))
+        out = so[:n].reshape((H, W, C))
+        c0 = _const(code, row[R_CST])
+        c1 = _const(code, row[R_CST + 1])
+        if kind == K_LOOKUP:
+            ok = lookup(a, c0, row[R_SCALAR], out, nodst)
+        elif kind == K_ELEMENTWISE:
+            cb = row[R_B + SRC_CH]
+            if not _operand(work, row, R_B, H * W * cb, fbuf, fptr, sb):
+                return r
+            b = sb[:H * W * cb].reshape((H, W, cb))
+            ok = elementwise(a, b, c0, c1, _const(code, row[R_CST + 2]), _const(code, row[R_CST + 3]), out, nodst)
+        else:
+            ok = pointwise(a, c0.reshape((C, ca)), c1.reshape((5, C)), _const(code, row[R_CST + 2]), out, nodst)
+        if not ok:
+            return r
+        o = so[:n]
+        if row[R_FLAGS] & F_FLAG:
+            work[W_STATE] = o[n - 1] & 1
+        if row[R_FLAGS] & F_CLEAR:
+            fptr[:, :] = 0
+        if row[R_A + SRC_KIND] == SRC_FIFO:
+            fptr[row[R_A + SRC_WHERE], 0] += H * W * ca
+        if kind == K_ELEMENTWISE and row[R_B + SRC_KIND] == SRC_FIFO:
+            fptr[row[R_B + SRC_WHERE], 0] += H * W * row[R_B + SRC_CH]
+        ocode = row[R_DST + DST_CODE]
+        if row[R_DST + DST_KIND] == DST_MEM:
+            page, off, w = _page(work, row[R_DST + DST_WHERE]), row[R_DST + DST_OFF], ocode >> 1
+            for i in range(n):
+                v = o[i]
+                for j in range(w):
+                    page[off + i * w + j] = (v >> (8 * j)) & 0xFF
+        else:
+            f = row[R_DST + DST_WHERE]
+            t = fptr[f, 1]
+            if t + n > fbuf.shape[1]:                       # (not expected: sized when bound)
+                return r
+            for i in range(n):
+                fbuf[f, t + i] = _extend(o[i], ocode)
+            fptr[f, 1] = t + n
+    return -1

@@ -18,7 +18,11 @@ here do the same integer arithmetic in one nopython loop per operation:
   truncation).
 
 Each kernel takes its constants as one int64 parameter row plus its tables, so a call
-costs one dispatch.  The plan code builds a compiled compute only beside the numpy one it
+costs one dispatch.  :func:`program` runs many operations of a frozen run in one call
+(``tlm.ethos_u85.ops.fused``): rows (``R_*``) naming the same kernels with their constants
+(``compute.fused``), DMA copies, FIFO pushes and pops, on the memory pages by address.
+
+The plan code builds a compiled compute only beside the numpy one it
 replaces and uses it only after it agreed with that one (and with the ordinary run's own
 bytes, as every plan) when built; an index outside a table makes the kernel report failure,
 and the plan then declines to the ordinary path.
@@ -81,6 +85,73 @@ E_STAGE = 5
 MODE_ADD, MODE_SUB, MODE_MIN, MODE_MAX, MODE_MUL = range(5)
 # pointwise row
 P_IZP, P_WRAP, P_CLAMP, P_LO, P_HI, P_ZP = range(6)
+# the kernels, as a fused frozen run's rows name them (tlm.ethos_u85.ops.fused)
+K_LOOKUP, K_ELEMENTWISE, K_POINTWISE = 1, 2, 3
+# a fused frozen run's row (int64; see _kernels.program): the kind (K_DMA or K_*), flags, the
+# OFM shape, two operands (SRC_* fields), the destination (DST_* fields), up to four
+# constant arrays (their indices in the code vector's table, -1: none), a scalar
+K_DMA = 0
+R_KIND, R_FLAGS, R_H, R_W, R_C, R_A, R_B, R_DST, R_CST, R_SCALAR = 0, 1, 2, 3, 4, 5, 10, 15, 19, 23
+ROW_LEN = 24
+F_CLEAR, F_FLAG = 1, 2              # R_FLAGS: the FIFOs are cleared first; the result flag's operation
+SRC_KIND, SRC_WHERE, SRC_OFF, SRC_CODE, SRC_CH = range(5)   # where: page number in the list / FIFO
+SRC_NONE, SRC_MEM, SRC_FIFO = 0, 1, 2                       # (a FIFO's SRC_OFF/SRC_CODE: its range lo, hi)
+DST_KIND, DST_WHERE, DST_OFF, DST_CODE = range(4)
+DST_MEM, DST_FIFO = 1, 2
+# a K_DMA row: the line ranges (rows of the lines table: page, offset, length) it reads and writes
+D_READ0, D_READ1, D_WRITE0, D_WRITE1 = 2, 3, 4, 5
+# a segment's code vector (int64): this header, then the rows, the lines table, the
+# constants' table ((address, length) per constant array)
+C_NROWS, C_ROWS, C_NLINES, C_LINES, C_CST = range(5)
+CODE_HDR = 5
+# the work vector (int64): this header (FIFOs, their capacity, the scratch size, the result
+# flag, pages, the page size), the pages' data addresses, the FIFOs' (head, tail), the FIFO
+# values, three scratch arrays
+W_NF, W_CAP, W_MOST, W_STATE, W_NPAGES, W_PAGE_SIZE = range(6)
+W_PAGES = 6
+
+
+def code_vector(rows, lines, consts) -> tuple:
+    """(code, rows view, lines view) of a segment (see C_*); *consts*: the constant arrays
+    the rows name by index (R_CST), C-contiguous int64, which the caller keeps (the vector
+    holds their addresses and lengths only)."""
+    for c in consts:
+        if c.dtype != np.int64 or not c.flags.c_contiguous:
+            raise ValueError("code_vector: a constant array is not C-contiguous int64")
+    rows = np.asarray(rows, np.int64).reshape(-1, ROW_LEN)
+    lines = np.asarray(lines, np.int64).reshape(-1, 3)
+    r0 = CODE_HDR
+    l0 = r0 + rows.size
+    c0 = l0 + lines.size
+    code = np.zeros(c0 + 2 * len(consts), np.int64)
+    code[[C_NROWS, C_ROWS, C_NLINES, C_LINES, C_CST]] = [len(rows), r0, len(lines), l0, c0]
+    code[r0:l0], code[l0:c0] = rows.reshape(-1), lines.reshape(-1)
+    code[c0:] = [v for c in consts for v in (c.ctypes.data, c.size)]
+    return code, code[r0:l0].reshape(rows.shape), code[l0:c0].reshape(lines.shape)
+
+
+def work_vector(pages, page_size: int, nf: int, cap: int, most: int) -> tuple:
+    """(work, FIFO values [nf, cap], FIFO (head, tail) [nf, 2], result flag [1]) (see W_*)
+    for *pages*: C-contiguous uint8 arrays of *page_size* bytes, which the caller keeps
+    (the vector holds their addresses only)."""
+    for a in pages:
+        if a.dtype != np.uint8 or a.shape != (page_size,) or not a.flags.c_contiguous or not a.flags.writeable:
+            raise ValueError("work_vector: a page is not a writable C-contiguous uint8 array of the page size")
+    p0 = W_PAGES + len(pages)
+    f0 = p0 + 2 * nf
+    w = np.zeros(f0 + nf * cap + 3 * most, np.int64)
+    w[[W_NF, W_CAP, W_MOST, W_NPAGES, W_PAGE_SIZE]] = [nf, cap, most, len(pages), page_size]
+    w[W_PAGES:p0] = [a.ctypes.data for a in pages]
+    return w, w[f0:f0 + nf * cap].reshape(nf, cap), w[p0:f0].reshape(nf, 2), w[W_STATE:W_STATE + 1]
+
+
+def dtype_code(dt) -> "int | None":
+    """An integer dtype's code in the rows: its width in bytes times 2, plus 1 if signed
+    (None: not an integer type a row can hold)."""
+    dt = np.dtype(dt)
+    if dt.kind not in "iu" or (dt.kind == "u" and dt.itemsize == 8) or dt.byteorder == ">":
+        return None
+    return dt.itemsize * 2 + (dt.kind == "i")
 
 
 def stage_row(scale, shift, rp, rn, zp, clo, chi, wrap32, table) -> list:
@@ -94,17 +165,36 @@ def stage_row(scale, shift, rp, rn, zp, clo, chi, wrap32, table) -> list:
 
 def _define() -> None:
     from . import _kernels                                  # (imports numba)
-    _STATE.update(lookup=_kernels.lookup, elementwise=_kernels.elementwise, pointwise=_kernels.pointwise)
+    _STATE.update(lookup=_kernels.lookup, elementwise=_kernels.elementwise, pointwise=_kernels.pointwise,
+                  program=_kernels.program)
+
+
+def program():
+    """The fused frozen run's kernel (_kernels.program), or None (not available, or it did
+    not compile: tried once per process on an empty segment)."""
+    if not available():
+        return None
+    ok = _STATE.get("program_ok")
+    if ok is None:
+        try:
+            code = code_vector(np.zeros((0, ROW_LEN), np.int64), np.zeros((0, 3), np.int64), [])[0]
+            ok = _STATE["program"](code, work_vector([], 1, 1, 1, 1)[0], np.zeros(1, np.uint8)) == -1
+        except Exception as e:                              # noqa: BLE001 - the Python steps then
+            _STATE["error"], ok = f"fused program: {type(e).__name__}: {e}", False
+        _STATE["program_ok"] = ok
+    return _STATE["program"] if ok else None
 
 
 # ---------------------------------------------------------------------------- computes
-def _compute(call, shape_of, odt, fallback):
+def _compute(call, shape_of, odt, fallback, spec):
     """The compute closure of a kernel: ``compute(vals)`` returns the OFM (a new array; the
     numpy *fallback* for operands *shape_of* rejects with None), and ``compute.into(vals,
     dst)`` also stores it into *dst* (the OFM's bytes in a memory page, as the unsigned type
     of the OFM's width) in the same call, after every element was computed (a kernel that
     fails writes nothing); it returns the OFM in a buffer it reuses, or None (the caller
-    then takes compute)."""
+    then takes compute).  ``compute.fused = (shape_of, odt, spec)``: what a fused frozen run
+    (tlm.ethos_u85.ops.fused) needs to run the same kernel, *spec* = (K_* kind, its int64
+    constant arrays, its scalar)."""
     odt = np.dtype(odt)
     nodst = np.empty(0, np.dtype(f"<u{odt.itemsize}"))
     bufs: dict = {}
@@ -131,6 +221,7 @@ def _compute(call, shape_of, odt, fallback):
             raise Declined
         return out
     compute.into = into
+    compute.fused = (shape_of, odt, spec)
     return compute
 
 
@@ -145,7 +236,8 @@ def lookup_compute(table: np.ndarray, lo: int, fallback):
     def shape_of(vals):
         v = vals[0]
         return v.shape if v.ndim == 3 else None
-    return _compute(lambda vals, out, dst: k(vals[0], table, lo, out, dst), shape_of, table.dtype, fallback)
+    return _compute(lambda vals, out, dst: k(vals[0], table, lo, out, dst), shape_of, table.dtype, fallback,
+                    (K_LOOKUP, (table.astype(np.int64),), lo))
 
 
 def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int, srow: list,
@@ -167,7 +259,7 @@ def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int,
         a, b = vals[0], vals[1]
         return a.shape if a.shape == b.shape and a.ndim == 3 else None
     return _compute(lambda vals, out, dst: k(vals[0], vals[1], ta, tb, prm, table, out, dst), shape_of, odt,
-                    fallback)
+                    fallback, (K_ELEMENTWISE, (ta, tb, prm, table.astype(np.int64)), 0))
 
 
 def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_bits: int, clamp: bool,
@@ -189,7 +281,8 @@ def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_
     def shape_of(vals):
         x = vals[0]
         return shape if x.shape == (h, wd, K) else None
-    return _compute(lambda vals, out, dst: k(vals[0], w, ch, prm, out, dst), shape_of, odt, fallback)
+    return _compute(lambda vals, out, dst: k(vals[0], w, ch, prm, out, dst), shape_of, odt, fallback,
+                    (K_POINTWISE, (w, ch, prm), 0))
 
 
 class Declined(Exception):

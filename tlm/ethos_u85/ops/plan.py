@@ -94,6 +94,9 @@ _MAX_REBUILDS = 4
 _MAX_ELEMENTS = 1 << 16          # larger ops are data-bound: the ordinary path
 _ENV_SIGS = Memo(1 << 12)        # device environment -> a small token (keys stay cheap)
 _SEED = 0x5EED                   # build-time spot checks (deterministic)
+# frozen runs as compiled segments (ops.fused) where the compiled kernels are available;
+# TLM_FUSED=0 keeps a Python step per operation (tests compare both)
+FUSED = os.environ.get("TLM_FUSED", "1").lower() not in ("0", "no", "false")
 
 _M = isa.elementwise_mode
 _EW_MODES_DECOMPOSED = (int(_M.add), int(_M.sub), int(_M.min), int(_M.max), int(_M.mul))
@@ -411,7 +414,7 @@ class FrozenRun:
     (the inputs, its stores and DMA copies; merged, ascending); `restore` those of them it
     reads before writing them (see _write_sets); `warm` the plans without those a run may
     leave out when the memory is as the previous completed one left it (see _stable)."""
-    __slots__ = ("plans", "fifo", "flag", "stats", "writes", "restore", "warm")
+    __slots__ = ("plans", "fifo", "flag", "stats", "writes", "restore", "warm", "fused")
 
     def run(self, mem, st, warm: bool = False) -> "int | None":
         """The result flag the last kernel operation with one sets (-1: none does), or None
@@ -421,8 +424,17 @@ class FrozenRun:
         FIFOs (`fifo`, `fifo_count`) are those at the run's start (None when not `fifo`).
         *warm*: run `warm` only (the caller knows the memory is as the previous completed
         frozen run left it, `restore` restored)."""
+        plans = self.warm if warm else self.plans
+        fu = self.fused.get(warm)
+        if fu is None:
+            fu = self.fused[warm] = _fused(plans, self.flag)
+        if fu and fu.ready():
+            cond = fu.run(mem, st)
+            if cond is not None:
+                _count(self.stats)
+            return cond
         flag, cond = self.flag, -1
-        for p in (self.warm if warm else self.plans):
+        for p in plans:
             if p.dma_lines is not None:
                 p._dma_move(mem)
                 continue
@@ -432,10 +444,24 @@ class FrozenRun:
             p._move(mem, st, r[0], r[1])
             if p is flag:
                 cond = r[0].item(-1) & 1
-        get = STATS.get
-        for k, n in self.stats:                             # (Counter.update's effect)
-            STATS[k] = get(k, 0) + n
+        _count(self.stats)
         return cond
+
+
+def _count(stats) -> None:
+    get = STATS.get
+    for k, n in stats:                                      # (Counter.update's effect)
+        STATS[k] = get(k, 0) + n
+
+
+def _fused(plans, flag):
+    """The fused form of a frozen run's plans (tlm.ethos_u85.ops.fused), or False: the
+    compiled kernels are not available (numba absent, TLM_COMPILED=0) or switched off
+    for fused runs (TLM_FUSED=0)."""
+    if not FUSED or not _cc.available():
+        return False
+    from . import fused
+    return fused.Fused(plans, flag)
 
 
 def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
@@ -503,6 +529,7 @@ def freeze_run(ops, inputs, blocks) -> "FrozenRun | None":
             flag = p
     fr = FrozenRun()
     fr.plans, fr.fifo, fr.flag, fr.stats = tuple(plans), fifo, flag, tuple(stats.items())
+    fr.fused = {}                                           # warm -> its fused.Fused, or False
     fr.writes, fr.restore = _write_sets(plans, inputs)
     fr.warm = tuple(p for p, keep in zip(plans, _stable(plans, clean, inputs, fr.restore)) if not keep)
     return fr
