@@ -108,7 +108,7 @@ EQUIVALENT: dict[tuple, str] = {
      '6->7', 0):
         "the size cast 6'(RFN - 12) -> 7'(RFN - 12): the same value (20), compared with a 6-bit "
         'count',
-    ('npu_act.v', "wire signed [41:0] sgv = {{1{base[31]}}, base, 9'd0} + fs + (t[31] ? 42'sh10001FF : 42'sh1000200);",
+    ('npu_act.v', "sgv = {{1{base[31]}}, base, 9'd0} + fs + (t[31] ? 42'sh10001FF : 42'sh1000200);",
      '1->2', 0):
         "lut_sigmoid's {{1{base[31]}}, base, 9'd0} -> {{2{...}}, ...}: a 43-bit concatenation in "
         'an unsigned sum assigned to the 42-bit sgv; the extra top bit is truncated, the low 42 '

@@ -43,71 +43,82 @@ module npu_act (
                     (act_fn == F_S16 || act_fn == F_S16S32 || act_fn == F_TANH || act_fn == F_SIG)
                                         ? (table_i == 3'd0) : 1'b1;
 
-    wire [31:0] t0 = r + {{15{o_zp[16]}}, o_zp};
+    // one procedural block (Icarus evaluates net-level adders and multipliers bit by bit)
+    logic [31:0] t0, t, tsh, v, q_tv;
     logic [31:0] lo, hi;
     logic        do_clip;
+    // LUT entry: 8-bit index modes use (table << 8) + byte; interpolating modes the entry
+    // i = 256 + (t >> shift) of (base, slope) int16 pairs
+    logic [7:0]  i8;
+    logic [10:0] e8;
+    logic [4:0]  ish;
+    logic [8:0]  ie;
+    logic [10:0] byte_a;
+    logic [31:0] w32;
+    logic [15:0] w16;
+    logic [7:0]  w8;
+    logic signed [31:0] base, slope;
+    logic [8:0]  frac;
+    logic signed [41:0] fs, b7, s16v, s32v, thv, sgv;
     always @(*) begin
+        t0 = r + {{15{o_zp[16]}}, o_zp};
         do_clip = 1'b1;
         if (act_fn == F_TANH) begin lo = 32'hFFFF_0000; hi = 32'h0000_FFFF; end
         else if (act_fn == F_SIG) begin lo = 32'hFFFE_1000; hi = 32'h0001_EFFF; end
         else begin
             lo = {{15{o_min[16]}}, o_min}; hi = {{15{o_max[16]}}, o_max}; do_clip = clip;
         end
-    end
-    wire [31:0] t = !do_clip ? t0 : ($signed(t0) < $signed(lo)) ? lo : ($signed(t0) > $signed(hi)) ? hi : t0;
-    // LUT entry: 8-bit index modes use (table << 8) + byte; interpolating modes the entry
-    // i = 256 + (t >> shift) of (base, slope) int16 pairs
-    wire [7:0]  i8 = (act_fn == F_U8) ? t[7:0] : t[7:0] + 8'd128;
-    wire [10:0] e8 = {table_i, i8};
-    logic [4:0] ish;
-    always @(*) begin
+        t = !do_clip ? t0 : ($signed(t0) < $signed(lo)) ? lo : ($signed(t0) > $signed(hi)) ? hi : t0;
+        i8 = (act_fn == F_U8) ? t[7:0] : t[7:0] + 8'd128;
+        e8 = {table_i, i8};
         case (act_fn)
             F_TANH:  ish = 5'd8;
             F_SIG:   ish = 5'd9;
             default: ish = 5'd7;
         endcase
-    end
-    wire [31:0] tsh = $signed(t) >>> ish;
-    wire [8:0]  ie = 9'(10'd256 + tsh[9:0]);
-    logic [10:0] byte_a;
-    always @(*) begin
+        tsh = $signed(t) >>> ish;
+        ie = 9'(10'd256 + tsh[9:0]);
         case (act_fn)
             F_U8, F_S8: byte_a = e8;
             F_S8S16:    byte_a = {e8[9:0], 1'b0};
             F_S8S32:    byte_a = {e8[8:0], 2'b00};
             default:    byte_a = {ie, 2'b00};
         endcase
+        // the LUT arithmetic only for a LUT function (the others take t: simulation cost)
+        w32 = 32'd0; w16 = 16'd0; w8 = 8'd0; base = 32'sd0; slope = 32'sd0; frac = 9'd0;
+        fs = 42'sd0; b7 = 42'sd0; s16v = 42'sd0; s32v = 42'sd0; thv = 42'sd0; sgv = 42'sd0;
+        v = t;
+        if (act_fn == F_U8 || act_fn == F_S8 || act_fn == F_S8S16 || act_fn == F_S8S32 || act_fn == F_S16
+            || act_fn == F_S16S32 || act_fn == F_TANH || act_fn == F_SIG) begin
+            w32 = lut_line[{byte_a[3:2], 5'd0} +: 32];
+            w16 = lut_line[{byte_a[3:1], 4'd0} +: 16];
+            w8  = lut_line[{byte_a[3:0], 3'd0} +: 8];
+            base  = {{16{w32[15]}}, w32[15:0]};
+            slope = {{16{w32[31]}}, w32[31:16]};
+            frac = (act_fn == F_TANH) ? {1'b0, t[7:0]} : (act_fn == F_SIG) ? t[8:0] : {2'd0, t[6:0]};
+            fs = $signed({1'b0, frac}) * slope;
+            b7  = {{3{base[31]}}, base, 7'd0};
+            s16v = b7 + fs + 42'sd64;
+            s32v = b7 + fs;
+            thv = {{2{base[31]}}, base, 8'd0} + fs + (t[31] ? 42'sd127 : 42'sd128);
+            sgv = {{1{base[31]}}, base, 9'd0} + fs + (t[31] ? 42'sh10001FF : 42'sh1000200);
+            case (act_fn)
+                F_U8:     v = {24'd0, w8};
+                F_S8:     v = {{24{w8[7]}}, w8};
+                F_S8S16:  v = {{16{w16[15]}}, w16};
+                F_S8S32:  v = w32;
+                F_S16:    v = {{16{s16v[22]}}, s16v[22:7]};
+                F_S16S32: v = s32v[31:0];
+                F_TANH:   v = thv[39:8];
+                default:  v = sgv[41:10];                        // F_SIG
+            endcase
+        end
+        q_tv = (o_prec == B8) ? {{24{o_sgn & v[7]}}, v[7:0]} :
+               (o_prec == B16) ? {{16{o_sgn & v[15]}}, v[15:0]} : v;
     end
     assign lut_byte = byte_a;
-    wire [31:0] w32 = lut_line[{byte_a[3:2], 5'd0} +: 32];
-    wire [15:0] w16 = lut_line[{byte_a[3:1], 4'd0} +: 16];
-    wire [7:0]  w8  = lut_line[{byte_a[3:0], 3'd0} +: 8];
-    wire signed [31:0] base  = {{16{w32[15]}}, w32[15:0]};
-    wire signed [31:0] slope = {{16{w32[31]}}, w32[31:16]};
-    wire [8:0]  frac = (act_fn == F_TANH) ? {1'b0, t[7:0]} : (act_fn == F_SIG) ? t[8:0] : {2'd0, t[6:0]};
-    wire signed [41:0] fs = $signed({1'b0, frac}) * slope;
-    wire signed [41:0] b7  = {{3{base[31]}}, base, 7'd0};
-    wire signed [41:0] s16v = b7 + fs + 42'sd64;
-    wire signed [41:0] s32v = b7 + fs;
-    wire signed [41:0] thv = {{2{base[31]}}, base, 8'd0} + fs + (t[31] ? 42'sd127 : 42'sd128);
-    wire signed [41:0] sgv = {{1{base[31]}}, base, 9'd0} + fs + (t[31] ? 42'sh10001FF : 42'sh1000200);
-    logic [31:0] v;
-    always @(*) begin
-        case (act_fn)
-            F_U8:     v = {24'd0, w8};
-            F_S8:     v = {{24{w8[7]}}, w8};
-            F_S8S16:  v = {{16{w16[15]}}, w16};
-            F_S8S32:  v = w32;
-            F_S16:    v = {{16{s16v[22]}}, s16v[22:7]};
-            F_S16S32: v = s32v[31:0];
-            F_TANH:   v = thv[39:8];
-            F_SIG:    v = sgv[41:10];
-            default:  v = t;
-        endcase
-    end
     assign q = v;
-    assign q_t = (o_prec == B8) ? {{24{o_sgn & v[7]}}, v[7:0]} :
-                 (o_prec == B16) ? {{16{o_sgn & v[15]}}, v[15:0]} : v;
+    assign q_t = q_tv;
 
     wire unused_ok = ^{t[31:10], s16v[41:23], s16v[6:0], s32v[41:32], thv[41:40], thv[7:0], sgv[9:0],
                        tsh[31:10], e8[10]};

@@ -153,63 +153,56 @@ module npu_conv_mac #(
     always @(*) begin
         for (c = 0; c < 8; c = c + 1) chok[c] = dw || (c8b + 17'(c) < ifd);
     end
+    // The units compute in the AB's clocked block, from stage B's registers (their values at
+    // the clock edge), only in the cycles stage B writes (vb): nothing is evaluated while the
+    // array is idle, and no wide net is rebuilt per unit (simulation cost; same logic).
     logic [NU*48-1:0] ab [0:ABW-1];
-    wire [NU*48-1:0] old = ab[awb];
-    wire             oldv = abv[awb];
-    wire [NU*48-1:0] nxt;
-    genvar gu;
-    generate
-        for (gu = 0; gu < NU; gu = gu + 1) begin : g_u
-            // (pixel lane, channel lane) of this unit for wblk_o = 1 << lwo
-            localparam integer WP = (gu / 16) % RP;   // wide depthwise: the unit's read port
-            logic [4:0]   p;
-            logic [8:0]   o;
-            logic [71:0]  wv;                       // the unit's 8 weights
-            logic [255:0] word;
-            logic [127:0] iv;                       // 8 IFM values of its pixel (16 bits each)
-            logic [15:0]  dv;                       // depthwise: the IFM value of channel o
-            logic         pvok;
-            logic signed [27:0] sum;
-            logic signed [24:0] pr;
-            logic signed [15:0] a;
-            logic signed [8:0]  w;
-            integer k;
-            always @(*) begin
-                p = 5'(gu >> lwo);
-                o = 9'(gu & ((1 << lwo) - 1));
+    always_ff @(posedge CLK) begin : ab_rw
+        integer r, u, k;
+        logic [4*NU*48-1:0] abr;
+        logic [3:0]         abrv;
+        logic [NU*48-1:0]   old, nxt;
+        logic [127:0] cm;                       // chok as 16-bit lane masks
+        logic [4:0]   p;                        // (pixel lane, channel lane) of unit u for
+        logic [8:0]   o;                        // wblk_o = 1 << lwo
+        logic [71:0]  wv;                       // the unit's 8 weights
+        logic [255:0] word;
+        logic [127:0] iv;                       // 8 IFM values of its pixel (16 bits each),
+                                                // 0 on a padding position or channel >= depth
+        logic [15:0]  dv;                       // depthwise: the IFM value of channel o
+        logic         pvok, oldv;
+        logic signed [27:0] sum;                // (28 bits hold every sum exactly)
+        if (vb) begin
+            old = ab[awb];
+            oldv = abv[awb];
+            for (k = 0; k < 8; k = k + 1) cm[k*16 +: 16] = {16{chok[k]}};
+            for (u = 0; u < NU; u = u + 1) begin
+                p = 5'(u >> lwo);
+                o = 9'(u & ((1 << lwo) - 1));
                 if (dw) wv = {63'd0, wb[o*9 +: 9]};
                 else if (sparse) wv = wb[(({o, 4'd0} + (hb ? 13'd8 : 13'd0)) * 9) +: 72];
                 else wv = wb[({o, 3'd0} * 9) +: 72];
-                word = dw_wide ? rd_data[WP * 256 +: 256] : rd_data[p * 256 +: 256];
-                pvok = dw_wide ? pv_data[WP] : pv_data[4'(p)];
-                iv = ig8b[0] ? word[255:128] : word[127:0];
-                dv = dw_wide ? word[(gu & 15) * 16 +: 16] : word[o[3:0] * 16 +: 16];
-                sum = 28'sd0; pr = 25'sd0; a = 16'sd0; w = 9'sd0;
+                // wide depthwise: the unit's read port is (u / 16) mod RP
+                word = dw_wide ? rd_data[((u / 16) % RP) * 256 +: 256] : rd_data[p * 256 +: 256];
+                pvok = dw_wide ? pv_data[(u / 16) % RP] : pv_data[4'(p)];
                 if (dw) begin
-                    a = pvok ? $signed(dv) : 16'sd0;
-                    w = $signed(wv[8:0]);
-                    pr = a * w;
-                    sum = 28'(pr);
+                    dv = !pvok ? 16'd0 : dw_wide ? word[(u & 15) * 16 +: 16] : word[o[3:0] * 16 +: 16];
+                    sum = 28'($signed(dv)) * 28'($signed(wv[8:0]));
                 end else begin
-                    for (k = 0; k < 8; k = k + 1) begin
-                        a = (pvok && chok[k]) ? $signed(iv[k*16 +: 16]) : 16'sd0;
-                        w = $signed(wv[k*9 +: 9]);
-                        pr = a * w;
-                        sum = sum + 28'(pr);
-                    end
+                    iv = !pvok ? 128'd0 : (ig8b[0] ? word[255:128] : word[127:0]) & cm;
+                    sum = 28'($signed(iv[15:0]))    * 28'($signed(wv[8:0]))
+                        + 28'($signed(iv[31:16]))   * 28'($signed(wv[17:9]))
+                        + 28'($signed(iv[47:32]))   * 28'($signed(wv[26:18]))
+                        + 28'($signed(iv[63:48]))   * 28'($signed(wv[35:27]))
+                        + 28'($signed(iv[79:64]))   * 28'($signed(wv[44:36]))
+                        + 28'($signed(iv[95:80]))   * 28'($signed(wv[53:45]))
+                        + 28'($signed(iv[111:96]))  * 28'($signed(wv[62:54]))
+                        + 28'($signed(iv[127:112])) * 28'($signed(wv[71:63]));
                 end
+                nxt[u*48 +: 48] = (oldv ? old[u*48 +: 48] : 48'd0) + {{20{sum[27]}}, sum};
             end
-            wire [47:0] prev = oldv ? old[gu*48 +: 48] : 48'd0;
-            assign nxt[gu*48 +: 48] = prev + {{20{sum[27]}}, sum};
+            ab[awb] <= nxt;
         end
-    endgenerate
-
-    // ================================================================ AB
-    always_ff @(posedge CLK) begin : ab_rw
-        integer r;
-        logic [4*NU*48-1:0] abr;
-        logic [3:0]         abrv;
-        if (vb) ab[awb] <= nxt;
         // output-stage reads, registered (one vector update a cycle)
         if (ab_ren) begin
             for (r = 0; r < 4; r = r + 1) begin

@@ -251,7 +251,9 @@ module npu_conv_out #(
     wire [3:0]  li_last = 4'((5'd16 >> o_lsz) - 5'd1);
     wire        room1;                       // the write queue has room for an element
     wire        ser_step = s1 && serial && !ser_rdy && (!elem || room1);
-    assign lut_raddr = lb[li][10:4];
+    // (0 without a LUT function: the lanes ignore the line then, and a constant address keeps
+    // the shared LUT read port quiet in simulation)
+    assign lut_raddr = lut_on ? lb[li][10:4] : 7'd0;
     logic [15:0] i1;                         // element index of the chunk's lane 0
     assign cf_we = ser_step && o_chain && m1[li] && !dead;
     assign cf_idx = i1 + {12'd0, li};

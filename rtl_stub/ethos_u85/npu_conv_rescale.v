@@ -22,10 +22,19 @@ module npu_conv_rescale (
     input  wire [4:0]  dbl,
     output wire [31:0] r
 );
-    wire [47:0] a0 = i48 ? acc : {{16{acc[31]}}, acc[31:0]};
-    wire [47:0] ab = a0 + (per_ch ? bias : 48'd0);
-    wire [47:0] a  = i48 ? ab : {{16{ab[31]}}, ab[31:0]};
-    wire signed [79:0] p = $signed({{32{a[47]}}, a}) * $signed({49'd0, scale});
+    // one procedural block (Icarus evaluates net-level adders bit by bit); a * scale as two
+    // partial products of at most 64 bits, exact: |a| <= 2^47, each half of the scale < 2^16
+    logic [47:0] a0, ab, a;
+    logic signed [63:0] p_lo, p_hi;
+    logic [79:0] p;
+    always @(*) begin
+        a0 = i48 ? acc : {{16{acc[31]}}, acc[31:0]};
+        ab = a0 + (per_ch ? bias : 48'd0);
+        a  = i48 ? ab : {{16{ab[31]}}, ab[31:0]};
+        p_lo = 64'($signed(a)) * 64'($signed({1'b0, scale[15:0]}));
+        p_hi = 64'($signed(a)) * 64'($signed({1'b0, scale[30:16]}));
+        p = {{16{p_lo[63]}}, p_lo} + {p_hi, 16'd0};
+    end
     npu_rsr #(.PW(80)) u_rsr (.p(p), .shift(shift), .mode(rnd), .dbl(dbl), .q(r));
 endmodule
 

@@ -139,10 +139,14 @@ module npu_kernel_alu (
             end
         endcase
     end
-    wire signed [80:0] pw = $signed(mx) * $signed({1'b0, my});
+    // mx * my as two partial products of at most 64 bits (wider multiplies are slow in
+    // Icarus), exact: mx is a sign-extended 48-bit value and each half of my < 2^16
+    wire signed [63:0] pw_lo = 64'($signed(mx)) * 64'($signed({1'b0, my[15:0]}));
+    wire signed [63:0] pw_hi = 64'($signed(mx)) * 64'($signed({1'b0, my[31:16]}));
+    wire [79:0] pw = {{16{pw_lo[63]}}, pw_lo} + {pw_hi, 16'd0};
     // phase 0/1: operand * its scale, phase 2: acc * scale; the mul product (phase 0, mul)
     // a*b of the two 33-bit operands has its own multiplier
-    wire signed [65:0] pmul = $signed(a) * $signed(b);
+    wire [63:0] pmul = 64'($signed(a)) * 64'($signed(b));   // (the product's low 64 bits)
     wire [79:0] prod = (phase == 2'd2 && rs) ? {{16{acc48[47]}}, acc48, 16'd0}
                      : (phase == 2'd2 && (mul64 || (!is_pool && ew_op == M_SHR)))
                        ? (mul64 ? {{16{sa[63]}}, sa} : {{48{sa32[31]}}, sa32})
@@ -158,7 +162,7 @@ module npu_kernel_alu (
 
     assign q = res;
 
-    wire unused_ok = ^{pw[80], pmul[65:64], b[32:16] & 17'd0};
+    wire unused_ok = ^{b[32:16] & 17'd0};
 endmodule
 
 `default_nettype wire

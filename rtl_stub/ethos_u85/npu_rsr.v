@@ -27,16 +27,22 @@ module npu_rsr #(
 `include "gen/npu_isa.vh"
     localparam integer SW = (PW > 64) ? PW + 2 : 66;
 
-    wire        neg    = p[PW-1];
-    wire [5:0]  s_m1   = shift - 6'd1;
-    wire [63:0] half   = 64'd1 << s_m1;                    // 2^(shift-1), shift >= 1
-    wire [63:0] full_m1 = {half[62:0], 1'b0} - 64'd1;      // 2^shift - 1
-    wire [6:0]  s_plus = {1'b0, shift} + {2'b00, dbl};
-    wire [4:0]  d_exp  = 5'd30 - dbl;
-    wire [63:0] dterm  = (s_plus > 7'd31) ? (64'd1 << d_exp) : 64'd0;
-
-    logic [63:0] r;
+    // one procedural block (Icarus evaluates net-level adders and shifters bit by bit)
+    logic        neg;
+    logic [5:0]  s_m1;
+    logic [63:0] half, full_m1, dterm, r;                  // R = 2^(shift-1), 2^shift - 1, D
+    logic [6:0]  s_plus;
+    logic [4:0]  d_exp;
+    logic signed [SW-1:0] sum, shr;
+    logic [31:0] q_v;
     always @(*) begin
+        neg = p[PW-1];
+        s_m1 = shift - 6'd1;
+        half = 64'd1 << s_m1;                              // shift >= 1
+        full_m1 = {half[62:0], 1'b0} - 64'd1;
+        s_plus = {1'b0, shift} + {2'b00, dbl};
+        d_exp = 5'd30 - dbl;
+        dterm = (s_plus > 7'd31) ? (64'd1 << d_exp) : 64'd0;
         case (mode)
             NPU_E_ROUND_MODE_OFM_DOUBLE_SYMMETRIC[2:0]:  r = neg ? half - dterm : half + dterm;
             NPU_E_ROUND_MODE_OFM_DOUBLE_ASYMMETRIC[2:0]: r = half + dterm;
@@ -45,11 +51,11 @@ module npu_rsr #(
             NPU_E_ROUND_MODE_OFM_TRUNCATE_TO_LOWER[2:0]: r = 64'd0;
             default:                                     r = half;     // natural
         endcase
+        sum = $signed({{(SW-PW){p[PW-1]}}, p}) + $signed({{(SW-64){1'b0}}, r});
+        shr = sum >>> shift;
+        q_v = (shift == 6'd0) ? p[31:0] : shr[31:0];
     end
-
-    wire signed [SW-1:0] sum = $signed({{(SW-PW){p[PW-1]}}, p}) + $signed({{(SW-64){1'b0}}, r});
-    wire signed [SW-1:0] shr = sum >>> shift;
-    assign q = (shift == 6'd0) ? p[31:0] : shr[31:0];
+    assign q = q_v;
 
     wire unused_ok = ^{shr[SW-1:32]};
 endmodule
