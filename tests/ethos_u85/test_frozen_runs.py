@@ -497,11 +497,13 @@ def test_fused_runs_equal_python_steps(fresh, counted, monkeypatch, numba_requir
 
 
 @pytest.mark.parametrize("how", ["fifo_range", "table_index", "fifo_count"])
-def test_fused_run_declines(fresh, counted, numba_required, how):
+def test_fused_run_declines(fresh, counted, monkeypatch, numba_required, how):
     """A compiled segment's data checks decline the frozen run (after it wrote memory): a
     FIFO operand outside its range, an index outside a kernel's table, a FIFO holding fewer
-    values; the run is then made the ordinary way and equals run_model's."""
+    values; the run is then made the ordinary way and equals run_model's. (Fused runs on,
+    whatever TLM_FUSED says.)"""
     from tlm.ethos_u85.ops import compiled as cc
+    monkeypatch.setattr(plan, "FUSED", True)
     vm, _ = load("tflm_mnist_lstm")
     inputs = random_inputs(vm, SEED)
     s = runner.Session(vm, CONFIG)

@@ -185,9 +185,7 @@ class AxiMonitor:
             pend.pop(name, None)
             return
         if hs:
-            self.count[name] += 1
-            if last:
-                self.count[name + "last"] += 1
+            self.fed_handshake(name, last)
             pend.pop(name, None)
             if get is not None:
                 getattr(self, "_on_" + name)(get)
@@ -195,7 +193,8 @@ class AxiMonitor:
             pend[name] = now
 
     def fed_handshake(self, name: str, last) -> None:
-        """An R beat or B response handed over (fed mode): ``channel(name, True, True, last,
+        """A handshake on channel *name* counted (with its LAST). A feeding subordinate calls
+        it for an R beat or B response it handed over: ``channel(name, True, True, last,
         None, None)`` for a subordinate channel (never held, so no stability check)."""
         c = self.count
         c[name] += 1

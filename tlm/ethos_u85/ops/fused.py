@@ -118,15 +118,11 @@ class Fused:
                 if s.fifo and not _unload(b, st, s.chunks):
                     return None
                 continue
-            if s.dma_lines is not None:
-                s._dma_move(mem)
-                continue
-            r = s._data(mem, st)
-            if r is None:
+            c = _plan.step(s, mem, st, flag)
+            if c is None:
                 return None
-            s._move(mem, st, r[0], r[1])
-            if s is flag:
-                cond = r[0].item(-1) & 1
+            if c >= 0:
+                cond = c
         return cond
 
     # ---------------------------------------------------------------- binding

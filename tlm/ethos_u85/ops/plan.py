@@ -435,17 +435,27 @@ class FrozenRun:
             return cond
         flag, cond = self.flag, -1
         for p in plans:
-            if p.dma_lines is not None:
-                p._dma_move(mem)
-                continue
-            r = p._data(mem, st)
-            if r is None:
+            c = step(p, mem, st, flag)
+            if c is None:
                 return None
-            p._move(mem, st, r[0], r[1])
-            if p is flag:
-                cond = r[0].item(-1) & 1
+            if c >= 0:
+                cond = c
         _count(self.stats)
         return cond
+
+
+def step(p, mem, st, flag) -> "int | None":
+    """One plan of a frozen run as a Python step (a DMA copy, or operands, compute and
+    stores): None when its data check or compute declines, the result flag when *p* is the
+    plan *flag* that sets it (its OFM's last element's low bit), else -1."""
+    if p.dma_lines is not None:
+        p._dma_move(mem)
+        return -1
+    r = p._data(mem, st)
+    if r is None:
+        return None
+    p._move(mem, st, r[0], r[1])
+    return r[0].item(-1) & 1 if p is flag else -1
 
 
 def _count(stats) -> None:
