@@ -76,10 +76,13 @@ def _programs():
     from tlm.ne16 import builder, layers
     b = builder.build
     return {
-        "conv3x3_pad_l1": ("3x3 convolution, padding 1, pulp-nnx remainders, GAP9 L1 addresses",
+        # 8-bit scales and shift 22 spread the outputs (122 values, ReLU zeros and saturation;
+        # seed 41's own draws gave an all-zero output, which no wrong result could fail)
+        "conv3x3_pad_l1": ("3x3 convolution, padding 1, ReLU, pulp-nnx remainders, GAP9 L1 addresses",
                            b(layers.random_layer(41, kind="conv3x3", h=6, w=5, cin=20, cout=40,
                                                  stride=1, padding=(1, 1, 1, 1), pad_value=0,
-                                                 mode16=False, use_streamin=False, out_bits=8),
+                                                 mode16=False, use_streamin=False, out_bits=8,
+                                                 relu=True, norm_bits=8, shift=22),
                              "pulpnnx", base=0x10000000)),
         "dw3x3_stride2_low": ("3x3 depthwise, stride 2 (one job per 2x2 block), GAP SDK "
                               "remainders, padding value 3, low addresses",

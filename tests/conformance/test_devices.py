@@ -71,6 +71,18 @@ def test_corrupted_expectation_fails_naming_the_address(path, tmp_path):
     assert any(f":{step.line}: {want}" in m for m in res.messages), res.messages
 
 
+@pytest.mark.parametrize("path", [p for p in _example_traces()
+                                  if any(s.op == "check_mem" for s in parse(p.values[0]).steps)])
+def test_memory_checks_see_the_device_work(path):
+    """The same trace with every register access and wait left out (memory loaded, the device
+    never started) must fail a check_mem: else its expected bytes are what memory held before
+    the job (e.g. an all-zero output over zeroed memory), and no wrong result could fail it."""
+    tr = parse(path)
+    tr.steps = [s for s in tr.steps if s.op in ("load_mem", "fill_mem", "check_mem")]
+    res = replay(tr, registry.get(tr.device).make_target(tr.config))
+    assert res.failed >= 1, f"{path}: its memory checks pass without the device doing anything"
+
+
 @pytest.mark.parametrize("name", DEVICES)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_hostile_register_traffic_never_raises(name, seed):
