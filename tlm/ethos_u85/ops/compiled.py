@@ -79,10 +79,15 @@ def missing_reason(imported: bool = True) -> "str | None":
 # the output stage's parameter row (int64), after the operation's own leading entries
 S_SCALE, S_SHIFT, S_RP, S_DIFF, S_ZP, S_CLAMP, S_CLO, S_CHI, S_WRAP32, S_TABLE = range(10)
 STAGE_LEN = 10
-# elementwise row: mode, then the operand offsets and zero points, then the stage
-E_MODE, E_OA, E_OB, E_ZPA, E_ZPB = range(5)
-E_STAGE = 5
+# elementwise row: mode, the operand offsets and zero points, whether the operands enter as
+# they are (E_DIRECT: no input-scaling tables), whether the accumulator wraps to int32, the
+# SHL/LSHR precision mask, then the stage
+E_MODE, E_OA, E_OB, E_ZPA, E_ZPB, E_DIRECT, E_WRAP, E_MASK = range(8)
+E_STAGE = 8
 MODE_ADD, MODE_SUB, MODE_MIN, MODE_MAX, MODE_MUL = range(5)
+# modes of the direct case only (operands that scale_a / scale_b pass through unchanged)
+(MODE_LRELU, MODE_ABS, MODE_CLZ, MODE_SHR, MODE_SHL, MODE_LSHR, MODE_CMP_EQ, MODE_CMP_NE, MODE_CMP_GE,
+ MODE_CMP_GT, MODE_AND, MODE_OR, MODE_XOR, MODE_NOT, MODE_AND_NOT) = range(5, 20)
 # pointwise row
 P_IZP, P_WRAP, P_CLAMP, P_LO, P_HI, P_ZP = range(6)
 # the kernels, as a fused frozen run's rows name them (tlm.ethos_u85.ops.fused)
@@ -95,7 +100,8 @@ R_KIND, R_FLAGS, R_H, R_W, R_C, R_A, R_B, R_DST, R_CST, R_SCALAR = 0, 1, 2, 3, 4
 ROW_LEN = 24
 F_CLEAR, F_FLAG = 1, 2              # R_FLAGS: the FIFOs are cleared first; the result flag's operation
 SRC_KIND, SRC_WHERE, SRC_OFF, SRC_CODE, SRC_CH = range(5)   # where: page number in the list / FIFO
-SRC_NONE, SRC_MEM, SRC_FIFO = 0, 1, 2                       # (a FIFO's SRC_OFF/SRC_CODE: its range lo, hi)
+SRC_NONE, SRC_MEM, SRC_FIFO, SRC_CONST = 0, 1, 2, 3         # (a FIFO's SRC_OFF/SRC_CODE: its range lo, hi;
+                                                            # a constant's SRC_WHERE: its value, shape (1, 1, 1))
 DST_KIND, DST_WHERE, DST_OFF, DST_CODE = range(4)
 DST_MEM, DST_FIFO = 1, 2
 # a K_DMA row: the line ranges (rows of the lines table: page, offset, length) it reads and writes
@@ -194,7 +200,8 @@ def _compute(call, shape_of, odt, fallback, spec):
     fails writes nothing); it returns the OFM in a buffer it reuses, or None (the caller
     then takes compute).  ``compute.fused = (shape_of, odt, spec)``: what a fused frozen run
     (tlm.ethos_u85.ops.fused) needs to run the same kernel, *spec* = (K_* kind, its int64
-    constant arrays, its scalar)."""
+    constant arrays, its scalar, its operands: per kernel operand None (the next of the
+    plan's operands) or the int value of a constant (1, 1, 1) operand)."""
     odt = np.dtype(odt)
     nodst = np.empty(0, np.dtype(f"<u{odt.itemsize}"))
     bufs: dict = {}
@@ -237,7 +244,7 @@ def lookup_compute(table: np.ndarray, lo: int, fallback):
         v = vals[0]
         return v.shape if v.ndim == 3 else None
     return _compute(lambda vals, out, dst: k(vals[0], table, lo, out, dst), shape_of, table.dtype, fallback,
-                    (K_LOOKUP, (table.astype(np.int64),), lo))
+                    (K_LOOKUP, (table.astype(np.int64),), lo, (None,)))
 
 
 def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int, srow: list,
@@ -247,7 +254,7 @@ def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int,
     if not available():
         return None
     k = _STATE["elementwise"]
-    prm = np.array([mode, oa, ob, zpa, zpb] + list(srow), np.int64)
+    prm = np.array([mode, oa, ob, zpa, zpb, 0, 0, -1] + list(srow), np.int64)
     if srow[S_TABLE] and table is None:
         return None
     z = np.zeros(1, np.int64)
@@ -259,7 +266,49 @@ def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int,
         a, b = vals[0], vals[1]
         return a.shape if a.shape == b.shape and a.ndim == 3 else None
     return _compute(lambda vals, out, dst: k(vals[0], vals[1], ta, tb, prm, table, out, dst), shape_of, odt,
-                    fallback, (K_ELEMENTWISE, (ta, tb, prm, table.astype(np.int64)), 0))
+                    fallback, (K_ELEMENTWISE, (ta, tb, prm, table.astype(np.int64)), 0, (None, None)))
+
+
+def direct_compute(mode: int, ka, kb, zpa: int, zpb: int, wrap: bool, mask: int, rterms, srow: list, table,
+                   odt, fallback):
+    """The elementwise compute of operands that scale_a / scale_b pass through unchanged
+    (plan._ew_direct's: elementwise.compute's accumulator, then the output stage *srow*), in
+    the same kernel as elementwise_compute's, or None.  *ka*, *kb*: a constant operand's
+    value (a scalar, its zero point already subtracted; an absent IFM2: 0) or None (the
+    plan's next operand, from which the kernel subtracts *zpa* / *zpb*); *wrap*: the
+    accumulator wraps to int32 (all but a 32-bit mul); *mask*: SHL/LSHR's precision mask (-1:
+    none); *rterms*: SHR's rounding terms (arith.round_terms) for shifts 0..31, (for a >= 0,
+    for a < 0), or None.  Operands broadcast along axes of extent 1."""
+    if not available() or (srow[S_TABLE] and table is None):
+        return None
+    k = _STATE["elementwise"]
+    prm = np.array([mode, 0, 0, 0 if ka is not None else zpa, 0 if kb is not None else zpb, 1, int(bool(wrap)),
+                    mask] + list(srow), np.int64)
+    z = np.zeros(1, np.int64)
+    rp, rn = (z, z) if rterms is None else (np.ascontiguousarray(r, np.int64) for r in rterms)
+    table = np.zeros(1, odt) if table is None else np.ascontiguousarray(table)
+    ca = None if ka is None else np.full((1, 1, 1), int(ka), np.int64)
+    cb = None if kb is None else np.full((1, 1, 1), int(kb), np.int64)
+
+    def operands(vals):
+        if ca is not None:
+            return ca, (cb if cb is not None else vals[0])
+        return vals[0], (cb if cb is not None else vals[1])
+
+    def shape_of(vals):
+        a, b = operands(vals)
+        if a.ndim != 3 or b.ndim != 3:
+            return None
+        for x, y in zip(a.shape, b.shape):
+            if x != y and x != 1 and y != 1:
+                return None
+        return tuple(max(x, y) for x, y in zip(a.shape, b.shape))
+
+    def call(vals, out, dst):
+        a, b = operands(vals)
+        return k(a, b, rp, rn, prm, table, out, dst)
+    return _compute(call, shape_of, odt, fallback,
+                    (K_ELEMENTWISE, (rp, rn, prm, table.astype(np.int64)), 0, (ka, kb)))
 
 
 def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_bits: int, clamp: bool,
@@ -282,7 +331,7 @@ def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_
         x = vals[0]
         return shape if x.shape == (h, wd, K) else None
     return _compute(lambda vals, out, dst: k(vals[0], w, ch, prm, out, dst), shape_of, odt, fallback,
-                    (K_POINTWISE, (w, ch, prm), 0))
+                    (K_POINTWISE, (w, ch, prm), 0, (None,)))
 
 
 class Declined(Exception):

@@ -1315,11 +1315,67 @@ def _ew_direct(ctx, p, mode, sa, ca, sb, cb, zpa, zpb):
             if rm_ != rm:
                 raise _NotPlanned                           # (not expected: the ordinary path then)
             return stage(acc)
-        return staged
+        return _ew_direct_compiled(ctx, p, mode, sa, ca, sb, cb, zpa, zpb, stage, staged) or staged
 
     def compute(vals):
         return _ew_evaluate(ctx, p, mode, *operands(vals))
     return compute
+
+
+_CC_DIRECT_MODES = {**_CC_MODES, int(_M.lrelu): _cc.MODE_LRELU, int(_M.abs): _cc.MODE_ABS,
+                    int(_M.clz): _cc.MODE_CLZ, int(_M.shr): _cc.MODE_SHR, int(_M.shl): _cc.MODE_SHL,
+                    int(_M.lshr): _cc.MODE_LSHR, int(_M.cmp_eq): _cc.MODE_CMP_EQ, int(_M.cmp_ne): _cc.MODE_CMP_NE,
+                    int(_M.cmp_ge): _cc.MODE_CMP_GE, int(_M.cmp_gt): _cc.MODE_CMP_GT, int(_M["and"]): _cc.MODE_AND,
+                    int(_M["or"]): _cc.MODE_OR, int(_M.xor): _cc.MODE_XOR, int(_M["not"]): _cc.MODE_NOT,
+                    int(_M.and_not): _cc.MODE_AND_NOT}          # (div: its asserts stay Python's)
+
+
+def _passes_through(prm) -> bool:
+    """Whether scale_a / scale_b (arith.scale_input, Params.sa / sb) returns its operand
+    unchanged: b32, unsigned b16."""
+    return not (prm[0] == Precision.B8 or (prm[0] == Precision.B16 and prm[1] == ActType.SIGNED))
+
+
+def _ew_direct_compiled(ctx, p, mode, sa, ca, sb, cb, zpa, zpb, stage, staged):
+    """_ew_direct's *staged* compute (elementwise.compute's accumulator, then *stage*) as the
+    compiled elementwise kernel (compiled.direct_compute), for operands scale_a / scale_b
+    pass through (or a mul, which scales nothing), or None.  Used only when it agrees with
+    *staged* on random operands, the operand types' extremes and equal pairs (_checked)."""
+    m = _CC_DIRECT_MODES.get(mode)
+    if m is None or not (mode == int(_M.mul) or (_passes_through(p.sa) and _passes_through(p.sb))):
+        return None
+    rterms = None
+    if mode == int(_M.shr):
+        if not (0 <= p.ofm_round <= 5 and 0 <= p.ofm_dbl <= 30):
+            return None
+        rterms = arith.round_terms(np.arange(32, dtype=np.int64), p.ofm_round, p.ofm_dbl)
+    wrap = not (mode == int(_M.mul) and p.precision not in (Precision.B8, Precision.B16))
+    mask = {Precision.B8: 0xFF, Precision.B16: 0xFFFF}.get(p.precision, -1)
+    kb = None if sb else (0 if p.unary else cb)
+    cc = _cc.direct_compute(m, None if sa else ca, kb, zpa, zpb, wrap, mask, rterms, stage.row, stage.table,
+                            stage.odt, staged)
+    if cc is None:
+        return None
+    rng = np.random.default_rng(_SEED)
+    fms = ([ctx.ifm] if sa else []) + ([ctx.ifm2] if sb else [])
+    n = 4096
+    cols = []
+    for fm in fms:
+        lo, hi = _type_range(fm)
+        ends = np.array([lo, hi, lo + 1, hi - 1, 0, 1, -1, 31, 32]).clip(lo, hi)
+        cols.append((np.concatenate([np.repeat(ends, ends.size) if not cols else np.tile(ends, ends.size),
+                                     rng.integers(lo, hi + 1, n), rng.integers(max(lo, -64), min(hi, 64) + 1, n)]),
+                     _value_dtype(fm)))
+    if len(cols) == 2 and cols[0][1] == cols[1][1]:
+        cols[1][0][-n // 2:] = cols[0][0][-n // 2:]         # equal pairs (the comparisons)
+    raw = [v.astype(dt).reshape(-1, 1, 1) for v, dt in cols]
+    cases = [raw, [v.astype(np.int64) for v in raw]]
+    if len(raw) == 2:
+        cases.append([raw[0].reshape(1, 1, -1), raw[1][:1]])          # a broadcast operand
+    try:
+        return _checked(cc, staged, cases)
+    except (_NotPlanned, arith.Unpredictable):
+        return _no("compiled: its numpy compute declined a check operand")
 
 
 def _ew_evaluate(ctx, p, mode, a, b):
