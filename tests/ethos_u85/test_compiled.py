@@ -164,6 +164,99 @@ def test_elementwise_against_literal(case):
     assert np.array_equal(got, want), f"seed {seed}"
 
 
+_DIRECT = ["mul", "add", "sub", "min", "max", "lrelu", "abs", "clz", "shr", "shl", "lshr", "cmp_eq", "cmp_ne",
+           "cmp_ge", "cmp_gt", "and", "or", "xor", "not", "and_not"]
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _direct_literal(name, a, b, mask, rm, dbl, wrap):
+    """elementwise.compute's accumulator, literally (TRM 3.10.6, operands that scale_a /
+    scale_b pass through; Python ints)."""
+    s = b & 31
+    acc = {"mul": lambda: a * b, "add": lambda: a + b, "sub": lambda: a - b, "min": lambda: min(a, b),
+           "max": lambda: max(a, b), "lrelu": lambda: a, "abs": lambda: abs(a), "clz": lambda: arith.clz(a, 32),
+           "shr": lambda: arith.rounded_shift_right_ref(a, s, rm, dbl),
+           "shl": lambda: _wrap(a << s, 32) & mask, "lshr": lambda: (a & mask & 0xFFFFFFFF) >> s,
+           "cmp_eq": lambda: -(a == b), "cmp_ne": lambda: -(a != b), "cmp_ge": lambda: -(a >= b),
+           "cmp_gt": lambda: -(a > b), "and": lambda: a & b, "or": lambda: a | b, "xor": lambda: a ^ b,
+           "not": lambda: ~a, "and_not": lambda: a & ~b}[name]()
+    return _wrap(acc, 32) if wrap else acc
+
+
+@pytest.mark.parametrize("name", _DIRECT)
+@pytest.mark.parametrize("case", range(3))
+def test_direct_elementwise_against_literal(name, case):
+    """The elementwise kernel's direct case (compiled.direct_compute: 32-bit operands as they
+    are, or a constant scalar operand, broadcast along axes of extent 1) against the literal
+    accumulator and output stage, on random int32 operands with INT32_MIN / INT32_MAX, 0, +-1,
+    equal pairs and shifts 0..31 mixed in: the accumulator's int32 wrap (a b32 mul's 64-bit
+    product with scale 1), rounding modes, the OFM zero point, the clamp / int32 wrap."""
+    seed = SEED + 300 + 17 * _DIRECT.index(name) + case
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    m = getattr(compiled, f"MODE_{name.upper()}")
+    odt = np.dtype(rng.choice(["i1", "i2", "i4", "u1"]))
+    n = int(rng.integers(40, 200))
+    ends = np.array([_I32[0], _I32[1], _I32[0] + 1, _I32[1] - 1, 0, 1, -1, 31, 32])
+    a = np.concatenate([np.repeat(ends, ends.size), rng.integers(*_I32, n, endpoint=True), rng.integers(-40, 40, n)])
+    b = np.concatenate([np.tile(ends, ends.size), rng.integers(*_I32, n, endpoint=True), a[-n:]])  # (a == b)
+    a, b = a.reshape(-1, 1, 1).astype(np.int32), b.reshape(-1, 1, 1).astype(np.int32)
+    how = case % 3                                      # 0 two operands, 1 a scalar IFM2, 2 channel broadcast
+    ka = kb = None
+    if how == 1:
+        kb = int(rng.integers(*_I32, endpoint=True))
+        vals, bs = [a], np.full(a.shape, kb, np.int64)
+    elif how == 2:
+        a, b = a.reshape(1, 1, -1), b[:1]
+        vals, bs = [a, b], np.broadcast_to(b, a.shape)
+    else:
+        vals, bs = [a.astype(np.int64), b], b      # (an int64 FIFO operand)
+    zpa, zpb = (int(rng.integers(-3, 4)) for _ in range(2))
+    wrap = name != "mul"
+    mask = -1
+    rm, dbl = int(rng.choice(MODES)), int(rng.integers(0, 31))
+    rterms = arith.round_terms(np.arange(32), rm, dbl) if name == "shr" else None
+    if wrap:                                            # rescale_mode global / none (shifts)
+        scale, shift = (1, 0) if name in ("shr", "shl", "lshr") else (int(rng.integers(0, 1 << 31)),
+                                                                     int(rng.integers(0, 64)))
+    else:                                               # a b32 mul: shift_only, scale 1
+        scale, shift = 1, int(rng.integers(0, 64))
+    srm, sdbl = int(rng.choice(MODES)), int(rng.integers(0, 31))
+    rp, rn = (int(v[0]) for v in arith.round_terms(np.array([shift]), srm, sdbl))
+    zp = int(rng.integers(-100, 100))
+    wrap32 = bool(rng.integers(0, 2))
+    info = np.iinfo(odt)
+    clo, chi = (int(info.min), int(info.max)) if rng.integers(0, 2) else (None, None)
+    row = compiled.stage_row(scale, shift, rp, rn, zp, clo, chi, wrap32, None)
+    cc = compiled.direct_compute(m, ka, kb, zpa, zpb, wrap, mask, rterms, row, None, odt, None)
+    got = cc(vals)
+    av = np.broadcast_to(a, np.broadcast_shapes(a.shape, bs.shape))
+    want = np.empty(av.shape, odt)
+    for i in np.ndindex(av.shape):
+        x = int(av[i]) - zpa
+        y = kb if kb is not None else int(bs[i]) - zpb
+        acc = _direct_literal(name, x, y, mask, rm, dbl, wrap)
+        want[i] = _stage_literal(acc, scale, shift, srm, sdbl, zp, clo, chi, wrap32, None, odt)
+    assert got.dtype == odt and np.array_equal(got, want), f"seed {seed}: {np.argwhere(got != want)[:5]}"
+
+
+def test_direct_elementwise_masks():
+    """SHL / LSHR of 8- and 16-bit operands (unsigned b16 passes scale_a / scale_b through):
+    the precision mask (E-16), against the literal accumulator."""
+    seed = SEED + 700
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    row = compiled.stage_row(1, 0, 0, 0, 0, None, None, True, None)
+    for name in ("shl", "lshr"):
+        for mask in (0xFF, 0xFFFF, -1):
+            a = rng.integers(0, 65536, (1, 3, 50)).astype(np.int64)
+            b = rng.integers(-64, 64, (1, 3, 50)).astype(np.int64)
+            cc = compiled.direct_compute(getattr(compiled, f"MODE_{name.upper()}"), None, None, 0, 0, True, mask,
+                                         None, row, None, np.dtype("i4"), None)
+            want = np.vectorize(lambda x, y: _wrap(_direct_literal(name, int(x), int(y), mask, 0, 0, True), 32))(a, b)
+            assert np.array_equal(cc([a, b]), want), (name, mask)
+
+
 def _lookup_case(seed: int, dtype, size: int, lo: int, shape: tuple):
     """A random table of *size* entries starting at input value *lo*, its compiled lookup
     and operands inside it (seed printed)."""
