@@ -104,6 +104,65 @@ def test_pointwise_against_literal_and_fused_epilogue(case):
         assert np.array_equal(got, ref), f"seed {seed}"
 
 
+_AF, _CR = arith.ActivationFunction, arith.ClipRange
+_LUT_CASES = [(_AF.LUT_TANH, _CR.NONE, "i2"), (_AF.LUT_SIGMOID, _CR.NONE, "i2"), (_AF.LUT_S8_S8, _CR.B16, "i1"),
+              (_AF.LUT_S8_S8, _CR.NONE, "i1"), (_AF.LUT_U8_U8, _CR.NONE, "u1"), (_AF.LUT_S16_S16, _CR.B16, "i2"),
+              (_AF.LUT_S8_S16, _CR.NONE, "i2"), (_AF.LUT_S8_S32, _CR.B16, "i4")]
+
+
+@pytest.mark.parametrize("case", range(2 * len(_LUT_CASES)))
+def test_pointwise_lut_against_literal(case):
+    """The 1x1 CONV kernel with a LUT activation (compiled.pointwise_compute(lut=...): a
+    table over the clamp range, or over the low byte for an unclamped 8-bit-index function)
+    against the literal steps: exact sum, bias and wrap, rounded shift, then
+    arith.activation_ref (the int32_t cast with the zero point, the clamp, the LUT) and the
+    truncation, on a random LUT RAM and random operands (seed printed)."""
+    fn, clip, o = _LUT_CASES[case % len(_LUT_CASES)]
+    seed = SEED + 800 + case
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    odt = np.dtype(o)
+    act_type = arith.ActType.UNSIGNED if odt.kind == "u" else arith.ActType.SIGNED
+    prec = {1: arith.Precision.B8, 2: arith.Precision.B16, 4: arith.Precision.B32}[odt.itemsize]
+    lut = rng.integers(0, 256, 2048).astype(np.uint8).tobytes()
+    H, W, K, N = 1, int(rng.integers(1, 3)), int(rng.integers(1, 40)), int(rng.integers(1, 24))
+    x = rng.integers(-128, 128, (H, W, K)).astype(np.int8)
+    izp = int(rng.integers(-128, 128))
+    w = rng.integers(-128, 128, (N, K)).astype(np.int64)
+    bits = int(rng.choice([32, 48]))
+    bias = rng.integers(-(1 << 20), 1 << 20, N)
+    scale = rng.integers(0, 1 << 30, N)
+    shift = rng.integers(10, 40, N)
+    mode, dbl = int(rng.choice(MODES)), int(rng.integers(0, 31))
+    rp, rn = (v.astype(np.int64) for v in arith.round_terms(shift, mode, dbl))
+    zraw = int(rng.integers(-100, 100)) & 0xFFFF if odt.kind == "i" else int(rng.integers(0, 100))
+    lo16, hi16 = (-32768, 32767) if odt.kind == "i" else (0, 65535)
+    amin = int(rng.integers(max(lo16, -3000), 1)) if odt.kind == "i" else int(rng.integers(0, 50))
+    amax = int(rng.integers(1, 3000))
+    kw = dict(precision=prec, act_type=act_type, zero_point=zraw, act_min=amin & 0xFFFF, act_max=amax & 0xFFFF,
+              function=int(fn), clip_range=int(clip), table=0, lut=lut)
+    zp = arith.ofm_activation_params(act_type, zraw, amin & 0xFFFF, amax & 0xFFFF)[0]
+    if fn == _AF.LUT_TANH:
+        m, tlo, thi = compiled.LUT_RANGE, -0x10000, 0xFFFF
+    elif fn == _AF.LUT_SIGMOID:
+        m, tlo, thi = compiled.LUT_RANGE, -0x1F000, 0x1EFFF
+    elif clip == _CR.B16:
+        m, tlo, thi = compiled.LUT_RANGE, amin, amax
+    else:
+        m, tlo, thi = compiled.LUT_BYTE, 0, 255
+    table = arith.activation(np.arange(tlo, thi + 1) - zp, **kw).astype(odt)
+    cc = compiled.pointwise_compute(w, bias, scale, shift, rp, rn, izp, bits, False, 0, 0, zp, odt, (H, W, N),
+                                    None, lut=(m, table, tlo, thi))
+    got = cc([x])
+    want = np.empty((H, W, N), odt)
+    for xx in range(W):
+        for n in range(N):
+            acc = sum((int(x[0, xx, k]) - izp) * int(w[n, k]) for k in range(K))
+            r = _rsr(_wrap(acc + int(bias[n]), bits) * int(scale[n]), int(shift[n]), mode, dbl)
+            want[0, xx, n] = arith.activation_ref(r, **kw)
+    assert np.array_equal(got, want), f"seed {seed}"
+
+
 def _stage_literal(acc, scale, shift, mode, dbl, zp, clo, chi, wrap32, table, odt):
     r = _rsr(acc * scale, shift, mode, dbl)
     if wrap32:

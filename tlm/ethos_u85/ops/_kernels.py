@@ -9,13 +9,13 @@ from numba.extending import intrinsic
 
 from .compiled import (C_CST, C_LINES, C_NLINES, C_NROWS, C_ROWS, DST_CODE, DST_KIND, DST_MEM, DST_OFF, DST_WHERE,
                        D_READ0, D_READ1, D_WRITE0, D_WRITE1, E_DIRECT, E_MASK, E_MODE, E_OA, E_OB, E_STAGE, E_WRAP,
-                       E_ZPA, E_ZPB, F_CLEAR, F_FLAG, K_DMA, K_ELEMENTWISE, K_LOOKUP, MODE_ABS, MODE_ADD, MODE_AND,
-                       MODE_CLZ, MODE_CMP_EQ, MODE_CMP_GE, MODE_CMP_GT, MODE_CMP_NE, MODE_LRELU, MODE_LSHR, MODE_MAX,
-                       MODE_MIN, MODE_MUL, MODE_NOT, MODE_OR, MODE_SHL, MODE_SHR, MODE_SUB, MODE_XOR, P_CLAMP, P_HI,
-                       P_IZP, P_LO, P_WRAP, P_ZP, ROW_LEN, R_A, R_B, R_C, R_CST, R_DST, R_FLAGS, R_H, R_KIND, R_SCALAR,
-                       R_W, SRC_CH, SRC_CODE, SRC_CONST, SRC_FIFO, SRC_KIND, SRC_MEM, SRC_OFF, SRC_WHERE, S_CHI,
-                       S_CLAMP, S_CLO, S_DIFF, S_RP, S_SCALE, S_SHIFT, S_TABLE, S_WRAP32, S_ZP, W_CAP, W_MOST, W_NF,
-                       W_NPAGES, W_PAGES, W_PAGE_SIZE, W_STATE)
+                       E_ZPA, E_ZPB, F_CLEAR, F_FLAG, K_DMA, K_ELEMENTWISE, K_LOOKUP, LUT_RANGE, MODE_ABS, MODE_ADD,
+                       MODE_AND, MODE_CLZ, MODE_CMP_EQ, MODE_CMP_GE, MODE_CMP_GT, MODE_CMP_NE, MODE_LRELU, MODE_LSHR,
+                       MODE_MAX, MODE_MIN, MODE_MUL, MODE_NOT, MODE_OR, MODE_SHL, MODE_SHR, MODE_SUB, MODE_XOR,
+                       P_CLAMP, P_HI, P_IZP, P_LO, P_LUT, P_THI, P_TLO, P_WRAP, P_ZP, ROW_LEN, R_A, R_B, R_C, R_CST,
+                       R_DST, R_FLAGS, R_H, R_KIND, R_SCALAR, R_W, SRC_CH, SRC_CODE, SRC_CONST, SRC_FIFO, SRC_KIND,
+                       SRC_MEM, SRC_OFF, SRC_WHERE, S_CHI, S_CLAMP, S_CLO, S_DIFF, S_RP, S_SCALE, S_SHIFT, S_TABLE,
+                       S_WRAP32, S_ZP, W_CAP, W_MOST, W_NF, W_NPAGES, W_PAGES, W_PAGE_SIZE, W_STATE)
 
 
 @njit(cache=True, nogil=True)
@@ -164,10 +164,12 @@ def elementwise(a, b, ta, tb, prm, table, out, dst):
 
 
 @njit(cache=True, nogil=True)
-def pointwise(x, w, ch, prm, out, dst):
+def pointwise(x, w, ch, prm, table, out, dst):
     """A 1x1 CONV: out[y, x, n] = epilogue(sum_k (x[y, x, k] - izp) * w[n, k]) with the
     per-channel rows ch = (bias, scale, shift, rp, rp - rn) and prm (izp, wrap bits or 0,
-    clamp, amin - zp, amax - zp, zp)."""
+    clamp, amin - zp, amax - zp, zp, then a LUT activation: compiled.LUT_* mode, tlo, thi):
+    the bias, the wrap, the per-channel rescale r; then r clamped plus zp, or with a LUT
+    activation ``table[...]`` of ``(int32_t)(r + zp)`` (compiled.pointwise_compute)."""
     H, W, K = x.shape
     N = w.shape[0]
     izp = prm[P_IZP]
@@ -175,6 +177,7 @@ def pointwise(x, w, ch, prm, out, dst):
     sh = 64 - wb
     clamp = prm[P_CLAMP]
     lo, hi, zp = prm[P_LO], prm[P_HI], prm[P_ZP]
+    lut, tlo, thi = prm[P_LUT], prm[P_TLO], prm[P_THI]
     xs = np.empty(K, np.int64)
     for yy in range(H):
         for xx in range(W):
@@ -191,6 +194,13 @@ def pointwise(x, w, ch, prm, out, dst):
                 if b < 0:
                     b -= ch[4, n]
                 b = (b + ch[3, n]) >> ch[2, n]
+                if lut:
+                    v = ((b + zp + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+                    if lut == LUT_RANGE:
+                        out[yy, xx, n] = table[min(max(v, tlo), thi) - tlo]
+                    else:
+                        out[yy, xx, n] = table[v & 0xFF]
+                    continue
                 if clamp:
                     b = min(max(b, lo), hi)
                 out[yy, xx, n] = b + zp
@@ -346,7 +356,8 @@ def program(code, work, buf):
             b = sb[:hb * wb * cb].reshape((hb, wb, cb))
             ok = elementwise(a, b, c0, c1, _const(code, row[R_CST + 2]), _const(code, row[R_CST + 3]), out, nodst)
         else:
-            ok = pointwise(a, c0.reshape((C, ca)), c1.reshape((5, C)), _const(code, row[R_CST + 2]), out, nodst)
+            ok = pointwise(a, c0.reshape((C, ca)), c1.reshape((5, C)), _const(code, row[R_CST + 2]),
+                           _const(code, row[R_CST + 3]), out, nodst)
         if not ok:
             return r
         o = so[:n]

@@ -89,7 +89,8 @@ MODE_ADD, MODE_SUB, MODE_MIN, MODE_MAX, MODE_MUL = range(5)
 (MODE_LRELU, MODE_ABS, MODE_CLZ, MODE_SHR, MODE_SHL, MODE_LSHR, MODE_CMP_EQ, MODE_CMP_NE, MODE_CMP_GE,
  MODE_CMP_GT, MODE_AND, MODE_OR, MODE_XOR, MODE_NOT, MODE_AND_NOT) = range(5, 20)
 # pointwise row
-P_IZP, P_WRAP, P_CLAMP, P_LO, P_HI, P_ZP = range(6)
+P_IZP, P_WRAP, P_CLAMP, P_LO, P_HI, P_ZP, P_LUT, P_TLO, P_THI = range(9)
+LUT_NONE, LUT_RANGE, LUT_BYTE = 0, 1, 2     # P_LUT: no LUT activation; table[clamp(v) - tlo]; table[v & 0xFF]
 # the kernels, as a fused frozen run's rows name them (tlm.ethos_u85.ops.fused)
 K_LOOKUP, K_ELEMENTWISE, K_POINTWISE = 1, 2, 3
 # a fused frozen run's row (int64; see _kernels.program): the kind (K_DMA or K_*), flags, the
@@ -312,17 +313,22 @@ def direct_compute(mode: int, ka, kb, zpa: int, zpb: int, wrap: bool, mask: int,
 
 
 def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_bits: int, clamp: bool,
-                      lo: int, hi: int, zp: int, odt, shape, fallback):
+                      lo: int, hi: int, zp: int, odt, shape, fallback, lut=None):
     """A 1x1 CONV's compute (plan._prepare_conv's pointwise case), or None.  *w*: [N, K]
     weights; the per-channel vectors of length N; *fallback*: the numpy compute, for an IFM
-    that is not the kernel's case."""
+    that is not the kernel's case.  *lut*: a LUT activation in place of the clamp to [lo,
+    hi] and the zero point: (LUT_RANGE or LUT_BYTE, the table (truncated OFM values), tlo,
+    thi): the OFM is ``table[min(max(v, tlo), thi) - tlo]`` or ``table[v & 0xFF]`` of ``v =
+    (int32_t)(r + zp)``."""
     if not available():
         return None
     k = _STATE["pointwise"]
     w = np.ascontiguousarray(w, np.int64)
     ch = np.ascontiguousarray(np.stack([np.asarray(v, np.int64) for v in (bias, scale, shift, rp,
                                                                            np.asarray(rp, np.int64) - rn)]))
-    prm = np.array([izp, wrap_bits, int(clamp), lo, hi, zp], np.int64)
+    mode, table, tlo, thi = lut if lut is not None else (LUT_NONE, np.zeros(1), 0, 0)
+    table = np.ascontiguousarray(table, np.int64)
+    prm = np.array([izp, wrap_bits, int(clamp), lo, hi, zp, mode, tlo, thi], np.int64)
     h, wd, N = shape
     K = w.shape[1]
     shape = tuple(shape)
@@ -330,8 +336,8 @@ def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_
     def shape_of(vals):
         x = vals[0]
         return shape if x.shape == (h, wd, K) else None
-    return _compute(lambda vals, out, dst: k(vals[0], w, ch, prm, out, dst), shape_of, odt, fallback,
-                    (K_POINTWISE, (w, ch, prm), 0, (None,)))
+    return _compute(lambda vals, out, dst: k(vals[0], w, ch, prm, table, out, dst), shape_of, odt, fallback,
+                    (K_POINTWISE, (w, ch, prm, table), 0, (None,)))
 
 
 class Declined(Exception):

@@ -1877,9 +1877,13 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     def compute(vals):
         return epilogue(*accumulate(vals[0]))
     pre.compute = compute
-    if pointwise and kc >= K and not lut_act and g.ofm_h * g.ofm_w * g.ofm_d * K <= _CC_CONV_MACS:
-        pre.compute = _pointwise_compiled(compute, w, k, izp, acc, acc_bound, zp, amin, amax, clamp, odt, shape,
-                                          pre.inputs[0], _type_range(fm)) or compute
+    if pointwise and kc >= K and g.ofm_h * g.ofm_w * g.ofm_d * K <= _CC_CONV_MACS:
+        if lut_act:
+            pre.compute = _pointwise_lut_compiled(ctx, compute, w, izp, bound, shape, pre.inputs[0],
+                                                  _type_range(fm)) or compute
+        else:
+            pre.compute = _pointwise_compiled(compute, w, k, izp, acc, acc_bound, zp, amin, amax, clamp, odt, shape,
+                                              pre.inputs[0], _type_range(fm)) or compute
     pre.macs = g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw * (1 if depthwise else g.ifm_d)
     return pre
 
@@ -1905,6 +1909,74 @@ def _pointwise_compiled(compute, w, k, izp, acc, bound, zp, amin, amax, clamp, o
     cases = [[x], [np.full_like(x, lo)], [np.full_like(x, hi)]]
     cases += [[rng.integers(lo, hi + 1, x.shape).astype(x.dtype)] for _ in range(3)]
     return _checked(cc, compute, cases)
+
+
+_LUT_BYTE_FUNCTIONS = tuple(int(f) for f in (arith.ActivationFunction.LUT_U8_U8, arith.ActivationFunction.LUT_S8_S8,
+                                              arith.ActivationFunction.LUT_S8_S16, arith.ActivationFunction.LUT_S8_S32))
+
+
+def _pointwise_lut_compiled(ctx, compute, w, izp, bound, shape, recorded, ifm_range):
+    """The compiled 1x1 CONV with a LUT activation (the stepwise *compute*: wrap, bias,
+    per-channel rescale, activation, truncation), or None.  The kernel's epilogue up to the
+    rescale is the fused epilogue's (where its int64 product cannot overflow); the
+    activation is a table of the OFM values ``OpContext.activation`` gives (truncated)
+    for every clamped ``(int32_t)(r + zp)`` in the clamp range (tanh, sigmoid, a b16 clip
+    range), or for the low byte of an unclamped one (the 8-bit-index LUT functions, which
+    read nothing else of it).  Checked against *compute* as _pointwise_compiled's."""
+    if not _cc.available():
+        return None
+    f = ctx.f
+    rm, dbl = f("NPU_SET_OFM_SCALE", "round_mode"), f("NPU_SET_OFM_SCALE", "dbl_rnd")
+    if not (0 <= rm <= 5 and 0 <= dbl <= 30):
+        return None
+    fn = f("NPU_SET_ACTIVATION", "activation_function")
+    try:
+        zp, amin, amax = arith.ofm_activation_params(ctx.ofm.act_type, f("NPU_SET_OFM_ZERO_POINT", "zero_point"),
+                                                     f("NPU_SET_ACTIVATION_MIN", "clip_boundary"),
+                                                     f("NPU_SET_ACTIVATION_MAX", "clip_boundary"))
+    except arith.Unpredictable:
+        return None
+    if fn == _ACT_TANH:
+        mode, tlo, thi = _cc.LUT_RANGE, -0x10000, 0xFFFF
+    elif fn == _ACT_SIGMOID:
+        mode, tlo, thi = _cc.LUT_RANGE, -0x1F000, 0x1EFFF
+    elif f("NPU_SET_ACTIVATION", "activation_clip_range") == _CLIP_B16:
+        mode, tlo, thi = _cc.LUT_RANGE, amin, amax
+    elif fn in _LUT_BYTE_FUNCTIONS:
+        mode, tlo, thi = _cc.LUT_BYTE, 0, 255
+    else:
+        return _no("compiled: LUT activation without a clamp")
+    if not (-(1 << 31) <= tlo <= thi < (1 << 31)) or thi - tlo + 1 > _STEPS_MAX:
+        return _no("compiled: LUT activation range")
+    sc, d, bits = ctx.scale_cache, shape[2], ctx.acc_bits
+    k = sc.memo.get((d, rm, dbl, bits))
+    if k is None:
+        k = sc.memo[(d, rm, dbl, bits)] = _common.EpilogueConsts(sc, d, rm, dbl, bits)
+    A = bound + k.bmax
+    if A >= (1 << (bits - 1)):
+        A = 1 << (bits - 1)
+    if A * k.smax + k.rmax >= (1 << 63):
+        return _no("compiled: int64 overflow")
+    odt = _value_dtype(ctx.ofm)
+    try:                                                    # (int32_t)(x + zp) = v for x = v - zp
+        table = _truncated(ctx.activation(np.arange(tlo, thi + 1, dtype=np.int64) - zp), ctx.ofm)
+    except arith.Unpredictable:
+        return _no("compiled: LUT activation table")
+    O = w.shape[0]
+    cc = _cc.pointwise_compute(w.reshape(O, -1), k.bias, k.scale, k.shift, k.rp,
+                               k.rp if k.diff is None else k.rp - k.diff, izp, bits if bits < 64 else 0,
+                               False, 0, 0, zp, odt, shape, compute, lut=(mode, table, tlo, thi))
+    if cc is None:
+        return None
+    lo, hi = ifm_range
+    x = np.array(recorded)
+    rng = np.random.default_rng(_SEED)
+    cases = [[x], [np.full_like(x, lo)], [np.full_like(x, hi)]]
+    cases += [[rng.integers(lo, hi + 1, x.shape).astype(x.dtype)] for _ in range(3)]
+    try:
+        return _checked(cc, compute, cases)
+    except (_NotPlanned, arith.Unpredictable):
+        return _no("compiled: its numpy compute declined a check operand")
 
 
 def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, odt, acc_dt, shape):
