@@ -46,8 +46,10 @@ the plan does the same work with little Python per operation:
     truncation).
 
   - compiled computes (``tlm.ethos_u85.ops.compiled``, when numba is installed): the 1x1
-    CONV of at most ``_CC_CONV_MACS`` MACs (larger ones keep the BLAS product), the
-    decomposed 16-bit ELEMENTWISE and the table lookups above as one nopython call each,
+    CONV of at most ``_CC_CONV_MACS`` MACs (larger ones keep the BLAS product; with a LUT
+    activation a table of its values after the rescale), the decomposed 16-bit
+    ELEMENTWISE, the other ELEMENTWISE cases' accumulator and output stage where scale_a /
+    scale_b pass the operands through (32-bit; not div) and the table lookups above as one nopython call each,
     used only where they agree with the numpy compute on the recorded operands and on
     random and extreme ones (``_checked``).
 
