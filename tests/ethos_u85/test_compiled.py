@@ -389,3 +389,58 @@ def test_network_same_with_compiled_computes_on_and_off(name):
             assert r == ordinary
     assert got[False][1] == 0
     assert got[True][1] > 0 and got[True][2] > 0          # compiled computes built, plans ran
+
+
+@pytest.mark.parametrize("case", range(30))
+def test_direct_elementwise_plans_against_the_ordinary_and_literal_paths(case):
+    """A 32-bit ELEMENTWISE op (random mode but div, tensor / channel-broadcast / scalar IFM2,
+    INT32_MIN / INT32_MAX and equal pairs in the data, random OFM type, scale, rounding, zero
+    point, clamp) run three times on one Device: the first runs build its plan, whose compute
+    is the compiled direct kernel (compiled.direct_compute, checked against the numpy compute
+    when built); the third, on other random data, goes through that plan and must equal the
+    literal per-element loop (elementwise_ref) and a run without plans: OFM bytes and
+    UNPREDICTABLE reports."""
+    from tests.ethos_u85.test_ops_elementwise import M, REF_OPS, ew_bench, run_ew
+    from tests.ethos_u85.support.opbench import unpredictable
+    from tlm.ethos_u85 import device
+    seed = SEED + 900 + case
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    names = [n for n in _DIRECT if n not in ("lrelu", "abs", "clz", "not")] if case % 4 else _DIRECT
+    name = _DIRECT[case % len(_DIRECT)] if case < len(_DIRECT) else str(rng.choice(names))
+    mode = M[name]
+    unary = name in ("lrelu", "abs", "clz", "not")
+    H, W, C = 1, int(rng.integers(1, 3)), int(rng.integers(2, 12))
+    bm2 = 0 if unary else int(rng.choice([0, 4, 8]))
+    odt = np.dtype(rng.choice([np.int8, np.uint8, np.int16, np.int32]))
+    so = (1, int(rng.integers(0, 40))) if name == "mul" else (int(rng.integers(1, 1 << 30)),
+                                                              int(rng.integers(0, 40)))
+    regs = dict(shape=(H, W, C), out_dtype=odt, ofm_zp=int(rng.integers(-3, 3)) if odt != np.uint8 else 3,
+                so=so, ofm_round=int(rng.integers(0, 6)), bm2=bm2, scalar=int(rng.integers(*_I32, endpoint=True)),
+                clip=bool(rng.integers(0, 2)) and odt != np.int32)
+
+    def data():
+        a = rng.integers(*_I32, size=(H, W, C), endpoint=True)
+        a.reshape(-1)[:2] = _I32
+        b = rng.integers(*_I32, size=(H, W, 1 if bm2 == 4 else C), endpoint=True)
+        b.reshape(-1)[-1] = a.reshape(-1)[-1]                   # an equal pair
+        b.reshape(-1)[0] = _I32[int(rng.integers(0, 2))]
+        if name in ("shr", "shl", "lshr"):
+            b.reshape(-1)[1:] %= 40
+        return ew_bench(a.astype(np.int32), None if unary or bm2 == 8 else b.astype(np.int32), **regs)
+
+    device.clear_warm_caches()
+    first = data()
+    built = plan.STATS["compiled", "built"]
+    d = run_ew(first, mode)
+    assert plan.STATS["compiled", "built"] > built, f"no compiled compute built: {dict(plan.STATS)}"
+    d = run_ew(first, mode, device=d)                   # (the key a run on this device leaves: built again)
+    again = data()
+    planned = plan.STATS["NPU_OP_ELEMENTWISE", "planned"]
+    got = run_ew(again, mode, device=d)
+    assert plan.STATS["NPU_OP_ELEMENTWISE", "planned"] == planned + 1, "the second run did not take the plan"
+    out = again.output(got)
+    ref = run_ew(again, mode, kernel_ops=REF_OPS)
+    plain = run_ew(again, mode, plans=False)
+    assert np.array_equal(out, again.output(ref)) and np.array_equal(out, again.output(plain)), f"seed {seed}"
+    assert unpredictable(got)[-1:] == unpredictable(ref) == unpredictable(plain) == [], f"seed {seed}"
