@@ -9,13 +9,15 @@ here do the same integer arithmetic in one nopython loop per operation:
 * :func:`lookup`: ``table[v - lo]`` (a 1x1 POOL or unary ELEMENTWISE result table, the
   input-scaling tables of a decomposed ELEMENTWISE);
 * :func:`elementwise`: a 16-bit add/sub/min/max/mul from its input-scaling tables (or the
-  zero-point-subtracted operands for mul), then the output stage (``plan._output_stage``:
-  ``(acc*scale + R) >> shift`` with R by the product's sign, the zero point, the clamp or
-  the activation's int32 wrap, a LUT activation's table);
+  zero-point-subtracted operands for mul), or (:func:`direct_compute`) elementwise.compute's
+  accumulator of operands scale_a / scale_b pass through (32-bit: every mode but div), then
+  the output stage (``plan._output_stage``: ``(acc*scale + R) >> shift`` with R by the
+  product's sign, the zero point, the clamp or the activation's int32 wrap, a LUT
+  activation's table);
 * :func:`pointwise`: a 1x1 CONV / FULLY_CONNECTED (int8 or int16 IFM) with exact int64
   accumulators and the fused per-channel epilogue (``common.fused_epilogue``: bias, the
   wrap to the accumulator width, per-channel scale/shift/rounding, clamp, zero point,
-  truncation).
+  truncation), or with a LUT activation a table of its values after the rescale.
 
 Each kernel takes its constants as one int64 parameter row plus its tables, so a call
 costs one dispatch.  :func:`program` runs many operations of a frozen run in one call
@@ -280,7 +282,7 @@ def direct_compute(mode: int, ka, kb, zpa: int, zpb: int, wrap: bool, mask: int,
     accumulator wraps to int32 (all but a 32-bit mul); *mask*: SHL/LSHR's precision mask (-1:
     none); *rterms*: SHR's rounding terms (arith.round_terms) for shifts 0..31, (for a >= 0,
     for a < 0), or None.  Operands broadcast along axes of extent 1."""
-    if not available() or (srow[S_TABLE] and table is None):
+    if not available() or (srow[S_TABLE] and table is None) or (mode == MODE_SHR and rterms is None):
         return None
     k = _STATE["elementwise"]
     prm = np.array([mode, 0, 0, 0 if ka is not None else zpa, 0 if kb is not None else zpb, 1, int(bool(wrap)),
