@@ -104,6 +104,65 @@ def test_pointwise_against_literal_and_fused_epilogue(case):
         assert np.array_equal(got, ref), f"seed {seed}"
 
 
+_AF, _CR = arith.ActivationFunction, arith.ClipRange
+_LUT_CASES = [(_AF.LUT_TANH, _CR.NONE, "i2"), (_AF.LUT_SIGMOID, _CR.NONE, "i2"), (_AF.LUT_S8_S8, _CR.B16, "i1"),
+              (_AF.LUT_S8_S8, _CR.NONE, "i1"), (_AF.LUT_U8_U8, _CR.NONE, "u1"), (_AF.LUT_S16_S16, _CR.B16, "i2"),
+              (_AF.LUT_S8_S16, _CR.NONE, "i2"), (_AF.LUT_S8_S32, _CR.B16, "i4")]
+
+
+@pytest.mark.parametrize("case", range(2 * len(_LUT_CASES)))
+def test_pointwise_lut_against_literal(case):
+    """The 1x1 CONV kernel with a LUT activation (compiled.pointwise_compute(lut=...): a
+    table over the clamp range, or over the low byte for an unclamped 8-bit-index function)
+    against the literal steps: exact sum, bias and wrap, rounded shift, then
+    arith.activation_ref (the int32_t cast with the zero point, the clamp, the LUT) and the
+    truncation, on a random LUT RAM and random operands (seed printed)."""
+    fn, clip, o = _LUT_CASES[case % len(_LUT_CASES)]
+    seed = SEED + 800 + case
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    odt = np.dtype(o)
+    act_type = arith.ActType.UNSIGNED if odt.kind == "u" else arith.ActType.SIGNED
+    prec = {1: arith.Precision.B8, 2: arith.Precision.B16, 4: arith.Precision.B32}[odt.itemsize]
+    lut = rng.integers(0, 256, 2048).astype(np.uint8).tobytes()
+    H, W, K, N = 1, int(rng.integers(1, 3)), int(rng.integers(1, 40)), int(rng.integers(1, 24))
+    x = rng.integers(-128, 128, (H, W, K)).astype(np.int8)
+    izp = int(rng.integers(-128, 128))
+    w = rng.integers(-128, 128, (N, K)).astype(np.int64)
+    bits = int(rng.choice([32, 48]))
+    bias = rng.integers(-(1 << 20), 1 << 20, N)
+    scale = rng.integers(0, 1 << 30, N)
+    shift = rng.integers(10, 40, N)
+    mode, dbl = int(rng.choice(MODES)), int(rng.integers(0, 31))
+    rp, rn = (v.astype(np.int64) for v in arith.round_terms(shift, mode, dbl))
+    zraw = int(rng.integers(-100, 100)) & 0xFFFF if odt.kind == "i" else int(rng.integers(0, 100))
+    lo16, hi16 = (-32768, 32767) if odt.kind == "i" else (0, 65535)
+    amin = int(rng.integers(max(lo16, -3000), 1)) if odt.kind == "i" else int(rng.integers(0, 50))
+    amax = int(rng.integers(1, 3000))
+    kw = dict(precision=prec, act_type=act_type, zero_point=zraw, act_min=amin & 0xFFFF, act_max=amax & 0xFFFF,
+              function=int(fn), clip_range=int(clip), table=0, lut=lut)
+    zp = arith.ofm_activation_params(act_type, zraw, amin & 0xFFFF, amax & 0xFFFF)[0]
+    if fn == _AF.LUT_TANH:
+        m, tlo, thi = compiled.LUT_RANGE, -0x10000, 0xFFFF
+    elif fn == _AF.LUT_SIGMOID:
+        m, tlo, thi = compiled.LUT_RANGE, -0x1F000, 0x1EFFF
+    elif clip == _CR.B16:
+        m, tlo, thi = compiled.LUT_RANGE, amin, amax
+    else:
+        m, tlo, thi = compiled.LUT_BYTE, 0, 255
+    table = arith.activation(np.arange(tlo, thi + 1) - zp, **kw).astype(odt)
+    cc = compiled.pointwise_compute(w, bias, scale, shift, rp, rn, izp, bits, False, 0, 0, zp, odt, (H, W, N),
+                                    None, lut=(m, table, tlo, thi))
+    got = cc([x])
+    want = np.empty((H, W, N), odt)
+    for xx in range(W):
+        for n in range(N):
+            acc = sum((int(x[0, xx, k]) - izp) * int(w[n, k]) for k in range(K))
+            r = _rsr(_wrap(acc + int(bias[n]), bits) * int(scale[n]), int(shift[n]), mode, dbl)
+            want[0, xx, n] = arith.activation_ref(r, **kw)
+    assert np.array_equal(got, want), f"seed {seed}"
+
+
 def _stage_literal(acc, scale, shift, mode, dbl, zp, clo, chi, wrap32, table, odt):
     r = _rsr(acc * scale, shift, mode, dbl)
     if wrap32:
@@ -162,6 +221,99 @@ def test_elementwise_against_literal(case):
             acc = [xa + xb, xa - xb, min(xa, xb), max(xa, xb)][mode]
         want[i] = _stage_literal(acc, scale, shift, m, dbl, zp, clo, chi, wrap32, table, odt)
     assert np.array_equal(got, want), f"seed {seed}"
+
+
+_DIRECT = ["mul", "add", "sub", "min", "max", "lrelu", "abs", "clz", "shr", "shl", "lshr", "cmp_eq", "cmp_ne",
+           "cmp_ge", "cmp_gt", "and", "or", "xor", "not", "and_not"]
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _direct_literal(name, a, b, mask, rm, dbl, wrap):
+    """elementwise.compute's accumulator, literally (TRM 3.10.6, operands that scale_a /
+    scale_b pass through; Python ints)."""
+    s = b & 31
+    acc = {"mul": lambda: a * b, "add": lambda: a + b, "sub": lambda: a - b, "min": lambda: min(a, b),
+           "max": lambda: max(a, b), "lrelu": lambda: a, "abs": lambda: abs(a), "clz": lambda: arith.clz(a, 32),
+           "shr": lambda: arith.rounded_shift_right_ref(a, s, rm, dbl),
+           "shl": lambda: _wrap(a << s, 32) & mask, "lshr": lambda: (a & mask & 0xFFFFFFFF) >> s,
+           "cmp_eq": lambda: -(a == b), "cmp_ne": lambda: -(a != b), "cmp_ge": lambda: -(a >= b),
+           "cmp_gt": lambda: -(a > b), "and": lambda: a & b, "or": lambda: a | b, "xor": lambda: a ^ b,
+           "not": lambda: ~a, "and_not": lambda: a & ~b}[name]()
+    return _wrap(acc, 32) if wrap else acc
+
+
+@pytest.mark.parametrize("name", _DIRECT)
+@pytest.mark.parametrize("case", range(3))
+def test_direct_elementwise_against_literal(name, case):
+    """The elementwise kernel's direct case (compiled.direct_compute: 32-bit operands as they
+    are, or a constant scalar operand, broadcast along axes of extent 1) against the literal
+    accumulator and output stage, on random int32 operands with INT32_MIN / INT32_MAX, 0, +-1,
+    equal pairs and shifts 0..31 mixed in: the accumulator's int32 wrap (a b32 mul's 64-bit
+    product with scale 1), rounding modes, the OFM zero point, the clamp / int32 wrap."""
+    seed = SEED + 300 + 17 * _DIRECT.index(name) + case
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    m = getattr(compiled, f"MODE_{name.upper()}")
+    odt = np.dtype(rng.choice(["i1", "i2", "i4", "u1"]))
+    n = int(rng.integers(40, 200))
+    ends = np.array([_I32[0], _I32[1], _I32[0] + 1, _I32[1] - 1, 0, 1, -1, 31, 32])
+    a = np.concatenate([np.repeat(ends, ends.size), rng.integers(*_I32, n, endpoint=True), rng.integers(-40, 40, n)])
+    b = np.concatenate([np.tile(ends, ends.size), rng.integers(*_I32, n, endpoint=True), a[-n:]])  # (a == b)
+    a, b = a.reshape(-1, 1, 1).astype(np.int32), b.reshape(-1, 1, 1).astype(np.int32)
+    how = case % 3                                      # 0 two operands, 1 a scalar IFM2, 2 channel broadcast
+    ka = kb = None
+    if how == 1:
+        kb = int(rng.integers(*_I32, endpoint=True))
+        vals, bs = [a], np.full(a.shape, kb, np.int64)
+    elif how == 2:
+        a, b = a.reshape(1, 1, -1), b[:1]
+        vals, bs = [a, b], np.broadcast_to(b, a.shape)
+    else:
+        vals, bs = [a.astype(np.int64), b], b      # (an int64 FIFO operand)
+    zpa, zpb = (int(rng.integers(-3, 4)) for _ in range(2))
+    wrap = name != "mul"
+    mask = -1
+    rm, dbl = int(rng.choice(MODES)), int(rng.integers(0, 31))
+    rterms = arith.round_terms(np.arange(32), rm, dbl) if name == "shr" else None
+    if wrap:                                            # rescale_mode global / none (shifts)
+        scale, shift = (1, 0) if name in ("shr", "shl", "lshr") else (int(rng.integers(0, 1 << 31)),
+                                                                     int(rng.integers(0, 64)))
+    else:                                               # a b32 mul: shift_only, scale 1
+        scale, shift = 1, int(rng.integers(0, 64))
+    srm, sdbl = int(rng.choice(MODES)), int(rng.integers(0, 31))
+    rp, rn = (int(v[0]) for v in arith.round_terms(np.array([shift]), srm, sdbl))
+    zp = int(rng.integers(-100, 100))
+    wrap32 = bool(rng.integers(0, 2))
+    info = np.iinfo(odt)
+    clo, chi = (int(info.min), int(info.max)) if rng.integers(0, 2) else (None, None)
+    row = compiled.stage_row(scale, shift, rp, rn, zp, clo, chi, wrap32, None)
+    cc = compiled.direct_compute(m, ka, kb, zpa, zpb, wrap, mask, rterms, row, None, odt, None)
+    got = cc(vals)
+    av = np.broadcast_to(a, np.broadcast_shapes(a.shape, bs.shape))
+    want = np.empty(av.shape, odt)
+    for i in np.ndindex(av.shape):
+        x = int(av[i]) - zpa
+        y = kb if kb is not None else int(bs[i]) - zpb
+        acc = _direct_literal(name, x, y, mask, rm, dbl, wrap)
+        want[i] = _stage_literal(acc, scale, shift, srm, sdbl, zp, clo, chi, wrap32, None, odt)
+    assert got.dtype == odt and np.array_equal(got, want), f"seed {seed}: {np.argwhere(got != want)[:5]}"
+
+
+def test_direct_elementwise_masks():
+    """SHL / LSHR of 8- and 16-bit operands (unsigned b16 passes scale_a / scale_b through):
+    the precision mask (E-16), against the literal accumulator."""
+    seed = SEED + 700
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    row = compiled.stage_row(1, 0, 0, 0, 0, None, None, True, None)
+    for name in ("shl", "lshr"):
+        for mask in (0xFF, 0xFFFF, -1):
+            a = rng.integers(0, 65536, (1, 3, 50)).astype(np.int64)
+            b = rng.integers(-64, 64, (1, 3, 50)).astype(np.int64)
+            cc = compiled.direct_compute(getattr(compiled, f"MODE_{name.upper()}"), None, None, 0, 0, True, mask,
+                                         None, row, None, np.dtype("i4"), None)
+            want = np.vectorize(lambda x, y: _wrap(_direct_literal(name, int(x), int(y), mask, 0, 0, True), 32))(a, b)
+            assert np.array_equal(cc([a, b]), want), (name, mask)
 
 
 def _lookup_case(seed: int, dtype, size: int, lo: int, shape: tuple):
@@ -237,3 +389,58 @@ def test_network_same_with_compiled_computes_on_and_off(name):
             assert r == ordinary
     assert got[False][1] == 0
     assert got[True][1] > 0 and got[True][2] > 0          # compiled computes built, plans ran
+
+
+@pytest.mark.parametrize("case", range(30))
+def test_direct_elementwise_plans_against_the_ordinary_and_literal_paths(case):
+    """A 32-bit ELEMENTWISE op (random mode but div, tensor / channel-broadcast / scalar IFM2,
+    INT32_MIN / INT32_MAX and equal pairs in the data, random OFM type, scale, rounding, zero
+    point, clamp) run three times on one Device: the first runs build its plan, whose compute
+    is the compiled direct kernel (compiled.direct_compute, checked against the numpy compute
+    when built); the third, on other random data, goes through that plan and must equal the
+    literal per-element loop (elementwise_ref) and a run without plans: OFM bytes and
+    UNPREDICTABLE reports."""
+    from tests.ethos_u85.test_ops_elementwise import M, REF_OPS, ew_bench, run_ew
+    from tests.ethos_u85.support.opbench import unpredictable
+    from tlm.ethos_u85 import device
+    seed = SEED + 900 + case
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    names = [n for n in _DIRECT if n not in ("lrelu", "abs", "clz", "not")] if case % 4 else _DIRECT
+    name = _DIRECT[case % len(_DIRECT)] if case < len(_DIRECT) else str(rng.choice(names))
+    mode = M[name]
+    unary = name in ("lrelu", "abs", "clz", "not")
+    H, W, C = 1, int(rng.integers(1, 3)), int(rng.integers(2, 12))
+    bm2 = 0 if unary else int(rng.choice([0, 4, 8]))
+    odt = np.dtype(rng.choice([np.int8, np.uint8, np.int16, np.int32]))
+    so = (1, int(rng.integers(0, 40))) if name == "mul" else (int(rng.integers(1, 1 << 30)),
+                                                              int(rng.integers(0, 40)))
+    regs = dict(shape=(H, W, C), out_dtype=odt, ofm_zp=int(rng.integers(-3, 3)) if odt != np.uint8 else 3,
+                so=so, ofm_round=int(rng.integers(0, 6)), bm2=bm2, scalar=int(rng.integers(*_I32, endpoint=True)),
+                clip=bool(rng.integers(0, 2)) and odt != np.int32)
+
+    def data():
+        a = rng.integers(*_I32, size=(H, W, C), endpoint=True)
+        a.reshape(-1)[:2] = _I32
+        b = rng.integers(*_I32, size=(H, W, 1 if bm2 == 4 else C), endpoint=True)
+        b.reshape(-1)[-1] = a.reshape(-1)[-1]                   # an equal pair
+        b.reshape(-1)[0] = _I32[int(rng.integers(0, 2))]
+        if name in ("shr", "shl", "lshr"):
+            b.reshape(-1)[1:] %= 40
+        return ew_bench(a.astype(np.int32), None if unary or bm2 == 8 else b.astype(np.int32), **regs)
+
+    device.clear_warm_caches()
+    first = data()
+    built = plan.STATS["compiled", "built"]
+    d = run_ew(first, mode)
+    assert plan.STATS["compiled", "built"] > built, f"no compiled compute built: {dict(plan.STATS)}"
+    d = run_ew(first, mode, device=d)                   # (the key a run on this device leaves: built again)
+    again = data()
+    planned = plan.STATS["NPU_OP_ELEMENTWISE", "planned"]
+    got = run_ew(again, mode, device=d)
+    assert plan.STATS["NPU_OP_ELEMENTWISE", "planned"] == planned + 1, "the second run did not take the plan"
+    out = again.output(got)
+    ref = run_ew(again, mode, kernel_ops=REF_OPS)
+    plain = run_ew(again, mode, plans=False)
+    assert np.array_equal(out, again.output(ref)) and np.array_equal(out, again.output(plain)), f"seed {seed}"
+    assert unpredictable(got)[-1:] == unpredictable(ref) == unpredictable(plain) == [], f"seed {seed}"

@@ -452,13 +452,16 @@ def numba_required():
         tool_missing(f"fused frozen runs: {compiled.missing_reason()}")
 
 
-@pytest.mark.parametrize("name", ["tflm_mnist_lstm", LSTM, "tflm_hello_world", "seanet_sub1"])
+@pytest.mark.parametrize("name", ["tflm_mnist_lstm", LSTM, "tflm_hello_world", "seanet_sub1",
+                                  "tflm_dtln_noise_suppression"])
 def test_fused_runs_equal_python_steps(fresh, counted, monkeypatch, numba_required, name):
     """Frozen runs as compiled segments (ops.fused) against the same Session's runs with a
     Python step per operation (plan.FUSED off): every attribute of each result and its device
     (memory, chaining FIFOs chunk by chunk, result flag, PMU, ...) on inputs a, b, a, c, b, c,
     and run_model's fresh runs; the compiled segments held most operations (the LSTMs:
-    their FIFO pushes and pops too; seanet_sub1: none, its Python step)."""
+    their FIFO pushes and pops too; mnist_lstm: its softmax's 32-bit elementwise operations,
+    scalar operands among them; dtln: every operation, a CONV with a LUT activation among
+    them; seanet_sub1: none, its Python step)."""
     vm, _ = load(name)
     print(f"seed {SEED}")
     inputs = {k: random_inputs(vm, SEED + 10 + i) for i, k in enumerate("abc")}
@@ -486,6 +489,15 @@ def test_fused_runs_equal_python_steps(fresh, counted, monkeypatch, numba_requir
             allrows = np.concatenate([seg.rows for f in fu.values() for seg in _segments(f)])
             assert (allrows[:, cc.R_A + cc.SRC_KIND] == cc.SRC_FIFO).any(), "no FIFO operand in a segment"
             assert (allrows[:, cc.R_DST + cc.DST_KIND] == cc.DST_FIFO).any(), "no FIFO push in a segment"
+        if name == "tflm_dtln_noise_suppression":      # its 1x1 CONVs of 32,896 MACs, one with a LUT activation
+            assert sum(rows) >= plans, f"{sum(rows)} of {plans} operations in compiled segments"
+        if name == "tflm_mnist_lstm":                  # its softmax: 32-bit elementwise rows, scalar operands
+            assert sum(rows) >= plans - 4, f"{sum(rows)} of {plans} operations in compiled segments"
+            assert (allrows[:, cc.R_B + cc.SRC_KIND] == cc.SRC_CONST).any(), "no constant operand in a segment"
+            prms = [seg.consts[r[cc.R_CST + 2]] for f in fu.values() for seg in _segments(f) for r in seg.rows
+                    if r[cc.R_KIND] == cc.K_ELEMENTWISE]
+            direct = [prm[cc.E_MODE] for prm in prms if prm[cc.E_DIRECT]]
+            assert {cc.MODE_MUL, cc.MODE_CLZ, cc.MODE_SHL, cc.MODE_SHR} <= set(direct), f"direct rows: {direct}"
     assert counted.count(True) >= 2 * (len(order) - 3), f"frozen runs made: {counted}"
     for i, (g, w) in enumerate(zip(got[True], got[False])):
         assert_same(g[0], w[0], f"run {i}")

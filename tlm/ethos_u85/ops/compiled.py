@@ -9,13 +9,15 @@ here do the same integer arithmetic in one nopython loop per operation:
 * :func:`lookup`: ``table[v - lo]`` (a 1x1 POOL or unary ELEMENTWISE result table, the
   input-scaling tables of a decomposed ELEMENTWISE);
 * :func:`elementwise`: a 16-bit add/sub/min/max/mul from its input-scaling tables (or the
-  zero-point-subtracted operands for mul), then the output stage (``plan._output_stage``:
-  ``(acc*scale + R) >> shift`` with R by the product's sign, the zero point, the clamp or
-  the activation's int32 wrap, a LUT activation's table);
+  zero-point-subtracted operands for mul), or (:func:`direct_compute`) elementwise.compute's
+  accumulator of operands scale_a / scale_b pass through (32-bit: every mode but div), then
+  the output stage (``plan._output_stage``: ``(acc*scale + R) >> shift`` with R by the
+  product's sign, the zero point, the clamp or the activation's int32 wrap, a LUT
+  activation's table);
 * :func:`pointwise`: a 1x1 CONV / FULLY_CONNECTED (int8 or int16 IFM) with exact int64
   accumulators and the fused per-channel epilogue (``common.fused_epilogue``: bias, the
   wrap to the accumulator width, per-channel scale/shift/rounding, clamp, zero point,
-  truncation).
+  truncation), or with a LUT activation a table of its values after the rescale.
 
 Each kernel takes its constants as one int64 parameter row plus its tables, so a call
 costs one dispatch.  :func:`program` runs many operations of a frozen run in one call
@@ -79,12 +81,18 @@ def missing_reason(imported: bool = True) -> "str | None":
 # the output stage's parameter row (int64), after the operation's own leading entries
 S_SCALE, S_SHIFT, S_RP, S_DIFF, S_ZP, S_CLAMP, S_CLO, S_CHI, S_WRAP32, S_TABLE = range(10)
 STAGE_LEN = 10
-# elementwise row: mode, then the operand offsets and zero points, then the stage
-E_MODE, E_OA, E_OB, E_ZPA, E_ZPB = range(5)
-E_STAGE = 5
+# elementwise row: mode, the operand offsets and zero points, whether the operands enter as
+# they are (E_DIRECT: no input-scaling tables), whether the accumulator wraps to int32, the
+# SHL/LSHR precision mask, then the stage
+E_MODE, E_OA, E_OB, E_ZPA, E_ZPB, E_DIRECT, E_WRAP, E_MASK = range(8)
+E_STAGE = 8
 MODE_ADD, MODE_SUB, MODE_MIN, MODE_MAX, MODE_MUL = range(5)
+# modes of the direct case only (operands that scale_a / scale_b pass through unchanged)
+(MODE_LRELU, MODE_ABS, MODE_CLZ, MODE_SHR, MODE_SHL, MODE_LSHR, MODE_CMP_EQ, MODE_CMP_NE, MODE_CMP_GE,
+ MODE_CMP_GT, MODE_AND, MODE_OR, MODE_XOR, MODE_NOT, MODE_AND_NOT) = range(5, 20)
 # pointwise row
-P_IZP, P_WRAP, P_CLAMP, P_LO, P_HI, P_ZP = range(6)
+P_IZP, P_WRAP, P_CLAMP, P_LO, P_HI, P_ZP, P_LUT, P_TLO, P_THI = range(9)
+LUT_NONE, LUT_RANGE, LUT_BYTE = 0, 1, 2     # P_LUT: no LUT activation; table[clamp(v) - tlo]; table[v & 0xFF]
 # the kernels, as a fused frozen run's rows name them (tlm.ethos_u85.ops.fused)
 K_LOOKUP, K_ELEMENTWISE, K_POINTWISE = 1, 2, 3
 # a fused frozen run's row (int64; see _kernels.program): the kind (K_DMA or K_*), flags, the
@@ -95,7 +103,8 @@ R_KIND, R_FLAGS, R_H, R_W, R_C, R_A, R_B, R_DST, R_CST, R_SCALAR = 0, 1, 2, 3, 4
 ROW_LEN = 24
 F_CLEAR, F_FLAG = 1, 2              # R_FLAGS: the FIFOs are cleared first; the result flag's operation
 SRC_KIND, SRC_WHERE, SRC_OFF, SRC_CODE, SRC_CH = range(5)   # where: page number in the list / FIFO
-SRC_NONE, SRC_MEM, SRC_FIFO = 0, 1, 2                       # (a FIFO's SRC_OFF/SRC_CODE: its range lo, hi)
+SRC_NONE, SRC_MEM, SRC_FIFO, SRC_CONST = 0, 1, 2, 3         # (a FIFO's SRC_OFF/SRC_CODE: its range lo, hi;
+                                                            # a constant's SRC_WHERE: its value, shape (1, 1, 1))
 DST_KIND, DST_WHERE, DST_OFF, DST_CODE = range(4)
 DST_MEM, DST_FIFO = 1, 2
 # a K_DMA row: the line ranges (rows of the lines table: page, offset, length) it reads and writes
@@ -194,7 +203,8 @@ def _compute(call, shape_of, odt, fallback, spec):
     fails writes nothing); it returns the OFM in a buffer it reuses, or None (the caller
     then takes compute).  ``compute.fused = (shape_of, odt, spec)``: what a fused frozen run
     (tlm.ethos_u85.ops.fused) needs to run the same kernel, *spec* = (K_* kind, its int64
-    constant arrays, its scalar)."""
+    constant arrays, its scalar, its operands: per kernel operand None (the next of the
+    plan's operands) or the int value of a constant (1, 1, 1) operand)."""
     odt = np.dtype(odt)
     nodst = np.empty(0, np.dtype(f"<u{odt.itemsize}"))
     bufs: dict = {}
@@ -237,7 +247,7 @@ def lookup_compute(table: np.ndarray, lo: int, fallback):
         v = vals[0]
         return v.shape if v.ndim == 3 else None
     return _compute(lambda vals, out, dst: k(vals[0], table, lo, out, dst), shape_of, table.dtype, fallback,
-                    (K_LOOKUP, (table.astype(np.int64),), lo))
+                    (K_LOOKUP, (table.astype(np.int64),), lo, (None,)))
 
 
 def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int, srow: list,
@@ -247,7 +257,7 @@ def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int,
     if not available():
         return None
     k = _STATE["elementwise"]
-    prm = np.array([mode, oa, ob, zpa, zpb] + list(srow), np.int64)
+    prm = np.array([mode, oa, ob, zpa, zpb, 0, 0, -1] + list(srow), np.int64)
     if srow[S_TABLE] and table is None:
         return None
     z = np.zeros(1, np.int64)
@@ -259,21 +269,68 @@ def elementwise_compute(mode: int, ta, tb, oa: int, ob: int, zpa: int, zpb: int,
         a, b = vals[0], vals[1]
         return a.shape if a.shape == b.shape and a.ndim == 3 else None
     return _compute(lambda vals, out, dst: k(vals[0], vals[1], ta, tb, prm, table, out, dst), shape_of, odt,
-                    fallback, (K_ELEMENTWISE, (ta, tb, prm, table.astype(np.int64)), 0))
+                    fallback, (K_ELEMENTWISE, (ta, tb, prm, table.astype(np.int64)), 0, (None, None)))
+
+
+def direct_compute(mode: int, ka, kb, zpa: int, zpb: int, wrap: bool, mask: int, rterms, srow: list, table,
+                   odt, fallback):
+    """The elementwise compute of operands that scale_a / scale_b pass through unchanged
+    (plan._ew_direct's: elementwise.compute's accumulator, then the output stage *srow*), in
+    the same kernel as elementwise_compute's, or None.  *ka*, *kb*: a constant operand's
+    value (a scalar, its zero point already subtracted; an absent IFM2: 0) or None (the
+    plan's next operand, from which the kernel subtracts *zpa* / *zpb*); *wrap*: the
+    accumulator wraps to int32 (all but a 32-bit mul); *mask*: SHL/LSHR's precision mask (-1:
+    none); *rterms*: SHR's rounding terms (arith.round_terms) for shifts 0..31, (for a >= 0,
+    for a < 0), or None.  Operands broadcast along axes of extent 1."""
+    if not available() or (srow[S_TABLE] and table is None) or (mode == MODE_SHR and rterms is None):
+        return None
+    k = _STATE["elementwise"]
+    prm = np.array([mode, 0, 0, 0 if ka is not None else zpa, 0 if kb is not None else zpb, 1, int(bool(wrap)),
+                    mask] + list(srow), np.int64)
+    z = np.zeros(1, np.int64)
+    rp, rn = (z, z) if rterms is None else (np.ascontiguousarray(r, np.int64) for r in rterms)
+    table = np.zeros(1, odt) if table is None else np.ascontiguousarray(table)
+    ca = None if ka is None else np.full((1, 1, 1), int(ka), np.int64)
+    cb = None if kb is None else np.full((1, 1, 1), int(kb), np.int64)
+
+    def operands(vals):
+        if ca is not None:
+            return ca, (cb if cb is not None else vals[0])
+        return vals[0], (cb if cb is not None else vals[1])
+
+    def shape_of(vals):
+        a, b = operands(vals)
+        if a.ndim != 3 or b.ndim != 3:
+            return None
+        for x, y in zip(a.shape, b.shape):
+            if x != y and x != 1 and y != 1:
+                return None
+        return tuple(max(x, y) for x, y in zip(a.shape, b.shape))
+
+    def call(vals, out, dst):
+        a, b = operands(vals)
+        return k(a, b, rp, rn, prm, table, out, dst)
+    return _compute(call, shape_of, odt, fallback,
+                    (K_ELEMENTWISE, (rp, rn, prm, table.astype(np.int64)), 0, (ka, kb)))
 
 
 def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_bits: int, clamp: bool,
-                      lo: int, hi: int, zp: int, odt, shape, fallback):
+                      lo: int, hi: int, zp: int, odt, shape, fallback, lut=None):
     """A 1x1 CONV's compute (plan._prepare_conv's pointwise case), or None.  *w*: [N, K]
     weights; the per-channel vectors of length N; *fallback*: the numpy compute, for an IFM
-    that is not the kernel's case."""
+    that is not the kernel's case.  *lut*: a LUT activation in place of the clamp to [lo,
+    hi] and the zero point: (LUT_RANGE or LUT_BYTE, the table (truncated OFM values), tlo,
+    thi): the OFM is ``table[min(max(v, tlo), thi) - tlo]`` or ``table[v & 0xFF]`` of ``v =
+    (int32_t)(r + zp)``."""
     if not available():
         return None
     k = _STATE["pointwise"]
     w = np.ascontiguousarray(w, np.int64)
     ch = np.ascontiguousarray(np.stack([np.asarray(v, np.int64) for v in (bias, scale, shift, rp,
                                                                            np.asarray(rp, np.int64) - rn)]))
-    prm = np.array([izp, wrap_bits, int(clamp), lo, hi, zp], np.int64)
+    mode, table, tlo, thi = lut if lut is not None else (LUT_NONE, np.zeros(1), 0, 0)
+    table = np.ascontiguousarray(table, np.int64)
+    prm = np.array([izp, wrap_bits, int(clamp), lo, hi, zp, mode, tlo, thi], np.int64)
     h, wd, N = shape
     K = w.shape[1]
     shape = tuple(shape)
@@ -281,8 +338,8 @@ def pointwise_compute(w: np.ndarray, bias, scale, shift, rp, rn, izp: int, wrap_
     def shape_of(vals):
         x = vals[0]
         return shape if x.shape == (h, wd, K) else None
-    return _compute(lambda vals, out, dst: k(vals[0], w, ch, prm, out, dst), shape_of, odt, fallback,
-                    (K_POINTWISE, (w, ch, prm), 0))
+    return _compute(lambda vals, out, dst: k(vals[0], w, ch, prm, table, out, dst), shape_of, odt, fallback,
+                    (K_POINTWISE, (w, ch, prm, table), 0, (None,)))
 
 
 class Declined(Exception):

@@ -7,9 +7,10 @@ computes are the same on every run; only the bytes differ.  :class:`Fused` encod
 per set of page arrays (re-bound when the memory holds other arrays for those pages), every
 plan it can express as an int64 row (``compiled.R_*``): a memory-to-memory DMA (its lines
 split into page chunks), and an operation whose compute is one of the compiled kernels
-(``compiled.lookup_compute`` / ``elementwise_compute`` / ``pointwise_compute``, which carry
-their constants in ``compute.fused``) on operands read whole from one page or popped from a
-chaining FIFO, storing its OFM in order into one page or pushing it.  The row runs the same
+(``compiled.lookup_compute`` / ``elementwise_compute`` / ``direct_compute`` /
+``pointwise_compute``, which carry their constants in ``compute.fused``) on operands read
+whole from one page, popped from a chaining FIFO or constant (a scalar), storing its OFM in
+order into one page or pushing it.  The row runs the same
 kernel (the same njit function, on int64 operands: the kernels convert every operand to
 int64 first) and applies the plan's steps in the plan's order (operands, compute, FIFO
 clear, pops, store / push).  Consecutive rows form one segment; the other plans stay the
@@ -308,16 +309,21 @@ def _encode(p, page) -> "tuple | None":
     fz = getattr(p.compute, "fused", None)
     if fz is None or p.dst is None or (p.clear and p.fifo_srcs):
         return None
-    shape_of, odt, (kind, consts, scalar) = fz
+    shape_of, odt, (kind, consts, scalar, operands) = fz
     shape = tuple(p.shape)
-    if len(shape) != 3 or len(p.srcs) != (2 if kind == _cc.K_ELEMENTWISE else 1):
+    if len(shape) != 3 or len(p.srcs) != sum(k is None for k in operands):
         return None
     H, W, C = shape
     row = [0] * _cc.ROW_LEN
     row[_cc.R_KIND], row[_cc.R_H], row[_cc.R_W], row[_cc.R_C] = kind, H, W, C
     row[_cc.R_SCALAR] = int(scalar)
     dummies = []
-    for s, o in zip(p.srcs, (_cc.R_A, _cc.R_B)):
+    srcs = iter(p.srcs)
+    for k, o in zip(operands, (_cc.R_A, _cc.R_B)):
+        if k is not None:                                   # a constant operand (a scalar)
+            row[o:o + 5] = [_cc.SRC_CONST, int(k), 0, 0, 1]
+            continue
+        s = next(srcs)
         sh = tuple(s.shape)
         if len(sh) != 3 or sh[:2] != (H, W):
             return None

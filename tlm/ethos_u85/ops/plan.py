@@ -46,8 +46,10 @@ the plan does the same work with little Python per operation:
     truncation).
 
   - compiled computes (``tlm.ethos_u85.ops.compiled``, when numba is installed): the 1x1
-    CONV of at most ``_CC_CONV_MACS`` MACs (larger ones keep the BLAS product), the
-    decomposed 16-bit ELEMENTWISE and the table lookups above as one nopython call each,
+    CONV of at most ``_CC_CONV_MACS`` MACs (larger ones keep the BLAS product; with a LUT
+    activation a table of its values after the rescale), the decomposed 16-bit
+    ELEMENTWISE, the other ELEMENTWISE cases' accumulator and output stage where scale_a /
+    scale_b pass the operands through (32-bit; not div) and the table lookups above as one nopython call each,
     used only where they agree with the numpy compute on the recorded operands and on
     random and extreme ones (``_checked``).
 
@@ -105,7 +107,8 @@ _ACT_TANH = int(arith.ActivationFunction.LUT_TANH)
 _ACT_SIGMOID = int(arith.ActivationFunction.LUT_SIGMOID)
 _CLIP_B16 = int(arith.ClipRange.B16)
 _TABLE_MAX = 1 << 17             # entries of a full result table
-_CC_CONV_MACS = 1 << 15          # a larger 1x1 CONV keeps its BLAS product (faster than the compiled loop)
+_CC_CONV_MACS = 1 << 16          # a larger 1x1 CONV keeps its BLAS product (faster than the compiled loop;
+                                 # dtln's 257x128 ones: the kernel 15 us, the float product alone 13 us)
 _STEPS_MAX = 1 << 18             # entries of an activation table (sigmoid's clamp range fits)
 
 
@@ -1315,11 +1318,67 @@ def _ew_direct(ctx, p, mode, sa, ca, sb, cb, zpa, zpb):
             if rm_ != rm:
                 raise _NotPlanned                           # (not expected: the ordinary path then)
             return stage(acc)
-        return staged
+        return _ew_direct_compiled(ctx, p, mode, sa, ca, sb, cb, zpa, zpb, stage, staged) or staged
 
     def compute(vals):
         return _ew_evaluate(ctx, p, mode, *operands(vals))
     return compute
+
+
+_CC_DIRECT_MODES = {**_CC_MODES, int(_M.lrelu): _cc.MODE_LRELU, int(_M.abs): _cc.MODE_ABS,
+                    int(_M.clz): _cc.MODE_CLZ, int(_M.shr): _cc.MODE_SHR, int(_M.shl): _cc.MODE_SHL,
+                    int(_M.lshr): _cc.MODE_LSHR, int(_M.cmp_eq): _cc.MODE_CMP_EQ, int(_M.cmp_ne): _cc.MODE_CMP_NE,
+                    int(_M.cmp_ge): _cc.MODE_CMP_GE, int(_M.cmp_gt): _cc.MODE_CMP_GT, int(_M["and"]): _cc.MODE_AND,
+                    int(_M["or"]): _cc.MODE_OR, int(_M.xor): _cc.MODE_XOR, int(_M["not"]): _cc.MODE_NOT,
+                    int(_M.and_not): _cc.MODE_AND_NOT}          # (div: its asserts stay Python's)
+
+
+def _passes_through(prm) -> bool:
+    """Whether scale_a / scale_b (arith.scale_input, Params.sa / sb) returns its operand
+    unchanged: b32, unsigned b16."""
+    return not (prm[0] == Precision.B8 or (prm[0] == Precision.B16 and prm[1] == ActType.SIGNED))
+
+
+def _ew_direct_compiled(ctx, p, mode, sa, ca, sb, cb, zpa, zpb, stage, staged):
+    """_ew_direct's *staged* compute (elementwise.compute's accumulator, then *stage*) as the
+    compiled elementwise kernel (compiled.direct_compute), for operands scale_a / scale_b
+    pass through (or a mul, which scales nothing), or None.  Used only when it agrees with
+    *staged* on random operands, the operand types' extremes and equal pairs (_checked)."""
+    m = _CC_DIRECT_MODES.get(mode)
+    if m is None or not (mode == int(_M.mul) or (_passes_through(p.sa) and _passes_through(p.sb))):
+        return None
+    rterms = None
+    if mode == int(_M.shr):
+        if not (0 <= p.ofm_round <= 5 and 0 <= p.ofm_dbl <= 30):
+            return None
+        rterms = arith.round_terms(np.arange(32, dtype=np.int64), p.ofm_round, p.ofm_dbl)
+    wrap = not (mode == int(_M.mul) and p.precision not in (Precision.B8, Precision.B16))
+    mask = {Precision.B8: 0xFF, Precision.B16: 0xFFFF}.get(p.precision, -1)
+    kb = None if sb else (0 if p.unary else cb)
+    cc = _cc.direct_compute(m, None if sa else ca, kb, zpa, zpb, wrap, mask, rterms, stage.row, stage.table,
+                            stage.odt, staged)
+    if cc is None:
+        return None
+    rng = np.random.default_rng(_SEED)
+    fms = ([ctx.ifm] if sa else []) + ([ctx.ifm2] if sb else [])
+    n = 4096
+    cols = []
+    for fm in fms:
+        lo, hi = _type_range(fm)
+        ends = np.array([lo, hi, lo + 1, hi - 1, 0, 1, -1, 31, 32]).clip(lo, hi)
+        cols.append((np.concatenate([np.repeat(ends, ends.size) if not cols else np.tile(ends, ends.size),
+                                     rng.integers(lo, hi + 1, n), rng.integers(max(lo, -64), min(hi, 64) + 1, n)]),
+                     _value_dtype(fm)))
+    if len(cols) == 2 and cols[0][1] == cols[1][1]:
+        cols[1][0][-n // 2:] = cols[0][0][-n // 2:]         # equal pairs (the comparisons)
+    raw = [v.astype(dt).reshape(-1, 1, 1) for v, dt in cols]
+    cases = [raw, [v.astype(np.int64) for v in raw]]
+    if len(raw) == 2:
+        cases.append([raw[0].reshape(1, 1, -1), raw[1][:1]])          # a broadcast operand
+    try:
+        return _checked(cc, staged, cases)
+    except (_NotPlanned, arith.Unpredictable):
+        return _no("compiled: its numpy compute declined a check operand")
 
 
 def _ew_evaluate(ctx, p, mode, a, b):
@@ -1820,9 +1879,13 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
     def compute(vals):
         return epilogue(*accumulate(vals[0]))
     pre.compute = compute
-    if pointwise and kc >= K and not lut_act and g.ofm_h * g.ofm_w * g.ofm_d * K <= _CC_CONV_MACS:
-        pre.compute = _pointwise_compiled(compute, w, k, izp, acc, acc_bound, zp, amin, amax, clamp, odt, shape,
-                                          pre.inputs[0], _type_range(fm)) or compute
+    if pointwise and kc >= K and g.ofm_h * g.ofm_w * g.ofm_d * K <= _CC_CONV_MACS:
+        if lut_act:
+            pre.compute = _pointwise_lut_compiled(ctx, compute, w, izp, bound, shape, pre.inputs[0],
+                                                  _type_range(fm)) or compute
+        else:
+            pre.compute = _pointwise_compiled(compute, w, k, izp, acc, acc_bound, zp, amin, amax, clamp, odt, shape,
+                                              pre.inputs[0], _type_range(fm)) or compute
     pre.macs = g.ofm_h * g.ofm_w * g.ofm_d * g.kh * g.kw * (1 if depthwise else g.ifm_d)
     return pre
 
@@ -1848,6 +1911,74 @@ def _pointwise_compiled(compute, w, k, izp, acc, bound, zp, amin, amax, clamp, o
     cases = [[x], [np.full_like(x, lo)], [np.full_like(x, hi)]]
     cases += [[rng.integers(lo, hi + 1, x.shape).astype(x.dtype)] for _ in range(3)]
     return _checked(cc, compute, cases)
+
+
+_LUT_BYTE_FUNCTIONS = tuple(int(f) for f in (arith.ActivationFunction.LUT_U8_U8, arith.ActivationFunction.LUT_S8_S8,
+                                              arith.ActivationFunction.LUT_S8_S16, arith.ActivationFunction.LUT_S8_S32))
+
+
+def _pointwise_lut_compiled(ctx, compute, w, izp, bound, shape, recorded, ifm_range):
+    """The compiled 1x1 CONV with a LUT activation (the stepwise *compute*: wrap, bias,
+    per-channel rescale, activation, truncation), or None.  The kernel's epilogue up to the
+    rescale is the fused epilogue's (where its int64 product cannot overflow); the
+    activation is a table of the OFM values ``OpContext.activation`` gives (truncated)
+    for every clamped ``(int32_t)(r + zp)`` in the clamp range (tanh, sigmoid, a b16 clip
+    range), or for the low byte of an unclamped one (the 8-bit-index LUT functions, which
+    read nothing else of it).  Checked against *compute* as _pointwise_compiled's."""
+    if not _cc.available():
+        return None
+    f = ctx.f
+    rm, dbl = f("NPU_SET_OFM_SCALE", "round_mode"), f("NPU_SET_OFM_SCALE", "dbl_rnd")
+    if not (0 <= rm <= 5 and 0 <= dbl <= 30):
+        return None
+    fn = f("NPU_SET_ACTIVATION", "activation_function")
+    try:
+        zp, amin, amax = arith.ofm_activation_params(ctx.ofm.act_type, f("NPU_SET_OFM_ZERO_POINT", "zero_point"),
+                                                     f("NPU_SET_ACTIVATION_MIN", "clip_boundary"),
+                                                     f("NPU_SET_ACTIVATION_MAX", "clip_boundary"))
+    except arith.Unpredictable:
+        return None
+    if fn == _ACT_TANH:
+        mode, tlo, thi = _cc.LUT_RANGE, -0x10000, 0xFFFF
+    elif fn == _ACT_SIGMOID:
+        mode, tlo, thi = _cc.LUT_RANGE, -0x1F000, 0x1EFFF
+    elif f("NPU_SET_ACTIVATION", "activation_clip_range") == _CLIP_B16:
+        mode, tlo, thi = _cc.LUT_RANGE, amin, amax
+    elif fn in _LUT_BYTE_FUNCTIONS:
+        mode, tlo, thi = _cc.LUT_BYTE, 0, 255
+    else:
+        return _no("compiled: LUT activation without a clamp")
+    if not (-(1 << 31) <= tlo <= thi < (1 << 31)) or thi - tlo + 1 > _STEPS_MAX:
+        return _no("compiled: LUT activation range")
+    sc, d, bits = ctx.scale_cache, shape[2], ctx.acc_bits
+    k = sc.memo.get((d, rm, dbl, bits))
+    if k is None:
+        k = sc.memo[(d, rm, dbl, bits)] = _common.EpilogueConsts(sc, d, rm, dbl, bits)
+    A = bound + k.bmax
+    if A >= (1 << (bits - 1)):
+        A = 1 << (bits - 1)
+    if A * k.smax + k.rmax >= (1 << 63):
+        return _no("compiled: int64 overflow")
+    odt = _value_dtype(ctx.ofm)
+    try:                                                    # (int32_t)(x + zp) = v for x = v - zp
+        table = _truncated(ctx.activation(np.arange(tlo, thi + 1, dtype=np.int64) - zp), ctx.ofm)
+    except arith.Unpredictable:
+        return _no("compiled: LUT activation table")
+    O = w.shape[0]
+    cc = _cc.pointwise_compute(w.reshape(O, -1), k.bias, k.scale, k.shift, k.rp,
+                               k.rp if k.diff is None else k.rp - k.diff, izp, bits if bits < 64 else 0,
+                               False, 0, 0, zp, odt, shape, compute, lut=(mode, table, tlo, thi))
+    if cc is None:
+        return None
+    lo, hi = ifm_range
+    x = np.array(recorded)
+    rng = np.random.default_rng(_SEED)
+    cases = [[x], [np.full_like(x, lo)], [np.full_like(x, hi)]]
+    cases += [[rng.integers(lo, hi + 1, x.shape).astype(x.dtype)] for _ in range(3)]
+    try:
+        return _checked(cc, compute, cases)
+    except (_NotPlanned, arith.Unpredictable):
+        return _no("compiled: its numpy compute declined a check operand")
 
 
 def _small_epilogue(k, bound: int, zp: int, amin: int, amax: int, clamp: bool, odt, acc_dt, shape):
