@@ -1899,10 +1899,19 @@ def _pointwise_compiled(compute, w, k, izp, acc, bound, zp, amin, amax, clamp, o
         return None
     if _common.fused_epilogue(np.zeros(acc.shape, acc.dtype), bound, k, zp, amin, amax, clamp, odt) is None:
         return _no("compiled: fused epilogue declines")
+    return _pointwise_checked(compute, w, k, izp, k.bits, clamp, amin - zp, amax - zp, zp, odt, shape,
+                              recorded, ifm_range)
+
+
+def _pointwise_checked(compute, w, k, izp, bits, clamp, cmin, cmax, zp, odt, shape, recorded, ifm_range,
+                       lut=None):
+    """_cc.pointwise_compute of a 1x1 CONV (weights *w*, epilogue constants *k*), checked
+    against the numpy *compute* on the recorded IFM, the IFM type's ends and random IFMs;
+    None where it declines."""
     O = w.shape[0]
     cc = _cc.pointwise_compute(w.reshape(O, -1), k.bias, k.scale, k.shift, k.rp,
-                               k.rp if k.diff is None else k.rp - k.diff, izp, k.bits if k.bits < 64 else 0,
-                               clamp, amin - zp, amax - zp, zp, odt, shape, compute)
+                               k.rp if k.diff is None else k.rp - k.diff, izp, bits if bits < 64 else 0,
+                               clamp, cmin, cmax, zp, odt, shape, compute, lut=lut)
     if cc is None:
         return None
     lo, hi = ifm_range
@@ -1964,19 +1973,9 @@ def _pointwise_lut_compiled(ctx, compute, w, izp, bound, shape, recorded, ifm_ra
         table = _truncated(ctx.activation(np.arange(tlo, thi + 1, dtype=np.int64) - zp), ctx.ofm)
     except arith.Unpredictable:
         return _no("compiled: LUT activation table")
-    O = w.shape[0]
-    cc = _cc.pointwise_compute(w.reshape(O, -1), k.bias, k.scale, k.shift, k.rp,
-                               k.rp if k.diff is None else k.rp - k.diff, izp, bits if bits < 64 else 0,
-                               False, 0, 0, zp, odt, shape, compute, lut=(mode, table, tlo, thi))
-    if cc is None:
-        return None
-    lo, hi = ifm_range
-    x = np.array(recorded)
-    rng = np.random.default_rng(_SEED)
-    cases = [[x], [np.full_like(x, lo)], [np.full_like(x, hi)]]
-    cases += [[rng.integers(lo, hi + 1, x.shape).astype(x.dtype)] for _ in range(3)]
     try:
-        return _checked(cc, compute, cases)
+        return _pointwise_checked(compute, w, k, izp, bits, False, 0, 0, zp, odt, shape, recorded, ifm_range,
+                                  lut=(mode, table, tlo, thi))
     except (_NotPlanned, arith.Unpredictable):
         return _no("compiled: its numpy compute declined a check operand")
 
