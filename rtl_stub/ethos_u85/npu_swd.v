@@ -256,7 +256,7 @@ module npu_swd #(
     logic [10:0] e;
     logic [23:0] r, zz;
     always @(*) begin : expand
-        integer k, j;
+        integer k;
         out_w = {(OW*9){1'b0}};
         n = 4'd0; e_vf = 7'd0; e_rf = 6'd0; e_zpend = zpend; stop = 1'b0;
         e = 11'd0; r = 24'd0; zz = 24'd0;
@@ -277,8 +277,7 @@ module npu_swd #(
                     stop = 1'b1;                       // its run is not decoded yet
                 end else begin
                     if (!e[10]) begin
-                        for (j = 0; j < OW; j = j + 1)
-                            if (4'(j) == n) out_w[j*9 +: 9] = e[8:0];
+                        out_w[n*9 +: 9] = e[8:0];      // n < room <= OW
                         n = n + 4'd1;
                     end
                     e_vf = e_vf + 7'd1;
