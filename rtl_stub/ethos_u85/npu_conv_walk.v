@@ -230,13 +230,16 @@ module npu_conv_walk #(
     integer b;
     always_ff @(posedge CLK) begin : fill
         integer d, l;
-        // decoder weights into the brick being filled (the loops only run while filling)
+        logic [LBW-1:0] p;
+        // decoder weights into the brick being filled (the loops only run while filling;
+        // one decoder (nwd_l 0): bpos(0, k) is k, taken without the function: simulation cost)
         if (filling)
             for (d = 0; d < NWD; d = d + 1)
                 for (l = 0; l < OW; l = l + 1)
                     if (l < dec_n[d*4 +: 4]) begin
-                        if (bq_wp) e1[bpos(2'(d), fcnt[d] + (LBW+1)'(l))*9 +: 9] <= dec_w[(d*OW + l)*9 +: 9];
-                        else       e0[bpos(2'(d), fcnt[d] + (LBW+1)'(l))*9 +: 9] <= dec_w[(d*OW + l)*9 +: 9];
+                        p = (nwd_l == 2'd0) ? LBW'(fcnt[d] + (LBW+1)'(l)) : bpos(2'(d), fcnt[d] + (LBW+1)'(l));
+                        if (bq_wp) e1[p*9 +: 9] <= dec_w[(d*OW + l)*9 +: 9];
+                        else       e0[p*9 +: 9] <= dec_w[(d*OW + l)*9 +: 9];
                     end
         if (bq_push) begin
             if (bq_wp) m1 <= meta;
