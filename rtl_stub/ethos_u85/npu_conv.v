@@ -336,8 +336,8 @@ module npu_conv #(
     endfunction
     wire [31:0] ib_min = patch_words({5'd0, mb_h}, {5'd0, mb_w});
     logic       wb_ok;
-    integer wk;
-    always @(*) begin
+    always @(*) begin : wk_sel
+        integer wk;
         wb_ok = 1'b1;
         for (wk = 0; wk < 4; wk = wk + 1)
             if (wk < (1 << nwd_l) && w_bases[40*wk +: 4] != 4'd0) wb_ok = 1'b0;
@@ -582,7 +582,8 @@ module npu_conv #(
     // ---- beat consumers
     wire [3:0] dec_ready4 = 4'(dec_ready);     // the decoders there are, zero-extended
     wire [3:0] dec_stop4 = 4'(dec_stop);
-    always @(*) begin
+    always @(*) begin : ab_sel
+        integer wk;
         q_pop = 5'd0;
         q_drop = 5'd0;
         for (wk = 0; wk < 4; wk = wk + 1) begin

@@ -256,8 +256,9 @@ module npu_conv_ifm #(
         logic [RP*256-1:0] rd;
         logic [RP-1:0]     pvr;
         logic [AW-1:0]     a;
-        for (l = 0; l < 16; l = l + 1)
-            if (ok[l]) ib[{t_half, t_pos + t_wq + (AW-1)'(wl[l])}][l*16 +: 16] <= vl[l];
+        if (|ok)
+            for (l = 0; l < 16; l = l + 1)
+                if (ok[l]) ib[{t_half, t_pos + t_wq + (AW-1)'(wl[l])}][l*16 +: 16] <= vl[l];
         if (pos_done) pv[{ghalf, pos}] <= inb;
         if (rd_en) begin
             for (q = 0; q < RP; q = q + 1) begin
@@ -293,6 +294,7 @@ module npu_conv_ifm #(
                 err <= 1'b0;
             end
             // ---- releases and completions
+            if (|rel || |issued)
             for (h = 0; h < 2; h = h + 1) begin
                 if (rel[h]) begin
                     loaded_q[h] <= 1'b0;
@@ -354,6 +356,7 @@ module npu_conv_ifm #(
             if (t_done) t_rp <= t_rp + 5'd1;
             t_cnt <= t_cnt + {5'd0, issue} - {5'd0, t_done};
             if (beat) t_got <= t_done ? 6'd0 : t_got + 6'd1;
+            if (issue || t_done)
             for (h = 0; h < 2; h = h + 1)
                 tcnt[h] <= tcnt[h] + ((issue && ghalf == h[0]) ? 6'd1 : 6'd0)
                                    - ((t_done && t_half == h[0]) ? 6'd1 : 6'd0);

@@ -170,11 +170,11 @@ module npu_conv_mac #(
         logic [127:0] iv;                       // 8 IFM values of its pixel (16 bits each),
                                                 // 0 on a padding position or channel >= depth
         logic [15:0]  dv;                       // depthwise: the IFM value of channel o
-        logic         pvok, oldv;
+        logic         pvok;
         logic signed [27:0] sum;                // (28 bits hold every sum exactly)
         if (vb) begin
-            old = ab[awb];
-            oldv = abv[awb];
+            // (an invalid AB word accumulates from 0)
+            old = abv[awb] ? ab[awb] : (NU*48)'(0);
             for (k = 0; k < 8; k = k + 1) cm[k*16 +: 16] = {16{chok[k]}};
             for (u = 0; u < NU; u = u + 1) begin
                 p = 5'(u >> lwo);
@@ -182,14 +182,16 @@ module npu_conv_mac #(
                 if (dw) wv = {63'd0, wb[o*9 +: 9]};
                 else if (sparse) wv = wb[(({o, 4'd0} + (hb ? 13'd8 : 13'd0)) * 9) +: 72];
                 else wv = wb[({o, 3'd0} * 9) +: 72];
-                // wide depthwise: the unit's read port is (u / 16) mod RP
-                word = dw_wide ? rd_data[((u / 16) % RP) * 256 +: 256] : rd_data[p * 256 +: 256];
-                pvok = dw_wide ? pv_data[(u / 16) % RP] : pv_data[4'(p)];
                 if (dw) begin
+                    // wide depthwise: the unit's read port is (u / 16) mod RP
+                    word = dw_wide ? rd_data[((u / 16) % RP) * 256 +: 256] : rd_data[p * 256 +: 256];
+                    pvok = dw_wide ? pv_data[(u / 16) % RP] : pv_data[4'(p)];
                     dv = !pvok ? 16'd0 : dw_wide ? word[(u & 15) * 16 +: 16] : word[o[3:0] * 16 +: 16];
                     sum = 28'($signed(dv)) * 28'($signed(wv[8:0]));
                 end else begin
-                    iv = !pvok ? 128'd0 : (ig8b[0] ? word[255:128] : word[127:0]) & cm;
+                    // the 8 IFM values of pixel p, once for its wblk_o units (o == 0 first)
+                    if (o == 9'd0) iv = !pv_data[4'(p)] ? 128'd0
+                                      : (ig8b[0] ? rd_data[p * 256 + 128 +: 128] : rd_data[p * 256 +: 128]) & cm;
                     sum = 28'($signed(iv[15:0]))    * 28'($signed(wv[8:0]))
                         + 28'($signed(iv[31:16]))   * 28'($signed(wv[17:9]))
                         + 28'($signed(iv[47:32]))   * 28'($signed(wv[26:18]))
@@ -199,7 +201,7 @@ module npu_conv_mac #(
                         + 28'($signed(iv[111:96]))  * 28'($signed(wv[62:54]))
                         + 28'($signed(iv[127:112])) * 28'($signed(wv[71:63]));
                 end
-                nxt[u*48 +: 48] = (oldv ? old[u*48 +: 48] : 48'd0) + {{20{sum[27]}}, sum};
+                nxt[u*48 +: 48] = old[u*48 +: 48] + {{20{sum[27]}}, sum};
             end
             ab[awb] <= nxt;
         end

@@ -162,8 +162,10 @@ module npu_conv_walk #(
     // decoder space and the brick's completion
     logic [NWD-1:0] full_now, stuck;
     logic [LBW:0]   room;
-    integer d, l;
-    always @(*) begin
+    // loop indices are local to their blocks: an index shared with a clocked block would
+    // wake this one (Icarus) every cycle
+    always @(*) begin : dec_room
+        integer d;
         for (d = 0; d < NWD; d = d + 1) begin
             room = share - fcnt[d];
             dec_space[d*4 +: 4] = (!filling || d >= (1 << nwd_l)) ? 4'd0 :
@@ -226,14 +228,19 @@ module npu_conv_walk #(
     assign pushed = bq_push;
 
     integer b;
-    always_ff @(posedge CLK) begin
-        // decoder weights into the brick being filled
-        for (d = 0; d < NWD; d = d + 1)
-            for (l = 0; l < OW; l = l + 1)
-                if (filling && l < dec_n[d*4 +: 4]) begin
-                    if (bq_wp) e1[bpos(2'(d), fcnt[d] + (LBW+1)'(l))*9 +: 9] <= dec_w[(d*OW + l)*9 +: 9];
-                    else       e0[bpos(2'(d), fcnt[d] + (LBW+1)'(l))*9 +: 9] <= dec_w[(d*OW + l)*9 +: 9];
-                end
+    always_ff @(posedge CLK) begin : fill
+        integer d, l;
+        logic [LBW-1:0] p;
+        // decoder weights into the brick being filled (the loops only run while filling;
+        // one decoder (nwd_l 0): bpos(0, k) is k, taken without the function: simulation cost)
+        if (filling)
+            for (d = 0; d < NWD; d = d + 1)
+                for (l = 0; l < OW; l = l + 1)
+                    if (l < dec_n[d*4 +: 4]) begin
+                        p = (nwd_l == 2'd0) ? LBW'(fcnt[d] + (LBW+1)'(l)) : bpos(2'(d), fcnt[d] + (LBW+1)'(l));
+                        if (bq_wp) e1[p*9 +: 9] <= dec_w[(d*OW + l)*9 +: 9];
+                        else       e0[p*9 +: 9] <= dec_w[(d*OW + l)*9 +: 9];
+                    end
         if (bq_push) begin
             if (bq_wp) m1 <= meta;
             else m0 <= meta;
@@ -274,9 +281,10 @@ module npu_conv_walk #(
             if (gq_valid && gq_ready) g_sent <= 1'b1;
             if (filling && |stuck) failq <= 1'b1;
             // decoder fill counts
-            for (b = 0; b < NWD; b = b + 1)
-                if (bq_push) fcnt[b] <= {(LBW+1){1'b0}};
-                else if (filling) fcnt[b] <= fcnt[b] + (LBW+1)'(dec_n[b*4 +: 4]);
+            if (bq_push || filling)
+                for (b = 0; b < NWD; b = b + 1)
+                    if (bq_push) fcnt[b] <= {(LBW+1){1'b0}};
+                    else fcnt[b] <= fcnt[b] + (LBW+1)'(dec_n[b*4 +: 4]);
             if (bq_push) begin
                 bq_wp <= ~bq_wp;
                 new_grp <= 1'b0;

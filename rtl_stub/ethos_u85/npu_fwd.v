@@ -58,8 +58,8 @@ module npu_fwd #(
     logic [7:0]  v8;
     logic [3:0]  ix;
     logic [8:0]  e;
-    integer k;
-    always @(*) begin
+    always @(*) begin : expand
+        integer k;
         out_w = {(OW*9){1'b0}};
         room = (out_space > 4'(OW)) ? 4'(OW) : out_space;
         have = (bits_per == 4'd8) ? {3'd0, bcnt[9:3]} : (bits_per == 4'd4) ? {2'd0, bcnt[9:2]} : {1'b0, bcnt[9:1]};
@@ -90,7 +90,8 @@ module npu_fwd #(
     wire [9:0]     bcnt_sh = bcnt - used;
     wire [BBW-1:0] bb_in = {{(BBW-128){1'b0}}, in_data} << bcnt_sh;
 
-    always_ff @(posedge CLK or negedge rst_n) begin
+    always_ff @(posedge CLK or negedge rst_n) begin : seq
+        integer k;
         if (!rst_n) begin
             bb <= {BBW{1'b0}}; bcnt <= 10'd0; len_q <= 32'd0; rx <= 32'd0;
             active <= 1'b0; hdr <= 1'b0; raw <= 1'b0; lut2 <= 1'b0; zp <= 8'd0; left <= 32'd0;

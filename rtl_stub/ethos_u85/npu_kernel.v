@@ -1106,8 +1106,9 @@ module npu_kernel #(
             if (pop && rd_err) dead <= 1'b1;
 
             // ---------------------------------------------------- chaining FIFOs
-            for (k = 0; k < NF; k = k + 1) begin
-                if (k_busy) begin
+            // (the loop runs when it changes something, or overrides a cv_start above)
+            if (k_busy && (f_push || f_pop_a || f_pop_b || cv_start))
+                for (k = 0; k < NF; k = k + 1) begin
                     f_cnt[k] <= f_cnt[k] + {{CAW{1'b0}}, f_push && o_reg[1:0] == 2'(k)}
                                 - {{CAW{1'b0}}, f_pop_a && i_reg[1:0] == 2'(k)}
                                 - {{CAW{1'b0}}, f_pop_b && j_reg[1:0] == 2'(k)};
@@ -1115,7 +1116,6 @@ module npu_kernel #(
                     if ((f_pop_a && i_reg[1:0] == 2'(k)) || (f_pop_b && j_reg[1:0] == 2'(k)))
                         f_rp[k] <= f_rp[k] + 1'b1;
                 end
-            end
 
             // ---------------------------------------------------- compute
             case (c)

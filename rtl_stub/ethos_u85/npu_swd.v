@@ -163,8 +163,8 @@ module npu_swd #(
     logic [5:0]  q, c;
     logic [3:0]  rank;
     logic [15:0] cnt;
-    integer i;
-    always @(*) begin
+    always @(*) begin : wsplit
+        integer i;
         for (i = 0; i < 12; i = i + 1) nwv[i] = 10'd0;
         nwn = 4'd0; q_bad = 1'b0; q = wq; rank = 4'd0; cnt = nw; wq_n = wq; c = 6'd0;
         if (w_en && unc) begin
@@ -202,7 +202,8 @@ module npu_swd #(
     logic [3:0]  nzn;
     logic [23:0] zq_n, zc;
     logic [16:0] zcnt;
-    always @(*) begin
+    always @(*) begin : zsplit
+        integer i;
         for (i = 0; i < 12; i = i + 1) nzv[i] = 24'd0;
         nzn = 4'd0; zc = zq; zcnt = nz;
         if (z_en) begin
@@ -229,7 +230,8 @@ module npu_swd #(
     logic [9:0]  idx;
     logic [9:0]  tmp;
     logic [23:0] fz [0:11];
-    always @(*) begin
+    always @(*) begin : i_cnt
+        integer i;
         fv_bad = 1'b0;
         for (i = 0; i < 12; i = i + 1) begin
             idx = pw[i] + (10'((bb_o3 >> (i * wrb)) & ((BBW)'(1) << wrb) - 1'b1));
@@ -253,8 +255,8 @@ module npu_swd #(
     logic        stop;
     logic [10:0] e;
     logic [23:0] r, zz;
-    integer k, j;
-    always @(*) begin
+    always @(*) begin : expand
+        integer k;
         out_w = {(OW*9){1'b0}};
         n = 4'd0; e_vf = 7'd0; e_rf = 6'd0; e_zpend = zpend; stop = 1'b0;
         e = 11'd0; r = 24'd0; zz = 24'd0;
@@ -275,8 +277,7 @@ module npu_swd #(
                     stop = 1'b1;                       // its run is not decoded yet
                 end else begin
                     if (!e[10]) begin
-                        for (j = 0; j < OW; j = j + 1)
-                            if (4'(j) == n) out_w[j*9 +: 9] = e[8:0];
+                        out_w[n*9 +: 9] = e[8:0];      // n < room <= OW
                         n = n + 4'd1;
                     end
                     e_vf = e_vf + 7'd1;
@@ -328,7 +329,8 @@ module npu_swd #(
     wire [8:0]     bcnt_sh = bcnt - used;
     wire [BBW-1:0] bb_in = {{(BBW-128){1'b0}}, in_data} << bcnt_sh;
 
-    always_ff @(posedge CLK or negedge rst_n) begin
+    always_ff @(posedge CLK or negedge rst_n) begin : seq
+        integer k;
         if (!rst_n) begin
             bb <= {BBW{1'b0}}; bcnt <= 9'd0; len_q <= 32'd0; rx <= 32'd0;
             ps <= P_IDLE; first_slice <= 1'b1; prev_alt <= 1'b0;
@@ -414,10 +416,11 @@ module npu_swd #(
 
             // ---- FIFOs: pushes (parser) and pops (expander)
             if (push_ghost) vf[vf_wp] <= {1'b1, 1'b1, 9'd0};
-            for (k = 0; k < 12; k = k + 1) begin
-                if (k < push_v) vf[6'(vf_wp + 6'(k))] <= fv[k];
-                if (k < push_z) rf[5'(rf_wp + 5'(k))] <= fz[k];
-            end
+            if (push_v != 4'd0 || push_z != 4'd0)
+                for (k = 0; k < 12; k = k + 1) begin
+                    if (k < push_v) vf[6'(vf_wp + 6'(k))] <= fv[k];
+                    if (k < push_z) rf[5'(rf_wp + 5'(k))] <= fz[k];
+                end
             vf_wp <= vf_wp + {2'd0, push_v} + {5'd0, push_ghost};
             rf_wp <= rf_wp + {1'b0, push_z};
             vf_cnt <= vf_cnt + {3'd0, push_v} + {6'd0, push_ghost} - e_vf;

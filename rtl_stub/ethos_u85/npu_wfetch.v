@@ -76,8 +76,8 @@ module npu_wfetch #(
     logic [39:0] base_k [0:4];
     logic [31:0] len_k [0:4];
     logic [4:0]  want;
-    integer k;
-    always @(*) begin
+    always @(*) begin : streams
+        integer k;
         for (k = 0; k < 4; k = k + 1) begin
             base_k[k] = w_base[40*k +: 40];
             len_k[k]  = w_len[32*k +: 32];
@@ -104,7 +104,8 @@ module npu_wfetch #(
     logic [2:0]  sel;
     logic        found;
     logic [2:0]  cand;
-    always @(*) begin
+    always @(*) begin : pick
+        integer k;
         sel = 3'd0; found = 1'b0; cand = 3'd0;
         for (k = 1; k <= 5; k = k + 1) begin
             cand = ({1'b0, rr} + 4'(k) >= 4'd5) ? 3'({1'b0, rr} + 4'(k) - 4'd5) : rr + 3'(k);
@@ -164,7 +165,8 @@ module npu_wfetch #(
     end
 
     logic [4:0] st_in, st_out, flush;        // beat stored / popped, FIFO flushed
-    always @(*) begin
+    always @(*) begin : fifo_io
+        integer k;
         for (k = 0; k < 5; k = k + 1) begin
             st_in[k]  = beat && rs == 3'(k) && !q_drop[k];
             st_out[k] = q_pop[k] && q_valid[k] && !q_drop[k];
@@ -211,6 +213,8 @@ module npu_wfetch #(
             end
             // FIFOs and reservations (a dropping consumer's beats are discarded on arrival
             // and its queued ones flushed)
+            // (nothing moves without a start, an issue, a beat, a pop or a flush)
+            if (start || issue || beat || |st_out || |flush)
             for (s = 0; s < 5; s = s + 1) begin
                 if (start) begin
                     fwp[s] <= {LFD{1'b0}}; frp[s] <= {LFD{1'b0}}; fcnt[s] <= {(LFD+1){1'b0}};
