@@ -17,6 +17,8 @@ up-to-date build, each in its own runs/<pid>/ folder, so pytest-xdist workers ca
   must have run and passed.
   Each run must print the functional-coverage summary (tb/ethos_u85/coverage.py) and write its JSON
   report with hits in every key cover point.
+* ``test_rtl_several_weight_decoders[config]``: the stand-in as ethos-u85-512 and -1024 (2 and 4
+  weight decoders; the regression's -256 has one), random CONV and the stream/LUT CONV tests.
 * ``test_npu_model_through_pins[sim]``: ``make sim NPU_MODEL=... NPU_MODEL_REF=...`` on the
   catalog network maxpool_2x2_s2_valid (Vela for ethos-u85-256, LiteRT BUILTIN_REF
   reference), DUT=tlm: every output byte against the TLM scoreboard and LiteRT.
@@ -276,6 +278,25 @@ def test_cocotb_regression(sim, dut):
         refused = {k: pts["kernel_op_mode"]["hits"][k] for k in RTL_REFUSED_MODES}
         assert not any(refused.values()), f"coverage credits operations the DUT did not complete: {refused}"
         assert pts["job_end"]["hits"]["cmd_parse_error"] > 0            # the refusals it did see
+
+
+@pytest.mark.parametrize("config", ["ethos-u85-512", "ethos-u85-1024"])
+def test_rtl_several_weight_decoders(config):
+    """The regression runs the stand-in as ethos-u85-256 (one weight decoder); its walker's
+    brick positions for 2 (-512) and 4 (-1024) decoders (npu_conv_walk.v bpos) are exercised
+    here: random CONV/DEPTHWISE jobs, the stream and LUT CONV tests, DUT=rtl on Icarus against
+    the TLM scoreboard. (Two mutants of that path survived a -256-only mutation run.)"""
+    reason = simtools.sim_problem("icarus")
+    if reason:
+        tool_missing(reason)
+    p = run_sim("--sim", "icarus", "--dut", "rtl", "--config", config, "--waves", "0",
+                "--tests", "test_random_conv|test_conv_streams|test_conv_lut")
+    assert p.returncode == 0, _explain(p)
+    n, failed, skipped, xfailed = _summary(p)
+    assert n >= 5 and failed == skipped == xfailed == 0, _explain(p)
+    oc = _outcomes(p)
+    for name in ("test_random_ops.test_random_conv", "test_conv_streams", "test_conv_lut"):
+        assert _passed(oc, name), f"{name} did not run and pass on {config}:\n{_explain(p)}"
 
 
 @pytest.fixture(scope="module")
