@@ -113,10 +113,6 @@ EQUIVALENT: dict[tuple, str] = {
         "lut_sigmoid's {{1{base[31]}}, base, 9'd0} -> {{2{...}}, ...}: a 43-bit concatenation in "
         'an unsigned sum assigned to the 42-bit sgv; the extra top bit is truncated, the low 42 '
         'bits of the sum are the same',
-    ('npu_swd.v', "if (4'(j) == n) out_w[j*9 +: 9] = e[8:0];",
-     '4->5', 0):
-        "the size cast 4'(j) -> 5'(j) of a loop index below 8, compared with the 4-bit count n: "
-        'the same comparison',
     ('npu_conv_wi2.v', "wire [3:0]  r_n = (left > 17'd8) ? 4'd8 : left[3:0];",
      '>->>=', 0):
         'min(8, IFM channels left): at left == 8 both arms are 8',
