@@ -582,12 +582,18 @@ def scale_input_ref(a: int, precision: int, act_type: int, scale: int, shift: in
     return a
 
 
+def scales_input(precision: int, act_type: int) -> bool:
+    """Whether scale_a / scale_b scale an operand of this type: b8 and signed b16 are scaled;
+    b32 and unsigned b16 pass through unchanged."""
+    return precision == Precision.B8 or (precision == Precision.B16 and act_type == ActType.SIGNED)
+
+
 def scale_input(a, precision: int, act_type: int, scale: int, shift: int, round_mode: int,
                 dbl_rnd: int = 0, *, check: bool = True) -> np.ndarray:
-    """Vectorised scale_a / scale_b.  b8 and signed b16 are scaled; b32 and unsigned b16 pass
-    through unchanged.  The result is wrapped to int32 (``int32_t`` return type)."""
+    """Vectorised scale_a / scale_b (scales_input: which types are scaled).  The result is
+    wrapped to int32 (``int32_t`` return type)."""
     x = np.asarray(a, dtype=np.int64)
-    if not (precision == Precision.B8 or (precision == Precision.B16 and act_type == ActType.SIGNED)):
+    if not scales_input(precision, act_type):
         return x
     if check:
         _unpred(x.size == 0 or (int(x.min()) >= -(1 << 15) and int(x.max()) < (1 << 15)),
@@ -675,6 +681,19 @@ def _lut_index_check(idx, lo, hi, what):
         raise Unpredictable(f"activation {what}: LUT index outside {lo}..{hi} (E-10)")
 
 
+def activation_clamp(function: int, clip_range: int, amin: int, amax: int) -> "tuple[int, int] | None":
+    """The range activation() clamps (int32_t)(acc64 + zp) to before the LUT: tanh's and
+    sigmoid's own, else [amin, amax] with clip_range b16, else None (no clamp)."""
+    f = int(function)
+    if f == ActivationFunction.LUT_TANH:
+        return -0x10000, 0xFFFF
+    if f == ActivationFunction.LUT_SIGMOID:
+        return -0x1F000, 0x1EFFF
+    if int(clip_range) == ClipRange.B16:
+        return amin, amax
+    return None
+
+
 def activation(acc64, *, precision: int, act_type: int, zero_point: int = 0, act_min: int = 0,
                act_max: int = 0, function: int = ActivationFunction.LUT_NONE,
                clip_range: int = ClipRange.NONE, table: int = 0, lut=None,
@@ -703,12 +722,9 @@ def activation(acc64, *, precision: int, act_type: int, zero_point: int = 0, act
     acc = a.astype(np.int32)
     acc += np.int32(zp)
     f = int(function)
-    if f == ActivationFunction.LUT_TANH:
-        acc = clamp(acc, -0x10000, 0xFFFF)
-    elif f == ActivationFunction.LUT_SIGMOID:
-        acc = clamp(acc, -0x1F000, 0x1EFFF)
-    elif int(clip_range) == ClipRange.B16:
-        acc = clamp(acc, amin, amax)
+    rng = activation_clamp(f, clip_range, amin, amax)
+    if rng is not None:
+        acc = clamp(acc, *rng)
     acc = np.asarray(acc, dtype=np.int64)
     t = int(table)
     if f != ActivationFunction.LUT_NONE:

@@ -230,6 +230,15 @@ class Scale:
     shift: np.ndarray
     memo: dict = field(default_factory=dict)     # derived per-op constants (fused epilogue)
 
+    def epilogue(self, d: int, rm: int, dbl: int, bits: int) -> "EpilogueConsts":
+        """The fused epilogue's constants for depth *d*, round mode, double-rounding shift
+        and accumulator bits, made once per Scale."""
+        key = (d, rm, dbl, bits)
+        k = self.memo.get(key)
+        if k is None:
+            k = self.memo[key] = EpilogueConsts(self, d, rm, dbl, bits)
+        return k
+
 
 # Decoded per-channel scale/bias streams, keyed by (stream bytes, depth, acc48, channels per
 # set, reverse C): the stream is read over the DataPort every time, decoded once.  The
@@ -983,10 +992,7 @@ class OpContext:
         d = acc.shape[2]
         self.scale_bias()                                   # raises as the step-by-step path would
         sc = self.scale_cache
-        key = (d, rm, dbl, self.acc_bits)
-        k = sc.memo.get(key)
-        if k is None:
-            k = sc.memo[key] = EpilogueConsts(sc, d, rm, dbl, self.acc_bits)
+        k = sc.epilogue(d, rm, dbl, self.acc_bits)
         out = fused_epilogue(acc, bound, k, zp, amin, amax, clamp, odt)
         if out is None:
             return False

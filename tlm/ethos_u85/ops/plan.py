@@ -103,9 +103,6 @@ FUSED = os.environ.get("TLM_FUSED", "1").lower() not in ("0", "no", "false")
 _M = isa.elementwise_mode
 _EW_MODES_DECOMPOSED = (int(_M.add), int(_M.sub), int(_M.min), int(_M.max), int(_M.mul))
 _ACT_LUT_NONE = int(arith.ActivationFunction.LUT_NONE)
-_ACT_TANH = int(arith.ActivationFunction.LUT_TANH)
-_ACT_SIGMOID = int(arith.ActivationFunction.LUT_SIGMOID)
-_CLIP_B16 = int(arith.ClipRange.B16)
 _TABLE_MAX = 1 << 17             # entries of a full result table
 _CC_CONV_MACS = 1 << 16          # a larger 1x1 CONV keeps its BLAS product (faster than the compiled loop;
                                  # dtln's 257x128 ones: the kernel 15 us, the float product alone 13 us)
@@ -1334,9 +1331,8 @@ _CC_DIRECT_MODES = {**_CC_MODES, int(_M.lrelu): _cc.MODE_LRELU, int(_M.abs): _cc
 
 
 def _passes_through(prm) -> bool:
-    """Whether scale_a / scale_b (arith.scale_input, Params.sa / sb) returns its operand
-    unchanged: b32, unsigned b16."""
-    return not (prm[0] == Precision.B8 or (prm[0] == Precision.B16 and prm[1] == ActType.SIGNED))
+    """Whether scale_a / scale_b (Params.sa / sb: precision, type, ...) return the operand unchanged."""
+    return not arith.scales_input(prm[0], prm[1])
 
 
 def _ew_direct_compiled(ctx, p, mode, sa, ca, sb, cb, zpa, zpb, stage, staged):
@@ -1523,12 +1519,9 @@ def _output_stage(ctx, lo: int, hi: int, rescale_mode=_common.RESCALE_GLOBAL):
     zp, amin, amax = arith.ofm_activation_params(ofm.act_type, f("NPU_SET_OFM_ZERO_POINT", "zero_point"),
                                                  f("NPU_SET_ACTIVATION_MIN", "clip_boundary"),
                                                  f("NPU_SET_ACTIVATION_MAX", "clip_boundary"))
-    if fn == _ACT_TANH:
-        clo, chi = -0x10000, 0xFFFF
-    elif fn == _ACT_SIGMOID:
-        clo, chi = -0x1F000, 0x1EFFF
-    elif f("NPU_SET_ACTIVATION", "activation_clip_range") == _CLIP_B16:
-        clo, chi = amin, amax
+    rng = arith.activation_clamp(fn, f("NPU_SET_ACTIVATION", "activation_clip_range"), amin, amax)
+    if rng is not None:
+        clo, chi = rng
         if clo > chi:
             return None
     elif fn == _ACT_LUT_NONE:
@@ -1808,10 +1801,7 @@ def _prepare_conv(dev, ctx, snap, d, depthwise: bool) -> "_Prepared | None":
         pre.lut = _lut_of(dev, ctx.f)
     else:
         rm, dbl, zp, amin, amax, clamp, odt = prm
-        k = sc.memo.get((g.ofm_d, rm, dbl, ctx.acc_bits))
-        if k is None:
-            k = sc.memo[(g.ofm_d, rm, dbl, ctx.acc_bits)] = _common.EpilogueConsts(sc, g.ofm_d, rm, dbl,
-                                                                                   ctx.acc_bits)
+        k = sc.epilogue(g.ofm_d, rm, dbl, ctx.acc_bits)
     fm = ctx.ifm
     izp = arith.ifm_zero_point(fm.zero_point, fm.precision, fm.act_type, check=False)
     bound_x = _conv.ifm_domain_bound(ctx)
@@ -1947,22 +1937,17 @@ def _pointwise_lut_compiled(ctx, compute, w, izp, bound, shape, recorded, ifm_ra
                                                      f("NPU_SET_ACTIVATION_MAX", "clip_boundary"))
     except arith.Unpredictable:
         return None
-    if fn == _ACT_TANH:
-        mode, tlo, thi = _cc.LUT_RANGE, -0x10000, 0xFFFF
-    elif fn == _ACT_SIGMOID:
-        mode, tlo, thi = _cc.LUT_RANGE, -0x1F000, 0x1EFFF
-    elif f("NPU_SET_ACTIVATION", "activation_clip_range") == _CLIP_B16:
-        mode, tlo, thi = _cc.LUT_RANGE, amin, amax
+    rng = arith.activation_clamp(fn, f("NPU_SET_ACTIVATION", "activation_clip_range"), amin, amax)
+    if rng is not None:
+        mode, (tlo, thi) = _cc.LUT_RANGE, rng
     elif fn in _LUT_BYTE_FUNCTIONS:
         mode, tlo, thi = _cc.LUT_BYTE, 0, 255
     else:
         return _no("compiled: LUT activation without a clamp")
     if not (-(1 << 31) <= tlo <= thi < (1 << 31)) or thi - tlo + 1 > _STEPS_MAX:
         return _no("compiled: LUT activation range")
-    sc, d, bits = ctx.scale_cache, shape[2], ctx.acc_bits
-    k = sc.memo.get((d, rm, dbl, bits))
-    if k is None:
-        k = sc.memo[(d, rm, dbl, bits)] = _common.EpilogueConsts(sc, d, rm, dbl, bits)
+    bits = ctx.acc_bits
+    k = ctx.scale_cache.epilogue(shape[2], rm, dbl, bits)
     A = bound + k.bmax
     if A >= (1 << (bits - 1)):
         A = 1 << (bits - 1)
