@@ -65,6 +65,11 @@ timers).
    TLM behind the pins, reference TLM, the simulator), GPI callbacks and coroutine resumes a
    cycle. ``--sim-baseline DIR`` (another checkout, e.g. ``git worktree add ../base main``)
    measures it too, interleaved run by run, for a before/after table on the same load;
+   Each simulator and DUT also runs on a bare cocotb bench (``TB_BENCH_BARE``: the APB
+   manager and cocotbext-axi ``AxiRam`` on every port, no monitors, scoreboard, reference model
+   or coverage; the outputs are compared with the TLM's run after the timed phase;
+   ``--no-sim-bare`` skips it), interleaved with the others: the design's own cost under the
+   simulator with bare cocotb, and "vs bare", the full bench's beats per CPU second over it.
    ``--sim-axi lean,cocotbext`` runs this checkout's bench with each AXI subordinate
    (``TB_AXI_SUBORDINATE``: the lean one of tb/agents/axi/lean.py, the default, and the
    cocotbext-axi one with pin-sampling monitors), interleaved the same way.
@@ -767,6 +772,9 @@ def _sim_run(tree: Path, cmd: list, out: Path, env_extra: dict, timeout: int):
     return _run_json(cmd, out, env, timeout, cwd=tree)
 
 
+BARE = "bare"          # sim_section's variant label of the bare bench (TB_BENCH_BARE)
+
+
 def sim_section(args) -> int:
     """Section 4 of the module docstring. Returns 0, or 1 if a run failed."""
     from tests import nets
@@ -799,17 +807,19 @@ def sim_section(args) -> int:
         raise BenchError(f"bench: --sim-axi {args.sim_axi!r}: lean, cocotbext or both")
 
     def impl_env(impl):
-        return {"TB_AXI_SUBORDINATE": impl}
+        return {"TB_BENCH_BARE": "1"} if impl == BARE else {"TB_AXI_SUBORDINATE": impl}
     # (label, checkout, AXI subordinate, checkout label); the baseline checkout with its own
-    # default subordinate (it may predate TB_AXI_SUBORDINATE)
+    # default subordinate (it may predate TB_AXI_SUBORDINATE); then this checkout's bare bench
     variants = [(t + (f"/{i}" if len(impls) > 1 and t == "this" else ""), tree, i, t)
                 for t, tree in trees for i in (impls if t == "this" else impls[:1])]
+    if not args.no_sim_bare:
+        variants.append((BARE, REPO, BARE, "this"))
     rows, prof_cols, failed = [], [], 0
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
         for sim in sims:
             why = sim_problem(sim)
             if why:
-                rows.append([sim, "", "", "skipped: " + why] + [""] * 11)
+                rows.append([sim, "", "", "skipped: " + why] + [""] * 12)
                 continue
             results = {}                                  # (dut, variant) -> (json, prof json)
             for dut in duts:
@@ -821,7 +831,7 @@ def sim_section(args) -> int:
                                                args.sim_timeout)
                     if net is None:
                         failed += 1
-                        rows.append([sim, dut, label, f"bench run FAILED: {err}"] + [""] * 11)
+                        rows.append([sim, dut, label, f"bench run FAILED: {err}"] + [""] * 12)
                         continue
                     print(f"  {sim} DUT={dut} {label}: bench run {t_net:.1f} s (incl. build/start)",
                           flush=True)
@@ -829,7 +839,7 @@ def sim_section(args) -> int:
                 if args.no_sim_profile:
                     continue
                 for label, tree, impl, _ in variants:
-                    if (dut, label) not in results:
+                    if (dut, label) not in results or impl == BARE:
                         continue
                     stem = f"{sim}-{dut}-{label.replace('/', '-')}"
                     out = Path(tmp) / f"prof-{stem}.json"
@@ -867,6 +877,11 @@ def sim_section(args) -> int:
                 lbc = lb if lb and lb.get("cpu_s") else loops.get("this")
                 cpu, lb_cpu = net.get("cpu_s"), (lbc or {}).get("cpu_s")
                 cpu_ratio = (net["beats"] / cpu) / (lbc["beats"] / lb_cpu) if cpu and lb_cpu else None
+                # the full bench against the bare one on the same DUT (its own beats: DUT=tlm's
+                # accesses are the same in both, the stand-in's too): the bench's own cost
+                bare = results.get((dut, BARE), [None])[0]
+                vs_bare = ((net["beats"] / cpu) / (bare["beats"] / bare["cpu_s"])
+                           if label != BARE and bare and cpu and bare.get("cpu_s") else None)
                 rows.append([sim, dut, label, f"{net['beats']}", f"{net['cycles']:,.0f}", f"{net['wall_s']:.2f}",
                              f"{net['beats_per_s']:,.0f}", f"{cps:,.0f}",
                              f"{lb['beats_per_s']:,.0f}" if lb else "FAILED", f"{lb_cps:,.0f}" if lb else "",
@@ -875,17 +890,23 @@ def sim_section(args) -> int:
                              f"{cpu:.2f}" if cpu else "",
                              f"{cpu_ratio:.2f}x" if cpu_ratio else "",
                              f"{cpu_ratio * (net['cycles'] / net['beats']) / (lbc['cycles'] / lbc['beats']):.2f}x"
-                             if cpu_ratio else ""])
+                             if cpu_ratio else "",
+                             f"{vs_bare:.2f}x" if vs_bare else ""])
                 if shares is not None:
-                    prof_cols.append((f"{sim}/{dut}" + (f"/{label}" if len(variants) > 1 else ""), shares))
+                    named = sum(1 for v in variants if v[2] != BARE) > 1
+                    shares["cpu_ratio"] = cpu_ratio
+                    prof_cols.append((f"{sim}/{dut}" + (f"/{label}" if named else ""), shares))
     print(table(rows, ["simulator", "DUT", "checkout[/AXI]", "beats", "cycles", "wall s", "beats/s", "cycles/s",
                        "loopback beats/s", "loopback cycles/s", "beats/s ratio", "cycles/s ratio", "CPU s",
-                       "beats/CPU-s ratio", "cycles/CPU-s ratio"],
-                "llllrrrrrrrrrrr"))
+                       "beats/CPU-s ratio", "cycles/CPU-s ratio", "beats/CPU-s vs bare"],
+                "llllrrrrrrrrrrrr"))
     print("  (bench: AXI R + W beats of every port from the first register write to the stop, the "
           "DUT's cycles at 100 MHz in the same interval; loopback: as many beats, writes then reads, "
           "16-beat bursts; ratios bench/loopback, same simulator and checkout; the CPU ratios use "
-          "each simulator process's CPU time in the same interval instead of wall time)")
+          "each simulator process's CPU time in the same interval instead of wall time; 'bare': the "
+          "same network and DUT on a bare cocotb bench (TB_BENCH_BARE: APB manager, cocotbext-axi "
+          "AxiRam, no monitors, scoreboard or coverage), 'vs bare': the full bench's beats per CPU "
+          "second over the bare bench's, the bench's own cost on that DUT)")
     if prof_cols:
         comps = [c for c in sim_profile.ORDER if any(any(r[0] == c for r in sh["rows"]) for _, sh in prof_cols)]
         prow = []
@@ -896,10 +917,19 @@ def sim_section(args) -> int:
                                                  for _, sh in prof_cols])
         prow.append(["coroutine resumes / cycle"] + [f"{sh['resumes_per_cycle']:.2f}" if sh["resumes_per_cycle"]
                                                      else "-" for _, sh in prof_cols])
+
+        def bound(sh):
+            # the beats/CPU-s ratio if the bench's Python cost nothing: the simulator's share alone
+            sim_share = next((r[1] for r in sh["rows"] if r[0] == sim_profile.SIMULATOR), None)
+            return f"{sh['cpu_ratio'] / sim_share:.2f}x" if sh.get("cpu_ratio") and sim_share else "-"
+        prow.append(["bound, no bench Python (beats/CPU-s ratio)"] + [bound(sh) for _, sh in prof_cols])
         print("\n  Share of the bench's time per component, % of the simulator process's CPU time "
               "(tools/sim_profile.py: one more run under cProfile (TB_PROFILE), whose overhead inflates "
               "the Python shares; each component's coroutines with the cocotb calls they make, cocotb's "
-              "scheduler split by resumes, the simulator = the CPU time Python does not use):")
+              "scheduler split by resumes, the simulator = the CPU time Python does not use; the bound "
+              "row: the full bench's beats/CPU-s ratio over the simulator's share, what no bench on "
+              "this DUT and simulator can exceed (an over-estimate: the profiler inflates Python's "
+              "share)):")
         print(table(prow, ["component"] + [n for n, _ in prof_cols], "l" + "r" * len(prof_cols)))
     return 1 if failed else 0
 
@@ -991,6 +1021,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sim-baseline", default="",
                     help="another checkout of this project (e.g. `git worktree add ../base main`) "
                          "measured in the same run, interleaved, for a before/after table")
+    ap.add_argument("--no-sim-bare", action="store_true",
+                    help="leave out the bare-bench run (TB_BENCH_BARE) of each simulator and DUT")
     ap.add_argument("--sim-axi", default="lean",
                     help="the bench's AXI subordinates in the throughput section, comma-separated: lean "
                          "(tb/agents/axi/lean.py, the default), cocotbext (cocotbext-axi channel models, "

@@ -148,8 +148,20 @@ module npu_conv_walk #(
 
     // ================================================================ bricks
     // two brick buffers (filled by the decoders) and the head brick the MAC array reads (a
-    // register loaded when the MAC array takes the next brick: it changes once a brick)
-    logic [BW*9-1:0] e0, e1;
+    // register loaded when the MAC array takes the next brick: it changes once a brick).
+    // The buffers are arrays written a weight by index (as one vector, each decoder lane's
+    // variable part-select write is a full-width mask and mux in synthesis: Yosys' proc took
+    // minutes); e0_v/e1_v show them as vectors for the head's load
+    logic [8:0] e0 [0:BW-1];
+    logic [8:0] e1 [0:BW-1];
+    wire [BW*9-1:0] e0_v, e1_v;
+    genvar gk;
+    generate
+        for (gk = 0; gk < BW; gk = gk + 1) begin : g_ev
+            assign e0_v[gk*9 +: 9] = e0[gk];
+            assign e1_v[gk*9 +: 9] = e1[gk];
+        end
+    endgenerate
     logic [BM-1:0] m0, m1;
     logic [1:0]  bq_cnt;                     // complete bricks in e0/e1 not yet at the head
     logic        bq_rp, bq_wp;
@@ -238,15 +250,15 @@ module npu_conv_walk #(
                 for (l = 0; l < OW; l = l + 1)
                     if (l < dec_n[d*4 +: 4]) begin
                         p = (nwd_l == 2'd0) ? LBW'(fcnt[d] + (LBW+1)'(l)) : bpos(2'(d), fcnt[d] + (LBW+1)'(l));
-                        if (bq_wp) e1[p*9 +: 9] <= dec_w[(d*OW + l)*9 +: 9];
-                        else       e0[p*9 +: 9] <= dec_w[(d*OW + l)*9 +: 9];
+                        if (bq_wp) e1[p] <= dec_w[(d*OW + l)*9 +: 9];
+                        else       e0[p] <= dec_w[(d*OW + l)*9 +: 9];
                     end
         if (bq_push) begin
             if (bq_wp) m1 <= meta;
             else m0 <= meta;
         end
         if (load) begin
-            bq_w <= bq_rp ? e1 : e0;
+            bq_w <= bq_rp ? e1_v : e0_v;
             bq_meta <= bq_rp ? m1 : m0;
         end
     end

@@ -48,6 +48,10 @@ hierarchy needs only a map; ``env.pin("IRQ")`` is the handle of a TRM-named pin.
   pins itself and rebuilds the bursts from them. The scoreboard and coverage take bursts from the subordinates
   (``axi_source="subordinate"``, the default) or from the monitors (``"monitor"``), so a
   bench with its own memory model can feed them from the pins.
+* ``Env(dut, bare=True)`` (``TB_BENCH_BARE=1`` for test_npu_model) is what a bare cocotb
+  bench has: the clock, the APB manager and cocotbext-axi's ``AxiRam`` on every AXI port
+  (``tb.agents.axi.BareRam``), no monitors, scoreboard, reference model or coverage:
+  tools/bench.py's baseline for the design's own cost under the simulator.
 * ``env.scoreboard`` (tb/scoreboard.py) replays APB on the reference model, runs each job on
   a mirror of the memory, and checks STATUS, QREAD, IRQ edges and every AXI write against it.
 * ``env.driver`` (tb/driver.py ``HostDriver``) issues the Ethos-U core driver's sequences
@@ -146,7 +150,11 @@ class Env(EnvBase):
                  scoreboard: bool = True, reference_model: bool | None = None, pinmap=None,
                  apb_monitor: bool = True, apb_source: str = "manager",
                  axi_monitor: "bool | str" = True, axi_source: str = "subordinate",
-                 reference_factory: Callable | None = None, axi_impl: str | None = None):
+                 reference_factory: Callable | None = None, axi_impl: str | None = None,
+                 bare: bool = False):
+        if bare:        # what a bare cocotb bench has: clock, APB manager, AxiRam; no checks
+            scoreboard, reference_model, apb_monitor, axi_monitor = False, False, False, False
+            axi_impl = "bare"
         super().__init__(dut, pinmap=pinmap, dut_kind=dut_kind, config=config,
                          default_config=DEVICE.default_config, clk_period_ns=clk_period_ns)
         pm = self.pinmap
@@ -186,6 +194,9 @@ class Env(EnvBase):
         self.axi_source = axi_source
         self.axi_monitor = axi_monitor
         self.axi_impl = subordinate_impl(axi_impl)
+        if self.axi_impl == "bare" and not bare:
+            raise ValueError("axi_impl='bare' records no bursts for the scoreboard, monitors and "
+                             "coverage: Env(..., bare=True) (TB_BENCH_BARE=1) only")
         self.tlm: TlmPins | None = None
         if self.dut_kind == "tlm":
             self.tlm = TlmPins(dut, config=self.config, memory=self.memory, clock=self.clock,
@@ -195,8 +206,8 @@ class Env(EnvBase):
         # e.g. tlm.ethos_u85.literal.literal_device: the literal paths as the scoreboard
         self.reference_factory = reference_factory
         self.use_reference = self.tlm is None if reference_model is None else reference_model
-        self.scoreboard = Scoreboard(self.memory, self.log,
-                                     irq_level=lambda: pin_int(self.irq, None))
+        self.scoreboard = Scoreboard(self.memory, self.log, irq_level=lambda: pin_int(self.irq, None),
+                                     coverage=not bare)
         self._scoreboard_on = scoreboard and self.use_reference
         apb_feed = self.apb if apb_source == "manager" else self.apb_monitor
         if self._scoreboard_on:

@@ -22,9 +22,9 @@ from tb.agents.axi.burst import (
 from tb.agents.axi.memory import BenchFault, BenchMemory
 from tb.agents.axi.monitor import AxiMonitor
 from tb.agents.axi.signals import AXI5_SIGNALS, PortView, pin_int, port_drivers, port_present, port_signals
-from tb.agents.axi.subordinate import AxiMemory, AxiSubordinate, subordinate_impl
+from tb.agents.axi.subordinate import AxiMemory, AxiSubordinate, BareRam, subordinate_impl
 
-__all__ = ["AXI5_SIGNALS", "AxiBurst", "AxiMemory", "AxiMonitor", "AxiSubordinate", "BURST_FIXED",
+__all__ = ["AXI5_SIGNALS", "AxiBurst", "AxiMemory", "AxiMonitor", "AxiSubordinate", "BareRam", "BURST_FIXED",
            "BURST_INCR", "BURST_WRAP", "BenchFault", "BenchMemory", "PortView", "beat_addr", "beat_span",
            "lane_mask", "pin_int", "port_drivers", "port_present", "port_signals", "random_pause",
            "strobe_runs", "subordinate_impl"]

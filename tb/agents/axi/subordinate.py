@@ -520,6 +520,58 @@ class AxiSubordinate(AxiRules, Reset):
             await self._send_b(b, rec)
 
 
+class _SliceMemory:
+    """The byte store cocotbext-axi's ``Memory`` slices (``mem[a:b]``, ``mem[a:b] = data``:
+    one read a beat, one write a strobed run of a beat) over a ``BenchMemory``, counting R
+    beats: ``BareRam``'s store."""
+
+    def __init__(self, memory: BenchMemory, counts: dict):
+        self.memory, self.counts = memory, counts
+
+    def __len__(self) -> int:          # AxiRam takes addresses modulo this: any 40-bit one
+        return 1 << 62
+
+    def __getitem__(self, key: slice) -> bytes:
+        self.counts["r_beats"] += 1
+        return self.memory.read(key.start, key.stop - key.start)
+
+    def __setitem__(self, key: slice, data) -> None:
+        self.memory.write(key.start, bytes(data))
+
+
+class BareRam:
+    """What a bare cocotb bench puts on an AXI port: cocotbext-axi's ``AxiRam`` as it is (no
+    burst records, listeners, faults, latency, reordering or rule checks), serving the
+    ``BenchMemory`` and counting beats. tools/bench.py's baseline for the cost of the
+    design itself under the simulator (``Env(..., bare=True)``)."""
+
+    def __init__(self, dut, port: str, memory: BenchMemory, clock, reset=None, pinmap=None, **_):
+        from cocotbext.axi import AxiBus, AxiRam
+        self.port = port
+        self.counts = {"r_beats": 0, "w_beats": 0}
+        view = PortView(dut, port, pinmap)
+        if hasattr(view, "aclken"):
+            view.aclken.value = 1
+        self.ram = AxiRam(AxiBus.from_prefix(view, ""), clock, reset, reset_active_level=False,
+                          mem=_SliceMemory(memory, self.counts))
+        w_recv = self.ram.write_if.w_channel.recv
+
+        async def counted_recv():                # W beats (a beat may write 0..n strobe runs)
+            self.counts["w_beats"] += 1
+            return await w_recv()
+        self.ram.write_if.w_channel.recv = counted_recv
+        logging.getLogger(f"cocotb.{dut._name}").setLevel(logging.WARNING)   # per-burst INFO
+        self.listeners: list = []
+        self.bursts: list = []
+        self.errors: list = []
+
+    def _unsupported(self, *_, **__) -> None:
+        raise ValueError(f"AXI port {self.port}: the bare AxiRam subordinate has no backpressure, "
+                         "latency or reordering (TB_AXI_SUBORDINATE=lean or cocotbext)")
+
+    set_pause_generator = set_latency = set_reorder = _unsupported
+
+
 IMPLS = ("lean", "cocotbext")
 IMPL_ENV = "TB_AXI_SUBORDINATE"
 
@@ -529,6 +581,8 @@ def subordinate_impl(impl: "str | None" = None) -> str:
     (``tb.agents.axi.lean.LeanSubordinate``); 'cocotbext' is ``AxiSubordinate`` (cocotbext-axi's
     channel models)."""
     import os
+    if impl == "bare":                 # BareRam: Env(..., bare=True) only, not a bench choice
+        return impl
     impl = impl or os.environ.get(IMPL_ENV) or "lean"
     if impl not in IMPLS:
         raise ValueError(f"AXI subordinate {impl!r} (${IMPL_ENV}): one of {', '.join(IMPLS)}")
@@ -560,8 +614,9 @@ class AxiMemory:
                                              clock_period_ns=clock_period_ns, group=group)
                           for p in names}
         else:
-            self.ports = {p: AxiSubordinate(dut, p, self.memory, clock, reset, pinmap=pm,
-                                            clock_period_ns=clock_period_ns) for p in names}
+            cls = BareRam if self.impl == "bare" else AxiSubordinate
+            self.ports = {p: cls(dut, p, self.memory, clock, reset, pinmap=pm,
+                                 clock_period_ns=clock_period_ns) for p in names}
 
     def can_feed(self) -> bool:
         """True when the subordinates can feed the AXI monitors their own samples."""

@@ -25,6 +25,9 @@ embedded in the model.
 Throughput: the test logs the AXI beats (R + W, every port) the job moved and the wall-clock
 seconds from the first register write to the stop; with ``TB_BENCH_OUT=path.json`` it also
 writes them there (``tools/bench.py`` reads it for its bench-vs-loopback figure).
+``TB_BENCH_BARE=1`` runs the job on a bare bench (``Env(bare=True)``: APB manager and
+cocotbext-axi ``AxiRam``, no monitors, scoreboard or coverage; outputs compared with the TLM's
+run after the timed phase): tools/bench.py's figure of the design's own cost.
 """
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ from tb.ethos_u85.testlib.rtl_support import Refused, first_unsupported, judge
 
 NPU_MODEL = os.environ.get("NPU_MODEL") or None
 NPU_MODEL_REF = os.environ.get("NPU_MODEL_REF") or None
+BARE = os.environ.get("TB_BENCH_BARE", "") not in ("", "0")
 # A network the RTL stand-in cannot run is never an expected failure: on DUT=rtl the test
 # checks that the stand-in stops with cmd_parse_error at the first operation
 # tb/ethos_u85/testlib/rtl_support.py names, and then fails with one line naming it.
@@ -84,9 +88,11 @@ async def test_npu_model(dut):
         cocotb.log.info("  area %-14s 0x%010x +0x%x (%s) regions %s", a.name, a.address, a.size,
                         a.interface.name, a.regions)
 
-    env = Env(dut, config=npu.name, reference_model=True)
+    env = Env(dut, config=npu.name, reference_model=not BARE, bare=BARE)
     await env.start()
     miss = first_unsupported(model.command_words, npu.macs) if DUT == "rtl" else None
+    if BARE and miss is not None:
+        raise AssertionError(f"TB_BENCH_BARE: the stand-in does not implement {miss[1]} ({miss[2]})")
     if miss is not None:
         off, op, why = miss
         try:
@@ -108,7 +114,14 @@ async def test_npu_model(dut):
             json.dump({"model": os.path.basename(NPU_MODEL), "dut": DUT, "beats": res.beats,
                        "wall_s": res.wall_s, "cpu_s": res.cpu_s, "cycles": res.cycles,
                        "beats_per_s": res.beats / res.wall_s if res.wall_s > 0 else 0.0}, fh)
-    cocotb.log.info("stopped: STATUS 0x%08x, reference: %s", res.status, env.scoreboard.jobs[-1].ref_stop)
+    if BARE:        # no scoreboard ran: the outputs against the TLM's run, after the timed phase
+        from tlm.ethos_u85.runner import run_model
+        want = run_model(model, inputs, npu).outputs
+        for i, (w, got) in enumerate(zip(want, res.outputs, strict=True)):
+            bad = np.flatnonzero(np.asarray(w).reshape(-1) != got)
+            assert bad.size == 0, f"output{i}: {bad.size} of {got.size} elements differ from the TLM's run"
+    else:
+        cocotb.log.info("stopped: STATUS 0x%08x, reference: %s", res.status, env.scoreboard.jobs[-1].ref_stop)
     for i, (t, got) in enumerate(zip(model.outputs, res.outputs, strict=True)):
         if ref_npz:
             lit = ref_npz[f"output{i}"].reshape(-1)
