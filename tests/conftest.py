@@ -16,8 +16,9 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (make test), tests marked ``sim`` (they build and run an HDL
-    simulation: minutes, not milliseconds) go first, so that the many short tests fill the
-    workers' time at the end instead of one worker finishing a long simulation alone. The
-    order within each part is kept (stable sort)."""
+    simulation: minutes, not milliseconds) or ``long`` (synthesis, surveys) go first, so that
+    the many short tests fill the workers' time at the end instead of one worker finishing a
+    long test alone. The order within each part is kept (stable sort)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: item.get_closest_marker("sim") is None)
+        items.sort(key=lambda item: item.get_closest_marker("sim") is None
+                   and item.get_closest_marker("long") is None)

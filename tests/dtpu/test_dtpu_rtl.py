@@ -122,6 +122,7 @@ def _cells_flops(text: str) -> tuple[int, int]:
     return cells, flops
 
 
+@pytest.mark.long
 def test_yosys_core_8x8_no_latch(tmp_path):
     core = [p for p in sources() if p.name.startswith(("dtpu_pe", "dtpu_mxu", "dtpu_control", "dtpu_ls", "dtpu_core"))]
     text = _yosys(f"read_verilog -sv -I{RTL} {' '.join(map(str, core))}; chparam -set ROWS 8 -set COLUMNS 8 "
@@ -132,6 +133,7 @@ def test_yosys_core_8x8_no_latch(tmp_path):
     assert cells > 20_000 and flops > 64 * (9 + 32), (cells, flops)
 
 
+@pytest.mark.long
 def test_yosys_adapter_no_latch(tmp_path):
     text = _yosys(f"read_verilog -sv -I{RTL} {' '.join(map(str, sources()))}; chparam -set ROWS 2 "
                   "-set COLUMNS 2 -set PRECISIONS 3 -set SIZE_CSR 16 -set SIZE_WMEMORY 16 -set INFIFO_DEPTH 8 "

@@ -278,6 +278,7 @@ def test_case_lists():
     assert FULL or {c for c in cases if c[0] in EXPECTED_TO_PASS} <= set(strict)
 
 
+@pytest.mark.long
 def test_e2e_survey(capsys):
     cases = survey_cases()
     t0 = time.perf_counter()

@@ -270,6 +270,7 @@ def test_make_inputs_gives_transpose_conv_its_output_shape():
         assert x[0].dtype == np.int32 and list(x[0]) == list(it.get_output_details()[0]["shape"])
 
 
+@pytest.mark.long
 def test_survey(capsys):
     """Every case (memoised for the per-case tests) and a table of the verdicts."""
     require_models()

@@ -188,6 +188,7 @@ def test_iverilog_compiles(tmp_path):
     assert (tmp_path / "ethosu85.vvp").stat().st_size > 0
 
 
+@pytest.mark.long
 def test_yosys_synth_no_latch(tmp_path):
     """Yosys elaborates the stand-in (MACS 256) and infers no latch. The check needs only
     ``proc`` (latches appear there as $dlatch/$adlatch/$sr cells) on the flattened coarse
