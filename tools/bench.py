@@ -64,12 +64,13 @@ timers).
    (tools/sim_profile.py: AXI channel models, AXI monitors, APB agent, scoreboard, coverage,
    TLM behind the pins, reference TLM, the simulator), GPI callbacks and coroutine resumes a
    cycle. ``--sim-baseline DIR`` (another checkout, e.g. ``git worktree add ../base main``)
-   measures it too, interleaved run by run, for a before/after table on the same load;
+   measures it too, interleaved run by run, for a before/after table on the same load.
    Each simulator and DUT also runs on a bare cocotb bench (``TB_BENCH_BARE``: the APB
    manager and cocotbext-axi ``AxiRam`` on every port, no monitors, scoreboard, reference model
    or coverage; the outputs are compared with the TLM's run after the timed phase;
    ``--no-sim-bare`` skips it), interleaved with the others: the design's own cost under the
-   simulator with bare cocotb, and "vs bare", the full bench's beats per CPU second over it.
+   simulator with bare cocotb, and "vs bare", the full bench's beats per CPU second over it;
+   the profile table's last row bounds what any bench can reach on that simulator and DUT.
    ``--sim-axi lean,cocotbext`` runs this checkout's bench with each AXI subordinate
    (``TB_AXI_SUBORDINATE``: the lean one of tb/agents/axi/lean.py, the default, and the
    cocotbext-axi one with pin-sampling monitors), interleaved the same way.

@@ -42,7 +42,7 @@ def test_help_lists_sim_options():
     p = _run(["-m", "tools.bench", "--help"], timeout=120)
     assert p.returncode == 0, p.stderr
     for opt in ("--no-sim", "--sim-only", "--sims", "--sim-net", "--sim-dut", "--no-rtl", "--rtl-configs",
-                "--rtl-yosys", "--no-sim-profile", "--sim-baseline", "--sim-axi"):
+                "--rtl-yosys", "--no-sim-profile", "--sim-baseline", "--sim-axi", "--no-sim-bare"):
         assert opt in p.stdout, opt
 
 
