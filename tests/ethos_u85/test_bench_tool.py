@@ -88,6 +88,11 @@ def test_bench_sim_only_icarus():
             shares[m[1]] = float(m[2])
     assert {"AXI channel models", "AXI monitors", "simulator (outside Python)"} <= set(shares), p.stdout
     assert abs(sum(shares.values()) - 100) < 1.5, shares
+    # the bound with no bench Python: the beats/CPU-s ratio over the simulator's share
+    bound = re.search(r"^\s*bound, no bench Python \(beats/CPU-s ratio\)\s+([\d.]+)x\s*$", p.stdout, re.M)
+    assert bound, p.stdout
+    want = float(cells[-3].rstrip("x")) / (shares["simulator (outside Python)"] / 100)
+    assert abs(float(bound[1]) - want) <= 0.02 + 0.02 * want, (bound[1], want)
 
 
 def test_bench_networks_and_model_table(tmp_path):
