@@ -146,7 +146,11 @@ async def test_core_errors(dut):
              ("CHAIN", C.csr_word("int8", chain=0)), ("RESERVED", C.csr_word("int8") | 0x80),
              ("GROUP_ROWS", C.csr_word("int8", group_rows=cfg.rows + 1)),
              ("OUT_GROUPS", C.csr_word("int8", group_rows=cfg.rows, out_groups=2)),
-             ("WM_RANGE", C.csr_word("int8", wm_start=cfg.size_wmemory - 1))]
+             ("WM_RANGE", C.csr_word("int8", wm_start=cfg.size_wmemory - 1)),
+             # every CSR byte read (byte 7 differs from byte 6), and a start where a 32-bit
+             # WM_START + ROWS*P would wrap below SIZE_WMEMORY
+             ("WM_RANGE", C.csr_word("int8", wm_start=0xFF000000)),
+             ("WM_RANGE", C.csr_word("int8", wm_start=0xFFFFFFFF))]
     if missing:
         cases.append(("PRECISION_NOT_BUILT", C.csr_word(missing[0])))
     tails = [p for p in cfg.built if cfg.words_per_vector(p) > 1]
