@@ -188,7 +188,7 @@ DTPU_DATAPATH = ("dtpu_pe.v", "dtpu_mxu.v", "dtpu_ls_array.v", "dtpu_control_uni
 # The configurations the fast regression runs, in this order (the first failing one ends the
 # mutant's run): 4x4 with all four precisions (P > 1 words a vector, 64-bit lanes, the wide
 # PEs); 3x5 int8/int16 (odd ROWS and COLUMNS, int8's 32-bit lanes in 64-bit staging; 3 argument
-# buffers, a 3-command queue, a 24-word output FIFO and a 1536-word input FIFO: the ring and
+# buffers, a 3-command queue, a 24-word output FIFO and a 200-word input FIFO: the ring and
 # address arithmetic off powers of two); 8x8 int8 (the deployed overlay: 32-bit lanes,
 # single-word vectors). dtpu-8x8-int8-16-32 is left out: it builds no generate branch these
 # three do not (33-bit PEs truncate as 4x4's 65-bit ones) and costs 105 s on Icarus, four times
@@ -205,6 +205,32 @@ EQUIVALENT_DTPU: dict[tuple, str] = {
         'ACCW is 32 or 64)',
     ('dtpu_core.v', "assign csr_we = 1'b0;", "1'b0->1'b1", 0): _DTPU_UNWIRED.format("csr_we"),
     ('dtpu_core.v', "assign wm_we = 1'b0;", "1'b0->1'b1", 0): _DTPU_UNWIRED.format("wm_we"),
+    ('dtpu_mxu.v', "wire [ACCW-1:0] p_in = (c == 0) ? {ACCW{1'b0}} : p_grid[(r*COLUMNS+c-1)*ACCW +: ACCW];",
+     "1'b0->1'b1", 0):
+        "the partial-sum input of a first-column PE: dtpu_pe with FIRST=1 never reads p_in (acc_in is 0)",
+    ('dtpu_mxu.v', 'up = (i > 0) ? i - 1 : 0;', '0->1', 1):
+        'the row above row 0 (up = 1 instead of 0): h_new of row 0 takes 0, not h[up] (i == 0 selects the '
+        'zero arm), so up is never read for i = 0',
+    ('dtpu_ls_array.v', "outfifo_din = lane32 ? word32 : (stg_idx < ROWS_P) ? stg[stg_idx*ACCW +: 64] : 64'd0;",
+     "64'd0->64'd1", 0):
+        'the 64-bit lane past the last row: a step writes q_words = NG <= ROWS words, so stg_idx < ROWS '
+        'whenever outfifo_write is high; the other arm is never written',
+    ('dtpu_control_unit.v', "if (cnt >= 4'd1 && cnt <= 4'd8)", '&&->||', 0):
+        "CSR fetch steps 0 and 9 also write csr_word[(cnt-1)*8 +: 8]: bytes -1 and 8 of the 64-bit "
+        "word, out of range, so the writes are dropped (FETCH_CSR leaves at step 9, so no later step)",
+    ('dtpu_arg_buf.v', "filling <= 1'b1;", "1'b1->1'b0", 0):
+        "TREADY = filling || nready < NBUF: while a packet is being filled its buffer is not ready, so "
+        "nready < NBUF already holds (nready only grows at TLAST, which ends the filling)",
+    ('dtpu_control_unit.v', 'assign cs_idle = (state == DTPU_ST_IDLE);', '==->!=', 0):
+        "dtpu_core's cs_idle output: module dtpu (the DUT) connects it to a wire that only its unused_top "
+        "sink reads (STATUS.IDLE is the adapter's own !run_active)",
+    ('dtpu_control_unit.v', 'assign load_weight = (state == DTPU_ST_LOAD) && (wcnt != 0);', '&&->||', 0):
+        'load_weight also outside LOAD (and at wcnt 0): load_idx is then -1 (out of range, the write is '
+        'dropped) or n_weights = ROWS*P (the word after the run\'s block: no PE of its precision reads it, '
+        'and a later run loads every word of its own block in LOAD before COMPUTE)',
+    ('dtpu_control_unit.v',
+     "wm_address = wm_start[ADDRESS_SIZE_WMEMORY-1:0] + {{(ADDRESS_SIZE_WMEMORY-IDXW-1){1'b0}}, wcnt};", '1->2', 0):
+        'wcnt (IDXW+1 bits) zero-extended to 31 instead of 32 bits in a 32-bit sum: the same value',
 }
 
 
