@@ -231,7 +231,18 @@ EQUIVALENT_DTPU: dict[tuple, str] = {
     ('dtpu_control_unit.v',
      "wm_address = wm_start[ADDRESS_SIZE_WMEMORY-1:0] + {{(ADDRESS_SIZE_WMEMORY-IDXW-1){1'b0}}, wcnt};", '1->2', 0):
         'wcnt (IDXW+1 bits) zero-extended to 31 instead of 32 bits in a 32-bit sum: the same value',
+    ('dtpu_ls_array.v', "outfifo_din = lane32 ? word32 : (stg_idx < ROWS_P) ? stg[stg_idx*ACCW +: 64] : 64'd0;",
+     '<-><=', 0):
+        'the guard of the 64-bit lane at stg_idx == ROWS: a step writes q_words = NG <= ROWS words, so '
+        'stg_idx < ROWS whenever outfifo_write is high',
 }
+# the last rows of the row groups (dtpu_control_unit.v last_d): only acc[7:0] is read, a 1 in
+# bit 9 of the 16-bit acc (7'd1 at [15:9]) adds 512 and leaves the low byte as it was
+EQUIVALENT_DTPU.update({
+    ('dtpu_control_unit.v', code, "7'd0->7'd1", 0):
+        "a 1 in bit 9 of last_d's 16-bit accumulator acc (512 more): only acc[7:0] is read, so "
+        "every group's last row is the same"
+    for code in ("acc = {7'd0, g_eff} - 16'd1;", "acc = acc + {7'd0, g_eff};")})
 
 
 @dataclass(frozen=True)
