@@ -2,7 +2,7 @@
 #   make sim   run a device's cocotb regression (DEVICE=ethos-u85 SIM=verilator|icarus DUT=rtl|tlm
 #              WAVES=1 SEED=n TESTS=pattern CONFIG=name TRACE=path NPU_MODEL=x_vela.npz JOBS=n)
 #   make test  everything CI runs; make lint: ruff + RTL checks; make bench; make fuzz N=...
-#   make mutate  mutation testing of the Ethos-U85 stand-in's datapath (MUTANTS=n sampled, default 40)
+#   make mutate  mutation testing of a stand-in's datapath (DEVICE=ethos-u85|dtpu, MUTANTS=n sampled, default 40)
 SHELL   := /bin/bash
 PYTHON  ?= python3
 VENV    ?= .venv
@@ -42,10 +42,10 @@ test: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadgroup tests
 
-# mutation testing of the Ethos-U85 stand-in's datapath against a fast DUT=rtl regression (Icarus)
+# mutation testing of the stand-in's datapath (DEVICE=ethos-u85 or dtpu) against a fast DUT=rtl regression (Icarus)
 MUTANTS ?= 40
 mutate: $(STAMP)
-	$(PY) -m tools.mutate -n $(MUTANTS) $(if $(SEED),--seed $(SEED))
+	$(PY) -m tools.mutate --device $(DEVICE) -n $(MUTANTS) $(if $(SEED),--seed $(SEED))
 
 # Python: ruff (pyproject.toml); RTL: verilator --lint-only -Wall, iverilog -g2012, Yosys (no
 # latches), generated includes up to date

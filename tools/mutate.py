@@ -1,4 +1,10 @@
-"""Mutation testing of the RTL stand-in's datapath (``make mutate``).
+"""Mutation testing of an RTL stand-in's datapath (``make mutate [DEVICE=dtpu]``).
+
+Devices (``--device``, DEVICES below: each one's RTL folder, top level, datapath files, fast
+regression, reset-branch pattern, test-only bug block, lint parameters and EQUIVALENT table
+in one entry): ``ethos-u85`` (the default; described below) and ``dtpu`` (rtl_stub/dtpu/ against
+tools/mutate_dtpu_tb.py in three configurations; see DTPU below). The engine (sites, apply,
+compile, lint, run, score) is the same for both.
 
 Each mutant changes one operator or one constant at one place of one datapath file
 (DATAPATH below): ``+``/``-``, ``==``/``!=``, ``<``/``<=``/``>``/``>=``, ``&&``/``||``,
@@ -6,8 +12,8 @@ Each mutant changes one operator or one constant at one place of one datapath fi
 ``4'd2``/``4'd4``, ``1'b1`` <-> ``1'b0``) or a plain decimal constant (n -> n+1, n-1).
 Sites are the expressions of assignments, conditions and case items; declarations,
 parameters, port lists, bit ranges ``[...]``, ``for`` headers, reset values (the
-``if (!rst_n)`` branches), the test-only ``PLANT_CONV_BUG`` block and ``unused_ok`` sinks
-are left alone.
+``if (!rst_n)`` branches; DTPU: ``if (reset)``), the test-only ``PLANT_CONV_BUG`` block
+(DTPU: ``DTPU_PLANTED_BUG``) and ``unused_ok`` sinks are left alone.
 
 For each mutant (a seeded sample of all sites, or all of them with ``--all``): the sources
 are copied with the change, compiled with Icarus (a mutant that does not compile is
@@ -26,7 +32,8 @@ checks reject it before any simulation).
 
 The unmutated sources run the same regression first; if they fail, no mutant runs (exit 2).
 
-  python -m tools.mutate [-n 40] [--seed 1] [--all] [--timeout 900] [--list] [--lint] [--no-baseline]
+  python -m tools.mutate [--device ethos-u85|dtpu] [-n 40] [--seed 1] [--all] [--timeout S] [--list]
+                         [--lint] [--no-baseline] [--only ID,...]
 """
 from __future__ import annotations
 
@@ -40,8 +47,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 RTL = REPO / "rtl_stub" / "ethos_u85"
@@ -165,6 +173,127 @@ EQUIVALENT.update({
         "(rmax <= 16) already closes the run",
 })
 
+# ---------------------------------------------------------------- DTPU
+# The DTPU stand-in (rtl_stub/dtpu/): what computes and moves a run's data. dtpu_core.v (the
+# wiring and the pipeline stall), dtpu_control_unit.v (CSR decoding and its errors, weight
+# load, input reads, step issue, run end), dtpu_ls_array.v (weight/activation units,
+# Filter&Select, Compact&Select, output staging), dtpu_mxu.v and dtpu_pe.v (the systolic array,
+# skew/deskew, the row-group chain), dtpu_arg_buf.v (the input arguments' buffers: packet
+# fill, ring order, the core's memory and FIFO reads, OVERFLOW/UNDERRUN) and dtpu_out_fifo.v
+# (the output FIFO, held word and TLAST). Left out: dtpu.v (the adapter's AXI4-Lite register
+# map, command queue and STATUS: control, judged by test_register_map/test_command_errors,
+# not by this data regression) and dtpu_shell.v (DUT=tlm, no logic).
+DTPU_DATAPATH = ("dtpu_pe.v", "dtpu_mxu.v", "dtpu_ls_array.v", "dtpu_control_unit.v", "dtpu_core.v",
+                 "dtpu_arg_buf.v", "dtpu_out_fifo.v")
+# The configurations the fast regression runs, in this order (the first failing one ends the
+# mutant's run): 4x4 with all four precisions (P > 1 words a vector, 64-bit lanes, the wide
+# PEs); 3x5 int8/int16 (odd ROWS and COLUMNS, int8's 32-bit lanes in 64-bit staging; 3 argument
+# buffers, a 3-command queue, a 24-word output FIFO and a 200-word input FIFO: the ring and
+# address arithmetic off powers of two); 8x8 int8 (the deployed overlay: 32-bit lanes,
+# single-word vectors). dtpu-8x8-int8-16-32 is left out: it builds no generate branch these
+# three do not (33-bit PEs truncate as 4x4's 65-bit ones) and costs 105 s on Icarus, four times
+# the other three together.
+DTPU_CONFIGS = ("dtpu-4x4-all", "dtpu-3x5-int8-16", "dtpu-8x8-int8")
+
+# judged equivalent (as EQUIVALENT, for --device dtpu)
+_DTPU_UNWIRED = ("dtpu_core's {} output: module dtpu (the DUT) connects it to a wire that only its unused_top "
+                 "sink reads (the adapter's argument memories are written by the streams, never by the core)")
+EQUIVALENT_DTPU: dict[tuple, str] = {
+    ('dtpu_pe.v', 'if (PW > ACCW) begin : g_unused', '>->>=', 0):
+        'the generate condition of the unused_hi lint sink (it drives nothing); PW == ACCW never '
+        'occurs either (PW = 2*AW with AW = widest operand + 1 odd, so PW is 18, 34, 66 or 130; '
+        'ACCW is 32 or 64)',
+    ('dtpu_core.v', "assign csr_we = 1'b0;", "1'b0->1'b1", 0): _DTPU_UNWIRED.format("csr_we"),
+    ('dtpu_core.v', "assign wm_we = 1'b0;", "1'b0->1'b1", 0): _DTPU_UNWIRED.format("wm_we"),
+    ('dtpu_mxu.v', "wire [ACCW-1:0] p_in = (c == 0) ? {ACCW{1'b0}} : p_grid[(r*COLUMNS+c-1)*ACCW +: ACCW];",
+     "1'b0->1'b1", 0):
+        "the partial-sum input of a first-column PE: dtpu_pe with FIRST=1 never reads p_in (acc_in is 0)",
+    ('dtpu_mxu.v', 'up = (i > 0) ? i - 1 : 0;', '0->1', 1):
+        'the row above row 0 (up = 1 instead of 0): h_new of row 0 takes 0, not h[up] (i == 0 selects the '
+        'zero arm), so up is never read for i = 0',
+    ('dtpu_ls_array.v', "outfifo_din = lane32 ? word32 : (stg_idx < ROWS_P) ? stg[stg_idx*ACCW +: 64] : 64'd0;",
+     "64'd0->64'd1", 0):
+        'the 64-bit lane past the last row: a step writes q_words = NG <= ROWS words, so stg_idx < ROWS '
+        'whenever outfifo_write is high; the other arm is never written',
+    ('dtpu_control_unit.v', "if (cnt >= 4'd1 && cnt <= 4'd8)", '&&->||', 0):
+        "CSR fetch steps 0 and 9 also write csr_word[(cnt-1)*8 +: 8]: bytes -1 and 8 of the 64-bit "
+        "word, out of range, so the writes are dropped (FETCH_CSR leaves at step 9, so no later step)",
+    ('dtpu_arg_buf.v', "filling <= 1'b1;", "1'b1->1'b0", 0):
+        "TREADY = filling || nready < NBUF: while a packet is being filled its buffer is not ready, so "
+        "nready < NBUF already holds (nready only grows at TLAST, which ends the filling)",
+    ('dtpu_control_unit.v', 'assign cs_idle = (state == DTPU_ST_IDLE);', '==->!=', 0):
+        "dtpu_core's cs_idle output: module dtpu (the DUT) connects it to a wire that only its unused_top "
+        "sink reads (STATUS.IDLE is the adapter's own !run_active)",
+    ('dtpu_control_unit.v', 'assign load_weight = (state == DTPU_ST_LOAD) && (wcnt != 0);', '&&->||', 0):
+        'load_weight also outside LOAD (and at wcnt 0): load_idx is then -1 (out of range, the write is '
+        'dropped) or n_weights = ROWS*P (the word after the run\'s block: no PE of its precision reads it, '
+        'and a later run loads every word of its own block in LOAD before COMPUTE)',
+    ('dtpu_control_unit.v',
+     "wm_address = wm_start[ADDRESS_SIZE_WMEMORY-1:0] + {{(ADDRESS_SIZE_WMEMORY-IDXW-1){1'b0}}, wcnt};", '1->2', 0):
+        'wcnt (IDXW+1 bits) zero-extended to 31 instead of 32 bits in a 32-bit sum: the same value',
+    ('dtpu_ls_array.v', "outfifo_din = lane32 ? word32 : (stg_idx < ROWS_P) ? stg[stg_idx*ACCW +: 64] : 64'd0;",
+     '<-><=', 0):
+        'the guard of the 64-bit lane at stg_idx == ROWS: a step writes q_words = NG <= ROWS words, so '
+        'stg_idx < ROWS whenever outfifo_write is high',
+}
+# the last rows of the row groups (dtpu_control_unit.v last_d): only acc[7:0] is read, a 1 in
+# bit 9 of the 16-bit acc (7'd1 at [15:9]) adds 512 and leaves the low byte as it was
+EQUIVALENT_DTPU.update({
+    ('dtpu_control_unit.v', code, "7'd0->7'd1", 0):
+        "a 1 in bit 9 of last_d's 16-bit accumulator acc (512 more): only acc[7:0] is read, so "
+        "every group's last row is the same"
+    for code in ("acc = {7'd0, g_eff} - 16'd1;", "acc = acc + {7'd0, g_eff};")})
+
+
+@dataclass(frozen=True)
+class Device:
+    """What tools.mutate needs of one stand-in: the one place per-device settings live."""
+    name: str                       # the registry's device name (--device)
+    rtl: Path                       # the RTL folder (copied whole for each mutant)
+    top: str                        # the HDL top level
+    datapath: tuple                 # the mutated files (names in rtl)
+    tb_module: str                  # the cocotb module of the fast regression
+    equivalent: dict                # judged-equivalent mutants (Mutant.key -> reason)
+    runs: Callable                  # (first, seed) -> [(build folder suffix, env, Verilog defines)]
+    first: Callable                 # mutated file -> MUTATE_FIRST of the regression
+    lint_params: Callable           # () -> [parameter sets] verilator -Wall must pass on
+    reset_branch: str               # an `if` that opens the reset branch (left alone)
+    plant: str                      # the test-only bug block's `ifdef line (left alone)
+    timeout: float                  # the default wall-clock bound per mutant, s
+    report: str = "mutate_report.json"
+    compile_defines: Callable = field(default=lambda: [{}])   # () -> macro sets it must compile with
+
+
+def _ethos_runs(first: str, seed: int) -> list:
+    return [("", {"TB_DUT": "rtl", "MUTATE_FIRST": first, "MUTATE_SEED": str(seed), "OFM_PERMS_REPS": "1"}, {})]
+
+
+def _dtpu_defines(config: str) -> dict:
+    from tb.dtpu.build import defines
+    return defines(config)
+
+
+def _dtpu_runs(first: str, seed: int) -> list:
+    return [(f"-{c}", {"NPU_CONFIG": c, "TB_DEVICE": "dtpu", "TB_DUT": "rtl", "DTPU_SEED": str(seed)},
+             _dtpu_defines(c)) for c in DTPU_CONFIGS]
+
+
+def _dtpu_lint_params() -> list:
+    from tb.dtpu.build import lint_cases
+    return lint_cases()
+
+
+DEVICES: dict[str, Device] = {d.name: d for d in (
+    Device(DEVICE, RTL, "ethosu85", DATAPATH, "tools.mutate_tb", EQUIVALENT, _ethos_runs,
+           lambda f: "kernel" if f in KERNEL_FILES else "conv", lambda: [{"MACS": 256}],
+           r"\bif\s*\(\s*!\s*rst_n\s*\)", "`ifdef PLANT_CONV_BUG", 900.0),
+    Device("dtpu", REPO / "rtl_stub" / "dtpu", "dtpu", DTPU_DATAPATH, "tools.mutate_dtpu_tb", EQUIVALENT_DTPU,
+           _dtpu_runs, lambda f: "", _dtpu_lint_params, r"\bif\s*\(\s*reset\s*\)", "`ifdef DTPU_PLANTED_BUG",
+           300.0, report="mutate_report_dtpu.json",
+           compile_defines=lambda: [_dtpu_defines(c) for c in DTPU_CONFIGS]),
+)}
+
+
 # operator replacements (tried in this order at each site)
 OPS = {
     "===": (), "!==": (),
@@ -284,8 +413,10 @@ def _is_assignment(line: str, col: int) -> bool:
     return (before == "" or before.endswith((")", ";", ":")) or re.search(r"\b(begin|else)$", before) is not None)
 
 
-def sites(path: Path) -> list[Mutant]:
-    """Every mutant of one file."""
+def sites(path: Path, dev: "Device | None" = None) -> list[Mutant]:
+    """Every mutant of one file (of *dev*'s stand-in; default the Ethos-U85's)."""
+    dev = dev or DEVICES[DEVICE]
+    reset_re = re.compile(dev.reset_branch)
     text = path.read_text()
     lines = _strip_comments(text)
     raw = text.split("\n")
@@ -300,10 +431,10 @@ def sites(path: Path) -> list[Mutant]:
             if s.startswith("end") and ind <= reset_indent:
                 reset_indent = None
             continue
-        if re.search(r"\bif\s*\(\s*!\s*rst_n\s*\)", line):
+        if reset_re.search(line):
             reset_indent = ind
             continue
-        if r.startswith("`ifdef PLANT_CONV_BUG"):
+        if r.startswith(dev.plant):
             plant = True
         if plant:
             if r.startswith("`endif"):
@@ -369,31 +500,43 @@ def apply(src_dir: Path, m: Mutant) -> None:
     p.write_text("\n".join(lines))
 
 
-def _sources(src_dir: Path) -> list[Path]:
+def _sources(src_dir: Path, dev: "Device | None" = None) -> list[Path]:
     from tb.core import simtools
-    return [src_dir / Path(p).name for p in simtools.dut_sources(DEVICE, "rtl")]
+    return [src_dir / Path(p).name for p in simtools.dut_sources((dev or DEVICES[DEVICE]).name, "rtl")]
 
 
-def _compiles(src_dir: Path) -> bool:
+def _compiles(src_dir: Path, dev: "Device | None" = None) -> bool:
+    """Whether Icarus compiles the sources, with each macro set of the device (DTPU: each
+    configuration the regression builds)."""
+    dev = dev or DEVICES[DEVICE]
     exe = shutil.which("iverilog")
-    r = subprocess.run([exe, "-g2012", "-I", str(src_dir), "-s", "ethosu85", "-o", str(src_dir / "chk.vvp"),
-                        *map(str, _sources(src_dir))], capture_output=True, text=True, timeout=300)
-    return r.returncode == 0
+    for defs in dev.compile_defines():
+        r = subprocess.run([exe, "-g2012", "-I", str(src_dir), *[f"-D{k}={v}" for k, v in defs.items()],
+                            "-s", dev.top, "-o", str(src_dir / "chk.vvp"),
+                            *map(str, _sources(src_dir, dev))], capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            return False
+    return True
 
 
-def _lint(src_dir: Path) -> str:
-    """The first warning of ``verilator --lint-only -Wall`` on the sources (MACS 256), '' if
-    clean, as tests/ethos_u85/test_rtl_lint.py requires of the stand-in."""
+def _lint(src_dir: Path, dev: "Device | None" = None) -> str:
+    """The first warning of ``verilator --lint-only -Wall`` on the sources, '' if clean, as the
+    project's lint requires of the stand-in (Ethos-U85: MACS 256, tests/ethos_u85/test_rtl_lint.py;
+    DTPU: every parameter set of tb/dtpu/build.py lint_cases, tests/dtpu/test_dtpu_rtl.py)."""
     from tb.core import simtools
+    dev = dev or DEVICES[DEVICE]
     env = dict(os.environ)
     exe = simtools.verilator_exe(env)
-    r = subprocess.run([exe, "--lint-only", "-Wall", f"-I{src_dir}", "--top-module", "ethosu85", "-GMACS=256",
-                        *map(str, _sources(src_dir))], capture_output=True, text=True, timeout=600, env=env)
-    out = r.stdout + r.stderr
-    if r.returncode == 0 and "%Warning" not in out and "%Error" not in out:
-        return ""
-    first = [ln for ln in out.splitlines() if ln.startswith(("%Warning", "%Error"))]
-    return (first[0] if first else f"exit {r.returncode}")[:200]
+    for params in dev.lint_params():
+        r = subprocess.run([exe, "--lint-only", "-Wall", f"-I{src_dir}", "--top-module", dev.top,
+                            *[f"-G{k}={v}" for k, v in params.items()],
+                            *map(str, _sources(src_dir, dev))], capture_output=True, text=True, timeout=600, env=env)
+        out = r.stdout + r.stderr
+        if r.returncode == 0 and "%Warning" not in out and "%Error" not in out:
+            continue
+        first = [ln for ln in out.splitlines() if ln.startswith(("%Warning", "%Error"))]
+        return (first[0] if first else f"exit {r.returncode}")[:200]
+    return ""
 
 
 # the mutants' build folder (sim_build/icarus-<this>), one per process: two runs in one
@@ -401,21 +544,32 @@ def _lint(src_dir: Path) -> str:
 _BUILD = f"mutant-{os.getpid()}"
 
 
-def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, str]:
-    """Run the fast regression on the sources in src_dir: (outcome, detail)."""
+def _builds(dev: Device, first: str = "", seed: int = 1) -> list:
+    """The regression's runs of *dev*: (build folder name, env, defines)."""
+    return [(_BUILD + suffix, env, defs) for suffix, env, defs in dev.runs(first, seed)]
+
+
+def run_one(src_dir: Path, first: str, timeout: float, seed: int, dev: "Device | None" = None) -> tuple[str, str]:
+    """Run the fast regression on the sources in src_dir: (outcome, detail). A device with
+    several runs (DTPU: one a configuration) stops at the first that fails."""
     import signal
+    dev = dev or DEVICES[DEVICE]
+    runs = _builds(dev, first, seed)
     code = (
         "import json\n"
         "from pathlib import Path\n"
         "from tb.core import simtools\n"
-        "n, f = simtools.run_fixture('icarus', %r, [Path(p) for p in %r], 'ethosu85',"
-        " 'tools.mutate_tb', %r, includes=[Path(%r)])\n"
-        "print('MUTANT_RESULT', json.dumps([n, f]))\n"
-    ) % (_BUILD, [str(p) for p in _sources(src_dir)],
-         {"TB_DUT": "rtl", "MUTATE_FIRST": first, "MUTATE_SEED": str(seed), "OFM_PERMS_REPS": "1"}, str(src_dir))
+        "for name, env, defs in %r:\n"
+        "    n, f = simtools.run_fixture('icarus', name, [Path(p) for p in %r], %r,"
+        " %r, env, includes=[Path(%r)], defines=defs)\n"
+        "    print('MUTANT_RESULT', json.dumps([name, n, f]), flush=True)\n"
+        "    if n == 0 or f:\n"
+        "        break\n"
+    ) % (runs, [str(p) for p in _sources(src_dir, dev)], dev.top, dev.tb_module, str(src_dir))
     # a fresh build: the copied sources keep their modification times, so a build folder
     # of an earlier mutant could look up to date
-    shutil.rmtree(REPO / "sim_build" / f"icarus-{_BUILD}", ignore_errors=True)
+    for name, _, _ in runs:
+        shutil.rmtree(REPO / "sim_build" / f"icarus-{name}", ignore_errors=True)
     t0 = time.time()
     # the simulator imports tools.mutate_tb: the cocotb runner hands the simulator this
     # process's module search path, where `-c` puts '' (the simulator's own folder), so the repository
@@ -429,26 +583,33 @@ def run_one(src_dir: Path, first: str, timeout: float, seed: int) -> tuple[str, 
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
         return "killed", f"timeout after {timeout:.0f} s (hang)"
-    m = re.search(r"MUTANT_RESULT (\[.*\])", out)
-    if not m:
+    res = [json.loads(x) for x in re.findall(r"MUTANT_RESULT (\[.*\])", out)]
+    if not res:
         return "error", out[-800:]
-    n, f = json.loads(m.group(1))
+    name, n, f = res[-1]
+    where = f" [{name[len(_BUILD) + 1:]}]" if len(runs) > 1 else ""
     if n == 0:
         errs = re.findall(r"^\S*(?:Error|error)[^\n]{0,160}", out, re.M)
-        return "killed", "the simulation ended without a result (crash" + (f": {errs[-1]}" if errs else "") + ")"
+        crash = f": {errs[-1]}" if errs else ""
+        return "killed", f"the simulation ended without a result (crash{crash}){where}"
     if f:
         why = re.findall(r"AssertionError: ([^\n]{0,160})", out) or re.findall(r"(SimTimeoutError[^\n]{0,120})", out)
-        return "killed", (why[0] if why else "regression failed") + f" ({time.time() - t0:.0f} s)"
+        return "killed", (why[0] if why else "regression failed") + where + f" ({time.time() - t0:.0f} s)"
+    if len(res) < len(runs):
+        return "error", out[-800:]
     return "survived", f"{time.time() - t0:.0f} s"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", choices=tuple(DEVICES), default=DEVICE,
+                    help=f"the stand-in to mutate (default {DEVICE}; make mutate DEVICE=...)")
     ap.add_argument("-n", type=int, default=int(os.environ.get("MUTANTS", "40") or 40),
                     help="mutants to sample (default 40, MUTANTS=n)")
     ap.add_argument("--seed", type=int, default=int(os.environ.get("MUTATE_SEED", "1") or 1))
     ap.add_argument("--all", action="store_true", help="every mutant (hours)")
-    ap.add_argument("--timeout", type=float, default=900.0, help="wall-clock bound per mutant, s")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="wall-clock bound per mutant, s (default ethos-u85 900, dtpu 300)")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument("--lint", action="store_true",
                     help="run verilator --lint-only -Wall on each mutant first: a mutant with a warning is "
@@ -457,14 +618,18 @@ def main(argv=None) -> int:
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip the first run on the unmutated sources (it must pass)")
     ap.add_argument("--only", default="", help="comma-separated mutant ids to run")
-    ap.add_argument("--report", default=str(REPO / "sim_build" / "mutate_report.json"))
+    ap.add_argument("--report", default=None,
+                    help="JSON report (default sim_build/mutate_report.json; dtpu: mutate_report_dtpu.json)")
     args = ap.parse_args(argv)
+    dev = DEVICES[args.device]
+    timeout = dev.timeout if args.timeout is None else args.timeout
+    report = Path(args.report or REPO / "sim_build" / dev.report)
 
     # a snapshot of the sources: edits made while the run goes on do not mix in
     tmp_root = Path(tempfile.mkdtemp(prefix="mutate-"))
     base = tmp_root / "base"
-    shutil.copytree(RTL, base)
-    all_m = [m for f in DATAPATH for m in sites(base / f)]
+    shutil.copytree(dev.rtl, base)
+    all_m = [m for f in dev.datapath for m in sites(base / f, dev)]
     if args.only:
         want = set(args.only.split(","))
         chosen = [m for m in all_m if m.id in want]
@@ -472,7 +637,8 @@ def main(argv=None) -> int:
         chosen = all_m
     else:
         chosen = random.Random(args.seed).sample(all_m, min(args.n, len(all_m)))
-    print(f"mutate: {len(all_m)} mutants in {len(DATAPATH)} datapath files; running {len(chosen)}")
+    label = "" if dev.name == DEVICE else f" {dev.name}"
+    print(f"mutate{label}: {len(all_m)} mutants in {len(dev.datapath)} datapath files; running {len(chosen)}")
     if args.list:
         for m in chosen:
             print(m.id)
@@ -488,7 +654,7 @@ def main(argv=None) -> int:
         if not args.no_baseline:
             # the unmutated sources must pass, else every mutant would count as killed
             shutil.copytree(base, work)
-            outcome, detail = run_one(work, "conv", args.timeout, args.seed)
+            outcome, detail = run_one(work, dev.first(dev.datapath[0]), timeout, args.seed, dev)
             if outcome != "survived":
                 print(f"mutate: the unmutated stand-in fails the fast regression ({outcome}: {detail}); "
                       f"no mutant run", file=sys.stderr)
@@ -499,22 +665,22 @@ def main(argv=None) -> int:
                 shutil.rmtree(work)
             shutil.copytree(base, work)
             apply(work, m)
-            if not _compiles(work):
+            if not _compiles(work, dev):
                 outcome, detail = "stillborn", "does not compile"
-            elif args.lint and (why := _lint(work)):
+            elif args.lint and (why := _lint(work, dev)):
                 outcome, detail = "lint", why
             else:
-                first = "kernel" if m.file in KERNEL_FILES else "conv"
-                outcome, detail = run_one(work, first, args.timeout, args.seed)
-                if outcome == "survived" and m.key in EQUIVALENT:
-                    outcome, detail = "equivalent", EQUIVALENT[m.key]
+                outcome, detail = run_one(work, dev.first(m.file), timeout, args.seed, dev)
+                if outcome == "survived" and m.key in dev.equivalent:
+                    outcome, detail = "equivalent", dev.equivalent[m.key]
             counts[outcome] += 1
             results.append(dict(id=m.id, outcome=outcome, detail=detail))
             print(f"[{i}/{len(chosen)}] {m.id}: {outcome} - {detail}", flush=True)
     finally:
         shutil.rmtree(tmp_root, ignore_errors=True)
-        shutil.rmtree(REPO / "sim_build" / f"icarus-{_BUILD}", ignore_errors=True)
-        (REPO / "sim_build" / f".icarus-{_BUILD}.lock").unlink(missing_ok=True)
+        for name, _, _ in _builds(dev):
+            shutil.rmtree(REPO / "sim_build" / f"icarus-{name}", ignore_errors=True)
+            (REPO / "sim_build" / f".icarus-{name}.lock").unlink(missing_ok=True)
     scored = counts["killed"] + counts["survived"]
     rate = counts["killed"] / scored if scored else 1.0
     print(f"\nmutate: {counts['killed']} killed by the regression, {counts['lint']} refused by the lint, "
@@ -524,9 +690,9 @@ def main(argv=None) -> int:
     for r in results:
         if r["outcome"] in ("survived", "error"):
             print(f"  {r['outcome']}: {r['id']}")
-    Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.report).write_text(json.dumps(dict(counts=counts, kill_rate=rate, results=results), indent=1))
-    print(f"mutate: report {args.report}")
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(json.dumps(dict(counts=counts, kill_rate=rate, results=results), indent=1))
+    print(f"mutate: report {report}")
     return 0 if counts["error"] == 0 else 1
 
 

@@ -384,9 +384,12 @@ def run_fixture(sim: str, name: str, sources: list, toplevel: str, test_module: 
             lock.exclusive()
             if not fresh():
                 stamp_file.unlink(missing_ok=True)
+                # always: the stamp decided to rebuild; cocotb's Icarus runner alone would skip
+                # iverilog when no source is newer than sim.vvp, keeping a binary built with
+                # other defines (e.g. a configuration whose contract values changed)
                 runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
                              timescale=TIMESCALE, build_args=build_args, includes=list(includes or []),
-                             defines=dict(defines or {}))
+                             defines=dict(defines or {}), always=True)
                 stamp_file.write_text(stamp)
             lock.share()
         runs = build_dir / "runs"

@@ -18,3 +18,12 @@ def defines(config: str, bug: bool = False) -> dict:
     if bug:
         out[PLANTED_BUG] = 1
     return out
+
+
+def lint_cases() -> "list[dict]":
+    """The parameter sets ``verilator --lint-only -Wall`` must pass on (tests/dtpu/test_dtpu_rtl.py;
+    tools/mutate.py --device dtpu --lint): every configuration of the contract and two edge
+    configurations (1x1 with three buffers and a one-command queue; 2x3 int64 only)."""
+    return [c.verilog_params() for c in C.CONFIGS.values()] + [
+        {"ROWS": 1, "COLUMNS": 1, "BUFFER_DEPTH": 3, "CMDQ_DEPTH": 1, "OUTFIFO_DEPTH": 1},
+        {"ROWS": 2, "COLUMNS": 3, "PRECISIONS": 8}]

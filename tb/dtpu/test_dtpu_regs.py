@@ -16,6 +16,9 @@ from .jobs import random_job, random_words
 
 IN = {a.name: a.index for a in C.IN_ARGS}
 ST = {f.name: f for f in C.STATUS_FIELDS}
+# test_core_errors runs an overflowed input packet only where the input FIFO has at most this
+# many words (dtpu-3x5-int8-16: 200), not the other configurations' 2048 (simulation time)
+OVERFLOW_RUN_MAX = 512
 
 
 @cocotb.test()
@@ -135,7 +138,8 @@ async def test_command_queue_backpressure(dut):
 
 @cocotb.test()
 async def test_core_errors(dut):
-    """Every CORE_ERRORS code this configuration can raise, then UNDERRUN and OVERFLOW."""
+    """Every CORE_ERRORS code this configuration can raise, then UNDERRUN and OVERFLOW (and, with
+    a small input FIFO, a run on an overflowed input packet)."""
     env = DtpuEnv(dut)
     cfg = env.cfg
     rng = np.random.default_rng(14)
@@ -146,7 +150,11 @@ async def test_core_errors(dut):
              ("CHAIN", C.csr_word("int8", chain=0)), ("RESERVED", C.csr_word("int8") | 0x80),
              ("GROUP_ROWS", C.csr_word("int8", group_rows=cfg.rows + 1)),
              ("OUT_GROUPS", C.csr_word("int8", group_rows=cfg.rows, out_groups=2)),
-             ("WM_RANGE", C.csr_word("int8", wm_start=cfg.size_wmemory - 1))]
+             ("WM_RANGE", C.csr_word("int8", wm_start=cfg.size_wmemory - 1)),
+             # every CSR byte read (byte 7 differs from byte 6), and a start where a 32-bit
+             # WM_START + ROWS*P would wrap below SIZE_WMEMORY
+             ("WM_RANGE", C.csr_word("int8", wm_start=0xFF000000)),
+             ("WM_RANGE", C.csr_word("int8", wm_start=0xFFFFFFFF))]
     if missing:
         cases.append(("PRECISION_NOT_BUILT", C.csr_word(missing[0])))
     tails = [p for p in cfg.built if cfg.words_per_vector(p) > 1]
@@ -184,6 +192,17 @@ async def test_core_errors(dut):
     status = await env.quiet_status()
     assert ST["OVERFLOW"].get(status)
     await env.cmd("UPDATE_IN_ARG", 1)
+    if cfg.infifo_depth <= OVERFLOW_RUN_MAX:
+        # an input packet one word longer than the input FIFO: the run reads INFIFO_DEPTH words,
+        # not the dropped one (the scoreboard counts the output words)
+        job = random_job(rng, cfg, precision="int8", groups=1, out_groups=1, steps=0)
+        await env.send(IN["WMEM"], job.weights)
+        await env.send(IN["CSR"], job.csr_packet)
+        await env.send(IN["INFIFO"], random_words(rng, cfg.infifo_depth + 1))
+        await env.cmd("EXECUTE_STEP")
+        await env.cmd("UPDATE_IN_ARG", 7)
+        status = await env.quiet_status()
+        assert ST["OVERFLOW"].get(status) and not ST["CORE_ERR"].get(status)
     env.finish()
 
 

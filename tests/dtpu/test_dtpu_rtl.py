@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tb.dtpu.build import lint_cases
 from tests.support import tool_missing
 from tlm.dtpu import contract as C
 from tools import gen_dtpu_rtl as GEN
@@ -70,9 +71,7 @@ def _verilator():
         tool_missing(str(e))
 
 
-LINT_CASES = [c.verilog_params() for c in C.CONFIGS.values()] + [
-    {"ROWS": 1, "COLUMNS": 1, "BUFFER_DEPTH": 3, "CMDQ_DEPTH": 1, "OUTFIFO_DEPTH": 1},
-    {"ROWS": 2, "COLUMNS": 3, "PRECISIONS": 8}]
+LINT_CASES = lint_cases()        # also what tools/mutate.py --device dtpu --lint lints
 
 
 @pytest.mark.parametrize("params", LINT_CASES, ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items()
