@@ -17,7 +17,7 @@ from .jobs import random_job, random_words
 IN = {a.name: a.index for a in C.IN_ARGS}
 ST = {f.name: f for f in C.STATUS_FIELDS}
 # test_core_errors runs an overflowed input packet only where the input FIFO has at most this
-# many words (dtpu-3x5-int8-16: 200), not the other configurations' 2048 (simulation time)
+# many words (dtpu-3x5-odd: 200), not the other configurations' 2048 (simulation time)
 OVERFLOW_RUN_MAX = 512
 
 

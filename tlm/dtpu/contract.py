@@ -100,10 +100,11 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
     Config("dtpu-8x8-int8"),                                        # the thesis' overlay
     Config("dtpu-8x8-int8-16-32", precisions=("int8", "int16", "int32")),
     Config("dtpu-4x4-all", rows=4, columns=4, precisions=("int8", "int16", "int32", "int64")),
+    Config("dtpu-3x5-int8-16", rows=3, columns=5, precisions=("int8", "int16")),
     # odd everywhere: the ring buffers (argument buffers, command queue, output FIFO) and the
-    # input FIFO's buffer addresses are sized off powers of two, where their wrap-around logic
+    # input FIFO's buffer addresses sized off powers of two, where their wrap-around logic
     # would go untested (tools/mutate.py --device dtpu found such survivors)
-    Config("dtpu-3x5-int8-16", rows=3, columns=5, precisions=("int8", "int16"), infifo_depth=200,
+    Config("dtpu-3x5-odd", rows=3, columns=5, precisions=("int8", "int16"), infifo_depth=200,
            outfifo_depth=24, buffer_depth=3, cmdq_depth=3),
 )}
 DEFAULT_CONFIG = "dtpu-8x8-int8"
