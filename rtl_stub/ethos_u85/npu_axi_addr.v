@@ -94,7 +94,7 @@ module npu_axi_addr #(
             AxPROT <= 3'd0;
             rr <= {CW{1'b0}};
             outstanding <= {OW{1'b0}};
-        end else begin
+        end else if (take || AxVALID || done) begin
             if (take) begin
                 AxVALID <= 1'b1;
                 AxID <= rq_id[grant*6 +: 6];

@@ -117,7 +117,8 @@ module npu_axi_wr #(
             q_head <= {QW{1'b0}};
             q_tail <= {QW{1'b0}};
             q_count <= {(QW+1){1'b0}};
-        end else begin
+        end else if (take || w_take || WVALID) begin
+            // (w_hs implies WVALID, w_pop implies w_take)
             if (take) q_tail <= q_tail + {{(QW-1){1'b0}}, 1'b1};
             if (w_take) begin
                 WVALID <= 1'b1;

@@ -108,7 +108,9 @@ module npu_cmd_fetch #(
             first_beat <= 1'b1;
             first_sw <= 2'd0;
             poisoned <= 1'b0;
-        end else begin
+        end else if (issue || rb_valid || restart || flushing || store || pop_head
+                     || npop != 3'd0) begin
+            // (without any of these, every assignment below keeps its variable's value)
             inflight <= inflight + (issue ? beats_w : {(BW+1){1'b0}})
                         - {{BW{1'b0}}, rb_valid};
             if (restart) begin

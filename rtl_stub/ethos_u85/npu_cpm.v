@@ -186,7 +186,10 @@ module npu_cpm #(
             dbg_halted <= 1'b0;
             dbg_acked <= 1'b0;
             DBGHALTACK <= 1'b0;
-        end else begin
+        end else if (WRSTQREQ || w1 || w2 || DBGHALTREQ || h1 || h2 || dbg_halted
+                     || WRSTQACK || DBGHALTACK) begin
+            // (otherwise the synchronisers, WRSTQACK and DBGHALTACK are 0 and stay 0;
+            // dbg_req needs h2, the rest dbg_halted)
             w1 <= WRSTQREQ; w2 <= w1;
             h1 <= DBGHALTREQ; h2 <= h1;
             WRSTQACK <= w2 && axi_quiet;

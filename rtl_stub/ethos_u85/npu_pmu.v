@@ -142,7 +142,9 @@ module npu_pmu (
             cc_cfg <= 32'd0;
             axi_chan <= 32'd0;
             lut <= 32'd0;
-        end else begin
+        end else if (we || mask_we || cc_on || ev_ovf != 8'd0) begin
+            // otherwise ovs_n == ovs (no write, cc_inc implies cc_on, no ev_ovf),
+            // inten_n == inten, and every other assignment needs we, mask_we or cc_on
             ovs <= ovs_n;
             inten <= inten_n;
             if (mask_we && mask_en) op_enable <= mask_val;
@@ -200,7 +202,8 @@ module npu_pmu (
                 if (!rst_n) begin
                     cnt <= 32'd0;
                     typ <= 32'd0;
-                end else begin
+                end else if (we || inc[gn]) begin
+                    // (w_pmcr implies we: without a write or an event nothing changes)
                     // a register write wins over counting
                     if (we && a_evcnt && a_n == N) cnt <= wdata;
                     else if (w_pmcr && wdata[NPU_F_PMCR_EVENT_CNT_RST]) cnt <= 32'd0;
