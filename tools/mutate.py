@@ -197,24 +197,26 @@ DTPU_CONFIGS = ("dtpu-4x4-all", "dtpu-3x5-odd", "dtpu-8x8-int8")
 
 # judged equivalent (as EQUIVALENT, for --device dtpu)
 _DTPU_UNWIRED = ("dtpu_core's {} output: module dtpu (the DUT) connects it to a wire that only its unused_top "
-                 "sink reads (the adapter's argument memories are written by the streams, never by the core)")
+                 "sink reads ({})")
+_DTPU_ARG_MEMS = "the adapter's argument memories are written by the streams, never by the core"
+# dtpu_ls_array's output word: the 64-bit lane's arm and its guard, with why its else arm is never written
+_DTPU_LANE64 = "outfifo_din = lane32 ? word32 : (stg_idx < ROWS_P) ? stg[stg_idx*ACCW +: 64] : 64'd0;"
+_DTPU_STG_IN_RANGE = "a step writes q_words = NG <= ROWS words, so stg_idx < ROWS whenever outfifo_write is high"
 EQUIVALENT_DTPU: dict[tuple, str] = {
     ('dtpu_pe.v', 'if (PW > ACCW) begin : g_unused', '>->>=', 0):
         'the generate condition of the unused_hi lint sink (it drives nothing); PW == ACCW never '
         'occurs either (PW = 2*AW with AW = widest operand + 1 odd, so PW is 18, 34, 66 or 130; '
         'ACCW is 32 or 64)',
-    ('dtpu_core.v', "assign csr_we = 1'b0;", "1'b0->1'b1", 0): _DTPU_UNWIRED.format("csr_we"),
-    ('dtpu_core.v', "assign wm_we = 1'b0;", "1'b0->1'b1", 0): _DTPU_UNWIRED.format("wm_we"),
+    ('dtpu_core.v', "assign csr_we = 1'b0;", "1'b0->1'b1", 0): _DTPU_UNWIRED.format("csr_we", _DTPU_ARG_MEMS),
+    ('dtpu_core.v', "assign wm_we = 1'b0;", "1'b0->1'b1", 0): _DTPU_UNWIRED.format("wm_we", _DTPU_ARG_MEMS),
     ('dtpu_mxu.v', "wire [ACCW-1:0] p_in = (c == 0) ? {ACCW{1'b0}} : p_grid[(r*COLUMNS+c-1)*ACCW +: ACCW];",
      "1'b0->1'b1", 0):
         "the partial-sum input of a first-column PE: dtpu_pe with FIRST=1 never reads p_in (acc_in is 0)",
     ('dtpu_mxu.v', 'up = (i > 0) ? i - 1 : 0;', '0->1', 1):
         'the row above row 0 (up = 1 instead of 0): h_new of row 0 takes 0, not h[up] (i == 0 selects the '
         'zero arm), so up is never read for i = 0',
-    ('dtpu_ls_array.v', "outfifo_din = lane32 ? word32 : (stg_idx < ROWS_P) ? stg[stg_idx*ACCW +: 64] : 64'd0;",
-     "64'd0->64'd1", 0):
-        'the 64-bit lane past the last row: a step writes q_words = NG <= ROWS words, so stg_idx < ROWS '
-        'whenever outfifo_write is high; the other arm is never written',
+    ('dtpu_ls_array.v', _DTPU_LANE64, "64'd0->64'd1", 0):
+        f'the 64-bit lane past the last row: {_DTPU_STG_IN_RANGE}; the other arm is never written',
     ('dtpu_control_unit.v', "if (cnt >= 4'd1 && cnt <= 4'd8)", '&&->||', 0):
         "CSR fetch steps 0 and 9 also write csr_word[(cnt-1)*8 +: 8]: bytes -1 and 8 of the 64-bit "
         "word, out of range, so the writes are dropped (FETCH_CSR leaves at step 9, so no later step)",
@@ -222,8 +224,7 @@ EQUIVALENT_DTPU: dict[tuple, str] = {
         "TREADY = filling || nready < NBUF: while a packet is being filled its buffer is not ready, so "
         "nready < NBUF already holds (nready only grows at TLAST, which ends the filling)",
     ('dtpu_control_unit.v', 'assign cs_idle = (state == DTPU_ST_IDLE);', '==->!=', 0):
-        "dtpu_core's cs_idle output: module dtpu (the DUT) connects it to a wire that only its unused_top "
-        "sink reads (STATUS.IDLE is the adapter's own !run_active)",
+        _DTPU_UNWIRED.format("cs_idle", "STATUS.IDLE is the adapter's own !run_active"),
     ('dtpu_control_unit.v', 'assign load_weight = (state == DTPU_ST_LOAD) && (wcnt != 0);', '&&->||', 0):
         'load_weight also outside LOAD (and at wcnt 0): load_idx is then -1 (out of range, the write is '
         'dropped) or n_weights = ROWS*P (the word after the run\'s block: no PE of its precision reads it, '
@@ -231,10 +232,8 @@ EQUIVALENT_DTPU: dict[tuple, str] = {
     ('dtpu_control_unit.v',
      "wm_address = wm_start[ADDRESS_SIZE_WMEMORY-1:0] + {{(ADDRESS_SIZE_WMEMORY-IDXW-1){1'b0}}, wcnt};", '1->2', 0):
         'wcnt (IDXW+1 bits) zero-extended to 31 instead of 32 bits in a 32-bit sum: the same value',
-    ('dtpu_ls_array.v', "outfifo_din = lane32 ? word32 : (stg_idx < ROWS_P) ? stg[stg_idx*ACCW +: 64] : 64'd0;",
-     '<-><=', 0):
-        'the guard of the 64-bit lane at stg_idx == ROWS: a step writes q_words = NG <= ROWS words, so '
-        'stg_idx < ROWS whenever outfifo_write is high',
+    ('dtpu_ls_array.v', _DTPU_LANE64, '<-><=', 0):
+        f'the guard of the 64-bit lane at stg_idx == ROWS: {_DTPU_STG_IN_RANGE}',
 }
 # the last rows of the row groups (dtpu_control_unit.v last_d): only acc[7:0] is read, a 1 in
 # bit 9 of the 16-bit acc (7'd1 at [15:9]) adds 512 and leaves the low byte as it was
